@@ -5,5 +5,6 @@
 #include "memra/host_api.h"
 #include "memra/family.h"
 #include "memra/quant.h"
+#include "memra/backend.h"
 #include "memra/plugin.h"
 #endif
