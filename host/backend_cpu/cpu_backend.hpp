@@ -1,0 +1,77 @@
+// The CPU reference backend: memra_backend_ops implemented with the kernels'
+// CPU references (kernels/*/*_ref.cpp), float32 activations and accumulation.
+// It is the oracle for the CUDA backend and lets CI run the engine without a GPU;
+// it is deliberately plain, not tuned.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "memra/backend.h"
+#include "memra/quant.h"
+
+namespace memra::backend {
+
+// Geometry of the paged KV cache (uniform across layers).
+struct KvCacheConfig {
+  int64_t layers = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 16;
+  int64_t num_blocks = 0;
+};
+
+// Finds the quant plugin table that owns a scheme ("bf16", "q4_k", ...).
+using QuantLookup = std::function<const memra_quant_api*(const char* scheme)>;
+
+class CpuBackend {
+ public:
+  CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup);
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+
+  const memra_backend_ops* ops() const { return &ops_; }
+  const KvCacheConfig& kv_config() const { return kv_; }
+
+  // Frees the previous step's scratch tensors; call before each model_forward.
+  void begin_step();
+  // Detail of the last failing op (empty when none).
+  const std::string& last_error() const { return last_error_; }
+
+  // Copies one KV block to another in every layer (prefix-cache copy-on-write).
+  void copy_kv_block(int32_t from, int32_t to);
+
+  // Op implementations (public so the C trampolines can reach them).
+  memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
+  memra_status embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
+                         memra_tensor* out);
+  memra_status rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
+                        memra_tensor* out);
+  memra_status add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                            float unit_offset, memra_tensor* out);
+  memra_status add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out);
+  memra_status matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias,
+                      memra_tensor* out);
+  memra_status gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
+                                memra_tensor* out);
+  memra_status attention(const memra_attention_params* params, const memra_forward_batch* batch,
+                         memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out);
+  memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
+  memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+
+  memra_status fail(memra_status code, std::string message);
+
+ private:
+  KvCacheConfig kv_;
+  QuantLookup quant_lookup_;
+  std::vector<float> k_cache_;  // [layers][num_blocks][block_size][kv_heads][head_dim]
+  std::vector<float> v_cache_;
+  std::deque<std::vector<float>> scratch_;
+  std::string last_error_;
+  memra_backend_ops ops_{};
+};
+
+}  // namespace memra::backend

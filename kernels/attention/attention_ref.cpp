@@ -1,0 +1,62 @@
+#include "kernels/attention/attention_ref.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace memra::ref {
+namespace {
+
+inline int64_t slot_offset(const PagedKvLayer& layer, const int32_t* block_table, int64_t position) {
+  const int64_t block = block_table[position / layer.block_size];
+  const int64_t row = block * layer.block_size + position % layer.block_size;
+  return row * layer.kv_heads * layer.head_dim;
+}
+
+}  // namespace
+
+void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
+                    const float* v) {
+  const int64_t off = slot_offset(layer, block_table, position);
+  const int64_t n = layer.kv_heads * layer.head_dim;
+  std::copy(k, k + n, layer.k + off);
+  std::copy(v, v + n, layer.v + off);
+}
+
+void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q,
+                     int64_t heads, float scale, int64_t sliding_window, float logit_softcap, float* out) {
+  const int64_t d = layer.head_dim;
+  const int64_t group = heads / layer.kv_heads;
+  const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, position - sliding_window + 1) : 0;
+  const int64_t n = position - first + 1;
+  std::vector<float> p(static_cast<size_t>(n));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * d;
+    const int64_t kvh = h / group;
+    float max_score = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* kj = layer.k + slot_offset(layer, block_table, first + j) + kvh * d;
+      float s = 0.0f;
+      for (int64_t i = 0; i < d; ++i) s += qh[i] * kj[i];
+      s *= scale;
+      if (logit_softcap > 0.0f) s = logit_softcap * std::tanh(s / logit_softcap);
+      p[static_cast<size_t>(j)] = s;
+      max_score = std::max(max_score, s);
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - max_score);
+      sum += p[static_cast<size_t>(j)];
+    }
+    // Normalise first, then weight V: the order transformers' eager attention uses.
+    float* oh = out + h * d;
+    std::fill(oh, oh + d, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      const float w = p[static_cast<size_t>(j)] / sum;
+      const float* vj = layer.v + slot_offset(layer, block_table, first + j) + kvh * d;
+      for (int64_t i = 0; i < d; ++i) oh[i] += w * vj[i];
+    }
+  }
+}
+
+}  // namespace memra::ref

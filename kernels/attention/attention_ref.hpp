@@ -1,0 +1,30 @@
+// Attention over a paged KV cache, CPU reference.
+//
+// One layer's cache is two arrays (K and V) of [num_blocks][block_size][kv_heads][head_dim]
+// floats; a sequence's block table maps logical block i (positions i*block_size ...)
+// to a physical block. Grouped-query attention: query head h reads KV head
+// h / (heads / kv_heads).
+#pragma once
+#include <cstdint>
+
+namespace memra::ref {
+
+struct PagedKvLayer {
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t block_size = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+};
+
+// Stores one token's k and v ([kv_heads][head_dim] each) at `position`.
+void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
+                    const float* v);
+
+// out[heads][head_dim] = softmax(q·Kᵀ·scale) · V over the positions this token may see:
+// [0, position] (causal), or the last `sliding_window` of them when sliding_window > 0.
+// logit_softcap > 0 applies cap * tanh(score / cap) before the softmax.
+void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q,
+                     int64_t heads, float scale, int64_t sliding_window, float logit_softcap, float* out);
+
+}  // namespace memra::ref
