@@ -1,0 +1,145 @@
+#include "llama_forward.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace memra::llama {
+namespace {
+
+// Checks an op's status and returns from model_run with a message naming the op.
+#define LLAMA_OP(call, what)                                  \
+  do {                                                        \
+    const memra_status st_ = (call);                          \
+    if (st_ != MEMRA_OK) {                                    \
+      error = std::string("llama forward: ") + (what) + " failed"; \
+      return st_;                                             \
+    }                                                         \
+  } while (0)
+
+}  // namespace
+
+bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
+  std::unordered_map<std::string, const memra_weight*> by_name;
+  m.weights.assign(set.weights, set.weights + set.count);
+  for (const memra_weight& w : m.weights) by_name[w.name] = &w;
+  for (const TensorSpec& spec : m.plan.tensors) {
+    auto it = by_name.find(spec.name);
+    if (it == by_name.end()) {
+      error = "checkpoint lacks tensor '" + spec.name + "' that the config requires";
+      return false;
+    }
+    const memra_weight* w = it->second;
+    bool same = w->ndim == static_cast<int32_t>(spec.shape.size());
+    for (size_t i = 0; same && i < spec.shape.size(); ++i) same = w->shape[i] == spec.shape[i];
+    if (!same) {
+      error = "tensor '" + spec.name + "' has a shape that does not match the config";
+      return false;
+    }
+    if (!spec.matrix && w->dtype != MEMRA_DTYPE_F32) {
+      error = "tensor '" + spec.name + "' must be loaded as F32 (norms and biases)";
+      return false;
+    }
+  }
+  auto get = [&](const std::string& n) -> const memra_weight* {
+    auto it = by_name.find(n);
+    return it == by_name.end() ? nullptr : it->second;
+  };
+  m.token_embd = get("token_embd.weight");
+  m.output_norm = get("output_norm.weight");
+  m.output = m.plan.tied_embeddings ? m.token_embd : get("output.weight");
+  m.layers.resize(static_cast<size_t>(m.plan.layers));
+  for (int64_t l = 0; l < m.plan.layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    Layer& L = m.layers[static_cast<size_t>(l)];
+    L.attn_norm = get(b + "attn_norm.weight");
+    L.wq = get(b + "attn_q.weight");
+    L.wk = get(b + "attn_k.weight");
+    L.wv = get(b + "attn_v.weight");
+    L.bq = get(b + "attn_q.bias");
+    L.bk = get(b + "attn_k.bias");
+    L.bv = get(b + "attn_v.bias");
+    L.q_norm = get(b + "attn_q_norm.weight");
+    L.k_norm = get(b + "attn_k_norm.weight");
+    L.wo = get(b + "attn_output.weight");
+    L.ffn_norm = get(b + "ffn_norm.weight");
+    L.w_gate = get(b + "ffn_gate.weight");
+    L.w_up = get(b + "ffn_up.weight");
+    L.w_down = get(b + "ffn_down.weight");
+  }
+  return true;
+}
+
+memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& error) {
+  const memra_backend_ops& o = *m.ops;
+  memra_backend_ctx* c = o.ctx;
+  const Plan& p = m.plan;
+  const int64_t T = batch.num_tokens;
+  const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
+
+  auto make = [&](int64_t rows, int64_t cols, memra_tensor& t) {
+    const int64_t shape[2] = {rows, cols};
+    return o.tensor_create(c, 2, shape, &t);
+  };
+  memra_tensor residual, h, q, k, v, attn, proj, gate, up, act, down;
+  LLAMA_OP(make(T, p.hidden, residual), "alloc");
+  LLAMA_OP(make(T, p.hidden, h), "alloc");
+  LLAMA_OP(make(T, q_width, q), "alloc");
+  LLAMA_OP(make(T, kv_width, k), "alloc");
+  LLAMA_OP(make(T, kv_width, v), "alloc");
+  LLAMA_OP(make(T, q_width, attn), "alloc");
+  LLAMA_OP(make(T, p.hidden, proj), "alloc");
+  LLAMA_OP(make(T, p.intermediate, gate), "alloc");
+  LLAMA_OP(make(T, p.intermediate, up), "alloc");
+  LLAMA_OP(make(T, p.intermediate, act), "alloc");
+  LLAMA_OP(make(T, p.hidden, down), "alloc");
+
+  LLAMA_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
+  LLAMA_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, 0.0f, &h), "attn_norm");
+
+  memra_attention_params ap{};
+  ap.struct_size = MEMRA_ATTENTION_PARAMS_STRUCT_SIZE;
+  ap.num_heads = static_cast<int32_t>(p.heads);
+  ap.num_kv_heads = static_cast<int32_t>(p.kv_heads);
+  ap.head_dim = static_cast<int32_t>(p.head_dim);
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  ap.sliding_window = static_cast<int32_t>(p.sliding_window);
+  ap.rope = &p.rope;
+
+  for (int64_t l = 0; l < p.layers; ++l) {
+    const Layer& L = m.layers[static_cast<size_t>(l)];
+    LLAMA_OP(o.matmul(c, &h, L.wq, L.bq, &q), "attn_q");
+    LLAMA_OP(o.matmul(c, &h, L.wk, L.bk, &k), "attn_k");
+    LLAMA_OP(o.matmul(c, &h, L.wv, L.bv, &v), "attn_v");
+    if (p.qk_norm) {
+      // Per-head norms: view q/k as [T*heads][head_dim].
+      memra_tensor qh = q, kh = k;
+      qh.shape[0] = T * p.heads;
+      qh.shape[1] = p.head_dim;
+      kh.shape[0] = T * p.kv_heads;
+      kh.shape[1] = p.head_dim;
+      LLAMA_OP(o.rms_norm(c, &qh, L.q_norm, p.norm_eps, 0.0f, &qh), "attn_q_norm");
+      LLAMA_OP(o.rms_norm(c, &kh, L.k_norm, p.norm_eps, 0.0f, &kh), "attn_k_norm");
+    }
+    ap.layer = static_cast<int32_t>(l);
+    LLAMA_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
+    LLAMA_OP(o.matmul(c, &attn, L.wo, nullptr, &proj), "attn_output");
+    LLAMA_OP(o.add_rms_norm(c, &proj, &residual, L.ffn_norm, p.norm_eps, 0.0f, &h), "ffn_norm");
+    LLAMA_OP(o.matmul(c, &h, L.w_gate, nullptr, &gate), "ffn_gate");
+    LLAMA_OP(o.matmul(c, &h, L.w_up, nullptr, &up), "ffn_up");
+    LLAMA_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &gate, &up, &act), "silu");
+    LLAMA_OP(o.matmul(c, &act, L.w_down, nullptr, &down), "ffn_down");
+    const memra_weight* next_norm = l + 1 < p.layers ? m.layers[static_cast<size_t>(l + 1)].attn_norm : m.output_norm;
+    LLAMA_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, 0.0f, &h), "norm");
+  }
+
+  if (batch.num_logits <= 0) return MEMRA_OK;
+  memra_tensor rows, logits;
+  LLAMA_OP(make(batch.num_logits, p.hidden, rows), "alloc");
+  LLAMA_OP(make(batch.num_logits, p.vocab, logits), "alloc");
+  LLAMA_OP(o.gather_logit_rows(c, &h, &batch, &rows), "gather_logit_rows");
+  LLAMA_OP(o.matmul(c, &rows, m.output, nullptr, &logits), "output");
+  LLAMA_OP(o.logits_output(c, &logits, &batch), "logits_output");
+  return MEMRA_OK;
+}
+
+}  // namespace memra::llama

@@ -1,0 +1,36 @@
+// The llama family's model plan: which tensors a config needs, with shapes, and
+// the hyper-parameters the forward pass reads. Built from the normalised config JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memra/backend.h"
+
+namespace memra::llama {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;  // outermost first
+  bool matrix = false;         // 2-D weight used by matmul (any quant scheme)
+};
+
+struct Plan {
+  std::string architecture;
+  int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  float norm_eps = 1e-6f;
+  bool attention_bias = false;  // q/k/v biases (Qwen2)
+  bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (Qwen3)
+  bool tied_embeddings = false;
+  int64_t sliding_window = 0;   // Mistral
+  memra_rope_params rope{};
+  std::vector<TensorSpec> tensors;
+};
+
+// Parses the normalised config; on failure returns false and sets `error`.
+bool plan_from_config(const char* config_json, Plan& plan, std::string& error);
+std::string plan_to_json(const Plan& plan);
+
+}  // namespace memra::llama
