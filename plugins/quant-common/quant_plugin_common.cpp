@@ -1,0 +1,173 @@
+#include "quant_plugin_common.hpp"
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "repack/quant/dequant.hpp"
+#include "repack/quant/fp_convert.hpp"
+#include "repack/quant/ggml_type.hpp"
+
+namespace memra::quant_plugin {
+namespace {
+
+const memra_host_api* g_host = nullptr;
+const char* const* g_handled = nullptr;
+const char* g_name = "quant";
+
+memra_status report(memra_status code, const std::string& message) {
+  if (g_host && g_host->error_report) return g_host->error_report(g_host->ctx, code, message.c_str());
+  return code;
+}
+
+// memra's fp8 layout v1: per row, cols/128 float32 scales then cols e4m3fn bytes;
+// value = e4m3(q) * scale of its 128-column group. Represents per-channel and
+// 128x128-block scaled checkpoints exactly.
+constexpr int64_t kFp8Group = 128;
+
+struct Scheme {
+  bool fp8 = false;
+  quant::GgmlType type = quant::GgmlType::F32;
+};
+
+bool lookup(const char* scheme, Scheme& out) {
+  if (!scheme || !handles(g_handled, scheme)) return false;
+  if (std::strcmp(scheme, "fp8") == 0) {
+    out.fp8 = true;
+    return true;
+  }
+  std::string upper(scheme);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return quant::ggml_type_from_name(upper, &out.type);
+}
+
+bool row_bytes(const Scheme& s, int64_t cols, uint64_t* out) {
+  if (cols <= 0) return false;
+  if (s.fp8) {
+    if (cols % kFp8Group != 0) return false;
+    *out = static_cast<uint64_t>(cols / kFp8Group) * 4u + static_cast<uint64_t>(cols);
+    return true;
+  }
+  return quant::ggml_row_bytes(static_cast<uint32_t>(s.type), static_cast<uint64_t>(cols), out);
+}
+
+void dequantize_one_row(const Scheme& s, const uint8_t* src, int64_t cols, float* dst) {
+  if (s.fp8) {
+    const int64_t groups = cols / kFp8Group;
+    const uint8_t* q = src + groups * 4;
+    for (int64_t g = 0; g < groups; ++g) {
+      float scale;
+      std::memcpy(&scale, src + g * 4, 4);
+      for (int64_t i = 0; i < kFp8Group; ++i) dst[g * kFp8Group + i] = quant::f8_e4m3_to_f32(q[g * kFp8Group + i]) * scale;
+    }
+    return;
+  }
+  quant::dequantize_row(s.type, src, dst, cols);
+}
+
+template <class F>
+memra_status guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return report(MEMRA_ERR_INTERNAL, std::string(g_name) + ": " + e.what());
+  } catch (...) {
+    return report(MEMRA_ERR_INTERNAL, std::string(g_name) + ": unknown exception");
+  }
+}
+
+}  // namespace
+
+bool handles(const char* const* handled, const char* scheme) {
+  for (const char* const* h = handled; h && *h; ++h)
+    if (std::strcmp(*h, scheme) == 0) return true;
+  return false;
+}
+
+void set_host(const memra_host_api* host, const char* const* handled, const char* plugin_name) {
+  g_host = host;
+  g_handled = handled;
+  g_name = plugin_name;
+}
+
+int32_t score_cpu_and_cuda(const memra_device_info* device, const char*) {
+  // CPU paths exist for every scheme; CUDA kernels arrive with the CUDA backend.
+  if (!device) return -1;
+  return device->backend == MEMRA_BACKEND_CPU ? 10 : -1;
+}
+
+memra_status weight_bytes(const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
+  return guarded([&] {
+    Scheme s;
+    if (!out || rows <= 0 || !lookup(scheme, s)) return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": unknown scheme or bad shape");
+    uint64_t rb = 0;
+    if (!row_bytes(s, cols, &rb))
+      return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": " + scheme + " cannot hold rows of " + std::to_string(cols) + " columns (block size)");
+    *out = rb * static_cast<uint64_t>(rows);
+    return MEMRA_OK;
+  });
+}
+
+memra_status quantize(const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst, uint64_t dst_bytes) {
+  return guarded([&] {
+    Scheme s;
+    if (!src || !dst || !lookup(scheme, s)) return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": bad quantize arguments");
+    uint64_t rb = 0;
+    if (!row_bytes(s, cols, &rb) || dst_bytes < rb * static_cast<uint64_t>(rows))
+      return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": destination too small");
+    auto* d = static_cast<uint8_t*>(dst);
+    const int64_t n = rows * cols;
+    if (!s.fp8 && s.type == quant::GgmlType::F32) {
+      std::memcpy(d, src, static_cast<size_t>(n) * 4);
+      return MEMRA_OK;
+    }
+    if (!s.fp8 && (s.type == quant::GgmlType::F16 || s.type == quant::GgmlType::BF16)) {
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = s.type == quant::GgmlType::F16 ? quant::f32_to_fp16(src[i]) : quant::f32_to_bf16(src[i]);
+        std::memcpy(d + i * 2, &h, 2);
+      }
+      return MEMRA_OK;
+    }
+    return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": quantizing to " + scheme + " is done by memra-repack's quantizers");
+  });
+}
+
+memra_status dequantize(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows, int64_t cols, float* dst) {
+  return guarded([&] {
+    Scheme s;
+    if (!src || !dst || !lookup(scheme, s)) return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": bad dequantize arguments");
+    uint64_t rb = 0;
+    if (!row_bytes(s, cols, &rb) || src_bytes < rb * static_cast<uint64_t>(rows))
+      return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": source smaller than rows x cols");
+    const auto* p = static_cast<const uint8_t*>(src);
+    for (int64_t r = 0; r < rows; ++r) dequantize_one_row(s, p + rb * static_cast<uint64_t>(r), cols, dst + r * cols);
+    return MEMRA_OK;
+  });
+}
+
+memra_status matmul(const memra_matmul_args* a) {
+  return guarded([&] {
+    if (!MEMRA_STRUCT_HAS(a, memra_matmul_args, stream)) return report(MEMRA_ERR_ABI_MISMATCH, "matmul: args struct too small");
+    if (a->backend != MEMRA_BACKEND_CPU) return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": no CUDA matmul in this build");
+    Scheme s;
+    uint64_t rb = 0;
+    if (!lookup(a->scheme, s) || !row_bytes(s, a->cols, &rb)) return report(MEMRA_ERR_INVALID_ARGUMENT, "matmul: bad scheme or shape");
+    std::vector<float> w(static_cast<size_t>(a->cols));
+    const auto* base = static_cast<const uint8_t*>(a->weight);
+    for (int64_t r = 0; r < a->rows; ++r) {
+      dequantize_one_row(s, base + rb * static_cast<uint64_t>(r), a->cols, w.data());
+      for (int64_t t = 0; t < a->m; ++t) {
+        const float* x = a->x + t * a->cols;
+        float acc = 0.0f;
+        for (int64_t c = 0; c < a->cols; ++c) acc += x[c] * w[static_cast<size_t>(c)];
+        a->y[t * a->rows + r] = acc;
+      }
+    }
+    return MEMRA_OK;
+  });
+}
+
+const memra_quant_api kQuantApi = {MEMRA_QUANT_API_STRUCT_SIZE, weight_bytes, quantize, dequantize, matmul};
+
+}  // namespace memra::quant_plugin

@@ -1,0 +1,50 @@
+// Shared implementation of memra's built-in quant plugins. Each built-in plugin
+// (.so) is a thin file naming its schemes; weight layouts are the GGUF block
+// layouts carried bit-exactly (f32/f16/bf16 and the ggml block types), plus
+// memra's "fp8" layout. The CPU matmul dequantizes one weight row exactly
+// (memra_quant_ref, the oracle) and accumulates in float32 in a fixed order, so a
+// row's result never depends on how many tokens share the call.
+#pragma once
+
+#include <cstdint>
+
+#include "memra/memra.h"
+
+namespace memra::quant_plugin {
+
+// Scheme names this build knows: lower-case ggml names ("q4_k") and "fp8".
+// Returns false when `scheme` is not in `handled`.
+bool handles(const char* const* handled, const char* scheme);
+
+memra_status weight_bytes(const char* scheme, int64_t rows, int64_t cols, uint64_t* out);
+memra_status quantize(const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst,
+                      uint64_t dst_bytes);
+memra_status dequantize(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows, int64_t cols,
+                        float* dst);
+memra_status matmul(const memra_matmul_args* args);
+
+// Set by memra_plugin_init; used to report errors.
+void set_host(const memra_host_api* host, const char* const* handled, const char* plugin_name);
+
+int32_t score_cpu_and_cuda(const memra_device_info* device, const char* handled_name);
+
+extern const memra_quant_api kQuantApi;
+
+}  // namespace memra::quant_plugin
+
+// Defines the two exported entry points of a built-in quant plugin.
+#define MEMRA_DEFINE_QUANT_PLUGIN(NAME, DESCRIPTION, ...)                                             \
+  namespace {                                                                                         \
+  const char* const kHandles[] = {__VA_ARGS__, nullptr};                                              \
+  const memra_plugin_descriptor kDescriptor = {                                                       \
+      MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, MEMRA_ABI_MAJOR, MEMRA_ABI_MINOR, MEMRA_PLUGIN_KIND_QUANT,  \
+      NAME, "0.1.0", DESCRIPTION, kHandles, memra::quant_plugin::score_cpu_and_cuda};                  \
+  }                                                                                                   \
+  MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }       \
+  MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
+    if (!host || !out || !MEMRA_STRUCT_HAS(out, memra_plugin_api, quant)) return MEMRA_ERR_ABI_MISMATCH; \
+    memra::quant_plugin::set_host(host, kHandles, NAME);                                              \
+    out->kind = MEMRA_PLUGIN_KIND_QUANT;                                                              \
+    out->quant = &memra::quant_plugin::kQuantApi;                                                     \
+    return MEMRA_OK;                                                                                  \
+  }
