@@ -1,0 +1,32 @@
+// A read-only memory map of a whole file. Tensor views point into it, so readers
+// hold it through a shared_ptr for as long as any view may be used.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "host/common/result.hpp"
+
+namespace memra {
+
+class MappedFile {
+ public:
+  static Result<std::shared_ptr<const MappedFile>> open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+}  // namespace memra
