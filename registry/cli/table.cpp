@@ -1,0 +1,53 @@
+#include "registry/cli/table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace memra::registry::cli {
+
+std::size_t display_width(const std::string& text) {
+  std::size_t n = 0;
+  for (unsigned char ch : text)
+    if ((ch & 0xC0) != 0x80) ++n;  // count lead bytes only
+  return n;
+}
+
+std::string human_bytes(unsigned long long bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", bytes);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+void Table::print(std::ostream& out) const {
+  std::vector<std::size_t> widths(headers_.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i)
+      widths[i] = std::max(widths[i], display_width(row[i]));
+  };
+  measure(headers_);
+  for (const auto& r : rows_) measure(r);
+  auto emit = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      const std::string cell = i < row.size() ? row[i] : "";
+      line += cell;
+      if (i + 1 < widths.size()) line += std::string(widths[i] - display_width(cell) + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  };
+  emit(headers_);
+  for (const auto& r : rows_) emit(r);
+}
+
+}  // namespace memra::registry::cli
