@@ -1,0 +1,134 @@
+/* A good family test plugin in C (C keeps the library unloadable, which the
+ * lifetime test checks with dlopen(RTLD_NOLOAD)).
+ *
+ * - init reads config "good.greeting" through config_get (probing the size first)
+ *   and logs "greeting: <value>";
+ * - plan_create fails with UNSUPPORTED and a message when the config contains
+ *   "unsupported"; the plan describes itself as {"plugin":"good-family","config_bytes":N};
+ * - model_create takes its state from host memory_alloc; model_forward writes
+ *   logits[i][j] = token_ids[logits_rows[i]] * 10 + j for a vocab of 4;
+ * - shutdown logs "shutdown".
+ */
+#include <memra/memra.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VOCAB 4
+
+struct memra_model_plan {
+  size_t config_bytes;
+};
+
+struct memra_model {
+  memra_buffer state; /* from host memory_alloc */
+};
+
+static const memra_host_api* g_host = NULL;
+
+static memra_status fail(memra_status code, const char* message) {
+  return g_host->error_report(g_host->ctx, code, message);
+}
+
+static memra_status plan_create(const char* config_json, memra_model_plan** out) {
+  if (config_json == NULL || out == NULL) return fail(MEMRA_ERR_INVALID_ARGUMENT, "plan_create: NULL argument");
+  if (strstr(config_json, "unsupported") != NULL) {
+    return fail(MEMRA_ERR_UNSUPPORTED, "good-family: architecture 'Unsupported' is not supported; expected GoodForCausalLM");
+  }
+  memra_model_plan* plan = (memra_model_plan*)malloc(sizeof *plan);
+  if (plan == NULL) return fail(MEMRA_ERR_OUT_OF_MEMORY, "plan_create: out of memory");
+  plan->config_bytes = strlen(config_json);
+  *out = plan;
+  return MEMRA_OK;
+}
+
+static memra_status plan_describe(const memra_model_plan* plan, char* buf, size_t buf_size, size_t* needed) {
+  char text[128];
+  int n = snprintf(text, sizeof text, "{\"plugin\":\"good-family\",\"config_bytes\":%zu}", plan->config_bytes);
+  *needed = (size_t)n + 1;
+  if (buf == NULL || buf_size < *needed) return MEMRA_ERR_INVALID_ARGUMENT;
+  memcpy(buf, text, *needed);
+  return MEMRA_OK;
+}
+
+static void plan_destroy(memra_model_plan* plan) { free(plan); }
+
+static memra_status model_create(const memra_model_plan* plan, const memra_weight_set* weights,
+                                 const memra_backend_ops* ops, memra_model** out) {
+  (void)plan;
+  (void)weights;
+  (void)ops;
+  memra_model* model = (memra_model*)calloc(1, sizeof *model);
+  if (model == NULL) return fail(MEMRA_ERR_OUT_OF_MEMORY, "model_create: out of memory");
+  model->state.struct_size = MEMRA_BUFFER_STRUCT_SIZE;
+  memra_status s = g_host->memory_alloc(g_host->ctx, MEMRA_MEMORY_HOST, 256, 128, &model->state);
+  if (s != MEMRA_OK) {
+    free(model);
+    return fail(s, "model_create: memory_alloc failed");
+  }
+  if (((uintptr_t)model->state.ptr % 128u) != 0) {
+    g_host->memory_free(g_host->ctx, &model->state);
+    free(model);
+    return fail(MEMRA_ERR_INTERNAL, "model_create: memory_alloc ignored the alignment");
+  }
+  memset(model->state.ptr, 0, 256);
+  *out = model;
+  return MEMRA_OK;
+}
+
+static memra_status model_forward(memra_model* model, const memra_forward_batch* b) {
+  if (b == NULL || b->struct_size < MEMRA_FORWARD_BATCH_STRUCT_SIZE) {
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "model_forward: batch struct_size too small");
+  }
+  for (int32_t i = 0; i < b->num_logits; ++i) {
+    int32_t row = b->logits_rows[i];
+    if (row < 0 || row >= b->num_tokens) return fail(MEMRA_ERR_INVALID_ARGUMENT, "model_forward: logits row out of range");
+    for (int j = 0; j < VOCAB; ++j) b->logits[i * VOCAB + j] = (float)(b->token_ids[row] * 10 + j);
+  }
+  ((int64_t*)model->state.ptr)[0] += 1; /* steps run, proves the host buffer is writable */
+  return MEMRA_OK;
+}
+
+static void model_destroy(memra_model* model) {
+  g_host->memory_free(g_host->ctx, &model->state);
+  free(model);
+}
+
+static void plugin_shutdown(void) { g_host->log(g_host->ctx, MEMRA_LOG_INFO, "shutdown"); }
+
+static const memra_family_api k_family = {
+    MEMRA_FAMILY_API_STRUCT_SIZE, plan_create, plan_describe, plan_destroy, model_create, model_forward, model_destroy,
+};
+
+static const char* const k_handles[] = {"GoodForCausalLM", NULL};
+
+static const memra_plugin_descriptor k_desc = {
+    MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, MEMRA_ABI_MAJOR, MEMRA_ABI_MINOR, MEMRA_PLUGIN_KIND_FAMILY, "good-family",
+    "0.2.0", "test family plugin", k_handles, NULL, /* score NULL -> 0 */
+};
+
+MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &k_desc; }
+
+MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {
+  g_host = host;
+  size_t needed = 0;
+  char small[2];
+  memra_status s = host->config_get(host->ctx, "good.greeting", small, sizeof small, &needed);
+  if (s == MEMRA_ERR_INVALID_ARGUMENT && needed > sizeof small) {
+    char* value = (char*)malloc(needed);
+    if (value == NULL) return fail(MEMRA_ERR_OUT_OF_MEMORY, "init: out of memory");
+    s = host->config_get(host->ctx, "good.greeting", value, needed, &needed);
+    if (s == MEMRA_OK) {
+      char line[256];
+      snprintf(line, sizeof line, "greeting: %s", value);
+      host->log(host->ctx, MEMRA_LOG_INFO, line);
+    }
+    free(value);
+  }
+  out->kind = MEMRA_PLUGIN_KIND_FAMILY;
+  out->family = &k_family;
+  out->shutdown = plugin_shutdown;
+  return MEMRA_OK;
+}

@@ -1,0 +1,172 @@
+/* The memra C ABI v1 layout on x86_64 LP64 (System V), derived by hand from the
+ * headers: pointers/size_t/int64 8 bytes, int32/float 4, natural alignment.
+ * Both abi_layout_c.c (C11) and abi_layout_test.cpp (C++20) static_assert every
+ * entry, so the two languages and this written-down ABI cannot drift apart.
+ * A change here is an ABI change: only append fields (minor) or bump the major. */
+#ifndef MEMRA_TEST_ABI_LAYOUT_TABLE_H
+#define MEMRA_TEST_ABI_LAYOUT_TABLE_H
+
+/* X(struct, field, offset) */
+#define MEMRA_ABI_OFFSETS(X)                                   \
+  /* host_api.h */                                             \
+  X(memra_device_info, struct_size, 0)                         \
+  X(memra_device_info, backend, 8)                             \
+  X(memra_device_info, compute_major, 12)                      \
+  X(memra_device_info, compute_minor, 16)                      \
+  X(memra_device_info, multiprocessor_count, 20)               \
+  X(memra_device_info, total_memory_bytes, 24)                 \
+  X(memra_device_info, arch, 32)                               \
+  X(memra_device_info, name, 40)                               \
+  X(memra_buffer, struct_size, 0)                              \
+  X(memra_buffer, location, 8)                                 \
+  X(memra_buffer, bytes, 16)                                   \
+  X(memra_buffer, ptr, 24)                                     \
+  X(memra_buffer, host_handle, 32)                             \
+  X(memra_launch_config, struct_size, 0)                       \
+  X(memra_launch_config, grid, 8)                              \
+  X(memra_launch_config, block, 20)                            \
+  X(memra_launch_config, shared_bytes, 32)                     \
+  X(memra_launch_config, stream, 40)                           \
+  X(memra_nvrtc_request, struct_size, 0)                       \
+  X(memra_nvrtc_request, name, 8)                              \
+  X(memra_nvrtc_request, source, 16)                           \
+  X(memra_nvrtc_request, options, 24)                          \
+  X(memra_nvrtc_request, num_options, 32)                      \
+  X(memra_host_api, struct_size, 0)                            \
+  X(memra_host_api, abi_major, 8)                              \
+  X(memra_host_api, abi_minor, 12)                             \
+  X(memra_host_api, ctx, 16)                                   \
+  X(memra_host_api, log, 24)                                   \
+  X(memra_host_api, error_report, 32)                          \
+  X(memra_host_api, config_get, 40)                            \
+  X(memra_host_api, device_info_get, 48)                       \
+  X(memra_host_api, memory_alloc, 56)                          \
+  X(memra_host_api, memory_free, 64)                           \
+  X(memra_host_api, kernel_module_load, 72)                    \
+  X(memra_host_api, kernel_module_compile, 80)                 \
+  X(memra_host_api, kernel_get, 88)                            \
+  X(memra_host_api, kernel_launch, 96)                         \
+  /* family.h */                                               \
+  X(memra_weight, struct_size, 0)                              \
+  X(memra_weight, name, 8)                                     \
+  X(memra_weight, quant, 16)                                   \
+  X(memra_weight, dtype, 24)                                   \
+  X(memra_weight, ndim, 28)                                    \
+  X(memra_weight, shape, 32)                                   \
+  X(memra_weight, bytes, 64)                                   \
+  X(memra_weight, data, 72)                                    \
+  X(memra_weight_set, struct_size, 0)                          \
+  X(memra_weight_set, count, 8)                                \
+  X(memra_weight_set, weights, 16)                             \
+  X(memra_forward_batch, struct_size, 0)                       \
+  X(memra_forward_batch, num_tokens, 8)                        \
+  X(memra_forward_batch, token_ids, 16)                        \
+  X(memra_forward_batch, positions, 24)                        \
+  X(memra_forward_batch, seq_index, 32)                        \
+  X(memra_forward_batch, num_seqs, 40)                         \
+  X(memra_forward_batch, seq_lens, 48)                         \
+  X(memra_forward_batch, block_tables, 56)                     \
+  X(memra_forward_batch, max_blocks_per_seq, 64)               \
+  X(memra_forward_batch, num_logits, 68)                       \
+  X(memra_forward_batch, logits_rows, 72)                      \
+  X(memra_forward_batch, logits, 80)                           \
+  X(memra_family_api, struct_size, 0)                          \
+  X(memra_family_api, plan_create, 8)                          \
+  X(memra_family_api, plan_describe, 16)                       \
+  X(memra_family_api, plan_destroy, 24)                        \
+  X(memra_family_api, model_create, 32)                        \
+  X(memra_family_api, model_forward, 40)                       \
+  X(memra_family_api, model_destroy, 48)                       \
+  /* quant.h */                                                \
+  X(memra_matmul_args, struct_size, 0)                         \
+  X(memra_matmul_args, scheme, 8)                              \
+  X(memra_matmul_args, backend, 16)                            \
+  X(memra_matmul_args, weight, 24)                             \
+  X(memra_matmul_args, rows, 32)                               \
+  X(memra_matmul_args, cols, 40)                               \
+  X(memra_matmul_args, m, 48)                                  \
+  X(memra_matmul_args, x, 56)                                  \
+  X(memra_matmul_args, y, 64)                                  \
+  X(memra_matmul_args, stream, 72)                             \
+  X(memra_quant_api, struct_size, 0)                           \
+  X(memra_quant_api, weight_bytes, 8)                          \
+  X(memra_quant_api, quantize, 16)                             \
+  X(memra_quant_api, dequantize, 24)                           \
+  X(memra_quant_api, matmul, 32)                               \
+  /* backend.h */                                              \
+  X(memra_tensor, struct_size, 0)                              \
+  X(memra_tensor, dtype, 8)                                    \
+  X(memra_tensor, ndim, 12)                                    \
+  X(memra_tensor, shape, 16)                                   \
+  X(memra_tensor, data, 48)                                    \
+  X(memra_rope_params, struct_size, 0)                         \
+  X(memra_rope_params, rotary_dim, 8)                          \
+  X(memra_rope_params, neox_style, 12)                         \
+  X(memra_rope_params, theta, 16)                              \
+  X(memra_rope_params, scaling, 20)                            \
+  X(memra_rope_params, factor, 24)                             \
+  X(memra_rope_params, low_freq_factor, 28)                    \
+  X(memra_rope_params, high_freq_factor, 32)                   \
+  X(memra_rope_params, original_max_position, 36)              \
+  X(memra_rope_params, beta_fast, 40)                          \
+  X(memra_rope_params, beta_slow, 44)                          \
+  X(memra_rope_params, attention_factor, 48)                   \
+  X(memra_attention_params, struct_size, 0)                    \
+  X(memra_attention_params, layer, 8)                          \
+  X(memra_attention_params, num_heads, 12)                     \
+  X(memra_attention_params, num_kv_heads, 16)                  \
+  X(memra_attention_params, head_dim, 20)                      \
+  X(memra_attention_params, scale, 24)                         \
+  X(memra_attention_params, sliding_window, 28)                \
+  X(memra_attention_params, logit_softcap, 32)                 \
+  X(memra_attention_params, rope, 40)                          \
+  X(memra_backend_ops, struct_size, 0)                         \
+  X(memra_backend_ops, ctx, 8)                                 \
+  X(memra_backend_ops, tensor_create, 16)                      \
+  X(memra_backend_ops, embedding, 24)                          \
+  X(memra_backend_ops, rms_norm, 32)                           \
+  X(memra_backend_ops, add_rms_norm, 40)                       \
+  X(memra_backend_ops, add, 48)                                \
+  X(memra_backend_ops, matmul, 56)                             \
+  X(memra_backend_ops, gated_activation, 64)                   \
+  X(memra_backend_ops, attention, 72)                          \
+  X(memra_backend_ops, gather_logit_rows, 80)                  \
+  X(memra_backend_ops, logits_output, 88)                      \
+  /* plugin.h */                                               \
+  X(memra_plugin_descriptor, struct_size, 0)                   \
+  X(memra_plugin_descriptor, abi_major, 8)                     \
+  X(memra_plugin_descriptor, abi_minor, 12)                    \
+  X(memra_plugin_descriptor, kind, 16)                         \
+  X(memra_plugin_descriptor, name, 24)                         \
+  X(memra_plugin_descriptor, version, 32)                      \
+  X(memra_plugin_descriptor, description, 40)                  \
+  X(memra_plugin_descriptor, handles, 48)                      \
+  X(memra_plugin_descriptor, score, 56)                        \
+  X(memra_plugin_api, struct_size, 0)                          \
+  X(memra_plugin_api, kind, 8)                                 \
+  X(memra_plugin_api, family, 16)                              \
+  X(memra_plugin_api, quant, 24)                               \
+  X(memra_plugin_api, shutdown, 32)
+
+/* X(struct, sizeof, v1.0 *_STRUCT_SIZE macro, its value). The macro is the size up
+ * to the last v1.0 field, so it is smaller than sizeof when there is tail padding. */
+#define MEMRA_ABI_SIZES(X)                                                           \
+  X(memra_device_info, 48, MEMRA_DEVICE_INFO_STRUCT_SIZE, 48)                        \
+  X(memra_buffer, 40, MEMRA_BUFFER_STRUCT_SIZE, 40)                                  \
+  X(memra_launch_config, 48, MEMRA_LAUNCH_CONFIG_STRUCT_SIZE, 48)                    \
+  X(memra_nvrtc_request, 40, MEMRA_NVRTC_REQUEST_STRUCT_SIZE, 40)                    \
+  X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
+  X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
+  X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
+  X(memra_forward_batch, 88, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 88)                    \
+  X(memra_family_api, 56, MEMRA_FAMILY_API_STRUCT_SIZE, 56)                          \
+  X(memra_matmul_args, 80, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 80)                        \
+  X(memra_quant_api, 40, MEMRA_QUANT_API_STRUCT_SIZE, 40)                            \
+  X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
+  X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \
+  X(memra_attention_params, 48, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 48)              \
+  X(memra_backend_ops, 96, MEMRA_BACKEND_OPS_STRUCT_SIZE, 96)                        \
+  X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
+  X(memra_plugin_api, 40, MEMRA_PLUGIN_API_STRUCT_SIZE, 40)
+
+#endif /* MEMRA_TEST_ABI_LAYOUT_TABLE_H */

@@ -1,0 +1,168 @@
+// The SDK promise end to end: install only the `sdk` component to a fresh prefix,
+// build sdk/examples/quant-example out of tree against that prefix alone, load the
+// resulting .so through PluginHost and check its matmul against a reference.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "host/plugin_host/plugin_host.hpp"
+#include "tests/sdk/sdk_test_util.hpp"
+
+namespace memra::sdk_test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The first `name` on PATH, or "".
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SdkExample : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cmake_ = on_path("cmake");
+    if (cmake_.empty()) return;
+    tmp_ = new TempDir();
+    prefix_ = tmp_->path() / "prefix";
+    build_ = tmp_->path() / "build";
+    // 1. Only the sdk component of this build.
+    RunResult install = run(sh_quote(cmake_) + " --install " + sh_quote(MEMRA_BINARY_ROOT) +
+                            " --component sdk --prefix " + sh_quote(prefix_.string()));
+    log_ += "$ cmake --install (sdk)\n" + install.output;
+    if (install.rc != 0) return;
+    // 2. Configure and build the example against that prefix only.
+    RunResult configure = run(sh_quote(cmake_) + " -S " +
+                              sh_quote((fs::path(MEMRA_SOURCE_ROOT) / "sdk/examples/quant-example").string()) +
+                              " -B " + sh_quote(build_.string()) + " -DCMAKE_BUILD_TYPE=Release" +
+                              " -DCMAKE_C_COMPILER=" + sh_quote(MEMRA_C_COMPILER) +
+                              " -DCMAKE_PREFIX_PATH=" + sh_quote(prefix_.string()));
+    log_ += "$ cmake -S quant-example\n" + configure.output;
+    if (configure.rc != 0) return;
+    RunResult build = run(sh_quote(cmake_) + " --build " + sh_quote(build_.string()));
+    log_ += "$ cmake --build\n" + build.output;
+    built_ = build.rc == 0;
+  }
+  static void TearDownTestSuite() {
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+  void SetUp() override {
+    if (cmake_.empty()) GTEST_SKIP() << "cmake is not on PATH; the out-of-tree SDK build cannot be checked";
+    ASSERT_TRUE(built_) << log_;
+  }
+
+  static inline std::string cmake_;
+  static inline TempDir* tmp_ = nullptr;
+  static inline fs::path prefix_, build_;
+  static inline std::string log_;
+  static inline bool built_ = false;
+};
+
+TEST_F(SdkExample, InstallsOnlyTheHeadersAndBuildsAgainstThem) {
+  EXPECT_TRUE(fs::exists(prefix_ / "include/memra/memra.h"));
+  EXPECT_TRUE(fs::exists(prefix_ / "include/memra/plugin.h"));
+  EXPECT_FALSE(fs::exists(prefix_ / "bin")) << "the sdk component must not carry binaries";
+  // The example found the headers in the prefix, not in the source tree.
+  std::string cache = read_file(build_ / "CMakeCache.txt");
+  EXPECT_THAT(cache, ::testing::HasSubstr("MEMRA_INCLUDE_DIR:PATH=" + (prefix_ / "include").string() + "\n"));
+  EXPECT_TRUE(fs::exists(build_ / "libmemra-quant-example.so"));
+}
+
+TEST_F(SdkExample, LoadsThroughThePluginHostAndMatchesTheReferenceMatmul) {
+  std::vector<std::string> lines;
+  plugins::PluginHostOptions o;
+  o.plugin_dirs = {build_};
+  o.use_env_path = false;
+  o.use_install_dir = false;
+  o.services.log = [&lines](memra_log_level, std::string_view line) { lines.emplace_back(line); };
+  plugins::PluginHost host(std::move(o));
+  ASSERT_EQ(host.discover(), 1u) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(host.refusals().empty());
+
+  auto q = host.quant_for("example_f32", host.device_info());
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->info().name, "example-f32");
+
+  const int64_t rows = 7, cols = 13, m = 3;  // odd sizes: no accidental tiling
+  std::vector<float> w(rows * cols), x(m * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) w[i] = float((i * 37) % 23) / 7.0f - 1.5f;
+  for (int64_t i = 0; i < m * cols; ++i) x[i] = float((i * 11) % 17) / 5.0f - 1.0f;
+
+  auto bytes = q->weight_bytes("example_f32", rows, cols);
+  ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+  ASSERT_EQ(*bytes, uint64_t(rows * cols) * sizeof(float));
+  std::vector<std::byte> packed(*bytes);
+  ASSERT_TRUE(q->quantize("example_f32", w, rows, cols, packed).ok());
+  std::vector<float> back(rows * cols);
+  ASSERT_TRUE(q->dequantize("example_f32", packed, rows, cols, back).ok());
+  EXPECT_EQ(back, w);
+
+  std::vector<float> y(m * rows, 1e30f);
+  memra_matmul_args args{};
+  args.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
+  args.scheme = "example_f32";
+  args.backend = MEMRA_BACKEND_CPU;
+  args.weight = packed.data();
+  args.rows = rows;
+  args.cols = cols;
+  args.m = m;
+  args.x = x.data();
+  args.y = y.data();
+  auto st = q->matmul(args);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  for (int64_t t = 0; t < m; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double ref = 0;  // y = x · Wᵀ in double
+      for (int64_t c = 0; c < cols; ++c) ref += double(x[t * cols + c]) * double(w[r * cols + c]);
+      EXPECT_NEAR(y[t * rows + r], ref, 1e-4 * (1.0 + std::abs(ref))) << "t=" << t << " r=" << r;
+    }
+  }
+
+  // Its errors come back with its own message.
+  args.backend = MEMRA_BACKEND_CUDA;
+  auto cuda = q->matmul(args);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_EQ(cuda.error().code, ErrorCode::unsupported);
+  EXPECT_EQ(q->last_error(), "example-f32 has only a CPU matmul; its score is negative on other backends");
+}
+
+TEST_F(SdkExample, IsNotSelectedForAGpuDevice) {
+  plugins::PluginHostOptions o;
+  o.plugin_dirs = {build_};
+  o.use_env_path = false;
+  o.use_install_dir = false;
+  o.services.log = [](memra_log_level, std::string_view) {};
+  plugins::PluginHost host(std::move(o));
+  ASSERT_EQ(host.discover(), 1u);
+  memra_device_info gpu{};
+  gpu.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
+  gpu.backend = MEMRA_BACKEND_CUDA;
+  gpu.arch = "sm_90a";
+  gpu.name = "test GPU";
+  auto q = host.quant_for("example_f32", gpu);
+  ASSERT_FALSE(q.ok());
+  EXPECT_THAT(q.error().message, ::testing::HasSubstr("example-f32 (score -1)"));
+}
+
+}  // namespace
+}  // namespace memra::sdk_test
