@@ -36,49 +36,61 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     p.vocab = need_int(c, "vocab_size");
     p.hidden = need_int(c, "hidden_size");
     p.intermediate = need_int(c, "intermediate_size");
-    p.layers = need_int(c, "num_hidden_layers");
-    p.heads = need_int(c, "num_attention_heads");
-    p.kv_heads = c.value("num_key_value_heads", p.heads);
-    p.head_dim = c.contains("head_dim") && c["head_dim"].is_number_integer() ? c["head_dim"].get<int64_t>()
-                                                                              : p.hidden / p.heads;
+    p.layers = need_int(c, "num_layers");
+    p.heads = need_int(c, "num_heads");
+    p.kv_heads = need_int(c, "num_kv_heads");
+    p.head_dim = need_int(c, "head_dim");
     if (p.heads <= 0 || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || p.head_dim <= 0 || p.head_dim % 2 != 0) {
       error = "config has inconsistent attention heads (heads, kv heads, head_dim)";
       return false;
     }
-    p.norm_eps = c.value("rms_norm_eps", 1e-6f);
-    p.attention_bias = c.value("attention_bias", p.architecture == "Qwen2ForCausalLM");
-    p.qk_norm = c.value("qk_norm", p.architecture == "Qwen3ForCausalLM");
+    if (c.value("num_experts", 0) > 0) {
+      error = "family-llama handles dense models only; this config has experts";
+      return false;
+    }
+    if (c.value("norm_type", std::string("rms_norm")) != "rms_norm" || c.value("norm_weight_offset", false) ||
+        c.value("activation", std::string("silu")) != "silu" || c.value("mlp_bias", false)) {
+      error = "family-llama: config asks for a norm, activation or MLP bias this family does not have";
+      return false;
+    }
+    p.norm_eps = c.value("norm_eps", 1e-6f);
+    p.attention_bias = c.value("attention_bias", false);
+    p.qk_norm = c.value("qk_norm", false);
     p.tied_embeddings = c.value("tie_word_embeddings", false);
-    if (c.contains("sliding_window") && c["sliding_window"].is_number_integer() && c.value("use_sliding_window", true))
-      p.sliding_window = c["sliding_window"].get<int64_t>();
-    if (p.architecture != "MistralForCausalLM") p.sliding_window = 0;  // Qwen2 carries one but disables it
+    p.sliding_window = c.value("sliding_window", int64_t{0});
 
+    const json rc = c.value("rope", json::object());
     memra_rope_params& r = p.rope;
     r.struct_size = MEMRA_ROPE_PARAMS_STRUCT_SIZE;
-    r.rotary_dim = static_cast<int32_t>(p.head_dim * c.value("partial_rotary_factor", 1.0));
-    r.neox_style = c.value("rope_interleaved", false) ? 0 : 1;
-    r.theta = c.value("rope_theta", 10000.0f);
-    r.scaling = MEMRA_ROPE_SCALING_NONE;
-    if (c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
-      const json& s = c["rope_scaling"];
-      const std::string type = s.value("rope_type", s.value("type", std::string("default")));
-      r.factor = s.value("factor", 1.0f);
-      if (type == "linear") r.scaling = MEMRA_ROPE_SCALING_LINEAR;
-      else if (type == "llama3") {
-        r.scaling = MEMRA_ROPE_SCALING_LLAMA3;
-        r.low_freq_factor = s.value("low_freq_factor", 1.0f);
-        r.high_freq_factor = s.value("high_freq_factor", 4.0f);
-        r.original_max_position = s.value("original_max_position_embeddings", 8192);
-      } else if (type == "yarn") {
-        r.scaling = MEMRA_ROPE_SCALING_YARN;
-        r.original_max_position = s.value("original_max_position_embeddings", c.value("max_position_embeddings", 4096));
-        r.beta_fast = s.value("beta_fast", 32.0f);
-        r.beta_slow = s.value("beta_slow", 1.0f);
-        r.attention_factor = s.value("attention_factor", 0.0f);
-      } else if (type != "default") {
-        error = "rope scaling '" + type + "' is not supported by family-llama";
-        return false;
-      }
+    r.rotary_dim = static_cast<int32_t>(rc.value("rotary_dim", p.head_dim));
+    if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) r.rotary_dim = static_cast<int32_t>(p.head_dim);
+    // llama.cpp's converter permutes the q/k rows of "llama" GGUFs for interleaved-pair
+    // RoPE; every other source keeps the Hugging Face half-split (neox) layout.
+    const bool interleaved = c.value("source_format", std::string()) == "gguf" && c.value("model_type", std::string()) == "llama";
+    r.neox_style = interleaved ? 0 : 1;
+    r.theta = rc.value("theta", 10000.0f);
+    r.factor = rc.value("factor", 1.0f);
+    const std::string scaling = rc.value("scaling", std::string("none"));
+    if (!rc.value("freq_factors_tensor", std::string()).empty()) {
+      error = "family-llama: RoPE frequency-factor tensors (GGUF llama3 scaling) are not supported yet";
+      return false;
+    }
+    if (scaling == "none") r.scaling = MEMRA_ROPE_SCALING_NONE;
+    else if (scaling == "linear") r.scaling = MEMRA_ROPE_SCALING_LINEAR;
+    else if (scaling == "llama3") {
+      r.scaling = MEMRA_ROPE_SCALING_LLAMA3;
+      r.low_freq_factor = rc.value("low_freq_factor", 1.0f);
+      r.high_freq_factor = rc.value("high_freq_factor", 4.0f);
+      r.original_max_position = rc.value("original_max_position", 8192);
+    } else if (scaling == "yarn") {
+      r.scaling = MEMRA_ROPE_SCALING_YARN;
+      r.original_max_position = rc.value("original_max_position", c.value("max_position_embeddings", 4096));
+      r.beta_fast = rc.value("beta_fast", 32.0f);
+      r.beta_slow = rc.value("beta_slow", 1.0f);
+      r.attention_factor = rc.value("attention_factor", 0.0f);
+    } else {
+      error = "rope scaling '" + scaling + "' is not supported by family-llama";
+      return false;
     }
 
     const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;

@@ -1,0 +1,188 @@
+#include "host/engine/engine.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace memra::engine {
+
+Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
+               int32_t num_blocks)
+    : source_(std::move(source)), vocab_(vocab), max_context_(max_context), block_size_(block_size), blocks_(num_blocks) {}
+
+Engine::~Engine() {
+  // The model references the backend's op table and the source's weights: drop it first.
+  model_.reset();
+  plan_.reset();
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> source, const plugins::PluginHost& plugins,
+                                               const EngineOptions& options) {
+  const ModelConfig& c = source->config;
+  auto family = plugins.family_for(c.architecture, plugins.device_info());
+  if (!family)
+    return make_error(family.error().code, "cannot load " + source->path + ": " + family.error().message +
+                                               " (is a family plugin for " + c.architecture + " installed? see memra-host --list-plugins)");
+  auto plan = family->plan_create(source->config_json);
+  if (!plan) return make_error(plan.error().code, "cannot load " + source->path + ": " + plan.error().message);
+
+  int64_t max_context = options.max_context;
+  if (max_context <= 0) max_context = std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
+  const int64_t bs = std::max<int64_t>(1, options.block_size);
+  const int64_t blocks_per_seq = (max_context + bs - 1) / bs;
+  const auto num_blocks = static_cast<int32_t>(blocks_per_seq * std::max<int64_t>(1, options.max_sequences));
+
+  std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, num_blocks));
+
+  std::set<std::string> schemes;
+  for (const memra_weight& w : e->source_->weights) schemes.insert(w.quant);
+  for (const std::string& s : schemes) {
+    auto q = plugins.quant_for(s, plugins.device_info());
+    if (!q) return make_error(q.error().code, "cannot load " + e->source_->path + ": weights use quant scheme '" + s +
+                                                   "' but " + q.error().message);
+    e->quant_tables_[s] = &q->api();
+    e->quant_plugins_.push_back(std::move(*q));
+  }
+
+  backend::KvCacheConfig kv;
+  kv.layers = c.num_layers;
+  kv.kv_heads = c.num_kv_heads;
+  kv.head_dim = c.head_dim;
+  kv.block_size = bs;
+  kv.num_blocks = num_blocks;
+  Engine* self = e.get();
+  e->backend_ = std::make_unique<backend::CpuBackend>(kv, [self](const char* scheme) -> const memra_quant_api* {
+    auto it = self->quant_tables_.find(scheme);
+    return it == self->quant_tables_.end() ? nullptr : it->second;
+  });
+
+  e->plan_ = std::make_unique<plugins::ModelPlan>(std::move(*plan));
+  const memra_weight_set set = e->source_->weight_set();
+  auto model = e->plan_->create_model(set, e->backend_->ops());
+  if (!model) return make_error(model.error().code, "cannot load " + e->source_->path + ": " + model.error().message);
+  e->model_ = std::make_unique<plugins::Model>(std::move(*model));
+  return e;
+}
+
+int32_t Engine::open_sequence() {
+  const int32_t id = next_seq_++;
+  sequences_[id] = Sequence{};
+  return id;
+}
+
+void Engine::close_sequence(int32_t seq) {
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return;
+  for (int32_t b : it->second.blocks) blocks_.release(b);
+  sequences_.erase(it);
+}
+
+int64_t Engine::sequence_length(int32_t seq) const {
+  auto it = sequences_.find(seq);
+  return it == sequences_.end() ? -1 : it->second.length;
+}
+
+Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return make_error(ErrorCode::not_found, "no such sequence");
+  Sequence& s = it->second;
+  if (new_length < 0 || new_length > s.length) return make_error(ErrorCode::invalid_argument, "truncate beyond the sequence");
+  s.length = new_length;
+  const auto keep = static_cast<size_t>((new_length + block_size_ - 1) / block_size_);
+  while (s.blocks.size() > keep) {
+    blocks_.release(s.blocks.back());
+    s.blocks.pop_back();
+  }
+  return {};
+}
+
+Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest> requests) {
+  if (requests.empty()) return std::vector<std::vector<float>>{};
+  // Reserve KV blocks for every request first; undo on failure so nothing leaks.
+  std::vector<std::pair<int32_t, size_t>> grown;  // (seq, blocks before)
+  auto undo = [&] {
+    for (auto& [seq, before] : grown) {
+      Sequence& s = sequences_[seq];
+      while (s.blocks.size() > before) {
+        blocks_.release(s.blocks.back());
+        s.blocks.pop_back();
+      }
+    }
+  };
+  std::set<int32_t> seen;
+  for (const StepRequest& r : requests) {
+    auto it = sequences_.find(r.seq);
+    if (it == sequences_.end() || !seen.insert(r.seq).second || r.tokens.empty()) {
+      undo();
+      return make_error(ErrorCode::invalid_argument, "step: unknown or repeated sequence, or no tokens");
+    }
+    Sequence& s = it->second;
+    const int64_t new_len = s.length + static_cast<int64_t>(r.tokens.size());
+    if (new_len > max_context_) {
+      undo();
+      return make_error(ErrorCode::invalid_argument, "sequence would exceed the context of " + std::to_string(max_context_) + " tokens");
+    }
+    grown.emplace_back(r.seq, s.blocks.size());
+    while (static_cast<int64_t>(s.blocks.size()) * block_size_ < new_len) {
+      auto b = blocks_.allocate();
+      if (!b) {
+        undo();
+        return make_error(ErrorCode::conflict, "KV cache is full");
+      }
+      s.blocks.push_back(*b);
+    }
+  }
+
+  size_t max_blocks = 1;
+  for (const StepRequest& r : requests) max_blocks = std::max(max_blocks, sequences_[r.seq].blocks.size());
+  std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
+  tables.assign(requests.size() * max_blocks, -1);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const StepRequest& r = requests[i];
+    const Sequence& s = sequences_[r.seq];
+    for (size_t t = 0; t < r.tokens.size(); ++t) {
+      if (r.tokens[t] < 0 || r.tokens[t] >= vocab_) {
+        undo();
+        return make_error(ErrorCode::invalid_argument, "token id " + std::to_string(r.tokens[t]) + " is outside the vocabulary");
+      }
+      if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(static_cast<int32_t>(ids.size()));
+      ids.push_back(r.tokens[t]);
+      positions.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(t)));
+      seq_index.push_back(static_cast<int32_t>(i));
+    }
+    seq_lens.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(r.tokens.size())));
+    std::copy(s.blocks.begin(), s.blocks.end(), tables.begin() + static_cast<std::ptrdiff_t>(i * max_blocks));
+  }
+  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(vocab_));
+  memra_forward_batch batch{};
+  batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+  batch.num_tokens = static_cast<int32_t>(ids.size());
+  batch.token_ids = ids.data();
+  batch.positions = positions.data();
+  batch.seq_index = seq_index.data();
+  batch.num_seqs = static_cast<int32_t>(requests.size());
+  batch.seq_lens = seq_lens.data();
+  batch.block_tables = tables.data();
+  batch.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
+  batch.num_logits = static_cast<int32_t>(logit_rows.size());
+  batch.logits_rows = logit_rows.data();
+  batch.logits = logits.data();
+
+  backend_->begin_step();
+  const Status st = model_->forward(batch);
+  if (!st) {
+    undo();
+    std::string msg = st.error().message;
+    if (!backend_->last_error().empty()) msg += " (backend: " + backend_->last_error() + ")";
+    return make_error(st.error().code, msg);
+  }
+  for (const StepRequest& r : requests) sequences_[r.seq].length += static_cast<int64_t>(r.tokens.size());
+
+  std::vector<std::vector<float>> out;
+  out.reserve(logit_rows.size());
+  for (size_t i = 0; i < logit_rows.size(); ++i)
+    out.emplace_back(logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(vocab_)),
+                     logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * static_cast<size_t>(vocab_)));
+  return out;
+}
+
+}  // namespace memra::engine

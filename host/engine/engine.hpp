@@ -1,0 +1,78 @@
+// memra::engine::Engine — one loaded model on one backend: the family plugin's
+// model, the backend (CPU reference for now), the paged KV cache and the
+// sequences living in it. A step runs any mix of sequences' new tokens (prefill
+// chunks and decode tokens) through one forward pass.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "host/backend_cpu/cpu_backend.hpp"
+#include "host/common/result.hpp"
+#include "host/engine/kv_blocks.hpp"
+#include "host/engine/model_source.hpp"
+#include "host/plugin_host/plugin_host.hpp"
+
+namespace memra::engine {
+
+struct EngineOptions {
+  int64_t block_size = 16;      // tokens per KV block
+  int64_t max_context = 0;      // 0 = min(model's max positions, 4096)
+  int64_t max_sequences = 8;    // sequences the KV cache is sized for at full context
+};
+
+struct StepRequest {
+  int32_t seq = 0;                 // from Engine::open_sequence
+  std::span<const int32_t> tokens; // new tokens, appended at the sequence's current length
+  bool all_logits = false;         // logits for every new token, else for the last one only
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(std::unique_ptr<ModelSource> source,
+                                                const plugins::PluginHost& plugins, const EngineOptions& options);
+  ~Engine();
+
+  const ModelConfig& config() const { return source_->config; }
+  const ModelSource& source() const { return *source_; }
+  int64_t vocab_size() const { return vocab_; }
+  int64_t max_context() const { return max_context_; }
+  const KvBlockAllocator& kv_blocks() const { return blocks_; }
+
+  int32_t open_sequence();
+  void close_sequence(int32_t seq);           // frees its KV blocks
+  int64_t sequence_length(int32_t seq) const; // tokens in its KV cache
+  // Drops the last `n` positions of a sequence (speculative rollback).
+  Status truncate_sequence(int32_t seq, int64_t new_length);
+
+  // Runs one forward pass over every request's new tokens; returns the logits rows
+  // (all_logits: one per token, else one per request), request by request.
+  Result<std::vector<std::vector<float>>> step(std::span<const StepRequest> requests);
+
+ private:
+  Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
+         int32_t num_blocks);
+  struct Sequence {
+    int64_t length = 0;
+    std::vector<int32_t> blocks;
+  };
+
+  std::unique_ptr<ModelSource> source_;
+  int64_t vocab_ = 0;
+  int64_t max_context_ = 0;
+  int64_t block_size_ = 16;
+  KvBlockAllocator blocks_;
+  std::unique_ptr<backend::CpuBackend> backend_;
+  std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
+  std::map<std::string, const memra_quant_api*> quant_tables_;
+  std::unique_ptr<plugins::ModelPlan> plan_;
+  std::unique_ptr<plugins::Model> model_;
+  std::map<int32_t, Sequence> sequences_;
+  int32_t next_seq_ = 0;
+};
+
+}  // namespace memra::engine

@@ -1,0 +1,122 @@
+#include "host/engine/model_source.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "host/engine/tensor_names.hpp"
+#include "repack/checkpoint/gguf.hpp"
+#include "repack/checkpoint/safetensors.hpp"
+
+namespace memra::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* intern(ModelSource& s, std::string v) { return s.strings.emplace_back(std::move(v)).c_str(); }
+
+memra_weight make_weight(ModelSource& s, const std::string& name, const std::string& scheme, memra_dtype dtype,
+                         const std::vector<uint64_t>& shape, const void* data, uint64_t bytes) {
+  memra_weight w{};
+  w.struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
+  w.name = intern(s, name);
+  w.quant = intern(s, scheme);
+  w.dtype = dtype;
+  w.ndim = static_cast<int32_t>(shape.size());
+  for (size_t i = 0; i < shape.size() && i < 4; ++i) w.shape[i] = static_cast<int64_t>(shape[i]);
+  w.data = data;
+  w.bytes = bytes;
+  return w;
+}
+
+Status add_f32_copy(ModelSource& s, const std::string& name, const std::vector<uint64_t>& shape, std::vector<float> v) {
+  const auto& stored = s.f32.emplace_back(std::move(v));
+  s.weights.push_back(make_weight(s, name, "f32", MEMRA_DTYPE_F32, shape, stored.data(), stored.size() * sizeof(float)));
+  return {};
+}
+
+Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path) {
+  auto src = std::make_unique<ModelSource>();
+  src->path = path;
+  src->format = "safetensors";
+  auto config = model_config_from_hf_dir(path);
+  if (!config) return config.error();
+  src->config = std::move(*config);
+  auto ckpt = safetensors::Checkpoint::open(path);
+  if (!ckpt) return ckpt.error();
+  auto shared = std::make_shared<safetensors::Checkpoint>(std::move(*ckpt));
+  src->mapping = shared;
+  for (const safetensors::TensorView& t : shared->tensors()) {
+    const auto name = canonical_tensor_name(t.name);
+    if (!name) continue;  // buffers and tensors no family reads
+    if (t.shape.size() == 1) {
+      auto v = safetensors::to_f32(t);
+      if (!v) return v.error();
+      MEMRA_TRY(add_f32_copy(*src, *name, t.shape, std::move(*v)));
+      continue;
+    }
+    std::string scheme;
+    memra_dtype dtype = MEMRA_DTYPE_INVALID;
+    switch (t.dtype) {
+      case safetensors::Dtype::BF16: scheme = "bf16"; dtype = MEMRA_DTYPE_BF16; break;
+      case safetensors::Dtype::F16: scheme = "f16"; dtype = MEMRA_DTYPE_F16; break;
+      case safetensors::Dtype::F32: scheme = "f32"; dtype = MEMRA_DTYPE_F32; break;
+      default:
+        return make_error(ErrorCode::unsupported, "tensor '" + t.name + "' of " + path +
+                                                      " has a dtype the engine cannot use directly; repack it with memra-repack");
+    }
+    src->weights.push_back(make_weight(*src, *name, scheme, dtype, t.shape, t.data, t.nbytes));
+  }
+  return src;
+}
+
+Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path) {
+  auto src = std::make_unique<ModelSource>();
+  src->path = path;
+  src->format = "gguf";
+  auto file = gguf::File::open(path);
+  if (!file) return file.error();
+  auto shared = std::make_shared<gguf::File>(std::move(*file));
+  src->mapping = shared;
+  auto config = model_config_from_gguf(*shared);
+  if (!config) return config.error();
+  src->config = std::move(*config);
+  for (const gguf::Tensor& t : shared->tensors()) {
+    const std::vector<uint64_t> shape = t.info->shape();
+    if (shape.size() == 1) {
+      auto v = shared->dequantize(t);
+      if (!v) return v.error();
+      MEMRA_TRY(add_f32_copy(*src, t.name(), shape, std::move(*v)));
+      continue;
+    }
+    std::string scheme = quant::ggml_type_name(t.info->type);
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    memra_dtype dtype = MEMRA_DTYPE_BLOCKS;
+    if (scheme == "f32") dtype = MEMRA_DTYPE_F32;
+    else if (scheme == "f16") dtype = MEMRA_DTYPE_F16;
+    else if (scheme == "bf16") dtype = MEMRA_DTYPE_BF16;
+    src->weights.push_back(make_weight(*src, t.name(), scheme, dtype, shape, t.data, t.info->nbytes));
+  }
+  return src;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (!fs::exists(fs::path(path) / "config.json"))
+      return make_error(ErrorCode::not_found, path + " has no config.json: give a Hugging Face model directory or a .gguf file");
+    auto r = open_safetensors(path);
+    if (r) (*r)->config_json = model_config_to_json((*r)->config);
+    return r;
+  }
+  if (fs::is_regular_file(path, ec)) {
+    auto r = open_gguf(path);
+    if (r) (*r)->config_json = model_config_to_json((*r)->config);
+    return r;
+  }
+  return make_error(ErrorCode::not_found, "model path " + path + " does not exist");
+}
+
+}  // namespace memra::engine

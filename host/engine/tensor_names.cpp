@@ -1,0 +1,53 @@
+#include "host/engine/tensor_names.hpp"
+
+#include <array>
+#include <charconv>
+#include <utility>
+
+namespace memra::engine {
+namespace {
+
+// Per-layer suffixes of the dense llama-like families: HF (after "model.layers.N.")
+// -> canonical (after "blk.N."). Families with other layouts (Gemma 3, MoE) add theirs.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNames = {{
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"self_attn.o_proj.bias", "attn_output.bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"mlp.gate_proj.bias", "ffn_gate.bias"},
+    {"mlp.up_proj.bias", "ffn_up.bias"},
+    {"mlp.down_proj.bias", "ffn_down.bias"},
+}};
+
+}  // namespace
+
+std::optional<std::string> canonical_tensor_name(std::string_view n) {
+  if (n == "model.embed_tokens.weight") return "token_embd.weight";
+  if (n == "model.norm.weight") return "output_norm.weight";
+  if (n == "lm_head.weight") return "output.weight";
+  constexpr std::string_view kLayers = "model.layers.";
+  if (n.substr(0, kLayers.size()) != kLayers) return std::nullopt;
+  n.remove_prefix(kLayers.size());
+  const size_t dot = n.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  int layer = -1;
+  const auto [ptr, ec] = std::from_chars(n.data(), n.data() + dot, layer);
+  if (ec != std::errc() || ptr != n.data() + dot || layer < 0) return std::nullopt;
+  const std::string_view rest = n.substr(dot + 1);
+  for (const auto& [hf, canon] : kLayerNames)
+    if (rest == hf) return "blk." + std::to_string(layer) + "." + std::string(canon);
+  return std::nullopt;
+}
+
+}  // namespace memra::engine
