@@ -1,0 +1,351 @@
+#include "host/server/host_app.hpp"
+
+#include <Poco/AutoPtr.h>
+#include <Poco/ConsoleChannel.h>
+#include <Poco/FormattingChannel.h>
+#include <Poco/Net/HTTPServer.h>
+#include <Poco/Net/HTTPServerParams.h>
+#include <Poco/Net/ServerSocket.h>
+#include <Poco/Net/SocketAddress.h>
+#include <Poco/PatternFormatter.h>
+#include <Poco/Process.h>
+#include <Poco/ThreadPool.h>
+#include <Poco/Util/HelpFormatter.h>
+#include <Poco/Util/Option.h>
+#include <Poco/Util/OptionException.h>
+#include <Poco/Util/OptionSet.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "host/server/api_keys.hpp"
+#include "host/server/metrics.hpp"
+#include "host/server/poco_adapter.hpp"
+#include "host/server/router.hpp"
+#include "host/server/server_state.hpp"
+#include "host/server/signals.hpp"
+#include "host/server/startup_modules.hpp"
+
+#ifndef MEMRA_VERSION
+#define MEMRA_VERSION "unknown"
+#endif
+
+namespace memra::server {
+namespace {
+
+using Poco::Util::Option;
+
+Poco::Logger& log() { return Poco::Logger::get("memra-host"); }
+
+void setup_logging(const std::string& level) {
+  Poco::AutoPtr<Poco::PatternFormatter> formatter(new Poco::PatternFormatter("%Y-%m-%dT%H:%M:%S.%iZ [%p] %t"));
+  Poco::AutoPtr<Poco::FormattingChannel> channel(
+      new Poco::FormattingChannel(formatter, Poco::AutoPtr<Poco::Channel>(new Poco::ConsoleChannel)));
+  Poco::Logger::root().setChannel(channel);
+  Poco::Logger::setChannel("", channel);
+  Poco::Logger::root().setLevel(level);
+  Poco::Logger::setLevel("", Poco::Logger::parseLevel(level));
+}
+
+// Exit without running destructors: used when requests are still running and
+// must not hold the process (their threads would be joined otherwise).
+[[noreturn]] void exit_now(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+
+void print_environment_help(std::ostream& out) {
+  out << "\nEnvironment (a flag given on the command line wins):\n"
+         "  MEMRA_HOST              as --host\n"
+         "  MEMRA_PORT              as --port\n"
+         "  MEMRA_API_KEYS          as --api-keys\n"
+         "  MEMRA_MODELS            alias=path,alias2=path2 (as repeated --model)\n"
+         "  MEMRA_PLUGIN_PATH       colon-separated plugin dirs, searched after --plugin-dir\n"
+         "  MEMRA_REGISTRY          as --registry\n"
+         "  MEMRA_HOME              registry.db lives here when no registry path is given (default ~/.memra)\n"
+         "  MEMRA_MAX_BODY_BYTES    as --max-body-bytes\n"
+         "  MEMRA_DRAIN_TIMEOUT_MS  as --drain-timeout-ms\n"
+         "  MEMRA_THREADS           as --threads\n"
+         "  MEMRA_LOG_LEVEL         as --log-level\n"
+         "\nExit codes: 0 ok, 64 bad flag/env value, 69 model loading not available in this build,\n"
+         "70 internal error, 71 cannot listen, 75 drain cut short, 78 bad key file or registry.\n"
+         "Docs: docs/SERVING.md (routes, errors, auth, metrics, drain), docs/FLAGS.md.\n";
+}
+
+Result<std::string> read_key_from_stdin() {
+  std::string key;
+  if (!std::getline(std::cin, key) && key.empty()) {
+    return make_error(ErrorCode::invalid_argument, "--hash-key -: nothing to read on stdin");
+  }
+  while (!key.empty() && (key.back() == '\r' || key.back() == '\n')) key.pop_back();
+  return key;
+}
+
+}  // namespace
+
+int HostApp::run_main(int argc, char** argv) {
+  try {
+    init(argc, argv);
+  } catch (const Poco::Util::OptionException& e) {
+    std::cerr << "memra-host: " << e.displayText() << "\nRun 'memra-host --help' for the list of flags.\n";
+    return EXIT_USAGE;
+  } catch (const Poco::Exception& e) {
+    std::cerr << "memra-host: " << e.displayText() << "\n";
+    return EXIT_CONFIG;
+  }
+  const int rc = run();
+  try {
+    uninitialize();
+  } catch (const Poco::Exception& e) {
+    std::cerr << "memra-host: while shutting down: " << e.displayText() << "\n";
+  }
+  return rc;
+}
+
+void HostApp::defineOptions(Poco::Util::OptionSet& options) {
+  // ServerApplication's own --daemon/--pidfile are left out on purpose:
+  // daemonising and pid files belong to the service manager (systemd, k8s).
+  Poco::Util::Application::defineOptions(options);
+  options.addOption(Option("help", "h", "print this help and exit"));
+  options.addOption(Option("version", "", "print the version and exit"));
+  options.addOption(Option("host", "", "address to listen on (default 127.0.0.1)").argument("HOST"));
+  options.addOption(
+      Option("port", "p", "TCP port (default 8080; 0 picks a free port, printed on stdout)").argument("PORT"));
+  options.addOption(Option("api-keys", "",
+                           "JSON key file; enables Bearer auth on /v1/* and /metrics (default: auth off)")
+                        .argument("FILE"));
+  options.addOption(Option("model", "", "model to serve, repeatable (not available in this build yet)")
+                        .argument("[ALIAS=]PATH")
+                        .repeatable(true));
+  options.addOption(
+      Option("plugin-dir", "", "directory to search for plugins first, repeatable").argument("DIR").repeatable(true));
+  options.addOption(Option("list-plugins", "", "load plugins, print what loaded and what was refused, and exit"));
+  options.addOption(
+      Option("registry", "", "registry database (default $MEMRA_REGISTRY, else $MEMRA_HOME/registry.db)")
+          .argument("PATH"));
+  options.addOption(Option("max-body-bytes", "", "largest request body accepted, in bytes (default 8388608)")
+                        .argument("N"));
+  options.addOption(Option("drain-timeout-ms", "",
+                           "on SIGTERM/SIGINT, how long to let running requests finish (default 30000)")
+                        .argument("MS"));
+  options.addOption(Option("threads", "", "HTTP worker threads, i.e. concurrent connections (default 16)")
+                        .argument("N"));
+  options.addOption(Option("log-level", "", "error, warning, information, debug or trace (default information)")
+                        .argument("LEVEL"));
+  options.addOption(Option("enable-test-routes", "",
+                           "TESTS ONLY: add POST /debug/sleep?ms=N and GET /debug/throw; never in production"));
+  options.addOption(Option("hash-key", "", "print the sha256 hex of KEY for the key file and exit ('-' reads stdin)")
+                        .argument("KEY"));
+}
+
+void HostApp::handleOption(const std::string& name, const std::string& value) {
+  ServerApplication::handleOption(name, value);
+  if (name == "help") {
+    help_ = true;
+    stopOptionsProcessing();
+  } else if (name == "version") {
+    version_ = true;
+  } else {
+    flags_.emplace_back(name, value);
+  }
+}
+
+void HostApp::print_help() const {
+  Poco::Util::HelpFormatter help(options());
+  help.setCommand("memra-host");
+  help.setUsage("[FLAGS]");
+  help.setHeader("memra-host: OpenAI-compatible HTTP server of the memra inference engine.");
+  help.setWidth(100);
+  help.format(std::cout);
+  print_environment_help(std::cout);
+}
+
+int HostApp::main(const std::vector<std::string>& args) {
+  if (help_) {
+    print_help();
+    return EXIT_OK;
+  }
+  if (version_) {
+    std::cout << "memra-host " << MEMRA_VERSION << "\n";
+    return EXIT_OK;
+  }
+  if (!args.empty()) {
+    std::cerr << "memra-host: unexpected argument '" << args.front()
+              << "' (models are given with --model [ALIAS=]PATH); run 'memra-host --help'\n";
+    return EXIT_USAGE;
+  }
+  HostOptions options;
+  Status status = apply_environment(options, process_env);
+  for (const auto& [name, value] : flags_) {
+    if (!status) break;
+    status = apply_flag(options, name, value);
+  }
+  if (!status) {
+    std::cerr << "memra-host: " << status.error().message << "\nRun 'memra-host --help' for the list of flags.\n";
+    return EXIT_USAGE;
+  }
+
+  if (options.hash_key) {
+    std::string key = *options.hash_key;
+    if (key == "-") {
+      auto read = read_key_from_stdin();
+      if (!read) {
+        std::cerr << "memra-host: " << read.error().message << "\n";
+        return EXIT_USAGE;
+      }
+      key = *read;
+    }
+    if (key.empty()) {
+      std::cerr << "memra-host: --hash-key needs a non-empty key\n";
+      return EXIT_USAGE;
+    }
+    std::cout << sha256_hex(key) << std::endl;
+    return EXIT_OK;
+  }
+
+  setup_logging(options.log_level);
+  StartupModules modules(log());
+  if (options.list_plugins) {
+    if (auto loaded = modules.load_plugins(options.plugin_dirs); !loaded) {
+      log().error(loaded.error().message);
+      return EXIT_CONFIG;
+    }
+    const auto report = modules.plugin_report();
+    if (report.empty()) std::cout << "no plugins found\n";
+    for (const auto& line : report) std::cout << line << "\n";
+    std::cout.flush();
+    return EXIT_OK;
+  }
+
+  log().information("memra-host %s starting (pid %s)", std::string(MEMRA_VERSION), std::to_string(Poco::Process::id()));
+
+  std::optional<KeyStore> keys;
+  if (!options.api_keys_file.empty()) {
+    auto loaded = KeyStore::load_file(options.api_keys_file);
+    if (!loaded) {
+      log().error(loaded.error().message);
+      return EXIT_CONFIG;
+    }
+    keys = std::move(*loaded);
+    std::vector<std::string> tenants;
+    for (const auto& k : keys->keys()) tenants.push_back(k.tenant + (k.disabled ? " (disabled)" : ""));
+    log().information("auth: on: %s key(s), %s enabled, from %s; tenants: %s", std::to_string(keys->keys().size()),
+                      std::to_string(keys->enabled_count()), options.api_keys_file, join(tenants, ", "));
+  } else {
+    log().warning(
+        "auth: off: no --api-keys / MEMRA_API_KEYS given, so every route is open to anyone who can reach %s",
+        options.host);
+  }
+
+  if (auto opened = modules.open_registry(options.registry_path); !opened) {
+    log().error(opened.error().message);
+    return EXIT_CONFIG;
+  }
+  if (auto loaded = modules.load_plugins(options.plugin_dirs); !loaded) {
+    log().error(loaded.error().message);
+    return EXIT_CONFIG;
+  }
+
+  if (!options.models.empty()) {
+    std::vector<std::string> asked;
+    for (const auto& m : options.models) asked.push_back(m.alias + "=" + m.path);
+    log().error(
+        "cannot load %s: loading a model is not available in this build of memra-host yet (the inference engine "
+        "is not implemented). Start without --model / MEMRA_MODELS to run the HTTP API alone.",
+        join(asked, ", "));
+    return EXIT_UNAVAILABLE;
+  }
+  log().information(
+      "no model is loaded: /ready answers 503 and inference routes answer 503 model_not_loaded. Give a model with "
+      "--model [ALIAS=]PATH or MEMRA_MODELS=\"alias=path,...\" (model loading is not available in this build yet)");
+  if (options.enable_test_routes) {
+    log().warning("test routes are enabled (--enable-test-routes): POST /debug/sleep, GET /debug/throw");
+  }
+  return serve(options, modules.plugins_loaded(), keys ? &*keys : nullptr);
+}
+
+int HostApp::serve(const HostOptions& options, int plugins_loaded, const KeyStore* keys) {
+  const double start_time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Metrics metrics(start_time);
+  metrics.set_plugins_loaded(plugins_loaded);
+  metrics.set_models_loaded(0);
+  ServerState state;
+  RouterConfig config;
+  config.max_body_bytes = options.max_body_bytes;
+  config.enable_test_routes = options.enable_test_routes;
+  Router router(config, keys, metrics, state);
+
+  Poco::Net::ServerSocket socket;
+  try {
+    socket.bind(Poco::Net::SocketAddress(options.host, options.port), /*reuseAddress=*/true);
+    socket.listen(128);
+  } catch (const Poco::Exception& e) {
+    log().error("cannot listen on %s:%s: %s. Pick another --port (0 = any free port) or stop what uses it.",
+                options.host, std::to_string(options.port), e.displayText());
+    return EXIT_OSERR;
+  }
+
+  Poco::ThreadPool pool("memra-http", 2, options.threads, 60);
+  Poco::Net::HTTPServerParams::Ptr params = new Poco::Net::HTTPServerParams;
+  params->setMaxThreads(options.threads);
+  params->setMaxQueued(256);
+  params->setKeepAlive(true);
+  params->setSoftwareVersion(std::string("memra-host/") + MEMRA_VERSION);
+  Poco::Net::HTTPServer server(new HandlerFactory(router, state), pool, socket, params);
+  server.start();
+
+  const Poco::Net::SocketAddress bound = socket.address();
+  const std::string host = bound.family() == Poco::Net::SocketAddress::IPv6 ? "[" + bound.host().toString() + "]"
+                                                                             : bound.host().toString();
+  const std::string url = "http://" + host + ":" + std::to_string(bound.port());
+  // The one machine-readable line on stdout; tests and scripts parse it.
+  std::cout << "memra-host listening on " << url << std::endl;
+  log().information("listening on %s with %s worker threads; body limit %s bytes", url, std::to_string(options.threads),
+                    std::to_string(options.max_body_bytes));
+
+  const int sig = wait_for_termination_signal();
+  const char* name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  state.begin_drain();
+  metrics.set_draining(true);
+  log().information("%s: draining: %s request(s) in flight; new requests get 503; waiting up to %s ms", std::string(name),
+                    std::to_string(state.admitted()), std::to_string(options.drain_timeout_ms));
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.drain_timeout_ms);
+  while (state.admitted() > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      log().error("drain timeout (%s ms) passed with %s request(s) still running; exiting without them",
+                  std::to_string(options.drain_timeout_ms), std::to_string(state.admitted()));
+      exit_now(EXIT_TEMPFAIL);
+    }
+    if (wait_for_termination_signal_for(static_cast<int>(std::min<long>(left.count(), 50)))) {
+      log().warning("second termination signal: exiting now without %s running request(s)",
+                    std::to_string(state.admitted()));
+      exit_now(EXIT_TEMPFAIL);
+    }
+  }
+  // Nothing admitted is running: close the listener and idle keep-alive connections.
+  server.stopAll(/*abortCurrent=*/true);
+  const auto close_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (server.currentConnections() > 0 && std::chrono::steady_clock::now() < close_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  log().information("drained: every admitted request finished; exiting");
+  return EXIT_OK;
+}
+
+}  // namespace memra::server

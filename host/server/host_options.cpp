@@ -1,0 +1,185 @@
+#include "host/server/host_options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+namespace memra::server {
+namespace {
+
+Error usage(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+
+// An integer in [lo, hi]; `what` names the flag or variable in the error.
+Result<std::int64_t> parse_int(std::string_view text, std::string_view what, std::int64_t lo, std::int64_t hi) {
+  std::int64_t value = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
+    return usage(std::string(what) + " must be an integer from " + std::to_string(lo) + " to " +
+                 std::to_string(hi) + ", got '" + std::string(text) + "'");
+  }
+  return value;
+}
+
+Status check_unique_aliases(const std::vector<ModelSpec>& models) {
+  std::set<std::string> seen;
+  for (const auto& m : models) {
+    if (!seen.insert(m.alias).second) {
+      return usage("model alias '" + m.alias + "' is given twice; name each model with ALIAS=PATH");
+    }
+  }
+  return {};
+}
+
+// The flag/variable pairs sharing a setter: long flag name -> env var.
+struct Setting {
+  const char* flag;
+  const char* env;
+};
+constexpr Setting kSettings[] = {
+    {"host", "MEMRA_HOST"},
+    {"port", "MEMRA_PORT"},
+    {"api-keys", "MEMRA_API_KEYS"},
+    {"registry", "MEMRA_REGISTRY"},
+    {"max-body-bytes", "MEMRA_MAX_BODY_BYTES"},
+    {"drain-timeout-ms", "MEMRA_DRAIN_TIMEOUT_MS"},
+    {"threads", "MEMRA_THREADS"},
+    {"log-level", "MEMRA_LOG_LEVEL"},
+};
+
+// Sets one value; `what` is "--flag" or "VAR" for messages.
+Status set_value(HostOptions& o, std::string_view name, const std::string& value, const std::string& what) {
+  if (name == "host") {
+    if (value.empty()) return usage(what + " must not be empty (e.g. 127.0.0.1 or 0.0.0.0)");
+    o.host = value;
+  } else if (name == "port") {
+    auto port = parse_int(value, what, 0, 65535);
+    if (!port) return port.error();
+    o.port = static_cast<std::uint16_t>(*port);
+  } else if (name == "api-keys") {
+    o.api_keys_file = value;
+  } else if (name == "registry") {
+    o.registry_path = value;
+  } else if (name == "max-body-bytes") {
+    auto bytes = parse_int(value, what, 1, static_cast<std::int64_t>(kMaxBodyBytesLimit));
+    if (!bytes) return bytes.error();
+    o.max_body_bytes = static_cast<std::size_t>(*bytes);
+  } else if (name == "drain-timeout-ms") {
+    auto ms = parse_int(value, what, 0, 3600000);
+    if (!ms) return ms.error();
+    o.drain_timeout_ms = static_cast<int>(*ms);
+  } else if (name == "threads") {
+    auto n = parse_int(value, what, 2, 1024);
+    if (!n) return n.error();
+    o.threads = static_cast<int>(*n);
+  } else if (name == "log-level") {
+    auto level = parse_log_level(value);
+    if (!level) return usage(what + ": " + level.error().message);
+    o.log_level = *level;
+  } else {
+    return usage("unknown setting " + what);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<std::string> process_env(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+Result<std::string> parse_log_level(std::string_view text) {
+  static const std::set<std::string, std::less<>> kLevels = {"none",    "fatal",       "critical", "error", "warning",
+                                                             "notice",  "information", "debug",    "trace"};
+  if (text == "info") return std::string("information");
+  if (kLevels.count(text) != 0) return std::string(text);
+  return usage("unknown log level '" + std::string(text) +
+               "'; use one of error, warning, notice, information (info), debug, trace, none");
+}
+
+Result<ModelSpec> parse_model_spec(std::string_view text) {
+  ModelSpec spec;
+  const auto eq = text.find('=');
+  if (eq != std::string_view::npos) {
+    spec.alias = std::string(text.substr(0, eq));
+    spec.path = std::string(text.substr(eq + 1));
+    if (spec.alias.empty()) return usage("model '" + std::string(text) + "': the alias before '=' is empty");
+  } else {
+    spec.path = std::string(text);
+  }
+  if (spec.path.empty()) return usage("model '" + std::string(text) + "': the path is empty; use [ALIAS=]PATH");
+  if (spec.alias.empty()) {
+    std::filesystem::path p(spec.path);
+    if (!p.has_filename()) p = p.parent_path();  // "dir/" -> "dir"
+    // Strip only the known model extensions: "qwen3-0.6b" keeps its ".6b".
+    const std::string ext = p.extension().string();
+    const bool known_ext = ext == ".gguf" || ext == ".memra" || ext == ".safetensors";
+    spec.alias = known_ext ? p.stem().string() : p.filename().string();
+    if (spec.alias.empty()) return usage("model '" + std::string(text) + "': cannot derive an alias; use ALIAS=PATH");
+  }
+  return spec;
+}
+
+Result<std::vector<ModelSpec>> parse_model_list(std::string_view text) {
+  std::vector<ModelSpec> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const auto item = text.substr(start, comma - start);
+    if (!item.empty()) {
+      auto spec = parse_model_spec(item);
+      if (!spec) return spec.error();
+      out.push_back(std::move(*spec));
+    }
+    start = comma + 1;
+  }
+  MEMRA_TRY(check_unique_aliases(out));
+  return out;
+}
+
+Status apply_environment(HostOptions& options, const EnvLookup& env) {
+  for (const auto& s : kSettings) {
+    if (auto value = env(s.env)) MEMRA_TRY(set_value(options, s.flag, *value, std::string(s.env)));
+  }
+  if (auto models = env("MEMRA_MODELS")) {
+    auto list = parse_model_list(*models);
+    if (!list) return usage("MEMRA_MODELS: " + list.error().message);
+    options.models = std::move(*list);
+  }
+  return {};
+}
+
+Status apply_flag(HostOptions& options, const std::string& name, const std::string& value) {
+  if (name == "model") {
+    if (!options.models_from_flags) options.models.clear();  // flags replace MEMRA_MODELS
+    options.models_from_flags = true;
+    auto spec = parse_model_spec(value);
+    if (!spec) return usage("--model: " + spec.error().message);
+    options.models.push_back(std::move(*spec));
+    return check_unique_aliases(options.models);
+  }
+  if (name == "plugin-dir") {
+    if (value.empty()) return usage("--plugin-dir must not be empty");
+    options.plugin_dirs.push_back(value);
+    return {};
+  }
+  if (name == "list-plugins") {
+    options.list_plugins = true;
+    return {};
+  }
+  if (name == "enable-test-routes") {
+    options.enable_test_routes = true;
+    return {};
+  }
+  if (name == "hash-key") {
+    options.hash_key = value;
+    return {};
+  }
+  return set_value(options, name, value, "--" + name);
+}
+
+}  // namespace memra::server

@@ -1,0 +1,58 @@
+// memra-host's settings: defaults, then MEMRA_* environment variables, then
+// command-line flags (the later layer wins). docs/FLAGS.md documents each one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/common/result.hpp"
+
+namespace memra::server {
+
+struct ModelSpec {
+  std::string alias;  // the name clients send as "model"
+  std::string path;   // checkpoint or .memra directory
+};
+
+struct HostOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::string api_keys_file;  // "" = auth off
+  std::vector<ModelSpec> models;
+  std::vector<std::string> plugin_dirs;  // --plugin-dir (MEMRA_PLUGIN_PATH is read by the plugin host)
+  std::string registry_path;             // "" = the registry's default path
+  std::size_t max_body_bytes = std::size_t{8} << 20;
+  int drain_timeout_ms = 30000;
+  int threads = 16;
+  std::string log_level = "information";
+  bool enable_test_routes = false;
+  bool list_plugins = false;
+  std::optional<std::string> hash_key;  // "-" = read the key from stdin
+
+  bool models_from_flags = false;  // a --model flag replaces MEMRA_MODELS
+};
+
+inline constexpr std::size_t kMaxBodyBytesLimit = std::size_t{1} << 30;
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+// The process environment (unset and empty both read as nullopt).
+std::optional<std::string> process_env(const std::string& name);
+
+// Applies MEMRA_HOST, MEMRA_PORT, MEMRA_API_KEYS, MEMRA_MODELS, MEMRA_REGISTRY, ... (see docs/FLAGS.md).
+Status apply_environment(HostOptions& options, const EnvLookup& env);
+// Applies one command-line flag by its long name ("port", "model", ...).
+Status apply_flag(HostOptions& options, const std::string& name, const std::string& value);
+
+// "[ALIAS=]PATH"; without an alias the file name is used, minus .gguf/.memra/.safetensors.
+Result<ModelSpec> parse_model_spec(std::string_view text);
+// "alias=path,alias2=path2" (MEMRA_MODELS).
+Result<std::vector<ModelSpec>> parse_model_list(std::string_view text);
+// Poco level names; "info" is accepted for "information".
+Result<std::string> parse_log_level(std::string_view text);
+
+}  // namespace memra::server

@@ -1,0 +1,33 @@
+// A complete HTTP reply produced by a route, independent of Poco's response
+// object so routes can be unit-tested without sockets.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/server/api_error.hpp"
+
+namespace memra::server {
+
+struct Reply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Close the connection after this reply (e.g. an unread request body remains).
+  bool close_connection = false;
+
+  void add_header(std::string name, std::string value) {
+    headers.emplace_back(std::move(name), std::move(value));
+  }
+  // The first header with this name (case-insensitive), or "" if none.
+  std::string header(const std::string& name) const;
+};
+
+// 200..599 with a JSON body; the body gets a trailing newline (friendlier for curl).
+Reply json_reply(int status, std::string json_body);
+// The OpenAI-shaped error reply for `error`.
+Reply error_reply(const ApiError& error);
+
+}  // namespace memra::server

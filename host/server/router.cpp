@@ -1,0 +1,154 @@
+#include "host/server/router.hpp"
+
+#include <Poco/Exception.h>
+#include <Poco/Logger.h>
+#include <Poco/Net/MediaType.h>
+#include <Poco/String.h>
+#include <Poco/URI.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "host/server/body_reader.hpp"
+
+namespace memra::server {
+namespace {
+
+Poco::Logger& logger() { return Poco::Logger::get("memra-host"); }
+
+bool request_has_body(const Poco::Net::HTTPRequest& request) {
+  return request.getChunkedTransferEncoding() ||
+         (request.hasContentLength() && request.getContentLength64() > 0);
+}
+
+// Missing Content-Type is accepted as JSON (curl -d sends form encoding only when
+// asked to; many clients omit the header). Anything else must be application/json.
+bool is_json_content_type(const std::string& value) {
+  if (value.empty()) return true;
+  try {
+    Poco::Net::MediaType type(value);
+    return Poco::icompare(type.getType(), "application") == 0 && Poco::icompare(type.getSubType(), "json") == 0;
+  } catch (const Poco::Exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+Router::Router(RouterConfig config, const KeyStore* keys, Metrics& metrics, ServerState& state)
+    : config_(std::move(config)), keys_(keys), metrics_(metrics), state_(state) {
+  for (auto&& table : {info_routes(), inference_routes()}) routes_.insert(routes_.end(), table.begin(), table.end());
+  if (config_.enable_test_routes) {
+    auto debug = debug_routes();
+    routes_.insert(routes_.end(), debug.begin(), debug.end());
+  }
+}
+
+Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body) {
+  const auto start = std::chrono::steady_clock::now();
+  RequestContext ctx;
+  ctx.request_id = state_.next_request_id();
+  metrics_.add_in_flight(1);
+  Reply reply;
+  try {
+    reply = dispatch(ctx, request, body);
+  } catch (const std::exception& e) {
+    logger().error("request %s: %s %s failed: %s", std::to_string(ctx.request_id), request.getMethod(),
+                   request.getURI(), std::string(e.what()));
+    reply = error_reply(errors::internal(e.what()));
+  } catch (...) {
+    logger().error("request %s: %s %s failed with a non-standard exception", std::to_string(ctx.request_id),
+                   request.getMethod(), request.getURI());
+    reply = error_reply(errors::internal("unknown exception"));
+  }
+  metrics_.add_in_flight(-1);
+  if (!ctx.body_consumed && request_has_body(request)) reply.close_connection = true;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics_.record_request(ctx.route, request.getMethod(), reply.status, seconds);
+  reply.add_header("x-request-id", "req-" + std::to_string(ctx.request_id));
+  if (logger().debug()) {
+    logger().debug("request %s: %s %s -> %d (%s ms%s)", std::to_string(ctx.request_id), request.getMethod(),
+                   request.getURI(), reply.status, std::to_string(static_cast<long>(seconds * 1000)),
+                   ctx.key ? ", tenant " + ctx.key->tenant : std::string());
+  }
+  return reply;
+}
+
+Reply Router::reject_draining(const Poco::Net::HTTPRequest& request) {
+  Reply reply = error_reply(errors::shutting_down());
+  reply.add_header("Retry-After", "5");
+  reply.close_connection = true;
+  metrics_.record_request("draining", request.getMethod(), reply.status, 0.0);
+  return reply;
+}
+
+Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& request, std::istream& body) {
+  std::string path;
+  try {
+    path = Poco::URI(request.getURI()).getPath();
+  } catch (const Poco::Exception& e) {
+    return error_reply(errors::invalid_request("invalid_uri", "the request target is not a valid URI: " +
+                                                                  e.displayText(), std::nullopt));
+  }
+  const std::string& method = request.getMethod();
+
+  const Route* route = nullptr;
+  std::vector<std::string> allowed;
+  for (const auto& r : routes_) {
+    if (r.path != path) continue;
+    allowed.push_back(r.method);
+    if (r.method == method) route = &r;
+  }
+  if (allowed.empty()) return error_reply(errors::unknown_route(method, path));
+  ctx.route = path;
+  if (route == nullptr) {
+    std::sort(allowed.begin(), allowed.end());
+    std::string allow;
+    for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+    Reply reply = error_reply(errors::method_not_allowed(method, path, allow));
+    reply.add_header("Allow", allow);
+    return reply;
+  }
+
+  if (keys_ != nullptr && !route->open) {
+    const auto auth = keys_->authenticate(request.get("Authorization", ""));
+    switch (auth.outcome) {
+      case AuthOutcome::ok:
+        ctx.key = auth.key;
+        break;
+      case AuthOutcome::disabled:
+        logger().information("request %s: refused a disabled API key (tenant %s, keys[%s])",
+                             std::to_string(ctx.request_id), auth.key->tenant, std::to_string(auth.key->index));
+        return error_reply(errors::api_key_disabled());
+      case AuthOutcome::missing:
+      case AuthOutcome::unknown: {
+        Reply reply = error_reply(auth.outcome == AuthOutcome::missing ? errors::missing_api_key()
+                                                                       : errors::invalid_api_key());
+        reply.add_header("WWW-Authenticate", "Bearer realm=\"memra\"");
+        return reply;
+      }
+    }
+  }
+
+  std::string text;
+  if (route->has_body) {
+    const std::string content_type = request.getContentType();
+    if (!is_json_content_type(content_type)) return error_reply(errors::unsupported_media_type(content_type));
+    std::optional<std::uint64_t> length;
+    if (request.hasContentLength()) length = static_cast<std::uint64_t>(request.getContentLength64());
+    BodyRead read = read_body(body, length, request.getChunkedTransferEncoding(), config_.max_body_bytes);
+    ctx.body_consumed = read.fully_consumed;
+    switch (read.kind) {
+      case BodyRead::Kind::too_large:
+        return error_reply(errors::body_too_large(config_.max_body_bytes, read.detail));
+      case BodyRead::Kind::read_error:
+        return error_reply(errors::body_read_failed(read.detail));
+      case BodyRead::Kind::ok:
+        text = std::move(read.body);
+        break;
+    }
+  }
+  return route->fn(*this, ctx, request, text);
+}
+
+}  // namespace memra::server

@@ -1,0 +1,80 @@
+// Routing for memra-host: match the route, check the method, authenticate,
+// read and bound the body, call the route, and turn every failure into an
+// OpenAI-shaped error. Works on Poco's HTTPRequest and a body stream, so tests
+// can drive it without a socket; poco_adapter.cpp plugs it into HTTPServer.
+#pragma once
+
+#include <Poco/Net/HTTPRequest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <vector>
+
+#include "host/server/api_keys.hpp"
+#include "host/server/http_reply.hpp"
+#include "host/server/metrics.hpp"
+#include "host/server/server_state.hpp"
+
+namespace memra::server {
+
+struct RouterConfig {
+  std::size_t max_body_bytes = std::size_t{8} << 20;
+  bool enable_test_routes = false;     // POST /debug/sleep, GET /debug/throw
+  std::vector<std::string> models;     // aliases of loaded models (none until the engine exists)
+};
+
+// What a route knows about the request beyond HTTP.
+struct RequestContext {
+  std::uint64_t request_id = 0;
+  std::string route = "unmatched";  // the matched route pattern (metrics label)
+  const ApiKey* key = nullptr;      // the authenticated key when auth is on: tenant and limits
+  bool body_consumed = false;       // the request body was read to its end
+};
+
+class Router;
+using RouteFn = Reply (*)(const Router& router, RequestContext& ctx, const Poco::Net::HTTPRequest& request,
+                          const std::string& body);
+
+struct Route {
+  std::string path;
+  std::string method;
+  bool open = false;      // reachable without an API key even when keys are configured
+  bool has_body = false;  // takes a JSON body (Content-Type, size and read checks apply)
+  RouteFn fn = nullptr;
+};
+
+class Router {
+ public:
+  // `keys` may be null: auth is off. `keys`, `metrics` and `state` must outlive the router.
+  Router(RouterConfig config, const KeyStore* keys, Metrics& metrics, ServerState& state);
+
+  // Handles one admitted request end to end. Never throws: an exception in a
+  // route becomes a 500 JSON error.
+  Reply handle(const Poco::Net::HTTPRequest& request, std::istream& body);
+  // The 503 for a request that arrives while the server drains.
+  Reply reject_draining(const Poco::Net::HTTPRequest& request);
+
+  const RouterConfig& config() const { return config_; }
+  Metrics& metrics() const { return metrics_; }
+  ServerState& state() const { return state_; }
+  bool auth_enabled() const { return keys_ != nullptr; }
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  Reply dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& request, std::istream& body);
+
+  RouterConfig config_;
+  const KeyStore* keys_;
+  Metrics& metrics_;
+  ServerState& state_;
+  std::vector<Route> routes_;
+};
+
+// Route tables, one file each.
+std::vector<Route> info_routes();       // /health, /ready, /v1/models, /metrics
+std::vector<Route> inference_routes();  // /v1/chat/completions, /v1/completions
+std::vector<Route> debug_routes();      // only with --enable-test-routes
+
+}  // namespace memra::server

@@ -1,0 +1,45 @@
+#include "host/server/signals.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+
+namespace memra::server {
+namespace {
+
+sigset_t termination_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+void block_termination_signals() {
+  const sigset_t set = termination_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+int wait_for_termination_signal() {
+  const sigset_t set = termination_set();
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+std::optional<int> wait_for_termination_signal_for(int timeout_ms) {
+  const sigset_t set = termination_set();
+  timespec timeout{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1000000L};
+  while (true) {
+    const int sig = sigtimedwait(&set, nullptr, &timeout);
+    if (sig > 0) return sig;
+    if (errno == EAGAIN) return std::nullopt;
+    if (errno != EINTR) return std::nullopt;
+  }
+}
+
+}  // namespace memra::server

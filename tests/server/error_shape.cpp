@@ -1,0 +1,39 @@
+#include "error_shape.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace memra::server::testing {
+
+::testing::AssertionResult is_openai_error(const std::string& content_type, const std::string& body,
+                                           const std::string& code, const std::string& param) {
+  if (content_type.rfind("application/json", 0) != 0) {
+    return ::testing::AssertionFailure() << "Content-Type is '" << content_type << "', body: " << body;
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(body);
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "body is not JSON (" << e.what() << "): " << body;
+  }
+  if (!doc.is_object() || !doc.contains("error") || !doc["error"].is_object()) {
+    return ::testing::AssertionFailure() << "no \"error\" object: " << body;
+  }
+  const auto& e = doc["error"];
+  if (!e.contains("message") || !e["message"].is_string() || e["message"].get<std::string>().empty()) {
+    return ::testing::AssertionFailure() << "error.message missing or empty: " << body;
+  }
+  if (!e.contains("type") || !e["type"].is_string() || e["type"].get<std::string>().empty()) {
+    return ::testing::AssertionFailure() << "error.type missing: " << body;
+  }
+  if (!e.contains("code") || e["code"] != code) {
+    return ::testing::AssertionFailure() << "error.code is not '" << code << "': " << body;
+  }
+  if (!e.contains("param")) return ::testing::AssertionFailure() << "error.param missing: " << body;
+  if (param.empty() ? !e["param"].is_null() : e["param"] != param) {
+    return ::testing::AssertionFailure() << "error.param is not " << (param.empty() ? "null" : param) << ": "
+                                         << body;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace memra::server::testing

@@ -1,0 +1,15 @@
+// Test helper: checks that a reply is an OpenAI-shaped JSON error.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace memra::server::testing {
+
+// Content-Type application/json and {"error":{"message":non-empty string,
+// "type":string,"code":`code`,"param":string|null}}; `param` "" = expect null.
+::testing::AssertionResult is_openai_error(const std::string& content_type, const std::string& body,
+                                           const std::string& code, const std::string& param = "");
+
+}  // namespace memra::server::testing

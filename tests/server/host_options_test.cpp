@@ -1,0 +1,106 @@
+#include "host/server/host_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace memra::server {
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ServerOptions, Defaults) {
+  HostOptions o;
+  ASSERT_TRUE(apply_environment(o, env_of({})));
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 8080);
+  EXPECT_EQ(o.max_body_bytes, 8u << 20);
+  EXPECT_EQ(o.drain_timeout_ms, 30000);
+  EXPECT_TRUE(o.api_keys_file.empty());
+  EXPECT_TRUE(o.models.empty());
+  EXPECT_FALSE(o.enable_test_routes);
+}
+
+TEST(ServerOptions, EnvironmentThenFlagsWin) {
+  HostOptions o;
+  ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_HOST", "0.0.0.0"},
+                                           {"MEMRA_PORT", "9000"},
+                                           {"MEMRA_API_KEYS", "/etc/keys.json"},
+                                           {"MEMRA_MODELS", "a=/m/a,b=/m/b"},
+                                           {"MEMRA_MAX_BODY_BYTES", "1024"},
+                                           {"MEMRA_DRAIN_TIMEOUT_MS", "5"},
+                                           {"MEMRA_THREADS", "4"},
+                                           {"MEMRA_LOG_LEVEL", "info"},
+                                           {"MEMRA_REGISTRY", "/r.db"}})));
+  EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.port, 9000);
+  EXPECT_EQ(o.api_keys_file, "/etc/keys.json");
+  ASSERT_EQ(o.models.size(), 2u);
+  EXPECT_EQ(o.models[1].alias, "b");
+  EXPECT_EQ(o.max_body_bytes, 1024u);
+  EXPECT_EQ(o.drain_timeout_ms, 5);
+  EXPECT_EQ(o.threads, 4);
+  EXPECT_EQ(o.log_level, "information");
+  EXPECT_EQ(o.registry_path, "/r.db");
+
+  ASSERT_TRUE(apply_flag(o, "port", "0"));
+  ASSERT_TRUE(apply_flag(o, "model", "c=/m/c"));
+  EXPECT_EQ(o.port, 0);
+  ASSERT_EQ(o.models.size(), 1u);  // --model replaces MEMRA_MODELS
+  EXPECT_EQ(o.models[0].alias, "c");
+  ASSERT_TRUE(apply_flag(o, "model", "/models/llama-3.2-1b.memra"));
+  ASSERT_EQ(o.models.size(), 2u);
+  EXPECT_EQ(o.models[1].alias, "llama-3.2-1b");
+}
+
+TEST(ServerOptions, BadValuesNameTheirSource) {
+  struct Case {
+    std::string flag, value, expected;
+  };
+  for (const auto& c : std::vector<Case>{{"port", "65536", "--port must be an integer from 0 to 65535"},
+                                         {"port", "80x", "--port"},
+                                         {"port", "", "--port"},
+                                         {"max-body-bytes", "0", "--max-body-bytes"},
+                                         {"drain-timeout-ms", "-1", "--drain-timeout-ms"},
+                                         {"threads", "1", "--threads"},
+                                         {"log-level", "loud", "unknown log level 'loud'"},
+                                         {"host", "", "--host must not be empty"},
+                                         {"model", "=/x", "alias before '=' is empty"},
+                                         {"model", "a=", "the path is empty"}}) {
+    HostOptions o;
+    auto s = apply_flag(o, c.flag, c.value);
+    ASSERT_FALSE(s) << c.flag << "=" << c.value;
+    EXPECT_NE(s.error().message.find(c.expected), std::string::npos) << s.error().message;
+  }
+  HostOptions o;
+  auto s = apply_environment(o, env_of({{"MEMRA_PORT", "http"}}));
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("MEMRA_PORT"), std::string::npos) << s.error().message;
+  s = apply_environment(o, env_of({{"MEMRA_MODELS", "a=/x,a=/y"}}));
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("MEMRA_MODELS"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("'a' is given twice"), std::string::npos) << s.error().message;
+}
+
+TEST(ServerOptions, ModelSpecs) {
+  auto plain = parse_model_spec("/models/qwen3-0.6b/");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->alias, "qwen3-0.6b");
+  EXPECT_EQ(plain->path, "/models/qwen3-0.6b/");
+  auto named = parse_model_spec("chat=/m/x=y.gguf");  // split at the first '='
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->alias, "chat");
+  EXPECT_EQ(named->path, "/m/x=y.gguf");
+  auto list = parse_model_list("a=/x,,b=/y,");
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->size(), 2u);
+}
+
+}  // namespace
+}  // namespace memra::server

@@ -1,0 +1,153 @@
+// In-process tests of the Router: the paths the real binary cannot reach yet
+// (a loaded model list) and the bookkeeping (metrics, connection close).
+#include "host/server/router.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "error_shape.hpp"
+
+namespace memra::server {
+namespace {
+
+using memra::server::testing::is_openai_error;
+
+class ServerRouter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = KeyStore::parse(R"({"keys":[{"sha256":")" + sha256_hex("good") + R"(","tenant":"acme"},
+        {"sha256":")" + sha256_hex("off") + R"(","tenant":"beta","disabled":true}]})",
+                                 "test");
+    ASSERT_TRUE(store) << store.error().message;
+    keys_ = std::move(*store);
+  }
+
+  Router make(std::vector<std::string> models, bool auth = true) {
+    RouterConfig config;
+    config.max_body_bytes = 1024;
+    config.enable_test_routes = true;
+    config.models = std::move(models);
+    return Router(config, auth ? &keys_ : nullptr, metrics_, state_);
+  }
+
+  static Reply post(Router& router, const std::string& path, const std::string& body,
+                    const std::string& auth = "Bearer good") {
+    Poco::Net::HTTPRequest request("POST", path, Poco::Net::HTTPMessage::HTTP_1_1);
+    request.setContentType("application/json");
+    request.setContentLength64(static_cast<Poco::Int64>(body.size()));
+    if (!auth.empty()) request.set("Authorization", auth);
+    std::istringstream in(body);
+    return router.handle(request, in);
+  }
+
+  static Reply get(Router& router, const std::string& path, const std::string& auth = "Bearer good") {
+    Poco::Net::HTTPRequest request("GET", path, Poco::Net::HTTPMessage::HTTP_1_1);
+    if (!auth.empty()) request.set("Authorization", auth);
+    std::istringstream in;
+    return router.handle(request, in);
+  }
+
+  KeyStore keys_;
+  Metrics metrics_{1.0};
+  ServerState state_;
+};
+
+const std::string kChat = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}]})";
+
+TEST_F(ServerRouter, UnknownModelIs404WhenModelsAreLoaded) {
+  Router router = make({"tiny"});
+  Reply r = post(router, "/v1/chat/completions", R"({"model":"huge","messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "model_not_found", "model"));
+  r = post(router, "/v1/completions", R"({"model":"huge","prompt":"x"})");
+  EXPECT_EQ(r.status, 404);
+}
+
+TEST_F(ServerRouter, KnownModelWithoutEngineIs503) {
+  Router router = make({"tiny"});
+  Reply r = post(router, "/v1/chat/completions", kChat);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "engine_unavailable", "model"));
+  r = get(router, "/v1/models");
+  ASSERT_EQ(r.status, 200);
+  auto doc = nlohmann::json::parse(r.body);
+  EXPECT_EQ(doc["object"], "list");
+  ASSERT_EQ(doc["data"].size(), 1u);
+  EXPECT_EQ(doc["data"][0]["id"], "tiny");
+  EXPECT_EQ(doc["data"][0]["object"], "model");
+}
+
+TEST_F(ServerRouter, NoModelIs503ModelNotLoaded) {
+  Router router = make({});
+  Reply r = post(router, "/v1/chat/completions", kChat);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "model_not_loaded", "model"));
+}
+
+TEST_F(ServerRouter, AuthComesBeforeTheBodyAndClosesTheConnection) {
+  Router router = make({});
+  Reply r = post(router, "/v1/chat/completions", std::string(5000, 'x'), "");
+  EXPECT_EQ(r.status, 401);  // not 413: an unauthenticated body is never read
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "missing_api_key"));
+  EXPECT_EQ(r.header("WWW-Authenticate").rfind("Bearer", 0), 0u);
+  EXPECT_TRUE(r.close_connection);  // the unread body must not be parsed as the next request
+  r = post(router, "/v1/chat/completions", kChat, "Bearer off");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "api_key_disabled"));
+  r = post(router, "/v1/chat/completions", kChat, "Bearer nope");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "invalid_api_key"));
+}
+
+TEST_F(ServerRouter, WithoutKeysEveryRouteIsOpen) {
+  Router router = make({}, /*auth=*/false);
+  EXPECT_EQ(get(router, "/v1/models", "").status, 200);
+  EXPECT_EQ(get(router, "/metrics", "").status, 200);
+  EXPECT_EQ(post(router, "/v1/chat/completions", kChat, "").status, 503);
+}
+
+TEST_F(ServerRouter, ExceptionBecomes500AndIsCounted) {
+  Router router = make({});
+  Reply r = get(router, "/debug/throw");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "internal_error"));
+  const std::string text = metrics_.render();
+  EXPECT_NE(text.find(R"(memra_http_requests_total{method="GET",route="/debug/throw",status="500"} 1)"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(ServerRouter, MethodNotAllowedListsAllow) {
+  Router router = make({});
+  Reply r = post(router, "/health", "{}");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("Allow"), "GET");
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "method_not_allowed"));
+}
+
+TEST_F(ServerRouter, DrainingRepliesCarryRetryAfter) {
+  Router router = make({});
+  Poco::Net::HTTPRequest request("GET", "/health", Poco::Net::HTTPMessage::HTTP_1_1);
+  Reply r = router.reject_draining(request);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_FALSE(r.header("Retry-After").empty());
+  EXPECT_TRUE(r.close_connection);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "server_shutting_down"));
+}
+
+TEST_F(ServerRouter, AdmissionStopsAtDrain) {
+  {
+    auto a = state_.try_admit();
+    EXPECT_TRUE(a);
+    EXPECT_EQ(state_.admitted(), 1);
+    state_.begin_drain();
+    EXPECT_FALSE(state_.try_admit());
+    EXPECT_EQ(state_.admitted(), 1);
+  }
+  EXPECT_EQ(state_.admitted(), 0);
+}
+
+}  // namespace
+}  // namespace memra::server
