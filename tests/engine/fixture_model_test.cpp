@@ -113,3 +113,42 @@ void check_against_transformers(const std::string& model) {
 
 TEST(EngineFixture, LlamaMatchesTransformers) { check_against_transformers("llama"); }
 TEST(EngineFixture, Qwen3MatchesTransformers) { check_against_transformers("qwen3"); }
+
+// Quantized GGUFs made by llama.cpp from the same llama model: memra's error against
+// the transformers float32 reference must be no worse than llama.cpp's own error on
+// the same file (gguf/llama/llamacpp_vs_hf.json, its CPU run), by rmse over every
+// prefill position and by top-1 agreement.
+class EngineGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineGguf, NoWorseThanLlamaCpp) {
+  const std::string type = GetParam();
+  const fs::path gguf = kFixtures / "gguf/llama" / ("llama-" + type + ".gguf");
+  const fs::path ref_dir = kFixtures / "models/llama";
+  if (!fs::exists(gguf) || !fs::exists(ref_dir / "reference.json")) GTEST_SKIP() << "fixture " << gguf << " absent";
+  const auto ref = nlohmann::json::parse(std::ifstream(ref_dir / "reference.json"));
+  const auto budget = nlohmann::json::parse(std::ifstream(kFixtures / "gguf/llama/llamacpp_vs_hf.json"))["llama-" + type + ".ngl0"]["prefill_vs_hf"];
+  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
+  const size_t vocab = 1024;
+  const auto prefill = read_f32(ref_dir / "reference.bin", 0, input.size() * vocab);
+
+  auto engine = load(gguf);
+  ASSERT_TRUE(engine);
+  const int32_t seq = engine->open_sequence();
+  memra::engine::StepRequest req{seq, input, true};
+  auto out = engine->step({&req, 1});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  double se = 0;
+  int top1 = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    const float* r = prefill.data() + i * vocab;
+    for (size_t v = 0; v < vocab; ++v) se += std::pow((*out)[i][v] - r[v], 2.0);
+    top1 += memra::engine::argmax((*out)[i]) == memra::engine::argmax(std::span<const float>(r, vocab));
+  }
+  const double rmse = std::sqrt(se / static_cast<double>(input.size() * vocab));
+  std::cout << "[ " << type << " ] memra rmse " << rmse << " (llama.cpp " << budget["rmse"].get<double>() << "), top1 "
+            << top1 << "/" << input.size() << " (llama.cpp " << budget["top1_agree"].get<int>() << ")\n";
+  EXPECT_LE(rmse, budget["rmse"].get<double>());
+  EXPECT_GE(top1, budget["top1_agree"].get<int>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, EngineGguf, ::testing::Values("BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"));
