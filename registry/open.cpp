@@ -20,7 +20,7 @@ Result<std::string> query_text(sql::Db& db, const char* sql) {
 // itself when pages are read: read the schema, then let quick_check walk the
 // b-trees (cheap at registry sizes).
 Status check_health(sql::Db& db) {
-  MEMRA_TRY(db.exec("SELECT count(*) FROM sqlite_schema", "reading the database header"));
+  MEMRA_TRY(db.exec("SELECT count(*) FROM sqlite_schema", "reading the database schema"));
   auto stmt = sql::Stmt::prepare(db, "PRAGMA quick_check(5)");
   if (!stmt.ok()) return stmt.error();
   std::string problems;

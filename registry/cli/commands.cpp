@@ -151,7 +151,7 @@ int run_combos(const Parsed& args) {
   Table t({"FAMILY", "QUANT", "DRAFTER", "ARCH", "VERDICT", "SOURCE", "UPDATED", "EVIDENCE"});
   for (const auto& c : *rows)
     t.add({c.key.family, c.key.quant, c.key.drafter.empty() ? "-" : c.key.drafter, c.key.arch,
-           to_string(c.verdict), c.source, c.updated_at, evidence_summary(c.evidence_json)});
+           to_string(c.verdict), c.source, c.updated_at, ellipsize(evidence_summary(c.evidence_json), 72)});
   t.print(std::cout);
   return kExitOk;
 }
@@ -219,7 +219,8 @@ int run_record_gate(const Parsed& args) {
   auto combo = reg->record_gate(record);
   if (!combo.ok()) return fail(combo.error());
   std::cout << "Recorded gate '" << record.gate << "' (" << result << ") for " << key_text(combo->key)
-            << ": verdict " << to_string(combo->verdict) << "; " << evidence_summary(combo->evidence_json) << "\n";
+            << ": verdict " << to_string(combo->verdict) << "; "
+            << ellipsize(evidence_summary(combo->evidence_json), 72) << "\n";
   return kExitOk;
 }
 

@@ -12,6 +12,18 @@ std::size_t display_width(const std::string& text) {
   return n;
 }
 
+std::string ellipsize(const std::string& text, std::size_t width) {
+  if (display_width(text) <= width || width < 4) return text;
+  std::size_t keep = width - 3, seen = 0, i = 0;
+  for (; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      if (seen == keep) break;  // cut only before a lead byte
+      ++seen;
+    }
+  }
+  return text.substr(0, i) + "...";
+}
+
 std::string human_bytes(unsigned long long bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);

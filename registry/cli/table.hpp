@@ -22,6 +22,8 @@ class Table {
 
 // Display width of UTF-8 text (code points; good enough for paths and names).
 std::size_t display_width(const std::string& text);
+// Shortens text to at most `width` code points, ending in "..." when cut.
+std::string ellipsize(const std::string& text, std::size_t width);
 // "1.5 GiB", "312 B"
 std::string human_bytes(unsigned long long bytes);
 

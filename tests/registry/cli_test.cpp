@@ -231,17 +231,17 @@ TEST_F(RegistryCli, DatabaseComesFromTheEnvironment) {
   EXPECT_EQ((**at_home->find_combo({"llama", "f16", "", "cpu"})).source, "gate");
 
   auto other = (home / "elsewhere/reg.db").string();
-  r = run_cli({"record-gate", "--family", "llama", "--quant", "q6_k", "--arch", "cpu", "--gate", "g", "--result",
+  r = run_cli({"record-gate", "--family", "envtest", "--quant", "q6_k", "--arch", "cpu", "--gate", "g", "--result",
                "pass"},
               {{"MEMRA_HOME", home.path().string()}, {"MEMRA_REGISTRY", other}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(other));
-  EXPECT_FALSE(at_home->find_combo({"llama", "q6_k", "", "cpu"})->has_value());
+  EXPECT_FALSE(at_home->find_combo({"envtest", "q6_k", "", "cpu"})->has_value());
   // --db beats both.
-  r = run_cli({"--db", db_, "check", "--family", "llama", "--quant", "q6_k", "--arch", "cpu"},
+  r = run_cli({"--db", db_, "check", "--family", "envtest", "--quant", "q6_k", "--arch", "cpu"},
               {{"MEMRA_REGISTRY", other}});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_FALSE(reg_->find_combo({"llama", "q6_k", "", "cpu"})->has_value());
+  EXPECT_FALSE(reg_->find_combo({"envtest", "q6_k", "", "cpu"})->has_value());
 }
 
 TEST_F(RegistryCli, DamagedDatabaseIsAnErrorNotACrash) {

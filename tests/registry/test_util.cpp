@@ -36,7 +36,7 @@ TempDir::~TempDir() {
 std::vector<std::string> raw_query(const std::filesystem::path& db, const std::string& sql) {
   std::vector<std::string> rows;
   sqlite3* h = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     ADD_FAILURE() << "raw open of " << db << ": " << (h ? sqlite3_errmsg(h) : "?");
     sqlite3_close(h);
     return rows;
