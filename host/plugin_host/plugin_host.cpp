@@ -108,7 +108,10 @@ struct PluginHost::Impl {
     std::string handles;
     for (const std::string& h : info.handles) handles += (handles.empty() ? "" : ", ") + h;
     env->log(MEMRA_LOG_INFO, "plugin loaded: " + info.name + " " + info.version + " (" +
-                                 std::string(to_string(info.kind)) + ": " + handles + ") from " + file.string());
+                                 std::string(to_string(info.kind)) + ": " + handles + ") from " + file.string() +
+                                 (outcome.shared ? " (already initialised by another PluginHost in this process; "
+                                                   "shared, with that host's services)"
+                                                 : ""));
     records.push_back(std::move(outcome.record));
     return records.back()->info();
   }

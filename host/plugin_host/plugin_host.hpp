@@ -16,6 +16,10 @@
 // its `shutdown` slot runs once, after the PluginHost and every object from the
 // plugin are gone.
 //
+// Several PluginHosts in one process: a library already initialised by a live host
+// is not initialised again (plugins keep the host API in globals); the later host
+// shares that plugin, whose host services (log sink, config) stay the first host's.
+//
 // Threading: discover()/load() are not thread-safe; call them at start-up. The
 // const queries and the handles' calls may be used from any thread afterwards
 // (the plugins themselves must then be thread-safe, as the ABI requires).

@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -32,6 +34,20 @@ template <class Fn>
 Fn* resolve(boost::dll::shared_library& lib, const char* symbol) {
   if (!lib.has(symbol)) return nullptr;
   return &lib.get<Fn>(symbol);
+}
+
+// Libraries initialised by any live PluginHost in this process, by dlopen handle.
+// Plugins keep the host API in globals, so a second memra_plugin_init (from a second
+// PluginHost) would leave them pointing at services that die with that host; the
+// second host shares the first one's record instead.
+struct LiveLibraries {
+  std::mutex mu;
+  std::map<void*, std::weak_ptr<PluginRecord>> by_handle;
+};
+
+LiveLibraries& live_libraries() {
+  static LiveLibraries* live = new LiveLibraries;  // never destroyed: records may outlive statics
+  return *live;
 }
 
 // Descriptor checks; returns the refusal reason or "".
@@ -170,6 +186,20 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
                   "; earlier search directories take precedence)");
   }
 
+  void* handle = lib->native();
+  {
+    LiveLibraries& live = live_libraries();
+    std::lock_guard lock(live.mu);
+    auto it = live.by_handle.find(handle);
+    if (it != live.by_handle.end()) {
+      if (std::shared_ptr<PluginRecord> existing = it->second.lock()) {
+        out.record = std::move(existing);
+        out.shared = true;
+        return out;
+      }
+    }
+  }
+
   auto services = std::make_unique<HostServices>(name, std::move(env));
   memra_plugin_api api{};
   api.struct_size = MEMRA_PLUGIN_API_STRUCT_SIZE;
@@ -208,6 +238,11 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
   info.abi_major = desc->abi_major;
   info.abi_minor = desc->abi_minor;
   out.record = std::make_shared<PluginRecord>(std::move(lib), std::move(services), std::move(info), desc, api);
+  {
+    LiveLibraries& live = live_libraries();
+    std::lock_guard lock(live.mu);
+    live.by_handle[handle] = out.record;
+  }
   return out;
 }
 

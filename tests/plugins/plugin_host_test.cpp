@@ -307,6 +307,39 @@ TEST_F(PluginsHost, ShutdownRunsOnceAtHostDestructionWhenNothingIsAlive) {
   EXPECT_FALSE(test::is_loaded(file));
 }
 
+TEST_F(PluginsHost, TwoLiveHostsShareOneInitialisationOfALibrary) {
+  const fs::path file = test_plugin("memra-family-good");
+  LogCapture log_b;
+  PluginHostOptions oa = test::isolated_options(log, {});
+  oa.services.config = [](std::string_view key) -> std::optional<std::string> {
+    if (key == "good.greeting") return std::string("from a");
+    return std::nullopt;
+  };
+  auto a = std::make_unique<PluginHost>(std::move(oa));
+  ASSERT_TRUE(a->load(file).ok());
+  auto b = std::make_unique<PluginHost>(test::isolated_options(log_b, {}));
+  ASSERT_TRUE(b->load(file).ok());
+  // init ran once (a's config), and b says it shares the plugin.
+  EXPECT_EQ(log.containing("[good-family] greeting: from a").size(), 1u);
+  EXPECT_TRUE(log_b.containing("greeting").empty());
+  EXPECT_EQ(log_b.containing("already initialised by another PluginHost").size(), 1u);
+
+  // b going away must not take the plugin's host services with it.
+  b.reset();
+  EXPECT_TRUE(log.containing("[good-family] shutdown").empty());
+  auto plan = a->family("good-family")->plan_create("{}");
+  ASSERT_TRUE(plan.ok());
+  memra_weight_set weights{};
+  weights.struct_size = MEMRA_WEIGHT_SET_STRUCT_SIZE;
+  auto model = plan->create_model(weights, nullptr);  // memory_alloc through the services
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  model = make_error(ErrorCode::internal, "dropped");
+  plan = make_error(ErrorCode::internal, "dropped");
+  a.reset();
+  EXPECT_EQ(log.containing("[good-family] shutdown").size(), 1u);
+  EXPECT_FALSE(test::is_loaded(file));
+}
+
 TEST_F(PluginsHost, RefusedLibrariesAreUnloaded) {
   discover_all();
   EXPECT_FALSE(test::is_loaded(test_plugin("memra-quant-initfail")));
