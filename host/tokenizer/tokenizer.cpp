@@ -1,0 +1,211 @@
+#include "host/tokenizer/tokenizer.hpp"
+
+#include <deque>
+#include <fstream>
+#include <sstream>
+
+#include "host/tokenizer/tokenizer_impl.hpp"
+#include "host/tokenizer/utf8.hpp"
+
+namespace memra::tokenizer {
+
+using detail::AddedTokenSpec;
+
+Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::build(detail::TokenizerSpec&& spec) {
+  auto impl = std::make_unique<Impl>();
+
+  auto pre = detail::PreTokenizer::create(spec.pre_tokenizers);
+  if (!pre) return pre.error();
+  impl->pre_tokenizer = std::move(*pre);
+  auto norm = detail::Normalizer::create(spec.normalizers);
+  if (!norm) return norm.error();
+  impl->normalizer = std::move(*norm);
+  auto bpe = detail::Bpe::create(spec.model, impl->pre_tokenizer.byte_level());
+  if (!bpe) return bpe.error();
+  impl->bpe = std::move(*bpe);
+  auto dec = detail::Decoder::create(spec.decoders, spec.has_decoder);
+  if (!dec) return dec.error();
+  impl->decoder = std::move(*dec);
+
+  // id -> text: the model vocabulary, overridden by added tokens.
+  TokenId max_id = -1;
+  for (const auto& [text, id] : spec.model.vocab) max_id = std::max(max_id, id);
+  for (const auto& t : spec.added_tokens) max_id = std::max(max_id, t.id);
+  if (max_id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: the vocabulary is empty");
+  impl->id_to_token.assign(static_cast<std::size_t>(max_id) + 1, std::string());
+  impl->special.assign(impl->id_to_token.size(), 0);
+  for (auto& [text, id] : spec.model.vocab) {
+    if (id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: negative token id for \"" + text + "\"");
+    impl->id_to_token[id] = std::move(text);
+  }
+  for (const auto& t : spec.added_tokens) {
+    if (t.id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: negative id for added token " + t.content);
+    impl->id_to_token[t.id] = t.content;
+    if (t.special) impl->special[t.id] = 1;
+  }
+  for (TokenId id : spec.extra_special_ids)
+    if (id >= 0 && static_cast<std::size_t>(id) < impl->special.size()) impl->special[id] = 1;
+  impl->token_to_id.reserve(impl->id_to_token.size());
+  for (std::size_t id = 0; id < impl->id_to_token.size(); ++id) {
+    const auto& s = impl->id_to_token[id];
+    if (!s.empty()) impl->token_to_id.emplace(s, static_cast<TokenId>(id));
+  }
+  // Added tokens win a text -> id lookup.
+  for (const auto& t : spec.added_tokens) impl->token_to_id[impl->id_to_token[t.id]] = t.id;
+
+  std::vector<const AddedTokenSpec*> raw, normalized;
+  for (const auto& t : spec.added_tokens) (t.normalized ? normalized : raw).push_back(&t);
+  impl->raw_matcher = detail::AddedTokenMatcher(raw);
+  impl->normalized_matcher = detail::AddedTokenMatcher(normalized);
+
+  impl->prefix_ids = std::move(spec.prefix_ids);
+  impl->suffix_ids = std::move(spec.suffix_ids);
+  for (TokenId id : impl->prefix_ids)
+    if (id < 0 || static_cast<std::size_t>(id) >= impl->id_to_token.size())
+      return make_error(ErrorCode::invalid_argument, "tokenizer: post-processor token id " + std::to_string(id) +
+                                                         " is outside the vocabulary");
+  impl->bos_id = spec.bos_id;
+  impl->eos_id = spec.eos_id;
+  impl->pad_id = spec.pad_id;
+  impl->unk_id = spec.unk_id;
+  impl->clean_up_default = spec.clean_up_tokenization_spaces;
+  impl->chat_template = std::move(spec.chat_template);
+  return impl;
+}
+
+void Tokenizer::Impl::encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out) const {
+  thread_local std::vector<detail::PreToken> words;
+  std::deque<std::string> storage;
+  pre_tokenizer.run(text, at_start, words, storage);
+  for (const auto& w : words) bpe->encode(w.text, out);
+}
+
+void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out) const {
+  std::string normalized;
+  std::string_view norm_text = text;
+  if (!normalizer.empty()) {
+    normalized = normalizer.apply(text);
+    norm_text = normalized;
+  }
+  if (norm_text.empty()) return;
+  if (normalized_matcher.empty()) {
+    encode_words(norm_text, at_start, out);
+    return;
+  }
+  std::vector<detail::Segment> segs;
+  normalized_matcher.split(norm_text, segs);
+  for (const auto& s : segs) {
+    if (s.id >= 0) out.push_back(s.id);
+    else encode_words(norm_text.substr(s.begin, s.end - s.begin), at_start && s.begin == 0, out);
+  }
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+Result<std::shared_ptr<const Tokenizer>> TokenizerFactory::create(detail::TokenizerSpec&& spec) {
+  auto impl = Tokenizer::Impl::build(std::move(spec));
+  if (!impl) return impl.error();
+  return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(*impl)));
+}
+
+namespace {
+
+Result<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::not_found, "cannot open " + path.string() + "; check the path");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in.good() && !in.eof()) return make_error(ErrorCode::io, "cannot read " + path.string());
+  return ss.str();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_hf_json(std::string_view tokenizer_json,
+                                                                 std::string_view tokenizer_config_json) {
+  auto spec = detail::spec_from_hf_json(tokenizer_json, tokenizer_config_json);
+  if (!spec) return spec.error();
+  return TokenizerFactory::create(std::move(*spec));
+}
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_hf_files(const std::filesystem::path& tokenizer_json,
+                                                                  const std::filesystem::path& tokenizer_config) {
+  auto json = read_file(tokenizer_json);
+  if (!json) return json.error();
+  std::string config;
+  if (!tokenizer_config.empty()) {
+    auto c = read_file(tokenizer_config);
+    if (!c) return c.error();
+    config = std::move(*c);
+  }
+  auto tok = from_hf_json(*json, config);
+  if (!tok) return make_error(tok.error().code, tokenizer_json.string() + ": " + tok.error().message);
+  return tok;
+}
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_hf_dir(const std::filesystem::path& dir) {
+  auto json = dir / "tokenizer.json";
+  if (!std::filesystem::exists(json))
+    return make_error(ErrorCode::not_found, dir.string() + " has no tokenizer.json; pass a Hugging Face model directory");
+  auto config = dir / "tokenizer_config.json";
+  return from_hf_files(json, std::filesystem::exists(config) ? config : std::filesystem::path());
+}
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVocab& vocab) {
+  auto spec = detail::spec_from_gguf_vocab(vocab);
+  if (!spec) return spec.error();
+  return TokenizerFactory::create(std::move(*spec));
+}
+
+std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  std::string clean;
+  if (!detail::is_valid_utf8(text)) {
+    clean = detail::sanitize_utf8(text);
+    text = clean;
+  }
+  std::vector<TokenId> ids;
+  ids.reserve(text.size() / 3 + 4);
+  if (add_special_tokens) ids = impl_->prefix_ids;
+  std::vector<detail::Segment> segs;
+  impl_->raw_matcher.split(text, segs);
+  for (const auto& s : segs) {
+    if (s.id >= 0) ids.push_back(s.id);
+    else impl_->encode_section(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+  }
+  if (add_special_tokens) ids.insert(ids.end(), impl_->suffix_ids.begin(), impl_->suffix_ids.end());
+  return ids;
+}
+
+std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions& options) const {
+  std::vector<std::string_view> tokens;
+  tokens.reserve(ids.size());
+  for (TokenId id : ids)
+    if (!impl_->skipped(id, options.skip_special_tokens)) tokens.push_back(impl_->id_to_token[id]);
+  return impl_->decoder.decode(tokens, options.clean_up_tokenization_spaces.value_or(impl_->clean_up_default));
+}
+
+std::size_t Tokenizer::vocab_size() const { return impl_->id_to_token.size(); }
+
+std::string_view Tokenizer::token_text(TokenId id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= impl_->id_to_token.size()) return {};
+  return impl_->id_to_token[id];
+}
+
+std::optional<TokenId> Tokenizer::token_id(std::string_view text) const {
+  auto it = impl_->token_to_id.find(text);
+  if (it == impl_->token_to_id.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Tokenizer::is_special(TokenId id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < impl_->special.size() && impl_->special[id];
+}
+
+std::optional<TokenId> Tokenizer::bos_id() const { return impl_->bos_id; }
+std::optional<TokenId> Tokenizer::eos_id() const { return impl_->eos_id; }
+std::optional<TokenId> Tokenizer::pad_id() const { return impl_->pad_id; }
+std::optional<TokenId> Tokenizer::unk_id() const { return impl_->unk_id; }
+const std::string& Tokenizer::chat_template() const { return impl_->chat_template; }
+
+}  // namespace memra::tokenizer

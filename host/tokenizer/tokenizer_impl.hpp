@@ -1,0 +1,59 @@
+// Tokenizer::Impl — the compiled pipeline shared by encode(), decode() and StreamDecoder.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "host/tokenizer/added_tokens.hpp"
+#include "host/tokenizer/bpe.hpp"
+#include "host/tokenizer/decoder.hpp"
+#include "host/tokenizer/normalizer.hpp"
+#include "host/tokenizer/pre_tokenizer.hpp"
+#include "host/tokenizer/spec.hpp"
+#include "host/tokenizer/tokenizer.hpp"
+
+namespace memra::tokenizer {
+
+struct Tokenizer::Impl {
+  std::vector<std::string> id_to_token;  // "" for ids nothing uses
+  std::unordered_map<std::string_view, TokenId> token_to_id;
+  std::vector<std::uint8_t> special;  // by id: skipped by skip_special_tokens
+
+  detail::AddedTokenMatcher raw_matcher;         // added tokens matched in the raw text
+  detail::AddedTokenMatcher normalized_matcher;  // added tokens with normalized = true
+  detail::Normalizer normalizer;
+  detail::PreTokenizer pre_tokenizer;
+  std::unique_ptr<detail::Bpe> bpe;
+  detail::Decoder decoder;
+
+  std::vector<TokenId> prefix_ids, suffix_ids;
+  std::optional<TokenId> bos_id, eos_id, pad_id, unk_id;
+  bool clean_up_default = false;
+  std::string chat_template;
+
+  static Result<std::unique_ptr<Impl>> build(detail::TokenizerSpec&& spec);
+
+  void encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out) const;
+  void encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out) const;
+  bool skipped(TokenId id, bool skip_special) const {
+    if (id < 0 || static_cast<std::size_t>(id) >= id_to_token.size()) return true;
+    return skip_special && special[id];
+  }
+};
+
+// Factory used by the loaders (friend of Tokenizer).
+struct TokenizerFactory {
+  static Result<std::shared_ptr<const Tokenizer>> create(detail::TokenizerSpec&& spec);
+};
+
+namespace detail {
+// hf_json_loader.cpp
+Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json);
+// gguf_vocab.cpp
+Result<TokenizerSpec> spec_from_gguf_vocab(const GgufVocab& vocab);
+}  // namespace detail
+
+}  // namespace memra::tokenizer
