@@ -1,0 +1,311 @@
+// Model config normalisation: every fixture config.json against the values it
+// states (read here with nlohmann directly) and the fixture README's facts; the
+// GGUF llama config against the HF llama config; JSON round trip; refusals.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "repack/checkpoint/gguf.hpp"
+#include "repack/checkpoint/gguf_tokenizer.hpp"
+#include "repack/checkpoint/model_config.hpp"
+#include "tests/repack/test_util.hpp"
+
+namespace memra::testing {
+namespace {
+
+using nlohmann::json;
+
+ModelConfig load(const std::string& model) {
+  auto c = model_config_from_hf_dir(fixture("models/" + model).string());
+  EXPECT_TRUE(c.ok()) << model << ": " << c.error().message;
+  return c.ok() ? *c : ModelConfig{};
+}
+
+json raw(const std::string& model) { return json::parse(read_text(fixture("models/" + model + "/config.json"))); }
+
+std::vector<LayerKind> kinds(const json& list) {
+  std::vector<LayerKind> out;
+  for (const auto& s : list) {
+    LayerKind k;
+    EXPECT_TRUE(parse_layer_kind(s.get<std::string>(), &k));
+    out.push_back(k);
+  }
+  return out;
+}
+
+// The fields every family states the same way.
+void expect_common(const ModelConfig& c, const json& j) {
+  EXPECT_EQ(c.architecture, j.at("architectures")[0].get<std::string>());
+  EXPECT_EQ(c.model_type, j.at("model_type").get<std::string>());
+  EXPECT_EQ(c.source_format, "hf");
+  EXPECT_EQ(c.dtype, "bfloat16");
+  EXPECT_EQ(c.vocab_size, j.at("vocab_size").get<int64_t>());
+  EXPECT_EQ(c.hidden_size, j.at("hidden_size").get<int64_t>());
+  EXPECT_EQ(c.num_layers, j.at("num_hidden_layers").get<int64_t>());
+  EXPECT_EQ(c.num_heads, j.at("num_attention_heads").get<int64_t>());
+  EXPECT_EQ(c.num_kv_heads, j.at("num_key_value_heads").get<int64_t>());
+  EXPECT_EQ(c.head_dim, j.at("head_dim").get<int64_t>());
+  EXPECT_EQ(c.max_position_embeddings, j.at("max_position_embeddings").get<int64_t>());
+  EXPECT_EQ(c.norm_eps, j.at("rms_norm_eps").get<double>());
+  EXPECT_EQ(c.norm_type, NormType::rms_norm);
+  EXPECT_EQ(c.tie_word_embeddings, j.at("tie_word_embeddings").get<bool>());
+  EXPECT_EQ(c.attention_bias, j.at("attention_bias").get<bool>());
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{j.at("eos_token_id").get<int64_t>()});
+  EXPECT_FALSE(c.bos_token_id.has_value());  // bos_token_id: null (the tokenizer has no BOS)
+  EXPECT_EQ(c.pad_token_id, j.at("pad_token_id").get<int64_t>());
+  EXPECT_EQ(static_cast<int64_t>(c.layer_types.size()), c.num_layers);
+  // README: common to all tiny models.
+  EXPECT_EQ(c.vocab_size, 1024);
+  EXPECT_EQ(c.hidden_size, 256);
+  EXPECT_EQ(c.num_heads, 4);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  // Lossless JSON round trip (what a family plugin receives).
+  auto back = model_config_from_json(model_config_to_json(c));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(model_config_to_json(*back), model_config_to_json(c));
+}
+
+class CheckpointConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fixtures_present()) GTEST_SKIP() << "fixtures not found at " << fixtures_dir();
+  }
+};
+
+TEST_F(CheckpointConfig, Llama) {
+  const auto c = load("llama");
+  const auto j = raw("llama");
+  expect_common(c, j);
+  EXPECT_EQ(c.family, "llama");
+  EXPECT_EQ(c.intermediate_size, j.at("intermediate_size").get<int64_t>());
+  EXPECT_EQ(c.rope.theta, j.at("rope_parameters").at("rope_theta").get<double>());
+  EXPECT_EQ(c.rope.theta, 500000.0);  // README
+  EXPECT_EQ(c.rope.scaling, RopeScaling::none);
+  EXPECT_EQ(c.rope.rotary_dim, 64);
+  EXPECT_FALSE(c.rope.interleaved);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.norm_weight_offset);
+  EXPECT_EQ(c.mlp_bias, j.at("mlp_bias").get<bool>());
+  EXPECT_EQ(c.activation, j.at("hidden_act").get<std::string>());
+  EXPECT_FALSE(c.is_moe());
+  EXPECT_EQ(c.layer_types, std::vector<LayerKind>(2, LayerKind::full_attention));
+  EXPECT_EQ(c.sliding_window, 0);
+}
+
+TEST_F(CheckpointConfig, Qwen3HasQkNorm) {
+  const auto c = load("qwen3");
+  const auto j = raw("qwen3");
+  expect_common(c, j);
+  EXPECT_EQ(c.family, "qwen3");
+  EXPECT_TRUE(c.qk_norm);  // README: q/k RMSNorm
+  EXPECT_EQ(c.rope.theta, 1e6);
+  EXPECT_EQ(c.layer_types, kinds(j.at("layer_types")));
+  EXPECT_EQ(c.sliding_window, 0);  // sliding_window: null, use_sliding_window: false
+}
+
+TEST_F(CheckpointConfig, Qwen3MoeExperts) {
+  const auto c = load("qwen3_moe");
+  const auto j = raw("qwen3_moe");
+  expect_common(c, j);
+  EXPECT_EQ(c.family, "qwen3_moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 8);  // README: 8 experts, top-2, moe_intermediate 256, norm_topk_prob false
+  EXPECT_EQ(c.num_experts, j.at("num_local_experts").get<int64_t>());
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 256);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 0);
+  EXPECT_EQ(c.decoder_sparse_step, 1);
+  EXPECT_TRUE(c.moe_layer(0) && c.moe_layer(1));
+}
+
+TEST_F(CheckpointConfig, Qwen3NextHybridLayers) {
+  const auto c = load("qwen3_next");
+  const auto j = raw("qwen3_next");
+  expect_common(c, j);
+  EXPECT_EQ(c.family, "qwen3_next");
+  // README: 3 linear_attention (gated DeltaNet) + 1 full_attention.
+  EXPECT_EQ(c.layer_types, (std::vector<LayerKind>{LayerKind::linear_attention, LayerKind::linear_attention,
+                                                   LayerKind::linear_attention, LayerKind::full_attention}));
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.shared_expert_intermediate_size, j.at("shared_expert_intermediate_size").get<int64_t>());
+  EXPECT_EQ(c.norm_topk_prob, j.at("norm_topk_prob").get<bool>());
+  EXPECT_EQ(c.rope.partial_rotary_factor, 0.25);
+  EXPECT_EQ(c.rope.rotary_dim, 16);
+  EXPECT_EQ(c.linear_num_key_heads, 2);
+  EXPECT_EQ(c.linear_num_value_heads, 4);
+  EXPECT_EQ(c.linear_key_head_dim, 64);
+  EXPECT_EQ(c.linear_value_head_dim, 64);
+  EXPECT_EQ(c.linear_conv_kernel_dim, 4);
+  EXPECT_TRUE(c.attention_output_gate);
+  EXPECT_TRUE(c.norm_weight_offset);
+  EXPECT_TRUE(c.qk_norm);
+  // Without layer_types the same kinds follow from full_attention_interval.
+  auto j2 = j;
+  j2.erase("layer_types");
+  auto c2 = model_config_from_hf_json(j2.dump());
+  ASSERT_TRUE(c2.ok()) << c2.error().message;
+  EXPECT_EQ(c2->layer_types, c.layer_types);
+}
+
+TEST_F(CheckpointConfig, Gemma3SlidingLayersAndPerTypeRope) {
+  const auto c = load("gemma3_text");
+  const auto j = raw("gemma3_text");
+  expect_common(c, j);
+  EXPECT_EQ(c.family, "gemma3");
+  // README: sliding (window 8) + full, tied, gelu_pytorch_tanh, query_pre_attn_scalar 64, rope 10000 local / 1e6 global.
+  EXPECT_EQ(c.layer_types, (std::vector<LayerKind>{LayerKind::sliding_attention, LayerKind::full_attention}));
+  EXPECT_EQ(c.sliding_window, 8);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.activation, "gelu_pytorch_tanh");
+  EXPECT_EQ(c.query_pre_attn_scalar, 64.0);
+  EXPECT_EQ(c.rope.theta, j.at("rope_parameters").at("full_attention").at("rope_theta").get<double>());
+  EXPECT_EQ(c.rope.local_theta, j.at("rope_parameters").at("sliding_attention").at("rope_theta").get<double>());
+  EXPECT_EQ(c.rope.theta, 1e6);
+  EXPECT_EQ(c.rope.local_theta, 1e4);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.norm_weight_offset);
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(c.final_logit_softcapping, 0.0);
+  // transformers 4 spelling of the same model: rope_theta + rope_local_base_freq + sliding_window_pattern.
+  auto old = j;
+  old.erase("rope_parameters");
+  old.erase("layer_types");
+  old["rope_theta"] = 1e6;
+  old["rope_local_base_freq"] = 1e4;
+  old["sliding_window_pattern"] = 2;
+  auto c2 = model_config_from_hf_json(old.dump());
+  ASSERT_TRUE(c2.ok()) << c2.error().message;
+  EXPECT_EQ(model_config_to_json(*c2), model_config_to_json(c));
+}
+
+TEST_F(CheckpointConfig, GgufLlamaMatchesHfLlama) {
+  const auto hf = load("llama");
+  for (const char* q : {"BF16", "Q4_K_M", "IQ4_XS"}) {
+    SCOPED_TRACE(q);
+    auto f = gguf::File::open(fixture(std::string("gguf/llama/llama-") + q + ".gguf").string());
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    auto g = model_config_from_gguf(*f);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_EQ(g->architecture, hf.architecture);
+    EXPECT_EQ(g->family, hf.family);
+    EXPECT_EQ(g->source_format, "gguf");
+    EXPECT_EQ(g->vocab_size, hf.vocab_size);
+    EXPECT_EQ(g->hidden_size, hf.hidden_size);
+    EXPECT_EQ(g->intermediate_size, hf.intermediate_size);
+    EXPECT_EQ(g->num_layers, hf.num_layers);
+    EXPECT_EQ(g->num_heads, hf.num_heads);
+    EXPECT_EQ(g->num_kv_heads, hf.num_kv_heads);
+    EXPECT_EQ(g->head_dim, hf.head_dim);
+    EXPECT_EQ(g->max_position_embeddings, hf.max_position_embeddings);
+    EXPECT_EQ(g->rope.theta, hf.rope.theta);
+    EXPECT_EQ(g->rope.scaling, hf.rope.scaling);
+    EXPECT_EQ(g->rope.rotary_dim, hf.rope.rotary_dim);
+    EXPECT_TRUE(g->rope.interleaved);  // llama.cpp permuted q/k (see CheckpointSafetensors.LlamaValuesEqualBf16Gguf)
+    EXPECT_EQ(static_cast<float>(g->norm_eps), static_cast<float>(hf.norm_eps));  // GGUF stores float32
+    EXPECT_EQ(g->qk_norm, hf.qk_norm);
+    EXPECT_EQ(g->attention_bias, hf.attention_bias);
+    EXPECT_EQ(g->mlp_bias, hf.mlp_bias);
+    EXPECT_EQ(g->tie_word_embeddings, hf.tie_word_embeddings);
+    EXPECT_EQ(g->activation, hf.activation);
+    EXPECT_EQ(g->layer_types, hf.layer_types);
+    EXPECT_EQ(g->eos_token_ids, hf.eos_token_ids);
+    EXPECT_EQ(g->bos_token_id, hf.bos_token_id);
+    EXPECT_EQ(g->pad_token_id, hf.pad_token_id);
+    EXPECT_EQ(g->is_moe(), hf.is_moe());
+  }
+}
+
+TEST_F(CheckpointConfig, GgufTokenizerAccessors) {
+  auto f = gguf::File::open(fixture("gguf/llama/llama-Q8_0.gguf").string());
+  ASSERT_TRUE(f.ok());
+  auto t = gguf::read_tokenizer(*f);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  // Cross-check with the HF tokenizer.json of the same model.
+  const auto tok = json::parse(read_text(fixture("models/llama/tokenizer.json")));
+  EXPECT_EQ(t->model, "gpt2");
+  EXPECT_EQ(t->pre, "qwen2");  // README: converted with pre-tokenizer 'qwen2'
+  ASSERT_EQ(t->tokens.size(), 1024u);
+  for (const auto& [piece, id] : tok.at("model").at("vocab").items()) EXPECT_EQ(t->tokens.at(id.get<size_t>()), piece);
+  for (const auto& added : tok.at("added_tokens")) {
+    EXPECT_EQ(t->tokens.at(added.at("id").get<size_t>()), added.at("content").get<std::string>());
+    EXPECT_EQ(t->token_types.at(added.at("id").get<size_t>()), static_cast<int32_t>(gguf::TokenType::control));
+  }
+  const auto& merges = tok.at("model").at("merges");
+  ASSERT_EQ(t->merges.size(), merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string m = merges[i].is_array() ? merges[i][0].get<std::string>() + " " + merges[i][1].get<std::string>()
+                                               : merges[i].get<std::string>();
+    EXPECT_EQ(t->merges[i], m);
+  }
+  EXPECT_EQ(t->eos_id, 1023);  // <|im_end|>
+  EXPECT_EQ(t->pad_id, 1021);  // <|endoftext|>
+  EXPECT_FALSE(t->bos_id.has_value());
+  EXPECT_EQ(t->add_bos, false);
+  EXPECT_TRUE(t->scores.empty());
+  EXPECT_TRUE(t->chat_template.empty());
+}
+
+TEST(CheckpointConfigRefusals, UnknownArchitectureIsNamed) {
+  auto c = model_config_from_hf_json(R"({"architectures": ["FooForCausalLM"], "vocab_size": 10})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, ErrorCode::unsupported);
+  EXPECT_NE(c.error().message.find("architecture 'FooForCausalLM' is not supported; supported: LlamaForCausalLM"),
+            std::string::npos)
+      << c.error().message;
+  auto none = model_config_from_hf_json(R"({"vocab_size": 10})");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("architectures"), std::string::npos);
+}
+
+TEST(CheckpointConfigRefusals, RopeVariantsAndBadValues) {
+  const json base = {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 100}, {"hidden_size", 64},
+                     {"intermediate_size", 128}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                     {"eos_token_id", 1}, {"max_position_embeddings", 8192}};
+  auto with = [&](const json& extra) {
+    json j = base;
+    for (const auto& [k, v] : extra.items()) j[k] = v;
+    return model_config_from_hf_json(j.dump());
+  };
+  auto plain = with(json::object());
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->num_kv_heads, 4);
+  EXPECT_EQ(plain->head_dim, 16);
+  EXPECT_EQ(plain->rope.theta, 10000.0);
+
+  auto l3 = with({{"rope_theta", 500000.0},
+                  {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                                    {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}});
+  ASSERT_TRUE(l3.ok()) << l3.error().message;
+  EXPECT_EQ(l3->rope.scaling, RopeScaling::llama3);
+  EXPECT_EQ(l3->rope.factor, 8.0);
+  EXPECT_EQ(l3->rope.high_freq_factor, 4.0);
+  EXPECT_EQ(l3->rope.original_max_position, 8192);
+
+  auto yarn = with({{"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}}}});
+  ASSERT_TRUE(yarn.ok()) << yarn.error().message;
+  EXPECT_EQ(yarn->rope.scaling, RopeScaling::yarn);
+  EXPECT_EQ(yarn->rope.theta, 1e6);
+  EXPECT_EQ(yarn->rope.beta_fast, 32.0);
+  EXPECT_EQ(yarn->rope.original_max_position, 8192);
+
+  auto lin = with({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}});
+  ASSERT_TRUE(lin.ok());
+  EXPECT_EQ(lin->rope.scaling, RopeScaling::linear);
+
+  auto dyn = with({{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}});
+  ASSERT_FALSE(dyn.ok());
+  EXPECT_NE(dyn.error().message.find("'dynamic' is not supported"), std::string::npos) << dyn.error().message;
+
+  EXPECT_FALSE(with({{"num_key_value_heads", 3}}).ok());  // 4 heads do not group into 3
+  EXPECT_FALSE(with({{"hidden_act", "relu"}}).ok());
+  EXPECT_FALSE(with({{"vocab_size", "many"}}).ok());
+  EXPECT_FALSE(with({{"eos_token_id", 100}}).ok());  // outside the vocabulary
+  EXPECT_FALSE(model_config_from_json("{}").ok());
+  EXPECT_FALSE(model_config_from_json("not json").ok());
+}
+
+}  // namespace
+}  // namespace memra::testing
