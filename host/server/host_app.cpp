@@ -291,7 +291,9 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, const KeyStor
 
   Poco::Net::ServerSocket socket;
   try {
-    socket.bind(Poco::Net::SocketAddress(options.host, options.port), /*reuseAddress=*/true);
+    // SO_REUSEADDR (restart while old connections sit in TIME_WAIT) but not
+    // SO_REUSEPORT, which would let a second memra-host share the port silently.
+    socket.bind(Poco::Net::SocketAddress(options.host, options.port), /*reuseAddress=*/true, /*reusePort=*/false);
     socket.listen(128);
   } catch (const Poco::Exception& e) {
     log().error("cannot listen on %s:%s: %s. Pick another --port (0 = any free port) or stop what uses it.",

@@ -1,0 +1,67 @@
+// Test helper: runs the real memra-host binary (MEMRA_HOST_BIN) as a child
+// process with a clean MEMRA_* environment and a temporary MEMRA_HOME.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace memra::server::testing {
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+// A temporary directory removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct RunResult {
+  int exit_code = -1;  // 128+N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// Runs memra-host to completion (killed after `timeout_ms`).
+RunResult run_host(const std::vector<std::string>& args, const EnvVars& env = {}, const std::string& stdin_text = "",
+                   int timeout_ms = 20000);
+
+// A running memra-host that printed its "listening on" line.
+class HostProcess {
+ public:
+  // Starts memra-host with `args` plus "--host 127.0.0.1 --port 0", waits for the
+  // listening line. On failure returns nullptr and fills `why`.
+  static std::unique_ptr<HostProcess> start(const std::vector<std::string>& args, const EnvVars& env,
+                                            std::string* why);
+  ~HostProcess();
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& listening_line() const { return line_; }
+  std::string log() const;  // what it wrote to stderr so far
+  void signal(int sig) const;
+  // Waits for exit; nullopt on timeout. The exit code is 128+N when killed by signal N.
+  std::optional<int> wait_exit(int timeout_ms);
+
+ private:
+  HostProcess() = default;
+  TempDir home_;
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  int port_ = 0;
+  std::string line_;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace memra::server::testing

@@ -1,0 +1,154 @@
+// memra-host's command line: --help, --hash-key, --port 0, refusals and start-up errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "host/server/api_keys.hpp"
+#include "host_process.hpp"
+#include "http_client.hpp"
+
+namespace memra::server::testing {
+namespace {
+
+std::set<std::string> matches(const std::string& text, const std::regex& re) {
+  std::set<std::string> out;
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) out.insert((*it)[1]);
+  return out;
+}
+
+// The "## memra-host" section of docs/FLAGS.md.
+std::string flags_doc_section() {
+  std::ifstream in(std::string(MEMRA_SOURCE_ROOT) + "/docs/FLAGS.md");
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string text = all.str();
+  const auto begin = text.find("\n## memra-host");
+  if (begin == std::string::npos) return {};
+  const auto end = text.find("\n## ", begin + 1);
+  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+TEST(ServerCli, HelpListsEveryFlagAndEnvVarInFlagsMd) {
+  auto r = run_host({"--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex flag(R"((--[a-z][a-z-]+))");
+  const std::regex env(R"(\b(MEMRA_[A-Z_]+)\b)");
+  const auto help_flags = matches(r.out, flag);
+  const auto help_env = matches(r.out, env);
+  EXPECT_GE(help_flags.size(), 14u) << r.out;
+  const std::string doc = flags_doc_section();
+  ASSERT_FALSE(doc.empty()) << "docs/FLAGS.md has no '## memra-host' section";
+  // Both directions: everything the binary accepts is documented, and the doc
+  // describes nothing the binary lacks.
+  EXPECT_EQ(help_flags, matches(doc, flag)) << r.out;
+  EXPECT_EQ(help_env, matches(doc, env)) << r.out;
+  EXPECT_EQ(run_host({"-h"}).exit_code, 0);
+  EXPECT_EQ(run_host({"--help", "--no-such-flag"}).exit_code, 0);  // help stops option processing
+}
+
+TEST(ServerCli, VersionPrintsAndExits) {
+  auto r = run_host({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("memra-host ", 0), 0u) << r.out;
+}
+
+std::optional<std::string> coreutils_sha256(const std::string& text) {
+  if (!std::filesystem::exists("/usr/bin/sha256sum")) return std::nullopt;
+  FILE* pipe = popen(("printf '%s' '" + text + "' | /usr/bin/sha256sum").c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  char buf[128] = {};
+  const std::size_t n = fread(buf, 1, sizeof buf - 1, pipe);
+  pclose(pipe);
+  const std::string out(buf, n);
+  return out.substr(0, out.find(' '));
+}
+
+TEST(ServerCli, HashKeyPrintsTheSha256) {
+  const std::string key = "sk-live-AbC123";
+  auto oracle = coreutils_sha256(key);
+  if (!oracle) GTEST_SKIP() << "sha256sum (coreutils) not available as an oracle";
+  auto r = run_host({"--hash-key", key});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, *oracle + "\n");
+  r = run_host({"--hash-key", "-"}, {}, key + "\n");  // from stdin, trailing newline dropped
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, *oracle + "\n");
+  r = run_host({"--hash-key", ""});
+  EXPECT_EQ(r.exit_code, 64);
+}
+
+TEST(ServerCli, PortZeroPrintsTheListeningLine) {
+  std::string why;
+  auto host = HostProcess::start({}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  EXPECT_GT(host->port(), 0);
+  EXPECT_NE(host->port(), 8080);
+  EXPECT_EQ(host->listening_line(), "memra-host listening on http://127.0.0.1:" + std::to_string(host->port()));
+  EXPECT_EQ(http(host->port(), get("/health")).status, 200);
+}
+
+TEST(ServerCli, EnvironmentSetsTheListenAddress) {
+  // MEMRA_PORT=0 and MEMRA_HOST without flags (run_host adds none).
+  TempDir dir;
+  auto r = run_host({"--model", "x=/nonexistent"}, {{"MEMRA_PORT", "0"}, {"MEMRA_HOST", "127.0.0.1"}});
+  EXPECT_EQ(r.exit_code, 69);  // got as far as the model refusal: the env values were valid
+  r = run_host({}, {{"MEMRA_PORT", "http"}});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("MEMRA_PORT"), std::string::npos) << r.err;
+}
+
+TEST(ServerCli, ModelIsRefusedHonestly) {
+  for (const auto& [args, env] : std::vector<std::pair<std::vector<std::string>, EnvVars>>{
+           {{"--port", "0", "--model", "tiny=/models/tiny.memra"}, {}},
+           {{"--port", "0"}, {{"MEMRA_MODELS", "tiny=/models/tiny.memra"}}}}) {
+    auto r = run_host(args, env);
+    EXPECT_EQ(r.exit_code, 69) << r.err;
+    EXPECT_NE(r.err.find("not available in this build"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tiny=/models/tiny.memra"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("listening"), std::string::npos) << "must not serve: " << r.out;
+  }
+}
+
+TEST(ServerCli, UsageErrorsExit64) {
+  auto r = run_host({"--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
+  r = run_host({"--port"});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  r = run_host({"--port", "99999"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("--port"), std::string::npos) << r.err;
+  r = run_host({"model.gguf"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("unexpected argument 'model.gguf'"), std::string::npos) << r.err;
+}
+
+TEST(ServerCli, BadKeyFileIsAStartupErrorNamingTheEntry) {
+  TempDir dir;
+  const auto file = dir.write("keys.json", R"({"keys":[{"sha256":")" + sha256_hex("a") +
+                                               R"(","tenant":"acme"},{"sha256":"nothex","tenant":"beta"}]})");
+  auto r = run_host({"--port", "0", "--api-keys", file.string()});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("keys[1] (tenant \"beta\")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  r = run_host({"--port", "0"}, {{"MEMRA_API_KEYS", (dir.path() / "missing.json").string()}});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
+}
+
+TEST(ServerCli, PortInUseExits71) {
+  std::string why;
+  auto first = HostProcess::start({}, {}, &why);
+  ASSERT_TRUE(first) << why;
+  auto r = run_host({"--host", "127.0.0.1", "--port", std::to_string(first->port())});
+  EXPECT_EQ(r.exit_code, 71) << r.err;
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(first->port())), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace memra::server::testing
