@@ -32,7 +32,11 @@ std::vector<std::string> child_env(const EnvVars& extra) {
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::strncmp(*e, "MEMRA_", 6) != 0) env.emplace_back(*e);
   }
-  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : extra) {
+    // A later entry replaces an earlier one with the same name (getenv takes the first).
+    std::erase_if(env, [&name](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
+    env.push_back(name + "=" + value);
+  }
   return env;
 }
 

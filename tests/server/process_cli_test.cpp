@@ -152,3 +152,58 @@ TEST(ServerCli, PortInUseExits71) {
 
 }  // namespace
 }  // namespace memra::server::testing
+
+namespace memra::server::testing {
+namespace {
+
+TEST(ServerCli, OpensTheRegistryAndRefusesABadOne) {
+  TempDir dir;
+  const auto db = dir.path() / "reg" / "registry.db";
+  // A good (new) registry is created and logged; run to the model refusal to stop early.
+  auto r = run_host({"--port", "0", "--registry", db.string(), "--model", "m=/x"});
+  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(db)) << r.err;
+  EXPECT_NE(r.err.find("registry: " + db.string()), std::string::npos) << r.err;
+
+  const auto bad = dir.write("bad.db", std::string(4096, 'x'));
+  r = run_host({"--port", "0", "--registry", bad.string()});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("registry: cannot open " + bad.string()), std::string::npos) << r.err;
+  r = run_host({"--port", "0"}, {{"MEMRA_REGISTRY", bad.string()}});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+}
+
+TEST(ServerCli, DefaultRegistryLivesInMemraHome) {
+  TempDir dir;
+  auto r = run_host({"--port", "0", "--model", "m=/x"}, {{"MEMRA_HOME", dir.path().string()}});
+  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "registry.db")) << r.err;
+}
+
+TEST(ServerCli, ListPluginsReportsLoadedAndRefused) {
+  TempDir dir;
+  const auto plugins = dir.path() / "plugins";
+  std::filesystem::create_directories(plugins);
+  const auto bogus = plugins / "libmemra-family-bogus.so";
+  {
+    std::ofstream out(bogus);
+    out << "not an ELF file";
+  }
+  auto r = run_host({"--list-plugins", "--plugin-dir", plugins.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("refused " + bogus.string() + ": "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("plugin refused: " + bogus.string()), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+  // Plugins staged in this build tree (<exe>/../lib/memra/plugins) each appear, loaded or refused.
+  const std::filesystem::path staged = std::filesystem::path(MEMRA_HOST_BIN).parent_path() / ".." / "lib" / "memra" / "plugins";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(staged, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libmemra-", 0) != 0 || !name.ends_with(".so")) continue;
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << " missing from:\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace memra::server::testing
