@@ -39,9 +39,6 @@ memra_status guarded(memra_backend_ctx* ctx, F&& f) {
 
 CpuBackend::CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup)
     : kv_(kv), quant_lookup_(std::move(quant_lookup)) {
-  const size_t n = static_cast<size_t>(kv.layers * kv.num_blocks * kv.block_size * kv.kv_heads * kv.head_dim);
-  k_cache_.assign(n, 0.0f);
-  v_cache_.assign(n, 0.0f);
 
   ops_.struct_size = MEMRA_BACKEND_OPS_STRUCT_SIZE;
   ops_.ctx = reinterpret_cast<memra_backend_ctx*>(this);
@@ -72,6 +69,12 @@ CpuBackend::CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup)
   ops_.logits_output = [](memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
     return guarded(c, [&](CpuBackend* b) { return b->logits_output(l, bt); });
   };
+}
+
+void CpuBackend::allocate_kv() {
+  const size_t n = static_cast<size_t>(kv_.layers * kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim);
+  k_cache_.assign(n, 0.0f);
+  v_cache_.assign(n, 0.0f);
 }
 
 void CpuBackend::begin_step() {
@@ -189,6 +192,7 @@ memra_status CpuBackend::gated_activation(memra_activation act, const memra_tens
 
 memra_status CpuBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch,
                                    memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
+  if (k_cache_.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
   if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
   if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");

@@ -36,6 +36,9 @@ class CpuBackend {
   const memra_backend_ops* ops() const { return &ops_; }
   const KvCacheConfig& kv_config() const { return kv_; }
 
+  // Allocates the KV cache (separate from construction so a model can be bound and
+  // validated before the large allocation happens).
+  void allocate_kv();
   // Frees the previous step's scratch tensors; call before each model_forward.
   void begin_step();
   // Detail of the last failing op (empty when none).

@@ -60,6 +60,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   auto model = e->plan_->create_model(set, e->backend_->ops());
   if (!model) return make_error(model.error().code, "cannot load " + e->source_->path + ": " + model.error().message);
   e->model_ = std::make_unique<plugins::Model>(std::move(*model));
+  e->backend_->allocate_kv();  // only once the weights are known to fit the plan
   return e;
 }
 

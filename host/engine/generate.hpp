@@ -1,0 +1,44 @@
+// The single-sequence generation loop: prefill the prompt, then sample and feed
+// back one token per step until a stop id, the token budget or the context ends.
+// The serving scheduler batches many sequences; this loop is what memra-gen and
+// the oracle tests use, and the reference the batched path must equal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "host/common/result.hpp"
+#include "host/engine/engine.hpp"
+#include "host/engine/sampler.hpp"
+
+namespace memra::engine {
+
+struct GenerateOptions {
+  SamplingParams sampling;
+  int64_t max_tokens = 256;
+  std::vector<int32_t> stop_ids;   // EOS ids: generation ends after emitting one
+  bool prompt_logits = false;      // report the logits of every prompt position
+};
+
+struct TokenEvent {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;
+  std::span<const float> logits;   // the row this token was sampled from
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;
+  std::string finish_reason;       // "stop" (a stop id, or the callback said stop) | "length"
+};
+
+// on_prompt_logits: called once per prompt position when options.prompt_logits is set.
+// on_token: called for every generated token; return false to stop after it.
+Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                const std::function<void(std::span<const float>)>& on_prompt_logits,
+                                const std::function<bool(const TokenEvent&)>& on_token);
+
+}  // namespace memra::engine

@@ -1,0 +1,269 @@
+// memra-gen — one-shot generation and chat from the shell.
+//
+//   memra-gen MODEL --prompt "Once upon a time" [--max-tokens N] [--temperature T] ...
+//   memra-gen MODEL --chat                      (a conversation on stdin/stdout)
+//   memra-gen MODEL --prompt-ids 1,2,3 --json   (raw ids in, one JSON object out)
+//
+// Tokens stream to stdout as they are generated; a one-line summary goes to stderr.
+#include <Poco/Util/Application.h>
+#include <Poco/Util/HelpFormatter.h>
+#include <Poco/Util/Option.h>
+#include <Poco/Util/OptionSet.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "host/engine/generate.hpp"
+#include "host/engine/text_model.hpp"
+
+namespace {
+
+using namespace memra;
+
+using Poco::Util::Application;
+using Poco::Util::Option;
+using Poco::Util::OptionSet;
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    const long v = std::stol(item, &used);
+    if (used != item.size()) throw std::invalid_argument("bad id '" + item + "'");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+class GenApp : public Application {
+ protected:
+  void defineOptions(OptionSet& o) override {
+    Application::defineOptions(o);
+    auto add = [&](const char* name, const char* help, const char* arg = nullptr, bool repeat = false) {
+      Option opt(name, "", help, false);
+      if (arg) opt.argument(arg);
+      opt.repeatable(repeat);
+      o.addOption(opt.callback(Poco::Util::OptionCallback<GenApp>(this, &GenApp::set)));
+    };
+    add("help", "print this help and exit");
+    add("prompt", "generate a continuation of TEXT", "TEXT");
+    add("prompt-ids", "generate from raw token ids (comma-separated)", "IDS");
+    add("chat", "chat on stdin/stdout with the model's chat template (one user message per line)");
+    add("system", "system message for --chat", "TEXT");
+    add("max-tokens", "tokens to generate at most (default 128)", "N");
+    add("temperature", "sampling temperature; 0 = greedy (default 0)", "T");
+    add("top-p", "nucleus sampling mass (default 1)", "P");
+    add("top-k", "keep the K most likely tokens (default 0 = off)", "K");
+    add("min-p", "drop tokens below P times the most likely one (default 0)", "P");
+    add("repetition-penalty", "penalty for tokens already present (default 1 = off)", "R");
+    add("seed", "seed of the sampler's draws (default 0)", "S");
+    add("backend", "cpu or cuda (default: cpu in this build)", "NAME");
+    add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
+    add("json", "print one JSON object at the end instead of streaming text");
+    add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
+    add("dump-logits", "write float32 logits [prompt positions + generated steps][vocab] to FILE", "FILE");
+  }
+
+  void set(const std::string& name, const std::string& value) {
+    if (name == "help") help_ = true;
+    else if (name == "plugin-dir") plugin_dirs_.push_back(value);
+    else opts_[name] = value;
+    if (name == "help") stopOptionsProcessing();
+  }
+
+  void help() const {
+    Poco::Util::HelpFormatter f(options());
+    f.setCommand("memra-gen");
+    f.setUsage("MODEL (--prompt TEXT | --prompt-ids IDS | --chat) [options]");
+    f.setHeader("Generates text with a model (Hugging Face directory or .gguf) on the CPU reference backend.");
+    f.setFooter("Environment: MEMRA_PLUGIN_PATH (extra plugin directories). See docs/FLAGS.md.");
+    f.format(std::cout);
+  }
+
+  std::string opt(const std::string& k, const std::string& d = "") const {
+    auto it = opts_.find(k);
+    return it == opts_.end() ? d : it->second;
+  }
+
+  int main(const ArgVec& args) override {
+    if (help_) {
+      help();
+      return EXIT_OK;
+    }
+    try {
+      return execute(args);
+    } catch (const std::exception& e) {
+      std::cerr << "memra-gen: " << e.what() << "\n";
+      return EXIT_USAGE;
+    }
+  }
+
+  int execute(const ArgVec& args) {
+    if (args.size() != 1) {
+      std::cerr << "memra-gen: give exactly one MODEL (a Hugging Face directory or a .gguf file); --help for usage\n";
+      return EXIT_USAGE;
+    }
+    const int modes = opts_.count("prompt") + opts_.count("prompt-ids") + opts_.count("chat");
+    if (modes != 1) {
+      std::cerr << "memra-gen: give exactly one of --prompt, --prompt-ids, --chat\n";
+      return EXIT_USAGE;
+    }
+    if (const std::string b = opt("backend", "cpu"); b != "cpu") {
+      std::cerr << "memra-gen: backend '" << b << "' is not available in this build (the CUDA backend is not built yet); use --backend cpu\n";
+      return EXIT_UNAVAILABLE;
+    }
+    engine::GenerateOptions g;
+    g.max_tokens = std::stoll(opt("max-tokens", "128"));
+    g.sampling.temperature = std::stof(opt("temperature", "0"));
+    g.sampling.top_p = std::stof(opt("top-p", "1"));
+    g.sampling.top_k = std::stoi(opt("top-k", "0"));
+    g.sampling.min_p = std::stof(opt("min-p", "0"));
+    g.sampling.repetition_penalty = std::stof(opt("repetition-penalty", "1"));
+    g.sampling.seed = std::stoull(opt("seed", "0"));
+    json_ = opts_.count("json") > 0;
+    if (json_) {
+      g.sampling.logprobs = true;
+      g.sampling.top_logprobs = std::stoi(opt("top-logprobs", "5"));
+    }
+    if (auto bad = engine::validate(g.sampling)) {
+      std::cerr << "memra-gen: " << *bad << "\n";
+      return EXIT_USAGE;
+    }
+
+    plugins::PluginHostOptions po;
+    for (const auto& d : plugin_dirs_) po.plugin_dirs.emplace_back(d);
+    po.services.log = [](memra_log_level level, std::string_view line) {
+      if (level >= MEMRA_LOG_WARN) std::cerr << line << "\n";
+    };
+    plugins::PluginHost host(std::move(po));
+    host.discover();
+
+    std::cerr << "memra-gen: loading " << args[0] << " ...\n";
+    auto source = engine::open_model_source(args[0]);
+    if (!source) return fail(source.error().message);
+    const ModelConfig config = (*source)->config;
+    auto text = engine::load_text_model(args[0], config);
+    if (!text) return fail(text.error().message);
+    text_ = std::move(*text);
+    auto eng = engine::Engine::create(std::move(*source), host, {});
+    if (!eng) return fail(eng.error().message);
+    engine_ = std::move(*eng);
+    g.stop_ids = text_.stop_ids;
+
+    if (opts_.count("chat")) return chat(g);
+    std::vector<int32_t> prompt;
+    if (opts_.count("prompt-ids")) prompt = parse_ids(opt("prompt-ids"));
+    else prompt = text_.tokenizer->encode(opt("prompt"), true);
+    return one_shot(prompt, g);
+  }
+
+  int fail(const std::string& message) {
+    std::cerr << "memra-gen: " << message << "\n";
+    return EXIT_SOFTWARE;
+  }
+
+  int one_shot(const std::vector<int32_t>& prompt, engine::GenerateOptions g) {
+    std::ofstream dump;
+    if (opts_.count("dump-logits")) {
+      dump.open(opt("dump-logits"), std::ios::binary);
+      if (!dump) return fail("cannot write " + opt("dump-logits"));
+      g.prompt_logits = true;
+    }
+    auto write_row = [&](std::span<const float> row) {
+      if (dump) dump.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
+    };
+    tokenizer::StreamDecoder stream(text_.tokenizer, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}});
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto first = t0;
+    bool got_first = false;
+    auto r = engine::generate(
+        *engine_, prompt, g, [&](std::span<const float> row) { write_row(row); },
+        [&](const engine::TokenEvent& ev) {
+          if (!got_first) {
+            first = std::chrono::steady_clock::now();
+            got_first = true;
+          }
+          write_row(ev.logits);
+          if (json_) {
+            nlohmann::ordered_json top = nlohmann::ordered_json::array();
+            for (const auto& t : ev.top) top.push_back({{"id", t.id}, {"logprob", t.logprob}});
+            steps.push_back({{"id", ev.token}, {"logprob", ev.logprob}, {"top_logprobs", top}});
+          } else {
+            std::cout << stream.push(ev.token) << std::flush;
+          }
+          return true;
+        });
+    if (!r) return fail(r.error().message);
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::string text = text_.tokenizer->decode(r->tokens, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}});
+    if (json_) {
+      nlohmann::ordered_json out = {{"prompt_ids", prompt},  {"generated_ids", r->tokens}, {"text", text},
+                                    {"finish_reason", r->finish_reason}, {"steps", steps}};
+      std::cout << out.dump() << "\n";
+    } else {
+      std::cout << stream.finish() << "\n";
+    }
+    summary(prompt.size(), r->tokens.size(), t0, first, t1);
+    return EXIT_OK;
+  }
+
+  void summary(size_t prompt, size_t generated, std::chrono::steady_clock::time_point t0,
+               std::chrono::steady_clock::time_point first, std::chrono::steady_clock::time_point t1) {
+    const double prefill_s = std::chrono::duration<double>(first - t0).count();
+    const double decode_s = std::chrono::duration<double>(t1 - first).count();
+    char line[256];
+    std::snprintf(line, sizeof line, "memra-gen: %zu prompt tokens, %zu generated; prefill %.1f ms, decode %.2f tok/s\n",
+                  prompt, generated, prefill_s * 1000.0, generated > 1 && decode_s > 0 ? (generated - 1) / decode_s : 0.0);
+    std::cerr << line;
+  }
+
+  int chat(engine::GenerateOptions g) {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (opts_.count("system")) messages.push_back({{"role", "system"}, {"content", opt("system")}});
+    std::string line;
+    while (std::cerr << "> " << std::flush, std::getline(std::cin, line)) {
+      if (line.empty()) continue;
+      messages.push_back({{"role", "user"}, {"content", line}});
+      auto rendered = text_.render_chat({{"messages", messages}, {"add_generation_prompt", true}});
+      if (!rendered) return fail(rendered.error().message);
+      const std::vector<int32_t> prompt = text_.tokenizer->encode(*rendered, false);
+      tokenizer::StreamDecoder stream(text_.tokenizer, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}});
+      const auto t0 = std::chrono::steady_clock::now();
+      auto first = t0;
+      bool got_first = false;
+      auto r = engine::generate(*engine_, prompt, g, nullptr, [&](const engine::TokenEvent& ev) {
+        if (!got_first) {
+          first = std::chrono::steady_clock::now();
+          got_first = true;
+        }
+        std::cout << stream.push(ev.token) << std::flush;
+        return true;
+      });
+      if (!r) return fail(r.error().message);
+      std::cout << stream.finish() << "\n";
+      summary(prompt.size(), r->tokens.size(), t0, first, std::chrono::steady_clock::now());
+      messages.push_back({{"role", "assistant"}, {"content", text_.tokenizer->decode(r->tokens, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}})}});
+    }
+    return EXIT_OK;
+  }
+
+ private:
+  bool help_ = false;
+  bool json_ = false;
+  std::map<std::string, std::string> opts_;
+  std::vector<std::string> plugin_dirs_;
+  engine::TextModel text_;
+  std::unique_ptr<engine::Engine> engine_;
+};
+
+}  // namespace
+
+POCO_APP_MAIN(GenApp)
