@@ -5,15 +5,16 @@
 namespace memra::server {
 
 std::string error_body(const ApiError& error) {
-  nlohmann::json param = nullptr;
+  // ordered_json keeps OpenAI's field order (message first) for human readers.
+  nlohmann::ordered_json param = nullptr;
   if (error.param) param = *error.param;
-  nlohmann::json body = {{"error",
+  nlohmann::ordered_json body = {{"error",
                           {{"message", error.message},
                            {"type", error.type},
                            {"code", error.code},
                            {"param", param}}}};
   // `replace` keeps invalid UTF-8 from a client (echoed paths) from throwing.
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 namespace errors {

@@ -10,7 +10,7 @@ namespace {
 
 void write_reply(const Reply& reply, const Poco::Net::HTTPServerRequest& request,
                  Poco::Net::HTTPServerResponse& response) {
-  response.setStatus(static_cast<Poco::Net::HTTPResponse::HTTPStatus>(reply.status));
+  response.setStatusAndReason(static_cast<Poco::Net::HTTPResponse::HTTPStatus>(reply.status));
   response.setContentType(reply.content_type);
   for (const auto& [name, value] : reply.headers) response.set(name, value);
   if (reply.close_connection || !request.getKeepAlive()) response.setKeepAlive(false);
