@@ -269,6 +269,8 @@ Result<Parsed> parse(const uint8_t* file, size_t size) {
 
   const uint64_t pos = r.pos();
   g.data_offset = pos + (g.alignment - pos % g.alignment) % g.alignment;
+  if (!g.tensors.empty() && g.data_offset > size)
+    return corrupt_at(pos, "the tensor data section (at " + std::to_string(g.data_offset) + ") starts past the end of the file");
   const uint64_t data_size = g.data_offset <= size ? size - g.data_offset : 0;
   std::vector<const TensorInfo*> by_offset;
   by_offset.reserve(g.tensors.size());

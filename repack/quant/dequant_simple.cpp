@@ -8,6 +8,7 @@ using detail::load_u16;
 using detail::load_u32;
 
 void dequantize_f32(const void* src, float* dst, int64_t n) {
+  if (n <= 0) return;  // empty tensors may come with null pointers
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
