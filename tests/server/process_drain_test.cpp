@@ -43,14 +43,14 @@ void drain_completes_in_flight_request(int sig) {
   auto host = HostProcess::start({"--enable-test-routes", "--drain-timeout-ms", "20000"}, {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
-  auto slow = std::async(std::launch::async, [port] { return http(port, post("/debug/sleep?ms=2500", "")); });
+  auto slow = std::async(std::launch::async, [port] { return http(port, post("/debug/sleep?ms=4000", "")); });
   ASSERT_TRUE(wait_in_flight(port, 2)) << host->log();
 
   const auto signalled = std::chrono::steady_clock::now();
   host->signal(sig);
   // A new request gets the drain's 503 while the slow one still runs.
   std::optional<HttpResponse> refused;
-  while (std::chrono::steady_clock::now() - signalled < 2s) {
+  while (std::chrono::steady_clock::now() - signalled < 3s) {
     auto res = http(port, get("/health"));
     if (res.status == 503) {
       refused = res;
@@ -59,14 +59,14 @@ void drain_completes_in_flight_request(int sig) {
     ASSERT_EQ(res.status, 200);
     std::this_thread::sleep_for(5ms);
   }
-  ASSERT_TRUE(refused) << "no 503 within 2 s of the signal; log:\n" << host->log();
+  ASSERT_TRUE(refused) << "no 503 within 3 s of the signal; log:\n" << host->log();
   EXPECT_TRUE(is_openai_error(refused->content_type, refused->body, "server_shutting_down"));
   EXPECT_EQ(refused->header("retry-after"), "5");
   EXPECT_EQ(slow.wait_for(0s), std::future_status::timeout) << "the slow request ended before the 503 was seen";
 
   const HttpResponse done = slow.get();
   EXPECT_EQ(done.status, 200) << done.body;
-  EXPECT_EQ(done.body, "{\"slept_ms\":2500}\n");
+  EXPECT_EQ(done.body, "{\"slept_ms\":4000}\n");
   const auto code = host->wait_exit(10000);
   ASSERT_TRUE(code) << "memra-host did not exit after the drain; log:\n" << host->log();
   EXPECT_EQ(*code, 0) << host->log();

@@ -285,6 +285,21 @@ TEST_F(ServerHttp, MetricsFollowAuthAndParse) {
   EXPECT_GE(second.samples[R"(memra_http_request_duration_seconds_count{route="/health",})"], 3.0);
 }
 
+TEST(ServerHttpTenant, TheKeysTenantIsAttachedToTheRequest) {
+  TempDir dir;
+  const auto file = dir.write("keys.json", R"({"keys":[{"sha256":")" + sha256_hex(kGood) + R"(","tenant":"acme"}]})");
+  std::string why;
+  auto host = HostProcess::start({"--api-keys", file.string(), "--log-level", "debug"}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  ASSERT_EQ(http(host->port(), post("/v1/chat/completions", kChat, kGood)).status, 503);
+  ASSERT_EQ(http(host->port(), get("/health")).status, 200);
+  const std::string log = host->log();
+  // The per-request debug line carries the tenant of the key that authenticated it.
+  EXPECT_NE(log.find("POST /v1/chat/completions -> 503"), std::string::npos) << log;
+  EXPECT_NE(log.find(", tenant acme)"), std::string::npos) << log;
+  EXPECT_NE(log.find("auth: on: 1 key(s), 1 enabled"), std::string::npos) << log;
+}
+
 // ---- auth off -------------------------------------------------------------------
 
 TEST(ServerHttpOpen, WithoutKeysEverythingIsOpenAndTheLogSaysSo) {
