@@ -7,7 +7,8 @@ namespace memra::engine {
 
 Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
                int32_t num_blocks)
-    : source_(std::move(source)), vocab_(vocab), max_context_(max_context), block_size_(block_size), blocks_(num_blocks) {}
+    : source_(std::move(source)), vocab_(vocab), max_context_(max_context), block_size_(block_size), blocks_(num_blocks),
+      prefix_cache_(blocks_, block_size) {}
 
 Engine::~Engine() {
   // The model references the backend's op table and the source's weights: drop it first.
@@ -70,6 +71,21 @@ int32_t Engine::open_sequence() {
   return id;
 }
 
+int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
+  const int32_t id = next_seq_++;
+  Sequence s;
+  s.length = static_cast<int64_t>(prefix_blocks.size()) * block_size_;
+  s.blocks = std::move(prefix_blocks);
+  sequences_[id] = std::move(s);
+  return id;
+}
+
+const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq) const {
+  static const std::vector<int32_t> kNone;
+  auto it = sequences_.find(seq);
+  return it == sequences_.end() ? kNone : it->second.blocks;
+}
+
 void Engine::close_sequence(int32_t seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return;
@@ -125,6 +141,7 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
     grown.emplace_back(r.seq, s.blocks.size());
     while (static_cast<int64_t>(s.blocks.size()) * block_size_ < new_len) {
       auto b = blocks_.allocate();
+      while (!b && prefix_cache_.evict_one()) b = blocks_.allocate();  // cached prefixes yield first
       if (!b) {
         undo();
         return make_error(ErrorCode::conflict, "KV cache is full");

@@ -15,6 +15,7 @@
 #include "host/common/result.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
+#include "host/engine/prefix_cache.hpp"
 #include "host/plugin_host/plugin_host.hpp"
 
 namespace memra::engine {
@@ -44,6 +45,12 @@ class Engine {
   const KvBlockAllocator& kv_blocks() const { return blocks_; }
 
   int32_t open_sequence();
+  // A sequence that starts on `prefix_blocks` (full blocks already retained for it,
+  // e.g. by the prefix cache) holding their tokens' KV.
+  int32_t open_sequence(std::vector<int32_t> prefix_blocks);
+  const std::vector<int32_t>& sequence_blocks(int32_t seq) const;
+  int64_t block_size() const { return block_size_; }
+  PrefixCache& prefix_cache() { return prefix_cache_; }
   void close_sequence(int32_t seq);           // frees its KV blocks
   int64_t sequence_length(int32_t seq) const; // tokens in its KV cache
   // Drops the last `n` positions of a sequence (speculative rollback).
@@ -66,6 +73,7 @@ class Engine {
   int64_t max_context_ = 0;
   int64_t block_size_ = 16;
   KvBlockAllocator blocks_;
+  PrefixCache prefix_cache_;
   std::unique_ptr<backend::CpuBackend> backend_;
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, const memra_quant_api*> quant_tables_;

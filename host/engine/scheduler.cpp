@@ -1,0 +1,216 @@
+#include "host/engine/scheduler.hpp"
+
+#include <algorithm>
+
+namespace memra::engine {
+
+const char* to_string(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
+    case FinishReason::error: return "error";
+    default: return "none";
+  }
+}
+
+bool SequenceHandle::wait(SequenceUpdate& out, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool news = cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || finish_ != FinishReason::none; });
+  out.tokens.clear();
+  out.tokens.swap(pending_);
+  out.started = started_;
+  out.finish = finish_;
+  out.error = error_;
+  out.prompt_tokens = prompt_tokens_;
+  out.cached_tokens = cached_tokens_;
+  return news;
+}
+
+void SequenceHandle::publish(const GeneratedToken* token, FinishReason finish, std::string error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+    if (token) pending_.push_back(*token);
+    if (finish != FinishReason::none) {
+      finish_ = finish;
+      error_ = std::move(error);
+    }
+  }
+  cv_.notify_all();
+}
+
+Scheduler::Scheduler(Engine& engine, SchedulerOptions options) : engine_(engine), options_(options) {
+  stats_.kv_blocks_total = engine_.kv_blocks().num_blocks();
+  stats_.kv_blocks_free = engine_.kv_blocks().num_free();
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+int64_t Scheduler::blocks_for(int64_t tokens) const {
+  const int64_t bs = engine_.block_size();
+  return (tokens + bs - 1) / bs;
+}
+
+Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest request) {
+  if (request.prompt.empty()) return make_error(ErrorCode::invalid_argument, "the prompt is empty");
+  if (auto bad = validate(request.sampling)) return make_error(ErrorCode::invalid_argument, *bad);
+  for (int32_t t : request.prompt)
+    if (t < 0 || t >= engine_.vocab_size())
+      return make_error(ErrorCode::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary");
+  if (request.max_tokens < 1) return make_error(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+  const int64_t total = static_cast<int64_t>(request.prompt.size()) + request.max_tokens;
+  if (total > engine_.max_context())
+    return make_error(ErrorCode::invalid_argument, "the prompt (" + std::to_string(request.prompt.size()) +
+                                                       " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
+                                                       ") exceeds the context of " + std::to_string(engine_.max_context()) + " tokens");
+  if (blocks_for(total) > stats_.kv_blocks_total)
+    return make_error(ErrorCode::invalid_argument, "the request needs more KV cache than this server has");
+  auto job = std::make_unique<Job>();
+  job->req = std::move(request);
+  job->handle = std::make_shared<SequenceHandle>();
+  job->handle->prompt_tokens_ = static_cast<int64_t>(job->req.prompt.size());
+  auto handle = job->handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (static_cast<int64_t>(waiting_.size()) >= options_.max_waiting)
+      return make_error(ErrorCode::conflict, "the server's queue is full");
+    waiting_.push_back(std::move(job));
+    stats_.waiting = static_cast<int64_t>(waiting_.size());
+  }
+  cv_.notify_all();
+  return handle;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Scheduler::admit_locked() {
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_running) {
+    Job& job = *waiting_.front();
+    const int64_t need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
+    if (reserved_blocks_ + need > stats_.kv_blocks_total) break;  // FIFO: wait for room
+    reserved_blocks_ += need;
+    job.reserved_blocks = need;
+    std::vector<int32_t> prefix;
+    if (!job.req.cache_namespace.empty()) prefix = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
+    job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
+    job.seq = engine_.open_sequence(std::move(prefix));
+    {
+      std::lock_guard<std::mutex> hl(job.handle->mu_);
+      job.handle->cached_tokens_ = job.prompt_done;
+    }
+    stats_.prefix_hit_tokens += job.prompt_done;
+    stats_.prompt_tokens += static_cast<int64_t>(job.req.prompt.size());
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+void Scheduler::finish(Job& job, FinishReason reason, std::string error) {
+  if (job.seq >= 0) engine_.close_sequence(job.seq);
+  job.seq = -1;
+  reserved_blocks_ -= job.reserved_blocks;
+  job.reserved_blocks = 0;
+  job.handle->publish(nullptr, reason, std::move(error));
+}
+
+void Scheduler::update_stats_locked() {
+  stats_.running = static_cast<int64_t>(running_.size());
+  stats_.waiting = static_cast<int64_t>(waiting_.size());
+  stats_.kv_blocks_free = engine_.kv_blocks().num_free();
+  stats_.prefix_cache_blocks = engine_.prefix_cache().entries();
+}
+
+void Scheduler::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
+    if (stop_) break;
+
+    // Cancellations (a client went away): free their KV within this iteration.
+    for (auto& j : running_)
+      if (j->handle->cancelled_.load()) finish(*j, FinishReason::cancelled);
+    std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+    for (auto& j : waiting_)
+      if (j->handle->cancelled_.load()) j->handle->publish(nullptr, FinishReason::cancelled, {});
+    std::erase_if(waiting_, [](const auto& j) { return j->handle->cancelled_.load(); });
+
+    admit_locked();
+    if (running_.empty()) {
+      update_stats_locked();
+      if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(5));
+      continue;
+    }
+
+    // One step: decode tokens first (one each), then prefill chunks within the budget.
+    std::vector<StepRequest> reqs;
+    std::vector<Job*> jobs;
+    std::vector<int64_t> chunk;  // prompt tokens fed per job (0 = decode)
+    int64_t budget = options_.max_step_tokens;
+    for (auto& j : running_) {
+      if (j->prompt_done < static_cast<int64_t>(j->req.prompt.size())) continue;
+      reqs.push_back({j->seq, {&j->output.back(), 1}, false});
+      jobs.push_back(j.get());
+      chunk.push_back(0);
+      --budget;
+    }
+    for (auto& j : running_) {
+      const int64_t left = static_cast<int64_t>(j->req.prompt.size()) - j->prompt_done;
+      if (left <= 0) continue;
+      if (budget <= 0 && !reqs.empty()) break;
+      const int64_t n = std::min(left, std::max<int64_t>(1, budget));
+      reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false});
+      jobs.push_back(j.get());
+      chunk.push_back(n);
+      budget -= n;
+    }
+
+    lock.unlock();
+    auto out = engine_.step(reqs);
+    lock.lock();
+    ++stats_.steps;
+
+    if (!out) {
+      for (Job* j : jobs) finish(*j, FinishReason::error, out.error().message);
+    } else {
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        Job& j = *jobs[i];
+        if (chunk[i] > 0) {
+          j.prompt_done += chunk[i];
+          if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
+          if (!j.req.cache_namespace.empty())
+            engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
+        }
+        const uint64_t position = j.req.prompt.size() + j.output.size();
+        const SampleResult s = sample((*out)[i], j.req.sampling, position, j.req.prompt, j.output);
+        j.output.push_back(s.token);
+        ++stats_.generated_tokens;
+        GeneratedToken g{s.token, s.logprob, s.top};
+        j.handle->publish(&g, FinishReason::none, {});
+        if (std::find(j.req.stop_ids.begin(), j.req.stop_ids.end(), s.token) != j.req.stop_ids.end())
+          finish(j, FinishReason::stop);
+        else if (static_cast<int64_t>(j.output.size()) >= j.req.max_tokens)
+          finish(j, FinishReason::length);
+      }
+    }
+    std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+    update_stats_locked();
+  }
+  for (auto& j : running_) finish(*j, FinishReason::cancelled, "the server is shutting down");
+  for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::cancelled, "the server is shutting down");
+  running_.clear();
+  waiting_.clear();
+}
+
+}  // namespace memra::engine

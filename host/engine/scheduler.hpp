@@ -1,0 +1,139 @@
+// The serving scheduler: continuous batching over one Engine.
+//
+// Requests wait in a FIFO queue until the KV cache can hold their worst case
+// (prompt + max_tokens), so a running sequence never fails for lack of memory.
+// Every iteration builds one engine step from all running sequences: a prefill
+// chunk for those still reading their prompt (bounded by a per-step token
+// budget) and one token for each decoding sequence. Sampling is keyed by (seed,
+// position), and every kernel row is independent of the batch, so a sequence's
+// tokens are the same alone, batched, chunked, or with a prefix-cache hit.
+//
+// Threading: one scheduler thread owns the Engine. submit()/cancel()/stats() are
+// safe from any thread; a SequenceHandle is read by one consumer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host/common/result.hpp"
+#include "host/engine/engine.hpp"
+#include "host/engine/sampler.hpp"
+
+namespace memra::engine {
+
+struct SchedulerOptions {
+  int64_t max_step_tokens = 512;   // prefill chunk budget per step (decode tokens count too)
+  int64_t max_running = 16;        // sequences decoding at once
+  int64_t max_waiting = 256;       // queue bound; beyond it submit() fails with conflict
+};
+
+struct SequenceRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int64_t max_tokens = 256;
+  std::vector<int32_t> stop_ids;
+  std::string cache_namespace;     // (model, tenant, salt); empty = no prefix caching
+};
+
+enum class FinishReason { none, stop, length, cancelled, error };
+const char* to_string(FinishReason r);
+
+struct GeneratedToken {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;
+};
+
+// What the consumer receives: tokens since the last wait, and the end.
+struct SequenceUpdate {
+  std::vector<GeneratedToken> tokens;
+  bool started = false;            // the prompt has been read (first token or end)
+  FinishReason finish = FinishReason::none;
+  std::string error;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;       // prompt tokens served from the prefix cache
+};
+
+class SequenceHandle {
+ public:
+  // Waits until there is news or `timeout` passes; returns false on timeout.
+  bool wait(SequenceUpdate& out, std::chrono::milliseconds timeout);
+  // Stops the sequence; its KV is freed at the scheduler's next iteration.
+  void cancel() { cancelled_.store(true); }
+
+ private:
+  friend class Scheduler;
+  void publish(const GeneratedToken* token, FinishReason finish, std::string error);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<GeneratedToken> pending_;
+  bool started_ = false;
+  FinishReason finish_ = FinishReason::none;
+  std::string error_;
+  int64_t prompt_tokens_ = 0;
+  int64_t cached_tokens_ = 0;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerStats {
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_free = 0;       // not held by any sequence or the prefix cache
+  int64_t prefix_cache_blocks = 0;
+  int64_t prefix_hit_tokens = 0;    // cumulative
+  int64_t prompt_tokens = 0;        // cumulative
+  int64_t generated_tokens = 0;     // cumulative
+  int64_t steps = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Engine& engine, SchedulerOptions options);
+  ~Scheduler();  // cancels everything and joins the thread
+
+  // Fails at once (invalid_argument) when the request can never run: empty prompt,
+  // bad sampling params, prompt + max_tokens beyond the context or the whole KV
+  // cache; (conflict) when the waiting queue is full.
+  Result<std::shared_ptr<SequenceHandle>> submit(SequenceRequest request);
+  SchedulerStats stats() const;
+  // Blocks needed to guarantee a request's completion (for admission decisions).
+  int64_t blocks_for(int64_t tokens) const;
+
+ private:
+  struct Job {
+    SequenceRequest req;
+    std::shared_ptr<SequenceHandle> handle;
+    int32_t seq = -1;
+    int64_t reserved_blocks = 0;
+    int64_t prompt_done = 0;          // prompt tokens already in the KV cache
+    std::vector<int32_t> output;
+    std::vector<float> last_logits;
+  };
+  void run();
+  void admit_locked();
+  void update_stats_locked();
+  void finish(Job& job, FinishReason reason, std::string error = {});
+
+  Engine& engine_;
+  SchedulerOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Job>> waiting_;
+  std::vector<std::unique_ptr<Job>> running_;
+  int64_t reserved_blocks_ = 0;
+  SchedulerStats stats_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace memra::engine
