@@ -21,6 +21,47 @@ EnvPtr child_env(const EnvPtr& parent) {
   return e;
 }
 
+// x ** y as V8 computes it. V8 uses fdlibm's pow, which is not correctly rounded, while the C library's
+// is; they agree whenever the exact result is a double, so memra computes those cases (and the special
+// values) and refuses the rest rather than risk a last-digit difference from the reference.
+double js_pow(double x, double y) {
+  if (std::isnan(y)) return std::nan("");
+  if (y == 0) return 1;
+  if (std::isnan(x)) return std::nan("");
+  if (std::isinf(y) && std::fabs(x) == 1) return std::nan("");
+  if (y == 1) return x;
+  if (y == -1) return 1 / x;
+  if (y == 2) return x * x;
+  if (y == 0.5 && !std::signbit(x)) return std::sqrt(x);
+  if (x == 0 || std::isinf(x) || std::isinf(y)) return std::pow(x, y);
+  const bool integral = std::floor(y) == y;
+  if (x < 0 && !integral) return std::nan("");
+  if (integral && std::fabs(y) <= 2048) {
+    // Square-and-multiply, checking with fma that every product is exact.
+    bool exact = true;
+    auto mul = [&exact](double p, double q) {
+      const double m = p * q;
+      if (!std::isfinite(m) || std::fma(p, q, -m) != 0) exact = false;
+      return m;
+    };
+    double result = 1, base = x;
+    for (auto n = static_cast<unsigned long>(std::fabs(y)); n > 0 && exact; n >>= 1) {
+      if (n & 1) result = mul(result, base);
+      if (n > 1) base = mul(base, base);
+    }
+    if (exact && y < 0) {
+      const double inv = 1 / result;
+      if (std::fma(result, inv, -1) == 0) return inv;
+      exact = false;
+    }
+    if (exact) return result;
+  }
+  fail("'" + text::js_number(x) + " ** " + text::js_number(y) +
+           "' has no exact double result; memra only evaluates '**' when the result is exact, because the "
+           "reference (V8) rounds such powers differently from the C library",
+       ErrorCode::unsupported);
+}
+
 // A readable name for a callee in error messages: `message.content.startswith`, `foo`, ...
 std::string describe(const Expr& e) {
   switch (e.kind) {
@@ -402,8 +443,7 @@ Value Interpreter::eval_binary(const Expr& e, const EnvPtr& env) {
   if (op == "**" && left.is_numeric_like() && right.is_numeric_like()) {
     const double a = left.num(), b = right.num();
     if (a == 0 && b < 0) fail("0.0 cannot be raised to a negative power");
-    double r = std::pow(a, b);
-    if (std::isnan(a) || std::isnan(b) || (std::fabs(a) == 1 && std::isinf(b))) r = std::nan("");
+    const double r = js_pow(a, b);
     if (!std::isfinite(r)) fail("exponentiation result is not a finite real number");
     const bool is_float = left.is(Kind::floating) || right.is(Kind::floating) || b < 0;
     return is_float ? Value::floating(r) : Value::integer(r);

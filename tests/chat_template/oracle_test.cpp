@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -219,6 +220,59 @@ TEST(ChatTemplateOracle, LanguageFeatures) {
     if (!problem.empty()) ADD_FAILURE() << r.at("name").get<std::string>() << ": " << problem;
   }
   EXPECT_GT(checked, 100);
+}
+
+// Random templates (seeded; set MEMRA_CHAT_TEMPLATE_FUZZ_SEED / _COUNT for longer runs) must render like
+// the reference. Two deliberate differences are tolerated and counted: memra renders a Jinja2 filter the
+// reference lacks, and memra refuses `**` with an inexact result.
+TEST(ChatTemplateFuzz, RandomTemplatesMatchTheReference) {
+  REQUIRE_ORACLE();
+  const char* seed_env = std::getenv("MEMRA_CHAT_TEMPLATE_FUZZ_SEED");
+  const char* count_env = std::getenv("MEMRA_CHAT_TEMPLATE_FUZZ_COUNT");
+  const std::string seed = seed_env ? seed_env : "20250115";
+  const std::string count = count_env ? count_env : "3000";
+  std::string out;
+  int status = 0;
+  ASSERT_TRUE(run("node '" + kTestDir + "/fuzz_oracle.mjs' '" + kNodeDir + "' " + seed + " " + count, out, status));
+  ASSERT_EQ(status, 0);
+  const json d = json::parse(out, nullptr, false);
+  ASSERT_FALSE(d.is_discarded());
+  int total = 0, rendered = 0, failed_alike = 0, extension = 0, pow_refused = 0, mismatches = 0;
+  for (const json& c : d.at("cases")) {
+    ++total;
+    const std::string source = c.at("template").get<std::string>();
+    if (!c.at("ok").get<bool>()) {
+      auto tpl = ct::compile(source);
+      auto got = tpl ? tpl->render(c.at("context")) : memra::Result<std::string>(tpl.error());
+      if (got && c.at("error").get<std::string>().find("filter") != std::string::npos) {
+        ++extension;
+        continue;
+      }
+    } else {
+      auto tpl = ct::compile(source);
+      if (tpl) {
+        auto got = tpl->render(c.at("context"));
+        if (!got && got.error().code == memra::ErrorCode::unsupported &&
+            got.error().message.find("no exact double result") != std::string::npos) {
+          ++pow_refused;
+          continue;
+        }
+      }
+    }
+    const std::string problem = compare(source, c);
+    if (!problem.empty()) {
+      if (++mismatches <= 20) ADD_FAILURE() << c.at("name").get<std::string>() << " " << json(source).dump() << ": " << problem;
+    } else if (c.at("ok").get<bool>()) {
+      ++rendered;
+    } else {
+      ++failed_alike;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(rendered, total / 2);
+  std::printf("[ chat_template ] fuzz seed %s: %d cases, %d rendered identically, %d failed like the reference, "
+              "%d Jinja2 extensions rendered, %d inexact '**' refused, %d mismatches\n",
+              seed.c_str(), total, rendered, failed_alike, extension, pow_refused, mismatches);
 }
 
 // Where the reference prints a JavaScript function's source text, memra refuses (an Error, never text).
