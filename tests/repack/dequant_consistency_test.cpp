@@ -61,7 +61,7 @@ TEST_P(DequantConsistency, MatchesBf16Source) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllQuants, DequantConsistency,
+INSTANTIATE_TEST_SUITE_P(Dequant, DequantConsistency,
                          ::testing::Values("Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"));
 
 }  // namespace

@@ -70,7 +70,8 @@ std::vector<uint8_t> GgufWriter::finish(uint64_t alignment) const {
   auto put = [&](uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
   };
-  out.insert(out.end(), {'G', 'G', 'U', 'F'});
+  const char magic[4] = {'G', 'G', 'U', 'F'};
+  out.assign(magic, magic + 4);
   put(version_, 4);
   put(tensors_.size(), 8);
   put(n_kv_, 8);
