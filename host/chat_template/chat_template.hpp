@@ -16,6 +16,12 @@
 //                                       //   "add_generation_prompt": true, "enable_thinking": false,
 //                                       //   "bos_token": "<s>", "eos_token": "</s>", ...any extra kwargs}
 //
+// Known, deliberate differences from @huggingface/jinja (each an Error, never different text):
+//   - printing a function or macro object (the reference prints its JavaScript source);
+//   - `x ** y` whose exact result is not a double (V8's pow rounds differently from the C library).
+// Not reproduced: indexing a string in the middle of a surrogate pair yields a lone surrogate, which memra
+// emits as WTF-8; strftime_now always uses English month names (Node follows its default locale).
+//
 // Thread safety: a compiled Template is immutable; render() may be called concurrently.
 #pragma once
 

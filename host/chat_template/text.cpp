@@ -313,8 +313,10 @@ int compare_utf16(std::string_view a, std::string_view b) {
 }
 
 int locale_compare(std::string_view a, std::string_view b) {
+  // One root collator per thread: opening is not free and a collator must not be shared across threads.
+  thread_local std::unique_ptr<UCollator, void (*)(UCollator*)> coll(nullptr, &ucol_close);
   UErrorCode err = U_ZERO_ERROR;
-  std::unique_ptr<UCollator, void (*)(UCollator*)> coll(ucol_open("", &err), &ucol_close);
+  if (!coll) coll.reset(ucol_open("", &err));
   if (U_FAILURE(err) || !coll) return compare_utf16(a, b);
   err = U_ZERO_ERROR;
   const UCollationResult r = ucol_strcollUTF8(coll.get(), a.data(), static_cast<int32_t>(a.size()), b.data(),
