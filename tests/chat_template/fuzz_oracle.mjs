@@ -140,7 +140,13 @@ function stmt(d) {
   if (r < 0.75) return "{% set ns = namespace(a=" + A(1) + ") %}{% for i in range(2) %}{% set ns.a = " + A(1) + " %}{% endfor %}{{ ns.a }}{{ ns|tojson }}";
   if (r < 0.8) return "{% macro m(a, b=" + A(1) + ") %}<{{ a }}|{{ b }}>{% endmacro %}{{ m(" + A(1) + ") }}{{ m(" + A(1) + ", b=" + A(0) + ") }}";
   if (r < 0.85) return "{%- if " + B(1) + " -%}\n  " + body(d - 1) + "  \n{%- else %}\n  no\n{% endif %}\n";
-  if (r < 0.9) return "{% set " + pick("a, b = [1, 2]", "a, b = ('x', 'y')", "a = 1") + " %}{{ a }}{{ b }}";
+  if (r < 0.88) return "{% set " + pick("a, b = [1, 2]", "a, b = ('x', 'y')", "a = 1") + " %}{{ a }}{{ b }}";
+  if (r < 0.91) {
+    return "{% macro w(x) %}[{{ caller() }}|{{ x }}|{{ varargs }}|{{ kwargs }}]{% endmacro %}{% call w(" + A(1) +
+      pick("", ", 1, 2", ", k=" + A(0)) + ") %}" + body(d - 1) + "{% endcall %}";
+  }
+  if (r < 0.94) return "{% filter " + pick("upper", "lower", "trim", "replace('a', 'b')", "indent(2)") + " %}" + body(d - 1) + "{% endfilter %}";
+  if (r < 0.97) return "{% for x in " + L(0) + " %}{{ loop.previtem }}/{{ loop.nextitem }}/{{ loop.revindex0 }}{{ loop.length }};{% endfor %}";
   return "{# c #}" + body(d - 1);
 }
 function body(d) {
