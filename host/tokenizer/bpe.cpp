@@ -103,7 +103,7 @@ Result<std::unique_ptr<Bpe>> Bpe::create(const BpeSpec& spec, bool byte_level) {
   bpe->vocab_.reserve(spec.vocab.size());
   for (std::size_t i = 0; i < spec.vocab.size(); ++i) {
     std::string_view s(bpe->arena_.data() + offsets[i], spec.vocab[i].first.size());
-    bpe->vocab_.emplace(s, spec.vocab[i].second);  // first id wins for a duplicated string
+    bpe->vocab_.insert(s, spec.vocab[i].second);  // first id wins for a duplicated string
   }
 
   if (spec.unk_token) {
@@ -146,10 +146,7 @@ Result<std::unique_ptr<Bpe>> Bpe::create(const BpeSpec& spec, bool byte_level) {
   return bpe;
 }
 
-const TokenId* Bpe::vocab_find(std::string_view s) const {
-  auto it = vocab_.find(s);
-  return it == vocab_.end() ? nullptr : &it->second;
-}
+const TokenId* Bpe::vocab_find(std::string_view s) const { return vocab_.find(s); }
 
 void Bpe::encode(std::string_view word, std::vector<TokenId>& out) const {
   if (word.empty()) return;

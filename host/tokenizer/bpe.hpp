@@ -14,6 +14,7 @@
 
 #include "host/common/result.hpp"
 #include "host/tokenizer/spec.hpp"
+#include "host/tokenizer/string_id_map.hpp"
 
 namespace memra::tokenizer::detail {
 
@@ -69,7 +70,7 @@ class Bpe {
   const TokenId* vocab_find(std::string_view s) const;
 
   std::string arena_;  // the vocabulary strings, referenced by vocab_
-  std::unordered_map<std::string_view, TokenId> vocab_;
+  StringIdMap vocab_;
   PairMap pairs_;
   std::size_t merge_count_ = 0;
   bool byte_level_ = false;

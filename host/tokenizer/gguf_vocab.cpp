@@ -75,7 +75,9 @@ void merges_from_scores(const GgufVocab& v, TokenizerSpec& spec) {
   std::vector<Candidate> cands;
   for (std::size_t i = 0; i < v.tokens.size(); ++i) {
     auto t = type_at(v, i);
-    if (t != TokenType::normal && t != TokenType::undefined) continue;
+    // Merge results: normal and user-defined pieces (llama.cpp merges into any piece it finds by text; the
+    // HF conversion of SentencePiece models keeps user-defined pieces such as runs of U+2581 in merges).
+    if (t != TokenType::normal && t != TokenType::undefined && t != TokenType::user_defined) continue;
     const std::string& s = v.tokens[i];
     float score = i < v.scores.size() ? v.scores[i] : 0.0f;
     std::size_t pos = 0;

@@ -157,7 +157,18 @@ Status parse_decoder(const json& j, std::vector<DecoderStep>& out) {
   return {};
 }
 
-using IdLookup = std::unordered_map<std::string, TokenId>;
+// Text -> id for the few names the post-processor and tokenizer_config use: added tokens first, then the
+// model vocabulary (a linear scan: a handful of lookups does not justify a map of the whole vocabulary).
+struct IdLookup {
+  const TokenizerSpec& spec;
+  std::optional<TokenId> find(const std::string& text) const {
+    for (const auto& t : spec.added_tokens)
+      if (t.content == text) return t.id;
+    for (const auto& [v, id] : spec.model.vocab)
+      if (v == text) return id;
+    return std::nullopt;
+  }
+};
 
 Status parse_post_processor(const json& j, const IdLookup& ids, TokenizerSpec& spec) {
   if (j.is_null()) return {};
@@ -180,8 +191,8 @@ Status parse_post_processor(const json& j, const IdLookup& ids, TokenizerSpec& s
       std::vector<TokenId> piece_ids;
       if (auto it = specials.find(name); it != specials.end()) {
         for (const auto& id : it->at("ids")) piece_ids.push_back(id.get<TokenId>());
-      } else if (auto f = ids.find(name); f != ids.end()) {
-        piece_ids.push_back(f->second);
+      } else if (auto f = ids.find(name)) {
+        piece_ids.push_back(*f);
       } else {
         return make_error(ErrorCode::invalid_argument,
                           "tokenizer.json: TemplateProcessing uses unknown special token " + name);
@@ -208,8 +219,147 @@ std::optional<std::string> config_token(const json& config, const char* key) {
   return std::nullopt;
 }
 
-Result<TokenizerSpec> parse(const json& root, const json& config) {
-  TokenizerSpec spec;
+// SAX handler building a DOM of everything except model.vocab and model.merges, which it stores directly.
+class DomWithCapture : public nlohmann::json_sax<json> {
+ public:
+  explicit DomWithCapture(BpeSpec& model) : model_(model) {}
+  json root;
+  std::string error;
+
+  bool null() override { return value(json(nullptr)); }
+  bool boolean(bool v) override { return value(json(v)); }
+  bool number_integer(number_integer_t v) override {
+    if (mode_ == Mode::vocab) {
+      model_.vocab.emplace_back(std::move(vocab_key_), static_cast<TokenId>(v));
+      return true;
+    }
+    return value(json(v));
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (mode_ == Mode::vocab) {
+      model_.vocab.emplace_back(std::move(vocab_key_), static_cast<TokenId>(v));
+      return true;
+    }
+    return value(json(v));
+  }
+  bool number_float(number_float_t v, const string_t&) override {
+    if (mode_ != Mode::dom) return fail("unexpected number in model.vocab/merges");
+    return value(json(v));
+  }
+  bool string(string_t& v) override {
+    if (mode_ == Mode::merges) {
+      std::size_t sp = v.find(' ', 1);
+      if (sp == std::string::npos) return fail("merge \"" + v + "\" has no space");
+      model_.merges.emplace_back(v.substr(0, sp), v.substr(sp + 1));
+      return true;
+    }
+    if (mode_ == Mode::merge_pair) {
+      pair_.push_back(std::move(v));
+      return true;
+    }
+    if (mode_ == Mode::vocab) return fail("string value in model.vocab");
+    return value(json(std::move(v)));
+  }
+  bool binary(binary_t&) override { return fail("binary value"); }
+  bool start_object(std::size_t) override {
+    if (mode_ != Mode::dom) return fail("object inside model.vocab/merges");
+    if (at_model() && key_ == "vocab") {
+      mode_ = Mode::vocab;
+      return true;
+    }
+    return open(json::object());
+  }
+  bool key(string_t& k) override {
+    if (mode_ == Mode::vocab) vocab_key_ = std::move(k);
+    else key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override {
+    if (mode_ == Mode::vocab) {
+      mode_ = Mode::dom;
+      return true;
+    }
+    return close();
+  }
+  bool start_array(std::size_t) override {
+    if (mode_ == Mode::merges) {
+      mode_ = Mode::merge_pair;
+      pair_.clear();
+      return true;
+    }
+    if (mode_ != Mode::dom) return fail("nested array in model.merges");
+    if (at_model() && key_ == "merges") {
+      mode_ = Mode::merges;
+      return true;
+    }
+    return open(json::array());
+  }
+  bool end_array() override {
+    if (mode_ == Mode::merge_pair) {
+      if (pair_.size() != 2) return fail("a merge is not a pair of strings");
+      model_.merges.emplace_back(std::move(pair_[0]), std::move(pair_[1]));
+      mode_ = Mode::merges;
+      return true;
+    }
+    if (mode_ == Mode::merges) {
+      mode_ = Mode::dom;
+      return true;
+    }
+    return close();
+  }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
+    error = "at byte " + std::to_string(pos) + ": " + e.what();
+    return false;
+  }
+
+ private:
+  enum class Mode { dom, vocab, merges, merge_pair };
+  bool fail(std::string why) {
+    error = std::move(why);
+    return false;
+  }
+  // The container being filled is the root object's "model" member.
+  bool at_model() const { return stack_.size() == 2 && keys_.size() == 2 && keys_[1] == "model"; }
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& parent = *stack_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    json& slot = parent[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  bool value(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json&& container) {
+    std::string k = !stack_.empty() && stack_.back()->is_object() ? key_ : std::string();
+    stack_.push_back(place(std::move(container)));
+    keys_.push_back(std::move(k));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    keys_.pop_back();
+    return true;
+  }
+
+  BpeSpec& model_;
+  Mode mode_ = Mode::dom;
+  std::vector<json*> stack_;
+  std::vector<std::string> keys_;  // the key each open container was stored under
+  std::string key_;
+  std::string vocab_key_;
+  std::vector<std::string> pair_;
+};
+
+Status parse(const json& root, const json& config, TokenizerSpec& spec) {
 
   // ---- model
   const json& model = root.at("model");
@@ -221,22 +371,8 @@ Result<TokenizerSpec> parse(const json& root, const json& config) {
     if (it != model.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
       return unsupported(std::string("BPE ") + key);
   }
-  const json& vocab = model.at("vocab");
-  spec.model.vocab.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) spec.model.vocab.emplace_back(it.key(), it->get<TokenId>());
-  const json& merges = model.at("merges");
-  spec.model.merges.reserve(merges.size());
-  for (const auto& m : merges) {
-    if (m.is_string()) {
-      const auto& s = m.get_ref<const std::string&>();
-      std::size_t sp = s.find(' ', 1);
-      if (sp == std::string::npos)
-        return make_error(ErrorCode::invalid_argument, "tokenizer.json: merge \"" + s + "\" has no space");
-      spec.model.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-    } else {
-      spec.model.merges.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>());
-    }
-  }
+  // model.vocab and model.merges were captured by the SAX handler.
+  if (spec.model.vocab.empty()) return make_error(ErrorCode::invalid_argument, "tokenizer.json: model.vocab is missing or empty");
   if (auto it = model.find("unk_token"); it != model.end() && it->is_string()) spec.model.unk_token = it->get<std::string>();
   spec.model.byte_fallback = flag(model, "byte_fallback", false);
   spec.model.fuse_unk = flag(model, "fuse_unk", false);
@@ -278,14 +414,9 @@ Result<TokenizerSpec> parse(const json& root, const json& config) {
     }
   }
 
-  IdLookup ids;
-  ids.reserve(spec.model.vocab.size() + spec.added_tokens.size());
-  for (const auto& [text, id] : spec.model.vocab) ids.emplace(text, id);
-  for (const auto& t : spec.added_tokens) ids[t.content] = t.id;
+  IdLookup ids{spec};
   auto lookup = [&](const std::optional<std::string>& text) -> std::optional<TokenId> {
-    if (!text) return std::nullopt;
-    auto f = ids.find(*text);
-    return f == ids.end() ? std::nullopt : std::optional<TokenId>(f->second);
+    return text ? ids.find(*text) : std::nullopt;
   };
 
   // ---- pipeline
@@ -334,15 +465,20 @@ Result<TokenizerSpec> parse(const json& root, const json& config) {
     if (flag(config, "add_bos_token", true) && spec.bos_id) spec.prefix_ids.push_back(*spec.bos_id);
     if (flag(config, "add_eos_token", false) && spec.eos_id) spec.suffix_ids.push_back(*spec.eos_id);
   }
-  return spec;
+  return {};
 }
 
 }  // namespace
 
 Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
-  json root = json::parse(tokenizer_json.begin(), tokenizer_json.end(), nullptr, false);
-  if (root.is_discarded() || !root.is_object())
-    return make_error(ErrorCode::corrupt, "tokenizer.json is not a JSON object; is this a Hugging Face tokenizer.json?");
+  // SAX parse: model.vocab and model.merges (most of the file) go straight into the spec; the rest is
+  // small and becomes a DOM. A full DOM parse of a 10 MB tokenizer.json costs several times more.
+  TokenizerSpec spec;
+  DomWithCapture handler(spec.model);
+  bool ok = json::sax_parse(tokenizer_json.begin(), tokenizer_json.end(), &handler);
+  if (!ok || !handler.root.is_object())
+    return make_error(ErrorCode::corrupt, "tokenizer.json is not valid JSON (" + handler.error +
+                                              "); is this a Hugging Face tokenizer.json?");
   json config = json::object();
   if (!tokenizer_config_json.empty()) {
     config = json::parse(tokenizer_config_json.begin(), tokenizer_config_json.end(), nullptr, false);
@@ -350,7 +486,8 @@ Result<TokenizerSpec> spec_from_hf_json(std::string_view tokenizer_json, std::st
       return make_error(ErrorCode::corrupt, "tokenizer_config.json is not a JSON object");
   }
   try {
-    return parse(root, config);
+    MEMRA_TRY(parse(handler.root, config, spec));
+    return spec;
   } catch (const std::exception& e) {
     return make_error(ErrorCode::corrupt, std::string("tokenizer.json has an unexpected shape: ") + e.what());
   }

@@ -27,31 +27,43 @@ Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::build(detail::Tokenize
   if (!dec) return dec.error();
   impl->decoder = std::move(*dec);
 
-  // id -> text: the model vocabulary, overridden by added tokens.
+  // id -> text: the model vocabulary, overridden by added tokens; all texts in one arena.
   TokenId max_id = -1;
-  for (const auto& [text, id] : spec.model.vocab) max_id = std::max(max_id, id);
-  for (const auto& t : spec.added_tokens) max_id = std::max(max_id, t.id);
-  if (max_id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: the vocabulary is empty");
-  impl->id_to_token.assign(static_cast<std::size_t>(max_id) + 1, std::string());
-  impl->special.assign(impl->id_to_token.size(), 0);
-  for (auto& [text, id] : spec.model.vocab) {
+  std::size_t bytes = 0;
+  for (const auto& [text, id] : spec.model.vocab) {
     if (id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: negative token id for \"" + text + "\"");
-    impl->id_to_token[id] = std::move(text);
+    max_id = std::max(max_id, id);
+    bytes += text.size();
   }
   for (const auto& t : spec.added_tokens) {
     if (t.id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: negative id for added token " + t.content);
-    impl->id_to_token[t.id] = t.content;
+    max_id = std::max(max_id, t.id);
+    bytes += t.content.size();
+  }
+  if (max_id < 0) return make_error(ErrorCode::invalid_argument, "tokenizer: the vocabulary is empty");
+  const auto n = static_cast<std::size_t>(max_id) + 1;
+  std::vector<std::pair<std::size_t, std::size_t>> spans(n, {0, 0});  // offset, length in arena
+  impl->arena.reserve(bytes);
+  auto put = [&](TokenId id, const std::string& text) {
+    spans[id] = {impl->arena.size(), text.size()};
+    impl->arena += text;
+  };
+  for (const auto& [text, id] : spec.model.vocab) put(id, text);
+  impl->special.assign(n, 0);
+  for (const auto& t : spec.added_tokens) {
+    put(t.id, t.content);
     if (t.special) impl->special[t.id] = 1;
   }
   for (TokenId id : spec.extra_special_ids)
-    if (id >= 0 && static_cast<std::size_t>(id) < impl->special.size()) impl->special[id] = 1;
-  impl->token_to_id.reserve(impl->id_to_token.size());
-  for (std::size_t id = 0; id < impl->id_to_token.size(); ++id) {
-    const auto& s = impl->id_to_token[id];
-    if (!s.empty()) impl->token_to_id.emplace(s, static_cast<TokenId>(id));
+    if (id >= 0 && static_cast<std::size_t>(id) < n) impl->special[id] = 1;
+  impl->id_to_token.resize(n);
+  impl->token_to_id.reserve(n);
+  for (std::size_t id = 0; id < n; ++id) {
+    impl->id_to_token[id] = std::string_view(impl->arena.data() + spans[id].first, spans[id].second);
+    if (spans[id].second != 0) impl->token_to_id.insert(impl->id_to_token[id], static_cast<TokenId>(id));
   }
   // Added tokens win a text -> id lookup.
-  for (const auto& t : spec.added_tokens) impl->token_to_id[impl->id_to_token[t.id]] = t.id;
+  for (const auto& t : spec.added_tokens) impl->token_to_id.assign(impl->id_to_token[t.id], t.id);
 
   std::vector<const AddedTokenSpec*> raw, normalized;
   for (const auto& t : spec.added_tokens) (t.normalized ? normalized : raw).push_back(&t);
@@ -193,9 +205,9 @@ std::string_view Tokenizer::token_text(TokenId id) const {
 }
 
 std::optional<TokenId> Tokenizer::token_id(std::string_view text) const {
-  auto it = impl_->token_to_id.find(text);
-  if (it == impl_->token_to_id.end()) return std::nullopt;
-  return it->second;
+  const TokenId* id = impl_->token_to_id.find(text);
+  if (!id) return std::nullopt;
+  return *id;
 }
 
 bool Tokenizer::is_special(TokenId id) const {

@@ -13,13 +13,15 @@
 #include "host/tokenizer/normalizer.hpp"
 #include "host/tokenizer/pre_tokenizer.hpp"
 #include "host/tokenizer/spec.hpp"
+#include "host/tokenizer/string_id_map.hpp"
 #include "host/tokenizer/tokenizer.hpp"
 
 namespace memra::tokenizer {
 
 struct Tokenizer::Impl {
-  std::vector<std::string> id_to_token;  // "" for ids nothing uses
-  std::unordered_map<std::string_view, TokenId> token_to_id;
+  std::string arena;                          // every token's text
+  std::vector<std::string_view> id_to_token;  // into arena; "" for ids nothing uses
+  detail::StringIdMap token_to_id;
   std::vector<std::uint8_t> special;  // by id: skipped by skip_special_tokens
 
   detail::AddedTokenMatcher raw_matcher;         // added tokens matched in the raw text

