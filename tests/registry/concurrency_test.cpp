@@ -78,7 +78,7 @@ TEST(RegistryConcurrency, TwoProcessesWritingAtOnceLoseNoRow) {
             std::vector<std::string>{std::to_string(2 * kWrites) + "|" + std::to_string(2 * kWrites)});
   EXPECT_EQ(raw_query(path, "SELECT json_extract(g.value,'$.gate'), count(*), count(DISTINCT "
                             "json_extract(g.value,'$.tok_s')) FROM combos, json_each(combos.evidence,'$.gates') g "
-                            "WHERE quant='q4_k' AND arch='cpu' GROUP BY 1 ORDER BY 1"),
+                            "WHERE quant='q4_k' AND arch='cpu' AND json_extract(g.value,'$.gate') IN ('p0','p1') GROUP BY 1 ORDER BY 1"),
             (std::vector<std::string>{"p0|200|200", "p1|200|200"}));
   // Migrated once, shipped combos imported once.
   EXPECT_EQ(raw_query(path, "SELECT value FROM meta WHERE key='schema_version'"),
@@ -110,7 +110,7 @@ TEST(RegistryConcurrency, TwoCliProcessStreamsLoseNoRow) {
   EXPECT_EQ(raw_query(path, "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
   EXPECT_EQ(raw_query(path, "SELECT json_extract(g.value,'$.gate'), count(*), count(DISTINCT "
                             "json_extract(g.value,'$.note')) FROM combos, json_each(combos.evidence,'$.gates') g "
-                            "WHERE quant='q8_0' AND arch='cpu' GROUP BY 1 ORDER BY 1"),
+                            "WHERE quant='q8_0' AND arch='cpu' AND json_extract(g.value,'$.gate') IN ('cli0','cli1') GROUP BY 1 ORDER BY 1"),
             (std::vector<std::string>{"cli0|200|200", "cli1|200|200"}));
 }
 
