@@ -61,6 +61,7 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.q_norm = get(b + "attn_q_norm.weight");
     L.k_norm = get(b + "attn_k_norm.weight");
     L.wo = get(b + "attn_output.weight");
+    L.bo = get(b + "attn_output.bias");
     L.ffn_norm = get(b + "ffn_norm.weight");
     L.w_gate = get(b + "ffn_gate.weight");
     L.w_up = get(b + "ffn_up.weight");
@@ -122,7 +123,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     }
     ap.layer = static_cast<int32_t>(l);
     LLAMA_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
-    LLAMA_OP(o.matmul(c, &attn, L.wo, nullptr, &proj), "attn_output");
+    LLAMA_OP(o.matmul(c, &attn, L.wo, L.bo, &proj), "attn_output");
     LLAMA_OP(o.add_rms_norm(c, &proj, &residual, L.ffn_norm, p.norm_eps, 0.0f, &h), "ffn_norm");
     LLAMA_OP(o.matmul(c, &h, L.w_gate, nullptr, &gate), "ffn_gate");
     LLAMA_OP(o.matmul(c, &h, L.w_up, nullptr, &up), "ffn_up");

@@ -11,7 +11,7 @@
 namespace memra::llama {
 
 struct Layer {
-  const memra_weight *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo;
+  const memra_weight *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo, *bo;
   const memra_weight *ffn_norm, *w_gate, *w_up, *w_down;
 };
 

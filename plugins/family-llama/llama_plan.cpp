@@ -55,6 +55,11 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     }
     p.norm_eps = c.value("norm_eps", 1e-6f);
     p.attention_bias = c.value("attention_bias", false);
+    p.attention_output_bias = c.value("attention_output_bias", false);
+    if (c.value("attention_output_gate", false)) {
+      error = "family-llama: gated attention output (Qwen3-Next) is not part of this family";
+      return false;
+    }
     p.qk_norm = c.value("qk_norm", false);
     p.tied_embeddings = c.value("tie_word_embeddings", false);
     p.sliding_window = c.value("sliding_window", int64_t{0});
@@ -65,9 +70,8 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     r.rotary_dim = static_cast<int32_t>(rc.value("rotary_dim", p.head_dim));
     if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) r.rotary_dim = static_cast<int32_t>(p.head_dim);
     // llama.cpp's converter permutes the q/k rows of "llama" GGUFs for interleaved-pair
-    // RoPE; every other source keeps the Hugging Face half-split (neox) layout.
-    const bool interleaved = c.value("source_format", std::string()) == "gguf" && c.value("model_type", std::string()) == "llama";
-    r.neox_style = interleaved ? 0 : 1;
+    // RoPE (the config says so); other sources keep the half-split (neox) layout.
+    r.neox_style = rc.value("interleaved", false) ? 0 : 1;
     r.theta = rc.value("theta", 10000.0f);
     r.factor = rc.value("factor", 1.0f);
     const std::string scaling = rc.value("scaling", std::string("none"));
@@ -111,6 +115,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
         add(p, b + "attn_k_norm.weight", {p.head_dim}, false);
       }
       add(p, b + "attn_output.weight", {p.hidden, q_width}, true);
+      if (p.attention_output_bias) add(p, b + "attn_output.bias", {p.hidden}, false);
       add(p, b + "ffn_norm.weight", {p.hidden}, false);
       add(p, b + "ffn_gate.weight", {p.intermediate, p.hidden}, true);
       add(p, b + "ffn_up.weight", {p.intermediate, p.hidden}, true);

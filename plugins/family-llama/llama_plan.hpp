@@ -22,6 +22,7 @@ struct Plan {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   float norm_eps = 1e-6f;
   bool attention_bias = false;  // q/k/v biases (Qwen2)
+  bool attention_output_bias = false;
   bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (Qwen3)
   bool tied_embeddings = false;
   int64_t sliding_window = 0;   // Mistral
