@@ -8,6 +8,7 @@
 #include "repack/quant/dequant.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "repack/quant/ggml_type.hpp"
+#include "repack/quantize/quantize.hpp"
 
 namespace memra::quant_plugin {
 namespace {
@@ -129,7 +130,15 @@ memra_status quantize(const char* scheme, const float* src, int64_t rows, int64_
       }
       return MEMRA_OK;
     }
-    return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": quantizing to " + scheme + " is done by memra-repack's quantizers");
+    // Block schemes: memra_quantize (the quantizers memra-repack uses), byte-identical output.
+    quant::QuantScheme qs;
+    if (!quant::parse_scheme(scheme, &qs))
+      return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": no quantizer for " + scheme + "; memra-repack can write " +
+                                               "q8_0, q4_k, q5_k, q6_k and fp8");
+    std::string error;
+    if (!quant::quantize_rows(qs, src, rows, cols, d, dst_bytes, &error))
+      return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": " + error);
+    return MEMRA_OK;
   });
 }
 
