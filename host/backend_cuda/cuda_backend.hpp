@@ -1,0 +1,151 @@
+// The CUDA backend: memra_backend_ops on one device through the driver API.
+// Lives inside libmemra-backend-cuda.so; the C table in backend_export.cpp wraps it.
+//
+// Memory: weights are uploaded once (one allocation, pinned double-buffered copies)
+// and found again by their host address; activations are f32 step scratch; the
+// paged KV cache is f32 [layers][blocks][block_size][kv_heads][head_dim], the CPU
+// backend's layout. Everything runs on one stream; a step's only host wait is the
+// logits copy (and begin_step, which waits for the previous step).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "host/backend_cuda/cuda_backend_api.h"
+#include "host/backend_cuda/device_context.hpp"
+#include "host/backend_cuda/device_memory.hpp"
+#include "host/backend_cuda/kernel_modules.hpp"
+#include "host/backend_cuda/nvrtc_compiler.hpp"
+#include "memra/backend.h"
+
+namespace memra::backend::cuda {
+
+// Fills the C op table with trampolines into `ctx` (a CudaBackend*).
+void fill_ops(memra_backend_ops& ops, memra_backend_ctx* ctx);
+
+// A scheme the kernels stream: module, kernel suffix and row geometry.
+struct SchemeInfo {
+  std::string module;  // "matmul_q4_k"
+  std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
+  uint64_t row_bytes = 0;
+};
+
+// The batch arrays of one forward step, on the device.
+struct DeviceBatch {
+  const memra_forward_batch* source = nullptr;
+  const int32_t* source_ids = nullptr;
+  int32_t num_tokens = 0;
+  CUdeviceptr ids = 0, positions = 0, seq_index = 0, block_tables = 0, logits_rows = 0;
+};
+
+class CudaBackend {
+ public:
+  explicit CudaBackend(const memra_cuda_backend_options& options);
+  ~CudaBackend();
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Status open();
+  const memra_backend_ops* ops() const { return &ops_; }
+  const std::string& last_error() const { return last_error_; }
+  memra_status fail(memra_status code, std::string message);
+  memra_status fail(const Error& e);
+  void log(memra_log_level level, const std::string& message) const;
+
+  memra_status device_info(memra_device_info* out);
+  memra_status upload_weights(const memra_weight_set* set);
+  memra_status allocate_kv(const memra_cuda_kv_config* kv);
+  memra_status begin_step();
+  memra_status copy_kv_block(int32_t from, int32_t to);
+  memra_status make_current();
+
+  // Memory and kernel services.
+  memra_status memory_alloc(memra_memory_location location, uint64_t bytes, memra_buffer* out);
+  void memory_free(memra_buffer* buffer);
+  memra_status copy_to_device(void* dst, const void* src, uint64_t bytes);
+  memra_status copy_to_host(void* dst, const void* src, uint64_t bytes);
+  memra_status synchronize();
+  memra_status kernel_module_load(const char* name, memra_kernel_module** out);
+  memra_status kernel_module_compile(const memra_nvrtc_request* request, memra_kernel_module** out);
+  memra_status kernel_get(memra_kernel_module* module, const char* name, memra_kernel** out);
+  memra_status kernel_launch(memra_kernel* kernel, const memra_launch_config* config, void** args);
+  bool nvrtc_last_cache_hit() const { return nvrtc_.last_cache_hit(); }
+
+  // Ops (ops_*.cpp).
+  memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
+  memra_status embedding(const memra_weight* table, const memra_forward_batch* batch, float scale, memra_tensor* out);
+  memra_status rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset, memra_tensor* out);
+  memra_status add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                            float unit_offset, memra_tensor* out);
+  memra_status add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out);
+  memra_status matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out);
+  memra_status gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up, memra_tensor* out);
+  memra_status attention(const memra_attention_params* p, const memra_forward_batch* batch, memra_tensor* q,
+                         memra_tensor* k, const memra_tensor* v, memra_tensor* out);
+  memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
+  memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+
+ private:
+  template <class... A>
+  memra_status launch(const char* module, const char* kernel, unsigned gx, unsigned gy, unsigned block,
+                      unsigned shared, A... args);
+  memra_status launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  memra_status after_op(const char* what);
+  // Device address of an uploaded weight (by its host address); 0 + error if absent.
+  CUdeviceptr resolve(const memra_weight* w, memra_status* st);
+  Result<SchemeInfo> scheme(const memra_weight* w) const;
+  Result<const DeviceBatch*> device_batch(const memra_forward_batch* batch);
+  Result<CUdeviceptr> rope_inv_freq(const memra_rope_params& p, float* attention_factor);
+  Kernel* nvrtc_rms_norm(int64_t dim);
+
+  memra_cuda_backend_options options_;
+  std::string kernel_dir_, cache_dir_;
+  DeviceContext ctx_;
+  std::unique_ptr<KernelModules> modules_;
+  NvrtcCompiler nvrtc_{"", ""};
+  std::unique_ptr<StepArena> arena_;
+  std::unique_ptr<PinnedStaging> staging_;
+  bool sync_each_op_ = false;
+
+  struct WeightCopy {
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<CUdeviceptr> weight_blobs_;
+  std::unordered_map<const void*, WeightCopy> weights_;
+
+  memra_cuda_kv_config kv_{};
+  CUdeviceptr k_cache_ = 0, v_cache_ = 0;
+
+  std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's
+  struct RopeEntry {
+    std::vector<char> key;
+    CUdeviceptr inv_freq = 0;
+    float attention_factor = 1.0f;
+  };
+  std::vector<RopeEntry> ropes_;
+  std::map<int64_t, Kernel*> nvrtc_norms_;  // dim -> kernel (nullptr: not available)
+  std::vector<void*> host_buffers_;
+
+  std::string last_error_;
+  memra_backend_ops ops_{};
+};
+
+// Launches module/kernel on the backend's stream with the given arguments (by value).
+template <class... A>
+memra_status CudaBackend::launch(const char* module, const char* kernel, unsigned gx, unsigned gy, unsigned block,
+                                 unsigned shared, A... args) {
+  auto k = modules_->kernel(module, kernel);
+  if (!k) return fail(k.error());
+  void* argv[] = {static_cast<void*>(&args)...};
+  const memra_status st = launch_raw(*k, gx, gy, block, shared, argv);
+  return st != MEMRA_OK ? st : after_op(kernel);
+}
+
+}  // namespace memra::backend::cuda

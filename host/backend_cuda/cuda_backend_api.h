@@ -1,0 +1,92 @@
+/* The CUDA backend module's C interface (libmemra-backend-cuda.so).
+ *
+ * Every cu* call of memra lives inside that module; the engine, tools and tests
+ * never link libcuda. They dlopen the module (host/backend_cuda/cuda_backend_loader)
+ * only after dlopen("libcuda.so.1") succeeds, then call the one exported symbol
+ * memra_cuda_backend_get_api() for this table. Same rules as the SDK ABI: structs
+ * begin with struct_size, functions return memra_status, detail via last_error().
+ */
+#ifndef MEMRA_CUDA_BACKEND_API_H
+#define MEMRA_CUDA_BACKEND_API_H
+
+#include "memra/backend.h"
+#include "memra/family.h"
+#include "memra/host_api.h"
+
+MEMRA_EXTERN_C_BEGIN
+
+#define MEMRA_CUDA_BACKEND_API_VERSION 1
+
+typedef struct memra_cuda_backend memra_cuda_backend; /* opaque */
+
+typedef struct memra_cuda_backend_options {
+  size_t struct_size;
+  int32_t device_ordinal;   /* CUDA device index */
+  int32_t allow_ptx_jit;    /* 1: run a module from its PTX when the fatbin has no SASS for the device (degraded) */
+  int32_t use_nvrtc;        /* 1: use NVRTC shape-specialised kernels where the backend has them */
+  const char* kernel_dir;   /* directory of <module>.fatbin; NULL = <module dir>/kernels */
+  const char* cache_dir;    /* NVRTC cache; NULL = $MEMRA_HOME/kernel-cache (or ~/.memra/kernel-cache) */
+  void (*log)(void* user, memra_log_level level, const char* message); /* NULL = stderr for WARN and above */
+  void* log_user;
+} memra_cuda_backend_options;
+#define MEMRA_CUDA_BACKEND_OPTIONS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_options, log_user)
+
+/* Paged KV cache geometry (uniform across layers), as the CPU backend's KvCacheConfig. */
+typedef struct memra_cuda_kv_config {
+  size_t struct_size;
+  int64_t layers;
+  int64_t kv_heads;
+  int64_t head_dim;
+  int64_t block_size;
+  int64_t num_blocks;
+} memra_cuda_kv_config;
+#define MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_kv_config, num_blocks)
+
+typedef struct memra_cuda_backend_api {
+  size_t struct_size;
+  uint32_t version; /* MEMRA_CUDA_BACKEND_API_VERSION */
+
+  /* On failure *out is NULL and the reason is copied into err (may be NULL). */
+  memra_status (*create)(const memra_cuda_backend_options* options, memra_cuda_backend** out, char* err,
+                         size_t err_size);
+  void (*destroy)(memra_cuda_backend* b);
+  /* Detail of the last failure on this backend ("" when none); valid until the next call. */
+  const char* (*last_error)(memra_cuda_backend* b);
+  memra_status (*device_info)(memra_cuda_backend* b, memra_device_info* out);
+
+  /* Model lifetime: upload every weight once (weights' data are host addresses; ops
+   * given those descriptors later resolve them to the device copies), then the KV cache. */
+  memra_status (*upload_weights)(memra_cuda_backend* b, const memra_weight_set* weights);
+  memra_status (*allocate_kv)(memra_cuda_backend* b, const memra_cuda_kv_config* kv);
+  const memra_backend_ops* (*ops)(memra_cuda_backend* b);
+  /* Waits for the previous step and reclaims its scratch; call before each model_forward. */
+  memra_status (*begin_step)(memra_cuda_backend* b);
+  memra_status (*copy_kv_block)(memra_cuda_backend* b, int32_t from, int32_t to);
+
+  /* Device memory for tools and tests (tensor data pointers of the ops are device addresses). */
+  memra_status (*memory_alloc)(memra_cuda_backend* b, memra_memory_location location, uint64_t bytes,
+                               memra_buffer* out);
+  void (*memory_free)(memra_cuda_backend* b, memra_buffer* buffer);
+  memra_status (*copy_to_device)(memra_cuda_backend* b, void* dst, const void* src, uint64_t bytes);
+  memra_status (*copy_to_host)(memra_cuda_backend* b, void* dst, const void* src, uint64_t bytes);
+  memra_status (*synchronize)(memra_cuda_backend* b);
+
+  /* Kernel services behind memra_host_api's kernel slots. */
+  memra_status (*kernel_module_load)(memra_cuda_backend* b, const char* module_name, memra_kernel_module** out);
+  memra_status (*kernel_module_compile)(memra_cuda_backend* b, const memra_nvrtc_request* request,
+                                        memra_kernel_module** out);
+  memra_status (*kernel_get)(memra_cuda_backend* b, memra_kernel_module* module, const char* kernel_name,
+                             memra_kernel** out);
+  memra_status (*kernel_launch)(memra_cuda_backend* b, memra_kernel* kernel, const memra_launch_config* config,
+                                void** args);
+  /* 1 when the last kernel_module_compile was served from the on-disk cache. */
+  int32_t (*nvrtc_last_cache_hit)(memra_cuda_backend* b);
+} memra_cuda_backend_api;
+#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
+
+typedef const memra_cuda_backend_api* (*memra_cuda_backend_get_api_fn)(void);
+#define MEMRA_CUDA_BACKEND_GET_API_SYMBOL "memra_cuda_backend_get_api"
+
+MEMRA_EXTERN_C_END
+
+#endif /* MEMRA_CUDA_BACKEND_API_H */

@@ -1,0 +1,103 @@
+#include "host/backend_cuda/cuda_backend_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+namespace memra::backend {
+namespace {
+
+ErrorCode to_code(memra_status st) {
+  switch (st) {
+    case MEMRA_ERR_INVALID_ARGUMENT: return ErrorCode::invalid_argument;
+    case MEMRA_ERR_NOT_FOUND: return ErrorCode::not_found;
+    case MEMRA_ERR_UNSUPPORTED: return ErrorCode::unsupported;
+    case MEMRA_ERR_IO: return ErrorCode::io;
+    default: return ErrorCode::internal;
+  }
+}
+
+}  // namespace
+
+std::string default_cuda_backend_path() {
+  if (const char* p = std::getenv("MEMRA_CUDA_BACKEND"); p && *p) return p;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto dir = ec ? std::filesystem::current_path() : exe.parent_path();
+  return (dir / ".." / "lib" / "memra" / "libmemra-backend-cuda.so").lexically_normal().string();
+}
+
+Result<const memra_cuda_backend_api*> load_cuda_backend_api(const std::string& module_path) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  // The driver first: without it the module cannot even be loaded (it links libcuda).
+  if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL)) {
+    const char* why = dlerror();
+    return make_error(ErrorCode::unsupported, std::string("no NVIDIA driver: dlopen(libcuda.so.1) failed (") + (why ? why : "?") +
+                                                  "); use the CPU backend on this machine");
+  }
+  const std::string path = module_path.empty() ? default_cuda_backend_path() : module_path;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* why = dlerror();
+    return make_error(ErrorCode::unsupported, "cannot load the CUDA backend module " + path + ": " + (why ? why : "?") +
+                                                  " (build with -DMEMRA_CUDA=ON, or set MEMRA_CUDA_BACKEND to its path)");
+  }
+  auto get = reinterpret_cast<memra_cuda_backend_get_api_fn>(dlsym(h, MEMRA_CUDA_BACKEND_GET_API_SYMBOL));
+  const memra_cuda_backend_api* api = get ? get() : nullptr;
+  if (!api || api->version != MEMRA_CUDA_BACKEND_API_VERSION || api->struct_size < MEMRA_CUDA_BACKEND_API_STRUCT_SIZE)
+    return make_error(ErrorCode::unsupported, path + " is not a compatible memra CUDA backend (API version mismatch); rebuild it with this host");
+  return api;  // never dlclose: objects from the module may outlive any one caller
+}
+
+Result<std::unique_ptr<CudaBackendHandle>> CudaBackendHandle::create(const CudaBackendOpenOptions& o) {
+  auto api = load_cuda_backend_api(o.module_path);
+  if (!api) return api.error();
+  memra_cuda_backend_options opts{};
+  opts.struct_size = MEMRA_CUDA_BACKEND_OPTIONS_STRUCT_SIZE;
+  opts.device_ordinal = o.device;
+  opts.allow_ptx_jit = o.allow_ptx_jit ? 1 : 0;
+  opts.use_nvrtc = o.use_nvrtc ? 1 : 0;
+  opts.kernel_dir = o.kernel_dir.empty() ? nullptr : o.kernel_dir.c_str();
+  opts.cache_dir = o.cache_dir.empty() ? nullptr : o.cache_dir.c_str();
+  memra_cuda_backend* b = nullptr;
+  char err[2048] = {};
+  const memra_status st = (*api)->create(&opts, &b, err, sizeof err);
+  if (st != MEMRA_OK) return make_error(to_code(st), std::string("CUDA backend: ") + err);
+  return std::unique_ptr<CudaBackendHandle>(new CudaBackendHandle(*api, b));
+}
+
+CudaBackendHandle::~CudaBackendHandle() { api_->destroy(backend_); }
+
+memra_device_info CudaBackendHandle::device_info() const {
+  memra_device_info d{};
+  d.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
+  api_->device_info(backend_, &d);
+  return d;
+}
+
+Error CudaBackendHandle::error(memra_status st, const std::string& what) const {
+  return make_error(to_code(st), what + ": " + last_error());
+}
+
+Status CudaBackendHandle::upload_weights(const memra_weight_set& weights) {
+  const memra_status st = api_->upload_weights(backend_, &weights);
+  if (st != MEMRA_OK) return error(st, "uploading the weights to the GPU");
+  return {};
+}
+
+Status CudaBackendHandle::allocate_kv(const memra_cuda_kv_config& kv) {
+  const memra_status st = api_->allocate_kv(backend_, &kv);
+  if (st != MEMRA_OK) return error(st, "allocating the KV cache");
+  return {};
+}
+
+Status CudaBackendHandle::begin_step() {
+  const memra_status st = api_->begin_step(backend_);
+  if (st != MEMRA_OK) return error(st, "CUDA step");
+  return {};
+}
+
+}  // namespace memra::backend

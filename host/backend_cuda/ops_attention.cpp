@@ -1,0 +1,104 @@
+// Attention of the CUDA backend: RoPE fused with the paged-KV write, then split-KV
+// attention (fixed chunks of kChunk positions, kernels/attention/paged_attention.cu)
+// and the chunk merge.
+#include <algorithm>
+#include <cstring>
+
+#include "host/backend_cuda/cu_error.hpp"
+#include "host/backend_cuda/cuda_backend.hpp"
+#include "kernels/rope/rope_ref.hpp"
+
+namespace memra::backend::cuda {
+namespace {
+constexpr int32_t kChunk = 256;  // kAttnChunk in paged_attention.cu
+CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
+}  // namespace
+
+Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {
+  // The table depends on every field: key on the struct's bytes (up to what the caller filled).
+  const size_t n = std::min(p.struct_size, sizeof(memra_rope_params));
+  std::vector<char> key(reinterpret_cast<const char*>(&p), reinterpret_cast<const char*>(&p) + n);
+  for (const RopeEntry& e : ropes_)
+    if (e.key == key) {
+      *attention_factor = e.attention_factor;
+      return e.inv_freq;
+    }
+  memra_rope_params full{};
+  std::memcpy(&full, &p, n);
+  const ref::RopeTable table = ref::rope_table(full);
+  RopeEntry e;
+  e.key = std::move(key);
+  e.attention_factor = table.attention_factor;
+  const uint64_t bytes = std::max<size_t>(1, table.inv_freq.size()) * 4u;
+  CUresult r = cuMemAlloc(&e.inv_freq, bytes);
+  if (r == CUDA_SUCCESS) r = cuMemcpyHtoD(e.inv_freq, table.inv_freq.data(), table.inv_freq.size() * 4u);
+  if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "RoPE table upload"));
+  ropes_.push_back(std::move(e));
+  *attention_factor = ropes_.back().attention_factor;
+  return ropes_.back().inv_freq;
+}
+
+memra_status CudaBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch, memra_tensor* q,
+                                    memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
+  if (!k_cache_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
+  if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
+  if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
+  if (p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads != 0)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads must be a multiple of kv_heads");
+  // Host-side checks the CPU backend makes too, and the chunk count of the longest row.
+  int32_t max_chunks = 1;
+  for (int32_t t = 0; t < batch->num_tokens; ++t) {
+    const int32_t s = batch->seq_index[t];
+    const int32_t pos = batch->positions[t];
+    if (s < 0 || s >= batch->num_seqs || pos < 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad sequence index or position");
+    if (pos / kv_.block_size >= batch->max_blocks_per_seq) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: position beyond block table");
+    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
+    for (int64_t b = 0; b <= pos / kv_.block_size; ++b)
+      if (table[b] < 0 || table[b] >= kv_.num_blocks) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad KV block id");
+    const int32_t first = p->sliding_window > 0 ? std::max(0, pos - p->sliding_window + 1) : 0;
+    max_chunks = std::max(max_chunks, (pos - first + 1 + kChunk - 1) / kChunk);
+  }
+  auto b = device_batch(batch);
+  if (!b) return fail(b.error());
+  const DeviceBatch& db = **b;
+
+  const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
+  const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
+  const uint64_t layer_bytes = static_cast<uint64_t>(kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim) * 4u;
+  const CUdeviceptr kc = k_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
+  const CUdeviceptr vc = v_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
+
+  CUdeviceptr inv_freq = 0;
+  float attention_factor = 1.0f;
+  int32_t rotary_dim = 0, neox = 1;
+  if (p->rope) {
+    auto f = rope_inv_freq(*p->rope, &attention_factor);
+    if (!f) return fail(f.error());
+    inv_freq = *f;
+    rotary_dim = p->rope->rotary_dim;
+    neox = p->rope->neox_style;
+    if (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad rotary_dim");
+  }
+  const auto tokens = static_cast<unsigned>(batch->num_tokens);
+  memra_status st = launch("rope", "memra_rope_kv_write", tokens, 1, 128, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
+                           head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
+                           db.block_tables, max_blocks, kc, vc, block_size);
+  if (st != MEMRA_OK) return st;
+
+  const uint64_t rows = static_cast<uint64_t>(batch->num_tokens) * static_cast<uint64_t>(heads);
+  auto part_o = arena_->alloc(rows * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
+  if (!part_o) return fail(part_o.error());
+  auto part_ml = arena_->alloc(rows * static_cast<uint64_t>(max_chunks) * 2u * 4u);
+  if (!part_ml) return fail(part_ml.error());
+  const unsigned shared = static_cast<unsigned>((head_dim + kChunk) * 4);
+  st = launch("attention", "memra_attention_chunk", static_cast<unsigned>(rows), static_cast<unsigned>(max_chunks), 128, shared,
+              dptr(q), kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables, max_blocks,
+              p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml);
+  if (st != MEMRA_OK) return st;
+  return launch("attention", "memra_attention_combine", static_cast<unsigned>(rows), 1, 128, 0, *part_o, *part_ml,
+                db.positions, heads, head_dim, p->sliding_window, max_chunks, dptr(out));
+}
+
+}  // namespace memra::backend::cuda

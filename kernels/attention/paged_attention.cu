@@ -1,0 +1,113 @@
+// Attention over the paged KV cache (f32), split over fixed chunks of kAttnChunk
+// positions. Pass 1: one block per (token, head, chunk) computes the chunk's max
+// score m, sum l of exp(s - m) and unnormalised output o. Pass 2: one block per
+// (token, head) merges its chunks in chunk order. The chunking depends only on the
+// token's own position (and the sliding window), so a token's output is bitwise the
+// same in a prefill, a decode or a verify step and beside any other sequences.
+#include <stdint.h>
+
+#include "kernels/common/reduce.cuh"
+
+namespace {
+constexpr int kAttnChunk = 256;
+constexpr int kAttnThreads = 128;
+
+__device__ __forceinline__ int32_t first_position(int32_t pos, int32_t window) {
+  return window > 0 ? max(0, pos - window + 1) : 0;
+}
+
+__device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t position, int32_t block_size,
+                                               int64_t row_width) {
+  const int64_t block = table[position / block_size];
+  return (block * block_size + position % block_size) * row_width;
+}
+}  // namespace
+
+// grid (tokens * heads, max_chunks), kAttnThreads threads, dynamic shared memory
+// (head_dim + kAttnChunk) floats. part_o: [tokens*heads][max_chunks][head_dim];
+// part_ml: [tokens*heads][max_chunks][2].
+extern "C" __global__ void __launch_bounds__(kAttnThreads)
+    memra_attention_chunk(const float* q, const float* k_cache, const float* v_cache, int32_t heads, int32_t kv_heads,
+                          int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,
+                          const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window,
+                          float softcap, int32_t max_chunks, float* part_o, float* part_ml) {
+  extern __shared__ float smem[];
+  __shared__ float scratch[32];
+  float* qs = smem;
+  float* scores = smem + head_dim;
+  const int64_t th = blockIdx.x;
+  const int64_t t = th / heads;
+  const int h = static_cast<int>(th % heads);
+  const int32_t pos = positions[t];
+  const int32_t first = first_position(pos, sliding_window);
+  const int32_t n = pos - first + 1;
+  const int chunk = blockIdx.y;
+  if (static_cast<int64_t>(chunk) * kAttnChunk >= n) return;
+  const int32_t j0 = first + chunk * kAttnChunk;
+  const int len = min(kAttnChunk, n - chunk * kAttnChunk);
+  const int kvh = h / (heads / kv_heads);
+  const int64_t row_width = static_cast<int64_t>(kv_heads) * head_dim;
+  const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
+  const float* qh = q + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) qs[i] = qh[i];
+  __syncthreads();
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int j = warp; j < len; j += kAttnThreads / 32) {
+    const float* kj = k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+    float d = 0.0f;
+    for (int i = lane; i < head_dim; i += 32) d = fmaf(qs[i], kj[i], d);
+    d = memra::cuda::warp_sum(d);
+    float s = d * scale;
+    if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
+    if (lane == 0) scores[j] = s;
+  }
+  __syncthreads();
+  float m = -INFINITY;
+  for (int j = threadIdx.x; j < len; j += kAttnThreads) m = fmaxf(m, scores[j]);
+  m = memra::cuda::block_max(m, scratch);
+  float l = 0.0f;
+  for (int j = threadIdx.x; j < len; j += kAttnThreads) {
+    const float p = expf(scores[j] - m);
+    scores[j] = p;
+    l += p;
+  }
+  l = memra::cuda::block_sum(l, scratch);  // its barriers also publish scores[]
+  const int64_t part = th * max_chunks + chunk;
+  for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
+    float o = 0.0f;
+    for (int j = 0; j < len; ++j) {
+      const float* vj = v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+      o = fmaf(scores[j], vj[i], o);
+    }
+    part_o[part * head_dim + i] = o;
+  }
+  if (threadIdx.x == 0) {
+    part_ml[part * 2] = m;
+    part_ml[part * 2 + 1] = l;
+  }
+}
+
+// grid (tokens * heads), kAttnThreads threads. out: [tokens][heads * head_dim].
+extern "C" __global__ void __launch_bounds__(kAttnThreads)
+    memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
+                            int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out) {
+  const int64_t th = blockIdx.x;
+  const int64_t t = th / heads;
+  const int h = static_cast<int>(th % heads);
+  const int32_t pos = positions[t];
+  const int32_t n = pos - first_position(pos, sliding_window) + 1;
+  const int chunks = (n + kAttnChunk - 1) / kAttnChunk;
+  const float* ml = part_ml + th * max_chunks * 2;
+  float m = -INFINITY;
+  for (int c = 0; c < chunks; ++c) m = fmaxf(m, ml[2 * c]);
+  float l = 0.0f;
+  for (int c = 0; c < chunks; ++c) l = fmaf(ml[2 * c + 1], expf(ml[2 * c] - m), l);
+  const float inv = 1.0f / l;
+  float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
+    float acc = 0.0f;
+    for (int c = 0; c < chunks; ++c) acc = fmaf(part_o[(th * max_chunks + c) * head_dim + i], expf(ml[2 * c] - m), acc);
+    o[i] = acc * inv;
+  }
+}

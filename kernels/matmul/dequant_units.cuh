@@ -1,0 +1,227 @@
+// Device dequantizers for the weight schemes the CUDA backend streams, one "unit"
+// (a fixed run of consecutive elements) at a time.
+//
+// Each scheme S provides kUnit (elements per unit), kBlockElems/kBlockBytes (its
+// block layout) and unit(row, u, w) which writes elements [u*kUnit, (u+1)*kUnit)
+// of a row into w. They follow repack/quant/dequant_*.cpp operation for operation,
+// and the modules are built with --fmad=false, so each value is bitwise the CPU
+// oracle's (gguf-py's) value: e.g. Q4_K is (d*sc)*q - (dmin*m), rounded per step.
+// Blocks are read bytewise (block sizes like 34 or 210 bytes break wider alignment).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace memra::cuda {
+
+__device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+__device__ __forceinline__ float load_f16(const uint8_t* p) {
+  return __half2float(__ushort_as_half(load_u16(p)));
+}
+
+struct SchemeF32 {
+  static constexpr int kBlockElems = 1, kBlockBytes = 4;
+};
+struct SchemeF16 {
+  static constexpr int kBlockElems = 1, kBlockBytes = 2;
+};
+struct SchemeBF16 {
+  static constexpr int kBlockElems = 1, kBlockBytes = 2;
+};
+
+// Plain float formats: U elements per unit (8 when the row length allows 16-byte
+// loads, else 1).
+template <class S, int U>
+struct FloatUnit;
+
+template <int U>
+struct FloatUnit<SchemeF32, U> {
+  static constexpr int kUnit = U, kBlockElems = 1, kBlockBytes = 4;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const float* p = reinterpret_cast<const float*>(row) + u * U;
+    if constexpr (U % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < U; j += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(p + j);
+        w[j] = v.x; w[j + 1] = v.y; w[j + 2] = v.z; w[j + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < U; ++j) w[j] = p[j];
+    }
+  }
+};
+
+template <int U>
+struct FloatUnit<SchemeF16, U> {
+  static constexpr int kUnit = U, kBlockElems = 1, kBlockBytes = 2;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + u * U;
+    if constexpr (U == 8) {
+      const uint4 v = *reinterpret_cast<const uint4*>(p);
+      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        w[2 * j] = __half2float(__ushort_as_half(static_cast<uint16_t>(words[j] & 0xffffu)));
+        w[2 * j + 1] = __half2float(__ushort_as_half(static_cast<uint16_t>(words[j] >> 16)));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < U; ++j) w[j] = __half2float(__ushort_as_half(p[j]));
+    }
+  }
+};
+
+template <int U>
+struct FloatUnit<SchemeBF16, U> {
+  static constexpr int kUnit = U, kBlockElems = 1, kBlockBytes = 2;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + u * U;
+    if constexpr (U == 8) {
+      const uint4 v = *reinterpret_cast<const uint4*>(p);
+      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        w[2 * j] = __uint_as_float(words[j] << 16);
+        w[2 * j + 1] = __uint_as_float(words[j] & 0xffff0000u);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < U; ++j) w[j] = __uint_as_float(static_cast<uint32_t>(p[j]) << 16);
+    }
+  }
+};
+
+// Q8_0 (34 bytes / 32): f16 d, 32 int8. y = q * d.
+struct SchemeQ8_0 {
+  static constexpr int kUnit = 32, kBlockElems = 32, kBlockBytes = 34;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint8_t* b = row + u * kBlockBytes;
+    const float d = load_f16(b);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) w[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
+  }
+};
+
+// Q4_0 (18 bytes / 32): f16 d, nibbles (j: low of byte j, j+16: high). y = d*(q-8).
+struct SchemeQ4_0 {
+  static constexpr int kUnit = 32, kBlockElems = 32, kBlockBytes = 18;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint8_t* b = row + u * kBlockBytes;
+    const float d = load_f16(b);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int q = b[2 + j];
+      w[j] = d * static_cast<float>((q & 0x0f) - 8);
+      w[j + 16] = d * static_cast<float>((q >> 4) - 8);
+    }
+  }
+};
+
+// 6-bit scale and min of sub-block g of a Q4_K/Q5_K super-block (12-byte field).
+__device__ __forceinline__ void scale_min_k4(const uint8_t* s, int g, int& sc, int& mn) {
+  if (g < 4) {
+    sc = s[g] & 63;
+    mn = s[g + 4] & 63;
+  } else {
+    sc = (s[g + 4] & 0x0f) | ((s[g - 4] >> 6) << 4);
+    mn = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
+  }
+}
+
+// Q4_K (144 bytes / 256): unit = one 32-element sub-block g. y = (d*sc)*q - (dmin*m).
+struct SchemeQ4_K {
+  static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 144;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint8_t* b = row + (u >> 3) * kBlockBytes;
+    const int g = static_cast<int>(u & 7);
+    const float d = load_f16(b), dmin = load_f16(b + 2);
+    int sc, mn;
+    scale_min_k4(b + 4, g, sc, mn);
+    const float dg = d * static_cast<float>(sc);
+    const float mg = dmin * static_cast<float>(mn);
+    const uint8_t* qs = b + 16 + 32 * (g >> 1);
+    const int shift = 4 * (g & 1);
+#pragma unroll
+    for (int l = 0; l < 32; ++l) w[l] = dg * static_cast<float>((qs[l] >> shift) & 0x0f) - mg;
+  }
+};
+
+// Q5_K (176 bytes / 256): Q4_K plus a fifth bit (bit g of qh[l]).
+struct SchemeQ5_K {
+  static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 176;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint8_t* b = row + (u >> 3) * kBlockBytes;
+    const int g = static_cast<int>(u & 7);
+    const float d = load_f16(b), dmin = load_f16(b + 2);
+    int sc, mn;
+    scale_min_k4(b + 4, g, sc, mn);
+    const float dg = d * static_cast<float>(sc);
+    const float mg = dmin * static_cast<float>(mn);
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + 48 + 32 * (g >> 1);
+    const int shift = 4 * (g & 1);
+#pragma unroll
+    for (int l = 0; l < 32; ++l) {
+      const int q = ((qs[l] >> shift) & 0x0f) | (((qh[l] >> g) & 1) << 4);
+      w[l] = dg * static_cast<float>(q) - mg;
+    }
+  }
+};
+
+// Q6_K (210 bytes / 256): ql[128], qh[64], int8 scales[16], f16 d. Unit = 32
+// elements e = 32*gi + l of the super-block. y = (d*sc)*(q-32).
+struct SchemeQ6_K {
+  static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 210;
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint8_t* b = row + (u >> 3) * kBlockBytes;
+    const int gi = static_cast<int>(u & 7);
+    const uint8_t* ql = b;
+    const uint8_t* qh = b + 128;
+    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+    const float d = load_f16(b + 208);
+    const float dl0 = d * static_cast<float>(scales[2 * gi]);
+    const float dl1 = d * static_cast<float>(scales[2 * gi + 1]);
+    const int h = gi >> 2;
+#pragma unroll
+    for (int l = 0; l < 32; ++l) {
+      const int r = 32 * (gi & 3) + l;
+      const int low = (ql[64 * h + (r & 63)] >> (4 * (r >> 6))) & 0x0f;
+      const int high = (qh[32 * h + (r & 31)] >> (2 * (r >> 5))) & 3;
+      const int q = (low | (high << 4)) - 32;
+      w[l] = (l < 16 ? dl0 : dl1) * static_cast<float>(q);
+    }
+  }
+};
+
+// IQ4_XS (136 bytes / 256): f16 d, u16 scales_h, scales_l[4], qs[128]; codes into
+// the IQ4_NL codebook. Unit = sub-block g. y = (d*ls) * kvalues[q].
+struct SchemeIQ4_XS {
+  static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 136;
+  // The codebook {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89,
+  // 113} packed into two words (byte i = value i), so it stays in registers.
+  __device__ static int codebook(int i) {
+    const uint64_t table = i < 8 ? 0xF6EADDCFBFAD9881ull : 0x7159453526190D01ull;
+    return static_cast<int8_t>(static_cast<uint8_t>(table >> (8 * (i & 7))));
+  }
+  __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
+    const uint8_t* b = row + (u >> 3) * kBlockBytes;
+    const int g = static_cast<int>(u & 7);
+    const float d = load_f16(b);
+    const int scales_h = load_u16(b + 2);
+    const int lo = (b[4 + (g >> 1)] >> (4 * (g & 1))) & 0x0f;
+    const int hi = (scales_h >> (2 * g)) & 3;
+    const float dl = d * static_cast<float>((lo | (hi << 4)) - 32);
+    const uint8_t* q = b + 8 + 16 * g;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      w[j] = dl * static_cast<float>(codebook(q[j] & 0x0f));
+      w[j + 16] = dl * static_cast<float>(codebook(q[j] >> 4));
+    }
+  }
+};
+
+}  // namespace memra::cuda

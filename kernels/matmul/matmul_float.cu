@@ -1,0 +1,20 @@
+// Matmul module for plain float weights (f32, f16, bf16). The _u8 kernels need
+// cols % 8 == 0 (16-byte loads); the _u1 kernels take any row length.
+#include "kernels/matmul/gemv.cuh"
+
+namespace {
+using namespace memra::cuda;
+using F32U8 = FloatUnit<SchemeF32, 8>;
+using F32U1 = FloatUnit<SchemeF32, 1>;
+using F16U8 = FloatUnit<SchemeF16, 8>;
+using F16U1 = FloatUnit<SchemeF16, 1>;
+using BF16U8 = FloatUnit<SchemeBF16, 8>;
+using BF16U1 = FloatUnit<SchemeBF16, 1>;
+}  // namespace
+
+MEMRA_DEFINE_GEMV(f32_u8, F32U8)
+MEMRA_DEFINE_GEMV(f32_u1, F32U1)
+MEMRA_DEFINE_GEMV(f16_u8, F16U8)
+MEMRA_DEFINE_GEMV(f16_u1, F16U1)
+MEMRA_DEFINE_GEMV(bf16_u8, BF16U8)
+MEMRA_DEFINE_GEMV(bf16_u1, BF16U1)

@@ -1,0 +1,37 @@
+#include "kernels/matmul/matmul_ref.hpp"
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "repack/quant/dequant.hpp"
+
+namespace memra::ref {
+
+bool scheme_type(const char* scheme, quant::GgmlType* out) {
+  if (!scheme) return false;
+  std::string upper(scheme);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return quant::ggml_type_from_name(upper, out);
+}
+
+bool matmul_rows(quant::GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m,
+                 const float* bias, float* y) {
+  uint64_t row_bytes = 0;
+  if (!quant::ggml_row_bytes(static_cast<uint32_t>(type), static_cast<uint64_t>(cols), &row_bytes)) return false;
+  std::vector<float> wr(static_cast<size_t>(cols));
+  const auto* base = static_cast<const uint8_t*>(w);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!quant::dequantize_row(type, base + row_bytes * static_cast<uint64_t>(r), wr.data(), cols)) return false;
+    for (int64_t t = 0; t < m; ++t) {
+      const float* xt = x + t * cols;
+      double acc = 0.0;
+      for (int64_t c = 0; c < cols; ++c) acc += static_cast<double>(xt[c]) * static_cast<double>(wr[static_cast<size_t>(c)]);
+      if (bias) acc += bias[r];
+      y[t * rows + r] = static_cast<float>(acc);
+    }
+  }
+  return true;
+}
+
+}  // namespace memra::ref

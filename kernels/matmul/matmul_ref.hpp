@@ -1,0 +1,18 @@
+// Matmul over a quantised weight, CPU reference: y[t][r] = sum_c x[t][c] * W[r][c]
+// (+ bias[r]), W dequantised exactly (repack/quant), the dot products accumulated in
+// double so the reference is more accurate than any float32 kernel it judges.
+#pragma once
+#include <cstdint>
+
+#include "repack/quant/ggml_type.hpp"
+
+namespace memra::ref {
+
+// "bf16", "q4_k", ... -> ggml type; false for names memra's kernels do not know.
+bool scheme_type(const char* scheme, quant::GgmlType* out);
+
+// False when the type has no exact dequantizer or cols breaks its block size.
+bool matmul_rows(quant::GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m,
+                 const float* bias, float* y);
+
+}  // namespace memra::ref
