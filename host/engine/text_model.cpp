@@ -55,20 +55,27 @@ Result<std::string> TextModel::render_chat(const nlohmann::ordered_json& context
   return chat_template->render(ctx);
 }
 
+Result<std::shared_ptr<const tokenizer::Tokenizer>> load_tokenizer(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) {
+    if (!fs::exists(p / "tokenizer.json"))
+      return make_error(ErrorCode::not_found, path + " has no tokenizer.json; memra needs the model's tokenizer next to its weights");
+    return tokenizer::Tokenizer::from_hf_dir(p);
+  }
+  if (!fs::is_regular_file(p, ec)) return make_error(ErrorCode::not_found, path + " does not exist");
+  if (p.extension() == ".json") {
+    const fs::path config = p.parent_path() / "tokenizer_config.json";
+    return tokenizer::Tokenizer::from_hf_files(p, fs::exists(config) ? config : fs::path());
+  }
+  return gguf_tokenizer(path);
+}
+
 Result<TextModel> load_text_model(const std::string& path, const ModelConfig& config) {
   TextModel m;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    if (!fs::exists(fs::path(path) / "tokenizer.json"))
-      return make_error(ErrorCode::not_found, path + " has no tokenizer.json; memra needs the model's tokenizer next to its weights");
-    auto t = tokenizer::Tokenizer::from_hf_dir(path);
-    if (!t) return t.error();
-    m.tokenizer = std::move(*t);
-  } else {
-    auto t = gguf_tokenizer(path);
-    if (!t) return t.error();
-    m.tokenizer = std::move(*t);
-  }
+  auto t = load_tokenizer(path);
+  if (!t) return t.error();
+  m.tokenizer = std::move(*t);
   if (!m.tokenizer->chat_template().empty()) {
     auto tpl = chat_template::compile(m.tokenizer->chat_template());
     if (!tpl) return make_error(tpl.error().code, "the model's chat template cannot be used: " + tpl.error().message);

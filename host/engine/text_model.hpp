@@ -26,6 +26,10 @@ struct TextModel {
   Result<std::string> render_chat(const nlohmann::ordered_json& context) const;
 };
 
+// The tokenizer of `path`: a model directory (Hugging Face or .memra) holding
+// tokenizer.json, a tokenizer.json file itself, or a .gguf (its embedded vocabulary).
+Result<std::shared_ptr<const tokenizer::Tokenizer>> load_tokenizer(const std::string& path);
+
 // `path` is what the engine opened: a Hugging Face directory or a .gguf file.
 Result<TextModel> load_text_model(const std::string& path, const ModelConfig& config);
 
