@@ -1,6 +1,9 @@
 #include "host/tokenizer/bpe.hpp"
 
+#include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <algorithm>
 #include <queue>
 
 #include "host/tokenizer/utf8.hpp"
@@ -23,20 +26,100 @@ const std::array<char32_t, 256>& byte_to_unicode() {
 
 // ---- WordCache ------------------------------------------------------------
 
+namespace {
+
+class CacheTable {
+ public:
+  bool get(std::string_view word, std::uint64_t h, std::vector<TokenId>& out) const {
+    if (slots_.empty()) return false;
+    for (std::size_t i = h & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+      const Entry& e = slots_[i];
+      if (e.hash == 0) return false;
+      if (e.hash == h && e.key_len == word.size() && std::memcmp(keys_.data() + e.key_off, word.data(), word.size()) == 0) {
+        out.insert(out.end(), ids_.begin() + e.ids_off, ids_.begin() + e.ids_off + e.n_ids);
+        return true;
+      }
+    }
+  }
+  void put(std::string_view word, std::uint64_t h, const TokenId* ids, std::size_t n) {
+    if (slots_.empty() || used_ >= kSlots / 2 || keys_.size() > kMaxBytes) clear();
+    for (std::size_t i = h & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+      Entry& e = slots_[i];
+      if (e.hash == h && e.key_len == word.size() && std::memcmp(keys_.data() + e.key_off, word.data(), word.size()) == 0)
+        return;
+      if (e.hash != 0) continue;
+      e = Entry{h, static_cast<std::uint32_t>(keys_.size()), static_cast<std::uint32_t>(word.size()),
+                static_cast<std::uint32_t>(ids_.size()), static_cast<std::uint32_t>(n)};
+      keys_.append(word);
+      ids_.insert(ids_.end(), ids, ids + n);
+      ++used_;
+      return;
+    }
+  }
+  void clear() {
+    slots_.assign(kSlots, Entry{});
+    keys_.clear();
+    ids_.clear();
+    used_ = 0;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = std::size_t{1} << 15;
+  static constexpr std::size_t kMaxBytes = std::size_t{4} << 20;
+  struct Entry {
+    std::uint64_t hash = 0;  // 0 = empty
+    std::uint32_t key_off = 0, key_len = 0, ids_off = 0, n_ids = 0;
+  };
+  std::vector<Entry> slots_;
+  std::string keys_;
+  std::vector<TokenId> ids_;
+  std::size_t used_ = 0;
+};
+
+struct ThreadCaches {
+  struct Slot {
+    std::uint64_t owner = 0;
+    std::uint64_t last_use = 0;
+    CacheTable table;
+  };
+  std::array<Slot, 4> slots;
+  std::uint64_t tick = 0;
+
+  CacheTable& table_for(std::uint64_t owner) {
+    Slot* victim = &slots[0];
+    for (auto& s : slots) {
+      if (s.owner == owner) {
+        s.last_use = ++tick;
+        return s.table;
+      }
+      if (s.last_use < victim->last_use) victim = &s;
+    }
+    victim->owner = owner;
+    victim->last_use = ++tick;
+    victim->table.clear();
+    return victim->table;
+  }
+};
+
+ThreadCaches& thread_caches() {
+  thread_local ThreadCaches caches;
+  return caches;
+}
+
+std::uint64_t word_hash(std::string_view s) { return StringIdMap::hash(s) | 1; }
+
+std::atomic<std::uint64_t> next_cache_owner{1};
+
+}  // namespace
+
+WordCache::WordCache() : owner_(next_cache_owner.fetch_add(1)) {}
+
 bool WordCache::get(std::string_view word, std::vector<TokenId>& out) const {
-  auto& shard = shards_[Hash{}(word) % kShards];
-  std::lock_guard lock(shard.mu);
-  auto it = shard.map.find(word);
-  if (it == shard.map.end()) return false;
-  out.insert(out.end(), it->second.begin(), it->second.end());
-  return true;
+  return thread_caches().table_for(owner_).get(word, word_hash(word), out);
 }
 
 void WordCache::put(std::string_view word, const TokenId* ids, std::size_t n) const {
-  auto& shard = shards_[Hash{}(word) % kShards];
-  std::lock_guard lock(shard.mu);
-  if (shard.map.size() >= kMaxPerShard) shard.map.clear();  // bounded: start over when full
-  shard.map.emplace(std::string(word), std::vector<TokenId>(ids, ids + n));
+  thread_caches().table_for(owner_).put(word, word_hash(word), ids, n);
 }
 
 // ---- PairMap --------------------------------------------------------------
@@ -127,6 +210,22 @@ Result<std::unique_ptr<Bpe>> Bpe::create(const BpeSpec& spec, bool byte_level) {
     bpe->fallback_ids_[b] = fb ? *fb : -1;
   }
 
+  constexpr std::string_view kMeta = "\xE2\x96\x81";
+  if (!byte_level && bpe->vocab_find(kMeta)) {
+    bpe->meta_split_ = true;
+    for (const auto& [text, id] : spec.vocab) {
+      for (std::size_t k = text.find(kMeta, 1); k != std::string::npos; k = text.find(kMeta, k + 1)) {
+        std::size_t j = k - 1;
+        while (j > 0 && (static_cast<unsigned char>(text[j]) & 0xC0) == 0x80) --j;
+        std::size_t at = j;
+        bpe->meta_followed_.push_back(next_codepoint(text, at));
+      }
+    }
+    std::sort(bpe->meta_followed_.begin(), bpe->meta_followed_.end());
+    bpe->meta_followed_.erase(std::unique(bpe->meta_followed_.begin(), bpe->meta_followed_.end()),
+                              bpe->meta_followed_.end());
+  }
+
   bpe->pairs_.reserve(spec.merges.size());
   std::string joined;
   for (std::size_t i = 0; i < spec.merges.size(); ++i) {
@@ -149,6 +248,25 @@ Result<std::unique_ptr<Bpe>> Bpe::create(const BpeSpec& spec, bool byte_level) {
 const TokenId* Bpe::vocab_find(std::string_view s) const { return vocab_.find(s); }
 
 void Bpe::encode(std::string_view word, std::vector<TokenId>& out) const {
+  if (!meta_split_) {
+    encode_piece(word, out);
+    return;
+  }
+  constexpr std::string_view kMeta = "\xE2\x96\x81";
+  std::size_t start = 0;
+  for (std::size_t k = word.find(kMeta, 1); k != std::string_view::npos; k = word.find(kMeta, k + 1)) {
+    std::size_t j = k - 1;
+    while (j > start && (static_cast<unsigned char>(word[j]) & 0xC0) == 0x80) --j;
+    std::size_t at = j;
+    char32_t prev = next_codepoint(word, at);
+    if (at != k || std::binary_search(meta_followed_.begin(), meta_followed_.end(), prev)) continue;
+    encode_piece(word.substr(start, k - start), out);
+    start = k;
+  }
+  encode_piece(word.substr(start), out);
+}
+
+void Bpe::encode_piece(std::string_view word, std::vector<TokenId>& out) const {
   if (word.empty()) return;
   const bool cacheable = word.size() <= WordCache::kMaxWordBytes;
   if (cacheable && cache_.get(word, out)) return;

@@ -6,10 +6,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "host/common/result.hpp"
@@ -21,25 +19,17 @@ namespace memra::tokenizer::detail {
 // The 256 characters GPT-2 byte-level BPE uses for bytes.
 const std::array<char32_t, 256>& byte_to_unicode();
 
-// A bounded, sharded cache word -> ids, safe for concurrent encode() calls.
+// A bounded cache word -> ids. Each thread has its own tables (for up to 4 tokenizers, least recently
+// used replaced), so lookups take no lock; a tokenizer is identified by a never-reused id.
 class WordCache {
  public:
   static constexpr std::size_t kMaxWordBytes = 256;
+  WordCache();
   bool get(std::string_view word, std::vector<TokenId>& out) const;
   void put(std::string_view word, const TokenId* ids, std::size_t n) const;
 
  private:
-  static constexpr std::size_t kShards = 16;
-  static constexpr std::size_t kMaxPerShard = 8192;
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  struct Shard {
-    std::mutex mu;
-    std::unordered_map<std::string, std::vector<TokenId>, Hash, std::equal_to<>> map;
-  };
-  mutable std::array<Shard, kShards> shards_;
+  std::uint64_t owner_;
 };
 
 class Bpe {
@@ -66,6 +56,7 @@ class Bpe {
     const PairValue* find(TokenId a, TokenId b) const;
   };
 
+  void encode_piece(std::string_view word, std::vector<TokenId>& out) const;
   void encode_uncached(std::string_view word, std::vector<TokenId>& out) const;
   const TokenId* vocab_find(std::string_view s) const;
 
@@ -81,6 +72,11 @@ class Bpe {
   std::array<TokenId, 256> byte_ids_{};      // byte-level: id of each byte's character (-1 if absent)
   std::array<std::string, 256> byte_chars_;  // byte-level: UTF-8 of each byte's character
   std::array<TokenId, 256> fallback_ids_{};  // <0xNN> ids (-1 if absent)
+  // SentencePiece vocabularies: a word may be cut before a U+2581 whose preceding character c never
+  // appears as "c U+2581" inside a vocabulary token — no merge can then cross the cut, so the result is
+  // the same and the pieces hit the cache (a Gemma-style pre-tokenizer leaves whole lines as one word).
+  bool meta_split_ = false;
+  std::vector<char32_t> meta_followed_;  // sorted: the characters c that do appear before U+2581
   WordCache cache_;
 };
 

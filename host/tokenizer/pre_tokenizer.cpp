@@ -16,9 +16,10 @@ struct Span {
 };
 
 // Applies a split behaviour to the (match / non-match) spans covering a piece (Hugging Face
-// NormalizedString::split), appending the non-empty resulting pieces.
+// NormalizedString::split), passing the non-empty resulting pieces to `emit`.
+template <class Emit>
 void split_by_behavior(const PreToken& in, std::vector<Span>& spans, SplitBehavior behavior, bool invert,
-                       std::vector<PreToken>& out) {
+                       const Emit& emit) {
   if (invert)
     for (auto& s : spans) s.is_match = !s.is_match;
   std::vector<std::pair<std::size_t, std::size_t>> pieces;
@@ -64,8 +65,30 @@ void split_by_behavior(const PreToken& in, std::vector<Span>& spans, SplitBehavi
   }
   for (auto [b, e] : pieces) {
     if (b == e) continue;
-    out.push_back(PreToken{in.text.substr(b, e - b), in.at_start && b == 0});
+    emit(PreToken{in.text.substr(b, e - b), in.at_start && b == 0});
   }
+}
+
+// Isolated / Removed splitting by a regex, streamed: each piece is emitted as soon as it is matched.
+template <class Emit>
+void regex_split_streaming(const Regex& re, const PreToken& in, bool keep_matches, const Emit& emit) {
+  std::string_view text = in.text;
+  std::size_t prev = 0, pos = 0, b = 0, e = 0;
+  auto piece = [&](std::size_t from, std::size_t to) {
+    if (from != to) emit(PreToken{text.substr(from, to - from), in.at_start && from == 0});
+  };
+  while (pos <= text.size() && re.find(text, pos, b, e)) {
+    piece(prev, b);
+    if (keep_matches) piece(b, e);
+    prev = e;
+    if (e == b) {
+      if (b >= text.size()) break;
+      pos = b + utf8_length(static_cast<unsigned char>(text[b]));
+    } else {
+      pos = e;
+    }
+  }
+  piece(prev, text.size());
 }
 
 // Match / non-match spans of a regex over `text`.
@@ -130,39 +153,38 @@ Result<PreTokenizer> PreTokenizer::create(const std::vector<PreTokenizerStep>& s
   return pt;
 }
 
-void PreTokenizer::run(std::string_view text, bool at_start, std::vector<PreToken>& out,
-                       std::deque<std::string>& storage) const {
-  out.clear();
-  out.push_back(PreToken{text, at_start});
-  std::vector<PreToken> next;
-  for (const auto& step : steps_) {
-    next.clear();
-    for (const auto& piece : out) apply(step, piece, next, storage);
-    out.swap(next);
-  }
+void PreTokenizer::run(std::string_view text, bool at_start, const Sink& sink) const {
+  apply(0, PreToken{text, at_start}, sink);
 }
 
-void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreToken>& out,
-                         std::deque<std::string>& storage) const {
-  thread_local std::vector<Span> spans;
+void PreTokenizer::apply(std::size_t index, const PreToken& in, const Sink& sink) const {
+  if (index == steps_.size()) {
+    if (!in.text.empty()) sink(in.text);
+    return;
+  }
+  const Step& step = steps_[index];
   const auto& s = step.spec;
+  auto next = [&](const PreToken& piece) { apply(index + 1, piece, sink); };
+  std::vector<Span> spans;
   switch (s.kind) {
     case PreTokenizerStep::Kind::split:
-      regex_spans(*step.regex, in.text, spans);
-      split_by_behavior(in, spans, s.behavior, s.invert, out);
-      return;
-    case PreTokenizerStep::Kind::byte_level: {
-      PreToken piece = in;
-      if (s.add_prefix_space && (piece.text.empty() || piece.text.front() != ' ')) {
-        storage.push_back(" " + std::string(piece.text));
-        piece.text = storage.back();
-      }
-      if (!step.regex) {
-        if (!piece.text.empty()) out.push_back(piece);
+      if (!s.invert && (s.behavior == SplitBehavior::isolated || s.behavior == SplitBehavior::removed)) {
+        regex_split_streaming(*step.regex, in, s.behavior == SplitBehavior::isolated, next);
         return;
       }
-      regex_spans(*step.regex, piece.text, spans);
-      split_by_behavior(piece, spans, SplitBehavior::isolated, false, out);
+      regex_spans(*step.regex, in.text, spans);
+      split_by_behavior(in, spans, s.behavior, s.invert, next);
+      return;
+    case PreTokenizerStep::Kind::byte_level: {
+      if (s.add_prefix_space && (in.text.empty() || in.text.front() != ' ')) {
+        std::string prefixed = " " + std::string(in.text);
+        PreToken piece{prefixed, in.at_start};
+        if (step.regex) regex_split_streaming(*step.regex, piece, true, next);
+        else next(piece);
+        return;
+      }
+      if (step.regex) regex_split_streaming(*step.regex, in, true, next);
+      else next(in);
       return;
     }
     case PreTokenizerStep::Kind::metaspace: {
@@ -176,14 +198,12 @@ void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreTo
       if (!starts_with_rep && (s.prepend_scheme == PrependScheme::always ||
                                (s.prepend_scheme == PrependScheme::first && in.at_start)))
         t.insert(0, s.replacement);
-      storage.push_back(std::move(t));
-      PreToken piece{storage.back(), in.at_start};
+      PreToken piece{t, in.at_start};
       if (!s.split) {
-        if (!piece.text.empty()) out.push_back(piece);
+        next(piece);
         return;
       }
       // split on the replacement, MergedWithNext
-      spans.clear();
       std::size_t prev = 0, pos = 0;
       std::string_view txt = piece.text;
       while ((pos = txt.find(s.replacement, pos)) != std::string_view::npos) {
@@ -193,17 +213,17 @@ void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreTo
         prev = pos;
       }
       if (prev != txt.size()) spans.push_back({prev, txt.size(), false});
-      split_by_behavior(piece, spans, SplitBehavior::merged_with_next, false, out);
+      split_by_behavior(piece, spans, SplitBehavior::merged_with_next, false, next);
       return;
     }
     case PreTokenizerStep::Kind::digits:
       char_spans(in.text, [](char32_t c) { return is_numeric(c); }, spans);
       split_by_behavior(in, spans, s.individual_digits ? SplitBehavior::isolated : SplitBehavior::contiguous, false,
-                        out);
+                        next);
       return;
     case PreTokenizerStep::Kind::whitespace_split:
       char_spans(in.text, [](char32_t c) { return is_white_space(c); }, spans);
-      split_by_behavior(in, spans, SplitBehavior::removed, false, out);
+      split_by_behavior(in, spans, SplitBehavior::removed, false, next);
       return;
   }
 }

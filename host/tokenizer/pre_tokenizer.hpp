@@ -2,7 +2,7 @@
 // Sequences of them, with the split behaviours of the Hugging Face library.
 #pragma once
 
-#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,15 +26,18 @@ class PreTokenizer {
   // True when a ByteLevel step is present: the model then works on bytes, not characters.
   bool byte_level() const { return byte_level_; }
 
-  // Splits a normalized section into words. Rewritten text (Metaspace, prefix spaces) lives in `storage`.
-  void run(std::string_view text, bool at_start, std::vector<PreToken>& out, std::deque<std::string>& storage) const;
+  using Sink = std::function<void(std::string_view word)>;
+
+  // Splits a normalized section into words and hands each to `sink`, in order, as soon as it is known
+  // (no list of all words of a long text is built).
+  void run(std::string_view text, bool at_start, const Sink& sink) const;
 
  private:
   struct Step {
     PreTokenizerStep spec;
     std::shared_ptr<const Regex> regex;  // split / byte_level(use_regex)
   };
-  void apply(const Step& step, const PreToken& in, std::vector<PreToken>& out, std::deque<std::string>& storage) const;
+  void apply(std::size_t step, const PreToken& in, const Sink& sink) const;
   std::vector<Step> steps_;
   bool byte_level_ = false;
 };

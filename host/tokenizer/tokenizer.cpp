@@ -1,6 +1,5 @@
 #include "host/tokenizer/tokenizer.hpp"
 
-#include <deque>
 #include <fstream>
 #include <sstream>
 
@@ -86,10 +85,7 @@ Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::build(detail::Tokenize
 }
 
 void Tokenizer::Impl::encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out) const {
-  thread_local std::vector<detail::PreToken> words;
-  std::deque<std::string> storage;
-  pre_tokenizer.run(text, at_start, words, storage);
-  for (const auto& w : words) bpe->encode(w.text, out);
+  pre_tokenizer.run(text, at_start, [&](std::string_view word) { bpe->encode(word, out); });
 }
 
 void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out) const {

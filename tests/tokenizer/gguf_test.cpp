@@ -83,6 +83,8 @@ GgufVocab vocab_from_tokenizer_json(const ModelRef& m, const GgufCase& c) {
   return v;
 }
 
+void PrintTo(const GgufCase& c, std::ostream* os) { *os << c.name << (c.scores_only ? " (scores)" : " (merges)"); }
+
 class TokenizerGguf : public ::testing::TestWithParam<GgufCase> {};
 
 TEST_P(TokenizerGguf, IdsEqualTokenizerJson) {

