@@ -47,17 +47,17 @@ struct Expr {
 };
 
 enum class StmtKind {
-  text,            // text
-  output,          // expr                      {{ expr }}
+  text,    // text
+  output,  // expr                      {{ expr }}
   comment,
-  if_,             // expr = test; body; alt    (elif is a nested if_ in alt)
-  for_,            // target = loop variable(s); expr = iterable; body; alt = else block
+  if_,   // expr = test; body; alt    (elif is a nested if_ in alt)
+  for_,  // target = loop variable(s); expr = iterable; body; alt = else block
   break_,
   continue_,
-  set,             // target = assignee; expr = value (or null: block set with body)
-  macro,           // text = name; params; body
-  call_block,      // expr = call expression; params = caller parameters; has_params; body
-  filter_block,    // expr = filter (identifier or call); body
+  set,           // target = assignee; expr = value (or null: block set with body)
+  macro,         // text = name; params; body
+  call_block,    // expr = call expression; params = caller parameters; has_params; body
+  filter_block,  // expr = filter (identifier or call); body
 };
 
 struct Stmt;

@@ -19,18 +19,15 @@ struct MethodName {
 };
 
 constexpr MethodName kStringMethods[] = {
-    {"upper", Method::upper},       {"lower", Method::lower},           {"strip", Method::strip},
-    {"title", Method::title},       {"capitalize", Method::capitalize}, {"rstrip", Method::rstrip},
-    {"lstrip", Method::lstrip},     {"startswith", Method::startswith}, {"endswith", Method::endswith},
-    {"split", Method::split},       {"replace", Method::replace},
+    {"upper", Method::upper},   {"lower", Method::lower},           {"strip", Method::strip},
+    {"title", Method::title},   {"capitalize", Method::capitalize}, {"rstrip", Method::rstrip},
+    {"lstrip", Method::lstrip}, {"startswith", Method::startswith}, {"endswith", Method::endswith},
+    {"split", Method::split},   {"replace", Method::replace},
 };
 
 constexpr MethodName kObjectMethods[] = {
-    {"get", Method::get},
-    {"items", Method::items},
-    {"keys", Method::keys},
-    {"values", Method::values},
-    {"dictsort", Method::dictsort},
+    {"get", Method::get},       {"items", Method::items},       {"keys", Method::keys},
+    {"values", Method::values}, {"dictsort", Method::dictsort},
 };
 
 std::optional<Method> string_method(std::string_view name) {
@@ -59,7 +56,8 @@ std::string capitalize(const std::string& s) {
   return text::to_upper(s.substr(0, i)) + s.substr(i);
 }
 
-std::string js_replace(const std::string& s, const std::string& from, const std::string& to, std::optional<double> count) {
+std::string js_replace(const std::string& s, const std::string& from, const std::string& to,
+                       std::optional<double> count) {
   if (count && *count == 0) return s;
   double remaining = (!count || *count < 0) ? INFINITY : *count;
   std::string out;
@@ -235,8 +233,8 @@ Value Interpreter::get_member(const Value& object, const Value& property) {
     if (property.is_string()) {
       const std::string& key = property.str();
       if (key == "length") {
-        return Value::integer(static_cast<double>(object.is_array() ? object.arr().items.size()
-                                                                    : text::utf16_length(object.str())));
+        return Value::integer(
+            static_cast<double>(object.is_array() ? object.arr().items.size() : text::utf16_length(object.str())));
       }
       if (object.is_string()) {
         if (const auto m = string_method(key)) return make_method(*m, object, method_name(*m));
@@ -256,16 +254,26 @@ Value Interpreter::call_method(const Function& f, const std::vector<Value>& args
   if (self.is_string()) {
     const std::string& s = self.str();
     switch (f.method) {
-      case Method::upper: return Value::string(text::to_upper(s));
-      case Method::lower: return Value::string(text::to_lower(s));
-      case Method::strip: return Value::string(std::string(text::trim(s)));
-      case Method::title: return Value::string(title_case(s));
-      case Method::capitalize: return Value::string(capitalize(s));
-      case Method::rstrip: return Value::string(std::string(text::trim_end(s)));
-      case Method::lstrip: return Value::string(std::string(text::trim_start(s)));
-      case Method::startswith: return Value::boolean(starts_or_ends(s, args, true));
-      case Method::endswith: return Value::boolean(starts_or_ends(s, args, false));
-      case Method::split: return split(s, args);
+      case Method::upper:
+        return Value::string(text::to_upper(s));
+      case Method::lower:
+        return Value::string(text::to_lower(s));
+      case Method::strip:
+        return Value::string(std::string(text::trim(s)));
+      case Method::title:
+        return Value::string(title_case(s));
+      case Method::capitalize:
+        return Value::string(capitalize(s));
+      case Method::rstrip:
+        return Value::string(std::string(text::trim_end(s)));
+      case Method::lstrip:
+        return Value::string(std::string(text::trim_start(s)));
+      case Method::startswith:
+        return Value::boolean(starts_or_ends(s, args, true));
+      case Method::endswith:
+        return Value::boolean(starts_or_ends(s, args, false));
+      case Method::split:
+        return split(s, args);
       case Method::replace: {
         if (args.size() < 2) fail("replace() requires at least two arguments");
         if (!args[0].is_string() || !args[1].is_string()) fail("replace() arguments must be strings");
@@ -284,7 +292,8 @@ Value Interpreter::call_method(const Function& f, const std::vector<Value>& args
         check_size(out.size());
         return Value::string(std::move(out));
       }
-      default: break;
+      default:
+        break;
     }
   } else if (self.is_object()) {
     const Object& o = self.obj();
@@ -313,8 +322,10 @@ Value Interpreter::call_method(const Function& f, const std::vector<Value>& args
         for (const auto& [k, v] : o.entries()) values.push_back(v);
         return Value::array(std::move(values));
       }
-      case Method::dictsort: return dictsort(o, args);
-      default: break;
+      case Method::dictsort:
+        return dictsort(o, args);
+      default:
+        break;
     }
   }
   fail(std::string("method ") + method_name(f.method) + "() is not available on " + std::string(self.type_name()));
@@ -417,12 +428,15 @@ Value Interpreter::call_global(const Function& f, const std::vector<Value>& args
       }
       if (step == 0) fail("range() step must not be zero");
       const double count = std::ceil((stop - start) / step);
-      if (count > 0) count_iterations(count > 1e18 ? static_cast<std::uint64_t>(1e18) : static_cast<std::uint64_t>(count));
+      if (count > 0)
+        count_iterations(count > 1e18 ? static_cast<std::uint64_t>(1e18) : static_cast<std::uint64_t>(count));
       std::vector<Value> out;
       if (step > 0) {
-        for (double i = start; i < stop; i += step) out.push_back(std::floor(i) == i ? Value::integer(i) : Value::floating(i));
+        for (double i = start; i < stop; i += step)
+          out.push_back(std::floor(i) == i ? Value::integer(i) : Value::floating(i));
       } else {
-        for (double i = start; i > stop; i += step) out.push_back(std::floor(i) == i ? Value::integer(i) : Value::floating(i));
+        for (double i = start; i > stop; i += step)
+          out.push_back(std::floor(i) == i ? Value::integer(i) : Value::floating(i));
       }
       return Value::array(std::move(out));
     }
@@ -476,15 +490,32 @@ std::string strftime_js(std::int64_t unix_seconds, std::string_view format) {
       const char c = format[i + 1];
       std::string rep;
       switch (c) {
-        case 'Y': rep = std::to_string(tm.tm_year + 1900); break;
-        case 'm': rep = pad2(tm.tm_mon + 1); break;
-        case 'd': rep = pad2(tm.tm_mday); break;
-        case 'b': rep = kShort[tm.tm_mon]; break;
-        case 'B': rep = kLong[tm.tm_mon]; break;
-        case 'H': rep = pad2(tm.tm_hour); break;
-        case 'M': rep = pad2(tm.tm_min); break;
-        case '%': rep = "%"; break;
-        default: break;
+        case 'Y':
+          rep = std::to_string(tm.tm_year + 1900);
+          break;
+        case 'm':
+          rep = pad2(tm.tm_mon + 1);
+          break;
+        case 'd':
+          rep = pad2(tm.tm_mday);
+          break;
+        case 'b':
+          rep = kShort[tm.tm_mon];
+          break;
+        case 'B':
+          rep = kLong[tm.tm_mon];
+          break;
+        case 'H':
+          rep = pad2(tm.tm_hour);
+          break;
+        case 'M':
+          rep = pad2(tm.tm_min);
+          break;
+        case '%':
+          rep = "%";
+          break;
+        default:
+          break;
       }
       if (!rep.empty()) {
         out += rep;

@@ -32,8 +32,10 @@ bool js_truthy_value(const Value& v) {
     case Kind::array:
     case Kind::object:
     case Kind::namespace_:
-    case Kind::function: return true;
-    default: return v.truthy();
+    case Kind::function:
+      return true;
+    default:
+      return v.truthy();
   }
 }
 
@@ -105,12 +107,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -129,7 +142,8 @@ double python_round(double x, int ndigits) {
 }  // namespace
 
 Value Interpreter::apply_filter(const Value& operand, const Expr& filter, const EnvPtr& env) {
-  if (filter.kind == ExprKind::identifier) return apply_named_filter(operand, filter.name, false, Args{{}, std::make_shared<Object>()}, env);
+  if (filter.kind == ExprKind::identifier)
+    return apply_named_filter(operand, filter.name, false, Args{{}, std::make_shared<Object>()}, env);
   const Expr& callee = *filter.kid(0);
   if (callee.kind != ExprKind::identifier) fail("a filter must be a name, optionally with arguments");
   const std::string& name = callee.name;
@@ -196,7 +210,7 @@ Value Interpreter::apply_named_filter(const Value& operand, const std::string& n
         const std::string& s = operand.str();
         if (name == "length") return Value::integer(static_cast<double>(text::utf16_length(s)));
         if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
-          const Method m = name == "upper" ? Method::upper
+          const Method m = name == "upper"   ? Method::upper
                            : name == "lower" ? Method::lower
                            : name == "title" ? Method::title
                                              : Method::capitalize;
@@ -216,7 +230,8 @@ Value Interpreter::apply_named_filter(const Value& operand, const std::string& n
       case Kind::integer:
       case Kind::floating: {
         const bool is_int = operand.is(Kind::integer);
-        if (name == "abs") return is_int ? Value::integer(std::fabs(operand.num())) : Value::floating(std::fabs(operand.num()));
+        if (name == "abs")
+          return is_int ? Value::integer(std::fabs(operand.num())) : Value::floating(std::fabs(operand.num()));
         if (name == "int") return Value::integer(std::floor(operand.num()));
         if (name == "float") return Value::floating(operand.num());
         if (name == "string") return Value::string(to_output_string(operand));
@@ -247,7 +262,8 @@ Value Interpreter::apply_named_filter(const Value& operand, const std::string& n
         if (name == "string") return Value::string(b ? "true" : "false");
         break;
       }
-      default: break;
+      default:
+        break;
     }
   } else {
     if (name == "tojson") {
@@ -264,7 +280,8 @@ Value Interpreter::apply_named_filter(const Value& operand, const std::string& n
       const Value seps = arg_or(Args{{}, args.kwargs}, 0, "separators", Value::null());
       if (seps.is_array()) {
         const auto& s = seps.arr().items;
-        if (s.size() != 2 || !s[0].is_string() || !s[1].is_string()) fail("tojson: separators must be a tuple of two strings");
+        if (s.size() != 2 || !s[0].is_string() || !s[1].is_string())
+          fail("tojson: separators must be a tuple of two strings");
         o.separators = std::make_pair(s[0].str(), s[1].str());
       } else if (!seps.is(Kind::null)) {
         fail("tojson: separators must be a tuple of two strings");
@@ -322,7 +339,9 @@ Value Interpreter::apply_named_filter(const Value& operand, const std::string& n
         if (!attr.is_string() && !attr.is(Kind::integer) && !attr.is(Kind::null)) {
           fail("sort: attribute must be a string, integer, or null");
         }
-        const std::string path = attr.is_string() ? attr.str() : attr.is(Kind::integer) ? text::js_number(attr.num()) : "";
+        const std::string path = attr.is_string()         ? attr.str()
+                                 : attr.is(Kind::integer) ? text::js_number(attr.num())
+                                                          : "";
         const bool by_attr = !attr.is(Kind::null);
         const bool rev = reverse.as_bool(), case_sensitive = cs.as_bool();
         return sorted(items, [&](const Value& a, const Value& b) {
@@ -350,7 +369,8 @@ Value Interpreter::apply_named_filter(const Value& operand, const std::string& n
         if (width.num() < 0) fail("indent: width must not be negative");
         const bool first = js_truthy_value(arg_or(args, 1, "first", Value::boolean(false)));
         const bool blank = js_truthy_value(arg_or(args, 2, "blank", Value::boolean(false)));
-        std::string out = indent_lines(operand.str(), std::string(static_cast<std::size_t>(width.num()), ' '), first, blank);
+        std::string out =
+            indent_lines(operand.str(), std::string(static_cast<std::size_t>(width.num()), ' '), first, blank);
         check_size(out.size());
         return Value::string(std::move(out));
       }
@@ -523,9 +543,9 @@ Value Interpreter::extension_filter(const Value& operand, const std::string& nam
   }
   // Jinja2 accepts `x|upper()` for `x|upper`; the reference only knows the bare form for these.
   if (call_form && no_args) {
-    static const char* kBareOnly[] = {"length", "upper", "lower", "title", "capitalize", "trim", "list", "first",
-                                      "last", "reverse", "unique", "string", "abs", "items", "safe", "count",
-                                      "escape", "e", "wordcount"};
+    static const char* kBareOnly[] = {"length", "upper", "lower",   "title",  "capitalize", "trim", "list",
+                                      "first",  "last",  "reverse", "unique", "string",     "abs",  "items",
+                                      "safe",   "count", "escape",  "e",      "wordcount"};
     for (const char* n : kBareOnly) {
       if (name == n) return apply_named_filter(operand, name, false, args, env);
     }
@@ -535,9 +555,9 @@ Value Interpreter::extension_filter(const Value& operand, const std::string& nam
 }
 
 bool is_known_test(const std::string& name) {
-  static const char* kTests[] = {"boolean", "callable", "odd",      "even",    "false",   "true",
-                                 "none",    "string",   "number",   "integer", "iterable", "mapping",
-                                 "sequence", "lower",   "upper",    "defined", "undefined", "equalto", "eq"};
+  static const char* kTests[] = {"boolean", "callable", "odd",       "even",     "false",   "true",     "none",
+                                 "string",  "number",   "integer",   "iterable", "mapping", "sequence", "lower",
+                                 "upper",   "defined",  "undefined", "equalto",  "eq"};
   for (const char* t : kTests) {
     if (name == t) return true;
   }

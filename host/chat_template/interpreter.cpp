@@ -65,15 +65,18 @@ double js_pow(double x, double y) {
 // A readable name for a callee in error messages: `message.content.startswith`, `foo`, ...
 std::string describe(const Expr& e) {
   switch (e.kind) {
-    case ExprKind::identifier: return e.name;
+    case ExprKind::identifier:
+      return e.name;
     case ExprKind::member: {
       const Expr* prop = e.kid(1);
       if (!e.flag && prop->kind == ExprKind::identifier) return describe(*e.kid(0)) + "." + prop->name;
       if (prop->kind == ExprKind::string_literal) return describe(*e.kid(0)) + "['" + prop->name + "']";
       return describe(*e.kid(0)) + "[...]";
     }
-    case ExprKind::call: return describe(*e.kid(0)) + "(...)";
-    default: return "(expression)";
+    case ExprKind::call:
+      return describe(*e.kid(0)) + "(...)";
+    default:
+      return "(expression)";
   }
 }
 
@@ -168,18 +171,26 @@ Value Interpreter::exec(const Stmt& s, const EnvPtr& env) {
 
 Value Interpreter::exec_inner(const Stmt& s, const EnvPtr& env) {
   switch (s.kind) {
-    case StmtKind::text: return Value::string(s.text);
-    case StmtKind::output: return eval(*s.expr, env);
-    case StmtKind::comment: return Value::null();
+    case StmtKind::text:
+      return Value::string(s.text);
+    case StmtKind::output:
+      return eval(*s.expr, env);
+    case StmtKind::comment:
+      return Value::null();
     case StmtKind::if_: {
       const Value test = eval(*s.expr, env);
       require_present(test, "test");
       return Value::string(exec_block(test.truthy() ? s.body : s.alt, env));
     }
-    case StmtKind::for_: return exec_for(s, env);
-    case StmtKind::break_: throw LoopSignal{true, s.pos};
-    case StmtKind::continue_: throw LoopSignal{false, s.pos};
-    case StmtKind::set: exec_set(s, env); return Value::null();
+    case StmtKind::for_:
+      return exec_for(s, env);
+    case StmtKind::break_:
+      throw LoopSignal{true, s.pos};
+    case StmtKind::continue_:
+      throw LoopSignal{false, s.pos};
+    case StmtKind::set:
+      exec_set(s, env);
+      return Value::null();
     case StmtKind::macro: {
       auto f = std::make_shared<Function>();
       f->type = Function::Type::macro;
@@ -188,7 +199,8 @@ Value Interpreter::exec_inner(const Stmt& s, const EnvPtr& env) {
       env->vars[s.text] = Value::function(std::move(f));
       return Value::null();
     }
-    case StmtKind::call_block: return exec_call_block(s, env);
+    case StmtKind::call_block:
+      return exec_call_block(s, env);
     case StmtKind::filter_block: {
       const Value rendered = Value::string(exec_block(s.body, env));
       return apply_filter(rendered, *s.expr, env);
@@ -295,7 +307,9 @@ void Interpreter::exec_set(const Stmt& s, const EnvPtr& env) {
   const Value rhs = s.expr ? eval(*s.expr, env) : Value::string(exec_block(s.body, env));
   const Expr& target = *s.target;
   switch (target.kind) {
-    case ExprKind::identifier: env->vars[target.name] = rhs; return;
+    case ExprKind::identifier:
+      env->vars[target.name] = rhs;
+      return;
     case ExprKind::tuple_literal: {
       require_present(rhs, "unpack");
       if (!rhs.is_array()) fail("cannot unpack non-iterable type in set: " + std::string(rhs.type_name()));
@@ -321,7 +335,8 @@ void Interpreter::exec_set(const Stmt& s, const EnvPtr& env) {
       object.mutable_obj().set(prop.name, rhs);
       return;
     }
-    default: fail_at(target.pos, "invalid left-hand side in {% set %}");
+    default:
+      fail_at(target.pos, "invalid left-hand side in {% set %}");
   }
 }
 
@@ -338,8 +353,8 @@ Value Interpreter::exec_call_block(const Stmt& s, const EnvPtr& env) {
   args.push_back(Value::object(a.kwargs));
   const Value fn = eval(*call_expr.kid(0), env);
   if (!fn.is(Kind::function)) {
-    fail_at(call_expr.pos, "{% call %}: '" + describe(*call_expr.kid(0)) + "' is " + std::string(fn.type_name()) +
-                               ", not a macro");
+    fail_at(call_expr.pos,
+            "{% call %}: '" + describe(*call_expr.kid(0)) + "' is " + std::string(fn.type_name()) + ", not a macro");
   }
   const EnvPtr scope = child_env(env);
   scope->vars["caller"] = Value::function(std::move(caller));
@@ -357,10 +372,14 @@ Value Interpreter::eval(const Expr& e, const EnvPtr& env) {
 
 Value Interpreter::eval_inner(const Expr& e, const EnvPtr& env) {
   switch (e.kind) {
-    case ExprKind::integer_literal: return Value::integer(e.number);
-    case ExprKind::float_literal: return Value::floating(e.number);
-    case ExprKind::string_literal: return Value::string(e.name);
-    case ExprKind::identifier: return lookup(*env, e.name);
+    case ExprKind::integer_literal:
+      return Value::integer(e.number);
+    case ExprKind::float_literal:
+      return Value::floating(e.number);
+    case ExprKind::string_literal:
+      return Value::string(e.name);
+    case ExprKind::identifier:
+      return lookup(*env, e.name);
     case ExprKind::array_literal:
     case ExprKind::tuple_literal: {
       std::vector<Value> items;
@@ -377,10 +396,14 @@ Value Interpreter::eval_inner(const Expr& e, const EnvPtr& env) {
       }
       return Value::object(std::move(obj));
     }
-    case ExprKind::member: return eval_member(e, env);
-    case ExprKind::call: return eval_call(e, env);
-    case ExprKind::unary: return eval_unary(e, env);
-    case ExprKind::binary: return eval_binary(e, env);
+    case ExprKind::member:
+      return eval_member(e, env);
+    case ExprKind::call:
+      return eval_call(e, env);
+    case ExprKind::unary:
+      return eval_unary(e, env);
+    case ExprKind::binary:
+      return eval_binary(e, env);
     case ExprKind::filter: {
       const Value operand = eval(*e.kid(0), env);
       return apply_filter(operand, *e.kid(1), env);
@@ -400,7 +423,8 @@ Value Interpreter::eval_inner(const Expr& e, const EnvPtr& env) {
       require_present(cond, "test");
       return eval(*e.kid(cond.truthy() ? 1 : 2), env);
     }
-    default: fail("this expression is only valid inside a call's argument list");
+    default:
+      fail("this expression is only valid inside a call's argument list");
   }
 }
 
@@ -544,7 +568,8 @@ Value Interpreter::eval_slice(const Value& object, const Expr& slice, const EnvP
   for (int i = 0; i < 3; ++i) {
     if (slice.kid(static_cast<std::size_t>(i))) parts[i] = eval(*slice.kid(static_cast<std::size_t>(i)), env);
     if (!parts[i].is(Kind::integer) && !parts[i].is_undefined()) {
-      fail(std::string("slice ") + names[i] + " must be an integer or omitted, got " + std::string(parts[i].type_name()));
+      fail(std::string("slice ") + names[i] + " must be an integer or omitted, got " +
+           std::string(parts[i].type_name()));
     }
   }
   if (object.is_array()) {
@@ -562,7 +587,8 @@ Value Interpreter::eval_slice(const Value& object, const Expr& slice, const EnvP
     cps.emplace_back(b, i - b);
   }
   std::string out;
-  for (std::size_t i : slice_indices(cps.size(), parts[0], parts[1], parts[2])) out.append(s, cps[i].first, cps[i].second);
+  for (std::size_t i : slice_indices(cps.size(), parts[0], parts[1], parts[2]))
+    out.append(s, cps[i].first, cps[i].second);
   return Value::string(std::move(out));
 }
 
@@ -605,8 +631,8 @@ Value Interpreter::eval_call(const Expr& e, const EnvPtr& env) {
   }
   const Value fn = eval(*e.kid(0), env);
   if (!fn.is(Kind::function)) {
-    const ErrorCode code = fn.is_undefined() && e.kid(0)->kind == ExprKind::member ? ErrorCode::unsupported
-                                                                                    : ErrorCode::invalid_argument;
+    const ErrorCode code =
+        fn.is_undefined() && e.kid(0)->kind == ExprKind::member ? ErrorCode::unsupported : ErrorCode::invalid_argument;
     fail("cannot call '" + describe(*e.kid(0)) + "': it is " + std::string(fn.type_name()) +
              (fn.is_undefined() ? " (unknown function or method, or a missing value)" : ", not a function"),
          code);
@@ -617,10 +643,14 @@ Value Interpreter::eval_call(const Expr& e, const EnvPtr& env) {
 Value Interpreter::call(const Value& fn, std::vector<Value> args, const EnvPtr& call_site) {
   const Function& f = fn.fn();
   switch (f.type) {
-    case Function::Type::method: return call_method(f, args);
-    case Function::Type::global: return call_global(f, args);
-    case Function::Type::macro: return call_macro(f, std::move(args), call_site);
-    case Function::Type::caller: return call_macro(f, std::move(args), f.env);
+    case Function::Type::method:
+      return call_method(f, args);
+    case Function::Type::global:
+      return call_global(f, args);
+    case Function::Type::macro:
+      return call_macro(f, std::move(args), call_site);
+    case Function::Type::caller:
+      return call_macro(f, std::move(args), f.env);
   }
   fail("unknown function");
 }

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -28,9 +28,23 @@ struct Env {
 
 enum class Method {
   // string
-  upper, lower, strip, title, capitalize, rstrip, lstrip, startswith, endswith, split, replace,
+  upper,
+  lower,
+  strip,
+  title,
+  capitalize,
+  rstrip,
+  lstrip,
+  startswith,
+  endswith,
+  split,
+  replace,
   // object
-  get, items, keys, values, dictsort,
+  get,
+  items,
+  keys,
+  values,
+  dictsort,
 };
 
 enum class Global { namespace_, raise_exception, range, strftime_now, dict };
@@ -40,10 +54,10 @@ struct Function {
   Type type = Type::global;
   Method method = Method::upper;
   Global global = Global::namespace_;
-  Value receiver;                  // method: the bound string/object
-  const ast::Stmt* node = nullptr; // macro / call block
-  EnvPtr env;                      // call block: the scope it was written in
-  std::string name;                // for messages
+  Value receiver;                   // method: the bound string/object
+  const ast::Stmt* node = nullptr;  // macro / call block
+  EnvPtr env;                       // call block: the scope it was written in
+  std::string name;                 // for messages
 };
 
 // Raised by {% break %} / {% continue %}; unwinds to the innermost running for-loop (even through
@@ -87,8 +101,8 @@ class Interpreter {
   Args eval_args(const std::vector<ast::ExprPtr>& args, std::size_t first, const EnvPtr& env);
   Value call(const Value& fn, std::vector<Value> args, const EnvPtr& call_site);
   Value call_macro(const Function& f, std::vector<Value> args, const EnvPtr& parent);
-  void bind_macro_args(const std::string& display, const std::vector<ast::ExprPtr>& params,
-                       ast::SpecialArgs special, std::vector<Value> args, const EnvPtr& scope);
+  void bind_macro_args(const std::string& display, const std::vector<ast::ExprPtr>& params, ast::SpecialArgs special,
+                       std::vector<Value> args, const EnvPtr& scope);
   void check_size(std::size_t n) const;
   void count_iterations(std::uint64_t n);
 

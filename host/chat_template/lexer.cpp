@@ -10,31 +10,56 @@ namespace memra::chat_template {
 
 const char* token_name(Tok t) {
   switch (t) {
-    case Tok::text: return "text";
-    case Tok::numeric_literal: return "number";
-    case Tok::string_literal: return "string";
-    case Tok::identifier: return "identifier";
-    case Tok::equals: return "'='";
-    case Tok::open_paren: return "'('";
-    case Tok::close_paren: return "')'";
-    case Tok::open_statement: return "'{%'";
-    case Tok::close_statement: return "'%}'";
-    case Tok::open_expression: return "'{{'";
-    case Tok::close_expression: return "'}}'";
-    case Tok::open_square_bracket: return "'['";
-    case Tok::close_square_bracket: return "']'";
-    case Tok::open_curly_bracket: return "'{'";
-    case Tok::close_curly_bracket: return "'}'";
-    case Tok::comma: return "','";
-    case Tok::dot: return "'.'";
-    case Tok::colon: return "':'";
-    case Tok::pipe: return "'|'";
-    case Tok::additive_op: return "operator";
-    case Tok::multiplicative_op: return "operator";
-    case Tok::exponentiation_op: return "'**'";
-    case Tok::comparison_op: return "comparison";
-    case Tok::unary_op: return "unary operator";
-    case Tok::comment: return "comment";
+    case Tok::text:
+      return "text";
+    case Tok::numeric_literal:
+      return "number";
+    case Tok::string_literal:
+      return "string";
+    case Tok::identifier:
+      return "identifier";
+    case Tok::equals:
+      return "'='";
+    case Tok::open_paren:
+      return "'('";
+    case Tok::close_paren:
+      return "')'";
+    case Tok::open_statement:
+      return "'{%'";
+    case Tok::close_statement:
+      return "'%}'";
+    case Tok::open_expression:
+      return "'{{'";
+    case Tok::close_expression:
+      return "'}}'";
+    case Tok::open_square_bracket:
+      return "'['";
+    case Tok::close_square_bracket:
+      return "']'";
+    case Tok::open_curly_bracket:
+      return "'{'";
+    case Tok::close_curly_bracket:
+      return "'}'";
+    case Tok::comma:
+      return "','";
+    case Tok::dot:
+      return "'.'";
+    case Tok::colon:
+      return "':'";
+    case Tok::pipe:
+      return "'|'";
+    case Tok::additive_op:
+      return "operator";
+    case Tok::multiplicative_op:
+      return "operator";
+    case Tok::exponentiation_op:
+      return "'**'";
+    case Tok::comparison_op:
+      return "comparison";
+    case Tok::unary_op:
+      return "unary operator";
+    case Tok::comment:
+      return "comment";
   }
   return "token";
 }
@@ -187,7 +212,9 @@ class Lexer {
 
   [[noreturn]] void error(std::size_t at, std::string message) const { fail_at(pos_of(at), std::move(message)); }
 
-  void push(Tok type, std::string value, std::size_t at) { tokens_.push_back(Token{type, std::move(value), pos_of(at)}); }
+  void push(Tok type, std::string value, std::size_t at) {
+    tokens_.push_back(Token{type, std::move(value), pos_of(at)});
+  }
 
   std::string consume_while_digits();
   std::string consume_word();
@@ -248,8 +275,12 @@ std::string Lexer::consume_string(char quote, std::size_t start) {
         unsigned unit = 0;
         for (std::size_t k = 0; k < len; ++k) {
           const char h = s()[cur_ + k];
-          int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-          if (d < 0) error(cur_ - 2, "invalid hexadecimal escape sequence \\" + std::string(1, e) + s().substr(cur_, len));
+          int d = (h >= '0' && h <= '9')   ? h - '0'
+                  : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                  : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                           : -1;
+          if (d < 0)
+            error(cur_ - 2, "invalid hexadecimal escape sequence \\" + std::string(1, e) + s().substr(cur_, len));
           unit = unit * 16 + static_cast<unsigned>(d);
         }
         cur_ += len;
@@ -268,16 +299,35 @@ std::string Lexer::consume_string(char quote, std::size_t start) {
       }
       flush_pending();
       switch (e) {
-        case 'n': out.push_back('\n'); break;
-        case 't': out.push_back('\t'); break;
-        case 'r': out.push_back('\r'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'v': out.push_back('\v'); break;
-        case '\'': out.push_back('\''); break;
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        default: error(cur_ - 2, std::string("unexpected escaped character '") + e + "' in string literal");
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'v':
+          out.push_back('\v');
+          break;
+        case '\'':
+          out.push_back('\'');
+          break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        default:
+          error(cur_ - 2, std::string("unexpected escaped character '") + e + "' in string literal");
       }
       continue;
     }
@@ -305,16 +355,35 @@ struct Fixed {
 
 // Order matters (longest/most specific first where prefixes overlap), as in the reference table.
 constexpr Fixed kFixed[] = {
-    {"{%", Tok::open_statement},       {"%}", Tok::close_statement},    {"{{", Tok::open_expression},
-    {"}}", Tok::close_expression},     {"(", Tok::open_paren},          {")", Tok::close_paren},
-    {"{", Tok::open_curly_bracket},    {"}", Tok::close_curly_bracket}, {"[", Tok::open_square_bracket},
-    {"]", Tok::close_square_bracket},  {",", Tok::comma},               {".", Tok::dot},
-    {":", Tok::colon},                 {"|", Tok::pipe},                {"<=", Tok::comparison_op},
-    {">=", Tok::comparison_op},        {"==", Tok::comparison_op},      {"!=", Tok::comparison_op},
-    {"<", Tok::comparison_op},         {">", Tok::comparison_op},       {"+", Tok::additive_op},
-    {"-", Tok::additive_op},           {"~", Tok::additive_op},         {"**", Tok::exponentiation_op},
-    {"*", Tok::multiplicative_op},     {"//", Tok::multiplicative_op},  {"/", Tok::multiplicative_op},
-    {"%", Tok::multiplicative_op},     {"=", Tok::equals},
+    {"{%", Tok::open_statement},
+    {"%}", Tok::close_statement},
+    {"{{", Tok::open_expression},
+    {"}}", Tok::close_expression},
+    {"(", Tok::open_paren},
+    {")", Tok::close_paren},
+    {"{", Tok::open_curly_bracket},
+    {"}", Tok::close_curly_bracket},
+    {"[", Tok::open_square_bracket},
+    {"]", Tok::close_square_bracket},
+    {",", Tok::comma},
+    {".", Tok::dot},
+    {":", Tok::colon},
+    {"|", Tok::pipe},
+    {"<=", Tok::comparison_op},
+    {">=", Tok::comparison_op},
+    {"==", Tok::comparison_op},
+    {"!=", Tok::comparison_op},
+    {"<", Tok::comparison_op},
+    {">", Tok::comparison_op},
+    {"+", Tok::additive_op},
+    {"-", Tok::additive_op},
+    {"~", Tok::additive_op},
+    {"**", Tok::exponentiation_op},
+    {"*", Tok::multiplicative_op},
+    {"//", Tok::multiplicative_op},
+    {"/", Tok::multiplicative_op},
+    {"%", Tok::multiplicative_op},
+    {"=", Tok::equals},
 };
 
 std::vector<Token> Lexer::run() {
@@ -324,7 +393,8 @@ std::vector<Token> Lexer::run() {
                            tokens_.back().type == Tok::close_expression || tokens_.back().type == Tok::comment;
     if (after_tag) {
       const std::size_t start = cur_;
-      while (cur_ < s().size() && !(at(cur_) == '{' && (at(cur_ + 1) == '%' || at(cur_ + 1) == '{' || at(cur_ + 1) == '#'))) {
+      while (cur_ < s().size() &&
+             !(at(cur_) == '{' && (at(cur_ + 1) == '%' || at(cur_ + 1) == '{' || at(cur_ + 1) == '#'))) {
         ++cur_;
       }
       if (cur_ > start) {
@@ -383,13 +453,15 @@ std::vector<Token> Lexer::run() {
 
     const char c = at(cur_);
     if (c == '-' || c == '+') {
-      if (tokens_.empty() || tokens_.back().type == Tok::text) error(cur_, std::string("unexpected character '") + c + "'");
+      if (tokens_.empty() || tokens_.back().type == Tok::text)
+        error(cur_, std::string("unexpected character '") + c + "'");
       switch (tokens_.back().type) {
         case Tok::identifier:
         case Tok::numeric_literal:
         case Tok::string_literal:
         case Tok::close_paren:
-        case Tok::close_square_bracket: break;  // a binary operator
+        case Tok::close_square_bracket:
+          break;  // a binary operator
         default: {
           const std::size_t start = cur_;
           ++cur_;
@@ -435,7 +507,8 @@ std::vector<Token> Lexer::run() {
     if (c >= '0' && c <= '9') {
       const std::size_t start = cur_;
       std::string num = consume_while_digits();
-      if ((tokens_.empty() || tokens_.back().type != Tok::dot) && at(cur_) == '.' && at(cur_ + 1) >= '0' && at(cur_ + 1) <= '9') {
+      if ((tokens_.empty() || tokens_.back().type != Tok::dot) && at(cur_) == '.' && at(cur_ + 1) >= '0' &&
+          at(cur_ + 1) <= '9') {
         ++cur_;
         num += "." + consume_while_digits();
       }

@@ -21,15 +21,28 @@ constexpr int kMaxJsonDepth = 512;
 void to_json_into(std::string& out, const Value& v, const JsonOptions& o, int depth, bool undefined_to_null) {
   if (depth > kMaxJsonDepth) fail("tojson: value nested deeper than 512 levels (a namespace containing itself?)");
   switch (v.kind()) {
-    case Kind::null: out += "null"; return;
-    case Kind::undefined: out += undefined_to_null ? "null" : "undefined"; return;
-    case Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
+    case Kind::null:
+      out += "null";
+      return;
+    case Kind::undefined:
+      out += undefined_to_null ? "null" : "undefined";
+      return;
+    case Kind::boolean:
+      out += v.as_bool() ? "true" : "false";
+      return;
     case Kind::integer:
-    case Kind::floating: out += text::json_number(v.num()); return;
-    case Kind::string: text::append_json_string(out, v.str(), o.ensure_ascii); return;
-    case Kind::absent: fail("cannot convert an undefined value to JSON");
-    case Kind::function: fail("cannot convert to JSON: FunctionValue");
-    default: break;
+    case Kind::floating:
+      out += text::json_number(v.num());
+      return;
+    case Kind::string:
+      text::append_json_string(out, v.str(), o.ensure_ascii);
+      return;
+    case Kind::absent:
+      fail("cannot convert an undefined value to JSON");
+    case Kind::function:
+      fail("cannot convert to JSON: FunctionValue");
+    default:
+      break;
   }
   if ((v.is_array() && v.arr().is_tuple) || (v.is_object() && v.obj().is_kwargs)) {
     fail("cannot convert to JSON: " + std::string(v.type_name()));
@@ -93,15 +106,24 @@ std::string to_json(const Value& v, const JsonOptions& options, bool undefined_t
 
 std::string to_output_string(const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: return "undefined";
-    case Kind::absent: fail("cannot print an undefined value (the result of first/last on an empty list)");
-    case Kind::null: return "null";
-    case Kind::boolean: return v.as_bool() ? "true" : "false";
-    case Kind::integer: return text::js_number(v.num());
-    case Kind::floating: return text::js_float(v.num());
-    case Kind::string: return v.str();
-    case Kind::function: fail("cannot print a function or macro object; call it instead");
-    default: return to_json(v, {}, false);
+    case Kind::undefined:
+      return "undefined";
+    case Kind::absent:
+      fail("cannot print an undefined value (the result of first/last on an empty list)");
+    case Kind::null:
+      return "null";
+    case Kind::boolean:
+      return v.as_bool() ? "true" : "false";
+    case Kind::integer:
+      return text::js_number(v.num());
+    case Kind::floating:
+      return text::js_float(v.num());
+    case Kind::string:
+      return v.str();
+    case Kind::function:
+      fail("cannot print a function or macro object; call it instead");
+    default:
+      return to_json(v, {}, false);
   }
 }
 
@@ -119,13 +141,19 @@ std::string js_join(const std::vector<Value>& items, std::string_view separator)
 
 std::string js_string(const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: return "undefined";
-    case Kind::absent: fail("cannot convert an undefined value to a string");
-    case Kind::null: return "null";
-    case Kind::boolean: return v.as_bool() ? "true" : "false";
+    case Kind::undefined:
+      return "undefined";
+    case Kind::absent:
+      fail("cannot convert an undefined value to a string");
+    case Kind::null:
+      return "null";
+    case Kind::boolean:
+      return v.as_bool() ? "true" : "false";
     case Kind::integer:
-    case Kind::floating: return text::js_number(v.num());
-    case Kind::string: return v.str();
+    case Kind::floating:
+      return text::js_number(v.num());
+    case Kind::string:
+      return v.str();
     case Kind::array: {
       // Array.prototype.toString: join(",") of the items' own toString().
       std::string out;
@@ -137,8 +165,10 @@ std::string js_string(const Value& v) {
       return out;
     }
     case Kind::object:
-    case Kind::namespace_: return "[object Map]";
-    case Kind::function: fail("cannot convert a function or macro object to a string");
+    case Kind::namespace_:
+      return "[object Map]";
+    case Kind::function:
+      fail("cannot convert a function or macro object to a string");
   }
   return {};
 }
@@ -150,13 +180,19 @@ enum class Js { undef, null, number, string, boolean, object };
 
 Js js_class(const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: return Js::undef;
-    case Kind::null: return Js::null;
-    case Kind::boolean: return Js::boolean;
+    case Kind::undefined:
+      return Js::undef;
+    case Kind::null:
+      return Js::null;
+    case Kind::boolean:
+      return Js::boolean;
     case Kind::integer:
-    case Kind::floating: return Js::number;
-    case Kind::string: return Js::string;
-    default: return Js::object;
+    case Kind::floating:
+      return Js::number;
+    case Kind::string:
+      return Js::string;
+    default:
+      return Js::object;
   }
 }
 
@@ -172,10 +208,17 @@ Prim prim_of(const Value& v) {
   p.cls = js_class(v);
   switch (p.cls) {
     case Js::number:
-    case Js::boolean: p.num = v.num(); break;
-    case Js::string: p.str = v.str(); break;
-    case Js::object: p.id = v.identity(); break;
-    default: break;
+    case Js::boolean:
+      p.num = v.num();
+      break;
+    case Js::string:
+      p.str = v.str();
+      break;
+    case Js::object:
+      p.id = v.identity();
+      break;
+    default:
+      break;
   }
   return p;
 }
@@ -189,10 +232,14 @@ bool loose(Prim x, Prim y, const Value* xv, const Value* yv) {
   if (x.cls == y.cls) {
     switch (x.cls) {
       case Js::number:
-      case Js::boolean: return x.num == y.num;
-      case Js::string: return x.str == y.str;
-      case Js::object: return x.id == y.id;
-      default: return true;  // undefined == undefined, null == null
+      case Js::boolean:
+        return x.num == y.num;
+      case Js::string:
+        return x.str == y.str;
+      case Js::object:
+        return x.id == y.id;
+      default:
+        return true;  // undefined == undefined, null == null
     }
   }
   const auto nullish = [](Js c) { return c == Js::undef || c == Js::null; };
@@ -239,10 +286,14 @@ bool strict_equals(const Value& a, const Value& b) {
   if (ca != cb) return false;
   switch (ca) {
     case Js::number:
-    case Js::boolean: return a.num() == b.num();
-    case Js::string: return a.str() == b.str();
-    case Js::object: return a.identity() == b.identity();
-    default: return true;
+    case Js::boolean:
+      return a.num() == b.num();
+    case Js::string:
+      return a.str() == b.str();
+    case Js::object:
+      return a.identity() == b.identity();
+    default:
+      return true;
   }
 }
 

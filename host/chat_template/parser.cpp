@@ -90,13 +90,16 @@ class SpecialArgScanner {
         visit(s.body);
         visit_filter(s.expr.get());
         return;
-      case StmtKind::output: visit(s.expr.get()); return;
+      case StmtKind::output:
+        visit(s.expr.get());
+        return;
       case StmtKind::if_:
         visit(s.expr.get());
         visit(s.body);
         visit(s.alt);
         return;
-      default: return;
+      default:
+        return;
     }
   }
   void visit(const Expr* e) {
@@ -114,12 +117,16 @@ class SpecialArgScanner {
         visit(e->kid(0));
         visit_filter(e->kid(1));
         return;
-      case ExprKind::test: visit(e->kid(0)); return;
+      case ExprKind::test:
+        visit(e->kid(0));
+        return;
       case ExprKind::select:
         visit(e->kid(1));
         visit(e->kid(0));
         return;
-      case ExprKind::keyword_argument: visit(e->kid(0)); return;
+      case ExprKind::keyword_argument:
+        visit(e->kid(0));
+        return;
       default:
         for (const auto& k : e->kids) visit(k.get());
         return;
@@ -171,9 +178,7 @@ class Parser {
   }
 
   bool is(Tok type) const { return !at_end() && t_[cur_].type == type; }
-  bool is(Tok a, Tok b) const {
-    return cur_ + 1 < t_.size() && t_[cur_].type == a && t_[cur_ + 1].type == b;
-  }
+  bool is(Tok a, Tok b) const { return cur_ + 1 < t_.size() && t_[cur_].type == a && t_[cur_ + 1].type == b; }
   bool is_statement(std::initializer_list<std::string_view> names) const {
     if (cur_ + 1 >= t_.size() || t_[cur_].type != Tok::open_statement || t_[cur_ + 1].type != Tok::identifier) {
       return false;
@@ -224,7 +229,8 @@ class Parser {
         ++cur_;
         return s;
       }
-      case Tok::open_statement: return parse_statement();
+      case Tok::open_statement:
+        return parse_statement();
       case Tok::open_expression: {
         ++cur_;
         auto s = std::make_unique<Stmt>(StmtKind::output, t.pos);
@@ -232,7 +238,8 @@ class Parser {
         expect(Tok::close_expression, "'}}'");
         return s;
       }
-      default: error_here(std::string("unexpected ") + token_name(t.type) + " outside a tag");
+      default:
+        error_here(std::string("unexpected ") + token_name(t.type) + " outside a tag");
     }
   }
 
@@ -296,8 +303,10 @@ class Parser {
       expect_identifier("endfilter");
       expect(Tok::close_statement, "'%}'");
     } else {
-      fail_at(name_pos, "unknown statement {% " + name + " %} (memra supports set, if, for, macro, call, filter, "
-                            "break, continue)",
+      fail_at(name_pos,
+              "unknown statement {% " + name +
+                  " %} (memra supports set, if, for, macro, call, filter, "
+                  "break, continue)",
               ErrorCode::unsupported);
     }
     return result;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
-
 #include <nlohmann/json.hpp>
 
 #include "host/chat_template/ast.hpp"
@@ -54,8 +53,10 @@ Value from_json(const nlohmann::ordered_json& j, int depth) {
   if (depth > kMaxContextDepth) fail("the context is nested more than 1000 levels deep");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
-    case nlohmann::ordered_json::value_t::discarded: return Value::null();
-    case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
+    case nlohmann::ordered_json::value_t::discarded:
+      return Value::null();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer:
       return Value::integer(static_cast<double>(j.get<std::int64_t>()));
     case nlohmann::ordered_json::value_t::number_unsigned:
@@ -64,7 +65,8 @@ Value from_json(const nlohmann::ordered_json& j, int depth) {
       const double d = j.get<double>();
       return std::isfinite(d) && std::floor(d) == d ? Value::integer(d) : Value::floating(d);
     }
-    case nlohmann::ordered_json::value_t::string: return Value::string(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value::string(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -86,7 +88,8 @@ Value from_json(const nlohmann::ordered_json& j, int depth) {
       }
       return Value::object(std::move(obj));
     }
-    case nlohmann::ordered_json::value_t::binary: fail("binary JSON values are not supported in the context");
+    case nlohmann::ordered_json::value_t::binary:
+      fail("binary JSON values are not supported in the context");
   }
   return Value::null();
 }

@@ -1,12 +1,12 @@
 #include "host/chat_template/text.hpp"
 
+#include <unicode/ucol.h>
+#include <unicode/ustring.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
-
-#include <unicode/ucol.h>
-#include <unicode/ustring.h>
 
 namespace memra::chat_template::text {
 
@@ -110,8 +110,20 @@ std::size_t utf16_length(std::string_view s) {
 
 bool is_js_space(char32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20:
-    case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+    case 0xFEFF:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -238,14 +250,29 @@ void append_json_string(std::string& out, std::string_view s, bool ensure_ascii)
     const std::size_t start = i;
     const char32_t cp = next_code_point(s, i);
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20 || (cp >= 0xD800 && cp < 0xE000)) {
       append_u_escape(out, static_cast<unsigned>(cp));  // control characters and lone surrogates
@@ -320,7 +347,7 @@ int locale_compare(std::string_view a, std::string_view b) {
   if (U_FAILURE(err) || !coll) return compare_utf16(a, b);
   err = U_ZERO_ERROR;
   const UCollationResult r = ucol_strcollUTF8(coll.get(), a.data(), static_cast<int32_t>(a.size()), b.data(),
-                                               static_cast<int32_t>(b.size()), &err);
+                                              static_cast<int32_t>(b.size()), &err);
   if (U_FAILURE(err)) return compare_utf16(a, b);
   return r == UCOL_LESS ? -1 : r == UCOL_GREATER ? 1 : 0;
 }
@@ -386,12 +413,15 @@ std::optional<double> parse_float(std::string_view s) {
 std::optional<double> to_number(std::string_view s) {
   s = trim(s);
   if (s.empty()) return 0.0;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' ||
-                                      s[1] == 'B')) {
+  if (s.size() > 2 && s[0] == '0' &&
+      (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' || s[1] == 'B')) {
     const int base = (s[1] == 'x' || s[1] == 'X') ? 16 : (s[1] == 'o' || s[1] == 'O') ? 8 : 2;
     double v = 0;
     for (char c : s.substr(2)) {
-      int d = is_digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : 99;
+      int d = is_digit(c)              ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : 99;
       if (d >= base) return std::nullopt;
       v = v * base + d;
     }

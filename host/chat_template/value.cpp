@@ -68,17 +68,28 @@ Value Value::function(std::shared_ptr<const Function> f) {
 
 std::string_view Value::type_name() const {
   switch (kind_) {
-    case Kind::undefined: return "UndefinedValue";
-    case Kind::absent: return "undefined";
-    case Kind::null: return "NullValue";
-    case Kind::boolean: return "BooleanValue";
-    case Kind::integer: return "IntegerValue";
-    case Kind::floating: return "FloatValue";
-    case Kind::string: return "StringValue";
-    case Kind::array: return arr().is_tuple ? "TupleValue" : "ArrayValue";
-    case Kind::object: return obj().is_kwargs ? "KeywordArgumentsValue" : "ObjectValue";
-    case Kind::namespace_: return "NamespaceValue";
-    case Kind::function: return "FunctionValue";
+    case Kind::undefined:
+      return "UndefinedValue";
+    case Kind::absent:
+      return "undefined";
+    case Kind::null:
+      return "NullValue";
+    case Kind::boolean:
+      return "BooleanValue";
+    case Kind::integer:
+      return "IntegerValue";
+    case Kind::floating:
+      return "FloatValue";
+    case Kind::string:
+      return "StringValue";
+    case Kind::array:
+      return arr().is_tuple ? "TupleValue" : "ArrayValue";
+    case Kind::object:
+      return obj().is_kwargs ? "KeywordArgumentsValue" : "ObjectValue";
+    case Kind::namespace_:
+      return "NamespaceValue";
+    case Kind::function:
+      return "FunctionValue";
   }
   return "?";
 }
@@ -87,15 +98,21 @@ bool Value::truthy() const {
   switch (kind_) {
     case Kind::undefined:
     case Kind::absent:
-    case Kind::null: return false;
+    case Kind::null:
+      return false;
     case Kind::boolean:
     case Kind::integer:
-    case Kind::floating: return num_ != 0 && num_ == num_;  // NaN is falsy, as in JS
-    case Kind::string: return !str().empty();
-    case Kind::array: return !arr().items.empty();
-    case Kind::object: return !obj().empty();
+    case Kind::floating:
+      return num_ != 0 && num_ == num_;  // NaN is falsy, as in JS
+    case Kind::string:
+      return !str().empty();
+    case Kind::array:
+      return !arr().items.empty();
+    case Kind::object:
+      return !obj().empty();
     case Kind::namespace_:
-    case Kind::function: return true;
+    case Kind::function:
+      return true;
   }
   return false;
 }

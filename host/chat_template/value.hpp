@@ -14,8 +14,8 @@
 namespace memra::chat_template {
 
 enum class Kind : unsigned char {
-  undefined,   // UndefinedValue: a missing variable/attribute
-  absent,      // a raw JS `undefined` (e.g. `[]|first`): storable, but most operations on it fail
+  undefined,  // UndefinedValue: a missing variable/attribute
+  absent,     // a raw JS `undefined` (e.g. `[]|first`): storable, but most operations on it fail
   null,
   boolean,
   integer,
@@ -86,9 +86,9 @@ class Value {
   bool is_numeric_like() const { return is_number() || kind_ == Kind::boolean; }
   bool is_undefined() const { return kind_ == Kind::undefined; }
   bool is_string() const { return kind_ == Kind::string; }
-  bool is_array() const { return kind_ == Kind::array; }               // incl. tuples (instanceof ArrayValue)
+  bool is_array() const { return kind_ == Kind::array; }                 // incl. tuples (instanceof ArrayValue)
   bool is_plain_array() const { return is_array() && !arr().is_tuple; }  // type === "ArrayValue"
-  bool is_object() const { return kind_ == Kind::object; }             // incl. kwargs (instanceof ObjectValue)
+  bool is_object() const { return kind_ == Kind::object; }               // incl. kwargs (instanceof ObjectValue)
   bool is_plain_object() const { return is_object() && !obj().is_kwargs; }
   bool is_attribute_container() const { return kind_ == Kind::object || kind_ == Kind::namespace_; }
 

