@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,8 +33,13 @@ bool g_loaded = false;
 bool load_nvrtc(std::string& reason) {
   if (g_loaded) return true;
   void* h = nullptr;
-  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-    h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  // The loader's search path first, then the toolkit's usual places.
+  std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = std::getenv(env); root && *root) names.push_back(std::string(root) + "/lib64/libnvrtc.so.13");
+  names.push_back("/usr/local/cuda/lib64/libnvrtc.so.13");
+  for (const std::string& name : names) {
+    h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h) break;
   }
   if (!h) {

@@ -51,17 +51,34 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   kv.block_size = bs;
   kv.num_blocks = num_blocks;
   Engine* self = e.get();
-  e->backend_ = std::make_unique<backend::CpuBackend>(kv, [self](const char* scheme) -> const memra_quant_api* {
-    auto it = self->quant_tables_.find(scheme);
-    return it == self->quant_tables_.end() ? nullptr : it->second;
-  });
+  const memra_weight_set set = e->source_->weight_set();
+  const memra_backend_ops* ops = nullptr;
+  if (options.backend == MEMRA_BACKEND_CUDA) {
+    // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
+    auto cuda = backend::CudaBackendHandle::create(options.cuda);
+    if (!cuda) return make_error(cuda.error().code, "cannot load " + e->source_->path + " on the GPU: " + cuda.error().message);
+    e->cuda_ = std::move(*cuda);
+    if (auto st = e->cuda_->upload_weights(set); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
+    ops = e->cuda_->ops();
+  } else {
+    e->backend_ = std::make_unique<backend::CpuBackend>(kv, [self](const char* scheme) -> const memra_quant_api* {
+      auto it = self->quant_tables_.find(scheme);
+      return it == self->quant_tables_.end() ? nullptr : it->second;
+    });
+    ops = e->backend_->ops();
+  }
 
   e->plan_ = std::make_unique<plugins::ModelPlan>(std::move(*plan));
-  const memra_weight_set set = e->source_->weight_set();
-  auto model = e->plan_->create_model(set, e->backend_->ops());
+  auto model = e->plan_->create_model(set, ops);
   if (!model) return make_error(model.error().code, "cannot load " + e->source_->path + ": " + model.error().message);
   e->model_ = std::make_unique<plugins::Model>(std::move(*model));
-  e->backend_->allocate_kv();  // only once the weights are known to fit the plan
+  // Only once the weights are known to fit the plan.
+  if (e->cuda_) {
+    memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kv.layers, kv.kv_heads, kv.head_dim, kv.block_size, kv.num_blocks};
+    if (auto st = e->cuda_->allocate_kv(ckv); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
+  } else {
+    e->backend_->allocate_kv();
+  }
   return e;
 }
 
@@ -185,12 +202,20 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   batch.logits_rows = logit_rows.data();
   batch.logits = logits.data();
 
-  backend_->begin_step();
+  if (cuda_) {
+    if (const Status b = cuda_->begin_step(); !b) {
+      undo();
+      return b.error();
+    }
+  } else {
+    backend_->begin_step();
+  }
   const Status st = model_->forward(batch);
   if (!st) {
     undo();
     std::string msg = st.error().message;
-    if (!backend_->last_error().empty()) msg += " (backend: " + backend_->last_error() + ")";
+    const std::string backend_error = cuda_ ? cuda_->last_error() : backend_->last_error();
+    if (!backend_error.empty()) msg += " (backend: " + backend_error + ")";
     return make_error(st.error().code, msg);
   }
   for (const StepRequest& r : requests) sequences_[r.seq].length += static_cast<int64_t>(r.tokens.size());

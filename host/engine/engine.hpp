@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host/backend_cpu/cpu_backend.hpp"
+#include "host/backend_cuda/cuda_backend_loader.hpp"
 #include "host/common/result.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
@@ -24,6 +25,10 @@ struct EngineOptions {
   int64_t block_size = 16;      // tokens per KV block
   int64_t max_context = 0;      // 0 = min(model's max positions, 4096)
   int64_t max_sequences = 8;    // sequences the KV cache is sized for at full context
+  // MEMRA_BACKEND_CPU (the reference) or MEMRA_BACKEND_CUDA (libmemra-backend-cuda.so,
+  // opened at run time; fails with the reason when there is no driver or module).
+  memra_backend_kind backend = MEMRA_BACKEND_CPU;
+  backend::CudaBackendOpenOptions cuda;  // used when backend == MEMRA_BACKEND_CUDA
 };
 
 struct StepRequest {
@@ -74,7 +79,8 @@ class Engine {
   int64_t block_size_ = 16;
   KvBlockAllocator blocks_;
   PrefixCache prefix_cache_;
-  std::unique_ptr<backend::CpuBackend> backend_;
+  std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
+  std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, const memra_quant_api*> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;

@@ -1,0 +1,225 @@
+// RoPE + paged-KV write + split-KV attention against the CPU reference
+// (kernels/rope, kernels/attention), and its batch-invariance bit checks: a row
+// alone vs beside three other sequences, and in a prefill vs a decode step.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <numeric>
+
+#include "host/tools/memra-kernel-check/checks.hpp"
+#include "kernels/attention/attention_ref.hpp"
+#include "kernels/rope/rope_ref.hpp"
+
+namespace memra::kcheck {
+namespace {
+
+struct Config {
+  std::string name;
+  int32_t heads, kv_heads, head_dim;
+  bool has_rope;
+  memra_rope_params rope;
+  int32_t window;
+  float softcap;
+};
+
+memra_rope_params rope(int32_t rotary_dim, int32_t neox, float theta, memra_rope_scaling scaling) {
+  memra_rope_params p{};
+  p.struct_size = MEMRA_ROPE_PARAMS_STRUCT_SIZE;
+  p.rotary_dim = rotary_dim;
+  p.neox_style = neox;
+  p.theta = theta;
+  p.scaling = scaling;
+  p.factor = 8.0f;
+  p.low_freq_factor = 1.0f;
+  p.high_freq_factor = 4.0f;
+  p.original_max_position = 256;
+  p.beta_fast = 32.0f;
+  p.beta_slow = 1.0f;
+  return p;
+}
+
+struct Token {
+  int32_t seq, pos;
+  std::vector<float> q, k, v;
+};
+
+class Scenario {
+ public:
+  Scenario(Device& d, const Config& c, int32_t layers, int32_t block_size, int32_t max_blocks, int32_t seqs, Rng& rng)
+      : d_(d), c_(c), layers_(layers), bs_(block_size), max_blocks_(max_blocks) {
+    num_blocks_ = seqs * max_blocks;
+    memra_cuda_kv_config kv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, layers, c.kv_heads, c.head_dim, block_size, num_blocks_};
+    d.check(d.api().allocate_kv(d.backend(), &kv), "allocate_kv");
+    const size_t n = static_cast<size_t>(layers) * num_blocks_ * block_size * c.kv_heads * c.head_dim;
+    kc_.assign(n, 0.0f);
+    vc_.assign(n, 0.0f);
+    // Each sequence gets scattered physical blocks (exercises the paging).
+    std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng.engine());
+    tables_.resize(static_cast<size_t>(seqs));
+    for (int32_t s = 0; s < seqs; ++s)
+      tables_[static_cast<size_t>(s)].assign(ids.begin() + s * max_blocks, ids.begin() + (s + 1) * max_blocks);
+    if (c.has_rope) table_ = ref::rope_table(c.rope);
+  }
+
+  Token token(Rng& rng, int32_t seq, int32_t pos) {
+    const size_t qw = static_cast<size_t>(c_.heads) * c_.head_dim, kw = static_cast<size_t>(c_.kv_heads) * c_.head_dim;
+    return Token{seq, pos, rng.floats(qw), rng.floats(kw), rng.floats(kw)};
+  }
+
+  struct Result {
+    std::vector<float> out, q, k;              // GPU
+    std::vector<float> ref_out, ref_q, ref_k;  // CPU
+  };
+
+  // One step over `toks` (sequences in the order they first appear) on layer `layer`.
+  Result step(const std::vector<Token>& toks, int32_t layer) {
+    std::vector<int32_t> order;
+    for (const Token& t : toks)
+      if (std::find(order.begin(), order.end(), t.seq) == order.end()) order.push_back(t.seq);
+    const int64_t T = static_cast<int64_t>(toks.size());
+    const int64_t qw = static_cast<int64_t>(c_.heads) * c_.head_dim, kw = static_cast<int64_t>(c_.kv_heads) * c_.head_dim;
+    std::vector<float> q, k, v;
+    std::vector<int32_t> ids, pos, seq_index, seq_lens(order.size(), 0), tables;
+    for (const Token& t : toks) {
+      q.insert(q.end(), t.q.begin(), t.q.end());
+      k.insert(k.end(), t.k.begin(), t.k.end());
+      v.insert(v.end(), t.v.begin(), t.v.end());
+      ids.push_back(0);
+      pos.push_back(t.pos);
+      const auto si = std::find(order.begin(), order.end(), t.seq) - order.begin();
+      seq_index.push_back(static_cast<int32_t>(si));
+      seq_lens[static_cast<size_t>(si)] = std::max(seq_lens[static_cast<size_t>(si)], t.pos + 1);
+    }
+    for (int32_t s : order) tables.insert(tables.end(), tables_[static_cast<size_t>(s)].begin(), tables_[static_cast<size_t>(s)].end());
+    memra_forward_batch b{};
+    b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+    b.num_tokens = static_cast<int32_t>(T);
+    b.token_ids = ids.data();
+    b.positions = pos.data();
+    b.seq_index = seq_index.data();
+    b.num_seqs = static_cast<int32_t>(order.size());
+    b.seq_lens = seq_lens.data();
+    b.block_tables = tables.data();
+    b.max_blocks_per_seq = max_blocks_;
+
+    memra_attention_params p{};
+    p.struct_size = MEMRA_ATTENTION_PARAMS_STRUCT_SIZE;
+    p.layer = layer;
+    p.num_heads = c_.heads;
+    p.num_kv_heads = c_.kv_heads;
+    p.head_dim = c_.head_dim;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
+    p.sliding_window = c_.window;
+    p.logit_softcap = c_.softcap;
+    p.rope = c_.has_rope ? &c_.rope : nullptr;
+
+    d_.begin_step();
+    memra_tensor qt = d_.upload(q, {T, qw}), kt = d_.upload(k, {T, kw});
+    const memra_tensor vt = d_.upload(v, {T, kw});
+    memra_tensor out = d_.upload(std::vector<float>(static_cast<size_t>(T * qw), NAN), {T, qw});
+    d_.check(d_.ops().attention(d_.ctx(), &p, &b, &qt, &kt, &vt, &out), "attention");
+    Result r;
+    r.out = d_.download(out);
+    r.q = d_.download(qt);
+    r.k = d_.download(kt);
+
+    // The CPU backend's sequence of reference calls.
+    ref::PagedKvLayer L;
+    const int64_t block_elems = static_cast<int64_t>(bs_) * c_.kv_heads * c_.head_dim;
+    L.k = kc_.data() + layer * num_blocks_ * block_elems;
+    L.v = vc_.data() + layer * num_blocks_ * block_elems;
+    L.block_size = bs_;
+    L.kv_heads = c_.kv_heads;
+    L.head_dim = c_.head_dim;
+    r.ref_q = q;
+    r.ref_k = k;
+    r.ref_out.assign(static_cast<size_t>(T * qw), 0.0f);
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t* table = tables_[static_cast<size_t>(toks[static_cast<size_t>(t)].seq)].data();
+      if (c_.has_rope) {
+        ref::rope_apply(table_, c_.rope, pos[static_cast<size_t>(t)], r.ref_q.data() + t * qw, c_.heads, c_.head_dim);
+        ref::rope_apply(table_, c_.rope, pos[static_cast<size_t>(t)], r.ref_k.data() + t * kw, c_.kv_heads, c_.head_dim);
+      }
+      ref::paged_kv_write(L, table, pos[static_cast<size_t>(t)], r.ref_k.data() + t * kw, v.data() + t * kw);
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t* table = tables_[static_cast<size_t>(toks[static_cast<size_t>(t)].seq)].data();
+      ref::paged_attention(L, table, pos[static_cast<size_t>(t)], r.ref_q.data() + t * qw, c_.heads, p.scale, c_.window,
+                           c_.softcap, r.ref_out.data() + t * qw);
+    }
+    return r;
+  }
+
+  int64_t qw() const { return static_cast<int64_t>(c_.heads) * c_.head_dim; }
+
+ private:
+  Device& d_;
+  Config c_;
+  int32_t layers_, bs_, max_blocks_, num_blocks_ = 0;
+  std::vector<float> kc_, vc_;
+  std::vector<std::vector<int32_t>> tables_;
+  ref::RopeTable table_;
+};
+
+std::vector<float> row(const std::vector<float>& v, int64_t i, int64_t width) {
+  return std::vector<float>(v.begin() + i * width, v.begin() + (i + 1) * width);
+}
+
+}  // namespace
+
+void check_attention(Device& d, Report& r, const CheckOptions& o) {
+  Rng rng(o.seed ^ 0x6174746e);
+  const std::vector<Config> configs = {
+      {"gqa 8/2 hd128 neox", 8, 2, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f},
+      {"gqa 4/4 hd64 interleaved llama3 window=100 softcap=30", 4, 4, 64, true, rope(64, 0, 500000.0f, MEMRA_ROPE_SCALING_LLAMA3), 100, 30.0f},
+      {"gqa 6/2 hd128 yarn partial-rotary 64", 6, 2, 128, true, rope(64, 1, 1000000.0f, MEMRA_ROPE_SCALING_YARN), 0, 0.0f},
+      {"mha 2/2 hd256 no-rope", 2, 2, 256, false, {}, 0, 0.0f},
+  };
+  const int32_t n = o.quick ? 270 : 600;  // > one 256-position chunk: split-KV runs
+  for (const Config& c : configs) {
+    const std::string base = "attention " + c.name;
+    r.guard(base, [&] {
+      const int32_t bs = 16, max_blocks = (n + 1 + bs - 1) / bs + 1;
+      Scenario s(d, c, 2, bs, max_blocks, 5, rng);
+      const int32_t layer = 1;
+      const int64_t qw = s.qw();
+      // Prefill A.
+      std::vector<Token> a;
+      for (int32_t p = 0; p < n; ++p) a.push_back(s.token(rng, 0, p));
+      auto pa = s.step(a, layer);
+      r.nmse(base + " prefill T=" + std::to_string(n) + " out", compare(pa.out, pa.ref_out), kAttentionBound);
+      if (c.has_rope) {
+        r.nmse("rope " + c.name + " q", compare(pa.q, pa.ref_q), kRopeBound);
+        r.nmse("rope " + c.name + " k", compare(pa.k, pa.ref_k), kRopeBound);
+      }
+      // B, C, D prefills in one mixed step.
+      std::vector<Token> bcd;
+      const int32_t lens[3] = {40, 17, 5};
+      for (int32_t si = 0; si < 3; ++si)
+        for (int32_t p = 0; p < lens[si]; ++p) bcd.push_back(s.token(rng, si + 1, p));
+      auto pb = s.step(bcd, layer);
+      r.nmse(base + " mixed prefill of 3 sequences", compare(pb.out, pb.ref_out), kAttentionBound);
+      // Decode A alone, then the same token beside B, C, D (A third in the batch).
+      const Token next = s.token(rng, 0, n);
+      auto alone = s.step({next}, layer);
+      r.nmse(base + " decode pos=" + std::to_string(n), compare(alone.out, alone.ref_out), kAttentionBound);
+      std::vector<Token> beside = {s.token(rng, 1, 40), s.token(rng, 2, 17), next, s.token(rng, 3, 5)};
+      auto bb = s.step(beside, layer);
+      r.nmse(base + " decode beside 3 sequences", compare(bb.out, bb.ref_out), kAttentionBound);
+      r.bitwise("bitwise " + base + " decode row alone vs beside 3 sequences", compare(row(bb.out, 2, qw), alone.out));
+      // Sequence E = A's tokens 0..n in one prefill: its rows equal A's prefill rows and
+      // A's decode row (a verify step computes what plain decode computed).
+      std::vector<Token> e = a;
+      e.push_back(next);
+      for (Token& t : e) t.seq = 4;
+      auto pe = s.step(e, layer);
+      std::vector<float> a_rows = pa.out;
+      a_rows.insert(a_rows.end(), alone.out.begin(), alone.out.end());
+      r.bitwise("bitwise " + base + " prefill rows == decode rows", compare(pe.out, a_rows));
+    });
+  }
+}
+
+}  // namespace memra::kcheck

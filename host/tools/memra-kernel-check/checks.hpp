@@ -1,0 +1,51 @@
+// The checks memra-kernel-check runs (also run by tests/cuda). Each adds one line
+// per check to the report. Per-op bounds (normalised MSE against the CPU
+// reference, which accumulates in double for matmul):
+//   matmul 1e-9, rms_norm / add_rms_norm 1e-10, gated activations 1e-10,
+//   RoPE 1e-10, attention 1e-9; embedding, gather, add and NVRTC outputs bitwise.
+// Bit-identity (batch invariance): matmul and norm rows for M = 1..16 and in a
+// second tile (M = 40) with the other rows' contents redrawn; attention rows alone
+// vs beside three other sequences and in a prefill vs a decode step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "host/tools/memra-kernel-check/harness.hpp"
+
+namespace memra::kcheck {
+
+constexpr double kMatmulBound = 1e-9;
+constexpr double kNormBound = 1e-10;
+constexpr double kActivationBound = 1e-10;
+constexpr double kRopeBound = 1e-10;
+constexpr double kAttentionBound = 1e-9;
+
+struct CheckOptions {
+  uint64_t seed = 1234;
+  bool quick = false;      // smaller shapes (tests)
+  std::string temp_dir;    // for the NVRTC cache and PTX-only fatbin checks
+  std::string kernel_dir;  // the fatbins the backend under test loads
+};
+
+void check_matmul(Device& d, Report& r, const CheckOptions& o);
+void check_embedding_gather(Device& d, Report& r, const CheckOptions& o);
+void check_elementwise(Device& d, Report& r, const CheckOptions& o);
+void check_attention(Device& d, Report& r, const CheckOptions& o);
+// Kernel services and NVRTC; may create extra backends.
+void check_services(Device& d, Report& r, const CheckOptions& o);
+
+inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
+  check_embedding_gather(d, r, o);
+  check_elementwise(d, r, o);
+  check_matmul(d, r, o);
+  check_attention(d, r, o);
+  check_services(d, r, o);
+}
+
+// Random weight bytes in a scheme's layout with sane scale fields; flavour
+// "random" | "large" (big scales) | "zeros" (zero scales) | "denormal" (subnormal f16 scales).
+std::vector<uint8_t> random_weight(Rng& rng, const std::string& scheme, int64_t rows, int64_t cols,
+                                   const std::string& flavour);
+
+}  // namespace memra::kcheck

@@ -1,0 +1,141 @@
+#include "host/tools/memra-kernel-check/harness.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace memra::kcheck {
+
+Device::Device(const memra_cuda_backend_api* api, memra_cuda_backend* backend)
+    : api_(api), b_(backend), ops_(api->ops(backend)) {}
+
+void Device::check(memra_status st, const std::string& what) const {
+  if (st != MEMRA_OK) throw Failure(what + " returned " + memra_status_name(st) + ": " + api_->last_error(b_));
+}
+
+memra_tensor Device::tensor(const std::vector<int64_t>& shape) {
+  memra_tensor t{};
+  check(ops_->tensor_create(ctx(), static_cast<int32_t>(shape.size()), shape.data(), &t), "tensor_create");
+  return t;
+}
+
+memra_tensor Device::upload(const std::vector<float>& host, const std::vector<int64_t>& shape) {
+  memra_tensor t = tensor(shape);
+  check(api_->copy_to_device(b_, t.data, host.data(), host.size() * sizeof(float)), "copy_to_device");
+  return t;
+}
+
+std::vector<float> Device::download(const memra_tensor& t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t.ndim; ++i) n *= t.shape[i];
+  std::vector<float> out(static_cast<size_t>(n));
+  check(api_->copy_to_host(b_, out.data(), t.data, out.size() * sizeof(float)), "copy_to_host (or an earlier kernel)");
+  return out;
+}
+
+const memra_weight* Device::weight(const std::string& name, const std::string& quant, memra_dtype dtype,
+                                   const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
+  bytes_.push_back(std::move(bytes));
+  strings_.push_back(name);
+  const char* n = strings_.back().c_str();
+  strings_.push_back(quant);
+  memra_weight w{};
+  w.struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
+  w.name = n;
+  w.quant = strings_.back().c_str();
+  w.dtype = dtype;
+  w.ndim = static_cast<int32_t>(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) w.shape[i] = shape[i];
+  w.bytes = bytes_.back().size();
+  w.data = bytes_.back().data();
+  weights_.push_back(w);
+  const memra_weight_set set{MEMRA_WEIGHT_SET_STRUCT_SIZE, 1, &weights_.back()};
+  check(api_->upload_weights(b_, &set), "upload_weights(" + name + ")");
+  return &weights_.back();
+}
+
+const memra_weight* Device::f32_weight(const std::string& name, const std::vector<float>& values) {
+  std::vector<uint8_t> b(values.size() * 4);
+  std::memcpy(b.data(), values.data(), b.size());
+  return weight(name, "f32", MEMRA_DTYPE_F32, {static_cast<int64_t>(values.size())}, std::move(b));
+}
+
+void Device::begin_step() { check(api_->begin_step(b_), "begin_step"); }
+
+Comparison compare(const std::vector<float>& out, const std::vector<float>& ref) {
+  Comparison c;
+  if (out.size() != ref.size()) {
+    c.bitwise = false;
+    c.nonfinite_mismatch = 1;
+    c.nmse = INFINITY;
+    return c;
+  }
+  double se = 0, sr = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &out[i], 4);
+    std::memcpy(&b, &ref[i], 4);
+    if (a != b) c.bitwise = false;
+    if (!std::isfinite(ref[i]) || !std::isfinite(out[i])) {
+      const bool same = (std::isnan(ref[i]) && std::isnan(out[i])) || a == b;
+      if (!same) ++c.nonfinite_mismatch;
+      continue;
+    }
+    const double d = static_cast<double>(out[i]) - static_cast<double>(ref[i]);
+    se += d * d;
+    sr += static_cast<double>(ref[i]) * ref[i];
+    c.max_abs = std::max(c.max_abs, std::fabs(d));
+  }
+  c.nmse = sr > 0 ? se / sr : (se > 0 ? INFINITY : 0.0);
+  return c;
+}
+
+std::vector<float> Rng::floats(size_t n, const std::string& flavour) {
+  std::vector<float> v(n);
+  if (flavour == "zeros") return v;
+  for (size_t i = 0; i < n; ++i) {
+    float x = dist_(gen_);
+    if (flavour == "large") x *= 3e4f;
+    if (flavour == "denormal") x = (i % 2) ? x * 1e-39f : x * 1e-3f;
+    v[i] = x;
+  }
+  return v;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+void Report::add(const std::string& name, bool pass, const std::string& detail) {
+  lines_.push_back({name, pass, detail});
+  if (print_) print_(lines_.back());
+}
+
+void Report::nmse(const std::string& name, const Comparison& c, double bound) {
+  const bool ok = c.nonfinite_mismatch == 0 && c.nmse <= bound;
+  add(name, ok, "nmse " + fmt(c.nmse) + " <= " + fmt(bound) + ", max abs diff " + fmt(c.max_abs) +
+                    (c.nonfinite_mismatch ? ", " + std::to_string(c.nonfinite_mismatch) + " non-finite mismatches" : ""));
+}
+
+void Report::bitwise(const std::string& name, const Comparison& c) {
+  add(name, c.bitwise, c.bitwise ? "bitwise equal" : "differs: max abs diff " + fmt(c.max_abs) + ", nmse " + fmt(c.nmse));
+}
+
+void Report::guard(const std::string& name, const std::function<void()>& f) {
+  if (!wants(name)) return;
+  try {
+    f();
+  } catch (const std::exception& e) {
+    add(name, false, std::string("error: ") + e.what());
+  }
+}
+
+bool Report::all_pass() const {
+  for (const CheckLine& l : lines_)
+    if (!l.pass) return false;
+  return !lines_.empty();
+}
+
+}  // namespace memra::kcheck

@@ -1,0 +1,238 @@
+// Oracle tests of the engine on the CUDA backend (tests/engine/fixture_model_test
+// runs the same oracles on the CPU reference):
+//  - models/llama and models/qwen3: logits at every prefill position and 24 greedy
+//    decode steps within 1e-3 of transformers' float32 logits, relative to each
+//    row's max |logit| (the GPU computes in float32 with other summation orders than
+//    the CPU; measured differences are printed), and greedy ids equal;
+//  - gguf/llama/*.gguf: rmse and top-1 agreement against transformers no worse than
+//    llama.cpp's own on the same file (llamacpp_vs_hf.json, its CPU run);
+//  - batch invariance: a sequence's logits bitwise equal alone vs beside 3 others
+//    (prefill and decode), and a multi-token verify step equal to plain decode.
+// Skips with the reason when there is no driver, GPU or CUDA build.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "host/engine/engine.hpp"
+#include "host/engine/sampler.hpp"
+#include "tests/cuda/cuda_test_env.hpp"
+
+namespace fs = std::filesystem;
+using memra::engine::Engine;
+using memra::engine::StepRequest;
+
+namespace {
+
+constexpr double kTransformersBound = 1e-3;
+
+memra::plugins::PluginHost& plugins() {
+  static memra::plugins::PluginHost* host = [] {
+    memra::plugins::PluginHostOptions o;
+    o.plugin_dirs = {memra::cuda_test::binary_root() / "lib/memra/plugins"};
+    o.use_env_path = false;
+    o.use_install_dir = false;
+    auto* h = new memra::plugins::PluginHost(std::move(o));
+    h->discover();
+    return h;
+  }();
+  return *host;
+}
+
+std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind) {
+  auto src = memra::engine::open_model_source(path.string());
+  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
+  if (!src) return nullptr;
+  memra::engine::EngineOptions o;
+  o.backend = kind;
+  o.cuda.module_path = memra::cuda_test::module_path();
+  o.max_context = 512;
+  auto e = Engine::create(std::move(*src), plugins(), o);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e ? std::move(*e) : nullptr;
+}
+
+std::vector<float> read_f32(const fs::path& p, size_t offset_bytes, size_t count) {
+  std::ifstream f(p, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset_bytes));
+  std::vector<float> v(count);
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
+  EXPECT_TRUE(f.good()) << p;
+  return v;
+}
+
+double row_rel_diff(const float* a, const float* ref, size_t n) {
+  float scale = 0;
+  for (size_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(ref[i]));
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(a[i] - ref[i]) / static_cast<double>(scale));
+  return worst;
+}
+
+bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+#define SKIP_WITHOUT_CUDA()                                                             \
+  do {                                                                                  \
+    const std::string why_ = memra::cuda_test::unavailable_reason();                    \
+    if (!why_.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why_;            \
+  } while (0)
+
+void check_against_transformers(const std::string& model) {
+  SKIP_WITHOUT_CUDA();
+  const fs::path dir = memra::cuda_test::fixtures_dir() / "models" / model;
+  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
+  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
+  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
+  const std::vector<int32_t> greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
+  const size_t vocab = ref["arrays"][0]["shape"][1].get<size_t>();
+  const auto prefill = read_f32(dir / "reference.bin", ref["arrays"][0]["offset_bytes"].get<size_t>(), input.size() * vocab);
+  const auto steps = read_f32(dir / "reference.bin", ref["arrays"][1]["offset_bytes"].get<size_t>(), greedy.size() * vocab);
+
+  auto gpu = load(dir, MEMRA_BACKEND_CUDA);
+  auto cpu = load(dir, MEMRA_BACKEND_CPU);
+  ASSERT_TRUE(gpu && cpu);
+  const int32_t seq = gpu->open_sequence(), cseq = cpu->open_sequence();
+  StepRequest req{seq, input, true}, creq{cseq, input, true};
+  auto out = gpu->step({&req, 1});
+  auto cout_ = cpu->step({&creq, 1});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  ASSERT_TRUE(cout_.ok()) << cout_.error().message;
+  ASSERT_EQ(out->size(), input.size());
+  double worst = 0, worst_cpu = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    worst = std::max(worst, row_rel_diff((*out)[i].data(), prefill.data() + i * vocab, vocab));
+    worst_cpu = std::max(worst_cpu, row_rel_diff((*out)[i].data(), (*cout_)[i].data(), vocab));
+  }
+  std::cout << "[ " << model << " ] CUDA prefill max rel diff vs transformers " << worst << ", vs CPU backend " << worst_cpu << "\n";
+  EXPECT_LE(worst, kTransformersBound) << model << ": prefill logits differ from transformers";
+
+  std::vector<int32_t> produced;
+  std::vector<float> last = out->back();
+  double worst_step = 0;
+  for (size_t s = 0; s < greedy.size(); ++s) {
+    worst_step = std::max(worst_step, row_rel_diff(last.data(), steps.data() + s * vocab, vocab));
+    produced.push_back(memra::engine::argmax(last));
+    StepRequest d{seq, {&produced.back(), 1}, false};
+    auto o = gpu->step({&d, 1});
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    last = (*o)[0];
+  }
+  std::cout << "[ " << model << " ] CUDA decode max rel diff vs transformers " << worst_step << "\n";
+  EXPECT_EQ(produced, greedy) << model << ": greedy continuation differs";
+  EXPECT_LE(worst_step, kTransformersBound) << model << ": decode-step logits differ from transformers";
+}
+
+// A sequence's logits alone, beside three other sequences, and through a verify step.
+void check_batch_invariance(const std::string& model) {
+  SKIP_WITHOUT_CUDA();
+  const fs::path dir = memra::cuda_test::fixtures_dir() / "models" / model;
+  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
+  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
+  const std::vector<int32_t> prompt = ref["input_ids"].get<std::vector<int32_t>>();
+  auto e = load(dir, MEMRA_BACKEND_CUDA);
+  ASSERT_TRUE(e);
+  constexpr int kSteps = 8;
+
+  // Alone: prefill, then kSteps greedy decode steps.
+  const int32_t x = e->open_sequence();
+  StepRequest p{x, prompt, true};
+  auto alone_prefill = e->step({&p, 1});
+  ASSERT_TRUE(alone_prefill.ok()) << alone_prefill.error().message;
+  std::vector<int32_t> toks;
+  std::vector<std::vector<float>> alone_steps;
+  std::vector<float> last = alone_prefill->back();
+  for (int s = 0; s < kSteps; ++s) {
+    toks.push_back(memra::engine::argmax(last));
+    StepRequest d{x, {&toks.back(), 1}, false};
+    auto o = e->step({&d, 1});
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    last = (*o)[0];
+    alone_steps.push_back(last);
+  }
+
+  // Beside three others: different prompts and lengths, X not first in the batch.
+  const int32_t y1 = e->open_sequence(), y2 = e->open_sequence(), x2 = e->open_sequence(), y3 = e->open_sequence();
+  std::vector<int32_t> r1(prompt.rbegin(), prompt.rend()), r2(prompt.begin(), prompt.begin() + 5), r3 = {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
+  std::vector<StepRequest> batch = {{y1, r1, true}, {y2, r2, false}, {x2, prompt, true}, {y3, r3, true}};
+  auto bp = e->step(batch);
+  ASSERT_TRUE(bp.ok()) << bp.error().message;
+  // Rows: y1's r1.size(), y2's 1, then x2's prompt.size().
+  const size_t x_first = r1.size() + 1;
+  int prefill_equal = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) prefill_equal += bits_equal((*bp)[x_first + i], (*alone_prefill)[i]);
+  EXPECT_EQ(prefill_equal, static_cast<int>(prompt.size())) << model << ": prefill rows differ beside other sequences";
+
+  int decode_equal = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const int32_t other = 100 + s;
+    std::vector<int32_t> chunk = {other, other + 1, other + 2};  // y3 runs a 3-token chunk (mixed step)
+    std::vector<StepRequest> step = {{y1, {&other, 1}, false}, {x2, {&toks[static_cast<size_t>(s)], 1}, false},
+                                     {y3, chunk, false}, {y2, {&other, 1}, false}};
+    auto o = e->step(step);
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    decode_equal += bits_equal((*o)[1], alone_steps[static_cast<size_t>(s)]);
+  }
+  EXPECT_EQ(decode_equal, kSteps) << model << ": decode logits differ beside other sequences";
+
+  // Verify step: the prompt, then the kSteps tokens in one step; its logits equal
+  // plain decode's, token by token (speculative decoding's contract).
+  const int32_t x3 = e->open_sequence();
+  StepRequest p3{x3, prompt, false};
+  ASSERT_TRUE(e->step({&p3, 1}).ok());
+  StepRequest v{x3, toks, true};
+  auto vo = e->step({&v, 1});
+  ASSERT_TRUE(vo.ok()) << vo.error().message;
+  int verify_equal = 0;
+  for (int s = 0; s < kSteps; ++s) verify_equal += bits_equal((*vo)[static_cast<size_t>(s)], alone_steps[static_cast<size_t>(s)]);
+  EXPECT_EQ(verify_equal, kSteps) << model << ": a verify step's logits differ from plain decode";
+  std::cout << "[ " << model << " ] bitwise equal: prefill rows " << prefill_equal << "/" << prompt.size() << ", decode steps "
+            << decode_equal << "/" << kSteps << ", verify rows " << verify_equal << "/" << kSteps << "\n";
+}
+
+}  // namespace
+
+TEST(CudaFixture, LlamaMatchesTransformers) { check_against_transformers("llama"); }
+TEST(CudaFixture, Qwen3MatchesTransformers) { check_against_transformers("qwen3"); }
+TEST(CudaFixture, LlamaBatchInvariant) { check_batch_invariance("llama"); }
+TEST(CudaFixture, Qwen3BatchInvariant) { check_batch_invariance("qwen3"); }
+
+class CudaGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGguf, NoWorseThanLlamaCpp) {
+  SKIP_WITHOUT_CUDA();
+  const std::string type = GetParam();
+  const fs::path fx = memra::cuda_test::fixtures_dir();
+  const fs::path gguf = fx / "gguf/llama" / ("llama-" + type + ".gguf");
+  const fs::path ref_dir = fx / "models/llama";
+  if (!fs::exists(gguf) || !fs::exists(ref_dir / "reference.json")) GTEST_SKIP() << "fixture " << gguf << " absent";
+  const auto ref = nlohmann::json::parse(std::ifstream(ref_dir / "reference.json"));
+  const auto budget = nlohmann::json::parse(std::ifstream(fx / "gguf/llama/llamacpp_vs_hf.json"))["llama-" + type + ".ngl0"]["prefill_vs_hf"];
+  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
+  const size_t vocab = ref["arrays"][0]["shape"][1].get<size_t>();
+  const auto prefill = read_f32(ref_dir / "reference.bin", ref["arrays"][0]["offset_bytes"].get<size_t>(), input.size() * vocab);
+
+  auto engine = load(gguf, MEMRA_BACKEND_CUDA);
+  ASSERT_TRUE(engine);
+  const int32_t seq = engine->open_sequence();
+  StepRequest req{seq, input, true};
+  auto out = engine->step({&req, 1});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  double se = 0;
+  int top1 = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    const float* r = prefill.data() + i * vocab;
+    for (size_t v = 0; v < vocab; ++v) se += std::pow((*out)[i][v] - r[v], 2.0);
+    top1 += memra::engine::argmax((*out)[i]) == memra::engine::argmax(std::span<const float>(r, vocab));
+  }
+  const double rmse = std::sqrt(se / static_cast<double>(input.size() * vocab));
+  std::cout << "[ " << type << " ] CUDA rmse " << rmse << " (llama.cpp " << budget["rmse"].get<double>() << "), top1 " << top1
+            << "/" << input.size() << " (llama.cpp " << budget["top1_agree"].get<int>() << ")\n";
+  EXPECT_LE(rmse, budget["rmse"].get<double>());
+  EXPECT_GE(top1, budget["top1_agree"].get<int>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaGguf, ::testing::Values("BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"));
