@@ -223,9 +223,10 @@ bool Regex::find(std::string_view subject, std::size_t start, std::size_t& match
   ThreadMatchState& st = match_state();
   auto* code = static_cast<pcre2_code_8*>(code_);
   auto s = reinterpret_cast<PCRE2_SPTR8>(subject.data());
-  int rc = jit_ ? pcre2_jit_match_8(code, s, subject.size(), start, 0, st.data, st.context)
-                : pcre2_match_8(code, s, subject.size(), start, PCRE2_NO_UTF_CHECK, st.data, st.context);
-  if (rc < 0) return false;  // no match (or a resource limit: treated as no further match)
+  int rc = jit_ ? pcre2_jit_match_8(code, s, subject.size(), start, 0, st.data, st.context) : PCRE2_ERROR_JIT_BADOPTION;
+  if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)  // no JIT, or JIT stack exhausted: the interpreter decides
+    rc = pcre2_match_8(code, s, subject.size(), start, PCRE2_NO_UTF_CHECK, st.data, nullptr);
+  if (rc < 0) return false;  // no match (or a match-limit error: the rest of the text stays one piece)
   PCRE2_SIZE* ov = pcre2_get_ovector_pointer_8(st.data);
   match_begin = ov[0];
   match_end = ov[1];

