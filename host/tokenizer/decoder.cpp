@@ -292,13 +292,11 @@ void StripStream::push(std::string_view t, std::string& out) {
   }
   out.append(combined, 0, end);
   held_ = combined.substr(end);
-  held_count_ = k;
 }
 
 void StripStream::finish(std::string& out) {
   (void)out;  // held trailing characters are exactly what Strip removes at the end
   held_.clear();
-  held_count_ = 0;
 }
 
 }  // namespace memra::tokenizer::detail

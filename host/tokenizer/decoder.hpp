@@ -69,7 +69,6 @@ class StripStream {
   int start_left_;
   int stop_;
   std::string held_;  // trailing content characters that a later end of text would strip
-  int held_count_ = 0;
 };
 
 class CleanupStream {

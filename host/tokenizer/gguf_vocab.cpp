@@ -116,19 +116,34 @@ Result<TokenizerSpec> spec_from_gguf_vocab(const GgufVocab& v) {
     return make_error(ErrorCode::invalid_argument, "GGUF scores has " + std::to_string(v.scores.size()) +
                                                        " entries for " + std::to_string(v.tokens.size()) + " tokens");
 
-  for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+  std::vector<std::string> texts = v.tokens;
+  if (spm) {
+    // GGUF converters store SentencePiece user-defined pieces "pre-normalized" (U+2581 -> ' '); put the
+    // U+2581 back so they match and merge as in the Hugging Face tokenizer.
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      if (type_at(v, i) != TokenType::user_defined || texts[i].find(' ') == std::string::npos) continue;
+      std::string restored;
+      for (char c : texts[i]) {
+        if (c == ' ') restored += kSpace;
+        else restored += c;
+      }
+      texts[i] = std::move(restored);
+    }
+  }
+
+  for (std::size_t i = 0; i < texts.size(); ++i) {
     auto t = type_at(v, i);
     auto id = static_cast<TokenId>(i);
     if (t == TokenType::control || t == TokenType::user_defined) {
       AddedTokenSpec a;
       a.id = id;
-      a.content = v.tokens[i];
+      a.content = texts[i];
       a.special = t == TokenType::control;
       a.normalized = false;
       spec.added_tokens.push_back(std::move(a));
       if (t == TokenType::control && !spm) continue;  // byte-level models keep control tokens out of the model
     }
-    spec.model.vocab.emplace_back(v.tokens[i], id);
+    spec.model.vocab.emplace_back(texts[i], id);
   }
 
   for (std::size_t i = 0; i < v.merges.size(); ++i) {
@@ -153,7 +168,7 @@ Result<TokenizerSpec> spec_from_gguf_vocab(const GgufVocab& v) {
         spec.unk_id = static_cast<TokenId>(i);
         break;
       }
-  if (spec.unk_id) spec.model.unk_token = v.tokens[*spec.unk_id];
+  if (spec.unk_id) spec.model.unk_token = texts[*spec.unk_id];
 
   if (spm) {
     bool prefix = v.add_space_prefix.value_or(true);
@@ -170,7 +185,11 @@ Result<TokenizerSpec> spec_from_gguf_vocab(const GgufVocab& v) {
     spec.normalizers.push_back(r);
     spec.model.byte_fallback = true;
     spec.model.fuse_unk = true;
-    if (v.merges.empty()) merges_from_scores(v, spec);
+    if (v.merges.empty()) {
+      GgufVocab restored = v;
+      restored.tokens = texts;
+      merges_from_scores(restored, spec);
+    }
 
     DecoderStep rep;
     rep.kind = DecoderStep::Kind::replace;

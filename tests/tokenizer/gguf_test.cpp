@@ -46,8 +46,13 @@ GgufVocab vocab_from_tokenizer_json(const ModelRef& m, const GgufCase& c) {
   }
   for (const auto& a : j["added_tokens"]) {
     auto id = a["id"].get<std::size_t>();
-    v.tokens[id] = a["content"].get<std::string>();
-    v.token_types[id] = a["special"].get<bool>() ? TokenType::control : TokenType::user_defined;
+    std::string content = a["content"].get<std::string>();
+    bool special = a["special"].get<bool>();
+    // llama.cpp's converter stores SentencePiece user-defined pieces with U+2581 turned into ' '.
+    if (!special && c.model == "llama")
+      for (std::size_t p; (p = content.find("\xE2\x96\x81")) != std::string::npos;) content.replace(p, 3, " ");
+    v.tokens[id] = content;
+    v.token_types[id] = special ? TokenType::control : TokenType::user_defined;
   }
   if (!c.scores_only) {
     for (const auto& mg : j["model"]["merges"])
@@ -56,8 +61,8 @@ GgufVocab vocab_from_tokenizer_json(const ModelRef& m, const GgufCase& c) {
   } else {
     std::vector<float> scores(n);
     for (std::size_t i = 0; i < n; ++i) scores[i] = -1e7f - static_cast<float>(i);  // pieces no merge makes
-    std::map<std::string, std::size_t> ids;
-    for (std::size_t i = 0; i < n; ++i) ids.emplace(v.tokens[i], i);
+    std::map<std::string, std::size_t> ids;  // the tokenizer.json texts (before the converter's rewrite)
+    for (auto it = j["model"]["vocab"].begin(); it != j["model"]["vocab"].end(); ++it) ids.emplace(it.key(), it->get<std::size_t>());
     const auto& merges = j["model"]["merges"];
     for (std::size_t r = merges.size(); r-- > 0;) {
       const auto& mg = merges[r];
