@@ -83,9 +83,7 @@ ApiError invalid_request(std::string code, std::string message, std::optional<st
 
 ApiError model_not_loaded() {
   return make(503, kUnavailable, "model_not_loaded",
-              "no model is loaded: start memra-host with --model [ALIAS=]PATH or MEMRA_MODELS "
-              "(loading a model is not available in this build yet)",
-              "model");
+              "no model is loaded yet; wait for GET /ready to answer 200", "model");
 }
 
 ApiError model_not_found(std::string_view model) {
@@ -94,11 +92,36 @@ ApiError model_not_found(std::string_view model) {
               "model");
 }
 
-ApiError engine_unavailable(std::string_view model) {
-  return make(503, kUnavailable, "engine_unavailable",
-              "the model '" + std::string(model) +
-                  "' is known but the inference engine is not available in this build yet",
-              "model");
+ApiError context_length_exceeded(std::string message, std::string param) {
+  return make(400, kInvalidRequest, "context_length_exceeded", std::move(message), std::move(param));
+}
+
+ApiError kv_budget_exceeded(std::int64_t need, std::int64_t limit) {
+  return make(400, kInvalidRequest, "kv_budget_exceeded",
+              "this request needs " + std::to_string(need) + " KV tokens (prompt + max_tokens, times n) but your "
+              "API key's limit is " + std::to_string(limit) + "; lower max_tokens or n",
+              "max_tokens");
+}
+
+ApiError tenant_rate_limited(std::string_view tenant, std::string_view why) {
+  return make(429, "rate_limit_error", "rate_limit_exceeded",
+              "tenant '" + std::string(tenant) + "' is at its limit (" + std::string(why) +
+                  "); retry after the Retry-After delay");
+}
+
+ApiError server_overloaded(std::string_view detail) {
+  return make(503, kUnavailable, "server_overloaded",
+              "the server is at capacity (" + std::string(detail) + "); retry after the Retry-After delay");
+}
+
+ApiError client_closed() {
+  return make(499, kInvalidRequest, "client_closed_request", "the client closed the connection before the answer");
+}
+
+ApiError generation_failed(std::string_view detail) {
+  return make(500, "server_error", "generation_failed",
+              "generation failed inside the engine (" + std::string(detail) +
+                  "); this is a bug in memra-host, please report it with the server log");
 }
 
 ApiError not_ready(std::string code, std::string_view reason) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +37,12 @@ ApiError invalid_json(std::string_view detail);
 ApiError invalid_request(std::string code, std::string message, std::optional<std::string> param);
 ApiError model_not_loaded();
 ApiError model_not_found(std::string_view model);
-ApiError engine_unavailable(std::string_view model);
+ApiError context_length_exceeded(std::string message, std::string param);
+ApiError kv_budget_exceeded(std::int64_t need, std::int64_t limit);
+ApiError tenant_rate_limited(std::string_view tenant, std::string_view why);
+ApiError server_overloaded(std::string_view detail);
+ApiError client_closed();
+ApiError generation_failed(std::string_view detail);
 ApiError not_ready(std::string code, std::string_view reason);
 ApiError shutting_down();
 ApiError internal(std::string_view what);

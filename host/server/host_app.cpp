@@ -20,11 +20,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <thread>
 
+#include "host/server/admission.hpp"
 #include "host/server/api_keys.hpp"
+#include "host/server/key_ring.hpp"
 #include "host/server/metrics.hpp"
+#include "host/server/served_model.hpp"
 #include "host/server/poco_adapter.hpp"
 #include "host/server/router.hpp"
 #include "host/server/server_state.hpp"
@@ -80,9 +85,40 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_DRAIN_TIMEOUT_MS  as --drain-timeout-ms\n"
          "  MEMRA_THREADS           as --threads\n"
          "  MEMRA_LOG_LEVEL         as --log-level\n"
-         "\nExit codes: 0 ok, 64 bad flag/env value, 69 model loading not available in this build,\n"
-         "70 internal error, 71 cannot listen, 75 drain cut short, 78 bad key file or registry.\n"
+         "  MEMRA_BACKEND           as --backend\n"
+         "  MEMRA_MAX_CONTEXT       as --max-context\n"
+         "  MEMRA_KV_CACHE_TOKENS   as --kv-cache-tokens\n"
+         "  MEMRA_MAX_RUNNING       as --max-running\n"
+         "  MEMRA_MAX_WAITING       as --max-waiting\n"
+         "  MEMRA_MAX_STEP_TOKENS   as --max-step-tokens\n"
+         "  MEMRA_TENANT_QUEUE      as --tenant-queue\n"
+         "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
+         "served from <exe>/../share/memra/default_model.\n"
+         "\nExit codes: 0 ok, 64 bad flag/env value, 66 a model cannot be loaded, 69 backend not in this build,\n"
+         "70 internal error, 71 cannot listen, 75 drain cut short, 77 registry gate refused a model,\n"
+         "78 bad key file or registry.\n"
          "Docs: docs/SERVING.md (routes, errors, auth, metrics, drain), docs/FLAGS.md.\n";
+}
+
+// Ready-to-paste examples for the embedded default model, after the listening line.
+void print_examples(const std::string& url, bool auth) {
+  const std::string model = kDefaultModelAlias;
+  const std::string header = auth ? " -H 'Authorization: Bearer YOUR_KEY'" : "";
+  std::cout << "\nServing the embedded default model '" << model
+            << "' (random weights: it proves the path; its text is gibberish).\n"
+            << "Try it with curl:\n"
+            << "  curl -s " << url << "/v1/chat/completions -H 'Content-Type: application/json'" << header << " \\\n"
+            << "    -d '{\"model\":\"" << model
+            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n"
+            << "or with the openai client (Node, npm install openai):\n"
+            << "  import OpenAI from \"openai\";\n"
+            << "  const client = new OpenAI({ baseURL: \"" << url << "/v1\", apiKey: \""
+            << (auth ? "YOUR_KEY" : "unused") << "\" });\n"
+            << "  const r = await client.chat.completions.create({ model: \"" << model
+            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 16 });\n"
+            << "  console.log(r.choices[0].message.content);\n"
+            << "Serve a real model with --model PATH (docs/SERVING.md).\n"
+            << std::flush;
 }
 
 Result<std::string> read_key_from_stdin() {
@@ -127,9 +163,28 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("api-keys", "",
                            "JSON key file; enables Bearer auth on /v1/* and /metrics (default: auth off)")
                         .argument("FILE"));
-  options.addOption(Option("model", "", "model to serve, repeatable (not available in this build yet)")
+  options.addOption(Option("model", "",
+                           "model to serve (Hugging Face directory or .gguf), repeatable; default: the embedded "
+                           "memra-tiny-random")
                         .argument("[ALIAS=]PATH")
                         .repeatable(true));
+  options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
+  options.addOption(Option("allow-generic", "",
+                           "load models whose registry verdict is generic (unverified), logging that loudly"));
+  options.addOption(Option("max-context", "", "tokens per sequence (default 0: the model's, at most 4096)")
+                        .argument("N"));
+  options.addOption(Option("kv-cache-tokens", "",
+                           "KV-cache size in tokens, rounded up to whole contexts (default 0: 8 contexts)")
+                        .argument("N"));
+  options.addOption(Option("max-running", "", "sequences decoding at once per model (default 16)").argument("N"));
+  options.addOption(Option("max-waiting", "",
+                           "sequences queued per model before requests get 503 (default 256)")
+                        .argument("N"));
+  options.addOption(Option("max-step-tokens", "", "prompt tokens per scheduler step, chunked prefill (default 512)")
+                        .argument("N"));
+  options.addOption(Option("tenant-queue", "",
+                           "requests per tenant waiting for admission before 429 at once (default 64)")
+                        .argument("N"));
   options.addOption(
       Option("plugin-dir", "", "directory to search for plugins first, repeatable").argument("DIR").repeatable(true));
   options.addOption(Option("list-plugins", "", "load plugins, print what loaded and what was refused, and exit"));
@@ -141,7 +196,7 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("drain-timeout-ms", "",
                            "on SIGTERM/SIGINT, how long to let running requests finish (default 30000)")
                         .argument("MS"));
-  options.addOption(Option("threads", "", "HTTP worker threads, i.e. concurrent connections (default 16)")
+  options.addOption(Option("threads", "", "HTTP worker threads, i.e. concurrent connections (default 64)")
                         .argument("N"));
   options.addOption(Option("log-level", "", "error, warning, information, debug or trace (default information)")
                         .argument("LEVEL"));
@@ -232,18 +287,19 @@ int HostApp::main(const std::vector<std::string>& args) {
 
   log().information("memra-host %s starting (pid %s)", std::string(MEMRA_VERSION), std::to_string(Poco::Process::id()));
 
-  std::optional<KeyStore> keys;
+  std::unique_ptr<KeyRing> keys;
   if (!options.api_keys_file.empty()) {
     auto loaded = KeyStore::load_file(options.api_keys_file);
     if (!loaded) {
       log().error(loaded.error().message);
       return EXIT_CONFIG;
     }
-    keys = std::move(*loaded);
     std::vector<std::string> tenants;
-    for (const auto& k : keys->keys()) tenants.push_back(k.tenant + (k.disabled ? " (disabled)" : ""));
-    log().information("auth: on: %s key(s), %s enabled, from %s; tenants: %s", std::to_string(keys->keys().size()),
-                      std::to_string(keys->enabled_count()), options.api_keys_file, join(tenants, ", "));
+    for (const auto& k : loaded->keys()) tenants.push_back(k.tenant + (k.disabled ? " (disabled)" : ""));
+    log().information("auth: on: %s key(s), %s enabled, from %s; tenants: %s; the file is re-read when it changes",
+                      std::to_string(loaded->keys().size()), std::to_string(loaded->enabled_count()),
+                      options.api_keys_file, join(tenants, ", "));
+    keys = std::make_unique<KeyRing>(std::move(*loaded), options.api_keys_file, log());
   } else {
     log().warning(
         "auth: off: no --api-keys / MEMRA_API_KEYS given, so every route is open to anyone who can reach %s",
@@ -259,35 +315,60 @@ int HostApp::main(const std::vector<std::string>& args) {
     return EXIT_CONFIG;
   }
 
-  if (!options.models.empty()) {
-    std::vector<std::string> asked;
-    for (const auto& m : options.models) asked.push_back(m.alias + "=" + m.path);
-    log().error(
-        "cannot load %s: loading a model is not available in this build of memra-host yet (the inference engine "
-        "is not implemented). Start without --model / MEMRA_MODELS to run the HTTP API alone.",
-        join(asked, ", "));
-    return EXIT_UNAVAILABLE;
+  std::vector<ModelSpec> specs = options.models;
+  const bool default_model = specs.empty();
+  if (default_model) {
+    const auto dir = default_model_dir();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      log().error("no model given and the embedded default model is missing: %s does not exist (it is staged by the "
+                  "build and installed to share/memra/default_model). Give a model with --model [ALIAS=]PATH or "
+                  "MEMRA_MODELS=\"alias=path,...\"",
+                  dir.string());
+      return EXIT_NOINPUT;
+    }
+    log().information("no --model / MEMRA_MODELS given: serving the embedded default model %s from %s (random "
+                      "weights: it proves the whole path, its text is gibberish)",
+                      std::string(kDefaultModelAlias), dir.string());
+    specs.push_back({kDefaultModelAlias, dir.string()});
   }
-  log().information(
-      "no model is loaded: /ready answers 503 and inference routes answer 503 model_not_loaded. Give a model with "
-      "--model [ALIAS=]PATH or MEMRA_MODELS=\"alias=path,...\" (model loading is not available in this build yet)");
+  ModelSet models;
+  for (const auto& spec : specs) {
+    LoadOutcome loaded = modules.load_model(spec, options);
+    if (!loaded.model) {
+      log().error(loaded.error.message);
+      switch (loaded.error.kind) {
+        case LoadFailure::backend_unavailable: return EXIT_UNAVAILABLE;
+        case LoadFailure::gate_refused: return EXIT_NOPERM;
+        case LoadFailure::bad_model: return EXIT_NOINPUT;
+      }
+    }
+    models.add(std::move(loaded.model));
+  }
   if (options.enable_test_routes) {
     log().warning("test routes are enabled (--enable-test-routes): POST /debug/sleep, GET /debug/throw");
   }
-  return serve(options, modules.plugins_loaded(), keys ? &*keys : nullptr);
+  return serve(options, modules.plugins_loaded(), keys.get(), models, default_model);
 }
 
-int HostApp::serve(const HostOptions& options, int plugins_loaded, const KeyStore* keys) {
+int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys, ModelSet& models,
+                   bool default_model) {
   const double start_time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   Metrics metrics(start_time);
   metrics.set_plugins_loaded(plugins_loaded);
-  metrics.set_models_loaded(0);
+  metrics.set_models_loaded(static_cast<int>(models.all().size()));
   ServerState state;
+  TenantAdmission admission(options.tenant_queue);
   RouterConfig config;
   config.max_body_bytes = options.max_body_bytes;
   config.enable_test_routes = options.enable_test_routes;
+  config.models = &models;
+  config.admission = &admission;
+  config.models_ready = !models.empty();  // loaded before serving; each scheduler thread runs from its creation
+  config.version = MEMRA_VERSION;
   Router router(config, keys, metrics, state);
+  if (keys != nullptr) keys->watch(options.keys_reload_ms);
 
   Poco::Net::ServerSocket socket;
   try {
@@ -318,6 +399,7 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, const KeyStor
   std::cout << "memra-host listening on " << url << std::endl;
   log().information("listening on %s with %s worker threads; body limit %s bytes", url, std::to_string(options.threads),
                     std::to_string(options.max_body_bytes));
+  if (default_model) print_examples(url, keys != nullptr);
 
   const int sig = wait_for_termination_signal();
   const char* name = sig == SIGTERM ? "SIGTERM" : "SIGINT";

@@ -1,10 +1,11 @@
 // memra-host as a Poco ServerApplication: options, start-up (keys, registry,
 // plugins, models), serving, and the SIGTERM/SIGINT drain.
 //
-// Exit codes (docs/FLAGS.md): 0 ok; 64 bad flag or environment value;
-// 69 a model was requested but loading models is not available in this build;
-// 70 internal error; 71 cannot listen on the address; 75 the drain was cut
-// short (timeout or second signal); 78 bad API key file or registry.
+// Exit codes (docs/FLAGS.md): 0 ok; 64 bad flag or environment value; 66 a
+// model cannot be loaded; 69 the backend asked for is not in this build; 70
+// internal error; 71 cannot listen on the address; 75 the drain was cut short
+// (timeout or second signal); 77 the registry gate refused a model; 78 bad API
+// key file or registry.
 #pragma once
 
 #include <Poco/Util/ServerApplication.h>
@@ -31,7 +32,8 @@ class HostApp : public Poco::Util::ServerApplication {
 
  private:
   void print_help() const;
-  int serve(const HostOptions& options, int plugins_loaded, const class KeyStore* keys);
+  int serve(const HostOptions& options, int plugins_loaded, class KeyRing* keys, class ModelSet& models,
+            bool default_model);
 
   std::vector<std::pair<std::string, std::string>> flags_;  // in command-line order
   bool help_ = false;

@@ -46,6 +46,13 @@ constexpr Setting kSettings[] = {
     {"drain-timeout-ms", "MEMRA_DRAIN_TIMEOUT_MS"},
     {"threads", "MEMRA_THREADS"},
     {"log-level", "MEMRA_LOG_LEVEL"},
+    {"backend", "MEMRA_BACKEND"},
+    {"max-context", "MEMRA_MAX_CONTEXT"},
+    {"kv-cache-tokens", "MEMRA_KV_CACHE_TOKENS"},
+    {"max-running", "MEMRA_MAX_RUNNING"},
+    {"max-waiting", "MEMRA_MAX_WAITING"},
+    {"max-step-tokens", "MEMRA_MAX_STEP_TOKENS"},
+    {"tenant-queue", "MEMRA_TENANT_QUEUE"},
 };
 
 // Sets one value; `what` is "--flag" or "VAR" for messages.
@@ -73,6 +80,34 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 2, 1024);
     if (!n) return n.error();
     o.threads = static_cast<int>(*n);
+  } else if (name == "backend") {
+    auto backend = parse_backend(value);
+    if (!backend) return usage(what + ": " + backend.error().message);
+    o.backend = *backend;
+  } else if (name == "max-context") {
+    auto n = parse_int(value, what, 0, 1 << 20);
+    if (!n) return n.error();
+    o.max_context = *n;
+  } else if (name == "kv-cache-tokens") {
+    auto n = parse_int(value, what, 0, std::int64_t{1} << 32);
+    if (!n) return n.error();
+    o.kv_cache_tokens = *n;
+  } else if (name == "max-running") {
+    auto n = parse_int(value, what, 1, 4096);
+    if (!n) return n.error();
+    o.max_running = *n;
+  } else if (name == "max-waiting") {
+    auto n = parse_int(value, what, 1, 1 << 20);
+    if (!n) return n.error();
+    o.max_waiting = *n;
+  } else if (name == "max-step-tokens") {
+    auto n = parse_int(value, what, 1, 1 << 20);
+    if (!n) return n.error();
+    o.max_step_tokens = *n;
+  } else if (name == "tenant-queue") {
+    auto n = parse_int(value, what, 0, 1 << 20);
+    if (!n) return n.error();
+    o.tenant_queue = *n;
   } else if (name == "log-level") {
     auto level = parse_log_level(value);
     if (!level) return usage(what + ": " + level.error().message);
@@ -89,6 +124,13 @@ std::optional<std::string> process_env(const std::string& name) {
   const char* value = std::getenv(name.c_str());
   if (value == nullptr || *value == '\0') return std::nullopt;
   return std::string(value);
+}
+
+Result<BackendChoice> parse_backend(std::string_view text) {
+  if (text == "auto") return BackendChoice::auto_select;
+  if (text == "cpu") return BackendChoice::cpu;
+  if (text == "cuda") return BackendChoice::cuda;
+  return usage("unknown backend '" + std::string(text) + "'; use auto, cpu or cuda");
 }
 
 Result<std::string> parse_log_level(std::string_view text) {
@@ -169,6 +211,10 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
   }
   if (name == "list-plugins") {
     options.list_plugins = true;
+    return {};
+  }
+  if (name == "allow-generic") {
+    options.allow_generic = true;
     return {};
   }
   if (name == "enable-test-routes") {

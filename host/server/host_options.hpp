@@ -19,6 +19,8 @@ struct ModelSpec {
   std::string path;   // checkpoint or .memra directory
 };
 
+enum class BackendChoice { auto_select, cpu, cuda };
+
 struct HostOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
@@ -28,7 +30,17 @@ struct HostOptions {
   std::string registry_path;             // "" = the registry's default path
   std::size_t max_body_bytes = std::size_t{8} << 20;
   int drain_timeout_ms = 30000;
-  int threads = 16;
+  int threads = 64;
+  // Engine and scheduler (docs/FLAGS.md).
+  BackendChoice backend = BackendChoice::auto_select;
+  bool allow_generic = false;
+  std::int64_t max_context = 0;        // 0 = the model's, at most 4096
+  std::int64_t kv_cache_tokens = 0;    // 0 = 8 sequences at full context
+  std::int64_t max_running = 16;
+  std::int64_t max_waiting = 256;
+  std::int64_t max_step_tokens = 512;
+  std::int64_t tenant_queue = 64;      // waiting requests per tenant before 429 at once
+  int keys_reload_ms = 1000;           // key file mtime poll period
   std::string log_level = "information";
   bool enable_test_routes = false;
   bool list_plugins = false;
@@ -52,6 +64,8 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
 Result<ModelSpec> parse_model_spec(std::string_view text);
 // "alias=path,alias2=path2" (MEMRA_MODELS).
 Result<std::vector<ModelSpec>> parse_model_list(std::string_view text);
+// "auto", "cpu" or "cuda".
+Result<BackendChoice> parse_backend(std::string_view text);
 // Poco level names; "info" is accepted for "information".
 Result<std::string> parse_log_level(std::string_view text);
 

@@ -2,13 +2,25 @@
 // object so routes can be unit-tested without sockets.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "host/server/api_error.hpp"
 
 namespace memra::server {
+
+// Where a streamed reply's body goes (Server-Sent Events over chunked encoding).
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // Sends `data` now; false when the client has gone away (nothing more will arrive).
+  virtual bool write(std::string_view data) = 0;
+  // True when the client closed its connection (checked without blocking).
+  virtual bool client_gone() = 0;
+};
 
 struct Reply {
   int status = 200;
@@ -17,6 +29,9 @@ struct Reply {
   std::vector<std::pair<std::string, std::string>> headers;
   // Close the connection after this reply (e.g. an unread request body remains).
   bool close_connection = false;
+  // When set, the status and headers are sent first and then this writes the body
+  // (chunked); `body` is unused. Runs on the request's thread.
+  std::function<void(StreamSink&)> stream;
 
   void add_header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

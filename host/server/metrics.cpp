@@ -23,6 +23,53 @@ struct Metrics::Impl {
   prometheus::Gauge& models_loaded;
   prometheus::Gauge& plugins_loaded;
   const prometheus::Histogram::BucketBoundaries buckets{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300};
+  const prometheus::Histogram::BucketBoundaries latency_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                0.1,    0.25,  0.5,    1,     2.5,  5,     10, 30};
+
+  prometheus::Family<prometheus::Counter>& prompt_tokens = counter("memra_prompt_tokens_total",
+      "Prompt tokens of completed and cancelled requests, by model and tenant");
+  prometheus::Family<prometheus::Counter>& generated_tokens = counter("memra_generation_tokens_total",
+      "Tokens generated, by model and tenant");
+  prometheus::Family<prometheus::Counter>& cached_tokens = counter("memra_prefix_cache_hit_tokens_total",
+      "Prompt tokens served from the prefix cache instead of being computed, by model and tenant");
+  prometheus::Family<prometheus::Counter>& rejections = counter("memra_admission_rejections_total",
+      "Requests refused by admission, by tenant and reason (tenant_queue_full, tenant_queue_timeout, "
+      "tenant_kv_budget, device_full)");
+  prometheus::Family<prometheus::Counter>& completions = counter("memra_completions_total",
+      "Choices finished, by model and finish_reason (stop, length, cancelled, error)");
+  prometheus::Family<prometheus::Histogram>& ttft = histogram("memra_time_to_first_token_seconds",
+      "Time from a completion request's admission to its first generated token, per choice, by model");
+  prometheus::Family<prometheus::Histogram>& itl = histogram("memra_inter_token_latency_seconds",
+      "Time between consecutive generated tokens of a choice as the server receives them, by model");
+  prometheus::Family<prometheus::Histogram>& queue_wait = histogram("memra_queue_wait_seconds",
+      "Time a completion request waited for its tenant's admission, by model and tenant");
+  prometheus::Family<prometheus::Gauge>& sched_running = gauge("memra_scheduler_running",
+      "Sequences the scheduler is running (prefill or decode), by model");
+  prometheus::Family<prometheus::Gauge>& sched_waiting = gauge("memra_scheduler_waiting",
+      "Sequences waiting in the scheduler's queue for KV room (queue depth), by model");
+  prometheus::Family<prometheus::Gauge>& kv_used = gauge("memra_kv_blocks_used",
+      "KV-cache blocks held by sequences or the prefix cache, by model");
+  prometheus::Family<prometheus::Gauge>& kv_free = gauge("memra_kv_blocks_free", "KV-cache blocks free, by model");
+  prometheus::Family<prometheus::Gauge>& prefix_blocks = gauge("memra_prefix_cache_blocks",
+      "KV-cache blocks kept by the prefix cache, by model");
+  prometheus::Family<prometheus::Gauge>& hit_ratio = gauge("memra_prefix_cache_hit_ratio",
+      "Prompt tokens served from the prefix cache / prompt tokens admitted, since start, by model");
+  prometheus::Family<prometheus::Gauge>& tenant_running = gauge("memra_tenant_requests_running",
+      "Requests admitted for a tenant and not finished yet");
+  prometheus::Family<prometheus::Gauge>& tenant_waiting = gauge("memra_tenant_requests_waiting",
+      "Requests waiting in a tenant's admission queue");
+  prometheus::Family<prometheus::Gauge>& tenant_kv = gauge("memra_tenant_kv_tokens",
+      "KV tokens (prompt + max_tokens) a tenant's admitted requests hold");
+
+  prometheus::Family<prometheus::Counter>& counter(const char* name, const char* help) {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+  }
+  prometheus::Family<prometheus::Histogram>& histogram(const char* name, const char* help) {
+    return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
+  }
+  prometheus::Family<prometheus::Gauge>& gauge(const char* name, const char* help) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+  }
 
   explicit Impl(double start_time)
       : requests(prometheus::BuildCounter()
@@ -83,6 +130,54 @@ void Metrics::add_in_flight(int delta) { impl_->in_flight.Increment(delta); }
 void Metrics::set_draining(bool draining) { impl_->draining.Set(draining ? 1 : 0); }
 void Metrics::set_models_loaded(int count) { impl_->models_loaded.Set(count); }
 void Metrics::set_plugins_loaded(int count) { impl_->plugins_loaded.Set(count); }
+
+void Metrics::add_tokens(const std::string& model, const std::string& tenant, std::int64_t prompt,
+                         std::int64_t generated, std::int64_t cached) {
+  const prometheus::Labels labels{{"model", model}, {"tenant", tenant}};
+  impl_->prompt_tokens.Add(labels).Increment(static_cast<double>(prompt));
+  impl_->generated_tokens.Add(labels).Increment(static_cast<double>(generated));
+  impl_->cached_tokens.Add(labels).Increment(static_cast<double>(cached));
+}
+
+void Metrics::observe_ttft(const std::string& model, double seconds) {
+  impl_->ttft.Add({{"model", model}}, impl_->latency_buckets).Observe(seconds);
+}
+
+void Metrics::observe_inter_token(const std::string& model, double seconds) {
+  impl_->itl.Add({{"model", model}}, impl_->latency_buckets).Observe(seconds);
+}
+
+void Metrics::observe_queue_wait(const std::string& model, const std::string& tenant, double seconds) {
+  impl_->queue_wait.Add({{"model", model}, {"tenant", tenant}}, impl_->latency_buckets).Observe(seconds);
+}
+
+void Metrics::add_rejection(const std::string& tenant, const std::string& reason) {
+  impl_->rejections.Add({{"tenant", tenant}, {"reason", reason}}).Increment();
+}
+
+void Metrics::add_completion(const std::string& model, const std::string& finish_reason) {
+  impl_->completions.Add({{"model", model}, {"finish_reason", finish_reason}}).Increment();
+}
+
+void Metrics::set_scheduler(const std::string& model, const SchedulerGauges& g) {
+  const prometheus::Labels labels{{"model", model}};
+  impl_->sched_running.Add(labels).Set(static_cast<double>(g.running));
+  impl_->sched_waiting.Add(labels).Set(static_cast<double>(g.waiting));
+  impl_->kv_used.Add(labels).Set(static_cast<double>(g.kv_blocks_total - g.kv_blocks_free));
+  impl_->kv_free.Add(labels).Set(static_cast<double>(g.kv_blocks_free));
+  impl_->prefix_blocks.Add(labels).Set(static_cast<double>(g.prefix_cache_blocks));
+  impl_->hit_ratio.Add(labels).Set(g.prompt_tokens > 0 ? static_cast<double>(g.prefix_hit_tokens) /
+                                                             static_cast<double>(g.prompt_tokens)
+                                                       : 0.0);
+}
+
+void Metrics::set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting,
+                         std::int64_t kv_tokens) {
+  const prometheus::Labels labels{{"tenant", tenant}};
+  impl_->tenant_running.Add(labels).Set(static_cast<double>(running));
+  impl_->tenant_waiting.Add(labels).Set(static_cast<double>(waiting));
+  impl_->tenant_kv.Add(labels).Set(static_cast<double>(kv_tokens));
+}
 
 std::string Metrics::render() const { return prometheus::TextSerializer().Serialize(impl_->registry.Collect()); }
 

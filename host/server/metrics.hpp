@@ -3,6 +3,7 @@
 // its headers are compiled in one file only.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,25 @@ class Metrics {
   void set_draining(bool draining);
   void set_models_loaded(int count);
   void set_plugins_loaded(int count);
+
+  // ---- serving (labels: model alias, tenant name or "anonymous") ----
+  void add_tokens(const std::string& model, const std::string& tenant, std::int64_t prompt, std::int64_t generated,
+                  std::int64_t cached);
+  void observe_ttft(const std::string& model, double seconds);
+  void observe_inter_token(const std::string& model, double seconds);
+  void observe_queue_wait(const std::string& model, const std::string& tenant, double seconds);
+  // reason: tenant_queue_full, tenant_queue_timeout, tenant_kv_budget, device_full
+  void add_rejection(const std::string& tenant, const std::string& reason);
+  // finish_reason: stop, length, cancelled (client went away), error
+  void add_completion(const std::string& model, const std::string& finish_reason);
+
+  struct SchedulerGauges {
+    std::int64_t running = 0, waiting = 0;
+    std::int64_t kv_blocks_total = 0, kv_blocks_free = 0, prefix_cache_blocks = 0;
+    std::int64_t prefix_hit_tokens = 0, prompt_tokens = 0;  // cumulative, for the hit ratio
+  };
+  void set_scheduler(const std::string& model, const SchedulerGauges& g);
+  void set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting, std::int64_t kv_tokens);
 
   // The whole registry in Prometheus text format 0.0.4.
   std::string render() const;

@@ -1,12 +1,80 @@
 #include "host/server/request_validation.hpp"
 
-#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace memra::server {
 namespace {
 
 using nlohmann::json;
+
+// What the server does with a top-level field it knows.
+enum class Policy {
+  honoured,  // parsed into the request
+  harmless,  // accepted and not acted on (documented as such): metadata, user-like tags
+  default_only,  // accepted only when null or its neutral value, else 400 unsupported_parameter
+};
+
+const std::map<std::string, Policy, std::less<>>& chat_fields() {
+  static const std::map<std::string, Policy, std::less<>> k = {
+      {"model", Policy::honoured},          {"messages", Policy::honoured},
+      {"stream", Policy::honoured},         {"stream_options", Policy::honoured},
+      {"max_tokens", Policy::honoured},     {"max_completion_tokens", Policy::honoured},
+      {"stop", Policy::honoured},           {"temperature", Policy::honoured},
+      {"top_p", Policy::honoured},          {"top_k", Policy::honoured},
+      {"min_p", Policy::honoured},          {"presence_penalty", Policy::honoured},
+      {"frequency_penalty", Policy::honoured}, {"repetition_penalty", Policy::honoured},
+      {"seed", Policy::honoured},           {"n", Policy::honoured},
+      {"logprobs", Policy::honoured},       {"top_logprobs", Policy::honoured},
+      {"user", Policy::honoured},           {"cache_salt", Policy::honoured},
+      {"ignore_eos", Policy::honoured},
+      {"metadata", Policy::harmless},       {"store", Policy::harmless},
+      {"service_tier", Policy::harmless},   {"parallel_tool_calls", Policy::harmless},
+      {"prompt_cache_key", Policy::harmless}, {"safety_identifier", Policy::harmless},
+      {"tools", Policy::default_only},      {"tool_choice", Policy::default_only},
+      {"functions", Policy::default_only},  {"function_call", Policy::default_only},
+      {"response_format", Policy::default_only}, {"logit_bias", Policy::default_only},
+      {"modalities", Policy::default_only}, {"audio", Policy::default_only},
+      {"prediction", Policy::default_only}, {"reasoning_effort", Policy::default_only},
+      {"web_search_options", Policy::default_only}, {"verbosity", Policy::default_only},
+  };
+  return k;
+}
+
+const std::map<std::string, Policy, std::less<>>& text_fields() {
+  static const std::map<std::string, Policy, std::less<>> k = {
+      {"model", Policy::honoured},          {"prompt", Policy::honoured},
+      {"stream", Policy::honoured},         {"stream_options", Policy::honoured},
+      {"max_tokens", Policy::honoured},     {"stop", Policy::honoured},
+      {"temperature", Policy::honoured},    {"top_p", Policy::honoured},
+      {"top_k", Policy::honoured},          {"min_p", Policy::honoured},
+      {"presence_penalty", Policy::honoured}, {"frequency_penalty", Policy::honoured},
+      {"repetition_penalty", Policy::honoured}, {"seed", Policy::honoured},
+      {"n", Policy::honoured},              {"logprobs", Policy::honoured},
+      {"echo", Policy::honoured},           {"user", Policy::honoured},
+      {"cache_salt", Policy::honoured},     {"ignore_eos", Policy::honoured},
+      {"best_of", Policy::honoured},        {"metadata", Policy::harmless},
+      {"suffix", Policy::default_only},     {"logit_bias", Policy::default_only},
+  };
+  return k;
+}
+
+// Whether a default_only field holds its neutral value.
+bool is_neutral(std::string_view name, const json& v) {
+  if (v.is_null()) return true;
+  if (name == "tools" || name == "functions") return v.is_array() && v.empty();
+  if (name == "tool_choice" || name == "function_call") return v.is_string() && (v == "none" || v == "auto");
+  if (name == "response_format") return v.is_object() && v.size() == 1 && v.value("type", json()) == "text";
+  if (name == "logit_bias") return v.is_object() && v.empty();
+  if (name == "modalities") return v == json::array({"text"});
+  if (name == "suffix") return v.is_string() && v.get_ref<const std::string&>().empty();
+  return false;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 // Collects the first problem found; the checks below stop at it.
 struct Checker {
@@ -19,132 +87,332 @@ struct Checker {
     if (!error) error = errors::invalid_request(std::move(code), std::move(message), std::move(param));
   }
   void wrong_type(const std::string& param, const char* expected) {
-    fail("invalid_type", param, "'" + param + "' must be " + expected);
+    fail("invalid_type", param, quoted(param) + " must be " + expected);
   }
 
   // nullptr when the field is absent or null (OpenAI clients send null for "unset").
-  const json* optional_field(const char* name) const {
+  const json* field(std::string_view name) const {
     auto it = body.find(name);
     if (it == body.end() || it->is_null()) return nullptr;
     return &*it;
   }
 
-  void number_in(const char* name, double lo, double hi) {
-    const json* v = optional_field(name);
+  template <typename T>
+  void number(const char* name, double lo, double hi, bool lo_open, T& out) {
+    const json* v = field(name);
     if (!v || failed()) return;
     if (!v->is_number()) return wrong_type(name, "a number");
     const double x = v->get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo)) {
+      return fail("invalid_value", name,
+                  quoted(name) + " must be " + (lo_open ? "greater than " : "between ") + json(lo).dump() +
+                      (lo_open ? " and at most " : " and ") + json(hi).dump() + ", got " + v->dump());
+    }
+    out = static_cast<T>(x);
+  }
+  // An integer in [lo, hi]; a float such as 4.0 is a type error (clients send integers).
+  bool integer(const char* name, std::int64_t lo, std::int64_t hi, std::int64_t& out, const std::string& why = "") {
+    const json* v = field(name);
+    if (!v || failed()) return false;
+    if (!v->is_number_integer()) {
+      wrong_type(name, "an integer");
+      return false;
+    }
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+      fail("invalid_value", name, quoted(name) + " must be at most " + std::to_string(hi) + why);
+      return false;
+    }
+    const auto x = v->get<std::int64_t>();
     if (x < lo || x > hi) {
       fail("invalid_value", name,
-           "'" + std::string(name) + "' must be between " + json(lo).dump() + " and " + json(hi).dump());
+           quoted(name) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+               std::to_string(x) + why);
+      return false;
     }
+    out = x;
+    return true;
   }
-  void integer_at_least(const char* name, std::int64_t lo) {
-    const json* v = optional_field(name);
+  void boolean(const char* name, bool& out) {
+    const json* v = field(name);
     if (!v || failed()) return;
-    if (!v->is_number_integer()) return wrong_type(name, "an integer");
-    if (v->get<std::int64_t>() < lo) {
-      fail("invalid_value", name, "'" + std::string(name) + "' must be at least " + std::to_string(lo));
+    if (!v->is_boolean()) return wrong_type(name, "true or false");
+    out = v->get<bool>();
+  }
+  void string(const char* name, std::string& out, std::size_t max_bytes = 4096) {
+    const json* v = field(name);
+    if (!v || failed()) return;
+    if (!v->is_string()) return wrong_type(name, "a string");
+    if (v->get_ref<const std::string&>().size() > max_bytes) {
+      return fail("invalid_value", name, quoted(name) + " must be at most " + std::to_string(max_bytes) + " bytes");
     }
+    out = v->get<std::string>();
   }
-  void boolean(const char* name) {
-    const json* v = optional_field(name);
-    if (v && !failed() && !v->is_boolean()) wrong_type(name, "true or false");
-  }
-  void object(const char* name) {
-    const json* v = optional_field(name);
-    if (v && !failed() && !v->is_object()) wrong_type(name, "an object");
-  }
-  void stop_sequences() {
-    const json* v = optional_field("stop");
-    if (!v || failed() || v->is_string()) return;
-    if (!v->is_array()) return wrong_type("stop", "a string or an array of strings");
-    for (const auto& s : *v) {
-      if (!s.is_string()) return wrong_type("stop", "a string or an array of strings");
+
+  void fields(const std::map<std::string, Policy, std::less<>>& known, const char* route) {
+    for (const auto& [name, value] : body.items()) {
+      if (failed()) return;
+      auto it = known.find(name);
+      if (it == known.end()) {
+        return fail("unknown_parameter", name,
+                    "Unrecognized request argument supplied: " + name + " (" + route +
+                        " accepts the fields listed in docs/SERVING.md)");
+      }
+      if (it->second == Policy::default_only && !is_neutral(name, value)) {
+        return fail("unsupported_parameter", name,
+                    quoted(name) + " is not supported by memra-host; leave it out (or null)");
+      }
+    }
+    // Harmless fields still get a type check, so garbage is not accepted silently.
+    if (const json* v = field("metadata"); v && !v->is_object()) wrong_type("metadata", "an object");
+    if (const json* v = field("store"); v && !v->is_boolean()) wrong_type("store", "true or false");
+    if (const json* v = field("parallel_tool_calls"); v && !v->is_boolean()) {
+      wrong_type("parallel_tool_calls", "true or false");
+    }
+    for (const char* s : {"service_tier", "prompt_cache_key", "safety_identifier"}) {
+      if (const json* v = field(s); v && !v->is_string()) wrong_type(s, "a string");
     }
   }
 
-  void model() {
+  void model(std::string& out) {
     auto it = body.find("model");
     if (it == body.end() || it->is_null()) {
       return fail("missing_required_parameter", "model", "'model' is required; GET /v1/models lists the models");
     }
-    if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
-      wrong_type("model", "a non-empty string");
+    if (!it->is_string() || it->get_ref<const std::string&>().empty()) return wrong_type("model", "a non-empty string");
+    out = it->get<std::string>();
+  }
+
+  void stop_sequences(std::vector<std::string>& out) {
+    const json* v = field("stop");
+    if (!v || failed()) return;
+    std::vector<std::string> stops;
+    if (v->is_string()) {
+      stops.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      for (const auto& s : *v) {
+        if (!s.is_string()) return wrong_type("stop", "a string or an array of strings");
+        stops.push_back(s.get<std::string>());
+      }
+    } else {
+      return wrong_type("stop", "a string or an array of strings");
     }
+    if (stops.size() > kMaxStops) {
+      return fail("invalid_value", "stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " sequences");
+    }
+    for (const auto& s : stops) {
+      if (s.empty()) return fail("invalid_value", "stop", "'stop' sequences must not be empty");
+      if (s.size() > kMaxStopBytes) {
+        return fail("invalid_value", "stop", "each 'stop' sequence must be at most " + std::to_string(kMaxStopBytes) + " bytes");
+      }
+    }
+    out = std::move(stops);
   }
 
-  void sampling() {
-    boolean("stream");
-    object("stream_options");
-    number_in("temperature", 0.0, 2.0);
-    number_in("top_p", 0.0, 1.0);
-    number_in("presence_penalty", -2.0, 2.0);
-    number_in("frequency_penalty", -2.0, 2.0);
-    integer_at_least("max_tokens", 1);
-    integer_at_least("n", 1);
-    integer_at_least("seed", INT64_MIN);
-    stop_sequences();
+  void sampling(CompletionRequest& r) {
+    boolean("stream", r.stream);
+    if (const json* so = field("stream_options"); so && !failed()) {
+      if (!so->is_object()) return wrong_type("stream_options", "an object");
+      // Only include_usage has a meaning here; other keys are ignored (documented).
+      auto it = so->find("include_usage");
+      if (it != so->end() && !it->is_null()) {
+        if (!it->is_boolean()) return wrong_type("stream_options.include_usage", "true or false");
+        r.include_usage = it->get<bool>();
+      }
+    }
+    number("temperature", 0.0, 2.0, false, r.temperature);
+    number("top_p", 0.0, 1.0, false, r.top_p);
+    std::int64_t top_k = 0;
+    if (integer("top_k", -1, std::numeric_limits<std::int32_t>::max(), top_k)) r.top_k = top_k < 0 ? 0 : static_cast<std::int32_t>(top_k);
+    number("min_p", 0.0, 1.0, false, r.min_p);
+    number("presence_penalty", -2.0, 2.0, false, r.presence_penalty);
+    number("frequency_penalty", -2.0, 2.0, false, r.frequency_penalty);
+    number("repetition_penalty", 0.0, 10.0, /*lo_open=*/true, r.repetition_penalty);
+    if (const json* s = field("seed"); s && !failed()) {
+      if (!s->is_number_integer()) return wrong_type("seed", "an integer");
+      // Any 64-bit integer: negative seeds are taken modulo 2^64.
+      r.seed = s->is_number_unsigned() ? s->get<std::uint64_t>() : static_cast<std::uint64_t>(s->get<std::int64_t>());
+    }
+    integer("n", 1, kMaxChoices, r.n, " (memra-host's limit)");
+    std::int64_t max_tokens = 0;
+    if (integer("max_tokens", 1, INT64_MAX, max_tokens)) r.max_tokens = max_tokens;
+    stop_sequences(r.stop);
+    string("user", r.user);
+    string("cache_salt", r.cache_salt, 1024);
+    boolean("ignore_eos", r.ignore_eos);
   }
 
-  void messages() {
-    auto it = body.find("messages");
+  // A message's content: a string, or an array of {"type":"text","text":...} parts.
+  void content(const json& c, const std::string& at, std::optional<std::string>& out) {
+    if (c.is_string()) {
+      out = c.get<std::string>();
+      return;
+    }
+    if (!c.is_array()) return wrong_type(at, "a string or an array of content parts");
+    std::string joined;
+    for (std::size_t j = 0; j < c.size() && !failed(); ++j) {
+      const json& part = c[j];
+      const std::string p = at + "[" + std::to_string(j) + "]";
+      if (!part.is_object()) return wrong_type(p, "an object {\"type\":\"text\",\"text\":...}");
+      auto type = part.find("type");
+      if (type == part.end() || !type->is_string()) {
+        return fail("missing_required_parameter", p + ".type", quoted(p + ".type") + " is required (\"text\")");
+      }
+      if (*type != "text") {
+        return fail("unsupported_content_type", p + ".type",
+                    quoted(p + ".type") + " is '" + type->get<std::string>() +
+                        "'; memra-host serves text models and accepts only parts of type \"text\"");
+      }
+      auto text = part.find("text");
+      if (text == part.end() || !text->is_string()) {
+        return fail("missing_required_parameter", p + ".text", quoted(p + ".text") + " is required (a string)");
+      }
+      for (const auto& [key, unused] : part.items()) {
+        if (key != "type" && key != "text") {
+          return fail("unknown_parameter", p + "." + key, "Unrecognized content part field: " + p + "." + key);
+        }
+      }
+      if (j > 0) joined += "\n";
+      joined += text->get<std::string>();
+    }
+    out = std::move(joined);
+  }
+
+  void messages(std::vector<ChatMessage>& out, const char* name = "messages") {
+    auto it = body.find(name);
     if (it == body.end() || it->is_null()) {
-      return fail("missing_required_parameter", "messages", "'messages' is required: an array of {role, content}");
+      return fail("missing_required_parameter", name,
+                  quoted(name) + " is required: an array of {role, content}");
     }
-    if (!it->is_array()) return wrong_type("messages", "an array of {role, content} objects");
-    if (it->empty()) return fail("invalid_value", "messages", "'messages' must contain at least one message");
-    static constexpr std::array<const char*, 6> kRoles = {"system", "developer", "user", "assistant", "tool",
-                                                          "function"};
+    if (!it->is_array()) return wrong_type(name, "an array of {role, content} objects");
+    if (it->empty()) return fail("invalid_value", name, quoted(name) + " must contain at least one message");
+    if (it->size() > kMaxMessages) {
+      return fail("invalid_value", name, quoted(name) + " may hold at most " + std::to_string(kMaxMessages) + " messages");
+    }
+    static const std::set<std::string, std::less<>> kRoles = {"system", "developer", "user", "assistant", "tool"};
     for (std::size_t i = 0; i < it->size() && !failed(); ++i) {
       const json& m = (*it)[i];
-      const std::string at = "messages[" + std::to_string(i) + "]";
+      const std::string at = std::string(name) + "[" + std::to_string(i) + "]";
       if (!m.is_object()) return wrong_type(at, "an object with 'role' and 'content'");
+      ChatMessage msg;
       auto role = m.find("role");
-      if (role == m.end() || !role->is_string()) {
-        return fail("missing_required_parameter", at + ".role", "'" + at + ".role' is required (a string)");
+      if (role == m.end() || role->is_null()) {
+        return fail("missing_required_parameter", at + ".role", quoted(at + ".role") + " is required (a string)");
       }
-      const auto& r = role->get_ref<const std::string&>();
-      bool known = false;
-      for (const char* k : kRoles) known = known || r == k;
-      if (!known) {
+      if (!role->is_string()) return wrong_type(at + ".role", "a string");
+      msg.role = role->get<std::string>();
+      if (kRoles.count(msg.role) == 0) {
         return fail("invalid_value", at + ".role",
-                    "'" + at + ".role' is '" + r + "'; expected system, developer, user, assistant or tool");
+                    quoted(at + ".role") + " is '" + msg.role + "'; expected system, developer, user, assistant or tool");
       }
-      auto content = m.find("content");
-      const bool may_omit = r == "assistant";  // an assistant turn may carry only tool_calls
-      if (content == m.end() || content->is_null()) {
-        if (!may_omit) {
-          return fail("missing_required_parameter", at + ".content", "'" + at + ".content' is required");
+      for (const auto& [key, value] : m.items()) {
+        if (failed()) return;
+        const std::string p = at + "." + key;
+        if (key == "role" || key == "content") continue;
+        if (key == "name") {
+          if (!value.is_string()) return wrong_type(p, "a string");
+          msg.name = value.get<std::string>();
+        } else if (key == "tool_call_id") {
+          if (!value.is_string()) return wrong_type(p, "a string");
+        } else if (key == "tool_calls") {
+          if (!value.is_null() && !(value.is_array() && value.empty())) {
+            return fail("unsupported_parameter", p, quoted(p) + ": tool calls are not supported by memra-host");
+          }
+        } else if (key == "function_call" || key == "audio") {
+          if (!value.is_null()) return fail("unsupported_parameter", p, quoted(p) + " is not supported by memra-host");
+        } else if (key == "refusal") {
+          if (!value.is_null() && !value.is_string()) return wrong_type(p, "a string or null");
+        } else {
+          return fail("unknown_parameter", p, "Unrecognized message field: " + p);
         }
-      } else if (!content->is_string() && !content->is_array()) {
-        return wrong_type(at + ".content", "a string or an array of content parts");
       }
+      auto c = m.find("content");
+      if (c == m.end() || c->is_null()) {
+        if (msg.role != "assistant") {
+          return fail("missing_required_parameter", at + ".content", quoted(at + ".content") + " is required");
+        }
+      } else {
+        content(*c, at + ".content", msg.content);
+      }
+      if (msg.role == "developer") msg.role = "system";  // templates know "system"
+      out.push_back(std::move(msg));
     }
   }
 
-  void prompt() {
+  void prompt(std::vector<PromptInput>& out) {
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) {
       return fail("missing_required_parameter", "prompt", "'prompt' is required: a string or token ids");
     }
     const json& p = *it;
-    if (p.is_string()) return;
     const char* expected = "a string, an array of strings, an array of token ids or an array of arrays of token ids";
+    if (p.is_string()) {
+      out.push_back({false, p.get<std::string>(), {}});
+      return;
+    }
     if (!p.is_array() || p.empty()) return wrong_type("prompt", expected);
-    auto is_token = [](const json& t) { return t.is_number_integer() && t.get<std::int64_t>() >= 0; };
-    auto all = [&](const json& arr, auto pred) {
-      for (const auto& e : arr) {
-        if (!pred(e)) return false;
-      }
+    auto token = [](const json& t, std::int32_t& id) {
+      if (!t.is_number_integer()) return false;
+      if (t.is_number_unsigned() ? t.get<std::uint64_t>() > INT32_MAX : (t.get<std::int64_t>() < 0 || t.get<std::int64_t>() > INT32_MAX)) return false;
+      id = static_cast<std::int32_t>(t.get<std::int64_t>());
       return true;
     };
-    const bool strings = all(p, [](const json& e) { return e.is_string(); });
-    const bool tokens = all(p, is_token);
-    const bool token_lists = all(p, [&](const json& e) { return e.is_array() && !e.empty() && all(e, is_token); });
-    if (!strings && !tokens && !token_lists) wrong_type("prompt", expected);
+    if (p[0].is_string()) {
+      for (const auto& e : p) {
+        if (!e.is_string()) return wrong_type("prompt", expected);
+        out.push_back({false, e.get<std::string>(), {}});
+      }
+    } else if (p[0].is_array()) {
+      for (const auto& e : p) {
+        if (!e.is_array() || e.empty()) return wrong_type("prompt", expected);
+        PromptInput in{true, {}, {}};
+        for (const auto& t : e) {
+          std::int32_t id = 0;
+          if (!token(t, id)) return wrong_type("prompt", expected);
+          in.tokens.push_back(id);
+        }
+        out.push_back(std::move(in));
+      }
+    } else {
+      PromptInput in{true, {}, {}};
+      for (const auto& t : p) {
+        std::int32_t id = 0;
+        if (!token(t, id)) return wrong_type("prompt", expected);
+        in.tokens.push_back(id);
+      }
+      out.push_back(std::move(in));
+    }
+    if (out.size() > kMaxPrompts) {
+      fail("invalid_value", "prompt", "'prompt' may hold at most " + std::to_string(kMaxPrompts) + " prompts");
+    }
   }
 };
+
+// Parses `body` as a JSON object, or sets `error`.
+std::optional<json> parse_object(std::string_view body, std::optional<ApiError>& error) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    error = errors::invalid_json("the body is empty; send a JSON object");
+    return std::nullopt;
+  }
+  if (json_nesting_depth(body) > kMaxJsonDepth) {
+    error = errors::invalid_json("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
+  json doc;
+  try {
+    doc = json::parse(body);
+  } catch (const json::exception& e) {
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    std::string what = e.what();
+    const auto pos = what.find("] ");
+    error = errors::invalid_json(pos == std::string::npos ? what : what.substr(pos + 2));
+    return std::nullopt;
+  }
+  if (!doc.is_object()) {
+    error = errors::invalid_request("invalid_body", "the request body must be a JSON object", std::nullopt);
+    return std::nullopt;
+  }
+  return doc;
+}
 
 }  // namespace
 
@@ -171,50 +439,143 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit) {
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body) {
   Validation out;
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    out.error = errors::invalid_json("the body is empty; send a JSON object");
-    return out;
-  }
-  if (json_nesting_depth(body) > kMaxJsonDepth) {
-    out.error = errors::invalid_json("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    return out;
-  }
-  json doc;
-  try {
-    doc = json::parse(body);
-  } catch (const json::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    std::string what = e.what();
-    const auto pos = what.find("] ");
-    out.error = errors::invalid_json(pos == std::string::npos ? what : what.substr(pos + 2));
-    return out;
-  }
-  if (!doc.is_object()) {
-    out.error = errors::invalid_request("invalid_body", "the request body must be a JSON object", std::nullopt);
-    return out;
-  }
-  Checker check{doc, std::nullopt};
-  check.model();
+  auto doc = parse_object(body, out.error);
+  if (!doc) return out;
+  Checker check{*doc, std::nullopt};
+  CompletionRequest r;
+  r.kind = kind;
+  check.model(r.model);
   if (kind == CompletionKind::chat) {
-    check.messages();
-    check.integer_at_least("max_completion_tokens", 1);
+    check.fields(chat_fields(), "/v1/chat/completions");
+    check.messages(r.messages);
+    check.sampling(r);
+    std::int64_t mct = 0;
+    if (check.integer("max_completion_tokens", 1, INT64_MAX, mct)) {
+      if (r.max_tokens && *r.max_tokens != mct) {
+        check.fail("invalid_value", "max_tokens",
+                   "'max_tokens' and 'max_completion_tokens' disagree; send only max_completion_tokens");
+      }
+      r.max_tokens = mct;
+    }
+    check.boolean("logprobs", r.logprobs);
+    std::int64_t top = 0;
+    if (check.integer("top_logprobs", 0, kMaxTopLogprobs, top)) {
+      r.top_logprobs = static_cast<std::int32_t>(top);
+      if (!r.logprobs && !check.failed()) {
+        check.fail("invalid_value", "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+      }
+    }
   } else {
-    check.prompt();
-    check.boolean("echo");
-    check.integer_at_least("logprobs", 0);
-    check.integer_at_least("best_of", 1);
+    check.fields(text_fields(), "/v1/completions");
+    check.prompt(r.prompts);
+    check.sampling(r);
+    check.boolean("echo", r.echo);
+    std::int64_t lp = 0;
+    if (check.integer("logprobs", 0, kMaxTopLogprobs, lp)) {
+      r.logprobs = true;
+      r.top_logprobs = static_cast<std::int32_t>(lp);
+    }
+    std::int64_t best_of = 0;
+    if (check.integer("best_of", 1, kMaxChoices, best_of) && best_of != 1 && best_of != r.n) {
+      check.fail("unsupported_parameter", "best_of",
+                 "'best_of' other than 1 or n is not supported (memra-host does not rank candidates)");
+    }
+    if (r.echo && r.logprobs && !check.failed()) {
+      check.fail("unsupported_parameter", "echo",
+                 "'echo' together with 'logprobs' is not supported (prompt logprobs are not computed); drop one");
+    }
+    if (!check.failed() && r.prompts.size() * static_cast<std::size_t>(r.n) > kMaxPrompts) {
+      check.fail("invalid_value", "n",
+                 "prompts x n is " + std::to_string(r.prompts.size() * static_cast<std::size_t>(r.n)) +
+                     "; memra-host answers at most " + std::to_string(kMaxPrompts) + " choices per request");
+    }
   }
-  check.sampling();
   if (check.failed()) {
     out.error = std::move(check.error);
     return out;
   }
-  CompletionRequest request;
-  request.kind = kind;
-  request.model = doc["model"].get<std::string>();
-  const json* stream = check.optional_field("stream");
-  request.stream = stream != nullptr && stream->get<bool>();
-  out.request = std::move(request);
+  out.request = std::move(r);
+  return out;
+}
+
+Parsed<TokenizeRequest> parse_tokenize_body(std::string_view body) {
+  Parsed<TokenizeRequest> out;
+  auto doc = parse_object(body, out.error);
+  if (!doc) return out;
+  Checker check{*doc, std::nullopt};
+  TokenizeRequest r;
+  check.model(r.model);
+  for (const auto& [key, unused] : doc->items()) {
+    if (key != "model" && key != "prompt" && key != "messages" && key != "add_special_tokens" &&
+        key != "add_generation_prompt") {
+      check.fail("unknown_parameter", key, "Unrecognized request argument supplied: " + key +
+                                               " (/tokenize takes model, prompt or messages, add_special_tokens, "
+                                               "add_generation_prompt)");
+      break;
+    }
+  }
+  const bool has_prompt = check.field("prompt") != nullptr;
+  const bool has_messages = check.field("messages") != nullptr;
+  if (!check.failed() && has_prompt == has_messages) {
+    check.fail(has_prompt ? "invalid_value" : "missing_required_parameter", "prompt",
+               "give exactly one of 'prompt' (a string) and 'messages' (a chat)");
+  }
+  if (has_prompt && !check.failed()) {
+    const json* p = check.field("prompt");
+    if (!p->is_string()) check.wrong_type("prompt", "a string");
+    else r.prompt = p->get<std::string>();
+  }
+  if (has_messages && !check.failed()) check.messages(r.messages);
+  bool special = false;
+  if (check.field("add_special_tokens")) {
+    check.boolean("add_special_tokens", special);
+    r.add_special_tokens = special;
+  }
+  check.boolean("add_generation_prompt", r.add_generation_prompt);
+  if (check.failed()) {
+    out.error = std::move(check.error);
+    return out;
+  }
+  out.value = std::move(r);
+  return out;
+}
+
+Parsed<DetokenizeRequest> parse_detokenize_body(std::string_view body) {
+  Parsed<DetokenizeRequest> out;
+  auto doc = parse_object(body, out.error);
+  if (!doc) return out;
+  Checker check{*doc, std::nullopt};
+  DetokenizeRequest r;
+  check.model(r.model);
+  for (const auto& [key, unused] : doc->items()) {
+    if (key != "model" && key != "tokens") {
+      check.fail("unknown_parameter", key, "Unrecognized request argument supplied: " + key +
+                                               " (/detokenize takes model and tokens)");
+      break;
+    }
+  }
+  const json* t = check.field("tokens");
+  if (!check.failed() && t == nullptr) {
+    check.fail("missing_required_parameter", "tokens", "'tokens' is required: an array of token ids");
+  }
+  if (!check.failed()) {
+    if (!t->is_array()) {
+      check.wrong_type("tokens", "an array of token ids");
+    } else {
+      for (const auto& id : *t) {
+        if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<std::uint64_t>() > INT64_MAX)) {
+          check.wrong_type("tokens", "an array of integer token ids");
+          break;
+        }
+        r.tokens.push_back(id.get<std::int64_t>());
+      }
+    }
+  }
+  if (check.failed()) {
+    out.error = std::move(check.error);
+    return out;
+  }
+  out.value = std::move(r);
   return out;
 }
 

@@ -1,13 +1,17 @@
-// Parses and shape-checks the JSON bodies of the OpenAI-compatible inference
-// routes, so client mistakes become precise 400s (with "param" naming the field)
-// before any engine work. Only the shape is checked here; what a model can do
-// (context length, tools) is the engine's business.
+// Parses and checks the JSON bodies of the OpenAI-compatible routes, so client
+// mistakes become precise 400s (with "param" naming the field) before any
+// engine work. Every field is either honoured, accepted as harmless, or refused
+// by name: nothing a client asks for is silently ignored (docs/SERVING.md,
+// "Request fields"). What depends on the model (vocabulary, context length) is
+// checked later, by the route.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/server/api_error.hpp"
 
@@ -15,10 +19,43 @@ namespace memra::server {
 
 enum class CompletionKind { chat, text };  // /v1/chat/completions, /v1/completions
 
+struct ChatMessage {
+  std::string role;                    // "developer" is passed to the template as "system"
+  std::optional<std::string> content;  // text parts joined with "\n"; absent only for assistant turns
+  std::string name;                    // optional participant name ("" = none)
+};
+
+// One prompt of /v1/completions: text or token ids.
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<std::int32_t> tokens;
+};
+
 struct CompletionRequest {
   CompletionKind kind = CompletionKind::chat;
   std::string model;
   bool stream = false;
+  bool include_usage = false;            // stream_options.include_usage
+  std::vector<ChatMessage> messages;     // chat
+  std::vector<PromptInput> prompts;      // completions (one choice group per prompt)
+  std::optional<std::int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset = the context left
+  std::vector<std::string> stop;
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  std::int32_t top_k = 0;
+  float min_p = 0.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  std::optional<std::uint64_t> seed;
+  std::int64_t n = 1;
+  bool logprobs = false;                 // chat: logprobs; completions: logprobs given (>= 0)
+  std::int32_t top_logprobs = 0;         // chat: top_logprobs; completions: the logprobs integer
+  bool echo = false;                     // completions
+  bool ignore_eos = false;               // extension: keep generating past the model's end-of-text
+  std::string user;
+  std::string cache_salt;
 };
 
 struct Validation {
@@ -26,13 +63,43 @@ struct Validation {
   std::optional<ApiError> error;             // set otherwise (a 400)
 };
 
+// POST /tokenize: {"model", "prompt" | "messages", "add_special_tokens"}.
+struct TokenizeRequest {
+  std::string model;
+  std::optional<std::string> prompt;
+  std::vector<ChatMessage> messages;     // used when prompt is unset
+  std::optional<bool> add_special_tokens;  // default: true for a prompt, false for messages
+  bool add_generation_prompt = true;     // messages only
+};
+
+// POST /detokenize: {"model", "tokens"}.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<std::int64_t> tokens;
+};
+
+template <typename T>
+struct Parsed {
+  std::optional<T> value;
+  std::optional<ApiError> error;
+};
+
 // Nesting deeper than this is refused before parsing (guards recursion in consumers).
 inline constexpr std::size_t kMaxJsonDepth = 64;
+// Limits on a request's shape (each a 400 naming the field when passed).
+inline constexpr std::int64_t kMaxChoices = 16;        // n
+inline constexpr std::size_t kMaxPrompts = 64;         // prompts x n in one /v1/completions request
+inline constexpr std::size_t kMaxStops = 4;
+inline constexpr std::size_t kMaxStopBytes = 256;
+inline constexpr std::size_t kMaxMessages = 4096;
+inline constexpr std::int32_t kMaxTopLogprobs = 20;
 
 // The deepest nesting of arrays/objects in `text` (strings are skipped); stops
 // counting once `limit` is passed.
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body);
+Parsed<TokenizeRequest> parse_tokenize_body(std::string_view body);
+Parsed<DetokenizeRequest> parse_detokenize_body(std::string_view body);
 
 }  // namespace memra::server

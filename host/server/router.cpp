@@ -35,19 +35,28 @@ bool is_json_content_type(const std::string& value) {
 
 }  // namespace
 
-Router::Router(RouterConfig config, const KeyStore* keys, Metrics& metrics, ServerState& state)
+const std::string& RequestContext::tenant() const {
+  static const std::string kAnonymous = "anonymous";
+  return key != nullptr ? key->tenant : kAnonymous;
+}
+
+Router::Router(RouterConfig config, const KeyRing* keys, Metrics& metrics, ServerState& state)
     : config_(std::move(config)), keys_(keys), metrics_(metrics), state_(state) {
-  for (auto&& table : {info_routes(), inference_routes()}) routes_.insert(routes_.end(), table.begin(), table.end());
+  for (auto&& table : {info_routes(), inference_routes(), tokenize_routes()}) {
+    routes_.insert(routes_.end(), table.begin(), table.end());
+  }
   if (config_.enable_test_routes) {
     auto debug = debug_routes();
     routes_.insert(routes_.end(), debug.begin(), debug.end());
   }
 }
 
-Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body) {
+Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, std::function<bool()> client_gone) {
   const auto start = std::chrono::steady_clock::now();
   RequestContext ctx;
   ctx.request_id = state_.next_request_id();
+  ctx.start = start;
+  ctx.client_gone = client_gone ? std::move(client_gone) : std::function<bool()>([] { return false; });
   metrics_.add_in_flight(1);
   Reply reply;
   try {
@@ -61,15 +70,33 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body) 
                    request.getMethod(), request.getURI());
     reply = error_reply(errors::internal("unknown exception"));
   }
-  metrics_.add_in_flight(-1);
   if (!ctx.body_consumed && request_has_body(request)) reply.close_connection = true;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_.record_request(ctx.route, request.getMethod(), reply.status, seconds);
   reply.add_header("x-request-id", "req-" + std::to_string(ctx.request_id));
-  if (logger().debug()) {
-    logger().debug("request %s: %s %s -> %d (%s ms%s)", std::to_string(ctx.request_id), request.getMethod(),
-                   request.getURI(), reply.status, std::to_string(static_cast<long>(seconds * 1000)),
-                   ctx.key ? ", tenant " + ctx.key->tenant : std::string());
+  // Bookkeeping once the reply is complete: now, or after a streamed body.
+  auto finish = [this, route = ctx.route, method = request.getMethod(), uri = request.getURI(),
+                 id = ctx.request_id, tenant = ctx.key ? ", tenant " + ctx.key->tenant : std::string(),
+                 start](int status) {
+    metrics_.add_in_flight(-1);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics_.record_request(route, method, status, seconds);
+    if (logger().debug()) {
+      logger().debug("request %s: %s %s -> %d (%s ms%s)", std::to_string(id), method, uri, status,
+                     std::to_string(static_cast<long>(seconds * 1000)), tenant);
+    }
+  };
+  if (reply.stream) {
+    reply.stream = [inner = std::move(reply.stream), finish, status = reply.status](StreamSink& sink) {
+      try {
+        inner(sink);
+      } catch (const std::exception& e) {
+        logger().error("streamed reply failed: %s", std::string(e.what()));
+      } catch (...) {
+        logger().error("streamed reply failed with a non-standard exception");
+      }
+      finish(status);
+    };
+  } else {
+    finish(reply.status);
   }
   return reply;
 }
@@ -111,7 +138,8 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
   }
 
   if (keys_ != nullptr && !route->open) {
-    const auto auth = keys_->authenticate(request.get("Authorization", ""));
+    ctx.keys = keys_->current();
+    const auto auth = ctx.keys->authenticate(request.get("Authorization", ""));
     switch (auth.outcome) {
       case AuthOutcome::ok:
         ctx.key = auth.key;

@@ -6,31 +6,46 @@
 
 #include <Poco/Net/HTTPRequest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <istream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "host/server/api_keys.hpp"
 #include "host/server/http_reply.hpp"
+#include "host/server/key_ring.hpp"
 #include "host/server/metrics.hpp"
 #include "host/server/server_state.hpp"
 
 namespace memra::server {
 
+class ModelSet;
+class TenantAdmission;
+
 struct RouterConfig {
   std::size_t max_body_bytes = std::size_t{8} << 20;
-  bool enable_test_routes = false;     // POST /debug/sleep, GET /debug/throw
-  std::vector<std::string> models;     // aliases of loaded models (none until the engine exists)
+  bool enable_test_routes = false;       // POST /debug/sleep, GET /debug/throw
+  ModelSet* models = nullptr;            // the loaded models (null or empty: none)
+  TenantAdmission* admission = nullptr;  // per-tenant limits (null: none)
+  bool models_ready = false;             // every model loaded and its scheduler running
+  std::string version = "unknown";       // system_fingerprint in completions
 };
 
 // What a route knows about the request beyond HTTP.
 struct RequestContext {
   std::uint64_t request_id = 0;
   std::string route = "unmatched";  // the matched route pattern (metrics label)
+  std::shared_ptr<const KeyStore> keys;  // the key set this request was checked against (keeps `key` alive)
   const ApiKey* key = nullptr;      // the authenticated key when auth is on: tenant and limits
   bool body_consumed = false;       // the request body was read to its end
+  std::function<bool()> client_gone;  // true once the client closed the connection (never null)
+  std::chrono::steady_clock::time_point start;  // when the router got the request
+
+  const std::string& tenant() const;  // the key's tenant, or "anonymous" when auth is off
 };
 
 class Router;
@@ -48,11 +63,13 @@ struct Route {
 class Router {
  public:
   // `keys` may be null: auth is off. `keys`, `metrics` and `state` must outlive the router.
-  Router(RouterConfig config, const KeyStore* keys, Metrics& metrics, ServerState& state);
+  Router(RouterConfig config, const KeyRing* keys, Metrics& metrics, ServerState& state);
 
   // Handles one admitted request end to end. Never throws: an exception in a
-  // route becomes a 500 JSON error.
-  Reply handle(const Poco::Net::HTTPRequest& request, std::istream& body);
+  // route becomes a 500 JSON error. `client_gone` (may be empty) tells whether
+  // the client has disconnected, so long requests can stop early.
+  Reply handle(const Poco::Net::HTTPRequest& request, std::istream& body,
+               std::function<bool()> client_gone = {});
   // The 503 for a request that arrives while the server drains.
   Reply reject_draining(const Poco::Net::HTTPRequest& request);
 
@@ -66,7 +83,7 @@ class Router {
   Reply dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& request, std::istream& body);
 
   RouterConfig config_;
-  const KeyStore* keys_;
+  const KeyRing* keys_;
   Metrics& metrics_;
   ServerState& state_;
   std::vector<Route> routes_;
@@ -75,6 +92,7 @@ class Router {
 // Route tables, one file each.
 std::vector<Route> info_routes();       // /health, /ready, /v1/models, /metrics
 std::vector<Route> inference_routes();  // /v1/chat/completions, /v1/completions
+std::vector<Route> tokenize_routes();   // /tokenize, /detokenize
 std::vector<Route> debug_routes();      // only with --enable-test-routes
 
 }  // namespace memra::server

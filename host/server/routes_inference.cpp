@@ -1,30 +1,289 @@
-// POST /v1/chat/completions and /v1/completions. The engine does not exist
-// yet: a well-formed request ends in 503 model_not_loaded (or 404
-// model_not_found once models can be loaded) after every client-side check.
+// POST /v1/chat/completions and /v1/completions: validate, pick the model,
+// build the prompts, check the context, admit the request for its tenant,
+// submit its sequences to the model's scheduler, then answer with one JSON body
+// or a stream of Server-Sent Events.
 #include <Poco/Logger.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
 
+#include "host/server/admission.hpp"
+#include "host/server/generation.hpp"
+#include "host/server/openai_format.hpp"
+#include "host/server/prompt_builder.hpp"
 #include "host/server/request_validation.hpp"
 #include "host/server/router.hpp"
+#include "host/server/served_model.hpp"
 
 namespace memra::server {
 namespace {
 
+using namespace std::chrono_literals;
+
+Poco::Logger& logger() { return Poco::Logger::get("memra-host"); }
+
+constexpr auto kPollInterval = 50ms;
+
+Reply with_retry_after(Reply reply, std::int64_t seconds) {
+  reply.add_header("Retry-After", std::to_string(std::max<std::int64_t>(1, seconds)));
+  return reply;
+}
+
+engine::SamplingParams sampling_of(const CompletionRequest& r) {
+  engine::SamplingParams p;
+  p.temperature = r.temperature;
+  p.top_p = r.top_p;
+  if (r.top_p <= 0.0f) {  // top_p 0 keeps only the most likely token: greedy
+    p.temperature = 0.0f;
+    p.top_p = 1.0f;
+  }
+  p.top_k = r.top_k;
+  p.min_p = r.min_p;
+  p.presence_penalty = r.presence_penalty;
+  p.frequency_penalty = r.frequency_penalty;
+  p.repetition_penalty = r.repetition_penalty;
+  if (r.seed) {
+    p.seed = *r.seed;
+  } else {
+    std::random_device rd;  // no seed: a fresh one per request
+    p.seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }
+  p.logprobs = r.logprobs;
+  p.top_logprobs = r.top_logprobs;
+  return p;
+}
+
+// Everything a streamed answer needs after the route returned.
+struct StreamJob {
+  std::unique_ptr<GenerationRun> run;
+  TenantAdmission::Ticket ticket;
+  ResponseMeta meta;
+  std::vector<std::string> echo;  // per prompt
+  std::int64_t n = 1;
+  bool include_usage = false;
+  ServedModel* model = nullptr;
+  Metrics* metrics = nullptr;
+  std::string tenant;
+  std::uint64_t request_id = 0;
+};
+
+void record_end(Metrics& metrics, const ServedModel& model, const std::string& tenant, const GenerationRun& run,
+                const std::vector<std::string>& finish_reasons) {
+  metrics.add_tokens(model.alias, tenant, run.prompt_tokens(), run.completion_tokens(), run.cached_tokens());
+  for (const auto& f : finish_reasons) metrics.add_completion(model.alias, f);
+}
+
+void stream_answer(StreamJob& job, StreamSink& sink) {
+  GenerationRun& run = *job.run;
+  std::vector<std::string> finish(run.choices(), "cancelled");
+  const bool chat = job.meta.kind == CompletionKind::chat;
+  auto gone = [&] {
+    run.cancel();
+    record_end(*job.metrics, *job.model, job.tenant, run, finish);
+    logger().debug("request %s: client went away mid-stream; its sequences are cancelled",
+                   std::to_string(job.request_id));
+  };
+  for (std::size_t i = 0; i < run.choices(); ++i) {
+    std::string first;
+    if (chat) {
+      first = chat_role_event(job.meta, i, job.include_usage);
+    } else if (!job.echo.empty()) {
+      ChoiceDelta empty;
+      empty.index = i;
+      first = delta_event(job.meta, empty, job.echo[i / static_cast<std::size_t>(job.n)], 0, job.include_usage);
+    }
+    if (!first.empty() && !sink.write(first)) return gone();
+  }
+  while (!run.done()) {
+    const auto deltas = run.poll(kPollInterval);
+    std::string out;
+    for (const auto& d : deltas) {
+      const std::size_t echo_bytes = job.echo.empty() ? 0 : job.echo[d.index / static_cast<std::size_t>(job.n)].size();
+      if (d.finish_reason) finish[d.index] = *d.finish_reason;
+      if (d.finish_reason && *d.finish_reason == "error") continue;  // reported once, below
+      out += delta_event(job.meta, d, "", echo_bytes, job.include_usage);
+    }
+    if (!out.empty() && !sink.write(out)) return gone();
+    if (out.empty() && sink.client_gone()) return gone();
+  }
+  record_end(*job.metrics, *job.model, job.tenant, run, finish);
+  std::string tail;
+  if (run.error()) {
+    logger().error("request %s: generation failed mid-stream: %s", std::to_string(job.request_id), *run.error());
+    tail += error_event(errors::generation_failed(*run.error()));
+  } else if (job.include_usage) {
+    tail += usage_event(job.meta, {run.prompt_tokens(), run.completion_tokens(), run.cached_tokens()});
+  }
+  tail += kDoneEvent;
+  sink.write(tail);
+}
+
 Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, const std::string& body) {
   Validation v = validate_completion_body(kind, body);
   if (v.error) return error_reply(*v.error);
-  const auto& models = router.config().models;
-  if (models.empty()) return error_reply(errors::model_not_loaded());
-  if (std::find(models.begin(), models.end(), v.request->model) == models.end()) {
-    return error_reply(errors::model_not_found(v.request->model));
+  const CompletionRequest& req = *v.request;
+  ModelSet* models = router.config().models;
+  if (models == nullptr || models->empty()) return error_reply(errors::model_not_loaded());
+  ServedModel* model = models->find(req.model);
+  if (model == nullptr) return error_reply(errors::model_not_found(req.model));
+
+  BuiltPrompts built = build_prompts(*model, req);
+  if (built.error) return error_reply(*built.error);
+
+  // The context: prompt + max_tokens must fit; without max_tokens, whatever is left.
+  const std::int64_t context = model->max_context();
+  std::int64_t longest = 0;
+  for (const auto& p : built.prompts) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(p.size()));
+  const char* prompt_param = kind == CompletionKind::chat ? "messages" : "prompt";
+  if (longest >= context) {
+    return error_reply(errors::context_length_exceeded(
+        "the prompt is " + std::to_string(longest) + " tokens but the context of '" + model->alias + "' is " +
+            std::to_string(context) + " tokens, leaving no room to generate; shorten the prompt",
+        prompt_param));
   }
-  // The engine (tokenizer, scheduler, forward pass) is a later issue.
-  if (ctx.key != nullptr) {
-    Poco::Logger::get("memra-host").debug("request %s: tenant %s asked for %s", std::to_string(ctx.request_id),
-                                          ctx.key->tenant, v.request->model);
+  std::int64_t max_tokens = context - longest;
+  if (req.max_tokens) {
+    if (*req.max_tokens > context - longest) {
+      return error_reply(errors::context_length_exceeded(
+          "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" + std::to_string(*req.max_tokens) +
+              ") is over the context of '" + model->alias + "' (" + std::to_string(context) +
+              " tokens); lower max_tokens to at most " + std::to_string(context - longest) + " or shorten the prompt",
+          "max_tokens"));
+    }
+    max_tokens = *req.max_tokens;
   }
-  return error_reply(errors::engine_unavailable(v.request->model));
+
+  GenerationSpec spec;
+  spec.prompts = std::move(built.prompts);
+  spec.n = req.n;
+  spec.sampling = sampling_of(req);
+  spec.max_tokens = max_tokens;
+  spec.stop = req.stop;
+  spec.ignore_eos = req.ignore_eos;
+  spec.cache_namespace = model->alias + '\x1f' + ctx.tenant() + '\x1f' + req.cache_salt;
+  if (auto bad = engine::validate(spec.sampling)) {
+    return error_reply(errors::invalid_request("invalid_value", *bad, std::nullopt));
+  }
+
+  // Tenant admission: worst-case KV tokens of every sequence of this request.
+  std::int64_t kv_tokens = 0;
+  for (const auto& p : spec.prompts) kv_tokens += (static_cast<std::int64_t>(p.size()) + max_tokens) * req.n;
+  Metrics& metrics = router.metrics();
+  const std::string& tenant = ctx.tenant();
+  TenantAdmission::Ticket ticket;
+  if (router.config().admission != nullptr && ctx.key != nullptr) {
+    const TenantLimits& limits = ctx.key->limits;
+    auto admitted = router.config().admission->admit(tenant, limits, kv_tokens, ctx.client_gone);
+    metrics.observe_queue_wait(model->alias, tenant, admitted.waited_seconds);
+    const std::int64_t retry = (limits.queue_timeout_ms + 999) / 1000;
+    switch (admitted.outcome) {
+      case TenantAdmission::Outcome::admitted:
+        ticket = std::move(admitted.ticket);
+        break;
+      case TenantAdmission::Outcome::too_large:
+        metrics.add_rejection(tenant, "tenant_kv_budget");
+        return error_reply(errors::kv_budget_exceeded(kv_tokens, limits.max_kv_tokens));
+      case TenantAdmission::Outcome::queue_full:
+        metrics.add_rejection(tenant, "tenant_queue_full");
+        return with_retry_after(error_reply(errors::tenant_rate_limited(tenant, "its admission queue is full")), retry);
+      case TenantAdmission::Outcome::timed_out:
+        metrics.add_rejection(tenant, "tenant_queue_timeout");
+        return with_retry_after(
+            error_reply(errors::tenant_rate_limited(
+                tenant, "no room within its queue_timeout_ms of " + std::to_string(limits.queue_timeout_ms) +
+                            " ms (max_concurrent " + std::to_string(limits.max_concurrent) + ", max_kv_tokens " +
+                            std::to_string(limits.max_kv_tokens) + ")")),
+            retry);
+      case TenantAdmission::Outcome::client_gone:
+        return error_reply(errors::client_closed());
+    }
+  } else {
+    metrics.observe_queue_wait(model->alias, tenant, 0.0);
+  }
+
+  auto started = GenerationRun::start(*model, spec);
+  if (!started) {
+    if (started.error().code == ErrorCode::conflict) {
+      metrics.add_rejection(tenant, "device_full");
+      return with_retry_after(error_reply(errors::server_overloaded("the scheduler's queue for '" + model->alias +
+                                                                    "' is full: " + started.error().message)),
+                              1);
+    }
+    return error_reply(errors::invalid_request("invalid_value", started.error().message, std::nullopt));
+  }
+  std::unique_ptr<GenerationRun> run = std::move(*started);
+  const std::string alias = model->alias;
+  run->on_first_token = [&metrics, alias](double s) { metrics.observe_ttft(alias, s); };
+  run->on_token_gap = [&metrics, alias](double s) { metrics.observe_inter_token(alias, s); };
+
+  ResponseMeta meta;
+  meta.kind = kind;
+  meta.id = random_id(kind == CompletionKind::chat ? "chatcmpl-" : "cmpl-");
+  meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  meta.model = model->alias;
+  meta.fingerprint = "memra-" + router.config().version;
+  meta.logprobs = req.logprobs;
+  meta.top_logprobs = req.top_logprobs;
+  meta.tokenizer = model->text.tokenizer.get();
+  std::vector<std::string> echo;
+  if (req.echo) echo = built.texts;
+
+  if (req.stream) {
+    auto job = std::make_shared<StreamJob>();
+    job->run = std::move(run);
+    job->ticket = std::move(ticket);
+    job->meta = std::move(meta);
+    job->echo = std::move(echo);
+    job->n = req.n;
+    job->include_usage = req.include_usage;
+    job->model = model;
+    job->metrics = &metrics;
+    job->tenant = tenant;
+    job->request_id = ctx.request_id;
+    Reply reply;
+    reply.status = 200;
+    reply.content_type = "text/event-stream";
+    reply.add_header("Cache-Control", "no-cache");
+    reply.stream = [job](StreamSink& sink) {
+      stream_answer(*job, sink);
+      job->run.reset();  // cancel anything left and free the tenant's share now
+      job->ticket.release();
+    };
+    return reply;
+  }
+
+  std::vector<ChoiceResult> results(run->choices());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    results[i].index = i;
+    results[i].finish_reason = "cancelled";
+    if (!echo.empty()) results[i].prefix = echo[i / static_cast<std::size_t>(req.n)];
+  }
+  std::vector<std::string> finish(run->choices(), "cancelled");
+  while (!run->done()) {
+    for (auto& d : run->poll(kPollInterval)) {
+      auto& r = results[d.index];
+      r.text += d.text;
+      r.tokens.insert(r.tokens.end(), d.tokens.begin(), d.tokens.end());
+      if (d.finish_reason) r.finish_reason = finish[d.index] = *d.finish_reason;
+    }
+    if (!run->done() && ctx.client_gone()) {
+      run->cancel();
+      record_end(metrics, *model, tenant, *run, finish);
+      logger().debug("request %s: client went away; its sequences are cancelled", std::to_string(ctx.request_id));
+      return error_reply(errors::client_closed());
+    }
+  }
+  record_end(metrics, *model, tenant, *run, finish);
+  if (run->error()) {
+    logger().error("request %s: generation failed: %s", std::to_string(ctx.request_id), *run->error());
+    return error_reply(errors::generation_failed(*run->error()));
+  }
+  Reply reply;
+  reply.status = 200;
+  reply.body = completion_body(meta, results, {run->prompt_tokens(), run->completion_tokens(), run->cached_tokens()});
+  return reply;
 }
 
 Reply chat(const Router& router, RequestContext& ctx, const Poco::Net::HTTPRequest&, const std::string& body) {

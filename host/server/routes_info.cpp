@@ -1,7 +1,9 @@
 // GET /health, /ready, /v1/models, /metrics.
 #include <nlohmann/json.hpp>
 
+#include "host/server/admission.hpp"
 #include "host/server/router.hpp"
+#include "host/server/served_model.hpp"
 
 namespace memra::server {
 namespace {
@@ -12,28 +14,57 @@ Reply health(const Router&, RequestContext&, const Poco::Net::HTTPRequest&, cons
   return json_reply(200, R"({"status":"ok"})");
 }
 
-// Ready means: a model is loaded and the engine runs. Neither exists in this
-// build, so this is always 503 with the reason (OpenAI error shape plus "status").
+// Ready: every model is loaded and its scheduler runs.
 Reply ready(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string&) {
-  ApiError error = router.config().models.empty()
-                       ? errors::not_ready("model_not_loaded",
-                                           "no model is loaded; start memra-host with --model [ALIAS=]PATH "
-                                           "(loading a model is not available in this build yet)")
-                       : errors::not_ready("engine_unavailable", "the inference engine is not available in this build yet");
-  json body = json::parse(error_body(error));
-  body["status"] = "not_ready";
-  return json_reply(503, body.dump());
+  const ModelSet* models = router.config().models;
+  if (models == nullptr || models->empty() || !router.config().models_ready) {
+    json body = json::parse(error_body(errors::not_ready("model_not_loaded", "no model is loaded yet")));
+    body["status"] = "not_ready";
+    return json_reply(503, body.dump());
+  }
+  json list = json::array();
+  for (const auto& m : models->all()) list.push_back(m->alias);
+  return json_reply(200, json{{"status", "ready"}, {"models", list}}.dump());
 }
 
 Reply models(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string&) {
   json data = json::array();
-  for (const auto& alias : router.config().models) {
-    data.push_back({{"id", alias}, {"object", "model"}, {"created", 0}, {"owned_by", "memra"}});
+  if (const ModelSet* models = router.config().models) {
+    for (const auto& m : models->all()) {
+      data.push_back({{"id", m->alias},
+                      {"object", "model"},
+                      {"created", m->created},
+                      {"owned_by", "memra"},
+                      {"max_model_len", m->max_context()}});
+    }
   }
   return json_reply(200, json{{"object", "list"}, {"data", data}}.dump());
 }
 
+// Gauges that mirror live state are refreshed at scrape time.
+void refresh(const Router& router) {
+  Metrics& metrics = router.metrics();
+  if (const ModelSet* models = router.config().models) {
+    for (const auto& m : models->all()) {
+      const engine::SchedulerStats s = m->scheduler->stats();
+      Metrics::SchedulerGauges g;
+      g.running = s.running;
+      g.waiting = s.waiting;
+      g.kv_blocks_total = s.kv_blocks_total;
+      g.kv_blocks_free = s.kv_blocks_free;
+      g.prefix_cache_blocks = s.prefix_cache_blocks;
+      g.prefix_hit_tokens = s.prefix_hit_tokens;
+      g.prompt_tokens = s.prompt_tokens;
+      metrics.set_scheduler(m->alias, g);
+    }
+  }
+  if (const TenantAdmission* admission = router.config().admission) {
+    for (const auto& t : admission->stats()) metrics.set_tenant(t.tenant, t.running, t.waiting, t.kv_tokens);
+  }
+}
+
 Reply metrics(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string&) {
+  refresh(router);
   Reply reply;
   reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
   reply.body = router.metrics().render();

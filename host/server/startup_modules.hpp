@@ -11,6 +11,7 @@
 #include <Poco/Logger.h>
 
 #include "host/common/result.hpp"
+#include "host/server/model_loader.hpp"
 
 namespace memra::server {
 
@@ -32,6 +33,9 @@ class StartupModules {
   // One line per loaded plugin and per refusal, for --list-plugins.
   std::vector<std::string> plugin_report() const;
   int plugins_loaded() const;
+
+  // Loads one model through the registry gate (needs open_registry and load_plugins first).
+  LoadOutcome load_model(const ModelSpec& spec, const HostOptions& options);
 
  private:
   struct Impl;

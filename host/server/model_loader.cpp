@@ -1,0 +1,140 @@
+#include "host/server/model_loader.hpp"
+
+#include <chrono>
+#include <map>
+
+#include "host/plugin_host/plugin_host.hpp"
+#include "registry/registry.hpp"
+
+namespace memra::server {
+namespace {
+
+LoadOutcome failure(LoadFailure kind, std::string message) {
+  LoadOutcome out;
+  out.error = {kind, std::move(message)};
+  return out;
+}
+
+// The quant scheme holding most bytes of the model's matrices (2-D weights):
+// the one that decides speed and accuracy, so the one the registry is keyed by.
+std::string dominant_quant(const engine::ModelSource& source) {
+  std::map<std::string, std::uint64_t> bytes;
+  for (const memra_weight& w : source.weights) {
+    if (w.ndim == 2 && w.quant != nullptr) bytes[w.quant] += w.bytes;
+  }
+  std::string best;
+  std::uint64_t most = 0;
+  for (const auto& [scheme, n] : bytes) {
+    if (n > most) {
+      most = n;
+      best = scheme;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::filesystem::path default_model_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::filesystem::path("share/memra/default_model");
+  return (exe.parent_path() / ".." / "share" / "memra" / "default_model").lexically_normal();
+}
+
+LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options, const plugins::PluginHost& plugins,
+                              const registry::Registry& registry, Poco::Logger& log) {
+  const std::string what = "model '" + spec.alias + "' (" + spec.path + ")";
+  if (options.backend == BackendChoice::cuda) {
+    return failure(LoadFailure::backend_unavailable,
+                   "cannot load " + what + " on --backend cuda: the CUDA backend is not built into this memra-host "
+                   "yet; use --backend cpu (or auto)");
+  }
+  const char* arch = "cpu";  // auto and cpu both run the CPU reference backend in this build
+
+  auto source = engine::open_model_source(spec.path);
+  if (!source) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + source.error().message);
+  const ModelConfig config = (*source)->config;
+
+  auto family = plugins.family_for(config.architecture, plugins.device_info());
+  if (!family) {
+    return failure(LoadFailure::bad_model, "cannot load " + what + ": no family plugin runs architecture '" +
+                                               config.architecture + "': " + family.error().message +
+                                               " (memra-host --list-plugins shows what is installed)");
+  }
+  const std::string family_name = family->info().name;
+  const std::string quant = dominant_quant(**source);
+  if (quant.empty()) return failure(LoadFailure::bad_model, "cannot load " + what + ": the checkpoint has no weight matrices");
+
+  // The registry gate: before any memory is spent on the engine.
+  const registry::ComboKey key{family_name, quant, "", arch};
+  const std::string combo = "(family " + family_name + ", quant " + quant + ", no drafter, arch " + arch + ")";
+  auto verdict = registry.check(key);
+  if (!verdict) {
+    return failure(LoadFailure::gate_refused, "cannot load " + what + ": the registry could not be read: " +
+                                                  verdict.error().message);
+  }
+  switch (*verdict) {
+    case registry::Verdict::supported:
+      log.information("%s: registry verdict supported for %s", what, combo);
+      break;
+    case registry::Verdict::rejected:
+      return failure(LoadFailure::gate_refused,
+                     "refusing " + what + ": the registry marks " + combo +
+                         " as rejected (known not to work); it never loads. See memra-registry combos and docs/REGISTRY.md");
+    case registry::Verdict::generic:
+      if (!options.allow_generic) {
+        return failure(LoadFailure::gate_refused,
+                       "refusing " + what + ": " + combo + " is not verified (registry verdict generic). Pass "
+                       "--allow-generic to run it anyway on the generic path, unverified");
+      }
+      log.warning("UNVERIFIED: %s runs %s, which the registry has not verified (verdict generic); loaded because of "
+                  "--allow-generic. Its outputs are not checked against an oracle on this path.",
+                  what, combo);
+      break;
+  }
+
+  auto text = engine::load_text_model(spec.path, config);
+  if (!text) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + text.error().message);
+
+  engine::EngineOptions eo;
+  eo.max_context = options.max_context;
+  if (options.max_context > 0 && config.max_position_embeddings > 0 &&
+      options.max_context > config.max_position_embeddings) {
+    return failure(LoadFailure::bad_model, "cannot load " + what + ": --max-context " +
+                                               std::to_string(options.max_context) + " is beyond the model's " +
+                                               std::to_string(config.max_position_embeddings) + " positions");
+  }
+  const std::int64_t context = options.max_context > 0
+                                   ? options.max_context
+                                   : std::min<std::int64_t>(config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096, 4096);
+  if (options.kv_cache_tokens > 0) {
+    // The cache is sized in whole contexts; round up so every request can fit.
+    eo.max_sequences = std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context);
+  }
+  auto eng = engine::Engine::create(std::move(*source), plugins, eo);
+  if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
+
+  auto model = std::make_unique<ServedModel>();
+  model->alias = spec.alias;
+  model->path = spec.path;
+  model->family = family_name;
+  model->quant = quant;
+  model->verdict = registry::to_string(*verdict);
+  model->created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  model->text = std::move(*text);
+  model->engine = std::move(*eng);
+  engine::SchedulerOptions so;
+  so.max_running = options.max_running;
+  so.max_waiting = options.max_waiting;
+  so.max_step_tokens = options.max_step_tokens;
+  model->scheduler = std::make_unique<engine::Scheduler>(*model->engine, so);
+  const auto& kv = model->engine->kv_blocks();
+  log.information("loaded %s: %s %s, context %s tokens, KV cache %s blocks of %s tokens, up to %s running",
+                  what, family_name, quant, std::to_string(model->max_context()), std::to_string(kv.num_blocks()),
+                  std::to_string(model->engine->block_size()), std::to_string(options.max_running));
+  return LoadOutcome{std::move(model), {}};
+}
+
+}  // namespace memra::server

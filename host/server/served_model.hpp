@@ -1,0 +1,51 @@
+// A model memra-host serves: its alias, text side (tokenizer, chat template,
+// stop ids), engine and continuous-batching scheduler. Loaded once at start
+// (model_loader.cpp) and shared read-only by every request thread; the
+// scheduler is the only thing requests talk to, and it is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/engine/engine.hpp"
+#include "host/engine/scheduler.hpp"
+#include "host/engine/text_model.hpp"
+
+namespace memra::server {
+
+struct ServedModel {
+  std::string alias;    // what clients send as "model"
+  std::string path;     // where it was loaded from
+  std::string family;   // the family plugin's name (registry key)
+  std::string quant;    // the scheme holding most matrix bytes (registry key)
+  std::string verdict;  // the registry's verdict it was loaded under ("supported" or "generic")
+  std::int64_t created = 0;  // Unix time it was loaded (/v1/models "created")
+  engine::TextModel text;
+  std::unique_ptr<engine::Engine> engine;        // declared before the scheduler: destroyed after it
+  std::unique_ptr<engine::Scheduler> scheduler;
+
+  std::int64_t max_context() const { return engine->max_context(); }
+  std::int64_t vocab_size() const { return engine->vocab_size(); }
+};
+
+// The loaded models, in the order they were given. Immutable once serving starts.
+class ModelSet {
+ public:
+  void add(std::unique_ptr<ServedModel> model) { models_.push_back(std::move(model)); }
+  // nullptr when no model has this alias.
+  ServedModel* find(const std::string& alias) const {
+    for (const auto& m : models_) {
+      if (m->alias == alias) return m.get();
+    }
+    return nullptr;
+  }
+  const std::vector<std::unique_ptr<ServedModel>>& all() const { return models_; }
+  bool empty() const { return models_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<ServedModel>> models_;
+};
+
+}  // namespace memra::server
