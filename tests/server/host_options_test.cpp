@@ -25,6 +25,45 @@ TEST(ServerOptions, Defaults) {
   EXPECT_TRUE(o.api_keys_file.empty());
   EXPECT_TRUE(o.models.empty());
   EXPECT_FALSE(o.enable_test_routes);
+  EXPECT_EQ(o.threads, 64);
+  EXPECT_EQ(o.backend, BackendChoice::auto_select);
+  EXPECT_FALSE(o.allow_generic);
+  EXPECT_EQ(o.max_context, 0);
+  EXPECT_EQ(o.kv_cache_tokens, 0);
+  EXPECT_EQ(o.max_running, 16);
+  EXPECT_EQ(o.max_waiting, 256);
+  EXPECT_EQ(o.max_step_tokens, 512);
+  EXPECT_EQ(o.tenant_queue, 64);
+}
+
+TEST(ServerOptions, EngineKnobs) {
+  HostOptions o;
+  ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_BACKEND", "cpu"},
+                                           {"MEMRA_MAX_CONTEXT", "512"},
+                                           {"MEMRA_KV_CACHE_TOKENS", "4096"},
+                                           {"MEMRA_MAX_RUNNING", "8"},
+                                           {"MEMRA_MAX_WAITING", "32"},
+                                           {"MEMRA_MAX_STEP_TOKENS", "64"},
+                                           {"MEMRA_TENANT_QUEUE", "3"}})));
+  EXPECT_EQ(o.backend, BackendChoice::cpu);
+  EXPECT_EQ(o.max_context, 512);
+  EXPECT_EQ(o.kv_cache_tokens, 4096);
+  EXPECT_EQ(o.max_running, 8);
+  EXPECT_EQ(o.max_waiting, 32);
+  EXPECT_EQ(o.max_step_tokens, 64);
+  EXPECT_EQ(o.tenant_queue, 3);
+  ASSERT_TRUE(apply_flag(o, "backend", "cuda"));
+  EXPECT_EQ(o.backend, BackendChoice::cuda);
+  ASSERT_TRUE(apply_flag(o, "allow-generic", ""));
+  EXPECT_TRUE(o.allow_generic);
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"backend", "tpu"}, {"max-running", "0"}, {"max-waiting", "0"}, {"max-step-tokens", "0"},
+           {"max-context", "-1"}, {"kv-cache-tokens", "x"}, {"tenant-queue", "-2"}}) {
+    HostOptions bad;
+    auto s = apply_flag(bad, flag, value);
+    ASSERT_FALSE(s) << flag << "=" << value;
+    EXPECT_NE(s.error().message.find("--" + flag), std::string::npos) << s.error().message;
+  }
 }
 
 TEST(ServerOptions, EnvironmentThenFlagsWin) {

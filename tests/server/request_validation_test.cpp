@@ -85,6 +85,114 @@ TEST(ServerValidation, CompletionShapeErrors) {
   for (const auto& c : cases) expect_error(CompletionKind::text, c);
 }
 
+TEST(ServerValidation, ParsesEveryHonouredField) {
+  auto v = validate_completion_body(CompletionKind::chat, R"({"model":"m","messages":[
+      {"role":"developer","content":"sys"},{"role":"user","name":"bob","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+      "stream":true,"stream_options":{"include_usage":true,"future_option":1},"max_completion_tokens":9,
+      "stop":["x","yy"],"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,"presence_penalty":0.1,
+      "frequency_penalty":-0.2,"repetition_penalty":1.1,"seed":-1,"n":3,"logprobs":true,"top_logprobs":4,
+      "user":"u1","cache_salt":"s","ignore_eos":true,"metadata":{"k":"v"},"store":false,"tools":[],
+      "tool_choice":"none","response_format":{"type":"text"},"logit_bias":{}})");
+  ASSERT_TRUE(v.request) << v.error->message;
+  const CompletionRequest& r = *v.request;
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, "system");  // developer is the template's system
+  EXPECT_EQ(r.messages[1].content.value_or(""), "a\nb");
+  EXPECT_EQ(r.messages[1].name, "bob");
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.max_tokens.value_or(0), 9);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "yy"}));
+  EXPECT_FLOAT_EQ(r.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
+  EXPECT_EQ(r.top_k, 40);
+  EXPECT_FLOAT_EQ(r.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(r.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.seed.value_or(0), UINT64_MAX);  // -1 modulo 2^64
+  EXPECT_EQ(r.n, 3);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 4);
+  EXPECT_EQ(r.cache_salt, "s");
+  EXPECT_TRUE(r.ignore_eos);
+
+  auto t = validate_completion_body(CompletionKind::text,
+                                    R"({"model":"m","prompt":[[1,2],[3]],"logprobs":2,"echo":false,"best_of":2,"n":2})");
+  ASSERT_TRUE(t.request) << t.error->message;
+  ASSERT_EQ(t.request->prompts.size(), 2u);
+  EXPECT_TRUE(t.request->prompts[0].is_tokens);
+  EXPECT_EQ(t.request->prompts[1].tokens, std::vector<std::int32_t>{3});
+  EXPECT_TRUE(t.request->logprobs);
+  EXPECT_EQ(t.request->top_logprobs, 2);
+}
+
+TEST(ServerValidation, FieldsItCannotHonourAreRefusedByName) {
+  const std::string m = R"("model":"m","messages":[{"role":"user","content":"x"}])";
+  const std::vector<Bad> chat = {
+      {"{" + m + R"(,"bogus":1})", "unknown_parameter", "bogus"},
+      {"{" + m + R"(,"tools":[{"type":"function"}]})", "unsupported_parameter", "tools"},
+      {"{" + m + R"(,"tool_choice":"required"})", "unsupported_parameter", "tool_choice"},
+      {"{" + m + R"(,"response_format":{"type":"json_object"}})", "unsupported_parameter", "response_format"},
+      {"{" + m + R"(,"logit_bias":{"5":10}})", "unsupported_parameter", "logit_bias"},
+      {"{" + m + R"(,"audio":{}})", "unsupported_parameter", "audio"},
+      {"{" + m + R"(,"metadata":"x"})", "invalid_type", "metadata"},
+      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+       "unsupported_content_type", "messages[0].content[0].type"},
+      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]})", "missing_required_parameter",
+       "messages[0].content[0].text"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","colour":"red"}]})", "unknown_parameter",
+       "messages[0].colour"},
+      {R"({"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]})",
+       "unsupported_parameter", "messages[0].tool_calls"},
+      {"{" + m + R"(,"stop":["a","b","c","d","e"]})", "invalid_value", "stop"},
+      {"{" + m + R"(,"stop":""})", "invalid_value", "stop"},
+      {"{" + m + R"(,"n":17})", "invalid_value", "n"},
+      {"{" + m + R"(,"top_logprobs":3})", "invalid_value", "top_logprobs"},
+      {"{" + m + R"(,"logprobs":true,"top_logprobs":21})", "invalid_value", "top_logprobs"},
+      {"{" + m + R"(,"max_tokens":5,"max_completion_tokens":6})", "invalid_value", "max_tokens"},
+      {"{" + m + R"(,"max_tokens":18446744073709551615})", "invalid_value", "max_tokens"},
+      {"{" + m + R"(,"repetition_penalty":0})", "invalid_value", "repetition_penalty"},
+      {"{" + m + R"(,"top_k":-2})", "invalid_value", "top_k"},
+      {"{" + m + R"(,"seed":1.5})", "invalid_type", "seed"},
+      {"{" + m + R"(,"stream_options":{"include_usage":"yes"}})", "invalid_type", "stream_options.include_usage"},
+  };
+  for (const auto& c : chat) expect_error(CompletionKind::chat, c);
+  const std::vector<Bad> text = {
+      {R"({"model":"m","prompt":"x","messages":[]})", "unknown_parameter", "messages"},
+      {R"({"model":"m","prompt":"x","echo":true,"logprobs":1})", "unsupported_parameter", "echo"},
+      {R"({"model":"m","prompt":"x","best_of":3})", "unsupported_parameter", "best_of"},
+      {R"({"model":"m","prompt":"x","suffix":"end"})", "unsupported_parameter", "suffix"},
+      {R"({"model":"m","prompt":"x","logprobs":true})", "invalid_type", "logprobs"},
+      {R"({"model":"m","prompt":[1,2147483648]})", "invalid_type", "prompt"},
+      {R"({"model":"m","prompt":["a","b","c","d","e","f","g","h","i"],"n":8})", "invalid_value", "n"},
+  };
+  for (const auto& c : text) expect_error(CompletionKind::text, c);
+}
+
+TEST(ServerValidation, TokenizeBodies) {
+  auto t = parse_tokenize_body(R"({"model":"m","prompt":"hi","add_special_tokens":false})");
+  ASSERT_TRUE(t.value) << t.error->message;
+  EXPECT_EQ(t.value->prompt.value_or(""), "hi");
+  EXPECT_EQ(t.value->add_special_tokens, std::optional<bool>(false));
+  t = parse_tokenize_body(R"({"model":"m","messages":[{"role":"user","content":"x"}]})");
+  ASSERT_TRUE(t.value) << t.error->message;
+  EXPECT_EQ(t.value->messages.size(), 1u);
+  for (const char* bad : {R"({"model":"m"})", R"({"model":"m","prompt":"a","messages":[]})",
+                          R"({"model":"m","prompt":5})", R"({"model":"m","prompt":"a","x":1})", "[]"}) {
+    auto r = parse_tokenize_body(bad);
+    ASSERT_TRUE(r.error) << bad;
+    EXPECT_EQ(r.error->status, 400);
+  }
+  auto d = parse_detokenize_body(R"({"model":"m","tokens":[1,2,-3]})");
+  ASSERT_TRUE(d.value) << d.error->message;
+  EXPECT_EQ(d.value->tokens, (std::vector<std::int64_t>{1, 2, -3}));  // the range check needs the model
+  for (const char* bad : {R"({"model":"m"})", R"({"model":"m","tokens":"1"})", R"({"model":"m","tokens":[1.5]})",
+                          R"({"tokens":[1]})"}) {
+    auto r = parse_detokenize_body(bad);
+    ASSERT_TRUE(r.error) << bad;
+    EXPECT_EQ(r.error->status, 400);
+  }
+}
+
 TEST(ServerValidation, DeepNestingIsRefusedBeforeParsing) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   expect_error(CompletionKind::chat, {deep, "invalid_json", ""});

@@ -1,5 +1,6 @@
-// In-process tests of the Router: the paths the real binary cannot reach yet
-// (a loaded model list) and the bookkeeping (metrics, connection close).
+// In-process tests of the Router without a model: auth order, errors, metrics
+// bookkeeping, connection close. Paths with a model run against the real
+// binary (process_http_test.cpp, tests/serving).
 #include "host/server/router.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "error_shape.hpp"
+#include "host/server/served_model.hpp"
 
 namespace memra::server {
 namespace {
@@ -21,15 +23,15 @@ class ServerRouter : public ::testing::Test {
         {"sha256":")" + sha256_hex("off") + R"(","tenant":"beta","disabled":true}]})",
                                  "test");
     ASSERT_TRUE(store) << store.error().message;
-    keys_ = std::move(*store);
+    keys_ = std::make_unique<KeyRing>(std::move(*store));
   }
 
-  Router make(std::vector<std::string> models, bool auth = true) {
+  Router make(bool auth = true) {
     RouterConfig config;
     config.max_body_bytes = 1024;
     config.enable_test_routes = true;
-    config.models = std::move(models);
-    return Router(config, auth ? &keys_ : nullptr, metrics_, state_);
+    config.models = &models_;
+    return Router(config, auth ? keys_.get() : nullptr, metrics_, state_);
   }
 
   static Reply post(Router& router, const std::string& path, const std::string& body,
@@ -49,45 +51,37 @@ class ServerRouter : public ::testing::Test {
     return router.handle(request, in);
   }
 
-  KeyStore keys_;
+  std::unique_ptr<KeyRing> keys_;
+  ModelSet models_;  // empty: nothing loaded
   Metrics metrics_{1.0};
   ServerState state_;
 };
 
 const std::string kChat = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}]})";
 
-TEST_F(ServerRouter, UnknownModelIs404WhenModelsAreLoaded) {
-  Router router = make({"tiny"});
-  Reply r = post(router, "/v1/chat/completions", R"({"model":"huge","messages":[{"role":"user","content":"hi"}]})");
-  EXPECT_EQ(r.status, 404);
-  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "model_not_found", "model"));
-  r = post(router, "/v1/completions", R"({"model":"huge","prompt":"x"})");
-  EXPECT_EQ(r.status, 404);
-}
-
-TEST_F(ServerRouter, KnownModelWithoutEngineIs503) {
-  Router router = make({"tiny"});
-  Reply r = post(router, "/v1/chat/completions", kChat);
-  EXPECT_EQ(r.status, 503);
-  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "engine_unavailable", "model"));
-  r = get(router, "/v1/models");
-  ASSERT_EQ(r.status, 200);
-  auto doc = nlohmann::json::parse(r.body);
-  EXPECT_EQ(doc["object"], "list");
-  ASSERT_EQ(doc["data"].size(), 1u);
-  EXPECT_EQ(doc["data"][0]["id"], "tiny");
-  EXPECT_EQ(doc["data"][0]["object"], "model");
-}
-
 TEST_F(ServerRouter, NoModelIs503ModelNotLoaded) {
-  Router router = make({});
+  Router router = make();
   Reply r = post(router, "/v1/chat/completions", kChat);
   EXPECT_EQ(r.status, 503);
   EXPECT_TRUE(is_openai_error(r.content_type, r.body, "model_not_loaded", "model"));
+  r = post(router, "/tokenize", R"({"model":"tiny","prompt":"x"})");
+  EXPECT_EQ(r.status, 503);
+  r = get(router, "/ready", "");
+  EXPECT_EQ(r.status, 503);
+  r = get(router, "/v1/models");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r.body), nlohmann::json::parse(R"({"object":"list","data":[]})"));
+}
+
+TEST_F(ServerRouter, ValidationComesBeforeTheModel) {
+  Router router = make();
+  Reply r = post(router, "/v1/chat/completions", R"({"model":"tiny","messages":[],"bogus":1})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(is_openai_error(r.content_type, r.body, "unknown_parameter", "bogus")) << r.body;
 }
 
 TEST_F(ServerRouter, AuthComesBeforeTheBodyAndClosesTheConnection) {
-  Router router = make({});
+  Router router = make();
   Reply r = post(router, "/v1/chat/completions", std::string(5000, 'x'), "");
   EXPECT_EQ(r.status, 401);  // not 413: an unauthenticated body is never read
   EXPECT_TRUE(is_openai_error(r.content_type, r.body, "missing_api_key"));
@@ -102,14 +96,14 @@ TEST_F(ServerRouter, AuthComesBeforeTheBodyAndClosesTheConnection) {
 }
 
 TEST_F(ServerRouter, WithoutKeysEveryRouteIsOpen) {
-  Router router = make({}, /*auth=*/false);
+  Router router = make(/*auth=*/false);
   EXPECT_EQ(get(router, "/v1/models", "").status, 200);
   EXPECT_EQ(get(router, "/metrics", "").status, 200);
   EXPECT_EQ(post(router, "/v1/chat/completions", kChat, "").status, 503);
 }
 
 TEST_F(ServerRouter, ExceptionBecomes500AndIsCounted) {
-  Router router = make({});
+  Router router = make();
   Reply r = get(router, "/debug/throw");
   EXPECT_EQ(r.status, 500);
   EXPECT_TRUE(is_openai_error(r.content_type, r.body, "internal_error"));
@@ -120,7 +114,7 @@ TEST_F(ServerRouter, ExceptionBecomes500AndIsCounted) {
 }
 
 TEST_F(ServerRouter, MethodNotAllowedListsAllow) {
-  Router router = make({});
+  Router router = make();
   Reply r = post(router, "/health", "{}");
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.header("Allow"), "GET");
@@ -128,7 +122,7 @@ TEST_F(ServerRouter, MethodNotAllowedListsAllow) {
 }
 
 TEST_F(ServerRouter, DrainingRepliesCarryRetryAfter) {
-  Router router = make({});
+  Router router = make();
   Poco::Net::HTTPRequest request("GET", "/health", Poco::Net::HTTPMessage::HTTP_1_1);
   Reply r = router.reject_draining(request);
   EXPECT_EQ(r.status, 503);
