@@ -72,9 +72,14 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   if (xdim != cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + (w->name ? w->name : "?"));
   const int64_t m = numel(x) / cols;
   constexpr int64_t kTile = 16, kWarps = 4;  // kernels/matmul/gemv.cuh
+  // Accumulators per lane: the smallest of 1, 2, 4, 8, 16 that holds min(m, 16)
+  // tokens. Every variant computes a token identically (gemv.cuh), so the choice,
+  // which depends on the batch, cannot change any token's bits.
+  int64_t nt = 1;
+  while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
   const auto gx = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
-  const auto gy = static_cast<unsigned>((m + kTile - 1) / kTile);
-  const std::string kernel = "memra_gemv_" + s->suffix;
+  const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
+  const std::string kernel = "memra_gemv_" + s->suffix + "_t" + std::to_string(nt);
   const int64_t row_bytes = static_cast<int64_t>(s->row_bytes);
   return launch(s->module.c_str(), kernel.c_str(), gx, gy, 32 * kWarps, 0, wd, row_bytes, rows, cols,
                 reinterpret_cast<CUdeviceptr>(x->data), m, reinterpret_cast<CUdeviceptr>(out->data), bd);

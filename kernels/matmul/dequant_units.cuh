@@ -22,6 +22,40 @@ __device__ __forceinline__ float load_f16(const uint8_t* p) {
   return __half2float(__ushort_as_half(load_u16(p)));
 }
 
+// N bytes from p (aligned to A bytes: 16, 8 or 2) into registers, in wide loads.
+template <int N, int A>
+__device__ __forceinline__ void load_bytes(const uint8_t* __restrict__ p, uint8_t (&out)[N]) {
+  static_assert(N % A == 0, "whole loads only");
+  if constexpr (A == 16) {
+#pragma unroll
+    for (int i = 0; i < N; i += 16) {
+      const uint4 v = *reinterpret_cast<const uint4*>(p + i);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int j = 0; j < 16; ++j) out[i + j] = static_cast<uint8_t>(w[j / 4] >> (8 * (j % 4)));
+    }
+  } else if constexpr (A == 8) {
+#pragma unroll
+    for (int i = 0; i < N; i += 8) {
+      const uint2 v = *reinterpret_cast<const uint2*>(p + i);
+      const uint32_t w[2] = {v.x, v.y};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) out[i + j] = static_cast<uint8_t>(w[j / 4] >> (8 * (j % 4)));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const uint16_t v = *reinterpret_cast<const uint16_t*>(p + i);
+      out[i] = static_cast<uint8_t>(v);
+      out[i + 1] = static_cast<uint8_t>(v >> 8);
+    }
+  }
+}
+
+__device__ __forceinline__ float f16_bytes(uint8_t lo, uint8_t hi) {
+  return __half2float(__ushort_as_half(static_cast<uint16_t>(lo | (hi << 8))));
+}
+
 struct SchemeF32 {
   static constexpr int kBlockElems = 1, kBlockBytes = 4;
 };
@@ -95,12 +129,13 @@ struct FloatUnit<SchemeBF16, U> {
   }
 };
 
-// Q8_0 (34 bytes / 32): f16 d, 32 int8. y = q * d.
+// Q8_0 (34 bytes / 32): f16 d, 32 int8. y = q * d. Blocks are 2-byte aligned.
 struct SchemeQ8_0 {
   static constexpr int kUnit = 32, kBlockElems = 32, kBlockBytes = 34;
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
-    const uint8_t* b = row + u * kBlockBytes;
-    const float d = load_f16(b);
+    uint8_t b[34];
+    load_bytes<34, 2>(row + u * kBlockBytes, b);
+    const float d = f16_bytes(b[0], b[1]);
 #pragma unroll
     for (int j = 0; j < 32; ++j) w[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
   }
@@ -110,8 +145,9 @@ struct SchemeQ8_0 {
 struct SchemeQ4_0 {
   static constexpr int kUnit = 32, kBlockElems = 32, kBlockBytes = 18;
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
-    const uint8_t* b = row + u * kBlockBytes;
-    const float d = load_f16(b);
+    uint8_t b[18];
+    load_bytes<18, 2>(row + u * kBlockBytes, b);
+    const float d = f16_bytes(b[0], b[1]);
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int q = b[2 + j];
@@ -121,48 +157,60 @@ struct SchemeQ4_0 {
   }
 };
 
-// 6-bit scale and min of sub-block g of a Q4_K/Q5_K super-block (12-byte field).
-__device__ __forceinline__ void scale_min_k4(const uint8_t* s, int g, int& sc, int& mn) {
+// 6-bit scale and min of sub-block g of a Q4_K/Q5_K super-block; the 12-byte field
+// as three little-endian words (bytes 0-3, 4-7, 8-11), so a run-time g indexes
+// registers, not local memory. Sub-blocks 0..3: low 6 bits of bytes g (scale) and
+// g+4 (min); 4..7: low/high nibble of byte g+4 plus the top 2 bits of bytes g-4 / g.
+__device__ __forceinline__ void scale_min_k4(uint32_t s0, uint32_t s1, uint32_t s2, int g, int& sc, int& mn) {
+  auto byte = [](uint32_t w, int i) { return static_cast<int>((w >> (8 * i)) & 0xffu); };
   if (g < 4) {
-    sc = s[g] & 63;
-    mn = s[g + 4] & 63;
+    sc = byte(s0, g) & 63;
+    mn = byte(s1, g) & 63;
   } else {
-    sc = (s[g + 4] & 0x0f) | ((s[g - 4] >> 6) << 4);
-    mn = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
+    const int j = g - 4;
+    sc = (byte(s2, j) & 0x0f) | ((byte(s0, j) >> 6) << 4);
+    mn = (byte(s2, j) >> 4) | ((byte(s1, j) >> 6) << 4);
   }
 }
 
-// Q4_K (144 bytes / 256): unit = one 32-element sub-block g. y = (d*sc)*q - (dmin*m).
+// Q4_K (144 bytes / 256, 16-byte aligned blocks): unit = one 32-element sub-block g.
+// y = (d*sc)*q - (dmin*m). Loads: the 16-byte header and the sub-block pair's 32 code bytes.
 struct SchemeQ4_K {
   static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 144;
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
     const uint8_t* b = row + (u >> 3) * kBlockBytes;
     const int g = static_cast<int>(u & 7);
-    const float d = load_f16(b), dmin = load_f16(b + 2);
+    const uint4 h = *reinterpret_cast<const uint4*>(b);
+    uint8_t qs[32];
+    load_bytes<32, 16>(b + 16 + 32 * (g >> 1), qs);
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
     int sc, mn;
-    scale_min_k4(b + 4, g, sc, mn);
+    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
     const float dg = d * static_cast<float>(sc);
     const float mg = dmin * static_cast<float>(mn);
-    const uint8_t* qs = b + 16 + 32 * (g >> 1);
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 32; ++l) w[l] = dg * static_cast<float>((qs[l] >> shift) & 0x0f) - mg;
   }
 };
 
-// Q5_K (176 bytes / 256): Q4_K plus a fifth bit (bit g of qh[l]).
+// Q5_K (176 bytes / 256, 16-byte aligned): Q4_K plus a fifth bit (bit g of qh[l]).
 struct SchemeQ5_K {
   static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 176;
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
     const uint8_t* b = row + (u >> 3) * kBlockBytes;
     const int g = static_cast<int>(u & 7);
-    const float d = load_f16(b), dmin = load_f16(b + 2);
+    const uint4 h = *reinterpret_cast<const uint4*>(b);
+    uint8_t qh[32], qs[32];
+    load_bytes<32, 16>(b + 16, qh);
+    load_bytes<32, 16>(b + 48 + 32 * (g >> 1), qs);
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
     int sc, mn;
-    scale_min_k4(b + 4, g, sc, mn);
+    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
     const float dg = d * static_cast<float>(sc);
     const float mg = dmin * static_cast<float>(mn);
-    const uint8_t* qh = b + 16;
-    const uint8_t* qs = b + 48 + 32 * (g >> 1);
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 32; ++l) {
@@ -172,33 +220,37 @@ struct SchemeQ5_K {
   }
 };
 
-// Q6_K (210 bytes / 256): ql[128], qh[64], int8 scales[16], f16 d. Unit = 32
-// elements e = 32*gi + l of the super-block. y = (d*sc)*(q-32).
+// Q6_K (210 bytes / 256, 2-byte aligned): ql[128], qh[64], int8 scales[16], f16 d.
+// Unit = 32 elements e = 32*gi + l of the super-block. y = (d*sc)*(q-32).
 struct SchemeQ6_K {
   static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 210;
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
     const uint8_t* b = row + (u >> 3) * kBlockBytes;
     const int gi = static_cast<int>(u & 7);
-    const uint8_t* ql = b;
-    const uint8_t* qh = b + 128;
-    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = load_f16(b + 208);
-    const float dl0 = d * static_cast<float>(scales[2 * gi]);
-    const float dl1 = d * static_cast<float>(scales[2 * gi + 1]);
     const int h = gi >> 2;
+    // Element r = 32*(gi&3) + l takes ql[64h + 32*(gi&1) + l] (nibble (gi&3)>>1) and
+    // qh[32h + l] (bits 2*(gi&3)).
+    uint8_t ql[32], qh[32], tail[4];
+    load_bytes<32, 2>(b + 64 * h + 32 * (gi & 1), ql);
+    load_bytes<32, 2>(b + 128 + 32 * h, qh);
+    load_bytes<4, 2>(b + 192 + ((2 * gi) & ~1), tail);  // the unit's two scales
+    const uint16_t dbits = *reinterpret_cast<const uint16_t*>(b + 208);
+    const float d = __half2float(__ushort_as_half(dbits));
+    const float dl0 = d * static_cast<float>(static_cast<int8_t>(tail[0]));
+    const float dl1 = d * static_cast<float>(static_cast<int8_t>(tail[1]));
+    const int lshift = 4 * ((gi & 3) >> 1), hshift = 2 * (gi & 3);
 #pragma unroll
     for (int l = 0; l < 32; ++l) {
-      const int r = 32 * (gi & 3) + l;
-      const int low = (ql[64 * h + (r & 63)] >> (4 * (r >> 6))) & 0x0f;
-      const int high = (qh[32 * h + (r & 31)] >> (2 * (r >> 5))) & 3;
+      const int low = (ql[l] >> lshift) & 0x0f;
+      const int high = (qh[l] >> hshift) & 3;
       const int q = (low | (high << 4)) - 32;
       w[l] = (l < 16 ? dl0 : dl1) * static_cast<float>(q);
     }
   }
 };
 
-// IQ4_XS (136 bytes / 256): f16 d, u16 scales_h, scales_l[4], qs[128]; codes into
-// the IQ4_NL codebook. Unit = sub-block g. y = (d*ls) * kvalues[q].
+// IQ4_XS (136 bytes / 256, 8-byte aligned): f16 d, u16 scales_h, scales_l[4],
+// qs[128]; codes into the IQ4_NL codebook. Unit = sub-block g. y = (d*ls) * kvalues[q].
 struct SchemeIQ4_XS {
   static constexpr int kUnit = 32, kBlockElems = 256, kBlockBytes = 136;
   // The codebook {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89,
@@ -210,12 +262,13 @@ struct SchemeIQ4_XS {
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
     const uint8_t* b = row + (u >> 3) * kBlockBytes;
     const int g = static_cast<int>(u & 7);
-    const float d = load_f16(b);
-    const int scales_h = load_u16(b + 2);
-    const int lo = (b[4 + (g >> 1)] >> (4 * (g & 1))) & 0x0f;
-    const int hi = (scales_h >> (2 * g)) & 3;
+    const uint2 h = *reinterpret_cast<const uint2*>(b);  // d, scales_h | scales_l[0..3]
+    uint8_t q[16];
+    load_bytes<16, 8>(b + 8 + 16 * g, q);
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const int lo = static_cast<int>((h.y >> (4 * g)) & 0x0fu);  // nibble g&1 of scales_l[g/2]
+    const int hi = static_cast<int>((h.x >> (16 + 2 * g)) & 3u);
     const float dl = d * static_cast<float>((lo | (hi << 4)) - 32);
-    const uint8_t* q = b + 8 + 16 * g;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       w[j] = dl * static_cast<float>(codebook(q[j] & 0x0f));

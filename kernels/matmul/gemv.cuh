@@ -16,54 +16,75 @@
 
 namespace memra::cuda {
 
-constexpr int kTileTokens = 16;
-constexpr int kGemvWarps = 4;  // rows per block
+constexpr int kTileTokens = 16;  // tokens per tile (grid.y walks the tiles)
+constexpr int kGemvWarps = 4;    // rows per block
 
-template <class S>
+// Accumulates one dequantized unit into the tile's tokens: acc[t] = fma chain over
+// the unit's elements in order. The same sequence for every token, whatever NT is.
+template <class S, int NT>
+__device__ __forceinline__ void accumulate(const float (&wv)[S::kUnit], const float* __restrict__ xu, int64_t cols,
+                                           int nt, float (&acc)[NT]) {
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (t < nt) {
+      const float* xp = xu + t * cols;
+      float a = acc[t];
+      if constexpr (S::kUnit % 4 == 0) {
+#pragma unroll
+        for (int j = 0; j < S::kUnit; j += 4) {
+          const float4 xv = *reinterpret_cast<const float4*>(xp + j);
+          a = fmaf(wv[j], xv.x, a);
+          a = fmaf(wv[j + 1], xv.y, a);
+          a = fmaf(wv[j + 2], xv.z, a);
+          a = fmaf(wv[j + 3], xv.w, a);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < S::kUnit; ++j) a = fmaf(wv[j], xp[j], a);
+      }
+      acc[t] = a;
+    }
+  }
+}
+
+// NT: accumulators per lane (1, 2, 4, 8 or 16 >= the tile's tokens). The host picks
+// the smallest that fits; a token's arithmetic is the same in every instantiation
+// (fmaf chains are never reassociated), so the choice cannot change its bits.
+template <class S, int NT>
 __device__ __forceinline__ void gemv_tile(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
                                           int64_t cols, const float* __restrict__ x, int64_t m,
                                           float* __restrict__ y, const float* __restrict__ bias) {
+  constexpr int kUnroll = S::kUnit >= 32 ? 2 : 4;  // units in flight per lane
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTileTokens;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   if (row >= rows || t0 >= m) return;
-  const int nt = static_cast<int>(m - t0 < kTileTokens ? m - t0 : kTileTokens);
+  const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
   const uint8_t* wr = w + row * row_bytes;
   const float* xt0 = x + t0 * cols;
   const int64_t units = cols / S::kUnit;
 
-  float acc[kTileTokens];
+  float acc[NT];
 #pragma unroll
-  for (int t = 0; t < kTileTokens; ++t) acc[t] = 0.0f;
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
 
-  for (int64_t u = lane; u < units; u += 32) {
+  // Lane l takes units l, l+32, l+64, ... in ascending order; kUnroll of them are
+  // loaded before any is used (memory-level parallelism), then consumed in order.
+  int64_t u = lane;
+  for (; u + 32 * (kUnroll - 1) < units; u += 32 * kUnroll) {
+    float wv[kUnroll][S::kUnit];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) S::unit(wr, u + 32 * k, wv[k]);
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) accumulate<S, NT>(wv[k], xt0 + (u + 32 * k) * S::kUnit, cols, nt, acc);
+  }
+  for (; u < units; u += 32) {
     float wv[S::kUnit];
     S::unit(wr, u, wv);
-    const float* xu = xt0 + u * S::kUnit;
-#pragma unroll
-    for (int t = 0; t < kTileTokens; ++t) {
-      if (t < nt) {
-        const float* xp = xu + t * cols;
-        float a = acc[t];
-        if constexpr (S::kUnit % 4 == 0) {
-#pragma unroll
-          for (int j = 0; j < S::kUnit; j += 4) {
-            const float4 xv = *reinterpret_cast<const float4*>(xp + j);
-            a = fmaf(wv[j], xv.x, a);
-            a = fmaf(wv[j + 1], xv.y, a);
-            a = fmaf(wv[j + 2], xv.z, a);
-            a = fmaf(wv[j + 3], xv.w, a);
-          }
-        } else {
-#pragma unroll
-          for (int j = 0; j < S::kUnit; ++j) a = fmaf(wv[j], xp[j], a);
-        }
-        acc[t] = a;
-      }
-    }
+    accumulate<S, NT>(wv, xt0 + u * S::kUnit, cols, nt, acc);
   }
 #pragma unroll
-  for (int t = 0; t < kTileTokens; ++t) {
+  for (int t = 0; t < NT; ++t) {
     if (t < nt) {
       float v = warp_sum(acc[t]);
       if (lane == 0) {
@@ -76,10 +97,16 @@ __device__ __forceinline__ void gemv_tile(const uint8_t* __restrict__ w, int64_t
 
 }  // namespace memra::cuda
 
-// Declares the extern "C" entry point memra_gemv_<name> for scheme type S.
-#define MEMRA_DEFINE_GEMV(name, S)                                                                      \
-  extern "C" __global__ void __launch_bounds__(32 * memra::cuda::kGemvWarps)                           \
-      memra_gemv_##name(const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t cols, const float* x, \
-                        int64_t m, float* y, const float* bias) {                                        \
-    memra::cuda::gemv_tile<S>(w, row_bytes, rows, cols, x, m, y, bias);                                  \
+// Defines the extern "C" entry points memra_gemv_<name>_t{1,2,4,8,16} for scheme S.
+#define MEMRA_DEFINE_GEMV_NT(name, S, NT)                                                                   \
+  extern "C" __global__ void __launch_bounds__(32 * memra::cuda::kGemvWarps)                               \
+      memra_gemv_##name##_t##NT(const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t cols, const float* x, \
+                                int64_t m, float* y, const float* bias) {                                    \
+    memra::cuda::gemv_tile<S, NT>(w, row_bytes, rows, cols, x, m, y, bias);                                  \
   }
+#define MEMRA_DEFINE_GEMV(name, S)     \
+  MEMRA_DEFINE_GEMV_NT(name, S, 1)     \
+  MEMRA_DEFINE_GEMV_NT(name, S, 2)     \
+  MEMRA_DEFINE_GEMV_NT(name, S, 4)     \
+  MEMRA_DEFINE_GEMV_NT(name, S, 8)     \
+  MEMRA_DEFINE_GEMV_NT(name, S, 16)

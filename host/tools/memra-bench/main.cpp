@@ -1,0 +1,172 @@
+// memra-bench: decode (and prefill) throughput of the engine on a random-weight
+// model of a real shape (default Qwen3-8B), with the memory roofline for batch 1:
+// bytes read per token (every matrix except the embedding table, plus the KV cache)
+// over the HBM bandwidth. Prints one line per batch size.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/engine/engine.hpp"
+#include "host/tools/memra-bench/random_model.hpp"
+
+namespace {
+
+// Qwen/Qwen3-8B config.json (architecture fields).
+constexpr const char* kQwen3_8B = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "bos_token_id": 151643, "eos_token_id": 151645,
+  "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 12288,
+  "max_position_embeddings": 40960, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,
+  "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_sliding_window": false,
+  "vocab_size": 151936})";
+
+// A small model of the same family, for trying the tool without a GPU.
+constexpr const char* kTiny = R"({
+  "architectures": ["Qwen3ForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "head_dim": 64, "hidden_act": "silu", "hidden_size": 256,
+  "intermediate_size": 512, "max_position_embeddings": 4096, "model_type": "qwen3", "num_attention_heads": 4,
+  "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 1024})";
+
+void usage() {
+  std::printf(
+      "usage: memra-bench [options]\n"
+      "Decode and prefill throughput on a random-weight model (no files), and %% of the memory roofline.\n\n"
+      "  --model qwen3-8b|tiny   shape (default qwen3-8b)\n"
+      "  --quant SCHEME          bf16 (default), f16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs\n"
+      "  --backend cuda|cpu      (default cuda)\n"
+      "  --prompt N              prompt tokens per sequence (default 64)\n"
+      "  --decode N              decode steps timed per batch size (default 32)\n"
+      "  --batches LIST          comma-separated batch sizes (default 1,4,16)\n"
+      "  --hbm-gbps X            memory bandwidth for the roofline (default 4300, the H200 copy rate measured here)\n"
+      "  --help                  this text\n");
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = "qwen3-8b", quant = "bf16", backend = "cuda", batches_arg = "1,4,16";
+  int prompt = 64, decode = 32;
+  double hbm_gbps = 4300;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "memra-bench: %s needs a value (see --help)\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (a == "--model") model = value();
+    else if (a == "--quant") quant = value();
+    else if (a == "--backend") backend = value();
+    else if (a == "--prompt") prompt = std::atoi(value().c_str());
+    else if (a == "--decode") decode = std::atoi(value().c_str());
+    else if (a == "--batches") batches_arg = value();
+    else if (a == "--hbm-gbps") hbm_gbps = std::atof(value().c_str());
+    else {
+      std::fprintf(stderr, "memra-bench: unknown option %s (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  std::vector<int> batches;
+  for (size_t p = 0; p < batches_arg.size();) {
+    const size_t q = batches_arg.find(',', p);
+    batches.push_back(std::atoi(batches_arg.substr(p, q - p).c_str()));
+    p = q == std::string::npos ? batches_arg.size() : q + 1;
+  }
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  memra::plugins::PluginHostOptions po;
+  po.plugin_dirs = {exe.parent_path() / ".." / "lib" / "memra" / "plugins"};
+  memra::plugins::PluginHost plugins(std::move(po));
+  plugins.discover();
+
+  double t0 = now_s();
+  auto src = memra::bench::random_model(model == "tiny" ? kTiny : kQwen3_8B, quant, plugins, 42);
+  if (!src) {
+    std::fprintf(stderr, "memra-bench: %s\n", src.error().message.c_str());
+    return 1;
+  }
+  uint64_t matrix_bytes = 0, embd_bytes = 0;
+  for (const memra_weight& w : (*src)->weights) {
+    if (std::string(w.name) == "token_embd.weight") embd_bytes = w.bytes;
+    else if (w.ndim == 2) matrix_bytes += w.bytes;
+  }
+  const memra::ModelConfig cfg = (*src)->config;
+  std::printf("model %s (%s): %.2f GB of matrices read per token (+ %.2f GB embedding table), generated in %.1f s\n",
+              model.c_str(), quant.c_str(), matrix_bytes / 1e9, embd_bytes / 1e9, now_s() - t0);
+
+  memra::engine::EngineOptions eo;
+  eo.backend = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
+  eo.max_context = prompt + decode + 16;
+  eo.max_sequences = max_batch;
+  t0 = now_s();
+  auto engine = memra::engine::Engine::create(std::move(*src), plugins, eo);
+  if (!engine) {
+    std::fprintf(stderr, "memra-bench: %s\n", engine.error().message.c_str());
+    return 1;
+  }
+  std::printf("engine created (weights uploaded) in %.1f s\n", now_s() - t0);
+
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(cfg.vocab_size - 1));
+  std::printf("%6s %12s %12s %12s %12s %10s\n", "batch", "prefill t/s", "decode ms", "decode t/s", "roofline t/s", "% roofline");
+  for (int b : batches) {
+    std::vector<int32_t> seqs;
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(b));
+    std::vector<memra::engine::StepRequest> reqs;
+    for (int s = 0; s < b; ++s) {
+      seqs.push_back((*engine)->open_sequence());
+      for (int i = 0; i < prompt; ++i) prompts[static_cast<size_t>(s)].push_back(tok(rng));
+    }
+    for (int s = 0; s < b; ++s) reqs.push_back({seqs[static_cast<size_t>(s)], prompts[static_cast<size_t>(s)], false});
+    t0 = now_s();
+    auto pre = (*engine)->step(reqs);
+    const double prefill_s = now_s() - t0;
+    if (!pre) {
+      std::fprintf(stderr, "memra-bench: prefill: %s\n", pre.error().message.c_str());
+      return 1;
+    }
+    std::vector<int32_t> next(static_cast<size_t>(b));
+    std::vector<double> times;
+    for (int step = 0; step < decode + 2; ++step) {
+      reqs.clear();
+      for (int s = 0; s < b; ++s) {
+        next[static_cast<size_t>(s)] = tok(rng);
+        reqs.push_back({seqs[static_cast<size_t>(s)], {&next[static_cast<size_t>(s)], 1}, false});
+      }
+      t0 = now_s();
+      auto o = (*engine)->step(reqs);
+      if (!o) {
+        std::fprintf(stderr, "memra-bench: decode: %s\n", o.error().message.c_str());
+        return 1;
+      }
+      if (step >= 2) times.push_back(now_s() - t0);  // the first steps warm up (NVRTC, allocations)
+    }
+    std::sort(times.begin(), times.end());
+    const double med = times[times.size() / 2];
+    // Batch-1 roofline: every matrix once, plus the KV cache of the context (f32 K and V).
+    const double ctx = prompt + decode / 2.0;
+    const double kv_bytes = 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 4.0 * ctx * b;
+    const double roof = b * hbm_gbps * 1e9 / (static_cast<double>(matrix_bytes) + kv_bytes);
+    std::printf("%6d %12.1f %12.3f %12.1f %12.1f %9.1f%%\n", b, b * prompt / prefill_s, med * 1e3, b / med, roof,
+                100.0 * (b / med) / roof);
+    for (int32_t s : seqs) (*engine)->close_sequence(s);
+  }
+  return 0;
+}
