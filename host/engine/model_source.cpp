@@ -7,6 +7,8 @@
 #include "host/engine/tensor_names.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
+#include "repack/format/reader.hpp"
+#include "repack/quant/dequant.hpp"
 
 namespace memra::engine {
 namespace {
@@ -100,13 +102,64 @@ Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path) {
   return src;
 }
 
+// The engine's element type for a .memra scheme; INVALID for types no op takes.
+memra_dtype memra_scheme_dtype(const std::string& scheme) {
+  if (scheme == "f32") return MEMRA_DTYPE_F32;
+  if (scheme == "f16") return MEMRA_DTYPE_F16;
+  if (scheme == "bf16") return MEMRA_DTYPE_BF16;
+  if (scheme == "f8_e4m3") return MEMRA_DTYPE_F8_E4M3;
+  if (scheme == "i8") return MEMRA_DTYPE_I8;
+  if (scheme == "u8") return MEMRA_DTYPE_U8;
+  if (scheme == "i32") return MEMRA_DTYPE_I32;
+  if (scheme == "i64") return MEMRA_DTYPE_I64;
+  if (scheme == "f64" || scheme == "bool" || scheme == "u16" || scheme == "i16" || scheme == "u32" || scheme == "u64" ||
+      scheme == "f8_e5m2" || scheme == "f8_e8m0")
+    return MEMRA_DTYPE_INVALID;
+  return MEMRA_DTYPE_BLOCKS;  // ggml block layouts and memra fp8: owned by quant plugins
+}
+
+Result<std::unique_ptr<ModelSource>> open_memra(const std::string& path) {
+  auto src = std::make_unique<ModelSource>();
+  src->path = path;
+  src->format = "memra";
+  auto model = format::MemraModel::open(path);
+  if (!model) return model.error();
+  auto shared = std::make_shared<format::MemraModel>(std::move(*model));
+  src->mapping = shared;
+  src->config = shared->config();
+  for (const format::Tensor& t : shared->tensors()) {
+    const format::TensorEntry& e = *t.entry;
+    const memra_dtype dtype = memra_scheme_dtype(e.scheme);
+    if (dtype == MEMRA_DTYPE_INVALID) continue;  // buffers no op reads
+    if (e.shape.size() == 1 && dtype != MEMRA_DTYPE_F32) {
+      // memra-repack stores 1-D tensors as float32; convert any other float exactly.
+      std::vector<float> v(e.shape[0]);
+      std::string upper = e.scheme;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      quant::GgmlType type;
+      if (!quant::ggml_type_from_name(upper, &type) || !quant::dequantize_row(type, t.data, v.data(), static_cast<int64_t>(v.size())))
+        return make_error(ErrorCode::unsupported, "tensor '" + e.name + "' of " + path + " is a 1-D " + e.scheme +
+                                                      " tensor the engine cannot read; repack it with memra-repack");
+      MEMRA_TRY(add_f32_copy(*src, e.name, e.shape, std::move(v)));
+      continue;
+    }
+    src->weights.push_back(make_weight(*src, e.name, e.scheme, dtype, e.shape, t.data, e.bytes));
+  }
+  return src;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path) {
   std::error_code ec;
+  if (format::is_memra_dir(path)) {
+    auto r = open_memra(path);
+    if (r) (*r)->config_json = model_config_to_json((*r)->config);
+    return r;
+  }
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "config.json"))
-      return make_error(ErrorCode::not_found, path + " has no config.json: give a Hugging Face model directory or a .gguf file");
+      return make_error(ErrorCode::not_found, path + " has no config.json (nor manifest.json): give a Hugging Face model directory, a .memra directory or a .gguf file");
     auto r = open_safetensors(path);
     if (r) (*r)->config_json = model_config_to_json((*r)->config);
     return r;

@@ -1,5 +1,6 @@
-// Opens a model for the engine: a Hugging Face safetensors directory or a .gguf
-// file, read in place (memory-mapped), with its normalised config and its weights
+// Opens a model for the engine: a Hugging Face safetensors directory, a .gguf file or
+// a .memra directory (memra-repack's output, docs/FORMAT.md), read in place
+// (memory-mapped), with its normalised config and its weights
 // under canonical names in the layouts the quant plugins own. Matrices are carried
 // as stored (bf16/f16/f32 or ggml blocks); 1-D tensors (norms, biases) are
 // converted exactly to float32, which is what the backend ops take.
@@ -18,7 +19,7 @@ namespace memra::engine {
 
 struct ModelSource {
   std::string path;
-  std::string format;        // "safetensors" | "gguf"
+  std::string format;        // "safetensors" | "gguf" | "memra"
   ModelConfig config;
   std::string config_json;   // model_config_to_json(config): what plan_create receives
   std::vector<memra_weight> weights;
@@ -32,7 +33,8 @@ struct ModelSource {
   std::deque<std::vector<float>> f32;   // converted 1-D tensors
 };
 
-// `path`: a directory with config.json + *.safetensors, or a .gguf file.
+// `path`: a directory with config.json + *.safetensors, a .gguf file, or a .memra
+// directory (manifest.json + blobs; its 1-D tensors are stored as float32 already).
 Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path);
 
 }  // namespace memra::engine

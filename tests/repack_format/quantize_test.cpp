@@ -87,7 +87,7 @@ TEST_P(QuantizeVsLlamaCpp, ErrorNoWorseThanLlamaCppPerTensor) {
               << e.first / e.second << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizeVsLlamaCpp,
+INSTANTIATE_TEST_SUITE_P(Quantize, QuantizeVsLlamaCpp,
                          ::testing::Values(Case{"llama-Q8_0.gguf", quant::QuantScheme::q8_0},
                                            Case{"llama-Q4_K_M.gguf", quant::QuantScheme::q4_k},
                                            Case{"llama-Q4_K_M.gguf", quant::QuantScheme::q6_k},

@@ -1,0 +1,262 @@
+// memra-repack — turns a Hugging Face safetensors directory or a .gguf file into a .memra
+// directory (docs/FORMAT.md), optionally quantizing, and records its provenance in the
+// registry.
+//
+//   memra-repack SRC -o DST [--quant SCHEME] [--registry PATH | --no-registry] [--threads N] [--force]
+//   memra-repack --bench [--bench-gguf FILE] [--bench-safetensors DIR] [--bench-size MB]
+//
+// Exit codes: 0 done, 1 failed (nothing left under DST), 2 usage error, 130 interrupted.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "registry/registry.hpp"
+#include "repack/tool/bench.hpp"
+#include "repack/tool/precision.hpp"
+#include "repack/tool/progress.hpp"
+#include "repack/tool/provenance.hpp"
+#include "repack/tool/repack.hpp"
+
+namespace {
+
+using namespace memra;
+
+constexpr const char* kUsage = R"(usage: memra-repack SRC -o DST [options]
+       memra-repack --bench [bench options]
+
+Repacks a model into memra's .memra directory format (docs/FORMAT.md): a manifest,
+256-byte-aligned weight blobs that load by mmap, the tokenizer and chat template. The
+output is written to a temporary directory next to DST and renamed into place only when
+complete; on any failure nothing is left under DST. The source checkpoint and the repack
+are recorded in the registry once DST is in place.
+
+  SRC                     a Hugging Face model directory (config.json + *.safetensors)
+                          or a .gguf file
+  -o, --output DST        the .memra directory to create (its parent must exist)
+
+options:
+  -q, --quant SCHEME      keep (default): every tensor as stored (GGUF blocks bit-exact);
+                          bf16 | f16: convert the matrices;
+                          q8_0 | q4_k | q5_k | q6_k | fp8: quantize the matrices on the CPU
+                          (the head, attn_v and a few others get more bits; the manifest
+                          lists every choice)
+  -t, --tensor-scheme PATTERN=SCHEME
+                          write the tensors whose canonical name matches the glob
+                          PATTERN (e.g. 'blk.*.ffn_down.weight') in SCHEME (f32, f16,
+                          bf16, q8_0, q4_k, q5_k, q6_k, fp8); repeatable, first match wins
+  --registry PATH         registry database to record in (default: $MEMRA_REGISTRY, else
+                          $MEMRA_HOME/registry.db, else ~/.memra/registry.db)
+  --no-registry           do not record anything
+  -j, --threads N         tensor worker threads (default: all cores)
+  -f, --force             replace DST if it exists (atomically)
+  --quiet                 no progress output
+  -h, --help              this help
+  --version               print the version
+
+bench options (throughput of --quant keep and of validation, from the page cache):
+  --bench                 run the benchmark instead of a repack
+  --bench-gguf FILE       GGUF to repack (default: a synthetic Q4_K llama)
+  --bench-safetensors DIR safetensors checkpoint to validate (default: a synthetic bf16 llama)
+  --bench-size MB         size of the synthetic checkpoints (default 1024)
+  --bench-repeats N       best of N runs (default 3)
+
+exit status: 0 done, 1 failed, 2 usage error, 130 interrupted
+)";
+
+std::atomic<bool> g_cancel{false};
+
+void on_signal(int) { g_cancel = true; }
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "memra-repack: %s\n(see memra-repack --help)\n", msg.c_str());
+  return 2;
+}
+
+bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// Test hook (docs/FORMAT.md, "Testing hooks"): MEMRA_REPACK_FAULT=
+//   tensor:N            fail when the N-th tensor (1-based) starts being written
+//   pause-tensor:N:MS   sleep MS milliseconds there instead (to kill the process midway)
+//   manifest | rename   fail just before writing manifest.json / renaming into place
+std::function<Status(std::string_view)> fault_from_env() {
+  const char* env = std::getenv("MEMRA_REPACK_FAULT");
+  if (!env || !*env) return {};
+  const std::string spec = env;
+  auto counter = std::make_shared<std::atomic<int64_t>>(0);
+  return [spec, counter](std::string_view point) -> Status {
+    auto injected = [&] { return make_error(ErrorCode::io, "injected failure at " + std::string(point) + " (MEMRA_REPACK_FAULT)"); };
+    if (point != "tensor") return spec == point ? Status(injected()) : Status();
+    const int64_t n = ++*counter;
+    int64_t at = 0, ms = 0;
+    if (spec.rfind("tensor:", 0) == 0 && parse_int(spec.substr(7), 1, INT64_MAX, &at) && n == at) return injected();
+    if (spec.rfind("pause-tensor:", 0) == 0) {
+      const std::string rest = spec.substr(13);
+      const size_t colon = rest.find(':');
+      if (colon != std::string::npos && parse_int(rest.substr(0, colon), 1, INT64_MAX, &at) &&
+          parse_int(rest.substr(colon + 1), 0, 3600000, &ms) && n == at)
+        for (int64_t t = 0; t < ms && !g_cancel.load(); t += 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return {};
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> positional;
+  repack::RepackOptions o;
+  std::optional<std::string> registry_path;
+  bool no_registry = false, quiet = false, bench = false;
+  repack::BenchOptions bo;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string* out) -> bool {
+      const size_t eq = a.find('=');
+      if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+        *out = a.substr(eq + 1);
+        return true;
+      }
+      if (i + 1 >= args.size()) return false;
+      *out = args[++i];
+      return true;
+    };
+    const std::string key = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
+    std::string v;
+    int64_t n = 0;
+    if (key == "-h" || key == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (key == "--version") {
+      std::printf("%s\n", repack::tool_version().c_str());
+      return 0;
+    } else if (key == "-o" || key == "--output") {
+      if (!value(&v) || v.empty()) return usage_error(key + " needs a directory");
+      o.output = v;
+    } else if (key == "-q" || key == "--quant") {
+      if (!value(&v)) return usage_error(key + " needs a scheme");
+      const auto& c = repack::quant_choices();
+      if (std::find(c.begin(), c.end(), v) == c.end())
+        return usage_error("unknown --quant '" + v + "'; choose keep, bf16, f16, q8_0, q4_k, q5_k, q6_k or fp8");
+      o.quant = v;
+    } else if (key == "-t" || key == "--tensor-scheme") {
+      if (!value(&v)) return usage_error(key + " needs PATTERN=SCHEME");
+      const size_t eq = v.rfind('=');
+      if (eq == std::string::npos || eq == 0 || !repack::overridable_scheme(v.substr(eq + 1)))
+        return usage_error(key + " '" + v + "': give PATTERN=SCHEME with SCHEME one of f32, f16, bf16, q8_0, q4_k, q5_k, q6_k, fp8");
+      o.overrides.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (key == "--registry") {
+      if (!value(&v) || v.empty()) return usage_error("--registry needs a path");
+      registry_path = v;
+    } else if (key == "--no-registry") {
+      no_registry = true;
+    } else if (key == "-j" || key == "--threads") {
+      if (!value(&v) || !parse_int(v, 1, 1024, &n)) return usage_error(key + " needs a number from 1 to 1024");
+      o.threads = static_cast<int>(n);
+      bo.threads = o.threads;
+    } else if (key == "-f" || key == "--force") {
+      o.overwrite = true;
+    } else if (key == "--quiet") {
+      quiet = true;
+    } else if (key == "--bench") {
+      bench = true;
+    } else if (key == "--bench-gguf") {
+      if (!value(&v)) return usage_error("--bench-gguf needs a file");
+      bo.gguf = v;
+    } else if (key == "--bench-safetensors") {
+      if (!value(&v)) return usage_error("--bench-safetensors needs a directory");
+      bo.safetensors = v;
+    } else if (key == "--bench-size") {
+      if (!value(&v) || !parse_int(v, 16, 1 << 20, &n)) return usage_error("--bench-size needs megabytes (16 or more)");
+      bo.size_mb = static_cast<uint64_t>(n);
+    } else if (key == "--bench-repeats") {
+      if (!value(&v) || !parse_int(v, 1, 100, &n)) return usage_error("--bench-repeats needs a number from 1 to 100");
+      bo.repeats = static_cast<int>(n);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'");
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (bench) {
+    if (!positional.empty()) return usage_error("--bench takes no SRC (use --bench-gguf / --bench-safetensors)");
+    return repack::run_bench(bo);
+  }
+  if (positional.empty()) return usage_error("missing SRC");
+  if (positional.size() > 1) return usage_error("one SRC only (got '" + positional[0] + "' and '" + positional[1] + "')");
+  if (o.output.empty()) return usage_error("missing -o DST");
+  if (registry_path && no_registry) return usage_error("--registry and --no-registry contradict each other");
+  o.source = positional[0];
+
+  std::filesystem::path reg;
+  if (!no_registry) {
+    if (registry_path) {
+      reg = *registry_path;
+    } else {
+      auto d = registry::default_path();
+      if (!d) return usage_error("no registry path: " + d.error().message + " (pass --registry PATH or --no-registry)");
+      reg = *d;
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+
+  repack::Progress progress;
+  o.progress = &progress;
+  o.cancel = &g_cancel;
+  o.fault = fault_from_env();
+  if (!quiet) std::fprintf(stderr, "memra-repack: %s -> %s (--quant %s)\n", o.source.c_str(), o.output.c_str(), o.quant.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  repack::ProgressPrinter printer(progress, quiet);
+  auto r = repack::repack_checkpoint(o);
+  printer.stop();
+  if (!r) {
+    if (g_cancel.load()) {
+      std::fprintf(stderr, "memra-repack: interrupted; nothing was written to %s\n", o.output.c_str());
+      return 130;
+    }
+    std::fprintf(stderr, "memra-repack: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  uint64_t out_bytes = 0;
+  for (const auto& b : r->manifest.blobs) out_bytes += b.size;
+  if (!quiet)
+    std::fprintf(stderr, "memra-repack: wrote %s: %zu tensors, %s of weights, in %.2f s (%s/s of source)\n",
+                 r->output.c_str(), r->manifest.tensors.size(), repack::human_bytes(static_cast<double>(out_bytes)).c_str(), secs,
+                 repack::human_bytes(static_cast<double>(r->manifest.source.size) / secs).c_str());
+  std::printf("output %s\nsource sha256 %s\nmanifest sha256 %s\n", r->output.c_str(), r->manifest.source.sha256.c_str(),
+              r->manifest_sha256.c_str());
+  if (!no_registry) {
+    auto ids = repack::record_provenance(reg, *r, o);
+    if (!ids) {
+      std::fprintf(stderr, "memra-repack: %s is complete, but recording it in the registry failed: %s\n", r->output.c_str(),
+                   ids.error().message.c_str());
+      return 1;
+    }
+    std::printf("registry %s: checkpoint %lld, repack %lld\n", reg.c_str(), static_cast<long long>(ids->checkpoint_id),
+                static_cast<long long>(ids->repack_id));
+  }
+  return 0;
+}

@@ -1,0 +1,211 @@
+// memra-repack from the outside: --help, usage errors (exit 2), real runs on the fixtures
+// with provenance in a temporary registry, an existing destination, injected failures,
+// and kills midway (SIGTERM: cleaned up; SIGKILL: never a half-written DST, and the next
+// run removes the leftover).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "registry/registry.hpp"
+#include "repack/format/reader.hpp"
+#include "tests/repack_format/helpers.hpp"
+
+namespace {
+
+using namespace memra;
+namespace fs = std::filesystem;
+using repack_test::fixtures;
+using repack_test::run_command;
+using repack_test::TempDir;
+
+const std::string kTool = MEMRA_REPACK_BINARY;
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+TEST(MemraRepackCli, HelpDescribesUsage) {
+  std::string out;
+  EXPECT_EQ(run_command(kTool + " --help", &out), 0);
+  for (const char* s : {"usage: memra-repack SRC -o DST", "--quant", "--registry", "--threads", "--bench", "q4_k", "fp8"})
+    EXPECT_NE(out.find(s), std::string::npos) << s;
+  EXPECT_EQ(run_command(kTool + " --version", &out), 0);
+  EXPECT_EQ(out.rfind("memra-repack ", 0), 0u) << out;
+}
+
+TEST(MemraRepackCli, UsageErrorsExitTwo) {
+  TempDir tmp;
+  const std::string src = q(fixtures() / "gguf/llama/llama-Q8_0.gguf");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "missing SRC"},
+      {src, "missing -o DST"},
+      {src + " -o " + q(tmp / "x") + " --quant q3_k", "unknown --quant"},
+      {src + " -o " + q(tmp / "x") + " --threads 0", "--threads needs"},
+      {src + " -o " + q(tmp / "x") + " --frobnicate", "unknown option"},
+      {src + " " + src + " -o " + q(tmp / "x"), "one SRC only"},
+      {src + " -o", "needs a directory"},
+      {src + " -o " + q(tmp / "x") + " --registry r.db --no-registry", "contradict"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string out;
+    EXPECT_EQ(run_command(kTool + " " + args, &out), 2) << args;
+    EXPECT_NE(out.find(message), std::string::npos) << args << ": " << out;
+    EXPECT_NE(out.find("--help"), std::string::npos) << out;
+  }
+  EXPECT_TRUE(repack_test::list_dir(tmp.path()).empty());
+}
+
+TEST(MemraRepackCli, RepacksFixturesAndRecordsProvenance) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const fs::path reg = tmp / "reg.db";
+  struct Run {
+    fs::path src;
+    std::string quant;
+  };
+  const std::vector<Run> runs = {{fixtures() / "gguf/llama/llama-Q6_K.gguf", "keep"},
+                                 {fixtures() / "models/llama", "q4_k"},
+                                 {fixtures() / "models/qwen3", "bf16"}};
+  int n = 0;
+  for (const Run& r : runs) {
+    const fs::path dst = tmp / ("out" + std::to_string(n++) + ".memra");
+    std::string out;
+    ASSERT_EQ(run_command(kTool + " " + q(r.src) + " -o " + q(dst) + " --quant " + r.quant + " --registry " + q(reg) + " -j 2", &out), 0) << out;
+    EXPECT_NE(out.find("manifest sha256 " + repack_test::sha256_file(dst / "manifest.json")), std::string::npos) << out;
+    EXPECT_NE(out.find("registry "), std::string::npos) << out;
+    auto m = format::MemraModel::open(dst, {true, 2});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->manifest().precision.requested, r.quant);
+  }
+  auto db = registry::Registry::open(reg);
+  ASSERT_TRUE(db.ok());
+  auto ckpts = db->list_checkpoints();
+  ASSERT_TRUE(ckpts.ok());
+  EXPECT_EQ(ckpts->size(), 3u);
+  auto reps = db->list_repacks();
+  ASSERT_TRUE(reps.ok());
+  EXPECT_EQ(reps->size(), 3u);
+  // The same source again: the checkpoint row is reused, a second repack row is added.
+  std::string out;
+  ASSERT_EQ(run_command(kTool + " " + q(runs[0].src) + " -o " + q(tmp / "again.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
+  EXPECT_EQ(db->list_checkpoints()->size(), 3u);
+  EXPECT_EQ(db->list_repacks()->size(), 4u);
+}
+
+TEST(MemraRepackCli, ExistingDestinationNeedsForce) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const std::string src = q(fixtures() / "gguf/llama/llama-Q8_0.gguf");
+  const fs::path dst = tmp / "m.memra";
+  std::string out;
+  ASSERT_EQ(run_command(kTool + " " + src + " -o " + q(dst) + " --no-registry --quiet", &out), 0) << out;
+  EXPECT_EQ(run_command(kTool + " " + src + " -o " + q(dst) + " --no-registry --quiet", &out), 1);
+  EXPECT_NE(out.find("already exists"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kTool + " " + src + " -o " + q(dst) + " --no-registry --quiet --force --quant q8_0", &out), 0) << out;
+  auto m = format::MemraModel::open(dst);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->manifest().precision.requested, "q8_0");
+  EXPECT_EQ(repack_test::list_dir(tmp.path()), std::vector<std::string>{"m.memra"});
+}
+
+// Failures injected midway (MEMRA_REPACK_FAULT) and a corrupt source: exit 1, nothing
+// under DST, no temporary directory, no registry row.
+TEST(MemraRepackCli, FailuresLeaveNothingAndRecordNothing) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const fs::path reg = tmp / "reg.db";
+  const fs::path out_dir = tmp / "out";
+  fs::create_directories(out_dir);
+  const auto gguf = repack_test::read_bytes(fixtures() / "gguf/llama/llama-Q4_K_M.gguf");
+  repack_test::write_bytes(tmp / "truncated.gguf", gguf.data(), gguf.size() / 2);
+  const std::string good = q(fixtures() / "models/llama");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"MEMRA_REPACK_FAULT=tensor:5 " + kTool + " " + good, "injected failure"},
+      {"MEMRA_REPACK_FAULT=manifest " + kTool + " " + good, "injected failure"},
+      {"MEMRA_REPACK_FAULT=rename " + kTool + " " + good + " --quant q4_k", "injected failure"},
+      {kTool + " " + q(tmp / "truncated.gguf"), "truncated.gguf"},
+  };
+  for (const auto& [cmd, message] : cases) {
+    std::string out;
+    EXPECT_EQ(run_command(cmd + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg), &out), 1) << cmd;
+    EXPECT_NE(out.find(message), std::string::npos) << cmd << ": " << out;
+    EXPECT_TRUE(repack_test::list_dir(out_dir).empty()) << cmd << " left " << ::testing::PrintToString(repack_test::list_dir(out_dir));
+    if (fs::exists(reg)) {
+      auto db = registry::Registry::open(reg);
+      ASSERT_TRUE(db.ok());
+      EXPECT_TRUE(db->list_checkpoints()->empty()) << cmd;
+      EXPECT_TRUE(db->list_repacks()->empty()) << cmd;
+    }
+  }
+}
+
+pid_t spawn(const std::string& env, const std::string& cmd) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", (env + " exec " + cmd + " >/dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits until the writer's temporary directory appears (the process is midway).
+bool wait_for_temp(const fs::path& dir) {
+  for (int i = 0; i < 500; ++i) {
+    for (const std::string& n : repack_test::list_dir(dir))
+      if (n.find(".tmp-") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+TEST(MemraRepackCli, KilledMidwayNeverLeavesAHalfWrittenOutput) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const fs::path reg = tmp / "reg.db";
+  const fs::path out_dir = tmp / "out";
+  fs::create_directories(out_dir);
+  const std::string env = "MEMRA_REPACK_FAULT=pause-tensor:3:20000";
+  const std::string cmd = kTool + " " + q(fixtures() / "models/llama") + " -o " +
+                          q(out_dir / "m.memra") + " --registry " + q(reg);
+  // SIGTERM: the tool stops, removes its temporary directory and exits 130.
+  pid_t pid = spawn(env, cmd);
+  ASSERT_TRUE(wait_for_temp(out_dir));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
+  EXPECT_TRUE(repack_test::list_dir(out_dir).empty()) << ::testing::PrintToString(repack_test::list_dir(out_dir));
+  // SIGKILL: no chance to clean up, but DST never exists half-written...
+  pid = spawn(env, cmd);
+  ASSERT_TRUE(wait_for_temp(out_dir));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  const auto left = repack_test::list_dir(out_dir);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].rfind(".m.memra.tmp-", 0), 0u) << left[0];
+  if (fs::exists(reg)) {
+    auto db = registry::Registry::open(reg);
+    ASSERT_TRUE(db.ok());
+    EXPECT_TRUE(db->list_checkpoints()->empty());
+  }
+  // ...and the next run for the same destination removes the dead writer's leftovers.
+  std::string out;
+  ASSERT_EQ(run_command(kTool + " " + q(fixtures() / "models/llama") + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
+  EXPECT_EQ(repack_test::list_dir(out_dir), std::vector<std::string>{"m.memra"});
+}
+
+TEST(MemraRepackCli, BenchRunsOnSmallInputs) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  std::string out;
+  ASSERT_EQ(run_command(kTool + " --bench --bench-gguf " + q(fixtures() / "gguf/llama/llama-Q4_K_M.gguf") + " --bench-safetensors " +
+                            q(fixtures() / "models/llama") + " --bench-repeats 1",
+                        &out),
+            0)
+      << out;
+  for (const char* s : {"GGUF source", "safetensors source", "repack --quant keep", "GB/s"}) EXPECT_NE(out.find(s), std::string::npos) << s << "\n" << out;
+}
+
+}  // namespace
