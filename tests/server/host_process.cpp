@@ -172,6 +172,7 @@ std::unique_ptr<HostProcess> HostProcess::start(const std::vector<std::string>& 
     line.append(buf, static_cast<std::size_t>(n));
   }
   host->line_ = line.substr(0, line.find('\n'));
+  host->stdout_rest_ = line.substr(line.find('\n') + 1);
   static const std::regex kLine(R"(memra-host listening on http://127\.0\.0\.1:(\d+))");
   std::smatch m;
   if (!std::regex_match(host->line_, m, kLine)) {
@@ -188,6 +189,20 @@ HostProcess::~HostProcess() {
     wait_pid(pid_, 5000);
   }
   if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+std::string HostProcess::read_stdout(int timeout_ms) {
+  std::string out = std::move(stdout_rest_);
+  stdout_rest_.clear();
+  while (true) {
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) break;
+    char buf[4096];
+    const ssize_t n = read(stdout_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
 }
 
 std::string HostProcess::log() const { return read_file(home_.path() / "stderr"); }

@@ -50,6 +50,9 @@ class HostProcess {
   pid_t pid() const { return pid_; }
   const std::string& listening_line() const { return line_; }
   std::string log() const;  // what it wrote to stderr so far
+  // What it wrote to stdout after the listening line, reading until `timeout_ms`
+  // passes without new output (or stdout closes).
+  std::string read_stdout(int timeout_ms);
   void signal(int sig) const;
   // Waits for exit; nullopt on timeout. The exit code is 128+N when killed by signal N.
   std::optional<int> wait_exit(int timeout_ms);
@@ -61,6 +64,7 @@ class HostProcess {
   int stdout_fd_ = -1;
   int port_ = 0;
   std::string line_;
+  std::string stdout_rest_;  // read past the listening line
   std::optional<int> exit_code_;
 };
 

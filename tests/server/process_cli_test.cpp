@@ -96,22 +96,35 @@ TEST(ServerCli, EnvironmentSetsTheListenAddress) {
   // MEMRA_PORT=0 and MEMRA_HOST without flags (run_host adds none).
   TempDir dir;
   auto r = run_host({"--model", "x=/nonexistent"}, {{"MEMRA_PORT", "0"}, {"MEMRA_HOST", "127.0.0.1"}});
-  EXPECT_EQ(r.exit_code, 69);  // got as far as the model refusal: the env values were valid
+  EXPECT_EQ(r.exit_code, 66) << r.err;  // got as far as the model: the env values were valid
   r = run_host({}, {{"MEMRA_PORT", "http"}});
   EXPECT_EQ(r.exit_code, 64);
   EXPECT_NE(r.err.find("MEMRA_PORT"), std::string::npos) << r.err;
 }
 
-TEST(ServerCli, ModelIsRefusedHonestly) {
+TEST(ServerCli, AModelThatCannotLoadStopsTheStartNamingIt) {
+  TempDir dir;
   for (const auto& [args, env] : std::vector<std::pair<std::vector<std::string>, EnvVars>>{
            {{"--port", "0", "--model", "tiny=/models/tiny.memra"}, {}},
            {{"--port", "0"}, {{"MEMRA_MODELS", "tiny=/models/tiny.memra"}}}}) {
     auto r = run_host(args, env);
-    EXPECT_EQ(r.exit_code, 69) << r.err;
-    EXPECT_NE(r.err.find("not available in this build"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("tiny=/models/tiny.memra"), std::string::npos) << r.err;
+    EXPECT_EQ(r.exit_code, 66) << r.err;
+    EXPECT_NE(r.err.find("cannot load model 'tiny' (/models/tiny.memra)"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("listening"), std::string::npos) << "must not serve: " << r.out;
   }
+  // A directory that is not a model.
+  auto r = run_host({"--port", "0", "--model", "empty=" + dir.path().string()});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("cannot load model 'empty'"), std::string::npos) << r.err;
+}
+
+TEST(ServerCli, CudaBackendIsRefusedClearly) {
+  auto r = run_host({"--port", "0", "--backend", "cuda"});
+  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_NE(r.err.find("the CUDA backend is not built into this memra-host yet; use --backend cpu"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(run_host({"--backend", "tpu"}).exit_code, 64);
 }
 
 TEST(ServerCli, UsageErrorsExit64) {
@@ -159,9 +172,9 @@ namespace {
 TEST(ServerCli, OpensTheRegistryAndRefusesABadOne) {
   TempDir dir;
   const auto db = dir.path() / "reg" / "registry.db";
-  // A good (new) registry is created and logged; run to the model refusal to stop early.
+  // A good (new) registry is created and logged; run to a model that cannot load to stop early.
   auto r = run_host({"--port", "0", "--registry", db.string(), "--model", "m=/x"});
-  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_EQ(r.exit_code, 66) << r.err;
   EXPECT_TRUE(std::filesystem::exists(db)) << r.err;
   EXPECT_NE(r.err.find("registry: " + db.string()), std::string::npos) << r.err;
 
@@ -177,7 +190,7 @@ TEST(ServerCli, OpensTheRegistryAndRefusesABadOne) {
 TEST(ServerCli, DefaultRegistryLivesInMemraHome) {
   TempDir dir;
   auto r = run_host({"--port", "0", "--model", "m=/x"}, {{"MEMRA_HOME", dir.path().string()}});
-  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_EQ(r.exit_code, 66) << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "registry.db")) << r.err;
 }
 

@@ -26,7 +26,10 @@ constexpr const char* kOther = "sk-other-77aa";
 constexpr const char* kDisabled = "sk-disabled-90ef";
 constexpr int kBodyLimit = 4096;
 
+// "tiny" is not loaded (404); the embedded default model is.
 const std::string kChat = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}]})";
+const std::string kDefaultChat =
+    R"({"model":"memra-tiny-random","messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
 
 #define EXPECT_OPENAI_ERROR(res, status_code, code, ...)                                              \
   do {                                                                                            \
@@ -66,12 +69,11 @@ TEST_F(ServerHttp, HealthIsOpenEvenWithKeys) {
   EXPECT_FALSE(res.header("x-request-id").empty());
 }
 
-TEST_F(ServerHttp, ReadyIs503WithTheReason) {
-  auto res = call(get("/ready"));
-  EXPECT_OPENAI_ERROR(res, 503, "model_not_loaded");
-  auto doc = nlohmann::json::parse(res.body);
-  EXPECT_EQ(doc["status"], "not_ready");
-  EXPECT_NE(doc["error"]["message"].get<std::string>().find("--model"), std::string::npos);
+TEST_F(ServerHttp, ReadyOnceTheDefaultModelIsLoaded) {
+  auto res = call(get("/ready"));  // open even with keys, for probes
+  EXPECT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(nlohmann::json::parse(res.body),
+            nlohmann::json::parse(R"({"status":"ready","models":["memra-tiny-random"]})"));
 }
 
 TEST_F(ServerHttp, ModelsNeedsAKey) {
@@ -89,7 +91,14 @@ TEST_F(ServerHttp, ModelsNeedsAKey) {
   for (const char* key : {kGood, kOther}) {
     res = call(get("/v1/models", key));
     EXPECT_EQ(res.status, 200) << res.body;
-    EXPECT_EQ(nlohmann::json::parse(res.body), nlohmann::json::parse(R"({"object":"list","data":[]})"));
+    auto doc = nlohmann::json::parse(res.body);
+    EXPECT_EQ(doc["object"], "list");
+    ASSERT_EQ(doc["data"].size(), 1u) << res.body;
+    EXPECT_EQ(doc["data"][0]["id"], "memra-tiny-random");
+    EXPECT_EQ(doc["data"][0]["object"], "model");
+    EXPECT_EQ(doc["data"][0]["owned_by"], "memra");
+    EXPECT_EQ(doc["data"][0]["max_model_len"], 4096);
+    EXPECT_GT(doc["data"][0]["created"].get<std::int64_t>(), 1600000000);
   }
 }
 
@@ -128,7 +137,10 @@ TEST_F(ServerHttp, ChunkedBodyOverLimitIs413) {
 TEST_F(ServerHttp, ChunkedBodyWithinLimitIsRead) {
   HttpRequest r = post("/v1/chat/completions", kChat, kGood);
   r.chunked = true;
-  EXPECT_OPENAI_ERROR(call(r), 503, "model_not_loaded", "model");
+  EXPECT_OPENAI_ERROR(call(r), 404, "model_not_found", "model");
+  r = post("/v1/chat/completions", kDefaultChat, kGood);
+  r.chunked = true;
+  EXPECT_EQ(call(r).status, 200);
 }
 
 TEST_F(ServerHttp, AuthIsCheckedBeforeTheBody) {
@@ -163,16 +175,26 @@ TEST_F(ServerHttp, WrongContentTypeIs415) {
   r.content_type = "text/plain";
   EXPECT_OPENAI_ERROR(call(r), 415, "unsupported_media_type");
   r.content_type = "application/json; charset=utf-8";
-  EXPECT_OPENAI_ERROR(call(r), 503, "model_not_loaded", "model");
+  EXPECT_OPENAI_ERROR(call(r), 404, "model_not_found", "model");
   r.content_type = "";  // absent: accepted as JSON
-  EXPECT_OPENAI_ERROR(call(r), 503, "model_not_loaded", "model");
+  EXPECT_OPENAI_ERROR(call(r), 404, "model_not_found", "model");
 }
 
-TEST_F(ServerHttp, WellFormedInferenceRequestsAre503ModelNotLoaded) {
-  EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", kChat, kGood)), 503, "model_not_loaded", "model");
-  EXPECT_OPENAI_ERROR(call(post("/v1/completions", R"({"model":"tiny","prompt":"hi"})", kOther)), 503,
-                      "model_not_loaded", "model");
-  EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", kChat, kDisabled)), 403, "api_key_disabled");
+TEST_F(ServerHttp, UnknownModelIs404AndTheLoadedOneAnswers) {
+  EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", kChat, kGood)), 404, "model_not_found", "model");
+  EXPECT_OPENAI_ERROR(call(post("/v1/completions", R"({"model":"tiny","prompt":"hi"})", kOther)), 404,
+                      "model_not_found", "model");
+  EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"tiny","prompt":"hi"})", kOther)), 404, "model_not_found",
+                      "model");
+  EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", kDefaultChat, kDisabled)), 403, "api_key_disabled");
+  EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"memra-tiny-random","prompt":"hi"})")), 401,
+                      "missing_api_key");
+  auto res = call(post("/v1/chat/completions", kDefaultChat, kGood));
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto doc = nlohmann::json::parse(res.body);
+  EXPECT_EQ(doc["object"], "chat.completion");
+  EXPECT_EQ(doc["usage"]["completion_tokens"].get<int>() + doc["usage"]["prompt_tokens"].get<int>(),
+            doc["usage"]["total_tokens"].get<int>());
 }
 
 TEST_F(ServerHttp, HandlerExceptionIs500AndTheServerSurvives) {
@@ -194,7 +216,7 @@ TEST_F(ServerHttp, KeepAliveConnectionServesManyRequests) {
     Poco::Net::HTTPResponse res;
     std::string text;
     Poco::StreamCopier::copyToString(session.receiveResponse(res), text);
-    EXPECT_EQ(static_cast<int>(res.getStatus()), i % 2 ? 503 : 400) << text;
+    EXPECT_EQ(static_cast<int>(res.getStatus()), i % 2 ? 404 : 400) << text;
     EXPECT_TRUE(res.getKeepAlive());
   }
 }
@@ -291,11 +313,11 @@ TEST(ServerHttpTenant, TheKeysTenantIsAttachedToTheRequest) {
   std::string why;
   auto host = HostProcess::start({"--api-keys", file.string(), "--log-level", "debug"}, {}, &why);
   ASSERT_TRUE(host) << why;
-  ASSERT_EQ(http(host->port(), post("/v1/chat/completions", kChat, kGood)).status, 503);
+  ASSERT_EQ(http(host->port(), post("/v1/chat/completions", kChat, kGood)).status, 404);
   ASSERT_EQ(http(host->port(), get("/health")).status, 200);
   const std::string log = host->log();
   // The per-request debug line carries the tenant of the key that authenticated it.
-  EXPECT_NE(log.find("POST /v1/chat/completions -> 503"), std::string::npos) << log;
+  EXPECT_NE(log.find("POST /v1/chat/completions -> 404"), std::string::npos) << log;
   EXPECT_NE(log.find(", tenant acme)"), std::string::npos) << log;
   EXPECT_NE(log.find("auth: on: 1 key(s), 1 enabled"), std::string::npos) << log;
 }
@@ -308,14 +330,13 @@ TEST(ServerHttpOpen, WithoutKeysEverythingIsOpenAndTheLogSaysSo) {
   ASSERT_TRUE(host) << why;
   EXPECT_EQ(http(host->port(), get("/v1/models")).status, 200);
   EXPECT_EQ(http(host->port(), get("/metrics")).status, 200);
-  auto res = http(host->port(), post("/v1/chat/completions", kChat));
-  EXPECT_OPENAI_ERROR(res, 503, "model_not_loaded", "model");
+  EXPECT_EQ(http(host->port(), post("/v1/chat/completions", kDefaultChat)).status, 200);
   EXPECT_OPENAI_ERROR(http(host->port(), get("/debug/throw")), 404, "unknown_route");  // test routes off
   const std::string log = host->log();
   EXPECT_NE(log.find("auth: off"), std::string::npos) << log;
-  EXPECT_NE(log.find("no model is loaded"), std::string::npos) << log;
-  EXPECT_NE(log.find("--model [ALIAS=]PATH"), std::string::npos) << log;
-  EXPECT_NE(log.find("MEMRA_MODELS="), std::string::npos) << log;
+  EXPECT_NE(log.find("no --model / MEMRA_MODELS given: serving the embedded default model memra-tiny-random"),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace
