@@ -63,7 +63,7 @@ struct GgufVocab {
 struct DecodeOptions {
   bool skip_special_tokens = false;
   // transformers' clean_up_tokenization_spaces (" ." -> "." etc.). Unset: the tokenizer_config.json value
-  // (transformers' default true when the key is absent); false for GGUF vocabularies.
+  // (false when the key is absent, as in transformers >= 4.45); false for GGUF vocabularies.
   std::optional<bool> clean_up_tokenization_spaces;
 };
 
