@@ -24,7 +24,8 @@ inline constexpr std::string_view kManifestFile = "manifest.json";
 // Tensor offsets are multiples of this: covers every GPU copy/vector alignment and the
 // widest CPU vector loads; small enough that padding costs nothing.
 inline constexpr uint64_t kAlignment = 256;
-inline constexpr std::string_view kChecksumAlgorithm = "sha256";
+// Per-tensor checksums are CRC-32C (docs/FORMAT.md, "Checksums").
+inline constexpr std::string_view kChecksumAlgorithm = "crc32c";
 
 struct SourceFile {
   std::string path;    // relative to the source (a shard, config.json, ...)
@@ -73,7 +74,7 @@ struct TensorEntry {
   uint32_t blob = 0;
   uint64_t offset = 0;        // in the blob, a multiple of the manifest's alignment
   uint64_t bytes = 0;
-  std::string sha256;         // of the tensor's bytes
+  std::string checksum;       // CRC-32C of the tensor's bytes, 8 hex digits
 };
 
 struct Manifest {

@@ -56,7 +56,7 @@ json source_json(const SourceInfo& s) {
 json tensor_json(const TensorEntry& t) {
   return {{"name", t.name},     {"source_name", t.source_name}, {"shape", t.shape},   {"scheme", t.scheme},
           {"layout", t.layout}, {"source_scheme", t.source_scheme}, {"blob", t.blob}, {"offset", t.offset},
-          {"bytes", t.bytes},   {"sha256", t.sha256}};
+          {"bytes", t.bytes},   {"crc32c", t.checksum}};
 }
 
 Result<TensorEntry> tensor_from(const json& j, size_t i) {
@@ -87,8 +87,8 @@ Result<TensorEntry> tensor_from(const json& j, size_t i) {
   t.offset = offset;
   MF_GET(bytes, named.u64("bytes"));
   t.bytes = bytes;
-  MF_GET(sha, named.str("sha256"));
-  t.sha256 = sha;
+  MF_GET(crc, named.str("crc32c"));
+  t.checksum = crc;
   return t;
 }
 
@@ -192,7 +192,7 @@ Result<Manifest> manifest_from_json(std::string_view text) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) return bad("'alignment' must be a power of two");
   m.alignment = alignment;
   MF_GET(checksum, o.str("checksum"));
-  if (checksum != kChecksumAlgorithm) return bad("'checksum' is '" + checksum + "'; only sha256 is defined");
+  if (checksum != kChecksumAlgorithm) return bad("'checksum' is '" + checksum + "'; only crc32c is defined");
   m.checksum = checksum;
 
   MF_GET(blobs, o.field("blobs", json::value_t::array));

@@ -9,7 +9,7 @@
 
 #include "repack/checkpoint/mapped_file.hpp"
 #include "repack/format/layout.hpp"
-#include "repack/format/sha256.hpp"
+#include "repack/format/crc32c.hpp"
 
 namespace memra::format {
 
@@ -30,8 +30,8 @@ Error damaged(const fs::path& dir, const std::string& what) {
   return make_error(ErrorCode::corrupt, dir.string() + ": " + what + "; the repack is damaged: run memra-repack again");
 }
 
-bool is_hex64(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+bool is_hex(const std::string& s, size_t n) {
+  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 bool plain_name(const std::string& f) {
@@ -62,7 +62,7 @@ Status validate_tensors(const MemraModel::State& s) {
     const uint64_t size = m.blobs[t.blob].size;
     if (t.offset > size || t.bytes > size - t.offset)
       return damaged(s.dir, who + " lies past the end of " + m.blobs[t.blob].file);
-    if (!is_hex64(t.sha256)) return damaged(s.dir, who + " has no valid sha256");
+    if (!is_hex(t.checksum, 8)) return damaged(s.dir, who + " has no valid crc32c");
     if (s.by_name.count(t.name) && s.by_name.at(t.name) != i) return damaged(s.dir, who + " appears twice");
     order.push_back({{t.blob, t.offset}, i});
   }
@@ -144,7 +144,7 @@ Status MemraModel::verify_checksums(int threads) const {
   std::atomic<size_t> first_bad{ts.size()};
   auto work = [&] {
     for (size_t i = next++; i < ts.size() && first_bad.load() == ts.size(); i = next++) {
-      if (sha256_hex(ts[i].data, ts[i].entry->bytes) != ts[i].entry->sha256) {
+      if (crc32c_hex(ts[i].data, ts[i].entry->bytes) != ts[i].entry->checksum) {
         size_t cur = first_bad.load();
         while (i < cur && !first_bad.compare_exchange_weak(cur, i)) {
         }
@@ -156,7 +156,7 @@ Status MemraModel::verify_checksums(int threads) const {
   work();
   for (auto& t : pool) t.join();
   if (first_bad.load() < ts.size())
-    return damaged(state_->dir, "tensor '" + ts[first_bad.load()].entry->name + "' does not match its sha256");
+    return damaged(state_->dir, "tensor '" + ts[first_bad.load()].entry->name + "' does not match its crc32c checksum");
   return {};
 }
 

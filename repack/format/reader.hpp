@@ -18,7 +18,7 @@
 namespace memra::format {
 
 struct ReadOptions {
-  bool verify_checksums = false;  // hash every tensor at open (about 1.5 GB/s per thread)
+  bool verify_checksums = false;  // check every tensor's CRC-32C at open (several GB/s per thread)
   int threads = 0;                // for verification; 0 = hardware concurrency
 };
 
@@ -40,7 +40,7 @@ class MemraModel {
   const std::vector<Tensor>& tensors() const;  // manifest order
   const Tensor* find(std::string_view name) const;
 
-  // Recomputes every tensor's sha256; the error names the first tensor that differs.
+  // Recomputes every tensor's CRC-32C; the error names the first tensor that differs.
   Status verify_checksums(int threads = 0) const;
 
   struct State;

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <random>
 
+#include "repack/format/crc32c.hpp"
 #include "repack/format/sha256.hpp"
 
 namespace memra::format {
@@ -159,19 +160,18 @@ Status Writer::layout(std::vector<TensorEntry>& tensors) {
 }
 
 TensorStream::TensorStream(int fd, fs::path path, const TensorEntry& t)
-    : fd_(fd), path_(std::move(path)), name_(t.name), offset_(t.offset), bytes_(t.bytes), hash_(std::make_shared<Sha256>()) {}
+    : fd_(fd), path_(std::move(path)), name_(t.name), offset_(t.offset), bytes_(t.bytes), hash_(std::make_shared<Crc32c>()) {}
 
 Status TensorStream::write(const void* data, uint64_t n) {
   if (n > bytes_ - done_)
     return make_error(ErrorCode::internal, "tensor '" + name_ + "': " + std::to_string(done_ + n) + " bytes written, " +
                                                std::to_string(bytes_) + " planned");
-  auto* h = static_cast<Sha256*>(hash_.get());
-  // Hash and write in chunks, so each chunk is still in cache for the second pass.
+  auto* h = static_cast<Crc32c*>(hash_.get());
   constexpr uint64_t kChunk = uint64_t{4} << 20;
   const auto* p = static_cast<const uint8_t*>(data);
   for (uint64_t k = 0; k < n;) {
     const uint64_t m = std::min(kChunk, n - k);
-    h->update(p + k, static_cast<size_t>(m));
+    h->update(p + k, static_cast<size_t>(m));  // checksum, then write while it is in cache
     MEMRA_TRY(write_all(fd_, p + k, m, offset_ + done_, path_));
     done_ += m;
     k += m;
@@ -182,7 +182,7 @@ Status TensorStream::write(const void* data, uint64_t n) {
 Result<std::string> TensorStream::finish() {
   if (done_ != bytes_)
     return make_error(ErrorCode::internal, "tensor '" + name_ + "': " + std::to_string(done_) + " of " + std::to_string(bytes_) + " bytes written");
-  return static_cast<Sha256*>(hash_.get())->finish_hex();
+  return static_cast<Crc32c*>(hash_.get())->hex();
 }
 
 Result<TensorStream> Writer::open_tensor(const TensorEntry& t) {

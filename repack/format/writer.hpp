@@ -40,7 +40,7 @@ class Writer;
 class TensorStream {
  public:
   Status write(const void* data, uint64_t n);
-  // Error unless exactly the tensor's bytes were written; else their sha256.
+  // Error unless exactly the tensor's bytes were written; else their CRC-32C (hex).
   Result<std::string> finish();
 
  private:
@@ -68,7 +68,7 @@ class Writer {
   Status layout(std::vector<TensorEntry>& tensors);
   const std::vector<BlobInfo>& blobs() const { return blobs_; }
 
-  // Writes one tensor's bytes (t.bytes of them) at its place and returns their sha256.
+  // Writes one tensor's bytes (t.bytes of them) at its place and returns their CRC-32C.
   // Thread-safe for distinct tensors. `cancelled`, when set, is polled between chunks.
   Result<std::string> write_tensor(const TensorEntry& t, const void* data, const std::function<bool()>& cancelled = {});
   // The same in pieces (for tensors converted chunk by chunk). Thread-safe likewise.
@@ -79,8 +79,8 @@ class Writer {
   Status copy_file(const std::filesystem::path& from, std::string_view name);
 
   // Fills manifest.blobs and alignment, writes manifest.json, makes everything durable
-  // and renames into place. Returns the sha256 of manifest.json (which covers every
-  // tensor through their sha256 entries).
+  // and renames into place. Returns the sha256 of manifest.json (the repack's output
+  // hash in the registry).
   Result<std::string> commit(Manifest& manifest);
 
   // Removes the temporary directory. Idempotent.

@@ -68,6 +68,7 @@ bench options (throughput of --quant keep and of validation, from the page cache
   --bench-gguf FILE       GGUF to repack (default: a synthetic Q4_K llama)
   --bench-safetensors DIR safetensors checkpoint to validate (default: a synthetic bf16 llama)
   --bench-size MB         size of the synthetic checkpoints (default 1024)
+  --bench-dir DIR         where synthetic inputs and outputs go (default: a temp dir)
   --bench-repeats N       best of N runs (default 3)
 
 exit status: 0 done, 1 failed, 2 usage error, 130 interrupted
@@ -182,6 +183,9 @@ int main(int argc, char** argv) {
     } else if (key == "--bench-safetensors") {
       if (!value(&v)) return usage_error("--bench-safetensors needs a directory");
       bo.safetensors = v;
+    } else if (key == "--bench-dir") {
+      if (!value(&v) || v.empty()) return usage_error("--bench-dir needs a directory");
+      bo.work_dir = v;
     } else if (key == "--bench-size") {
       if (!value(&v) || !parse_int(v, 16, 1 << 20, &n)) return usage_error("--bench-size needs megabytes (16 or more)");
       bo.size_mb = static_cast<uint64_t>(n);

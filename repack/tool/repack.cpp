@@ -124,7 +124,7 @@ void worker(Shared& sh, const std::vector<size_t>& order) {
       sh.fail(make_error(st_ok.error().code, st_ok.error().message));
       return;
     }
-    e.sha256 = std::move(sha);
+    e.checksum = std::move(sha);
     if (sh.progress) ++sh.progress->tensors_done;
   }
 }

@@ -205,7 +205,7 @@ TEST(MemraRepackCli, BenchRunsOnSmallInputs) {
                         &out),
             0)
       << out;
-  for (const char* s : {"GGUF source", "safetensors source", "repack --quant keep", "GB/s"}) EXPECT_NE(out.find(s), std::string::npos) << s << "\n" << out;
+  for (const char* s : {"GGUF source", "safetensors source", "repack keep", ".memra verify", "GB/s"}) EXPECT_NE(out.find(s), std::string::npos) << s << "\n" << out;
 }
 
 }  // namespace

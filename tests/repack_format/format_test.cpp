@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "repack/checkpoint/model_config.hpp"
+#include "repack/format/crc32c.hpp"
 #include "repack/format/gguf_vocab_file.hpp"
 #include "repack/format/layout.hpp"
 #include "repack/format/reader.hpp"
@@ -53,7 +54,7 @@ Result<Written> write_sample(const fs::path& dst, format::WriterOptions wo = {})
     for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<uint8_t>((k * 31 + i * 7) & 0x7f);  // no NaN-ish patterns needed
     auto sha = (*w)->write_tensor(t[i], bytes.data());
     if (!sha) return sha.error();
-    t[i].sha256 = *sha;
+    t[i].checksum = *sha;
     out.data.push_back(std::move(bytes));
   }
   MEMRA_TRY((*w)->write_file("tokenizer.json", "{}"));
@@ -95,7 +96,7 @@ TEST(RepackFormat, WriteThenReadBackEveryByte) {
     const format::Tensor& t = m->tensors()[i];
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % format::kAlignment, 0u) << t.entry->name;
     EXPECT_EQ(std::vector<uint8_t>(t.data, t.data + t.entry->bytes), w->data[i]) << t.entry->name;
-    EXPECT_EQ(t.entry->sha256, format::sha256_hex(w->data[i].data(), w->data[i].size()));
+    EXPECT_EQ(t.entry->checksum, format::crc32c_hex(w->data[i].data(), w->data[i].size()));
   }
   EXPECT_EQ(m->config().architecture, "LlamaForCausalLM");
   EXPECT_EQ(model_config_to_json(m->config()), tiny_config_json());
@@ -112,7 +113,7 @@ TEST(RepackFormat, ManifestJsonRoundTrips) {
   m.tokenizer = {"gguf", {"tokenizer.gguf.json"}, "chat_template.jinja"};
   m.precision = {"q4_k", {{"output.weight", "q6_k", "why"}}};
   m.blobs = {{"weights-00000.bin", 1024}};
-  m.tensors = {{"a", "src.a", {2, 256}, "q4_k", 1, "bf16", 0, 256, 288, std::string(64, 'd')}};
+  m.tensors = {{"a", "src.a", {2, 256}, "q4_k", 1, "bf16", 0, 256, 288, "0badc0de"}};
   auto back = format::manifest_from_json(format::manifest_to_json(m));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(format::manifest_to_json(*back), format::manifest_to_json(m));
@@ -231,7 +232,7 @@ TEST(RepackFormat, ReaderRefusesEveryKindOfDamage) {
          f.seekp(10);
          f.put('\x7f');
        },
-       "does not match its sha256", true},
+       "does not match its crc32c", true},
   };
   for (const Damage& c : cases) {
     TempDir tmp;
@@ -245,6 +246,35 @@ TEST(RepackFormat, ReaderRefusesEveryKindOfDamage) {
     auto m = format::MemraModel::open(dst, {true, 1});
     ASSERT_FALSE(m.ok()) << c.what;
     EXPECT_NE(m.error().message.find(c.message), std::string::npos) << c.what << ": " << m.error().message;
+  }
+}
+
+// Bit-at-a-time CRC-32C: the definition, as the oracle for the table and crc32-instruction paths.
+uint32_t crc32c_reference(const uint8_t* p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ ((c & 1u) ? 0x82f63b78u : 0u);
+  }
+  return ~c;
+}
+
+TEST(RepackFormat, Crc32cMatchesItsDefinition) {
+  EXPECT_EQ(format::crc32c("123456789", 9), 0xe3069283u);  // the published check value
+  EXPECT_EQ(format::crc32c_hex("123456789", 9), "e3069283");
+  EXPECT_EQ(format::crc32c("", 0), 0u);
+  std::vector<uint8_t> buf(5000);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (size_t off : {0, 1, 3, 7}) {
+    for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 4093}) {
+      EXPECT_EQ(format::crc32c(buf.data() + off, n), crc32c_reference(buf.data() + off, n)) << off << "+" << n;
+      EXPECT_EQ(format::crc32c_table(buf.data() + off, n), crc32c_reference(buf.data() + off, n)) << off << "+" << n;
+      // In pieces, as the writer feeds it.
+      format::Crc32c c;
+      c.update(buf.data() + off, n / 3);
+      c.update(buf.data() + off + n / 3, n - n / 3);
+      EXPECT_EQ(c.value(), crc32c_reference(buf.data() + off, n));
+    }
   }
 }
 
