@@ -9,22 +9,49 @@
 
 namespace {
 constexpr int kNormThreads = 256;
+constexpr int kPass = 8;  // elements per thread loaded before any store (memory-level parallelism)
 
+// o may alias xr (in place): every element is read and written by the same thread,
+// and within a pass all loads precede the stores.
 __device__ __forceinline__ void normalize(const float* xr, const float* w, float* o, int64_t dim, float sumsq,
                                           float eps, float unit_offset) {
   const float inv = 1.0f / sqrtf(sumsq / static_cast<float>(dim) + eps);
-  for (int64_t i = threadIdx.x; i < dim; i += kNormThreads) o[i] = (xr[i] * inv) * (w[i] + unit_offset);
+  for (int64_t base = threadIdx.x; base < dim; base += kPass * kNormThreads) {
+    float xv[kPass], wv[kPass];
+#pragma unroll
+    for (int k = 0; k < kPass; ++k) {
+      const int64_t i = base + k * kNormThreads;
+      xv[k] = i < dim ? xr[i] : 0.0f;
+      wv[k] = i < dim ? w[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPass; ++k) {
+      const int64_t i = base + k * kNormThreads;
+      if (i < dim) o[i] = (xv[k] * inv) * (wv[k] + unit_offset);
+    }
+  }
 }
 }  // namespace
 
 // x and out may alias (in-place per-head norms): each element is read and written
 // by the same thread, and every read precedes the block reduction's barrier.
+// Thread sums run over i = tid, tid+256, ... in order, whatever the pass size.
 extern "C" __global__ void __launch_bounds__(kNormThreads)
     memra_rms_norm(const float* x, const float* w, int64_t dim, float eps, float unit_offset, float* out) {
   __shared__ float scratch[32];
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * dim;
   float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += kNormThreads) s = fmaf(xr[i], xr[i], s);
+  for (int64_t base = threadIdx.x; base < dim; base += kPass * kNormThreads) {
+    float xv[kPass];
+#pragma unroll
+    for (int k = 0; k < kPass; ++k) {
+      const int64_t i = base + k * kNormThreads;
+      xv[k] = i < dim ? xr[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPass; ++k)
+      if (base + k * kNormThreads < dim) s = fmaf(xv[k], xv[k], s);
+  }
   s = memra::cuda::block_sum(s, scratch);
   normalize(xr, w, out + static_cast<int64_t>(blockIdx.x) * dim, dim, s, eps, unit_offset);
 }
@@ -34,14 +61,26 @@ extern "C" __global__ void __launch_bounds__(kNormThreads)
     memra_add_rms_norm(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
                        float* out) {
   __shared__ float scratch[32];
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
-  float* rr = residual + base;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * dim;
+  float* rr = residual + row;
+  const float* xr = x + row;
   float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += kNormThreads) {
-    const float r = rr[i] + x[base + i];
-    rr[i] = r;
-    s = fmaf(r, r, s);
+  for (int64_t base = threadIdx.x; base < dim; base += kPass * kNormThreads) {
+    float rv[kPass];
+#pragma unroll
+    for (int k = 0; k < kPass; ++k) {
+      const int64_t i = base + k * kNormThreads;
+      rv[k] = i < dim ? rr[i] + xr[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPass; ++k) {
+      const int64_t i = base + k * kNormThreads;
+      if (i < dim) {
+        rr[i] = rv[k];
+        s = fmaf(rv[k], rv[k], s);
+      }
+    }
   }
   s = memra::cuda::block_sum(s, scratch);
-  normalize(rr, w, out + base, dim, s, eps, unit_offset);
+  normalize(rr, w, out + row, dim, s, eps, unit_offset);
 }

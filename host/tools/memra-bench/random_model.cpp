@@ -51,6 +51,19 @@ void fill(const Layout& l, uint8_t* dst, int64_t cols, int64_t r0, int64_t r1, u
   const int64_t row_bytes = cols / l.block_elems * l.block_bytes;
   uint8_t* p = dst + r0 * row_bytes;
   const int64_t bytes = (r1 - r0) * row_bytes;
+  if (l.block_elems == 1 && std::strcmp(l.scheme, "bf16") == 0) {
+    // Four bf16 values per random word: sign, exponent 120..123, 7 mantissa bits.
+    const int64_t n = bytes / 2;
+    for (int64_t i = 0; i < n; i += 4) {
+      const uint64_t r = splitmix(s);
+      for (int64_t k = 0; k < 4 && i + k < n; ++k) {
+        const uint32_t b = static_cast<uint32_t>(r >> (16 * k));
+        const uint16_t h = static_cast<uint16_t>((b & 0x8000u) | ((120u + ((b >> 7) & 3u)) << 7) | (b & 0x7fu));
+        std::memcpy(p + (i + k) * 2, &h, 2);
+      }
+    }
+    return;
+  }
   if (l.block_elems == 1) {
     const int64_t n = bytes / l.block_bytes;
     for (int64_t i = 0; i < n; ++i) {
