@@ -36,4 +36,18 @@ namespace memra::server::testing {
   return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult is_any_openai_error(const std::string& content_type, const std::string& body) {
+  nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("error") || !doc["error"].is_object()) {
+    return ::testing::AssertionFailure() << "no \"error\" object: " << body;
+  }
+  const auto& e = doc["error"];
+  if (!e.contains("code") || !e["code"].is_string() || e["code"].get<std::string>().empty()) {
+    return ::testing::AssertionFailure() << "error.code missing: " << body;
+  }
+  const std::string code = e["code"];
+  const std::string param = e.contains("param") && e["param"].is_string() ? e["param"].get<std::string>() : "";
+  return is_openai_error(content_type, body, code, param);
+}
+
 }  // namespace memra::server::testing

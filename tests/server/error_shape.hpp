@@ -11,5 +11,7 @@ namespace memra::server::testing {
 // "type":string,"code":`code`,"param":string|null}}; `param` "" = expect null.
 ::testing::AssertionResult is_openai_error(const std::string& content_type, const std::string& body,
                                            const std::string& code, const std::string& param = "");
+// The same shape with any non-empty code and any param (string or null).
+::testing::AssertionResult is_any_openai_error(const std::string& content_type, const std::string& body);
 
 }  // namespace memra::server::testing
