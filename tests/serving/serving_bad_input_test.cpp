@@ -128,7 +128,7 @@ std::vector<Case> cases() {
   add("unknown route", raw("/v1/embeddings", R"({"model":"memra-tiny-random","input":"x"})"));
 
   // Models, n, max_tokens.
-  for (const std::string model : {std::string("nope"), std::string("MEMRA-TINY-RANDOM"), std::string(" memra-tiny-random"),
+  for (const std::string& model : {std::string("nope"), std::string("MEMRA-TINY-RANDOM"), std::string(" memra-tiny-random"),
                                   std::string("memra-tiny-random\0", 18)}) {
     json b = chat_base();
     b["model"] = model;
