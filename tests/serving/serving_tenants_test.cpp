@@ -2,6 +2,8 @@
 // then 429 with Retry-After), the device-full 503, prefix-cache namespaces per
 // tenant and salt, hot reload of the key file, cancellation on hang-up, the
 // drain with a stream in flight, and the metrics that report all of it.
+#include <Poco/Net/HTTPClientSession.h>
+#include <Poco/Net/HTTPRequest.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -234,6 +236,31 @@ TEST_F(ServingTenants, AHangUpCancelsTheSequenceAndFreesItsKv) {
                 sample_sum(before, "memra_completions_total", {{"finish_reason", "cancelled"}}),
             1.0);
   EXPECT_LT(sample(m, "memra_generation_tokens_total", {{"tenant", "t"}}).value_or(1e9), 4000.0);
+}
+
+TEST_F(ServingTenants, AHangUpDuringAJsonAnswerCancelsItToo) {
+  start(R"({"keys":[)" + key_entry("k", "t") + "]}");
+  const std::string before = scrape(port(), "k");
+  {
+    Poco::Net::HTTPClientSession session("127.0.0.1", static_cast<Poco::UInt16>(port()));
+    Poco::Net::HTTPRequest req("POST", "/v1/chat/completions", Poco::Net::HTTPMessage::HTTP_1_1);
+    const std::string body = chat(4000, "json", R"(,"ignore_eos":true)");
+    req.setContentType("application/json");
+    req.set("Authorization", "Bearer k");
+    req.setContentLength64(static_cast<Poco::Int64>(body.size()));
+    session.sendRequest(req) << body << std::flush;
+    ASSERT_TRUE(eventually([&] { return sample(scrape(port(), "k"), "memra_scheduler_running", {{"model", kModel}}) == 1.0; }));
+    session.abort();  // hang up without reading the answer
+  }
+  std::string m;
+  EXPECT_TRUE(eventually([&] {
+    m = scrape(port(), "k");
+    return sample(m, "memra_scheduler_running", {{"model", kModel}}) == 0.0;
+  }, 2s)) << m;
+  EXPECT_EQ(sample_sum(m, "memra_completions_total", {{"finish_reason", "cancelled"}}) -
+                sample_sum(before, "memra_completions_total", {{"finish_reason", "cancelled"}}),
+            1.0);
+  EXPECT_EQ(sample(m, "memra_http_requests_total", {{"route", "/v1/chat/completions"}, {"status", "499"}}), 1.0);
 }
 
 TEST_F(ServingTenants, TheDrainLetsARunningStreamFinish) {
