@@ -67,7 +67,9 @@ TEST(ServerModels, DefaultModelServesAndItsCurlExampleWorksAsPrinted) {
   ASSERT_FALSE(doc.is_discarded()) << command << "\n->\n" << answer;
   EXPECT_EQ(doc["object"], "chat.completion") << answer;
   EXPECT_EQ(doc["model"], "memra-tiny-random");
-  EXPECT_EQ(doc["usage"]["completion_tokens"], 16) << answer;  // the example asks for 16 (and this model rarely ends early)
+  // The example asks for 16 tokens; unseeded sampling may end early at the end-of-text token.
+  EXPECT_GE(doc["usage"]["completion_tokens"].get<int>(), 1) << answer;
+  EXPECT_LE(doc["usage"]["completion_tokens"].get<int>(), 16) << answer;
 }
 
 TEST(ServerModels, RegistryGate) {
