@@ -3,10 +3,10 @@
 // an element decodes as (d*sc)*q - (dmin*mn) with q in [0, 15] (Q4_K) or [0, 31] (Q5_K).
 //
 // The search, in three steps, each scored by the plain squared error of the decoded values:
-//  1. Per sub-block, a continuous (scale, min) pair: from a range of starting scales that
-//     map [min(x, 0), max(x)] onto slightly fewer to slightly more than the code range,
-//     alternate "best codes for this (scale, min)" and "least-squares (scale, min) for
-//     these codes" (min kept >= 0, scale >= 0) and keep the best pair seen.
+//  1. Per sub-block, a continuous (scale, min) pair: from nine starting scales that map
+//     [min(x, 0), max(x)] onto one step fewer to one step more than the code range, take
+//     the best codes for each, then the least-squares (scale, min) for those codes (min
+//     kept >= 0, scale >= 0), and keep the best pair seen.
 //  2. Per super-block, d and dmin from a few candidates around max(scale)/63 and
 //     max(min)/63, each rounded to float16 first; every sub-block's sc, mn is the rounded
 //     ratio, and the pair with the smallest total error wins.
@@ -32,43 +32,39 @@ constexpr int kSubs = kSuper / kSub;
 
 struct Sums {
   float err = 0.0f;
-  double sq = 0, sqq = 0, sxq = 0;
+  float sq = 0, sqq = 0, sxq = 0;
 };
 
 // Error of sub-block x with value = s*q - m and the best q for them; also the sums
 // the least-squares refit needs.
 Sums evaluate(const float* x, float s, float m, float nmax) {
-  Sums r;
-  if (!(s > 0.0f)) {
-    for (int i = 0; i < kSub; ++i) {
-      const float e = -m - x[i];
-      r.err += e * e;
-    }
-    return r;
+  using detail::v4f;
+  const v4f inv = detail::v4_splat(s > 0.0f ? 1.0f / s : 0.0f), sv = detail::v4_splat(s), mv = detail::v4_splat(m);
+  const v4f lo = detail::v4_splat(0.0f), hi = detail::v4_splat(nmax);
+  v4f err = {}, sq = {}, sqq = {}, sxq = {};
+  for (int i = 0; i < kSub; i += 4) {
+    const v4f v = detail::v4_load(x + i);
+    const v4f q = detail::v4_round_even(detail::v4_clamp((v + mv) * inv, lo, hi));
+    const v4f e = sv * q - mv - v;
+    err += e * e;
+    sq += q;
+    sqq += q * q;
+    sxq += v * q;
   }
-  const float inv = 1.0f / s;
-  for (int i = 0; i < kSub; ++i) {
-    const float q = round_even(clampf((x[i] + m) * inv, 0.0f, nmax));
-    const float e = s * q - m - x[i];
-    r.err += e * e;
-    r.sq += q;
-    r.sqq += static_cast<double>(q) * q;
-    r.sxq += static_cast<double>(x[i]) * q;
-  }
-  return r;
+  return {detail::v4_sum(err), detail::v4_sum(sq), detail::v4_sum(sqq), detail::v4_sum(sxq)};
 }
 
 // Least-squares scale and min for fixed codes, with min >= 0 and scale >= 0.
 // Returns false when the codes are all equal (no information about the scale).
 bool refit(const Sums& r, double sx, float* s, float* m) {
   const double n = kSub;
-  const double det = r.sqq * n - r.sq * r.sq;
+  const double det = static_cast<double>(r.sqq) * n - static_cast<double>(r.sq) * r.sq;
   if (!(det > 0)) return false;
-  double scale = (n * r.sxq - r.sq * sx) / det;
-  double offset = (r.sqq * sx - r.sq * r.sxq) / det;  // value = scale*q + offset
+  double scale = (n * r.sxq - static_cast<double>(r.sq) * sx) / det;
+  double offset = (static_cast<double>(r.sqq) * sx - static_cast<double>(r.sq) * r.sxq) / det;  // value = scale*q + offset
   if (offset > 0) {
     offset = 0;
-    scale = r.sqq > 0 ? r.sxq / r.sqq : 0;
+    scale = r.sqq > 0 ? static_cast<double>(r.sxq) / r.sqq : 0;
   }
   if (scale < 0) {
     scale = 0;
@@ -91,16 +87,16 @@ void fit_sub_block(const float* x, float nmax, float* best_s, float* best_m) {
   *best_m = -lo;
   if (!(hi > lo)) return;  // every value equals lo <= 0: the min alone represents it
   float best_err = evaluate(x, 0.0f, -lo, nmax).err;
-  for (int k = 0; k <= 20; ++k) {
-    float s = (hi - lo) / (nmax - 1.0f + 0.1f * static_cast<float>(k));
-    float m = -lo;
-    for (int it = 0; it < 4; ++it) {
-      const Sums r = evaluate(x, s, m, nmax);
-      if (r.err < best_err) best_err = r.err, *best_s = s, *best_m = m;
-      float s2, m2;
-      if (!refit(r, sx, &s2, &m2) || (s2 == s && m2 == m)) break;
-      s = s2, m = m2;
-    }
+  // Starting scales map [lo, hi] onto nmax-1 .. nmax+1 steps; each start is refined once
+  // by least squares on its codes.
+  for (int k = 0; k <= 8; ++k) {
+    const float s = (hi - lo) / (nmax - 1.0f + 0.25f * static_cast<float>(k));
+    const Sums r = evaluate(x, s, -lo, nmax);
+    if (r.err < best_err) best_err = r.err, *best_s = s, *best_m = -lo;
+    float s2, m2;
+    if (!refit(r, sx, &s2, &m2)) continue;
+    const float e = evaluate(x, s2, m2, nmax).err;
+    if (e < best_err) best_err = e, *best_s = s2, *best_m = m2;
   }
 }
 
@@ -112,13 +108,13 @@ struct Choice {
 };
 
 // Candidate float16 super-scales for a maximum sub-block value `mx`.
-int super_candidates(float mx, float out[6]) {
+int super_candidates(float mx, float out[4]) {
   if (!(mx > 0.0f)) {
     out[0] = 0.0f;
     return 1;
   }
   int n = 0;
-  for (const float c : {63.5f, 63.0f, 62.5f, 62.0f, 61.0f}) {
+  for (const float c : {63.5f, 62.75f, 62.0f}) {
     const float v = f16_round(mx / c);
     if (!std::isfinite(v)) continue;
     if (std::find(out, out + n, v) == out + n) out[n++] = v;
@@ -137,7 +133,7 @@ bool choose(const float* x, float nmax, Choice* out) {
     smax = std::max(smax, s[j]);
     mmax = std::max(mmax, m[j]);
   }
-  float dc[6], mc[6];
+  float dc[4], mc[4];
   const int nd = super_candidates(smax, dc), nm = super_candidates(mmax, mc);
   if (nd == 0 || nm == 0) return false;
   Choice best;

@@ -3,8 +3,8 @@
 //
 // The search mirrors the Q4_K/Q5_K one (see quantize_kquants.cpp), for a symmetric code:
 //  1. Per sub-block, a continuous signed scale: starting scales map the largest-magnitude
-//     value near -32 (the wider side of the code range) or near +31; from each, alternate
-//     "best codes" and "least-squares scale for these codes", keeping the best.
+//     value near -32 (the wider side of the code range) or near +31; each start's codes
+//     are refitted once by least squares, and the best scale seen is kept.
 //  2. d from candidates that map the largest sub-block scale to about -128 or +127
 //     (rounded to float16 first); sc = the rounded ratio; smallest total error wins.
 //  3. Each sub-block tries sc +-1, +-2 and keeps any change that lowers its error.
@@ -27,24 +27,24 @@ constexpr int kSubs = kSuper / kSub;
 
 struct Sums {
   float err = 0.0f;
-  double sqq = 0, sxq = 0;
+  float sqq = 0, sxq = 0;
 };
 
+// The error of scale s with its best codes, and the sums for the least-squares refit.
 Sums evaluate(const float* x, float s) {
-  Sums r;
-  if (s == 0.0f) {
-    for (int i = 0; i < kSub; ++i) r.err += x[i] * x[i];
-    return r;
+  using detail::v4f;
+  const v4f inv = detail::v4_splat(s != 0.0f ? 1.0f / s : 0.0f), sv = detail::v4_splat(s);
+  const v4f lo = detail::v4_splat(-32.0f), hi = detail::v4_splat(31.0f);
+  v4f err = {}, sqq = {}, sxq = {};
+  for (int i = 0; i < kSub; i += 4) {
+    const v4f v = detail::v4_load(x + i);
+    const v4f q = detail::v4_round_even(detail::v4_clamp(v * inv, lo, hi));
+    const v4f e = sv * q - v;
+    err += e * e;
+    sqq += q * q;
+    sxq += v * q;
   }
-  const float inv = 1.0f / s;
-  for (int i = 0; i < kSub; ++i) {
-    const float q = round_even(clampf(x[i] * inv, -32.0f, 31.0f));
-    const float e = s * q - x[i];
-    r.err += e * e;
-    r.sqq += static_cast<double>(q) * q;
-    r.sxq += static_cast<double>(x[i]) * q;
-  }
-  return r;
+  return {detail::v4_sum(err), detail::v4_sum(sqq), detail::v4_sum(sxq)};
 }
 
 float fit_sub_block(const float* x) {
@@ -54,18 +54,17 @@ float fit_sub_block(const float* x) {
   float best_s = 0.0f;
   if (a == 0.0f) return best_s;
   float best_err = evaluate(x, 0.0f).err;
-  for (int k = 0; k <= 20; ++k) {
-    const float delta = -1.0f + 0.1f * static_cast<float>(k);
+  // Starts that put the largest magnitude near -32 (the wider side) or +31, each
+  // refined once by least squares on its codes.
+  for (int k = 0; k <= 6; ++k) {
+    const float delta = -0.75f + 0.25f * static_cast<float>(k);
     for (const float start : {-a / (32.0f + delta), a / (31.0f + delta)}) {
-      float s = start;
-      for (int it = 0; it < 3; ++it) {
-        const Sums r = evaluate(x, s);
-        if (r.err < best_err) best_err = r.err, best_s = s;
-        if (!(r.sqq > 0)) break;
-        const auto s2 = static_cast<float>(r.sxq / r.sqq);
-        if (s2 == s) break;
-        s = s2;
-      }
+      const Sums r = evaluate(x, start);
+      if (r.err < best_err) best_err = r.err, best_s = start;
+      if (!(r.sqq > 0)) continue;
+      const float s2 = r.sxq / r.sqq;
+      const float e = evaluate(x, s2).err;
+      if (e < best_err) best_err = e, best_s = s2;
     }
   }
   return best_s;
@@ -94,7 +93,7 @@ bool choose(const float* x, Choice* out) {
   if (smax == 0.0f) {
     cands[nc++] = 0.0f;
   } else {
-    for (const float c : {-128.0f, -127.5f, -127.0f, -126.0f, 127.0f, 126.5f, 126.0f}) {
+    for (const float c : {-128.0f, -127.0f, 127.0f, 126.0f}) {
       const float v = f16_round(smax / c);
       if (std::isfinite(v) && v != 0.0f && std::find(cands, cands + nc, v) == cands + nc) cands[nc++] = v;
     }

@@ -74,13 +74,14 @@ uint64_t elements(const std::vector<uint64_t>& shape) {
   return n;
 }
 
-// Appends `n` pseudo-random bytes (xorshift; content does not matter to the copy path).
-void fill_random(std::ofstream& out, uint64_t n, uint64_t& state) {
+// Appends `n` pseudo-random bytes (xorshift), each 64-bit word masked and or-ed (content
+// does not matter to the copy path; bf16 data is kept finite so it can be quantized).
+void fill_random(std::ofstream& out, uint64_t n, uint64_t& state, uint64_t mask = ~uint64_t{0}, uint64_t set = 0) {
   std::vector<uint64_t> buf(1 << 20);
   while (n > 0) {
     for (uint64_t& w : buf) {
       state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-      w = state;
+      w = (state & mask) | set;
     }
     const uint64_t k = std::min<uint64_t>(n, buf.size() * 8);
     out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(k));
@@ -163,9 +164,9 @@ bool write_synthetic_safetensors(const fs::path& dir, uint64_t size_mb) {
   const uint64_t n = header.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(header.data(), static_cast<std::streamsize>(n));
-  // bf16 0x3c00-ish values: random bytes may be NaN patterns, which validation ignores.
+  // bf16 values of magnitude 2^-7..2^-6 with random signs and mantissas.
   uint64_t state = 0x2545f4914f6cdd1dull;
-  fill_random(out, offset, state);
+  fill_random(out, offset, state, 0x80ff80ff80ff80ffull, 0x3c003c003c003c00ull);
   return static_cast<bool>(out);
 }
 

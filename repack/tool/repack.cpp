@@ -91,7 +91,7 @@ Status convert_tensor(Shared& sh, const SourceTensor& st, const format::TensorEn
       out.resize(quant::scheme_row_bytes(qs, static_cast<int64_t>(cols)) * static_cast<uint64_t>(rows));
       std::string err;
       if (!quant::quantize_rows(qs, f32.data(), rows, static_cast<int64_t>(cols), out.data(), out.size(), &err))
-        return make_error(ErrorCode::invalid_argument, "tensor '" + st.source_name + "': " + err);
+        return make_error(ErrorCode::invalid_argument, "tensor '" + st.source_name + "', rows from " + std::to_string(first / cols) + ": " + err);
       bytes = out.data(), nbytes = out.size();
     } else if (e.scheme != "f32") {
       return make_error(ErrorCode::internal, "no conversion to " + e.scheme);
