@@ -83,7 +83,10 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     std::lock_guard<std::mutex> lock(mu_);
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_waiting)
       return make_error(ErrorCode::conflict, "the server's queue is full");
-    waiting_.push_back(std::move(job));
+    // Behind every queued job of the same or higher priority.
+    auto at = std::find_if(waiting_.begin(), waiting_.end(),
+                           [&](const auto& w) { return w->req.priority < job->req.priority; });
+    waiting_.insert(at, std::move(job));
     stats_.waiting = static_cast<int64_t>(waiting_.size());
   }
   cv_.notify_all();

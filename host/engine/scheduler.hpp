@@ -41,6 +41,7 @@ struct SequenceRequest {
   int64_t max_tokens = 256;
   std::vector<int32_t> stop_ids;
   std::string cache_namespace;     // (model, tenant, salt); empty = no prefix caching
+  int64_t priority = 0;            // waits ahead of queued requests of lower priority (FIFO among equals)
 };
 
 enum class FinishReason { none, stop, length, cancelled, error };
