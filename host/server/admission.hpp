@@ -3,7 +3,7 @@
 // running requests). A request over budget waits, in a bounded FIFO queue per
 // tenant, up to the tenant's queue_timeout_ms; then it is refused (429).
 // Tenants do not compete here (each has its own budget); the device's capacity
-// is the scheduler's business.
+// is the scheduler's business, whose queue the tenant's priority orders.
 #pragma once
 
 #include <chrono>

@@ -21,8 +21,8 @@
 
 namespace memra::server {
 
-// Per-tenant limits, stored for the admission controller (a later issue);
-// 0 means "no limit" for the counts.
+// Per-tenant limits, enforced by TenantAdmission (admission.hpp) and, for the
+// priority, the scheduler's queue; 0 means "no limit" for the counts.
 struct TenantLimits {
   std::int64_t max_concurrent = 0;
   std::int64_t max_kv_tokens = 0;

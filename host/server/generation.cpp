@@ -42,6 +42,7 @@ Result<std::unique_ptr<GenerationRun>> GenerationRun::start(ServedModel& model, 
       req.max_tokens = spec.max_tokens;
       req.stop_ids = stop_ids;
       req.cache_namespace = spec.cache_namespace;
+      req.priority = spec.priority;
       auto handle = model.scheduler->submit(std::move(req));
       if (!handle) return handle.error();  // the destructor cancels what was submitted
       auto c = std::make_unique<Choice>(model.text.tokenizer);

@@ -29,6 +29,7 @@ struct GenerationSpec {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   std::string cache_namespace;
+  std::int64_t priority = 0;  // the tenant's: orders the scheduler's queue
 };
 
 // A generated token and where its text sits in the choice's text.

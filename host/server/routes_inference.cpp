@@ -163,6 +163,7 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
   spec.stop = req.stop;
   spec.ignore_eos = req.ignore_eos;
   spec.cache_namespace = model->alias + '\x1f' + ctx.tenant() + '\x1f' + req.cache_salt;
+  if (ctx.key != nullptr) spec.priority = ctx.key->limits.priority;
   if (auto bad = engine::validate(spec.sampling)) {
     return error_reply(errors::invalid_request("invalid_value", *bad, std::nullopt));
   }

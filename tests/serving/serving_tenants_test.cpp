@@ -182,6 +182,30 @@ TEST_F(ServingTenants, ADeviceWithAFullQueueAnswers503) {
             1.0);
 }
 
+TEST_F(ServingTenants, PriorityOrdersTheSchedulerQueue) {
+  start(R"({"keys":[)" + key_entry("k-low", "low") + "," + key_entry("k-high", "high", R"({"priority":5})") + "]}",
+        {"--max-running", "1"});
+  HeldStream held(port(), "k-low");  // occupies the only running slot
+  ASSERT_TRUE(held.wait_started());
+  auto waiting = [&](double n) {
+    return eventually([&] { return sample(scrape(port(), "k-low"), "memra_scheduler_waiting", {{"model", kModel}}) == n; });
+  };
+  using Clock = std::chrono::steady_clock;
+  auto timed = [this](const std::string& key) {
+    auto res = http(port(), post("/v1/chat/completions", chat(30, "queued", R"(,"ignore_eos":true)"), key));
+    EXPECT_EQ(res.status, 200) << res.body;
+    return Clock::now();
+  };
+  auto low = std::async(std::launch::async, timed, std::string("k-low"));  // queued first
+  ASSERT_TRUE(waiting(1));
+  auto high = std::async(std::launch::async, timed, std::string("k-high"));  // queued second, higher priority
+  ASSERT_TRUE(waiting(2));
+  held.release();
+  const auto high_done = high.get();
+  const auto low_done = low.get();
+  EXPECT_LT(high_done, low_done) << "with one running slot, the higher priority runs (to its end) first";
+}
+
 TEST_F(ServingTenants, PrefixCacheIsNamespacedByTenantAndSalt) {
   start(R"({"keys":[)" + key_entry("ka", "alpha") + "," + key_entry("kb", "beta") + "]}");
   const std::string text = "a long enough prompt so that the chat template and this text fill whole KV blocks";
