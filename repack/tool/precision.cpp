@@ -74,7 +74,7 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
       if (is_router_gate(t)) {
         want = t.scheme, rule = "MoE router gates", reason = "tiny, and expert routing is sensitive to their error: kept as stored";
       } else if (head && low_bit) {
-        want = "q6_k", rule = tied ? "token_embd.weight (tied output head)" : "output.weight (output head)";
+        want = "q6_k", rule = tied ? "output head (tied to the embeddings)" : "output head";
         reason = "the head's error moves every logit: 6-bit, as in llama.cpp's 4/5-bit mixes";
       } else if ((head || t.name == "token_embd.weight") && req == "fp8") {
         want = t.scheme, rule = head ? "output head" : "token_embd.weight";
