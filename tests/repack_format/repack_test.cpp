@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "registry/registry.hpp"
@@ -262,6 +263,101 @@ TEST(MemraRepack, ProvenanceLandsInTheRegistry) {
     ASSERT_TRUE(by_output.ok());
     EXPECT_EQ(by_output->id, ids->checkpoint_id);
   }
+}
+
+// A GGUF source under a quantization target: tensors already in the target scheme are
+// carried bit for bit, the others dequantized exactly and re-quantized.
+TEST(MemraRepack, GgufSourceIsRequantized) {
+  REPACK_REQUIRE_FIXTURES();
+  const fs::path src = fixtures() / "gguf/llama/llama-Q4_K_M.gguf";
+  TempDir tmp;
+  auto r = run_repack(src, tmp / "q.memra", "q6_k");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto m = format::MemraModel::open(tmp / "q.memra", {true, 2});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto source = repack::Source::open(src);
+  ASSERT_TRUE(source.ok());
+  int carried = 0, requantized = 0;
+  for (const repack::SourceTensor& st : (*source)->tensors()) {
+    const format::Tensor* t = m->find(st.name);
+    ASSERT_NE(t, nullptr);
+    if (st.shape.size() == 1) continue;
+    EXPECT_EQ(t->entry->scheme, "q6_k") << st.name;
+    if (st.scheme == "q6_k") {
+      EXPECT_EQ(std::memcmp(t->data, st.data, st.bytes), 0) << st.name;
+      ++carried;
+      continue;
+    }
+    // Re-quantizing already-quantized values to 6 bits loses little more.
+    const uint64_t n = repack::element_count(st.shape);
+    std::vector<float> want(n), got(n);
+    ASSERT_TRUE((*source)->to_f32(st, 0, n, want.data()).ok());
+    repack::SourceTensor out{st.source_name, st.name, st.shape, "q6_k", t->data, t->entry->bytes};
+    ASSERT_TRUE((*source)->to_f32(out, 0, n, got.data()).ok());
+    double se = 0, ss = 0;
+    for (uint64_t i = 0; i < n; ++i) se += std::pow(got[i] - want[i], 2.0), ss += std::pow(want[i], 2.0);
+    EXPECT_LE(std::sqrt(se / ss), 0.03) << st.name;
+    ++requantized;
+  }
+  EXPECT_GT(carried, 0);
+  EXPECT_GT(requantized, 0);
+}
+
+// A checkpoint split into two shards with an index: same tensors as the single file, and
+// the checkpoint digest is the sorted-listing digest of the shards.
+TEST(MemraRepack, ShardedSafetensorsSource) {
+  REPACK_REQUIRE_FIXTURES();
+  const fs::path one = fixtures() / "models/llama";
+  TempDir tmp;
+  const fs::path dir = tmp / "sharded";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}) fs::copy_file(one / f, dir / f);
+  // Split model.safetensors: tensors alternate between two shards.
+  const auto bytes = repack_test::read_bytes(one / "model.safetensors");
+  uint64_t hlen = 0;
+  std::memcpy(&hlen, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(hlen)));
+  nlohmann::json shard_header[2] = {nlohmann::json::object(), nlohmann::json::object()};
+  std::string shard_data[2];
+  nlohmann::json weight_map = nlohmann::json::object();
+  int k = 0;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__") continue;
+    const int s = k++ % 2;
+    const auto b = info["data_offsets"][0].get<uint64_t>(), e = info["data_offsets"][1].get<uint64_t>();
+    nlohmann::json entry = info;
+    entry["data_offsets"] = {shard_data[s].size(), shard_data[s].size() + (e - b)};
+    shard_data[s].append(reinterpret_cast<const char*>(bytes.data()) + 8 + hlen + b, e - b);
+    shard_header[s][name] = entry;
+    weight_map[name] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
+  }
+  for (int s = 0; s < 2; ++s) {
+    std::string h = shard_header[s].dump();
+    h.resize((h.size() + 7) / 8 * 8, ' ');
+    const uint64_t n = h.size();
+    std::string file(reinterpret_cast<const char*>(&n), 8);
+    file += h + shard_data[s];
+    repack_test::write_bytes(dir / ("model-0000" + std::to_string(s + 1) + "-of-00002.safetensors"), file.data(), file.size());
+  }
+  const std::string index = nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump();
+  repack_test::write_bytes(dir / "model.safetensors.index.json", index.data(), index.size());
+
+  auto a = run_repack(one, tmp / "a.memra");
+  auto b = run_repack(dir, tmp / "b.memra");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_EQ(a->manifest.tensors.size(), b->manifest.tensors.size());
+  std::map<std::string, std::string> crc_a;
+  for (const auto& t : a->manifest.tensors) crc_a[t.name] = t.checksum;
+  for (const auto& t : b->manifest.tensors) EXPECT_EQ(crc_a[t.name], t.checksum) << t.name;
+  std::string listing;
+  for (int s = 1; s <= 2; ++s) {
+    const std::string name = "model-0000" + std::to_string(s) + "-of-00002.safetensors";
+    listing += repack_test::sha256_file(dir / name) + "  " + name + "\n";
+  }
+  EXPECT_EQ(b->manifest.source.sha256, format::sha256_hex(listing.data(), listing.size()));
+  EXPECT_EQ(b->manifest.source.size, fs::file_size(dir / "model-00001-of-00002.safetensors") + fs::file_size(dir / "model-00002-of-00002.safetensors"));
+  EXPECT_TRUE(fs::exists(tmp / "b.memra/source/model.safetensors.index.json"));
 }
 
 TEST(MemraRepack, DigestOfShardedSourcesIsTheSortedListingsSha) {
