@@ -104,7 +104,7 @@ TEST_P(ServingExactness, AloneConcurrentStreamedAndCachedAgree) {
   EXPECT_EQ(ask(port, request(0, sampled, "other-salt")).cached, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, ServingExactness, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(Serving, ServingExactness, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("Seeded") : std::string("Greedy"); });
 
 }  // namespace
