@@ -53,6 +53,7 @@ CudaBackend::~CudaBackend() {
   if (!ctx_.stream()) return;
   (void)ctx_.make_current();
   (void)ctx_.synchronize();  // nothing to report from a destructor
+  release_graph();
   batches_.clear();
   arena_.reset();
   staging_.reset();
@@ -118,6 +119,7 @@ memra_status CudaBackend::device_info(memra_device_info* out) {
 }
 
 memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!set || (set->count && !set->weights)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "upload_weights: no weight set");
   // One allocation for the whole set; tensors sharing host memory (tied embeddings) share the copy.
   std::vector<std::pair<const memra_weight*, uint64_t>> plan;
@@ -177,6 +179,7 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
 }
 
 memra_status CudaBackend::allocate_kv(const memra_cuda_kv_config* kv) {
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!kv || kv->layers <= 0 || kv->kv_heads <= 0 || kv->head_dim <= 0 || kv->block_size <= 0 || kv->num_blocks <= 0)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
   if (k_cache_) cuMemFree(k_cache_);
@@ -197,14 +200,22 @@ memra_status CudaBackend::allocate_kv(const memra_cuda_kv_config* kv) {
 
 memra_status CudaBackend::begin_step() {
   last_error_.clear();
+  // A step that ended without logits_output (no logits wanted) still has to run.
+  const memra_status pending = flush_recorded();
   auto s = ctx_.synchronize();
   batches_.clear();
   arena_->reset();
   staging_->reset();
+  const char* graph = std::getenv("MEMRA_CUDA_GRAPH");
+  graph_enabled_ = graph && *graph && std::strcmp(graph, "0") != 0;
+  recording_ = graph_enabled_ && !sync_each_op_;
+  step_ops_.clear();
+  if (pending != MEMRA_OK) return pending;
   return s ? MEMRA_OK : fail(s.error());
 }
 
 memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!k_cache_ || from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_kv_block: block out of range");
   const uint64_t block = static_cast<uint64_t>(kv_.block_size * kv_.kv_heads * kv_.head_dim) * 4u;
@@ -241,6 +252,7 @@ memra_status CudaBackend::memory_alloc(memra_memory_location location, uint64_t 
 
 void CudaBackend::memory_free(memra_buffer* b) {
   if (!b || !b->ptr) return;
+  (void)flush_recorded();  // a failure shows at the step's next wait
   if (b->location == MEMRA_MEMORY_DEVICE) {
     cuStreamSynchronize(ctx_.stream());
     cuMemFree(reinterpret_cast<CUdeviceptr>(b->ptr));
@@ -253,18 +265,21 @@ void CudaBackend::memory_free(memra_buffer* b) {
 }
 
 memra_status CudaBackend::copy_to_device(void* dst, const void* src, uint64_t bytes) {
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   const CUresult r = cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "copy_to_device"));
   return synchronize();  // src is pageable and may be freed right after
 }
 
 memra_status CudaBackend::copy_to_host(void* dst, const void* src, uint64_t bytes) {
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   const CUresult r = cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "copy_to_host"));
   return synchronize();
 }
 
 memra_status CudaBackend::synchronize() {
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   auto s = ctx_.synchronize();
   return s ? MEMRA_OK : fail(s.error());
 }
@@ -301,6 +316,7 @@ memra_status CudaBackend::kernel_get(memra_kernel_module* module, const char* na
 memra_status CudaBackend::kernel_launch(memra_kernel* kernel, const memra_launch_config* c, void** args) {
   if (!kernel || !MEMRA_STRUCT_HAS(c, memra_launch_config, stream))
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch: bad kernel or launch config");
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;  // a foreign launch: eager from here
   auto* k = reinterpret_cast<Kernel*>(kernel);
   CUstream s = c->stream ? static_cast<CUstream>(c->stream) : ctx_.stream();
   const CUresult r = cuLaunchKernel(k->function, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
@@ -310,6 +326,7 @@ memra_status CudaBackend::kernel_launch(memra_kernel* kernel, const memra_launch
 }
 
 memra_status CudaBackend::launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
+  if (recording_) return record_launch(k, gx, gy, block, shared, args);
   const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   return MEMRA_OK;
@@ -346,6 +363,9 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   const uint64_t tables = static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
   const uint64_t logits = b->logits_rows ? static_cast<uint64_t>(std::max(0, b->num_logits)) : 0;
   const uint64_t n = 3 * t + tables + logits;
+  // Recorded copies read the staging memory when the step runs: no wrap before that.
+  if (recording_ && !staging_->fits(n * 4))
+    if (flush_recorded() != MEMRA_OK) return make_error(ErrorCode::internal, last_error_);
   auto host = staging_->alloc(n * 4);
   if (!host) return host.error();
   auto* h = static_cast<int32_t*>(*host);
@@ -356,8 +376,12 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   if (logits) std::memcpy(h + 3 * t + tables, b->logits_rows, logits * 4);
   auto dev = arena_->alloc(n * 4);
   if (!dev) return dev.error();
-  const CUresult r = cuMemcpyHtoDAsync(*dev, h, n * 4, ctx_.stream());
-  if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "batch upload"));
+  if (recording_) {
+    (void)record_copy(*dev, h, n * 4, true);
+  } else {
+    const CUresult r = cuMemcpyHtoDAsync(*dev, h, n * 4, ctx_.stream());
+    if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "batch upload"));
+  }
   auto d = std::make_unique<DeviceBatch>();
   d->source = b;
   d->source_ids = b->token_ids;

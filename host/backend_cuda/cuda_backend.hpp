@@ -76,6 +76,9 @@ class CudaBackend {
   memra_status kernel_get(memra_kernel_module* module, const char* name, memra_kernel** out);
   memra_status kernel_launch(memra_kernel* kernel, const memra_launch_config* config, void** args);
   bool nvrtc_last_cache_hit() const { return nvrtc_.last_cache_hit(); }
+  // Steps issued as a replayed graph / as a newly captured one (MEMRA_CUDA_GRAPH=1).
+  int64_t graph_replays() const { return graph_replays_; }
+  int64_t graph_captures() const { return graph_captures_; }
 
   // Ops (ops_*.cpp).
   memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
@@ -103,6 +106,39 @@ class CudaBackend {
   Result<const DeviceBatch*> device_batch(const memra_forward_batch* batch);
   Result<CUdeviceptr> rope_inv_freq(const memra_rope_params& p, float* attention_factor);
   Kernel* nvrtc_rms_norm(int64_t dim);
+
+  // Step graphs (step_graph.cpp). With MEMRA_CUDA_GRAPH=1 (read at each begin_step)
+  // a step's launches and copies are recorded instead of issued; logits_output then
+  // replays the previous step's CUDA graph when the records are identical (same
+  // kernels, grids and argument bytes, same copy addresses: a decode step at fixed
+  // shapes), else captures the records into a new graph (updating the old one in
+  // place when it can). A graph runs the same kernels on the same arguments in the
+  // same order, so the logits are bitwise the eager ones. Anything that needs the
+  // host to wait or a foreign launch mid-step flushes the records and runs the rest
+  // of the step eagerly.
+  struct StepOp {
+    Kernel* kernel = nullptr;  // nullptr: a copy
+    unsigned gx = 0, gy = 0, block = 0, shared = 0;
+    std::vector<uint8_t> args;      // parameter bytes at their offsets (padding zero)
+    std::vector<uint32_t> offsets;  // of each parameter
+    CUdeviceptr device = 0;
+    void* host = nullptr;
+    uint64_t bytes = 0;
+    bool to_device = false;
+    bool operator==(const StepOp&) const = default;
+  };
+  bool recording() const { return recording_; }
+  memra_status record_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  memra_status record_copy(CUdeviceptr device, void* host, uint64_t bytes, bool to_device);
+  memra_status issue(const StepOp& op);
+  memra_status flush_recorded();  // issues the recorded ops eagerly; the step goes on eagerly
+  memra_status run_step_graph();  // issues the step as a graph (replayed or captured)
+  void release_graph();
+
+  bool graph_enabled_ = false, recording_ = false;
+  std::vector<StepOp> step_ops_, graph_ops_;
+  CUgraphExec graph_exec_ = nullptr;
+  std::unordered_map<Kernel*, std::vector<std::pair<uint32_t, uint32_t>>> param_layouts_;  // offset, size
 
   memra_cuda_backend_options options_;
   std::string kernel_dir_, cache_dir_;
@@ -133,6 +169,7 @@ class CudaBackend {
   std::map<int64_t, Kernel*> nvrtc_norms_;  // dim -> kernel (nullptr: not available)
   std::vector<void*> host_buffers_;
 
+  int64_t graph_replays_ = 0, graph_captures_ = 0;
   std::string last_error_;
   memra_backend_ops ops_{};
 };

@@ -57,6 +57,8 @@ PinnedStaging::~PinnedStaging() {
   }
 }
 
+bool PinnedStaging::fits(uint64_t bytes) const { return used_ + align_up(std::max<uint64_t>(bytes, 1), kAlign) <= size_; }
+
 Result<void*> PinnedStaging::alloc(uint64_t bytes) {
   bytes = align_up(std::max<uint64_t>(bytes, 1), kAlign);
   if (used_ + bytes > size_) {

@@ -47,6 +47,8 @@ class PinnedStaging {
   // Host memory that stays valid until the next reset() or the next alloc that has
   // to wrap (which first waits for the stream, so queued copies have read it).
   Result<void*> alloc(uint64_t bytes);
+  // Whether alloc(bytes) would be served without wrapping (and so without a wait).
+  bool fits(uint64_t bytes) const;
   void reset() { used_ = 0; }
 
  private:

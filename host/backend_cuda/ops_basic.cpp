@@ -113,9 +113,18 @@ memra_status CudaBackend::gather_logit_rows(const memra_tensor* x, const memra_f
 
 memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
   const uint64_t bytes = static_cast<uint64_t>(numel(logits)) * 4u;
+  if (recording() && !staging_->fits(bytes))
+    if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   auto host = staging_->alloc(bytes);
   if (!host) return fail(host.error());
-  CUresult r = cuMemcpyDtoHAsync(*host, dptr(logits), bytes, ctx_.stream());
+  CUresult r = CUDA_SUCCESS;
+  if (recording()) {
+    // The step's end: run it as a graph (replayed or captured), then wait.
+    (void)record_copy(dptr(logits), *host, bytes, false);
+    if (const memra_status g = run_step_graph(); g != MEMRA_OK) return g;
+  } else {
+    r = cuMemcpyDtoHAsync(*host, dptr(logits), bytes, ctx_.stream());
+  }
   if (r == CUDA_SUCCESS) r = cuStreamSynchronize(ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "logits copy (or an earlier kernel of this step)"));
   std::memcpy(batch->logits, *host, bytes);

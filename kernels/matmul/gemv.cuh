@@ -54,7 +54,9 @@ template <class S, int NT>
 __device__ __forceinline__ void gemv_tile(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
                                           int64_t cols, const float* __restrict__ x, int64_t m,
                                           float* __restrict__ y, const float* __restrict__ bias) {
-  constexpr int kUnroll = S::kUnit >= 32 ? (NT <= 2 ? 4 : 2) : 4;  // units in flight per lane
+  // Units in flight per lane. Float units are 16 bytes: 8 of them (128 bytes per lane)
+  // for short tiles keep enough bytes in flight to approach HBM speed.
+  constexpr int kUnroll = S::kUnit >= 32 ? (NT <= 2 ? 4 : 2) : (NT <= 2 ? 8 : 4);
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;

@@ -1,4 +1,4 @@
-// Matmul module for Q5_K weights: dequant-on-the-fly GEMV, tiled over tokens.
-#include "kernels/matmul/gemv.cuh"
+// Matmul module for Q5_K weights: whole super-blocks per lane group (gemv_kquant.cuh).
+#include "kernels/matmul/gemv_kquant.cuh"
 
-MEMRA_DEFINE_GEMV(q5_k, memra::cuda::SchemeQ5_K)
+MEMRA_DEFINE_GEMV_KQUANT(q5_k, true)

@@ -32,6 +32,8 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o);
 void check_embedding_gather(Device& d, Report& r, const CheckOptions& o);
 void check_elementwise(Device& d, Report& r, const CheckOptions& o);
 void check_attention(Device& d, Report& r, const CheckOptions& o);
+// CUDA step graphs (MEMRA_CUDA_GRAPH): captured and replayed steps bitwise == eager.
+void check_step_graph(Device& d, Report& r, const CheckOptions& o);
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);
 
@@ -40,6 +42,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_elementwise(d, r, o);
   check_matmul(d, r, o);
   check_attention(d, r, o);
+  check_step_graph(d, r, o);
   check_services(d, r, o);
 }
 
