@@ -12,6 +12,7 @@
 #include "host/engine/sampler.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/format/layout.hpp"
+#include "repack/quantize/quantize.hpp"
 #include "repack/tool/repack.hpp"
 #include "tests/repack_format/helpers.hpp"
 
@@ -113,6 +114,7 @@ struct QuantCase {
   const char* quant;
   const char* llamacpp;  // the llama.cpp file with that scheme
 };
+void PrintTo(const QuantCase& c, std::ostream* os) { *os << c.quant << " vs " << c.llamacpp; }
 
 struct Score {
   double rmse = 0;
@@ -167,6 +169,31 @@ TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
               << "/" << ids.size() << "; llama.cpp's " << c.llamacpp << " weights: rmse " << base.rmse << ", top1 " << base.top1 << "\n";
     EXPECT_LE(s.rmse, 1.1 * base.rmse) << c.quant << (mirror ? " (same mix)" : " (memra's mix)");
     EXPECT_GE(s.top1, base.top1 - 2) << c.quant << (mirror ? " (same mix)" : " (memra's mix)");
+  }
+}
+
+// The built-in quant plugins' quantize slot is memra_quantize: byte-identical output.
+TEST(Quantize, PluginSlotMatchesTheLibrary) {
+  std::vector<float> x(4 * 512);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * 0.05f;
+  for (const char* scheme : {"q8_0", "q4_k", "q5_k", "q6_k", "fp8"}) {
+    auto plugin = plugin_host().quant_for(scheme, plugin_host().device_info());
+    ASSERT_TRUE(plugin.ok()) << scheme << ": " << plugin.error().message;
+    const memra_quant_api& api = plugin->api();
+    uint64_t bytes = 0;
+    ASSERT_EQ(api.weight_bytes(scheme, 4, 512, &bytes), MEMRA_OK) << scheme;
+    std::vector<uint8_t> via_plugin(bytes), via_library(bytes);
+    ASSERT_EQ(api.quantize(scheme, x.data(), 4, 512, via_plugin.data(), bytes), MEMRA_OK) << scheme;
+    quant::QuantScheme qs;
+    ASSERT_TRUE(quant::parse_scheme(scheme, &qs));
+    ASSERT_TRUE(quant::quantize_rows(qs, x.data(), 4, 512, via_library.data(), bytes, nullptr));
+    EXPECT_EQ(via_plugin, via_library) << scheme;
+    // And the plugin's exact dequantizer reads it back close to the input.
+    std::vector<float> y(x.size());
+    ASSERT_EQ(api.dequantize(scheme, via_plugin.data(), bytes, 4, 512, y.data()), MEMRA_OK) << scheme;
+    double se = 0, ss = 0;
+    for (size_t i = 0; i < x.size(); ++i) se += std::pow(y[i] - x[i], 2.0), ss += std::pow(x[i], 2.0);
+    EXPECT_LT(std::sqrt(se / ss), 0.1) << scheme;
   }
 }
 

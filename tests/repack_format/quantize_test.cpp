@@ -51,6 +51,7 @@ struct Case {
   const char* file;
   quant::QuantScheme scheme;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " " << quant::scheme_name(c.scheme); }
 
 class QuantizeVsLlamaCpp : public ::testing::TestWithParam<Case> {};
 
