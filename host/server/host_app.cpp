@@ -169,6 +169,8 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("[ALIAS=]PATH")
                         .repeatable(true));
   options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
+  options.addOption(Option("no-repack", "",
+                           "serve checkpoints in place instead of repacking them into $MEMRA_HOME/repacks on first load"));
   options.addOption(Option("allow-generic", "",
                            "load models whose registry verdict is generic (unverified), logging that loudly"));
   options.addOption(Option("max-context", "", "tokens per sequence (default 0: the model's, at most 4096)")

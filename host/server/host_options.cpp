@@ -213,6 +213,10 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
     options.list_plugins = true;
     return {};
   }
+  if (name == "no-repack") {
+    options.repack_on_load = false;
+    return {};
+  }
   if (name == "allow-generic") {
     options.allow_generic = true;
     return {};

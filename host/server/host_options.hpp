@@ -34,6 +34,7 @@ struct HostOptions {
   // Engine and scheduler (docs/FLAGS.md).
   BackendChoice backend = BackendChoice::auto_select;
   bool allow_generic = false;
+  bool repack_on_load = true;  // --no-repack: serve checkpoints in place, without a .memra repack
   std::int64_t max_context = 0;        // 0 = the model's, at most 4096
   std::int64_t kv_cache_tokens = 0;    // 0 = 8 sequences at full context
   std::int64_t max_running = 16;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "host/plugin_host/plugin_host.hpp"
+#include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
 
 namespace memra::server {
@@ -92,6 +93,26 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
                   "--allow-generic. Its outputs are not checked against an oracle on this path.",
                   what, combo);
       break;
+  }
+
+  // First load: repack into .memra once (after the gate, so nothing is written for a
+  // refused model) and record provenance; later loads reuse the repack.
+  if (options.repack_on_load) {
+    engine::ModelCacheOptions cache;
+    auto home = registry::memra_home();
+    auto reg_path = options.registry_path.empty() ? registry::default_path()
+                                                  : Result<std::filesystem::path>(std::filesystem::path(options.registry_path));
+    if (!home || !reg_path) return failure(LoadFailure::bad_model, "cannot load " + what + ": MEMRA_HOME is not usable");
+    cache.registry_path = *reg_path;
+    cache.cache_dir = *home / "repacks";
+    cache.log = [&log](const std::string& line) { log.information("%s", line); };
+    auto prepared = engine::prepare_model(spec.path, cache);
+    if (!prepared) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + prepared.error().message);
+    if (prepared->path != spec.path) {
+      auto repacked = engine::open_model_source(prepared->path);
+      if (!repacked) return failure(LoadFailure::bad_model, "cannot load " + what + " from its repack: " + repacked.error().message);
+      source = std::move(repacked);
+    }
   }
 
   auto text = engine::load_text_model(spec.path, config);
