@@ -210,9 +210,11 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   // The source digest, read alongside the tensor writes (its own thread).
   std::vector<format::SourceFile> digests(weight_files.size());
   std::optional<Error> hash_error;
+  std::atomic<bool> workers_failed{false};
+  const auto stop_hashing = [&] { return workers_failed.load() || (o.cancel && o.cancel->load()); };
   std::thread hasher([&] {
     for (size_t i = 0; i < weight_files.size(); ++i) {
-      if (o.cancel && o.cancel->load()) return;
+      if (stop_hashing()) return;
       const auto& [path, size] = weight_files[i];
       auto map = MappedFile::open(path.string());
       if (!map) {
@@ -223,7 +225,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
       const uint8_t* p = (*map)->data();
       constexpr size_t kPiece = size_t{16} << 20;
       for (size_t done = 0; done < (*map)->size(); done += kPiece) {
-        if (o.cancel && o.cancel->load()) return;
+        if (stop_hashing()) return;
         const size_t n = std::min(kPiece, (*map)->size() - done);
         h.update(p + done, n);
         progress->done_bytes += n;
@@ -243,6 +245,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   for (int k = 1; k < std::min<int>(n_threads, static_cast<int>(order.size())); ++k) pool.emplace_back([&] { worker(sh, order); });
   worker(sh, order);
   for (auto& t : pool) t.join();
+  workers_failed = sh.failed.load();  // no point finishing the digest of a failed repack
   hasher.join();
   if (sh.error) return *sh.error;  // the Writer's destructor removes the temporary directory
   if (o.cancel && o.cancel->load()) return make_error(ErrorCode::io, "interrupted; nothing was written to " + o.output.string());

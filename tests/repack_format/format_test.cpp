@@ -104,6 +104,23 @@ TEST(RepackFormat, WriteThenReadBackEveryByte) {
   EXPECT_EQ(m->find("nope"), nullptr);
 }
 
+TEST(RepackFormat, TensorsSpreadOverSeveralBlobs) {
+  TempDir tmp;
+  format::WriterOptions wo;
+  wo.max_blob_bytes = 5000;  // token_embd + output_norm fit in the first; attn_q does not
+  auto w = write_sample(tmp / "m.memra", wo);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  auto m = format::MemraModel::open(tmp / "m.memra", {true, 2});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->manifest().blobs.size(), 2u);
+  EXPECT_EQ(m->manifest().blobs[1].file, "weights-00001.bin");
+  const format::Tensor* q = m->find("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->entry->blob, 1u);
+  EXPECT_EQ(q->entry->offset, 0u);
+  EXPECT_EQ(std::vector<uint8_t>(q->data, q->data + q->entry->bytes), w->data[2]);
+}
+
 TEST(RepackFormat, ManifestJsonRoundTrips) {
   format::Manifest m;
   m.created_by = "memra-repack 9";
