@@ -64,7 +64,7 @@ class GenApp : public Application {
     add("min-p", "drop tokens below P times the most likely one (default 0)", "P");
     add("repetition-penalty", "penalty for tokens already present (default 1 = off)", "R");
     add("seed", "seed of the sampler's draws (default 0)", "S");
-    add("backend", "cpu or cuda (default: cpu in this build)", "NAME");
+    add("backend", "auto, cpu or cuda (default auto: cuda when a driver and the CUDA backend load, else cpu)", "NAME");
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
@@ -82,7 +82,7 @@ class GenApp : public Application {
     Poco::Util::HelpFormatter f(options());
     f.setCommand("memra-gen");
     f.setUsage("MODEL (--prompt TEXT | --prompt-ids IDS | --chat) [options]");
-    f.setHeader("Generates text with a model (Hugging Face directory or .gguf) on the CPU reference backend.");
+    f.setHeader("Generates text with a model (Hugging Face directory or .gguf) on the CUDA backend or the CPU reference.");
     f.setFooter("Environment: MEMRA_PLUGIN_PATH (extra plugin directories). See docs/FLAGS.md.");
     f.format(std::cout);
   }
@@ -115,10 +115,23 @@ class GenApp : public Application {
       std::cerr << "memra-gen: give exactly one of --prompt, --prompt-ids, --chat\n";
       return EXIT_USAGE;
     }
-    if (const std::string b = opt("backend", "cpu"); b != "cpu") {
-      std::cerr << "memra-gen: backend '" << b << "' is not available in this build (the CUDA backend is not built yet); use --backend cpu\n";
-      return EXIT_UNAVAILABLE;
+    engine::EngineOptions eo;
+    const std::string backend = opt("backend", "auto");
+    if (backend != "auto" && backend != "cpu" && backend != "cuda") {
+      std::cerr << "memra-gen: --backend must be auto, cpu or cuda\n";
+      return EXIT_USAGE;
     }
+    if (backend != "cpu") {
+      // The CUDA backend opens only where a driver is present; auto falls back to the CPU.
+      auto api = backend::load_cuda_backend_api();
+      if (api) {
+        eo.backend = MEMRA_BACKEND_CUDA;
+      } else if (backend == "cuda") {
+        std::cerr << "memra-gen: the CUDA backend is not available: " << api.error().message << "\n";
+        return EXIT_UNAVAILABLE;
+      }
+    }
+    std::cerr << "memra-gen: backend " << (eo.backend == MEMRA_BACKEND_CUDA ? "cuda" : "cpu") << "\n";
     engine::GenerateOptions g;
     g.max_tokens = std::stoll(opt("max-tokens", "128"));
     g.sampling.temperature = std::stof(opt("temperature", "0"));
@@ -152,7 +165,7 @@ class GenApp : public Application {
     auto text = engine::load_text_model(args[0], config);
     if (!text) return fail(text.error().message);
     text_ = std::move(*text);
-    auto eng = engine::Engine::create(std::move(*source), host, {});
+    auto eng = engine::Engine::create(std::move(*source), host, eo);
     if (!eng) return fail(eng.error().message);
     engine_ = std::move(*eng);
     g.stop_ids = text_.stop_ids;
