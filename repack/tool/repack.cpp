@@ -210,8 +210,8 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   // The source digest, read alongside the tensor writes (its own thread).
   std::vector<format::SourceFile> digests(weight_files.size());
   std::optional<Error> hash_error;
-  std::atomic<bool> workers_failed{false};
-  const auto stop_hashing = [&] { return workers_failed.load() || (o.cancel && o.cancel->load()); };
+  Shared sh(src, *plan, w, entries, progress, o.cancel);
+  const auto stop_hashing = [&] { return sh.stop(); };  // cancelled, or a worker failed
   std::thread hasher([&] {
     for (size_t i = 0; i < weight_files.size(); ++i) {
       if (stop_hashing()) return;
@@ -219,6 +219,10 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
       auto map = MappedFile::open(path.string());
       if (!map) {
         hash_error = map.error();
+        return;
+      }
+      if ((*map)->size() != size) {
+        hash_error = make_error(ErrorCode::conflict, path.string() + " changed while it was being repacked; run memra-repack again");
         return;
       }
       format::Sha256 h;
@@ -239,13 +243,11 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   std::vector<size_t> order(entries.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].bytes > entries[b].bytes; });
-  Shared sh(src, *plan, w, entries, progress, o.cancel);
   const int n_threads = std::max(1, o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int k = 1; k < std::min<int>(n_threads, static_cast<int>(order.size())); ++k) pool.emplace_back([&] { worker(sh, order); });
   worker(sh, order);
   for (auto& t : pool) t.join();
-  workers_failed = sh.failed.load();  // no point finishing the digest of a failed repack
   hasher.join();
   if (sh.error) return *sh.error;  // the Writer's destructor removes the temporary directory
   if (o.cancel && o.cancel->load()) return make_error(ErrorCode::io, "interrupted; nothing was written to " + o.output.string());
