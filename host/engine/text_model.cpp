@@ -6,11 +6,15 @@
 
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/gguf_tokenizer.hpp"
+#include "repack/format/gguf_vocab_file.hpp"
+#include "repack/format/reader.hpp"
 
 namespace memra::engine {
 namespace {
 
 namespace fs = std::filesystem;
+
+Result<std::shared_ptr<const tokenizer::Tokenizer>> from_embedded(const gguf::EmbeddedTokenizer& e);
 
 Result<std::shared_ptr<const tokenizer::Tokenizer>> gguf_tokenizer(const std::string& path) {
   gguf::OpenOptions opts;
@@ -19,6 +23,11 @@ Result<std::shared_ptr<const tokenizer::Tokenizer>> gguf_tokenizer(const std::st
   if (!file) return file.error();
   auto embedded = gguf::read_tokenizer(*file);
   if (!embedded) return embedded.error();
+  return from_embedded(*embedded);
+}
+
+Result<std::shared_ptr<const tokenizer::Tokenizer>> from_embedded(const gguf::EmbeddedTokenizer& e) {
+  const gguf::EmbeddedTokenizer* embedded = &e;
   tokenizer::GgufVocab v;
   v.model = embedded->model;
   v.pre = embedded->pre;
@@ -59,6 +68,12 @@ Result<std::shared_ptr<const tokenizer::Tokenizer>> load_tokenizer(const std::st
   std::error_code ec;
   const fs::path p(path);
   if (fs::is_directory(p, ec)) {
+    // A .memra repack of a GGUF keeps the embedded vocabulary as tokenizer.gguf.json.
+    if (!fs::exists(p / "tokenizer.json") && format::is_memra_dir(p)) {
+      auto embedded = format::read_gguf_tokenizer(p);
+      if (!embedded) return embedded.error();
+      return from_embedded(*embedded);
+    }
     if (!fs::exists(p / "tokenizer.json"))
       return make_error(ErrorCode::not_found, path + " has no tokenizer.json; memra needs the model's tokenizer next to its weights");
     return tokenizer::Tokenizer::from_hf_dir(p);

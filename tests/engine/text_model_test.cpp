@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/engine/text_model.hpp"
+#include "repack/tool/repack.hpp"
 
 namespace fs = std::filesystem;
 
@@ -94,4 +95,23 @@ TEST(MemraTokenize, PrintsWhatTheLibraryComputes) {
   const std::string missing = run(bin + " /nonexistent --text a 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+}
+
+TEST(TextModelMemra, RepackOfAGgufKeepsItsTokenizer) {
+  const fs::path gguf = kFixtures / "gguf/llama/llama-Q8_0.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture " << gguf << " absent";
+  const fs::path out = fs::temp_directory_path() / ("memra-text-model-" + std::to_string(::getpid()) + ".memra");
+  fs::remove_all(out);
+  memra::repack::RepackOptions ro;
+  ro.source = gguf;
+  ro.output = out;
+  ro.fsync = false;
+  auto r = memra::repack::repack_checkpoint(ro);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto from_memra = memra::engine::load_tokenizer(out.string());
+  ASSERT_TRUE(from_memra.ok()) << from_memra.error().message;
+  auto from_gguf = memra::engine::load_tokenizer(gguf.string());
+  ASSERT_TRUE(from_gguf.ok());
+  for (const std::string& text : corpus()) EXPECT_EQ((*from_memra)->encode(text), (*from_gguf)->encode(text)) << text;
+  fs::remove_all(out);
 }
