@@ -49,3 +49,79 @@ Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt,
 }
 
 }  // namespace memra::engine
+
+namespace memra::engine {
+
+Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int32_t> prompt,
+                                            const GenerateOptions& options, const SpeculativeOptions& spec,
+                                            const std::function<bool(const TokenEvent&)>& on_token) {
+  if (!spec.drafter || spec.k < 1) return make_error(ErrorCode::invalid_argument, "speculative decoding needs a drafter and k >= 1");
+  if (prompt.empty()) return make_error(ErrorCode::invalid_argument, "the prompt is empty");
+  if (auto bad = validate(options.sampling)) return make_error(ErrorCode::invalid_argument, *bad);
+  if (static_cast<int64_t>(prompt.size()) >= engine.max_context())
+    return make_error(ErrorCode::invalid_argument, "the prompt does not fit the context");
+  const int32_t seq = engine.open_sequence();
+  struct Closer {
+    Engine& e;
+    int32_t s;
+    ~Closer() { e.close_sequence(s); }
+  } closer{engine, seq};
+
+  StepRequest prefill{seq, prompt, false};
+  auto rows = engine.step({&prefill, 1});
+  if (!rows) return rows.error();
+
+  GenerateResult result;
+  result.finish_reason = "length";
+  const int64_t budget = std::min(options.max_tokens, engine.max_context() - static_cast<int64_t>(prompt.size()));
+  std::vector<int32_t> context(prompt.begin(), prompt.end());
+  bool done = false;
+  // Samples the next token from `logits` exactly as generate() does; false = stop.
+  auto emit = [&](const std::vector<float>& logits) {
+    const uint64_t position = prompt.size() + result.tokens.size();
+    const SampleResult s = sample(logits, options.sampling, position, prompt, result.tokens);
+    result.tokens.push_back(s.token);
+    context.push_back(s.token);
+    TokenEvent ev{s.token, s.logprob, s.top, logits};
+    const bool go_on = on_token ? on_token(ev) : true;
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), s.token) != options.stop_ids.end() || !go_on) {
+      result.finish_reason = "stop";
+      done = true;
+    } else if (static_cast<int64_t>(result.tokens.size()) >= budget) {
+      done = true;
+    }
+    return s.token;
+  };
+
+  emit(rows->back());
+  while (!done) {
+    // Feed the pending token plus the drafts that still fit the budget and context.
+    const int64_t room = std::min<int64_t>(budget - static_cast<int64_t>(result.tokens.size()),
+                                           engine.max_context() - engine.sequence_length(seq) - 1);
+    std::vector<int32_t> draft = spec.drafter->draft(context, static_cast<int>(std::min<int64_t>(spec.k, std::max<int64_t>(0, room))));
+    std::vector<int32_t> feed{result.tokens.back()};
+    feed.insert(feed.end(), draft.begin(), draft.end());
+    const int64_t before = engine.sequence_length(seq);
+    StepRequest verify{seq, feed, true};
+    auto out = engine.step({&verify, 1});
+    if (!out) return out.error();
+    if (spec.verify_hook) spec.verify_hook(*out);
+    result.drafted += static_cast<int64_t>(draft.size());
+    size_t accepted = 0;
+    for (size_t i = 0; i <= draft.size() && !done; ++i) {
+      const int32_t tok = emit((*out)[i]);
+      if (i < draft.size() && tok == draft[i]) {
+        ++accepted;
+        continue;
+      }
+      break;
+    }
+    result.accepted += static_cast<int64_t>(accepted);
+    // Keep the KV of the pending token and the accepted drafts; the last emitted token
+    // is the next step's pending one.
+    if (auto st = engine.truncate_sequence(seq, before + 1 + static_cast<int64_t>(accepted)); !st) return st.error();
+  }
+  return result;
+}
+
+}  // namespace memra::engine

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/common/result.hpp"
+#include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 
@@ -33,7 +34,25 @@ struct TokenEvent {
 struct GenerateResult {
   std::vector<int32_t> tokens;
   std::string finish_reason;       // "stop" (a stop id, or the callback said stop) | "length"
+  int64_t drafted = 0;             // speculative decoding: tokens proposed by the drafter
+  int64_t accepted = 0;            // ... and accepted by verification
 };
+
+// Speculative decoding: each step feeds the last sampled token plus up to `k` drafted
+// ones, and samples every position of the verify step exactly as plain decode would
+// (same logits row, same (seed, position) draw, same penalty context), accepting drafts
+// while they equal what was sampled. The KV of rejected positions is rolled back. The
+// tokens are therefore identical to generate()'s; only the number of steps changes.
+// `verify_hook` (tests only) may alter a verify step's logits rows to prove the
+// identity gate catches a non-invariant kernel.
+struct SpeculativeOptions {
+  Drafter* drafter = nullptr;
+  int k = 4;
+  std::function<void(std::vector<std::vector<float>>&)> verify_hook;
+};
+Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int32_t> prompt,
+                                            const GenerateOptions& options, const SpeculativeOptions& spec,
+                                            const std::function<bool(const TokenEvent&)>& on_token);
 
 // on_prompt_logits: called once per prompt position when options.prompt_logits is set.
 // on_token: called for every generated token; return false to stop after it.
