@@ -86,3 +86,22 @@ TEST(MemraGenCli, HelpAndUsageErrors) {
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
 }
+
+TEST(MemraGenCli, SpeculativeNgramGivesTheReferenceGreedyIds) {
+  const fs::path dir = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
+  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
+  const auto input = ref["input_ids"].get<std::vector<int32_t>>();
+  const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
+  for (int k : {1, 3, 8}) {
+    int status = 0;
+    const std::string out = run(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join(input) +
+                                    " --max-tokens " + std::to_string(greedy.size()) + " --json --spec ngram --spec-k " +
+                                    std::to_string(k) + " 2>/dev/null",
+                                &status);
+    ASSERT_EQ(status, 0) << out;
+    const auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["generated_ids"].get<std::vector<int32_t>>(), greedy) << "k=" << k;
+    EXPECT_GT(j["speculative"]["accepted"].get<int64_t>(), 0) << "k=" << k;
+  }
+}

@@ -68,6 +68,8 @@ class GenApp : public Application {
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
+    add("spec", "speculative decoding with a drafter: ngram (prompt lookup); tokens are identical to plain decode", "KIND");
+    add("spec-k", "tokens drafted per step (default 4)", "K");
     add("dump-logits", "write float32 logits [prompt positions + generated steps][vocab] to FILE", "FILE");
   }
 
@@ -190,15 +192,19 @@ class GenApp : public Application {
       g.prompt_logits = true;
     }
     auto write_row = [&](std::span<const float> row) {
-      if (dump) dump.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
+      if (dump.is_open()) dump.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
     };
     tokenizer::StreamDecoder stream(text_.tokenizer, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}});
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     const auto t0 = std::chrono::steady_clock::now();
     auto first = t0;
     bool got_first = false;
-    auto r = engine::generate(
-        *engine_, prompt, g, [&](std::span<const float> row) { write_row(row); },
+    const std::string spec_kind = opt("spec", "");
+    if (!spec_kind.empty() && spec_kind != "ngram") return fail("--spec " + spec_kind + " is not available (this build has: ngram)");
+    if (!spec_kind.empty() && dump.is_open()) return fail("--dump-logits cannot be combined with --spec");
+    engine::NgramDrafter drafter;
+    engine::SpeculativeOptions spec{&drafter, std::stoi(opt("spec-k", "4")), nullptr};
+    auto on_token =
         [&](const engine::TokenEvent& ev) {
           if (!got_first) {
             first = std::chrono::steady_clock::now();
@@ -213,13 +219,20 @@ class GenApp : public Application {
             std::cout << stream.push(ev.token) << std::flush;
           }
           return true;
-        });
+        };
+    auto r = spec_kind.empty()
+                 ? engine::generate(*engine_, prompt, g, [&](std::span<const float> row) { write_row(row); }, on_token)
+                 : engine::generate_speculative(*engine_, prompt, g, spec, on_token);
     if (!r) return fail(r.error().message);
     const auto t1 = std::chrono::steady_clock::now();
+    if (!spec_kind.empty())
+      std::cerr << "memra-gen: speculative (" << spec_kind << ", k " << spec.k << "): " << r->accepted << " of " << r->drafted
+                << " drafted tokens accepted\n";
     const std::string text = text_.tokenizer->decode(r->tokens, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}});
     if (json_) {
       nlohmann::ordered_json out = {{"prompt_ids", prompt},  {"generated_ids", r->tokens}, {"text", text},
                                     {"finish_reason", r->finish_reason}, {"steps", steps}};
+      if (!spec_kind.empty()) out["speculative"] = {{"drafter", spec_kind}, {"k", spec.k}, {"drafted", r->drafted}, {"accepted", r->accepted}};
       std::cout << out.dump() << "\n";
     } else {
       std::cout << stream.finish() << "\n";
