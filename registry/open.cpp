@@ -2,6 +2,9 @@
 #include <charconv>
 #include <system_error>
 
+#include <chrono>
+#include <thread>
+
 #include "registry/impl.hpp"
 #include "registry/migrations.hpp"
 
@@ -98,11 +101,25 @@ Result<Registry> Registry::open(const std::filesystem::path& path, const OpenOpt
 
   auto db = sql::Db::open(path.string(), options.busy_timeout_ms);
   if (!db.ok()) return db.error();
-  MEMRA_TRY(check_health(*db));
-  // Refuse foreign or newer databases before changing anything in them (even the journal mode).
-  auto version = inspect_schema(*db);
-  if (!version.ok()) return version.error();
-  MEMRA_TRY(configure(*db));
+  // While another process switches a brand-new file to WAL, SQLite can answer
+  // SQLITE_BUSY without consulting the busy handler; retry these read-mostly steps
+  // (never a write) until the busy timeout runs out.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.busy_timeout_ms);
+  Status prepared;
+  while (true) {
+    prepared = [&]() -> Status {
+      MEMRA_TRY(check_health(*db));
+      // Refuse foreign or newer databases before changing anything in them (even the journal mode).
+      auto version = inspect_schema(*db);
+      if (!version.ok()) return version.error();
+      return configure(*db);
+    }();
+    if (prepared.ok() || prepared.error().message.find("database is locked") == std::string::npos ||
+        std::chrono::steady_clock::now() > deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!prepared.ok()) return prepared.error();
   MEMRA_TRY(migrate(*db));
 
   auto impl = std::make_unique<Impl>();

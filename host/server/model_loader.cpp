@@ -4,6 +4,7 @@
 #include <map>
 
 #include "host/plugin_host/plugin_host.hpp"
+#include "host/backend_cuda/cuda_backend_loader.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
 
@@ -46,12 +47,23 @@ std::filesystem::path default_model_dir() {
 LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options, const plugins::PluginHost& plugins,
                               const registry::Registry& registry, Poco::Logger& log) {
   const std::string what = "model '" + spec.alias + "' (" + spec.path + ")";
-  if (options.backend == BackendChoice::cuda) {
-    return failure(LoadFailure::backend_unavailable,
-                   "cannot load " + what + " on --backend cuda: the CUDA backend is not built into this memra-host "
-                   "yet; use --backend cpu (or auto)");
+  // The backend: CUDA when asked for (or, with auto, when a driver and the module load),
+  // else the CPU reference. The gate is keyed by the device's architecture.
+  std::string arch = "cpu";
+  memra_backend_kind backend_kind = MEMRA_BACKEND_CPU;
+  if (options.backend != BackendChoice::cpu) {
+    auto probe = backend::CudaBackendHandle::create({});
+    if (probe) {
+      const memra_device_info info = (*probe)->device_info();
+      arch = info.arch ? info.arch : "unknown";
+      backend_kind = MEMRA_BACKEND_CUDA;
+      log.information("%s: CUDA backend on %s (%s)", what, std::string(info.name ? info.name : "GPU"), arch);
+    } else if (options.backend == BackendChoice::cuda) {
+      return failure(LoadFailure::backend_unavailable,
+                     "cannot load " + what + " on --backend cuda: the CUDA backend is not available here (" +
+                         probe.error().message + "); use --backend cpu (or auto)");
+    }
   }
-  const char* arch = "cpu";  // auto and cpu both run the CPU reference backend in this build
 
   auto source = engine::open_model_source(spec.path);
   if (!source) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + source.error().message);
@@ -120,6 +132,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
 
   engine::EngineOptions eo;
   eo.max_context = options.max_context;
+  eo.backend = backend_kind;
   if (options.max_context > 0 && config.max_position_embeddings > 0 &&
       options.max_context > config.max_position_embeddings) {
     return failure(LoadFailure::bad_model, "cannot load " + what + ": --max-context " +

@@ -121,7 +121,8 @@ TEST(ServerCli, AModelThatCannotLoadStopsTheStartNamingIt) {
 TEST(ServerCli, CudaBackendIsRefusedClearly) {
   auto r = run_host({"--port", "0", "--backend", "cuda"});
   EXPECT_EQ(r.exit_code, 69) << r.err;
-  EXPECT_NE(r.err.find("the CUDA backend is not built into this memra-host yet; use --backend cpu"),
+  // No driver on this machine (CI): refused with the reason.
+  EXPECT_NE(r.err.find("the CUDA backend is not available here ("),
             std::string::npos)
       << r.err;
   EXPECT_EQ(run_host({"--backend", "tpu"}).exit_code, 64);
