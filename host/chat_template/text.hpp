@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+
+#include "host/common/utf8_append.hpp"
 #include <string_view>
 
 namespace memra::chat_template::text {
@@ -14,7 +16,7 @@ namespace memra::chat_template::text {
 // Decodes the code point at s[i] and advances i (WTF-8: surrogates decode as themselves). A malformed
 // byte decodes to U+FFFD; inputs come from JSON and template text, which are valid UTF-8.
 char32_t next_code_point(std::string_view s, std::size_t& i);
-void append_utf8(std::string& out, char32_t cp);
+using memra::append_utf8;
 
 std::u16string to_utf16(std::string_view s);
 std::string from_utf16(std::u16string_view s);

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "host/common/utf8_append.hpp"
 #include <string_view>
 
 namespace memra::tokenizer::detail {
@@ -12,7 +14,7 @@ inline constexpr char32_t kReplacementChar = 0xFFFD;
 inline constexpr std::string_view kReplacementUtf8 = "\xEF\xBF\xBD";
 
 // Appends the UTF-8 encoding of `cp` (which must be a Unicode scalar value).
-void append_utf8(std::string& out, char32_t cp);
+using memra::append_utf8;
 
 // Decodes the well-formed character starting at s[i] and advances i. Only for text known to be valid.
 char32_t next_codepoint(std::string_view s, std::size_t& i);
