@@ -9,26 +9,13 @@
 
 #include "host/engine/engine.hpp"
 #include "host/engine/text_model.hpp"
+#include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
-
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {fs::path(MEMRA_BINARY_ROOT) / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    o.services.log = [](memra_log_level, std::string_view) {};
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
 
 // A copy of the llama fixture whose config.json is edited by `edit`.
 fs::path broken_copy(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
@@ -45,7 +32,7 @@ fs::path broken_copy(const std::string& name, const std::function<void(nlohmann:
 std::string load_error(const fs::path& dir) {
   auto src = memra::engine::open_model_source(dir.string());
   if (!src) return src.error().message;
-  auto e = memra::engine::Engine::create(std::move(*src), plugins(), {});
+  auto e = memra::engine::Engine::create(std::move(*src), test_plugins(), {});
   return e ? std::string() : e.error().message;
 }
 

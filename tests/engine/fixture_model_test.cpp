@@ -17,6 +17,7 @@
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
 using memra::engine::Engine;
@@ -34,24 +35,11 @@ std::vector<float> read_f32(const fs::path& p, size_t offset_bytes, size_t count
   return v;
 }
 
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {fs::path(MEMRA_BINARY_ROOT) / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
-
 std::unique_ptr<Engine> load(const fs::path& path) {
   auto src = memra::engine::open_model_source(path.string());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
-  auto e = Engine::create(std::move(*src), plugins(), {});
+  auto e = Engine::create(std::move(*src), test_plugins(), {});
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
   return e ? std::move(*e) : nullptr;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "host/engine/scheduler.hpp"
+#include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
@@ -14,20 +15,6 @@ namespace {
 
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
 
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {fs::path(MEMRA_BINARY_ROOT) / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    o.services.log = [](memra_log_level, std::string_view) {};
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
-
 std::unique_ptr<Engine> load() {
   auto src = open_model_source(kLlama.string());
   EXPECT_TRUE(src.ok());
@@ -35,7 +22,7 @@ std::unique_ptr<Engine> load() {
   eo.max_context = 256;
   eo.max_sequences = 20;
   eo.block_size = 8;
-  auto e = Engine::create(std::move(*src), plugins(), eo);
+  auto e = Engine::create(std::move(*src), test_plugins(), eo);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
   return std::move(*e);
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/engine/generate.hpp"
+#include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
@@ -16,20 +17,6 @@ using namespace memra::engine;
 namespace {
 
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
-
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {fs::path(MEMRA_BINARY_ROOT) / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    o.services.log = [](memra_log_level, std::string_view) {};
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
 
 struct Outcome {
   std::vector<int32_t> tokens;
@@ -58,7 +45,7 @@ TEST(EngineSpeculative, NgramIsTokenIdenticalToPlainDecodeForK1To8) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   auto src = open_model_source(kLlama.string());
   ASSERT_TRUE(src.ok());
-  auto engine = Engine::create(std::move(*src), plugins(), {});
+  auto engine = Engine::create(std::move(*src), test_plugins(), {});
   ASSERT_TRUE(engine.ok()) << engine.error().message;
   const auto ref = nlohmann::json::parse(std::ifstream(kLlama / "reference.json"));
   const auto prompt = ref["input_ids"].get<std::vector<int32_t>>();
@@ -96,7 +83,7 @@ TEST(EngineSpeculative, TheGateCatchesANonInvariantVerifyStep) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   auto src = open_model_source(kLlama.string());
   ASSERT_TRUE(src.ok());
-  auto engine = Engine::create(std::move(*src), plugins(), {});
+  auto engine = Engine::create(std::move(*src), test_plugins(), {});
   ASSERT_TRUE(engine.ok());
   const auto ref = nlohmann::json::parse(std::ifstream(kLlama / "reference.json"));
   const auto prompt = ref["input_ids"].get<std::vector<int32_t>>();
