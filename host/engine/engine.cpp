@@ -170,6 +170,7 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   size_t max_blocks = 1;
   for (const StepRequest& r : requests) max_blocks = std::max(max_blocks, sequences_[r.seq].blocks.size());
   std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
+  std::vector<uint8_t> prompt_flags;
   tables.assign(requests.size() * max_blocks, -1);
   for (size_t i = 0; i < requests.size(); ++i) {
     const StepRequest& r = requests[i];
@@ -181,6 +182,7 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
       }
       if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(static_cast<int32_t>(ids.size()));
       ids.push_back(r.tokens[t]);
+      prompt_flags.push_back(r.prompt ? 1 : 0);
       positions.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(t)));
       seq_index.push_back(static_cast<int32_t>(i));
     }
@@ -201,6 +203,7 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   batch.num_logits = static_cast<int32_t>(logit_rows.size());
   batch.logits_rows = logit_rows.data();
   batch.logits = logits.data();
+  batch.prompt_tokens = prompt_flags.data();
 
   if (cuda_) {
     if (const Status b = cuda_->begin_step(); !b) {

@@ -35,6 +35,10 @@ struct StepRequest {
   int32_t seq = 0;                 // from Engine::open_sequence
   std::span<const int32_t> tokens; // new tokens, appended at the sequence's current length
   bool all_logits = false;         // logits for every new token, else for the last one only
+  // The tokens are prompt tokens (prefill), not generated ones. The CUDA backend computes
+  // prompt rows on its tensor-core path and generated rows on the decode path; each is
+  // batch invariant on its own, so a token must always be fed with the same flag.
+  bool prompt = false;
 };
 
 class Engine {

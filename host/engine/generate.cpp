@@ -19,7 +19,7 @@ Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt,
     ~Closer() { e.close_sequence(s); }
   } closer{engine, seq};
 
-  StepRequest prefill{seq, prompt, options.prompt_logits};
+  StepRequest prefill{seq, prompt, options.prompt_logits, /*prompt=*/true};
   auto rows = engine.step({&prefill, 1});
   if (!rows) return rows.error();
   if (options.prompt_logits && on_prompt_logits)
@@ -67,7 +67,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     ~Closer() { e.close_sequence(s); }
   } closer{engine, seq};
 
-  StepRequest prefill{seq, prompt, false};
+  StepRequest prefill{seq, prompt, false, /*prompt=*/true};
   auto rows = engine.step({&prefill, 1});
   if (!rows) return rows.error();
 

@@ -173,7 +173,7 @@ void Scheduler::run() {
       if (left <= 0) continue;
       if (budget <= 0 && !reqs.empty()) break;
       const int64_t n = std::min(left, std::max<int64_t>(1, budget));
-      reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false});
+      reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false, /*prompt=*/true});
       jobs.push_back(j.get());
       chunk.push_back(n);
       budget -= n;

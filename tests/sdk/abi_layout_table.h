@@ -70,6 +70,7 @@
   X(memra_forward_batch, num_logits, 68)                       \
   X(memra_forward_batch, logits_rows, 72)                      \
   X(memra_forward_batch, logits, 80)                           \
+  X(memra_forward_batch, prompt_tokens, 88)                    \
   X(memra_family_api, struct_size, 0)                          \
   X(memra_family_api, plan_create, 8)                          \
   X(memra_family_api, plan_describe, 16)                       \

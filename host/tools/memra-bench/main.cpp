@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
       seqs.push_back((*engine)->open_sequence());
       for (int i = 0; i < prompt; ++i) prompts[static_cast<size_t>(s)].push_back(tok(rng));
     }
-    for (int s = 0; s < b; ++s) reqs.push_back({seqs[static_cast<size_t>(s)], prompts[static_cast<size_t>(s)], false});
+    for (int s = 0; s < b; ++s) reqs.push_back({seqs[static_cast<size_t>(s)], prompts[static_cast<size_t>(s)], false, /*prompt=*/true});
     t0 = now_s();
     auto pre = (*engine)->step(reqs);
     const double prefill_s = now_s() - t0;

@@ -50,8 +50,13 @@ typedef struct memra_forward_batch {
   int32_t num_logits;
   const int32_t* logits_rows;   /* [num_logits] token rows whose logits are wanted */
   float* logits;                /* [num_logits][vocab], written by model_forward */
+  /* ABI 1.1: [num_tokens] 1 = the token is part of its sequence's prompt (prefill),
+   * 0 = a generated token (decode or a speculative verify step); NULL = all 0.
+   * A backend may compute prompt rows on another (tensor-core) path than generated
+   * rows, as long as each path's row result never depends on the batch. */
+  const uint8_t* prompt_tokens;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, logits)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, prompt_tokens)
 
 typedef struct memra_family_api {
   size_t struct_size;
