@@ -206,8 +206,9 @@ memra_status CudaBackend::begin_step() {
   batches_.clear();
   arena_->reset();
   staging_->reset();
+  // Step graphs are on unless MEMRA_CUDA_GRAPH=0 (eager launches, for debugging).
   const char* graph = std::getenv("MEMRA_CUDA_GRAPH");
-  graph_enabled_ = graph && *graph && std::strcmp(graph, "0") != 0;
+  graph_enabled_ = !(graph && std::strcmp(graph, "0") == 0);
   recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
   if (pending != MEMRA_OK) return pending;
@@ -363,6 +364,11 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   const uint64_t tables = static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
   const uint64_t logits = b->logits_rows ? static_cast<uint64_t>(std::max(0, b->num_logits)) : 0;
   const uint64_t n = 3 * t + tables + logits;
+  // Steps that read prompt tokens run eagerly: their shapes change from step to step,
+  // so a graph would be captured for one use. Decode steps repeat and replay.
+  if (recording_ && MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&
+      std::any_of(b->prompt_tokens, b->prompt_tokens + b->num_tokens, [](uint8_t f) { return f != 0; }))
+    if (flush_recorded() != MEMRA_OK) return make_error(ErrorCode::internal, last_error_);
   // Recorded copies read the staging memory when the step runs: no wrap before that.
   if (recording_ && !staging_->fits(n * 4))
     if (flush_recorded() != MEMRA_OK) return make_error(ErrorCode::internal, last_error_);

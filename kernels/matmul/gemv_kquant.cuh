@@ -1,39 +1,49 @@
 // GEMV for the 4/5-bit k-quants (Q4_K, Q5_K): y[t][r] = sum_c x[t][c] * W[r][c]
 // (+ bias[r]), W dequantized on the fly, tiled over tokens like gemv.cuh (same entry
-// points and launch shape).
+// points and launch shape: 4 warps = 4 rows per block, grid.y walks token tiles).
 //
 // Super-block (256 elements): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins,
 // [Q5_K: 32 bytes qh, bit g of qh[l] is the fifth bit of sub-block g's element l],
 // then four 32-byte code pairs; byte l of pair k holds element 64k+l (low nibble,
 // sub-block 2k) and element 64k+32+l (high nibble, sub-block 2k+1).
 //
-// Why not gemv.cuh's per-sub-block units: a unit read 48 bytes (header + a whole
-// pair) to use 18, did I2F per element (quarter rate) and extracted bytes one by
-// one; the Q4_K GEMV ran at 0.49 TB/s, issue bound. Here one warp owns one row and
-// streams 4 whole super-blocks per step: lane j of each group of 8 takes bytes
-// 16*(j&1)..+15 of pair j>>1 in one 16-byte load (Q5_K: plus the matching 16 qh
-// bytes) and the 16-byte header (same address for the group: one transaction),
-// decodes its two sub-blocks' scales once per super-block, and turns codes into
-// floats with the exact magic-number add (0x4B000000 | q is the float 2^23 + q).
-// Each weight is still (d*sc)*q - (dmin*m), rounded per step like the CPU oracle
-// (modules built with --fmad=false; explicit _rn intrinsics).
+// A weight is (d*sc)*q - (dmin*m) for its sub-block g, so a sub-block contributes
+//   dg * sum_l q_l*x_l  -  mg * sum_l x_l          (dg = d*sc, mg = dmin*m).
+// The kernel computes exactly that: per element one byte permute (the code becomes
+// the float 2^23 + q), one subtract and one fmaf — instead of dequantizing every
+// weight (about half the instructions; at batch 1 the old kernel was issue bound).
+// The x sums of each 32-element sub-block are computed once per block into shared
+// memory (fixed sequential order) and shared by the block's 4 rows. This is not the
+// CPU oracle's rounding order, so the result matches it within the matmul bound,
+// not bitwise; what must be bitwise — the same token's output for any launch — holds.
+//
+// Loads: one warp owns one row; lane j of each group of 8 takes bytes 16*(j&1)..+15
+// of pair j>>1 of a super-block in one 16-byte load (Q5_K: plus the matching 16 qh
+// bytes) and the 16-byte header; 4 super-blocks per group are in flight at once.
 //
 // Order (fixed, independent of the launch's token count): a lane walks its
-// super-blocks ascending; in each, its 4 code words in order; in each word the 4
-// low-nibble elements then the 4 high-nibble ones, one fmaf chain per token; then
-// the fixed xor butterfly. So a token's output is bitwise the same for M = 1..16
-// and beyond, whatever accumulator count NT the host picked.
+// super-blocks ascending; in each, per token: the 16 low-nibble products in order,
+// the 16 high-nibble ones, then acc += dg0*p_lo, acc += dg1*p_hi, and (lane h = 0 of
+// the pair only) acc -= mg0*sx, acc -= mg1*sx; then the fixed xor butterfly. So a
+// token's output is bitwise the same for M = 1..16 and beyond, whatever NT is.
 #pragma once
 
 #include "kernels/matmul/gemv.cuh"
 
 namespace memra::cuda {
 
-constexpr int kKquantSteps = 4;  // super-block steps loaded before any is used, per lane
+constexpr int kKquantSteps = 4;     // super-block steps loaded before any is used, per lane
+constexpr int kSxChunkSubs = 512;   // sub-block sums held in shared memory per token (16384 columns)
 
 // Float of a small non-negative integer q (< 2^23), exactly, without I2F.
 __device__ __forceinline__ float small_int_float(uint32_t q) {
   return __fsub_rn(__uint_as_float(q | 0x4B000000u), 8388608.0f);
+}
+
+// Byte b of `codes` (a value < 256) as an exact float: one permute, one subtract.
+template <int B>
+__device__ __forceinline__ float code_float(uint32_t codes) {
+  return __fsub_rn(__uint_as_float(__byte_perm(codes, 0x4B000000u, 0x7540u | B)), 8388608.0f);
 }
 
 // What one lane loads of one super-block.
@@ -50,10 +60,11 @@ struct KquantLayout {
 };
 
 // One lane's 32 elements of one super-block (16 of sub-block 2k at xs[0..15], 16 of
-// sub-block 2k+1 at xs[32..47]) into every token of the tile.
+// sub-block 2k+1 at xs[32..47]) into every token of the tile. sx[t*stride + g] is the
+// sum of x over sub-block g (chunk-relative) of token t.
 template <bool kFifthBit, int NT>
-__device__ __forceinline__ void kquant_slice(const KquantSlice& s, int k, const float* __restrict__ xs, int64_t cols,
-                                             int nt, float (&acc)[NT]) {
+__device__ __forceinline__ void kquant_slice(const KquantSlice& s, int k, bool adds_mins, const float* __restrict__ xs,
+                                             int64_t cols, const float* sx, int sub0, int nt, float (&acc)[NT]) {
   const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(s.head.x & 0xffffu)));
   const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(s.head.x >> 16)));
   int sc0, mn0, sc1, mn1;
@@ -63,35 +74,52 @@ __device__ __forceinline__ void kquant_slice(const KquantSlice& s, int k, const 
   const float dg1 = __fmul_rn(d, static_cast<float>(sc1)), mg1 = __fmul_rn(dmin, static_cast<float>(mn1));
   const uint32_t words[4] = {s.codes.x, s.codes.y, s.codes.z, s.codes.w};
   const uint32_t highs[4] = {s.high.x, s.high.y, s.high.z, s.high.w};
+  float lo[16], hi[16];
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    float lo[4], hi[4];
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      uint32_t ql = (words[c] >> (8 * b)) & 0x0fu, qh = (words[c] >> (8 * b + 4)) & 0x0fu;
-      if constexpr (kFifthBit) {
-        ql |= ((highs[c] >> (8 * b + 2 * k)) & 1u) << 4;
-        qh |= ((highs[c] >> (8 * b + 2 * k + 1)) & 1u) << 4;
-      }
-      lo[b] = __fsub_rn(__fmul_rn(dg0, small_int_float(ql)), mg0);
-      hi[b] = __fsub_rn(__fmul_rn(dg1, small_int_float(qh)), mg1);
+    uint32_t ql = words[c] & 0x0f0f0f0fu, qh = (words[c] >> 4) & 0x0f0f0f0fu;
+    if constexpr (kFifthBit) {
+      ql |= ((highs[c] >> (2 * k)) & 0x01010101u) << 4;
+      qh |= ((highs[c] >> (2 * k + 1)) & 0x01010101u) << 4;
     }
+    lo[4 * c] = code_float<0>(ql);
+    lo[4 * c + 1] = code_float<1>(ql);
+    lo[4 * c + 2] = code_float<2>(ql);
+    lo[4 * c + 3] = code_float<3>(ql);
+    hi[4 * c] = code_float<0>(qh);
+    hi[4 * c + 1] = code_float<1>(qh);
+    hi[4 * c + 2] = code_float<2>(qh);
+    hi[4 * c + 3] = code_float<3>(qh);
+  }
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t < nt) {
-        const float4 xl = *reinterpret_cast<const float4*>(xs + t * cols + 4 * c);
-        const float4 xh = *reinterpret_cast<const float4*>(xs + t * cols + 32 + 4 * c);
-        float a = acc[t];
-        a = fmaf(lo[0], xl.x, a);
-        a = fmaf(lo[1], xl.y, a);
-        a = fmaf(lo[2], xl.z, a);
-        a = fmaf(lo[3], xl.w, a);
-        a = fmaf(hi[0], xh.x, a);
-        a = fmaf(hi[1], xh.y, a);
-        a = fmaf(hi[2], xh.z, a);
-        a = fmaf(hi[3], xh.w, a);
-        acc[t] = a;
+  for (int t = 0; t < NT; ++t) {
+    if (t < nt) {
+      const float* xt = xs + t * cols;
+      float pl = 0.0f, ph = 0.0f;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float4 xl = *reinterpret_cast<const float4*>(xt + 4 * c);
+        pl = fmaf(lo[4 * c], xl.x, pl);
+        pl = fmaf(lo[4 * c + 1], xl.y, pl);
+        pl = fmaf(lo[4 * c + 2], xl.z, pl);
+        pl = fmaf(lo[4 * c + 3], xl.w, pl);
       }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float4 xh = *reinterpret_cast<const float4*>(xt + 32 + 4 * c);
+        ph = fmaf(hi[4 * c], xh.x, ph);
+        ph = fmaf(hi[4 * c + 1], xh.y, ph);
+        ph = fmaf(hi[4 * c + 2], xh.z, ph);
+        ph = fmaf(hi[4 * c + 3], xh.w, ph);
+      }
+      float a = acc[t];
+      a = fmaf(dg0, pl, a);
+      a = fmaf(dg1, ph, a);
+      if (adds_mins) {
+        a = fmaf(-mg0, sx[t * kSxChunkSubs + sub0], a);
+        a = fmaf(-mg1, sx[t * kSxChunkSubs + sub0 + 1], a);
+      }
+      acc[t] = a;
     }
   }
 }
@@ -101,39 +129,68 @@ __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64
                                             const float* __restrict__ x, int64_t m, float* __restrict__ y,
                                             const float* __restrict__ bias) {
   using L = KquantLayout<kFifthBit>;
+  __shared__ float sx[NT * kSxChunkSubs];
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
-  if (row >= rows || t0 >= m) return;
+  if (t0 >= m) return;  // uniform over the block
+  const bool active = row < rows;  // inactive warps still take part in the block's barriers
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
   const int group = lane >> 3, k = (lane >> 1) & 3, h = lane & 1;
-  const uint8_t* wr = w + row * row_bytes;
+  const uint8_t* wr = w + (active ? row : 0) * row_bytes;
   const int64_t nsb = cols / 256;
-  const float* xl = x + t0 * cols + 64 * k + 16 * h;
+  const float* xt0 = x + t0 * cols;
 
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
 
-  for (int64_t sb0 = group; sb0 < nsb; sb0 += 4 * kKquantSteps) {
-    KquantSlice sl[kKquantSteps];
+  for (int64_t c0 = 0; c0 < cols; c0 += 32 * kSxChunkSubs) {
+    const int subs = static_cast<int>((cols - c0) / 32 < kSxChunkSubs ? (cols - c0) / 32 : kSxChunkSubs);
+    // x sums of this chunk's sub-blocks, one thread per (token, sub-block), in order.
+    for (int i = threadIdx.x; i < nt * subs; i += blockDim.x) {
+      const int t = i / subs, g = i - t * subs;
+      const float4* xp = reinterpret_cast<const float4*>(xt0 + t * cols + c0 + 32 * g);
+      float sum = 0.0f;
 #pragma unroll
-    for (int s = 0; s < kKquantSteps; ++s) {
-      const int64_t sb = sb0 + 4 * s;
-      if (sb < nsb) {
-        const uint8_t* p = wr + sb * L::kBytes;
-        sl[s].head = __ldg(reinterpret_cast<const uint4*>(p));
-        sl[s].codes = __ldg(reinterpret_cast<const uint4*>(p + L::kCodes + 32 * k + 16 * h));
-        if constexpr (kFifthBit) sl[s].high = __ldg(reinterpret_cast<const uint4*>(p + 16 + 16 * h));
-        else sl[s].high = make_uint4(0, 0, 0, 0);
+      for (int j = 0; j < 8; ++j) {
+        const float4 v = xp[j];
+        sum = __fadd_rn(sum, v.x);
+        sum = __fadd_rn(sum, v.y);
+        sum = __fadd_rn(sum, v.z);
+        sum = __fadd_rn(sum, v.w);
+      }
+      sx[t * kSxChunkSubs + g] = sum;
+    }
+    __syncthreads();
+    if (active) {
+      const int64_t sb_begin = c0 / 256, sb_end = sb_begin + subs / 8;
+      const float* xl = xt0 + 64 * k + 16 * h;
+      for (int64_t sb0 = sb_begin + group; sb0 < sb_end; sb0 += 4 * kKquantSteps) {
+        KquantSlice sl[kKquantSteps];
+#pragma unroll
+        for (int s = 0; s < kKquantSteps; ++s) {
+          const int64_t sb = sb0 + 4 * s;
+          if (sb < sb_end) {
+            const uint8_t* p = wr + sb * L::kBytes;
+            sl[s].head = __ldg(reinterpret_cast<const uint4*>(p));
+            sl[s].codes = __ldg(reinterpret_cast<const uint4*>(p + L::kCodes + 32 * k + 16 * h));
+            if constexpr (kFifthBit) sl[s].high = __ldg(reinterpret_cast<const uint4*>(p + 16 + 16 * h));
+            else sl[s].high = make_uint4(0, 0, 0, 0);
+          }
+        }
+#pragma unroll
+        for (int s = 0; s < kKquantSteps; ++s) {
+          const int64_t sb = sb0 + 4 * s;
+          if (sb < sb_end)
+            kquant_slice<kFifthBit, NT>(sl[s], k, h == 0, xl + sb * 256, cols, sx,
+                                        static_cast<int>(8 * (sb - sb_begin)) + 2 * k, nt, acc);
+        }
       }
     }
-#pragma unroll
-    for (int s = 0; s < kKquantSteps; ++s) {
-      const int64_t sb = sb0 + 4 * s;
-      if (sb < nsb) kquant_slice<kFifthBit, NT>(sl[s], k, xl + sb * 256, cols, nt, acc);
-    }
+    __syncthreads();  // sx is rewritten by the next chunk
   }
+  if (!active) return;
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     if (t < nt) {

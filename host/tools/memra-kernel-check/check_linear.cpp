@@ -102,6 +102,8 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
         {4, 32, o.quick ? 4096 : 16384, "random", "random", false},  // long rows
     };
     if (is_float) cases.push_back({7, 33, 1003, "random", "random", true});  // rows not a multiple of 8
+    // 32-element blocks whose rows do not start 16-byte aligned (Q8_0's generic path).
+    if (l.block_elems == 32) cases.push_back({3, 40, 800, "random", "random", true});
     for (const Case& c : cases) {
       const std::string name = "matmul " + s + " " + shape_str(c.m, c.rows, c.cols) + " w=" + c.wflav + " x=" + c.xflav + (c.bias ? " +bias" : "");
       r.guard(name, [&] {

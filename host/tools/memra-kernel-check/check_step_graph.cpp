@@ -1,4 +1,4 @@
-// Step graphs (MEMRA_CUDA_GRAPH=1): a small decode step (embedding, norms, quant and
+// Step graphs (on by default; MEMRA_CUDA_GRAPH=0 turns them off): a small decode step (embedding, norms, quant and
 // float matmuls, gated activation, logits gather and copy) run eagerly, then captured
 // as a graph, then replayed with other token ids: every logit must be bitwise the
 // eager one for the same ids (a graph may not change a launch or its order), and
@@ -83,7 +83,7 @@ void check_step_graph(Device& d, Report& r, const CheckOptions& o) {
     w.head = wt("g.head", "bf16", vocab, dim);
     const std::vector<int32_t> ids1 = {17}, ids2 = {2999}, ids4 = {5, 9, 1234, 17};
 
-    unsetenv("MEMRA_CUDA_GRAPH");
+    setenv("MEMRA_CUDA_GRAPH", "0", 1);  // eager
     const std::vector<float> e1 = run_step(d, w, ids1, 3, dim, ffn, vocab);
     const std::vector<float> e2 = run_step(d, w, ids2, 4, dim, ffn, vocab);
     const std::vector<float> e4 = run_step(d, w, ids4, 5, dim, ffn, vocab);
@@ -96,7 +96,7 @@ void check_step_graph(Device& d, Report& r, const CheckOptions& o) {
       g.push_back(run_step(d, w, ids4, 5, dim, ffn, vocab));  // M=4: new graph
       g.push_back(run_step(d, w, ids2, 4, dim, ffn, vocab));  // M=1 again
     } catch (...) {
-      unsetenv("MEMRA_CUDA_GRAPH");
+      unsetenv("MEMRA_CUDA_GRAPH");  // back to the default (graphs on)
       throw;
     }
     unsetenv("MEMRA_CUDA_GRAPH");
