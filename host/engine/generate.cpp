@@ -94,19 +94,21 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   };
 
   emit(rows->back());
+  SpecGate gate(spec.policy, spec.drafter->draft_token_cost());
   while (!done) {
     // Feed the pending token plus the drafts that still fit the budget and context.
-    const int64_t room = std::min<int64_t>(budget - static_cast<int64_t>(result.tokens.size()),
-                                           engine.max_context() - engine.sequence_length(seq) - 1);
-    std::vector<int32_t> draft = spec.drafter->draft(context, static_cast<int>(std::min<int64_t>(spec.k, std::max<int64_t>(0, room))));
+    const int64_t room = std::max<int64_t>(0, std::min<int64_t>(budget - static_cast<int64_t>(result.tokens.size()),
+                                                                engine.max_context() - engine.sequence_length(seq) - 1));
+    std::vector<int32_t> draft;
+    if (gate.active()) draft = spec.drafter->draft(context, static_cast<int>(std::min<int64_t>(spec.k, room)));
+    if (static_cast<int64_t>(draft.size()) > room) draft.resize(static_cast<size_t>(room));
     std::vector<int32_t> feed{result.tokens.back()};
     feed.insert(feed.end(), draft.begin(), draft.end());
     const int64_t before = engine.sequence_length(seq);
-    StepRequest verify{seq, feed, true};
+    StepRequest verify{seq, feed, !draft.empty()};
     auto out = engine.step({&verify, 1});
     if (!out) return out.error();
-    if (spec.verify_hook) spec.verify_hook(*out);
-    result.drafted += static_cast<int64_t>(draft.size());
+    if (spec.verify_hook && !draft.empty()) spec.verify_hook(*out);
     size_t accepted = 0;
     for (size_t i = 0; i <= draft.size() && !done; ++i) {
       const int32_t tok = emit((*out)[i]);
@@ -116,11 +118,21 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
       }
       break;
     }
+    if (draft.empty()) {
+      ++result.plain_steps;
+      gate.plain(1);
+      continue;
+    }
+    ++result.verify_steps;
+    result.drafted += static_cast<int64_t>(draft.size());
     result.accepted += static_cast<int64_t>(accepted);
+    gate.record(static_cast<int64_t>(draft.size()), static_cast<int64_t>(accepted));
     // Keep the KV of the pending token and the accepted drafts; the last emitted token
     // is the next step's pending one.
     if (auto st = engine.truncate_sequence(seq, before + 1 + static_cast<int64_t>(accepted)); !st) return st.error();
+    spec.drafter->verified(context, static_cast<int>(draft.size()), static_cast<int>(accepted));
   }
+  result.fallbacks = gate.fallbacks();
   return result;
 }
 

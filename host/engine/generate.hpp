@@ -14,6 +14,7 @@
 #include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "host/engine/spec_policy.hpp"
 
 namespace memra::engine {
 
@@ -36,6 +37,9 @@ struct GenerateResult {
   std::string finish_reason;       // "stop" (a stop id, or the callback said stop) | "length"
   int64_t drafted = 0;             // speculative decoding: tokens proposed by the drafter
   int64_t accepted = 0;            // ... and accepted by verification
+  int64_t verify_steps = 0;        // steps that fed drafts
+  int64_t plain_steps = 0;         // decode steps without drafts (nothing drafted, or the fallback was off)
+  int64_t fallbacks = 0;           // times the fallback turned speculation off
 };
 
 // Speculative decoding: each step feeds the last sampled token plus up to `k` drafted
@@ -44,11 +48,13 @@ struct GenerateResult {
 // while they equal what was sampled. The KV of rejected positions is rolled back. The
 // tokens are therefore identical to generate()'s; only the number of steps changes.
 // `verify_hook` (tests only) may alter a verify step's logits rows to prove the
-// identity gate catches a non-invariant kernel.
+// identity gate catches a non-invariant kernel. `policy` is the automatic
+// fallback (spec_policy.hpp): speculation pauses while it would be slower.
 struct SpeculativeOptions {
   Drafter* drafter = nullptr;
   int k = 4;
   std::function<void(std::vector<std::vector<float>>&)> verify_hook;
+  SpecPolicy policy;
 };
 Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int32_t> prompt,
                                             const GenerateOptions& options, const SpeculativeOptions& spec,

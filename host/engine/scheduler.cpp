@@ -24,6 +24,8 @@ bool SequenceHandle::wait(SequenceUpdate& out, std::chrono::milliseconds timeout
   out.error = error_;
   out.prompt_tokens = prompt_tokens_;
   out.cached_tokens = cached_tokens_;
+  out.drafted_tokens = drafted_tokens_;
+  out.accepted_tokens = accepted_tokens_;
   return news;
 }
 
@@ -109,6 +111,11 @@ void Scheduler::admit_locked() {
     if (!job.req.cache_namespace.empty()) prefix = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
     job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
     job.seq = engine_.open_sequence(std::move(prefix));
+    job.context = job.req.prompt;
+    if (options_.make_drafter) {
+      job.drafter = options_.make_drafter();
+      if (job.drafter) job.gate = SpecGate(options_.spec_policy, job.drafter->draft_token_cost());
+    }
     {
       std::lock_guard<std::mutex> hl(job.handle->mu_);
       job.handle->cached_tokens_ = job.prompt_done;
@@ -123,6 +130,7 @@ void Scheduler::admit_locked() {
 void Scheduler::finish(Job& job, FinishReason reason, std::string error) {
   if (job.seq >= 0) engine_.close_sequence(job.seq);
   job.seq = -1;
+  job.drafter.reset();  // a draft model's sequence goes with it
   reserved_blocks_ -= job.reserved_blocks;
   job.reserved_blocks = 0;
   job.handle->publish(nullptr, reason, std::move(error));
@@ -156,17 +164,28 @@ void Scheduler::run() {
       continue;
     }
 
-    // One step: decode tokens first (one each), then prefill chunks within the budget.
+    // One step: decode tokens first (the last token, plus drafts when speculating),
+    // then prefill chunks within the budget.
+    std::vector<Job*> decoding;
+    for (auto& j : running_)
+      if (j->prompt_done >= static_cast<int64_t>(j->req.prompt.size())) decoding.push_back(j.get());
+    const bool speculate = options_.make_drafter && static_cast<int64_t>(running_.size()) <= options_.spec_max_batch;
+    if (speculate) {
+      // Drafting may run a draft model: outside the lock. Only this thread touches running jobs.
+      lock.unlock();
+      for (Job* j : decoding) draft_for(*j);
+      lock.lock();
+    }
     std::vector<StepRequest> reqs;
     std::vector<Job*> jobs;
     std::vector<int64_t> chunk;  // prompt tokens fed per job (0 = decode)
     int64_t budget = options_.max_step_tokens;
-    for (auto& j : running_) {
-      if (j->prompt_done < static_cast<int64_t>(j->req.prompt.size())) continue;
-      reqs.push_back({j->seq, {&j->output.back(), 1}, false});
-      jobs.push_back(j.get());
+    for (Job* j : decoding) {
+      if (!speculate) j->feed.assign(1, j->output.back());
+      reqs.push_back({j->seq, j->feed, j->feed.size() > 1, false});
+      jobs.push_back(j);
       chunk.push_back(0);
-      --budget;
+      budget -= static_cast<int64_t>(j->feed.size());
     }
     for (auto& j : running_) {
       const int64_t left = static_cast<int64_t>(j->req.prompt.size()) - j->prompt_done;
@@ -187,24 +206,22 @@ void Scheduler::run() {
     if (!out) {
       for (Job* j : jobs) finish(*j, FinishReason::error, out.error().message);
     } else {
+      size_t row = 0;  // rows come request by request; a verify request has one per fed token
       for (size_t i = 0; i < jobs.size(); ++i) {
         Job& j = *jobs[i];
+        const size_t n_rows = reqs[i].all_logits ? reqs[i].tokens.size() : 1;
+        std::vector<std::vector<float>> rows;
+        for (size_t r = 0; r < n_rows; ++r) rows.push_back(std::move((*out)[row + r]));
+        row += n_rows;
         if (chunk[i] > 0) {
+          j.feed.clear();
           j.prompt_done += chunk[i];
           if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
           if (!j.req.cache_namespace.empty())
             engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
         }
-        const uint64_t position = j.req.prompt.size() + j.output.size();
-        const SampleResult s = sample((*out)[i], j.req.sampling, position, j.req.prompt, j.output);
-        j.output.push_back(s.token);
-        ++stats_.generated_tokens;
-        GeneratedToken g{s.token, s.logprob, s.top};
-        j.handle->publish(&g, FinishReason::none, {});
-        if (std::find(j.req.stop_ids.begin(), j.req.stop_ids.end(), s.token) != j.req.stop_ids.end())
-          finish(j, FinishReason::stop);
-        else if (static_cast<int64_t>(j.output.size()) >= j.req.max_tokens)
-          finish(j, FinishReason::length);
+        const FinishReason end = consume(j, rows);
+        if (end != FinishReason::none) finish(j, end);
       }
     }
     std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
@@ -214,6 +231,81 @@ void Scheduler::run() {
   for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::cancelled, "the server is shutting down");
   running_.clear();
   waiting_.clear();
+}
+
+void Scheduler::draft_for(Job& j) {
+  j.feed.assign(1, j.output.back());
+  if (!j.drafter) return;
+  if (!j.gate.active()) {
+    j.gate.plain(1);
+    return;
+  }
+  // Drafts beyond the last useful position would only cost: the step that emits
+  // max_tokens ends the sequence (this also keeps the KV inside the reservation).
+  const int64_t room = j.req.max_tokens - static_cast<int64_t>(j.output.size()) - 1;
+  if (room <= 0) return;
+  std::vector<int32_t> d = j.drafter->draft(j.context, static_cast<int>(std::min<int64_t>(options_.spec_k, room)));
+  if (static_cast<int64_t>(d.size()) > room) d.resize(static_cast<size_t>(room));
+  for (int32_t t : d)
+    if (t < 0 || t >= engine_.vocab_size()) return;  // a broken drafter costs nothing but its time
+  j.feed.insert(j.feed.end(), d.begin(), d.end());
+}
+
+FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows) {
+  const size_t drafted = j.feed.size() > 1 && rows.size() > 1 ? j.feed.size() - 1 : 0;
+  if (drafted > 0 && options_.verify_hook) options_.verify_hook(rows);
+  // Sample every position exactly as a one-token step would; accept drafts while
+  // they equal what was sampled.
+  std::vector<GeneratedToken> emitted;
+  FinishReason end = FinishReason::none;
+  size_t accepted = 0;
+  for (size_t t = 0; t <= drafted; ++t) {
+    const uint64_t position = j.req.prompt.size() + j.output.size();
+    const SampleResult s = sample(rows[t], j.req.sampling, position, j.req.prompt, j.output);
+    j.output.push_back(s.token);
+    j.context.push_back(s.token);
+    emitted.push_back({s.token, s.logprob, s.top});
+    const bool match = t < drafted && s.token == j.feed[t + 1];
+    if (match) ++accepted;
+    if (std::find(j.req.stop_ids.begin(), j.req.stop_ids.end(), s.token) != j.req.stop_ids.end()) {
+      end = FinishReason::stop;
+      break;
+    }
+    if (static_cast<int64_t>(j.output.size()) >= j.req.max_tokens) {
+      end = FinishReason::length;
+      break;
+    }
+    if (!match) break;
+  }
+  stats_.generated_tokens += static_cast<int64_t>(emitted.size());
+  if (drafted > 0) {
+    j.drafted += static_cast<int64_t>(drafted);
+    j.accepted += static_cast<int64_t>(accepted);
+    stats_.spec_drafted += static_cast<int64_t>(drafted);
+    stats_.spec_accepted += static_cast<int64_t>(accepted);
+    ++stats_.spec_verify_steps;
+    const int64_t before = j.gate.fallbacks();
+    j.gate.record(static_cast<int64_t>(drafted), static_cast<int64_t>(accepted));
+    stats_.spec_fallbacks += j.gate.fallbacks() - before;
+    {
+      std::lock_guard<std::mutex> hl(j.handle->mu_);
+      j.handle->drafted_tokens_ = j.drafted;
+      j.handle->accepted_tokens_ = j.accepted;
+    }
+    if (end == FinishReason::none) {
+      // Keep the KV of the fed token and the accepted drafts; the last sampled token
+      // is the next step's first.
+      const int64_t keep = engine_.sequence_length(j.seq) - static_cast<int64_t>(drafted) + static_cast<int64_t>(accepted);
+      if (auto st = engine_.truncate_sequence(j.seq, keep); !st) {
+        for (const auto& g : emitted) j.handle->publish(&g, FinishReason::none, {});
+        finish(j, FinishReason::error, "speculative rollback failed: " + st.error().message);
+        return FinishReason::none;
+      }
+      j.drafter->verified(j.context, static_cast<int>(drafted), static_cast<int>(accepted));
+    }
+  }
+  for (const auto& g : emitted) j.handle->publish(&g, FinishReason::none, {});
+  return end;
 }
 
 }  // namespace memra::engine

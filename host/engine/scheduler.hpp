@@ -8,7 +8,15 @@
 // position), and every kernel row is independent of the batch, so a sequence's
 // tokens are the same alone, batched, chunked, or with a prefix-cache hit.
 //
-// Threading: one scheduler thread owns the Engine. submit()/cancel()/stats() are
+// Speculative decoding (when a drafter factory is set): a decoding sequence's
+// step carries its last token plus up to spec_k drafts, and every position is
+// sampled exactly as a one-token step would sample it (rows are batch invariant,
+// draws keyed by (seed, position)), so the tokens are the same with or without
+// it. It pauses per sequence while its acceptance makes it slower (SpecGate) and
+// for everyone while more than spec_max_batch sequences run (plain batched
+// decode then uses the device better).
+//
+// Threading: one scheduler thread owns the Engine (and the draft engine, if any). submit()/cancel()/stats() are
 // safe from any thread; a SequenceHandle is read by one consumer.
 #pragma once
 
@@ -17,6 +25,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,8 +33,10 @@
 #include <vector>
 
 #include "host/common/result.hpp"
+#include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "host/engine/spec_policy.hpp"
 
 namespace memra::engine {
 
@@ -33,6 +44,14 @@ struct SchedulerOptions {
   int64_t max_step_tokens = 512;   // prefill chunk budget per step (decode tokens count too)
   int64_t max_running = 16;        // sequences decoding at once
   int64_t max_waiting = 256;       // queue bound; beyond it submit() fails with conflict
+  // Speculative decoding: off while make_drafter is empty. Called on the scheduler
+  // thread, once per admitted sequence.
+  std::function<std::unique_ptr<Drafter>()> make_drafter;
+  int spec_k = 4;                  // drafts per verify step
+  SpecPolicy spec_policy;          // the per-sequence fallback
+  int64_t spec_max_batch = 4;      // no speculation while more sequences than this run
+  // Tests only: may alter a sequence's verify-step rows (to prove the gates have teeth).
+  std::function<void(std::vector<std::vector<float>>&)> verify_hook;
 };
 
 struct SequenceRequest {
@@ -61,6 +80,8 @@ struct SequenceUpdate {
   std::string error;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;       // prompt tokens served from the prefix cache
+  int64_t drafted_tokens = 0;      // speculative decoding: drafts fed to verify steps (cumulative)
+  int64_t accepted_tokens = 0;     // ... and accepted
 };
 
 class SequenceHandle {
@@ -82,6 +103,8 @@ class SequenceHandle {
   std::string error_;
   int64_t prompt_tokens_ = 0;
   int64_t cached_tokens_ = 0;
+  int64_t drafted_tokens_ = 0;
+  int64_t accepted_tokens_ = 0;
   std::atomic<bool> cancelled_{false};
 };
 
@@ -95,6 +118,10 @@ struct SchedulerStats {
   int64_t prompt_tokens = 0;        // cumulative
   int64_t generated_tokens = 0;     // cumulative
   int64_t steps = 0;
+  int64_t spec_drafted = 0;         // cumulative: drafts fed to verify steps
+  int64_t spec_accepted = 0;        // cumulative: drafts accepted
+  int64_t spec_verify_steps = 0;    // cumulative: sequence-steps that carried drafts
+  int64_t spec_fallbacks = 0;       // cumulative: times a sequence's gate turned speculation off
 };
 
 class Scheduler {
@@ -118,12 +145,19 @@ class Scheduler {
     int64_t reserved_blocks = 0;
     int64_t prompt_done = 0;          // prompt tokens already in the KV cache
     std::vector<int32_t> output;
-    std::vector<float> last_logits;
+    std::vector<int32_t> context;     // prompt + output (what drafters read)
+    std::unique_ptr<Drafter> drafter; // speculative decoding, when on
+    SpecGate gate;
+    std::vector<int32_t> feed;        // this step's decode tokens: the last one + drafts
+    int64_t drafted = 0, accepted = 0;
   };
   void run();
   void admit_locked();
   void update_stats_locked();
   void finish(Job& job, FinishReason reason, std::string error = {});
+  void draft_for(Job& job);
+  // Samples the rows of one step for `job`; returns what ended it (none = running).
+  FinishReason consume(Job& job, std::vector<std::vector<float>>& rows);
 
   Engine& engine_;
   SchedulerOptions options_;
