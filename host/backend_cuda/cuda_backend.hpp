@@ -42,6 +42,15 @@ struct DeviceBatch {
   const int32_t* source_ids = nullptr;
   int32_t num_tokens = 0;
   CUdeviceptr ids = 0, positions = 0, seq_index = 0, block_tables = 0, logits_rows = 0;
+  // Prompt and generated rows of a matmul over this batch (ops_matmul.cpp), built at
+  // first use: [0] the batch's token rows, [1] its gathered logits rows. Device lists
+  // (prompt rows, then generated rows) only when both kinds are present.
+  struct RowSplit {
+    bool built = false;
+    int32_t prompt = 0, generated = 0;
+    CUdeviceptr prompt_rows = 0, generated_rows = 0;
+  };
+  RowSplit row_split[2];
 };
 
 class CudaBackend {
@@ -172,6 +181,23 @@ class CudaBackend {
   int64_t graph_replays_ = 0, graph_captures_ = 0;
   std::string last_error_;
   memra_backend_ops ops_{};
+
+  // Prefill GEMM (ops_matmul.cpp): prompt rows through the tensor-core GEMM,
+  // generated rows through the GEMV. Scratch buffers live across steps (freed
+  // stream-ordered when they grow) so a long prefill does not grow the step arena.
+  struct GemmBuffer {
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+    ~GemmBuffer();
+  };
+  memra_status gemm_buffer(GemmBuffer& b, uint64_t bytes);
+  Result<const DeviceBatch::RowSplit*> matmul_split(int64_t m);
+  memra_status matmul_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
+                           CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_gemm(const std::string& scheme, const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols,
+                           CUdeviceptr x, int64_t m, CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
+  GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
+  std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).
