@@ -72,6 +72,8 @@ class CudaBackend {
   memra_status allocate_kv(const memra_cuda_kv_config* kv);
   memra_status begin_step();
   memra_status copy_kv_block(int32_t from, int32_t to);
+  // Pipeline hand-off from another backend's tensor (peer_copy.cpp, cuda_backend_api.h).
+  memra_status copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
   memra_status make_current();
 
   // Memory and kernel services.

@@ -81,8 +81,21 @@ typedef struct memra_cuda_backend_api {
                                 void** args);
   /* 1 when the last kernel_module_compile was served from the on-disk cache. */
   int32_t (*nvrtc_last_cache_hit)(memra_cuda_backend* b);
+
+  /* Appended (check with MEMRA_STRUCT_HAS before use; older modules lack them). */
+
+  /* Pipeline hand-off: copies `bytes` from `src`, a device address of backend `from`
+   * (a tensor of its ops), to `dst`, one of backend `to`. Asynchronous and stream
+   * ordered: the copy runs on `to`'s stream after everything queued on `from` so far,
+   * and `from`'s later work waits for it (so `from` may reuse src). The two may share
+   * a device (a device-to-device copy) or not (cuMemcpyPeerAsync, peer access enabled
+   * where the devices allow it). Issues any recorded step ops of both backends first. */
+  memra_status (*copy_from_backend)(memra_cuda_backend* to, void* dst, memra_cuda_backend* from, const void* src,
+                                    uint64_t bytes);
 } memra_cuda_backend_api;
-#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
+#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, copy_from_backend)
+/* The smallest table a host accepts (the first API 1 modules); later entries are optional. */
+#define MEMRA_CUDA_BACKEND_API_MIN_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
 
 typedef const memra_cuda_backend_api* (*memra_cuda_backend_get_api_fn)(void);
 #define MEMRA_CUDA_BACKEND_GET_API_SYMBOL "memra_cuda_backend_get_api"

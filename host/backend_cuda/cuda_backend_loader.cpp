@@ -47,7 +47,7 @@ Result<const memra_cuda_backend_api*> load_cuda_backend_api(const std::string& m
   }
   auto get = reinterpret_cast<memra_cuda_backend_get_api_fn>(dlsym(h, MEMRA_CUDA_BACKEND_GET_API_SYMBOL));
   const memra_cuda_backend_api* api = get ? get() : nullptr;
-  if (!api || api->version != MEMRA_CUDA_BACKEND_API_VERSION || api->struct_size < MEMRA_CUDA_BACKEND_API_STRUCT_SIZE)
+  if (!api || api->version != MEMRA_CUDA_BACKEND_API_VERSION || api->struct_size < MEMRA_CUDA_BACKEND_API_MIN_STRUCT_SIZE)
     return make_error(ErrorCode::unsupported, path + " is not a compatible memra CUDA backend (API version mismatch); rebuild it with this host");
   return api;  // never dlclose: objects from the module may outlive any one caller
 }
@@ -91,6 +91,21 @@ Status CudaBackendHandle::upload_weights(const memra_weight_set& weights) {
 Status CudaBackendHandle::allocate_kv(const memra_cuda_kv_config& kv) {
   const memra_status st = api_->allocate_kv(backend_, &kv);
   if (st != MEMRA_OK) return error(st, "allocating the KV cache");
+  return {};
+}
+
+Status CudaBackendHandle::copy_kv_block(int32_t from, int32_t to) {
+  const memra_status st = api_->copy_kv_block(backend_, from, to);
+  if (st != MEMRA_OK) return error(st, "copying a KV block");
+  return {};
+}
+
+Status CudaBackendHandle::copy_from(const CudaBackendHandle& from, void* dst, const void* src, uint64_t bytes) {
+  if (!MEMRA_STRUCT_HAS(api_, memra_cuda_backend_api, copy_from_backend))
+    return make_error(ErrorCode::unsupported, "the CUDA backend module is too old for pipeline stages (no copy_from_backend); rebuild it with this host");
+  if (from.api_ != api_) return make_error(ErrorCode::invalid_argument, "pipeline copy between two different CUDA backend modules");
+  const memra_status st = api_->copy_from_backend(backend_, dst, from.backend_, src, bytes);
+  if (st != MEMRA_OK) return error(st, "pipeline hand-off copy");
   return {};
 }
 

@@ -45,6 +45,10 @@ class CudaBackendHandle {
   Status upload_weights(const memra_weight_set& weights);
   Status allocate_kv(const memra_cuda_kv_config& kv);
   Status begin_step();
+  Status copy_kv_block(int32_t from, int32_t to);
+  // Pipeline hand-off: `bytes` at `src` (a device address of `from`) to `dst` (one of
+  // this backend), stream ordered on both sides (cuda_backend_api.h copy_from_backend).
+  Status copy_from(const CudaBackendHandle& from, void* dst, const void* src, uint64_t bytes);
   // A failed memra_status as an Error carrying the backend's last_error.
   Error error(memra_status st, const std::string& what) const;
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "host/engine/pipeline_build.hpp"
+
 namespace memra::engine {
 
 Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
@@ -53,7 +55,27 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   Engine* self = e.get();
   const memra_weight_set set = e->source_->weight_set();
   const memra_backend_ops* ops = nullptr;
-  if (options.backend == MEMRA_BACKEND_CUDA) {
+  auto quant_lookup = [self](const char* scheme) -> const memra_quant_api* {
+    auto it = self->quant_tables_.find(scheme);
+    return it == self->quant_tables_.end() ? nullptr : it->second;
+  };
+  if (options.pipeline_stages > 1) {
+    // Stage backends over layer ranges behind one op table (pipeline_backend.hpp).
+    PipelineBuildOptions po;
+    po.stages = options.pipeline_stages;
+    po.split = options.pipeline_split;
+    po.backend = options.backend;
+    po.cuda = options.cuda;
+    po.devices = options.pipeline_devices;
+    po.kv = kv;
+    po.quant_lookup = quant_lookup;
+    auto p = make_pipeline_backend(e->source_->weights, po);
+    if (!p)
+      return make_error(p.error().code, "cannot load " + e->source_->path + " as a " + std::to_string(options.pipeline_stages) +
+                                            "-stage pipeline: " + p.error().message);
+    e->pipeline_ = std::move(*p);
+    ops = e->pipeline_->ops();
+  } else if (options.backend == MEMRA_BACKEND_CUDA) {
     // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
     auto cuda = backend::CudaBackendHandle::create(options.cuda);
     if (!cuda) return make_error(cuda.error().code, "cannot load " + e->source_->path + " on the GPU: " + cuda.error().message);
@@ -61,10 +83,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     if (auto st = e->cuda_->upload_weights(set); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
     ops = e->cuda_->ops();
   } else {
-    e->backend_ = std::make_unique<backend::CpuBackend>(kv, [self](const char* scheme) -> const memra_quant_api* {
-      auto it = self->quant_tables_.find(scheme);
-      return it == self->quant_tables_.end() ? nullptr : it->second;
-    });
+    e->backend_ = std::make_unique<backend::CpuBackend>(kv, quant_lookup);
     ops = e->backend_->ops();
   }
 
@@ -73,7 +92,9 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   if (!model) return make_error(model.error().code, "cannot load " + e->source_->path + ": " + model.error().message);
   e->model_ = std::make_unique<plugins::Model>(std::move(*model));
   // Only once the weights are known to fit the plan.
-  if (e->cuda_) {
+  if (e->pipeline_) {
+    if (auto st = e->pipeline_->allocate_kv(); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
+  } else if (e->cuda_) {
     memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kv.layers, kv.kv_heads, kv.head_dim, kv.block_size, kv.num_blocks};
     if (auto st = e->cuda_->allocate_kv(ckv); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
   } else {
@@ -126,6 +147,15 @@ Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
     blocks_.release(s.blocks.back());
     s.blocks.pop_back();
   }
+  return {};
+}
+
+Status Engine::copy_kv_block(int32_t from, int32_t to) {
+  if (from < 0 || to < 0 || from >= blocks_.num_blocks() || to >= blocks_.num_blocks())
+    return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");
+  if (pipeline_) return pipeline_->copy_kv_block(from, to);
+  if (cuda_) return cuda_->copy_kv_block(from, to);
+  backend_->copy_kv_block(from, to);
   return {};
 }
 
@@ -205,7 +235,12 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
 
-  if (cuda_) {
+  if (pipeline_) {
+    if (const Status b = pipeline_->begin_step(); !b) {
+      undo();
+      return b.error();
+    }
+  } else if (cuda_) {
     if (const Status b = cuda_->begin_step(); !b) {
       undo();
       return b.error();
@@ -217,7 +252,7 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   if (!st) {
     undo();
     std::string msg = st.error().message;
-    const std::string backend_error = cuda_ ? cuda_->last_error() : backend_->last_error();
+    const std::string backend_error = pipeline_ ? pipeline_->last_error() : cuda_ ? cuda_->last_error() : backend_->last_error();
     if (!backend_error.empty()) msg += " (backend: " + backend_error + ")";
     return make_error(st.error().code, msg);
   }

@@ -16,6 +16,7 @@
 #include "host/common/result.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
+#include "host/engine/pipeline_backend.hpp"
 #include "host/engine/prefix_cache.hpp"
 #include "host/plugin_host/plugin_host.hpp"
 
@@ -29,6 +30,15 @@ struct EngineOptions {
   // opened at run time; fails with the reason when there is no driver or module).
   memra_backend_kind backend = MEMRA_BACKEND_CPU;
   backend::CudaBackendOpenOptions cuda;  // used when backend == MEMRA_BACKEND_CUDA
+  // Pipeline parallelism (docs/ARCHITECTURE.md, "Pipeline stages"): the layers split into
+  // this many contiguous ranges, each on its own backend of `backend`'s kind. 1 = one backend.
+  int32_t pipeline_stages = 1;
+  // Layers per stage, first stage first; stages-1 entries leave the rest to the last stage
+  // (`--pp-split 18` = 18 layers on stage 0). Empty = balanced by weight + KV bytes.
+  std::vector<int64_t> pipeline_split;
+  // CUDA device of each stage; empty = 0, 1, ..., stages-1. Repeats are allowed (two
+  // stages on one GPU: separate backends and streams). `cuda.device` is ignored then.
+  std::vector<int> pipeline_devices;
 };
 
 struct StepRequest {
@@ -64,6 +74,10 @@ class Engine {
   int64_t sequence_length(int32_t seq) const; // tokens in its KV cache
   // Drops the last `n` positions of a sequence (speculative rollback).
   Status truncate_sequence(int32_t seq, int64_t new_length);
+  // Copies one KV block's contents to another in every layer (on every pipeline stage).
+  Status copy_kv_block(int32_t from, int32_t to);
+  // The pipeline backend when pipeline_stages > 1 (its plan: layer ranges, bytes), else null.
+  const PipelineBackend* pipeline() const { return pipeline_.get(); }
 
   // Runs one forward pass over every request's new tokens; returns the logits rows
   // (all_logits: one per token, else one per request), request by request.
@@ -85,6 +99,7 @@ class Engine {
   PrefixCache prefix_cache_;
   std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
   std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
+  std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, const memra_quant_api*> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;

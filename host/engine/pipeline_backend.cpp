@@ -1,0 +1,335 @@
+#include "host/engine/pipeline_backend.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <exception>
+
+namespace memra::engine {
+namespace {
+
+constexpr uint64_t kAlign = 256;
+constexpr uint64_t kElem = 4;  // every stage's activation type is F32
+
+PipelineBackend* self(memra_backend_ctx* ctx) { return reinterpret_cast<PipelineBackend*>(ctx); }
+
+// Every op body runs inside this: no exception ever crosses the C boundary.
+template <class F>
+memra_status guarded(memra_backend_ctx* ctx, F&& f) {
+  try {
+    return f(self(ctx));
+  } catch (const std::exception& e) {
+    return self(ctx)->fail(MEMRA_ERR_INTERNAL, std::string("pipeline backend: ") + e.what());
+  } catch (...) {
+    return self(ctx)->fail(MEMRA_ERR_INTERNAL, "pipeline backend: unknown exception");
+  }
+}
+
+uint64_t numel(const memra_tensor* t) {
+  uint64_t n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= static_cast<uint64_t>(std::max<int64_t>(0, t->shape[i]));
+  return n;
+}
+
+int32_t highest(uint32_t mask) {
+  for (int32_t s = 31; s >= 0; --s)
+    if (mask & (1u << s)) return s;
+  return -1;
+}
+
+}  // namespace
+
+PipelineBackend::PipelineBackend(std::vector<std::unique_ptr<PipelineStage>> stages, PipelinePlan plan)
+    : stages_(std::move(stages)), plan_(std::move(plan)) {
+  using PB = PipelineBackend;
+  ops_.struct_size = MEMRA_BACKEND_OPS_STRUCT_SIZE;
+  ops_.ctx = reinterpret_cast<memra_backend_ctx*>(this);
+  ops_.tensor_create = [](memra_backend_ctx* c, int32_t nd, const int64_t* s, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->tensor_create(nd, s, o); });
+  };
+  ops_.embedding = [](memra_backend_ctx* c, const memra_weight* t, const memra_forward_batch* bt, float sc, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->embedding(t, bt, sc, o); });
+  };
+  ops_.rms_norm = [](memra_backend_ctx* c, const memra_tensor* x, const memra_weight* w, float eps, float off, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->rms_norm(x, w, eps, off, o); });
+  };
+  ops_.add_rms_norm = [](memra_backend_ctx* c, const memra_tensor* x, memra_tensor* r, const memra_weight* w, float eps,
+                         float off, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->add_rms_norm(x, r, w, eps, off, o); });
+  };
+  ops_.add = [](memra_backend_ctx* c, const memra_tensor* a, const memra_tensor* bb, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->add(a, bb, o); });
+  };
+  ops_.matmul = [](memra_backend_ctx* c, const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->matmul(x, w, bias, o); });
+  };
+  ops_.gated_activation = [](memra_backend_ctx* c, memra_activation a, const memra_tensor* g, const memra_tensor* u, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->gated_activation(a, g, u, o); });
+  };
+  ops_.attention = [](memra_backend_ctx* c, const memra_attention_params* p, const memra_forward_batch* bt, memra_tensor* q,
+                      memra_tensor* k, const memra_tensor* v, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->attention(p, bt, q, k, v, o); });
+  };
+  ops_.gather_logit_rows = [](memra_backend_ctx* c, const memra_tensor* x, const memra_forward_batch* bt, memra_tensor* o) {
+    return guarded(c, [&](PB* b) { return b->gather_logit_rows(x, bt, o); });
+  };
+  ops_.logits_output = [](memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
+    return guarded(c, [&](PB* b) { return b->logits_output(l, bt); });
+  };
+}
+
+Result<std::unique_ptr<PipelineBackend>> PipelineBackend::create(std::vector<std::unique_ptr<PipelineStage>> stages,
+                                                                 PipelinePlan plan, const std::vector<memra_weight>& weights) {
+  if (stages.empty() || static_cast<int32_t>(stages.size()) != plan.stages())
+    return make_error(ErrorCode::invalid_argument, "pipeline backend: the stage count differs from the plan's");
+  std::unique_ptr<PipelineBackend> b(new PipelineBackend(std::move(stages), std::move(plan)));
+  for (const memra_weight& w : weights)
+    if (w.data) b->weight_masks_[w.data] |= b->plan_.weight_stages(w.name ? w.name : "");
+  // Composite tensors get addresses no one can touch: a stray dereference faults
+  // instead of reading some stage's memory. Address space only (no memory).
+  for (uint64_t size : {uint64_t{1} << 38, uint64_t{1} << 34}) {
+    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      b->space_ = reinterpret_cast<uintptr_t>(p);
+      b->space_size_ = size;
+      break;
+    }
+  }
+  if (!b->space_) return make_error(ErrorCode::internal, "pipeline backend: cannot reserve address space for its tensors (mmap failed)");
+  return b;
+}
+
+PipelineBackend::~PipelineBackend() {
+  if (space_) munmap(reinterpret_cast<void*>(space_), space_size_);
+}
+
+memra_status PipelineBackend::fail(memra_status code, std::string message) {
+  last_error_ = std::move(message);
+  return code;
+}
+
+Status PipelineBackend::allocate_kv() {
+  for (int32_t s = 0; s < num_stages(); ++s)
+    if (auto st = stage(s).allocate_kv(); !st)
+      return make_error(st.error().code, "pipeline stage " + std::to_string(s) + " (" + stage(s).name() + "): " + st.error().message);
+  return {};
+}
+
+Status PipelineBackend::begin_step() {
+  Status first;
+  for (int32_t s = 0; s < num_stages(); ++s) {
+    Status st = stage(s).begin_step();  // every stage, even after a failure: each waits for its work
+    if (!st && first) first = make_error(st.error().code, "pipeline stage " + std::to_string(s) + ": " + st.error().message);
+  }
+  records_.clear();
+  space_used_ = 0;
+  handoffs_ = 0;
+  handoff_bytes_ = 0;
+  last_error_.clear();
+  return first;
+}
+
+Status PipelineBackend::copy_kv_block(int32_t from, int32_t to) {
+  for (int32_t s = 0; s < num_stages(); ++s)
+    if (auto st = stage(s).copy_kv_block(from, to); !st)
+      return make_error(st.error().code, "pipeline stage " + std::to_string(s) + ": " + st.error().message);
+  return {};
+}
+
+memra_status PipelineBackend::tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out) {
+  if (ndim < 1 || ndim > 4 || !shape || !out) return fail(MEMRA_ERR_INVALID_ARGUMENT, "tensor_create: bad rank");
+  uint64_t n = 1;
+  for (int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] <= 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "tensor_create: non-positive dimension");
+    n *= static_cast<uint64_t>(shape[i]);
+  }
+  const uint64_t bytes = n * kElem;
+  const uint64_t span = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (space_used_ + span > space_size_)
+    return fail(MEMRA_ERR_OUT_OF_MEMORY, "tensor_create: the pipeline's tensor address space is exhausted this step (" +
+                                             std::to_string(space_size_ >> 30) + " GiB); use smaller batches");
+  Record r;
+  r.base = space_ + space_used_;
+  r.bytes = bytes;
+  r.ndim = ndim;
+  std::copy(shape, shape + ndim, r.shape);
+  r.storage.assign(stages_.size(), nullptr);
+  space_used_ += span;
+  records_.push_back(std::move(r));
+  *out = memra_tensor{};
+  out->struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+  out->dtype = MEMRA_DTYPE_F32;
+  out->ndim = ndim;
+  std::copy(shape, shape + ndim, out->shape);
+  out->data = reinterpret_cast<void*>(records_.back().base);
+  return MEMRA_OK;
+}
+
+PipelineBackend::Record* PipelineBackend::find(const void* data, uint64_t* offset) {
+  const auto p = reinterpret_cast<uintptr_t>(data);
+  auto it = std::upper_bound(records_.begin(), records_.end(), p, [](uintptr_t v, const Record& r) { return v < r.base; });
+  if (it == records_.begin()) return nullptr;
+  --it;
+  if (p >= it->base + it->bytes) return nullptr;
+  *offset = p - it->base;
+  return &*it;
+}
+
+memra_status PipelineBackend::ensure_storage(Record& r, int32_t s) {
+  if (r.storage[static_cast<size_t>(s)]) return MEMRA_OK;
+  const memra_backend_ops& o = *stage(s).ops();
+  memra_tensor t{};
+  t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+  const memra_status st = o.tensor_create(o.ctx, r.ndim, r.shape, &t);
+  if (st != MEMRA_OK) return fail(st, "pipeline stage " + std::to_string(s) + " tensor_create: " + stage(s).last_error());
+  if (t.dtype != MEMRA_DTYPE_F32)
+    return fail(MEMRA_ERR_UNSUPPORTED, "pipeline stage " + std::to_string(s) + " has a non-F32 activation type; stages must be F32");
+  r.storage[static_cast<size_t>(s)] = t.data;
+  return MEMRA_OK;
+}
+
+memra_status PipelineBackend::make_current(Record& r, int32_t s) {
+  const uint32_t bit = 1u << s;
+  if (r.valid & bit) return MEMRA_OK;
+  if (const memra_status st = ensure_storage(r, s); st != MEMRA_OK) return st;
+  if (r.valid == 0) return MEMRA_OK;  // never written: nothing to hand over
+  // The nearest earlier stage holding it (the pipeline's direction), else any.
+  int32_t src = highest(r.valid & (bit - 1));
+  if (src < 0) src = highest(r.valid);
+  const Status c = stage(s).copy_from(stage(src), r.storage[static_cast<size_t>(s)], r.storage[static_cast<size_t>(src)], r.bytes);
+  if (!c) return fail(MEMRA_ERR_DEVICE, "pipeline hand-off from stage " + std::to_string(src) + " to stage " + std::to_string(s) + ": " + c.error().message);
+  r.valid |= bit;
+  ++handoffs_;
+  handoff_bytes_ += r.bytes;
+  return MEMRA_OK;
+}
+
+int32_t PipelineBackend::inputs_stage(const Arg* args, size_t n) {
+  int32_t s = -1;
+  for (size_t i = 0; i < n; ++i) {
+    if (args[i].use == Use::out || !args[i].t) continue;
+    uint64_t off = 0;
+    if (const Record* r = find(args[i].t->data, &off)) s = std::max(s, highest(r->valid));
+  }
+  return s;
+}
+
+int32_t PipelineBackend::weight_stage(const memra_weight* w, int32_t from) const {
+  uint32_t mask = 0;
+  if (w) {
+    auto it = weight_masks_.find(w->data);
+    mask = it != weight_masks_.end() ? it->second : plan_.weight_stages(w->name ? w->name : "");
+  }
+  if (mask == 0) return std::max(from, 0);
+  for (int32_t s = std::max(from, 0); s < num_stages(); ++s)
+    if (mask & (1u << s)) return s;
+  return highest(mask);
+}
+
+template <size_t N, class F>
+memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
+  Record* recs[N];
+  uint64_t offs[N];
+  for (size_t i = 0; i < N; ++i) {
+    if (!args[i].t) return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: NULL tensor");
+    recs[i] = find(args[i].t->data, &offs[i]);
+    if (!recs[i])
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: a tensor that this step's tensor_create did not make");
+    if (offs[i] + numel(args[i].t) * kElem > recs[i]->bytes)
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: a view reaches past the end of its tensor");
+  }
+  // Inputs (and partially written outputs) are brought to s; whole outputs only need room there.
+  for (size_t i = 0; i < N; ++i) {
+    const bool whole = offs[i] == 0 && numel(args[i].t) * kElem == recs[i]->bytes;
+    const memra_status st = args[i].use == Use::out && whole ? ensure_storage(*recs[i], s) : make_current(*recs[i], s);
+    if (st != MEMRA_OK) return st;
+  }
+  memra_tensor local[N];
+  for (size_t i = 0; i < N; ++i) {
+    local[i] = *args[i].t;
+    local[i].data = static_cast<uint8_t*>(recs[i]->storage[static_cast<size_t>(s)]) + offs[i];
+  }
+  const memra_backend_ops& o = *stage(s).ops();
+  const memra_status st = call(o, local);
+  if (st != MEMRA_OK) return fail(st, "pipeline stage " + std::to_string(s) + " (" + stage(s).name() + "): " + stage(s).last_error());
+  for (size_t i = 0; i < N; ++i)
+    if (args[i].use != Use::in) recs[i]->valid = 1u << s;
+  return MEMRA_OK;
+}
+
+memra_status PipelineBackend::embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
+                                        memra_tensor* out) {
+  const Arg args[] = {{out, Use::out}};
+  return run(weight_stage(table, 0), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.embedding(o.ctx, table, batch, scale, &l[0]);
+  });
+}
+
+memra_status PipelineBackend::rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
+                                       memra_tensor* out) {
+  const Arg args[] = {{x, Use::in}, {out, Use::out}};
+  return run(weight_stage(w, inputs_stage(args, 2)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.rms_norm(o.ctx, &l[0], w, eps, unit_offset, &l[1]);
+  });
+}
+
+memra_status PipelineBackend::add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                                           float unit_offset, memra_tensor* out) {
+  const Arg args[] = {{x, Use::in}, {residual, Use::inout}, {out, Use::out}};
+  return run(weight_stage(w, inputs_stage(args, 3)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.add_rms_norm(o.ctx, &l[0], &l[1], w, eps, unit_offset, &l[2]);
+  });
+}
+
+memra_status PipelineBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
+  const Arg args[] = {{a, Use::in}, {b, Use::in}, {out, Use::out}};
+  return run(std::max(0, inputs_stage(args, 3)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.add(o.ctx, &l[0], &l[1], &l[2]);
+  });
+}
+
+memra_status PipelineBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out) {
+  const Arg args[] = {{x, Use::in}, {out, Use::out}};
+  const int32_t s = weight_stage(w, inputs_stage(args, 2));
+  if (bias && weight_stage(bias, s) != s)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("pipeline backend: bias ") + (bias->name ? bias->name : "?") +
+                                                " is not on the stage of its matrix " + (w && w->name ? w->name : "?"));
+  return run(s, args, [&](const memra_backend_ops& o, memra_tensor* l) { return o.matmul(o.ctx, &l[0], w, bias, &l[1]); });
+}
+
+memra_status PipelineBackend::gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
+                                               memra_tensor* out) {
+  const Arg args[] = {{gate, Use::in}, {up, Use::in}, {out, Use::out}};
+  return run(std::max(0, inputs_stage(args, 3)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.gated_activation(o.ctx, act, &l[0], &l[1], &l[2]);
+  });
+}
+
+memra_status PipelineBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch, memra_tensor* q,
+                                        memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
+  if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
+  if (p->layer < 0 || p->layer >= plan_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  const int32_t s = plan_.layer_stage[static_cast<size_t>(p->layer)];
+  memra_attention_params local = *p;  // the stage's KV cache holds only its layers
+  local.layer = static_cast<int32_t>(p->layer - plan_.first_layer[static_cast<size_t>(s)]);
+  const Arg args[] = {{q, Use::inout}, {k, Use::inout}, {v, Use::in}, {out, Use::out}};
+  return run(s, args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.attention(o.ctx, &local, batch, &l[0], &l[1], &l[2], &l[3]);
+  });
+}
+
+memra_status PipelineBackend::gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out) {
+  const Arg args[] = {{x, Use::in}, {out, Use::out}};
+  return run(std::max(0, inputs_stage(args, 2)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.gather_logit_rows(o.ctx, &l[0], batch, &l[1]);
+  });
+}
+
+memra_status PipelineBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
+  const Arg args[] = {{logits, Use::in}};
+  return run(std::max(0, inputs_stage(args, 1)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    return o.logits_output(o.ctx, &l[0], batch);
+  });
+}
+
+}  // namespace memra::engine

@@ -1,0 +1,114 @@
+// The pipeline backend: one memra_backend_ops table over N stage backends, each
+// holding a contiguous range of layers (pipeline_split.hpp), so a family plugin's
+// forward pass runs unchanged across stages.
+//
+// Routing: an op with a weight (matmul, rms_norm, add_rms_norm, embedding) runs on a
+// stage that holds the weight (the first such stage at or after where its inputs
+// are); attention on the stage of params->layer, with the layer renumbered to that
+// stage's KV cache; weight-less ops where their inputs are.
+//
+// Tensors: tensor_create hands out a composite: its `data` is an address in a
+// reserved, inaccessible range that names a record with per-stage storage
+// (allocated lazily by that stage's tensor_create) and the set of stages holding
+// the current contents. Views (same data, another shape; or an offset inside) are
+// translated by address, keeping the caller's shape. Before an op runs on stage s,
+// every input not current on s is copied there (the activation hand-off); its
+// outputs, including in-place ones, are then current on s only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "host/common/result.hpp"
+#include "host/engine/pipeline_split.hpp"
+#include "host/engine/pipeline_stages.hpp"
+#include "memra/backend.h"
+
+namespace memra::engine {
+
+class PipelineBackend {
+ public:
+  // `weights`: the whole model's (what model_create binds); each is found on the
+  // stages plan.weight_stages() names.
+  static Result<std::unique_ptr<PipelineBackend>> create(std::vector<std::unique_ptr<PipelineStage>> stages,
+                                                         PipelinePlan plan, const std::vector<memra_weight>& weights);
+  ~PipelineBackend();
+  PipelineBackend(const PipelineBackend&) = delete;
+  PipelineBackend& operator=(const PipelineBackend&) = delete;
+
+  const memra_backend_ops* ops() const { return &ops_; }
+  const PipelinePlan& plan() const { return plan_; }
+  int32_t num_stages() const { return static_cast<int32_t>(stages_.size()); }
+  PipelineStage& stage(int32_t s) { return *stages_[static_cast<size_t>(s)]; }
+
+  Status allocate_kv();
+  // Every stage's begin_step, then this step's composite tensors are forgotten.
+  Status begin_step();
+  // Prefix-cache copy-on-write: the block in every stage's layers.
+  Status copy_kv_block(int32_t from, int32_t to);
+  const std::string& last_error() const { return last_error_; }
+  // Hand-off copies (and their bytes) since the last begin_step.
+  int64_t handoffs() const { return handoffs_; }
+  uint64_t handoff_bytes() const { return handoff_bytes_; }
+
+  // Ops (public for the C trampolines).
+  memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
+  memra_status embedding(const memra_weight* table, const memra_forward_batch* batch, float scale, memra_tensor* out);
+  memra_status rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset, memra_tensor* out);
+  memra_status add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                            float unit_offset, memra_tensor* out);
+  memra_status add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out);
+  memra_status matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out);
+  memra_status gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up, memra_tensor* out);
+  memra_status attention(const memra_attention_params* p, const memra_forward_batch* batch, memra_tensor* q,
+                         memra_tensor* k, const memra_tensor* v, memra_tensor* out);
+  memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
+  memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  memra_status fail(memra_status code, std::string message);
+
+  // How an op uses a tensor argument.
+  enum class Use { in, out, inout };
+  struct Arg {
+    const memra_tensor* t;
+    Use use;
+  };
+
+ private:
+  struct Record {
+    uintptr_t base = 0;   // the composite's address
+    uint64_t bytes = 0;
+    int32_t ndim = 0;
+    int64_t shape[4] = {};
+    std::vector<void*> storage;  // per stage; nullptr until used there
+    uint32_t valid = 0;          // stages holding the current contents
+  };
+  PipelineBackend(std::vector<std::unique_ptr<PipelineStage>> stages, PipelinePlan plan);
+
+  Record* find(const void* data, uint64_t* offset);
+  memra_status ensure_storage(Record& r, int32_t s);
+  memra_status make_current(Record& r, int32_t s);
+  // The highest stage holding an input's contents (-1: none written yet).
+  int32_t inputs_stage(const Arg* args, size_t n);
+  // Where an op with weight `w` runs, given its inputs.
+  int32_t weight_stage(const memra_weight* w, int32_t from) const;
+  // Translates args to stage s (copying inputs there), runs `call` on the local
+  // descriptors, then marks the outputs current on s only.
+  template <size_t N, class F>
+  memra_status run(int32_t s, const Arg (&args)[N], F&& call);
+
+  std::vector<std::unique_ptr<PipelineStage>> stages_;
+  PipelinePlan plan_;
+  std::unordered_map<const void*, uint32_t> weight_masks_;  // by host address
+  std::vector<Record> records_;                             // this step's, by base
+  uintptr_t space_ = 0;                                     // reserved address range
+  uint64_t space_size_ = 0, space_used_ = 0;
+  int64_t handoffs_ = 0;
+  uint64_t handoff_bytes_ = 0;
+  std::string last_error_;
+  memra_backend_ops ops_{};
+};
+
+}  // namespace memra::engine

@@ -1,0 +1,43 @@
+// One stage of a pipeline backend: a whole backend (the CPU reference or a CUDA
+// backend on some device) holding a range of layers' weights and KV cache, plus the
+// hand-off copy that moves an activation tensor into it from another stage.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/backend_cpu/cpu_backend.hpp"
+#include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/common/result.hpp"
+#include "memra/backend.h"
+
+namespace memra::engine {
+
+class PipelineStage {
+ public:
+  virtual ~PipelineStage() = default;
+  virtual const memra_backend_ops* ops() const = 0;
+  virtual Status allocate_kv() = 0;
+  virtual Status begin_step() = 0;
+  virtual Status copy_kv_block(int32_t from, int32_t to) = 0;
+  virtual std::string last_error() const = 0;
+  // Copies `bytes` at `src` (storage of `from`'s ops) to `dst` (this stage's), after
+  // the work `from` has been given so far; later work on either side sees the copy.
+  virtual Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) = 0;
+  virtual std::string name() const = 0;  // "cpu", "cuda:1"
+  // The CUDA backend behind this stage, or nullptr (CPU).
+  virtual backend::CudaBackendHandle* cuda() { return nullptr; }
+};
+
+// A CPU reference stage: `kv.layers` is this stage's layer count.
+std::unique_ptr<PipelineStage> make_cpu_stage(const backend::KvCacheConfig& kv, backend::QuantLookup quant_lookup);
+
+// A CUDA stage on options.device: uploads `weights` (only this stage's) now; the KV
+// cache (`kv.layers` = this stage's layer count) comes with allocate_kv().
+Result<std::unique_ptr<PipelineStage>> make_cuda_stage(const backend::CudaBackendOpenOptions& options,
+                                                       const std::vector<memra_weight>& weights,
+                                                       const memra_cuda_kv_config& kv);
+
+}  // namespace memra::engine
