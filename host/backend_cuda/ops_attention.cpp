@@ -82,7 +82,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad rotary_dim");
   }
   const auto tokens = static_cast<unsigned>(batch->num_tokens);
-  memra_status st = launch("rope", "memra_rope_kv_write", tokens, 1, 128, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
+  memra_status st = launch("rope", "memra_rope_kv_write", tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
                            head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
                            db.block_tables, max_blocks, kc, vc, block_size);
   if (st != MEMRA_OK) return st;

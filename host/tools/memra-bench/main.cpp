@@ -15,6 +15,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
+#include "host/tools/memra-bench/standard_bench.hpp"
 
 namespace {
 
@@ -36,15 +37,24 @@ constexpr const char* kTiny = R"({
 
 void usage() {
   std::printf(
-      "usage: memra-bench [options]\n"
-      "Decode and prefill throughput on a random-weight model (no files), and %% of the memory roofline.\n\n"
-      "  --model qwen3-8b|tiny   shape (default qwen3-8b)\n"
+      "usage: memra-bench [MODEL] [options]\n"
+      "Single-stream prefill (pp), time to first token, decode (tg) at KV depths, peak device memory and\n"
+      "the decode roofline fraction: (bytes of weights read per token, input embedding excluded, + KV bytes\n"
+      "read) x tok/s / the device-to-device copy bandwidth measured in the same run. Medians of --repeats\n"
+      "runs after a warm-up. MODEL is a checkpoint (safetensors directory, .gguf, .memra); without it a\n"
+      "random-weight model of the --model shape in the --quant scheme is made in memory.\n\n"
+      "  --model qwen3-8b|tiny   shape of the random model (default qwen3-8b)\n"
       "  --quant SCHEME          bf16 (default), f16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs\n"
       "  --backend cuda|cpu      (default cuda)\n"
-      "  --prompt N              prompt tokens per sequence (default 64)\n"
-      "  --decode N              decode steps timed per batch size (default 32)\n"
-      "  --batches LIST          comma-separated batch sizes (default 1,4,16)\n"
-      "  --hbm-gbps X            memory bandwidth for the roofline (default 4300, the H200 copy rate measured here)\n"
+      "  --prompt-tokens N       pp / TTFT prompt length (default 512)\n"
+      "  --gen-tokens N          decode steps timed per depth (default 128)\n"
+      "  --depth LIST            comma-separated KV depths for tg (default 0)\n"
+      "  --repeats N             timed runs per figure, median reported (default 3)\n"
+      "  --json                  print the figures as one JSON object\n"
+      "  --batches LIST          also: batched decode table for these batch sizes (e.g. 1,4,16), with\n"
+      "    --prompt N            its prompt tokens per sequence (default 64) and\n"
+      "    --decode N            its decode steps timed per batch size (default 32)\n"
+      "  --hbm-gbps X            roofline bandwidth when it cannot be measured (CPU; default 4300)\n"
       "  --spec ngram            instead: batch-1 greedy generation plain vs speculative (n-gram drafter) on a\n"
       "                          repetitive prompt; prints both speeds, the speed-up, and fails unless the\n"
       "                          tokens are identical\n"
@@ -60,7 +70,8 @@ double now_s() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "qwen3-8b", quant = "bf16", backend = "cuda", batches_arg = "1,4,16";
+  std::string model = "qwen3-8b", quant = "bf16", backend = "cuda", batches_arg, model_path, depth_arg = "0";
+  memra::bench::StandardBenchOptions sb;
   int prompt = 64, decode = 32, spec_k = 4, gen = 128;
   std::string spec;
   double hbm_gbps = 4300;
@@ -86,18 +97,35 @@ int main(int argc, char** argv) {
     else if (a == "--spec") spec = value();
     else if (a == "--spec-k") spec_k = std::atoi(value().c_str());
     else if (a == "--gen") gen = std::atoi(value().c_str());
+    else if (a == "--prompt-tokens") sb.prompt_tokens = std::atoi(value().c_str());
+    else if (a == "--gen-tokens") sb.gen_tokens = std::atoi(value().c_str());
+    else if (a == "--depth") depth_arg = value();
+    else if (a == "--repeats") sb.repeats = std::atoi(value().c_str());
+    else if (a == "--json") sb.json = true;
+    else if (!a.empty() && a[0] != '-' && model_path.empty()) model_path = a;
     else {
       std::fprintf(stderr, "memra-bench: unknown option %s (see --help)\n", a.c_str());
       return 2;
     }
   }
-  std::vector<int> batches;
-  for (size_t p = 0; p < batches_arg.size();) {
-    const size_t q = batches_arg.find(',', p);
-    batches.push_back(std::atoi(batches_arg.substr(p, q - p).c_str()));
-    p = q == std::string::npos ? batches_arg.size() : q + 1;
+  auto int_list = [](const std::string& arg) {
+    std::vector<int> v;
+    for (size_t p = 0; p < arg.size();) {
+      const size_t q = arg.find(',', p);
+      v.push_back(std::atoi(arg.substr(p, q - p).c_str()));
+      p = q == std::string::npos ? arg.size() : q + 1;
+    }
+    return v;
+  };
+  const std::vector<int> batches = int_list(batches_arg);
+  sb.depths = int_list(depth_arg);
+  if (sb.prompt_tokens < 1 || sb.gen_tokens < 1 || sb.repeats < 1 || sb.depths.empty() ||
+      std::any_of(sb.depths.begin(), sb.depths.end(), [](int d) { return d < 0; }) ||
+      std::any_of(batches.begin(), batches.end(), [](int b) { return b < 1; })) {
+    std::fprintf(stderr, "memra-bench: --prompt-tokens, --gen-tokens, --repeats and --batches need positive numbers, --depth non-negative ones\n");
+    return 2;
   }
-  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  const int max_batch = batches.empty() ? 1 : *std::max_element(batches.begin(), batches.end());
 
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -107,7 +135,8 @@ int main(int argc, char** argv) {
   plugins.discover();
 
   double t0 = now_s();
-  auto src = memra::bench::random_model(model == "tiny" ? kTiny : kQwen3_8B, quant, plugins, 42);
+  auto src = model_path.empty() ? memra::bench::random_model(model == "tiny" ? kTiny : kQwen3_8B, quant, plugins, 42)
+                                : memra::engine::open_model_source(model_path);
   if (!src) {
     std::fprintf(stderr, "memra-bench: %s\n", src.error().message.c_str());
     return 1;
@@ -118,12 +147,13 @@ int main(int argc, char** argv) {
     else if (w.ndim == 2) matrix_bytes += w.bytes;
   }
   const memra::ModelConfig cfg = (*src)->config;
-  std::printf("model %s (%s): %.2f GB of matrices read per token (+ %.2f GB embedding table), generated in %.1f s\n",
-              model.c_str(), quant.c_str(), matrix_bytes / 1e9, embd_bytes / 1e9, now_s() - t0);
+  FILE* info = sb.json ? stderr : stdout;  // --json: stdout holds the JSON object only
+  std::fprintf(info, "model %s (%s): %.2f GB of matrices read per token (+ %.2f GB embedding table), generated in %.1f s\n",
+              model_path.empty() ? model.c_str() : model_path.c_str(), model_path.empty() ? quant.c_str() : "as stored", matrix_bytes / 1e9, embd_bytes / 1e9, now_s() - t0);
 
   memra::engine::EngineOptions eo;
   eo.backend = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
-  eo.max_context = prompt + std::max(decode, gen) + 16;
+  eo.max_context = std::max<int64_t>(prompt + std::max(decode, gen) + 16, memra::bench::standard_bench_context(sb));
   eo.max_sequences = max_batch;
   t0 = now_s();
   auto engine = memra::engine::Engine::create(std::move(*src), plugins, eo);
@@ -131,7 +161,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memra-bench: %s\n", engine.error().message.c_str());
     return 1;
   }
-  std::printf("engine created (weights uploaded) in %.1f s\n", now_s() - t0);
+  std::fprintf(info, "engine created (weights uploaded) in %.1f s\n", now_s() - t0);
 
   if (!spec.empty()) {
     if (spec != "ngram") {
@@ -179,6 +209,15 @@ int main(int argc, char** argv) {
                 drafted ? 100.0 * accepted / drafted : 0.0, same ? "yes" : "NO");
     return same ? 0 : 1;
   }
+
+  sb.cuda = backend != "cpu";
+  sb.model_label = model_path.empty() ? model + " (random weights)" : model_path;
+  sb.quant = model_path.empty() ? quant : "as stored";
+  // Tied embeddings: the table is also the output matrix, read in full every token.
+  sb.weight_bytes_per_token = matrix_bytes + (cfg.tie_word_embeddings ? embd_bytes : 0);
+  sb.fallback_gbps = hbm_gbps;
+  if (const int rc = memra::bench::run_standard_bench(**engine, sb); rc != 0) return rc;
+  if (batches.empty()) return 0;
 
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(cfg.vocab_size - 1));

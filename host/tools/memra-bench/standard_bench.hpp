@@ -1,0 +1,34 @@
+// The standard single-stream benchmark of memra-bench (issue #6 item 5): prefill
+// throughput (pp), time to first token, decode throughput (tg) at one or more KV
+// depths, peak device memory, and the decode roofline fraction against the
+// device-to-device copy bandwidth measured in the same run. Medians of N runs after
+// one warm-up run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "host/engine/engine.hpp"
+
+namespace memra::bench {
+
+struct StandardBenchOptions {
+  int prompt_tokens = 512;        // pp / TTFT prompt length
+  int gen_tokens = 128;           // tg: decode steps timed per depth
+  std::vector<int> depths = {0};  // KV depth before the timed decode steps
+  int repeats = 3;                // timed runs per figure (median), after one warm-up
+  bool json = false;
+  bool cuda = true;               // measure copy bandwidth and device memory
+  std::string model_label, quant;
+  uint64_t weight_bytes_per_token = 0;  // matrices read per token, input embedding excluded
+  double fallback_gbps = 4300;    // roofline bandwidth when none can be measured (CPU)
+};
+
+// The context the engine must allow for these options.
+int64_t standard_bench_context(const StandardBenchOptions& o);
+
+// Runs and prints the figures; returns the process exit code.
+int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o);
+
+}  // namespace memra::bench
