@@ -8,7 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "host/engine/draft_loader.hpp"
+#include "host/engine/draft_model.hpp"
 #include "host/engine/generate.hpp"
+#include "host/engine/text_model.hpp"
 #include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
@@ -17,6 +20,15 @@ using namespace memra::engine;
 namespace {
 
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+const fs::path kQ8 = fs::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
+
+SpeculativeOptions spec_options(Drafter* d, int k, std::function<void(std::vector<std::vector<float>>&)> hook = {}) {
+  SpeculativeOptions s;
+  s.drafter = d;
+  s.k = k;
+  s.verify_hook = std::move(hook);
+  return s;
+}
 
 struct Outcome {
   std::vector<int32_t> tokens;
@@ -66,7 +78,7 @@ TEST(EngineSpeculative, NgramIsTokenIdenticalToPlainDecodeForK1To8) {
     int64_t accepted_total = 0;
     for (int k = 1; k <= 8; ++k) {
       NgramDrafter drafter;
-      SpeculativeOptions s{&drafter, k, nullptr};
+      SpeculativeOptions s = spec_options(&drafter, k);
       const Outcome spec = run_generation(**engine, prompt, g, &s);
       EXPECT_EQ(spec.tokens, plain.tokens) << "k=" << k << (sampled ? " sampled" : " greedy");
       EXPECT_EQ(spec.logprobs, plain.logprobs) << "k=" << k;
@@ -94,9 +106,193 @@ TEST(EngineSpeculative, TheGateCatchesANonInvariantVerifyStep) {
   // Inject a kernel that is not batch invariant: rows after the first of a multi-token
   // verify step come out different from what a one-token step computes.
   NgramDrafter drafter;
-  SpeculativeOptions s{&drafter, 4, [](std::vector<std::vector<float>>& rows) {
+  SpeculativeOptions s = spec_options(&drafter, 4, [](std::vector<std::vector<float>>& rows) {
                          for (size_t i = 1; i < rows.size(); ++i) rows[i][(memra::engine::argmax(rows[i]) + 1) % rows[i].size()] += 50.0f;
-                       }};
+                       });
   const Outcome broken = run_generation(**engine, prompt, g, &s);
   EXPECT_NE(broken.tokens, plain.tokens) << "the identity gate did not notice a non-invariant verify step";
+}
+
+namespace {
+
+std::unique_ptr<Engine> load_engine(const fs::path& path) {
+  auto src = open_model_source(path.string());
+  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
+  if (!src) return nullptr;
+  auto e = Engine::create(std::move(*src), test_plugins(), {});
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e ? std::move(*e) : nullptr;
+}
+
+memra::Result<std::unique_ptr<Engine>> open_draft(const fs::path& draft, const Engine& target) {
+  auto tok = load_tokenizer(kLlama.string());
+  if (!tok) return tok.error();
+  return open_draft_engine(draft.string(), target, **tok, test_plugins(), {});
+}
+
+std::vector<int32_t> fixture_prompt() {
+  const auto ref = nlohmann::json::parse(std::ifstream(kLlama / "reference.json"));
+  return ref["input_ids"].get<std::vector<int32_t>>();
+}
+
+GenerateOptions options(bool sampled) {
+  GenerateOptions g;
+  g.max_tokens = 40;
+  g.sampling.logprobs = true;
+  g.sampling.temperature = 0.0f;
+  if (sampled) {
+    g.sampling.temperature = 0.5f;
+    g.sampling.top_k = 2;
+    g.sampling.top_p = 0.95f;
+    g.sampling.seed = 77;
+  }
+  return g;
+}
+
+}  // namespace
+
+// The draft model is the target itself: greedy drafts must all be accepted — proof
+// that the drafter's KV tracks the context through every rollback.
+TEST(EngineSpeculative, ASelfDraftIsAlwaysAcceptedGreedy) {
+  if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
+  auto target = load_engine(kLlama);
+  ASSERT_TRUE(target);
+  auto draft = open_draft(kLlama, *target);
+  ASSERT_TRUE(draft.ok()) << draft.error().message;
+  const auto prompt = fixture_prompt();
+  const Outcome plain = run_generation(*target, prompt, options(false), nullptr);
+  for (int k = 1; k <= 8; ++k) {
+    DraftModelDrafter drafter(**draft, 1.0);
+    SpeculativeOptions s = spec_options(&drafter, k);
+    s.policy.adaptive = false;
+    const Outcome spec = run_generation(*target, prompt, options(false), &s);
+    EXPECT_EQ(spec.tokens, plain.tokens) << "k=" << k;
+    EXPECT_EQ(spec.logprobs, plain.logprobs) << "k=" << k;
+    EXPECT_GT(spec.drafted, 0) << "k=" << k;
+    EXPECT_EQ(spec.accepted, spec.drafted) << "k=" << k << ": a self-draft was rejected";
+    EXPECT_LE(drafter.tokens_in_kv(), static_cast<int64_t>(prompt.size() + plain.tokens.size()));
+  }
+  EXPECT_EQ((*draft)->kv_blocks().num_free(), (*draft)->kv_blocks().num_blocks()) << "draft sequences leaked KV";
+}
+
+TEST(EngineSpeculative, DraftModelIsTokenIdenticalToPlainDecodeForK1To8) {
+  if (!fs::exists(kLlama) || !fs::exists(kQ8)) GTEST_SKIP() << "fixtures absent";
+  auto target = load_engine(kLlama);
+  ASSERT_TRUE(target);
+  auto draft = open_draft(kQ8, *target);
+  ASSERT_TRUE(draft.ok()) << draft.error().message;
+  const auto prompt = fixture_prompt();
+  for (bool sampled : {false, true}) {
+    const Outcome plain = run_generation(*target, prompt, options(sampled), nullptr);
+    int64_t accepted = 0, drafted = 0;
+    for (int k = 1; k <= 8; ++k) {
+      DraftModelDrafter drafter(**draft, draft_cost_estimate(*target, **draft));
+      SpeculativeOptions s = spec_options(&drafter, k);
+      s.policy.adaptive = false;
+      const Outcome spec = run_generation(*target, prompt, options(sampled), &s);
+      EXPECT_EQ(spec.tokens, plain.tokens) << "k=" << k << (sampled ? " sampled" : " greedy");
+      EXPECT_EQ(spec.logprobs, plain.logprobs) << "k=" << k;
+      accepted += spec.accepted;
+      drafted += spec.drafted;
+    }
+    std::cout << "[ draft Q8_0 " << (sampled ? "seeded" : "greedy") << " ] accepted " << accepted << " of " << drafted << "\n";
+    // Greedy, the Q8_0 copy of the same weights agrees almost always; seeded, the
+    // target draws between near-equal tokens the greedy draft cannot foresee.
+    if (sampled) EXPECT_GT(accepted, 0);
+    else EXPECT_GT(accepted, drafted * 9 / 10) << "the Q8_0 draft of the same model should mostly agree";
+  }
+  // Teeth: the same drafter with a non-invariant verify step changes the tokens.
+  DraftModelDrafter drafter(**draft, 0.5);
+  SpeculativeOptions s = spec_options(&drafter, 4, [](std::vector<std::vector<float>>& rows) {
+                         for (size_t i = 1; i < rows.size(); ++i) rows[i][(memra::engine::argmax(rows[i]) + 1) % rows[i].size()] += 50.0f;
+                       });
+  s.policy.adaptive = false;
+  EXPECT_NE(run_generation(*target, prompt, options(false), &s).tokens, run_generation(*target, prompt, options(false), nullptr).tokens)
+      << "the identity gate did not notice a non-invariant verify step (draft model)";
+}
+
+TEST(EngineSpeculative, FallbackSwitchingNeverChangesTokens) {
+  if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
+  auto target = load_engine(kLlama);
+  ASSERT_TRUE(target);
+  const auto prompt = fixture_prompt();
+  for (bool sampled : {false, true}) {
+    const Outcome plain = run_generation(*target, prompt, options(sampled), nullptr);
+    NgramDrafter drafter;
+    SpeculativeOptions s = spec_options(&drafter, 4);
+    s.policy = {.adaptive = true, .verify_token_cost = 5.0, .warmup_steps = 1, .reprobe_after = 3, .smoothing = 0.25};
+    auto out = generate_speculative(*target, prompt, options(sampled), s, nullptr);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    EXPECT_EQ(out->tokens, plain.tokens) << (sampled ? "sampled" : "greedy");
+    EXPECT_GT(out->fallbacks, 1) << "the fallback never switched speculation off";
+    EXPECT_GT(out->plain_steps, 0);
+    EXPECT_GE(out->verify_steps, out->fallbacks) << "it never re-probed";
+  }
+}
+
+TEST(EngineSpeculative, SpecGateFallsBackWhenSlowerAndReprobes) {
+  SpecPolicy p;
+  p.verify_token_cost = 0.1;
+  p.warmup_steps = 2;
+  p.reprobe_after = 5;
+  SpecGate gate(p, 0.0);
+  EXPECT_TRUE(gate.active());
+  gate.record(4, 0);  // cost 1.4, 1 token: slower, but still warming up
+  EXPECT_TRUE(gate.active());
+  gate.record(4, 0);
+  EXPECT_FALSE(gate.active()) << "1 token per 1.4 steps is slower than plain decode";
+  EXPECT_EQ(gate.fallbacks(), 1);
+  gate.plain(4);
+  EXPECT_FALSE(gate.active());
+  gate.plain(1);
+  EXPECT_TRUE(gate.active()) << "re-probes after reprobe_after plain tokens";
+  for (int i = 0; i < 10; ++i) gate.record(4, 3);  // 4 tokens per 1.4 steps
+  EXPECT_TRUE(gate.active());
+  EXPECT_NEAR(gate.estimated_speedup(), 4.0 / 1.4, 1e-9);
+  // A draft model costing half a step per token makes the same acceptance a loss.
+  SpecGate costly(p, 0.9);
+  costly.record(4, 3);
+  costly.record(4, 3);  // 4 tokens per 1 + 4 * (0.1 + 0.9) = 5 steps
+  EXPECT_FALSE(costly.active());
+  // Not adaptive: never switches off.
+  p.adaptive = false;
+  SpecGate fixed(p, 0.9);
+  for (int i = 0; i < 10; ++i) fixed.record(8, 0);
+  EXPECT_TRUE(fixed.active());
+}
+
+TEST(EngineSpeculative, ADraftWithAnotherTokenizerIsRefused) {
+  if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
+  auto target = load_engine(kLlama);
+  ASSERT_TRUE(target);
+  const fs::path dir = fs::temp_directory_path() / ("memra-spec-tok-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const char* variant : {"text", "size"}) {
+    const bool text = std::string(variant) == "text";
+    fs::create_directories(dir);
+    for (const char* f : {"model.safetensors", "tokenizer_config.json", "generation_config.json"})
+      if (fs::exists(kLlama / f)) fs::create_symlink(kLlama / f, dir / f);
+    auto config = nlohmann::ordered_json::parse(std::ifstream(kLlama / "config.json"));
+    auto tok = nlohmann::ordered_json::parse(std::ifstream(kLlama / "tokenizer.json"));
+    if (text) {
+      // Two tokens swap texts: same size, different tokenizer.
+      auto& vocab = tok["model"]["vocab"];
+      std::string a, b;
+      for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+        if (it.value() == 300) a = it.key();
+        if (it.value() == 301) b = it.key();
+      }
+      vocab[a] = 301;
+      vocab[b] = 300;
+    } else {
+      config["vocab_size"] = 2048;  // the model's vocabulary differs (its tokenizer's does not)
+    }
+    std::ofstream(dir / "config.json") << config.dump();
+    std::ofstream(dir / "tokenizer.json") << tok.dump();
+    auto draft = open_draft(dir, *target);
+    ASSERT_FALSE(draft.ok()) << variant << ": a draft with another tokenizer was accepted";
+    EXPECT_NE(draft.error().message.find("tokenizer"), std::string::npos) << draft.error().message;
+    std::cout << "[ refused (" << variant << ") ] " << draft.error().message << "\n";
+    fs::remove_all(dir);
+  }
 }
