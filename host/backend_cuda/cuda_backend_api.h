@@ -89,7 +89,8 @@ typedef struct memra_cuda_backend_api {
    * ordered: the copy runs on `to`'s stream after everything queued on `from` so far,
    * and `from`'s later work waits for it (so `from` may reuse src). The two may share
    * a device (a device-to-device copy) or not (cuMemcpyPeerAsync, peer access enabled
-   * where the devices allow it). Issues any recorded step ops of both backends first. */
+   * where the devices allow it). The sender's recorded step ops are launched first
+   * (as its step graph); a receiver that has recorded nothing yet keeps recording. */
   memra_status (*copy_from_backend)(memra_cuda_backend* to, void* dst, memra_cuda_backend* from, const void* src,
                                     uint64_t bytes);
 } memra_cuda_backend_api;

@@ -45,8 +45,12 @@ void enable_peer_access(CUdevice owner, CUcontext owner_ctx, CUdevice peer, CUco
 memra_status CudaBackend::copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
   if (bytes == 0) return MEMRA_OK;
   if (!dst || !src) return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_from_backend: NULL address");
-  // Recorded step ops (MEMRA_CUDA_GRAPH) must be on the streams before the copy is
-  // ordered against them: issue both sides' records; the rest of the step is eager.
+  // Step graphs: the copy must follow the sender's recorded ops, so they are launched
+  // now as the sender's step graph (replayed when a decode step repeats itself; the
+  // sender's rest of the step is eager). A receiver that has recorded nothing yet
+  // keeps recording: the copy is issued now, ahead on its stream of the graph that
+  // logits_output (or a later hand-off) launches. One that has recorded ops issues
+  // them eagerly first, so the copy cannot overtake them.
   if (&from == this) {
     if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
     const CUresult r = cuMemcpyDtoDAsync(dst, src, bytes, ctx_.stream());
@@ -60,7 +64,11 @@ memra_status CudaBackend::copy_from_backend(CudaBackend& from, CUdeviceptr dst, 
   if (const memra_status st = from.make_current(); st != MEMRA_OK) return sender_failed(st);
   CUcontext from_ctx = nullptr;
   cuCtxGetCurrent(&from_ctx);
-  if (const memra_status st = from.flush_recorded(); st != MEMRA_OK) return sender_failed(st);
+  if (from.recording_) {
+    const memra_status st = from.step_ops_.empty() ? MEMRA_OK : from.run_step_graph();
+    from.recording_ = false;
+    if (st != MEMRA_OK) return sender_failed(st);
+  }
   CUevent sent = nullptr;
   CUresult r = cuEventCreate(&sent, CU_EVENT_DISABLE_TIMING);
   if (r == CUDA_SUCCESS) r = cuEventRecord(sent, from.ctx_.stream());
@@ -76,10 +84,11 @@ memra_status CudaBackend::copy_from_backend(CudaBackend& from, CUdeviceptr dst, 
   }
   CUcontext to_ctx = nullptr;
   cuCtxGetCurrent(&to_ctx);
-  if (const memra_status f = flush_recorded(); f != MEMRA_OK) {
-    cuEventDestroy(sent);
-    return f;
-  }
+  if (!step_ops_.empty())
+    if (const memra_status f = flush_recorded(); f != MEMRA_OK) {
+      cuEventDestroy(sent);
+      return f;
+    }
   r = cuStreamWaitEvent(ctx_.stream(), sent, 0);
   cuEventDestroy(sent);  // released once the wait is satisfied
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "pipeline copy: cuStreamWaitEvent"));

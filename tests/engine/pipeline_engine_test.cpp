@@ -11,7 +11,7 @@
 #include <random>
 
 #include "host/engine/generate.hpp"
-#include "repack/checkpoint/model_config.hpp"
+#include "tests/engine/pipeline_test_models.hpp"
 #include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
@@ -33,38 +33,8 @@ std::unique_ptr<ModelSource> open_source(const std::string& name) {
   return src ? std::move(*src) : nullptr;
 }
 
-void refresh_config(ModelSource& s) { s.config_json = memra::model_config_to_json(s.config); }
-
-// Repeats the model's layers (blk.L -> blk.L+n, same data) up to `layers`.
-void widen(ModelSource& s, int64_t layers) {
-  const int64_t base = s.config.num_layers;
-  std::vector<memra_weight> extra;
-  for (int64_t l = base; l < layers; ++l)
-    for (const memra_weight& w : s.weights) {
-      const int64_t src = weight_layer(w.name);
-      if (src != l % base) continue;
-      const std::string prefix = "blk." + std::to_string(src) + ".";
-      s.strings.push_back("blk." + std::to_string(l) + "." + std::string(w.name).substr(prefix.size()));
-      memra_weight copy = w;
-      copy.name = s.strings.back().c_str();
-      extra.push_back(copy);
-    }
-  s.weights.insert(s.weights.end(), extra.begin(), extra.end());
-  if (!s.config.layer_types.empty()) {
-    const auto kinds = s.config.layer_types;
-    s.config.layer_types.clear();
-    for (int64_t l = 0; l < layers; ++l) s.config.layer_types.push_back(kinds[static_cast<size_t>(l % base)]);
-  }
-  s.config.num_layers = layers;
-  refresh_config(s);
-}
-
-// The output head becomes the embedding table (tie_word_embeddings).
-void tie(ModelSource& s) {
-  std::erase_if(s.weights, [](const memra_weight& w) { return std::string(w.name) == "output.weight"; });
-  s.config.tie_word_embeddings = true;
-  refresh_config(s);
-}
+using memra::pipeline_test::tie;
+using memra::pipeline_test::widen;
 
 std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, int32_t stages, std::vector<int64_t> split = {},
                                     int64_t block_size = 16) {

@@ -1,0 +1,175 @@
+// The pipeline backend on CUDA stages against one CUDA backend: the same logits bit
+// for bit (every prefill row, then greedy decode steps, which run as step graphs
+// unless MEMRA_CUDA_GRAPH=0) on the fixture models, with
+//  - two stages on device 0 (two backends, two streams on one GPU: the hand-off is a
+//    device-to-device copy ordered by events), and three on a widened model;
+//  - two stages on devices 0 and 1 when there are two GPUs (a peer copy);
+//  - a Q4_K_M GGUF, and speculative decoding (multi-token verify steps) on 2 stages.
+// Skips with the reason when there is no driver, GPU or CUDA build, and the
+// two-device case when only one GPU is visible.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "host/engine/generate.hpp"
+#include "tests/cuda/cuda_test_env.hpp"
+#include "tests/engine/pipeline_test_models.hpp"
+
+namespace fs = std::filesystem;
+using namespace memra::engine;
+
+namespace {
+
+memra::plugins::PluginHost& plugins() {
+  static memra::plugins::PluginHost* host = [] {
+    memra::plugins::PluginHostOptions o;
+    o.plugin_dirs = {memra::cuda_test::binary_root() / "lib/memra/plugins"};
+    o.use_env_path = false;
+    o.use_install_dir = false;
+    o.services.log = [](memra_log_level, std::string_view) {};
+    auto* h = new memra::plugins::PluginHost(std::move(o));
+    h->discover();
+    return h;
+  }();
+  return *host;
+}
+
+#define SKIP_WITHOUT_CUDA()                                                  \
+  do {                                                                       \
+    const std::string why_ = memra::cuda_test::unavailable_reason();         \
+    if (!why_.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why_; \
+  } while (0)
+
+// "" when device 1 exists, else why not.
+std::string second_device_missing() {
+  memra::backend::CudaBackendOpenOptions o;
+  o.module_path = memra::cuda_test::module_path();
+  o.device = 1;
+  auto b = memra::backend::CudaBackendHandle::create(o);
+  return b ? std::string() : b.error().message;
+}
+
+fs::path model_path(const std::string& rel) { return memra::cuda_test::fixtures_dir() / rel; }
+
+std::unique_ptr<ModelSource> open_source(const std::string& rel, int64_t widen_to = 0) {
+  auto src = open_model_source(model_path(rel).string());
+  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
+  if (!src) return nullptr;
+  if (widen_to) memra::pipeline_test::widen(**src, widen_to);
+  return std::move(*src);
+}
+
+std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, std::vector<int> devices) {
+  EngineOptions o;
+  o.backend = MEMRA_BACKEND_CUDA;
+  o.cuda.module_path = memra::cuda_test::module_path();
+  o.cuda.kernel_dir = memra::cuda_test::kernel_dir();
+  o.max_context = 512;
+  o.max_sequences = 4;
+  o.pipeline_stages = static_cast<int32_t>(std::max<size_t>(1, devices.size()));
+  if (devices.size() > 1) o.pipeline_devices = devices;
+  else if (devices.size() == 1) o.cuda.device = devices[0];
+  auto e = Engine::create(std::move(src), plugins(), o);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e ? std::move(*e) : nullptr;
+}
+
+std::vector<int32_t> test_prompt(size_t n) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int32_t> tok(0, 1000);
+  std::vector<int32_t> p;
+  for (size_t i = 0; i < n; ++i) p.push_back(tok(rng));
+  return p;
+}
+
+std::vector<std::vector<float>> prefill_and_decode(Engine& e, const std::vector<int32_t>& prompt, int steps) {
+  const int32_t seq = e.open_sequence();
+  StepRequest req{seq, prompt, true, true};
+  auto out = e.step({&req, 1});
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+  if (!out) return {};
+  std::vector<std::vector<float>> rows = *out;
+  for (int s = 0; s < steps; ++s) {
+    const int32_t tok = argmax(rows.back());
+    StepRequest d{seq, {&tok, 1}, false};
+    auto o = e.step({&d, 1});
+    EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
+    if (!o) break;
+    rows.push_back((*o)[0]);
+  }
+  e.close_sequence(seq);
+  return rows;
+}
+
+// Number of rows that differ in any bit (and the first one), for the message.
+std::string compare(const std::vector<std::vector<float>>& ref, const std::vector<std::vector<float>>& got) {
+  if (ref.empty() || ref.size() != got.size()) return "row counts differ: " + std::to_string(ref.size()) + " vs " + std::to_string(got.size());
+  size_t bad = 0, first = ref.size();
+  for (size_t i = 0; i < ref.size(); ++i)
+    if (ref[i].size() != got[i].size() || std::memcmp(ref[i].data(), got[i].data(), ref[i].size() * sizeof(float)) != 0) {
+      ++bad;
+      first = std::min(first, i);
+    }
+  return bad == 0 ? "" : std::to_string(bad) + " of " + std::to_string(ref.size()) + " rows differ, first row " + std::to_string(first);
+}
+
+void check_model(const std::string& rel, const std::vector<int>& devices, int64_t widen_to = 0) {
+  if (!fs::exists(model_path(rel))) GTEST_SKIP() << "fixture " << model_path(rel) << " absent";
+  const auto prompt = test_prompt(24);
+  auto one = make_engine(open_source(rel, widen_to), {devices[0]});
+  auto pp = make_engine(open_source(rel, widen_to), devices);
+  ASSERT_TRUE(one && pp);
+  ASSERT_NE(pp->pipeline(), nullptr);
+  std::cout << "[ " << rel << " ] " << pp->pipeline()->plan().describe() << "\n";
+  const auto ref = prefill_and_decode(*one, prompt, 24);
+  const auto got = prefill_and_decode(*pp, prompt, 24);
+  EXPECT_EQ(compare(ref, got), "") << rel << " on " << devices.size() << " stages differs from one CUDA backend";
+  std::cout << "[ " << rel << " ] hand-offs in the last decode step: " << pp->pipeline()->handoffs() << " ("
+            << pp->pipeline()->handoff_bytes() << " bytes)\n";
+}
+
+}  // namespace
+
+TEST(PipelineCuda, TwoStagesOnOneDeviceAreBitwiseOneBackend) {
+  SKIP_WITHOUT_CUDA();
+  check_model("models/llama", {0, 0});
+  check_model("models/qwen3", {0, 0});
+  check_model("gguf/llama/llama-Q4_K_M.gguf", {0, 0});
+}
+
+TEST(PipelineCuda, ThreeStagesOnOneDeviceAreBitwiseOneBackend) {
+  SKIP_WITHOUT_CUDA();
+  check_model("models/qwen3", {0, 0, 0}, 4);
+}
+
+TEST(PipelineCuda, TwoDevicesAreBitwiseOneBackend) {
+  SKIP_WITHOUT_CUDA();
+  if (const std::string why = second_device_missing(); !why.empty()) GTEST_SKIP() << "needs 2 CUDA devices: " << why;
+  check_model("models/llama", {0, 1});
+  check_model("models/qwen3", {0, 1});
+  check_model("gguf/llama/llama-Q4_K_M.gguf", {0, 1});
+}
+
+// Verify steps (several tokens of one sequence) cross the stages too.
+TEST(PipelineCuda, SpeculativeDecodingAcrossStagesIsTokenIdentical) {
+  SKIP_WITHOUT_CUDA();
+  if (!fs::exists(model_path("models/llama"))) GTEST_SKIP() << "fixture absent";
+  const bool two = second_device_missing().empty();
+  auto one = make_engine(open_source("models/llama"), {0});
+  auto pp = make_engine(open_source("models/llama"), {0, two ? 1 : 0});
+  ASSERT_TRUE(one && pp);
+  GenerateOptions g;
+  g.max_tokens = 40;
+  g.sampling.temperature = 0.0f;
+  auto plain = generate(*one, test_prompt(24), g, nullptr, nullptr);
+  NgramDrafter drafter;
+  SpeculativeOptions s;
+  s.drafter = &drafter;
+  s.k = 4;
+  s.policy.adaptive = false;
+  auto spec = generate_speculative(*pp, test_prompt(24), g, s, nullptr);
+  ASSERT_TRUE(plain.ok() && spec.ok());
+  EXPECT_EQ(spec->tokens, plain->tokens);
+  EXPECT_GT(spec->drafted, 0);
+}
