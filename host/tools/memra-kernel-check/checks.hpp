@@ -29,6 +29,8 @@ struct CheckOptions {
 };
 
 void check_matmul(Device& d, Report& r, const CheckOptions& o);
+// The prefill GEMM on prompt rows (check_gemm.cpp: bounds, row invariance, mixed steps).
+void check_gemm(Device& d, Report& r, const CheckOptions& o);
 void check_embedding_gather(Device& d, Report& r, const CheckOptions& o);
 void check_elementwise(Device& d, Report& r, const CheckOptions& o);
 void check_attention(Device& d, Report& r, const CheckOptions& o);
@@ -41,6 +43,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_embedding_gather(d, r, o);
   check_elementwise(d, r, o);
   check_matmul(d, r, o);
+  check_gemm(d, r, o);
   check_attention(d, r, o);
   check_step_graph(d, r, o);
   check_services(d, r, o);
