@@ -43,6 +43,7 @@ class PipelineBackend {
   const PipelinePlan& plan() const { return plan_; }
   int32_t num_stages() const { return static_cast<int32_t>(stages_.size()); }
   PipelineStage& stage(int32_t s) { return *stages_[static_cast<size_t>(s)]; }
+  const PipelineStage& stage(int32_t s) const { return *stages_[static_cast<size_t>(s)]; }
 
   Status allocate_kv();
   // Every stage's begin_step, then this step's composite tensors are forgotten.

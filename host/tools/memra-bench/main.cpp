@@ -60,6 +60,10 @@ void usage() {
       "                          tokens are identical\n"
       "  --spec-k K              drafted tokens per step (default 4)\n"
       "  --gen N                 tokens generated in --spec mode (default 128)\n"
+      "  --pp N                  pipeline stages: layers split over N backends on devices 0..N-1 (default 1)\n"
+      "  --pp-split LIST         layers per stage, e.g. 18 (stage 0; the rest on stage 1) or 12,12,12;\n"
+      "                          default: balanced by weight + KV bytes\n"
+      "  --pp-devices LIST       CUDA device of each stage, e.g. 0,0 for two stages on one GPU\n"
       "  --help                  this text\n");
 }
 
@@ -75,6 +79,8 @@ int main(int argc, char** argv) {
   int prompt = 64, decode = 32, spec_k = 4, gen = 128;
   std::string spec;
   double hbm_gbps = 4300;
+  int pp = 1;
+  std::string pp_split, pp_devices;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -102,6 +108,9 @@ int main(int argc, char** argv) {
     else if (a == "--depth") depth_arg = value();
     else if (a == "--repeats") sb.repeats = std::atoi(value().c_str());
     else if (a == "--json") sb.json = true;
+    else if (a == "--pp") pp = std::atoi(value().c_str());
+    else if (a == "--pp-split") pp_split = value();
+    else if (a == "--pp-devices") pp_devices = value();
     else if (!a.empty() && a[0] != '-' && model_path.empty()) model_path = a;
     else {
       std::fprintf(stderr, "memra-bench: unknown option %s (see --help)\n", a.c_str());
@@ -155,6 +164,10 @@ int main(int argc, char** argv) {
   eo.backend = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
   eo.max_context = std::max<int64_t>(prompt + std::max(decode, gen) + 16, memra::bench::standard_bench_context(sb));
   eo.max_sequences = max_batch;
+  eo.pipeline_stages = pp;
+  if (!pp_split.empty())
+    for (int c : int_list(pp_split)) eo.pipeline_split.push_back(c);
+  if (!pp_devices.empty()) eo.pipeline_devices = int_list(pp_devices);
   t0 = now_s();
   auto engine = memra::engine::Engine::create(std::move(*src), plugins, eo);
   if (!engine) {
@@ -162,6 +175,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(info, "engine created (weights uploaded) in %.1f s\n", now_s() - t0);
+  if (const auto* pl = (*engine)->pipeline())
+    for (int32_t s = 0; s < pl->num_stages(); ++s) {
+      const auto k = static_cast<size_t>(s);
+      const auto& plan = pl->plan();
+      std::fprintf(info, "pipeline stage %d on %s: layers %lld-%lld, %.2f GB weights + %.2f GB KV cache\n", s,
+                   pl->stage(s).name().c_str(),
+                   static_cast<long long>(plan.first_layer[k]), static_cast<long long>(plan.first_layer[k] + plan.num_layers[k] - 1),
+                   plan.weight_bytes[k] / 1e9, plan.kv_bytes[k] / 1e9);
+    }
 
   if (!spec.empty()) {
     if (spec != "ngram") {
