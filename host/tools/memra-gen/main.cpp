@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "host/engine/draft_loader.hpp"
+#include "host/engine/draft_model.hpp"
 #include "host/engine/generate.hpp"
 #include "host/engine/text_model.hpp"
 
@@ -68,8 +70,13 @@ class GenApp : public Application {
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
-    add("spec", "speculative decoding with a drafter: ngram (prompt lookup); tokens are identical to plain decode", "KIND");
+    add("spec", "speculative decoding with a drafter: ngram (prompt lookup), draft (a draft model, --draft) or mtp "
+        "(MTP heads of the checkpoint); tokens are identical to plain decode", "KIND");
     add("spec-k", "tokens drafted per step (default 4)", "K");
+    add("draft", "the draft model for --spec draft (same tokenizer as MODEL; HF directory, .gguf or .memra)", "PATH");
+    add("spec-verify-cost", "fallback cost model: cost of one more token in a verify step, in plain decode steps "
+        "(default 0.1; speculation pauses while it would be slower)", "R");
+    add("spec-no-fallback", "speculate on every step, even when acceptance makes it slower");
     add("dump-logits", "write float32 logits [prompt positions + generated steps][vocab] to FILE", "FILE");
   }
 
@@ -171,12 +178,48 @@ class GenApp : public Application {
     if (!eng) return fail(eng.error().message);
     engine_ = std::move(*eng);
     g.stop_ids = text_.stop_ids;
+    if (int rc = setup_spec(args[0], host, eo); rc != EXIT_OK) return rc;
 
     if (opts_.count("chat")) return chat(g);
     std::vector<int32_t> prompt;
     if (opts_.count("prompt-ids")) prompt = parse_ids(opt("prompt-ids"));
     else prompt = text_.tokenizer->encode(opt("prompt"), true);
     return one_shot(prompt, g);
+  }
+
+  // --spec: the drafter (and draft engine) generation uses; none without --spec.
+  int setup_spec(const std::string& model, const plugins::PluginHost& host, const engine::EngineOptions& eo) {
+    spec_kind_ = opt("spec", "");
+    if (spec_kind_.empty()) {
+      if (opts_.count("draft")) return usage_error("--draft needs --spec draft");
+      return EXIT_OK;
+    }
+    spec_.k = std::stoi(opt("spec-k", "4"));
+    if (spec_.k < 1 || spec_.k > 64) return usage_error("--spec-k must be from 1 to 64");
+    spec_.policy.verify_token_cost = std::stod(opt("spec-verify-cost", "0.1"));
+    if (spec_.policy.verify_token_cost < 0) return usage_error("--spec-verify-cost must be >= 0");
+    spec_.policy.adaptive = opts_.count("spec-no-fallback") == 0;
+    if (spec_kind_ == "ngram") {
+      drafter_ = std::make_unique<engine::NgramDrafter>();
+    } else if (spec_kind_ == "draft") {
+      if (!opts_.count("draft")) return usage_error("--spec draft needs --draft PATH (a model with the same tokenizer)");
+      std::cerr << "memra-gen: loading draft model " << opt("draft") << " ...\n";
+      auto d = engine::open_draft_engine(opt("draft"), *engine_, *text_.tokenizer, host, eo);
+      if (!d) return fail(d.error().message);
+      draft_engine_ = std::move(*d);
+      drafter_ = std::make_unique<engine::DraftModelDrafter>(*draft_engine_, engine::draft_cost_estimate(*engine_, *draft_engine_));
+    } else if (spec_kind_ == "mtp") {
+      return fail(model + " ships no MTP heads (no supported model family has them yet); use --spec ngram, or --spec draft --draft PATH");
+    } else {
+      return usage_error("--spec must be ngram, draft or mtp");
+    }
+    spec_.drafter = drafter_.get();
+    return EXIT_OK;
+  }
+
+  int usage_error(const std::string& message) {
+    std::cerr << "memra-gen: " << message << "\n";
+    return EXIT_USAGE;
   }
 
   int fail(const std::string& message) {
@@ -199,11 +242,9 @@ class GenApp : public Application {
     const auto t0 = std::chrono::steady_clock::now();
     auto first = t0;
     bool got_first = false;
-    const std::string spec_kind = opt("spec", "");
-    if (!spec_kind.empty() && spec_kind != "ngram") return fail("--spec " + spec_kind + " is not available (this build has: ngram)");
+    const std::string& spec_kind = spec_kind_;
+    const engine::SpeculativeOptions& spec = spec_;
     if (!spec_kind.empty() && dump.is_open()) return fail("--dump-logits cannot be combined with --spec");
-    engine::NgramDrafter drafter;
-    engine::SpeculativeOptions spec{&drafter, std::stoi(opt("spec-k", "4")), nullptr};
     auto on_token =
         [&](const engine::TokenEvent& ev) {
           if (!got_first) {
@@ -227,12 +268,17 @@ class GenApp : public Application {
     const auto t1 = std::chrono::steady_clock::now();
     if (!spec_kind.empty())
       std::cerr << "memra-gen: speculative (" << spec_kind << ", k " << spec.k << "): " << r->accepted << " of " << r->drafted
-                << " drafted tokens accepted\n";
+                << " drafted tokens accepted in " << r->verify_steps << " verify steps; " << r->plain_steps
+                << " plain steps, fallback engaged " << r->fallbacks << " times\n";
     const std::string text = text_.tokenizer->decode(r->tokens, {.skip_special_tokens = true, .clean_up_tokenization_spaces = {}});
     if (json_) {
       nlohmann::ordered_json out = {{"prompt_ids", prompt},  {"generated_ids", r->tokens}, {"text", text},
                                     {"finish_reason", r->finish_reason}, {"steps", steps}};
-      if (!spec_kind.empty()) out["speculative"] = {{"drafter", spec_kind}, {"k", spec.k}, {"drafted", r->drafted}, {"accepted", r->accepted}};
+      if (!spec_kind.empty())
+        out["speculative"] = {{"drafter", spec_kind},      {"k", spec.k},
+                              {"drafted", r->drafted},     {"accepted", r->accepted},
+                              {"verify_steps", r->verify_steps}, {"plain_steps", r->plain_steps},
+                              {"fallbacks", r->fallbacks}};
       std::cout << out.dump() << "\n";
     } else {
       std::cout << stream.finish() << "\n";
@@ -265,14 +311,16 @@ class GenApp : public Application {
       const auto t0 = std::chrono::steady_clock::now();
       auto first = t0;
       bool got_first = false;
-      auto r = engine::generate(*engine_, prompt, g, nullptr, [&](const engine::TokenEvent& ev) {
+      auto on_token = [&](const engine::TokenEvent& ev) {
         if (!got_first) {
           first = std::chrono::steady_clock::now();
           got_first = true;
         }
         std::cout << stream.push(ev.token) << std::flush;
         return true;
-      });
+      };
+      auto r = spec_kind_.empty() ? engine::generate(*engine_, prompt, g, nullptr, on_token)
+                                  : engine::generate_speculative(*engine_, prompt, g, spec_, on_token);
       if (!r) return fail(r.error().message);
       std::cout << stream.finish() << "\n";
       summary(prompt.size(), r->tokens.size(), t0, first, std::chrono::steady_clock::now());
@@ -288,6 +336,10 @@ class GenApp : public Application {
   std::vector<std::string> plugin_dirs_;
   engine::TextModel text_;
   std::unique_ptr<engine::Engine> engine_;
+  std::string spec_kind_;                        // "" = plain decode
+  engine::SpeculativeOptions spec_;
+  std::unique_ptr<engine::Engine> draft_engine_;  // --spec draft
+  std::unique_ptr<engine::Drafter> drafter_;      // declared after the draft engine: destroyed first
 };
 
 }  // namespace
