@@ -138,12 +138,15 @@ memra_status api_copy_from_backend(memra_cuda_backend* to, void* dst, memra_cuda
   if (!from) return MEMRA_ERR_INVALID_ARGUMENT;
   return MEMRA_GUARD(to, copy_from_backend(from->impl, reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), n));
 }
+memra_status api_prepare_batch(memra_cuda_backend* b, const memra_forward_batch* batch) {
+  return MEMRA_GUARD(b, prepare_batch(batch));
+}
 
 const memra_cuda_backend_api kApi = {
     MEMRA_CUDA_BACKEND_API_STRUCT_SIZE, MEMRA_CUDA_BACKEND_API_VERSION,
     api_create, api_destroy, api_last_error, api_device_info, api_upload, api_kv, api_ops, api_begin_step, api_copy_kv,
     api_alloc, api_free, api_h2d, api_d2h, api_sync, api_module_load, api_module_compile, api_kernel_get,
-    api_kernel_launch, api_cache_hit, api_copy_from_backend,
+    api_kernel_launch, api_cache_hit, api_copy_from_backend, api_prepare_batch,
 };
 
 }  // namespace

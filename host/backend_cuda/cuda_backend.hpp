@@ -74,6 +74,7 @@ class CudaBackend {
   memra_status copy_kv_block(int32_t from, int32_t to);
   // Pipeline hand-off from another backend's tensor (peer_copy.cpp, cuda_backend_api.h).
   memra_status copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
+  memra_status prepare_batch(const memra_forward_batch* batch);  // peer_copy.cpp
   memra_status make_current();
 
   // Memory and kernel services.

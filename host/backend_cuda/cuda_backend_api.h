@@ -93,8 +93,13 @@ typedef struct memra_cuda_backend_api {
    * (as its step graph); a receiver that has recorded nothing yet keeps recording. */
   memra_status (*copy_from_backend)(memra_cuda_backend* to, void* dst, memra_cuda_backend* from, const void* src,
                                     uint64_t bytes);
+  /* Uploads this step's batch arrays now (otherwise done by the first op that takes the
+   * batch). Ops without a batch argument (matmul) take which rows are prompt rows from
+   * the last batch the backend saw this step, so a pipeline stage whose first op is a
+   * matmul calls this first to compute exactly what a single backend would. */
+  memra_status (*prepare_batch)(memra_cuda_backend* b, const memra_forward_batch* batch);
 } memra_cuda_backend_api;
-#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, copy_from_backend)
+#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, prepare_batch)
 /* The smallest table a host accepts (the first API 1 modules); later entries are optional. */
 #define MEMRA_CUDA_BACKEND_API_MIN_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
 

@@ -109,6 +109,14 @@ Status CudaBackendHandle::copy_from(const CudaBackendHandle& from, void* dst, co
   return {};
 }
 
+Status CudaBackendHandle::prepare_batch(const memra_forward_batch& batch) {
+  if (!MEMRA_STRUCT_HAS(api_, memra_cuda_backend_api, prepare_batch))
+    return make_error(ErrorCode::unsupported, "the CUDA backend module is too old for pipeline stages (no prepare_batch); rebuild it with this host");
+  const memra_status st = api_->prepare_batch(backend_, &batch);
+  if (st != MEMRA_OK) return error(st, "uploading the step's batch");
+  return {};
+}
+
 Status CudaBackendHandle::begin_step() {
   const memra_status st = api_->begin_step(backend_);
   if (st != MEMRA_OK) return error(st, "CUDA step");

@@ -49,6 +49,8 @@ class CudaBackendHandle {
   // Pipeline hand-off: `bytes` at `src` (a device address of `from`) to `dst` (one of
   // this backend), stream ordered on both sides (cuda_backend_api.h copy_from_backend).
   Status copy_from(const CudaBackendHandle& from, void* dst, const void* src, uint64_t bytes);
+  // Uploads the step's batch before this backend's first op (cuda_backend_api.h prepare_batch).
+  Status prepare_batch(const memra_forward_batch& batch);
   // A failed memra_status as an Error carrying the backend's last_error.
   Error error(memra_status st, const std::string& what) const;
 

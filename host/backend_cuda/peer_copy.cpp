@@ -1,9 +1,10 @@
-// Pipeline hand-off between two CUDA backends (cuda_backend_api.h copy_from_backend):
-// an activation tensor of one stage copied into another stage's scratch, on the
-// same device (two backends, two streams) or on another one (a peer copy). Ordered
-// with a pair of events instead of host waits: the receiver's stream waits for the
-// sender's queued work, and the sender's stream waits for the copy, so neither
-// stage's later kernels can race it.
+// The CUDA backend's services for pipeline stages (cuda_backend_api.h): the batch
+// upload a stage needs before its first op (prepare_batch), and the hand-off between
+// two backends (copy_from_backend): an activation tensor of one stage copied into
+// another stage's scratch, on the same device (two backends, two streams) or on
+// another one (a peer copy). Ordered with a pair of events instead of host waits:
+// the receiver's stream waits for the sender's queued work, and the sender's stream
+// waits for the copy, so neither stage's later kernels can race it.
 #include <mutex>
 #include <set>
 #include <utility>
@@ -114,6 +115,12 @@ memra_status CudaBackend::copy_from_backend(CudaBackend& from, CUdeviceptr dst, 
   if (const memra_status st = make_current(); st != MEMRA_OK) return st;
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "pipeline copy: event back to the sending stream"));
   return MEMRA_OK;
+}
+
+memra_status CudaBackend::prepare_batch(const memra_forward_batch* batch) {
+  if (!batch) return fail(MEMRA_ERR_INVALID_ARGUMENT, "prepare_batch: NULL batch");
+  auto b = device_batch(batch);
+  return b ? MEMRA_OK : fail(b.error());
 }
 
 }  // namespace memra::backend::cuda

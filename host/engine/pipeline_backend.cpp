@@ -123,6 +123,8 @@ Status PipelineBackend::begin_step() {
   }
   records_.clear();
   space_used_ = 0;
+  batch_ = nullptr;
+  prepared_ = 0;
   handoffs_ = 0;
   handoff_bytes_ = 0;
   last_error_.clear();
@@ -238,6 +240,11 @@ memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
     if (offs[i] + numel(args[i].t) * kElem > recs[i]->bytes)
       return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: a view reaches past the end of its tensor");
   }
+  if (batch_ && !(prepared_ & (1u << s))) {
+    if (const Status b = stage(s).prepare_batch(*batch_); !b)
+      return fail(MEMRA_ERR_DEVICE, "pipeline stage " + std::to_string(s) + ": " + b.error().message);
+    prepared_ |= 1u << s;
+  }
   // Inputs (and partially written outputs) are brought to s; whole outputs only need room there.
   for (size_t i = 0; i < N; ++i) {
     const bool whole = offs[i] == 0 && numel(args[i].t) * kElem == recs[i]->bytes;
@@ -257,8 +264,18 @@ memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
   return MEMRA_OK;
 }
 
+memra_status PipelineBackend::note_batch(const memra_forward_batch* batch) {
+  if (!batch) return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: NULL batch");
+  if (batch != batch_) {
+    batch_ = batch;
+    prepared_ = 0;
+  }
+  return MEMRA_OK;
+}
+
 memra_status PipelineBackend::embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
                                         memra_tensor* out) {
+  if (const memra_status st = note_batch(batch); st != MEMRA_OK) return st;
   const Arg args[] = {{out, Use::out}};
   return run(weight_stage(table, 0), args, [&](const memra_backend_ops& o, memra_tensor* l) {
     return o.embedding(o.ctx, table, batch, scale, &l[0]);
@@ -309,6 +326,7 @@ memra_status PipelineBackend::attention(const memra_attention_params* p, const m
                                         memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
   if (p->layer < 0 || p->layer >= plan_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  if (const memra_status st = note_batch(batch); st != MEMRA_OK) return st;
   const int32_t s = plan_.layer_stage[static_cast<size_t>(p->layer)];
   memra_attention_params local = *p;  // the stage's KV cache holds only its layers
   local.layer = static_cast<int32_t>(p->layer - plan_.first_layer[static_cast<size_t>(s)]);
@@ -319,6 +337,7 @@ memra_status PipelineBackend::attention(const memra_attention_params* p, const m
 }
 
 memra_status PipelineBackend::gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out) {
+  if (const memra_status st = note_batch(batch); st != MEMRA_OK) return st;
   const Arg args[] = {{x, Use::in}, {out, Use::out}};
   return run(std::max(0, inputs_stage(args, 2)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
     return o.gather_logit_rows(o.ctx, &l[0], batch, &l[1]);
@@ -326,6 +345,7 @@ memra_status PipelineBackend::gather_logit_rows(const memra_tensor* x, const mem
 }
 
 memra_status PipelineBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
+  if (const memra_status st = note_batch(batch); st != MEMRA_OK) return st;
   const Arg args[] = {{logits, Use::in}};
   return run(std::max(0, inputs_stage(args, 1)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
     return o.logits_output(o.ctx, &l[0], batch);

@@ -99,6 +99,7 @@ class PipelineBackend {
   // descriptors, then marks the outputs current on s only.
   template <size_t N, class F>
   memra_status run(int32_t s, const Arg (&args)[N], F&& call);
+  memra_status note_batch(const memra_forward_batch* batch);
 
   std::vector<std::unique_ptr<PipelineStage>> stages_;
   PipelinePlan plan_;
@@ -106,6 +107,8 @@ class PipelineBackend {
   std::vector<Record> records_;                             // this step's, by base
   uintptr_t space_ = 0;                                     // reserved address range
   uint64_t space_size_ = 0, space_used_ = 0;
+  const memra_forward_batch* batch_ = nullptr;  // this step's, from the first op that takes it
+  uint32_t prepared_ = 0;                        // stages given batch_ this step
   int64_t handoffs_ = 0;
   uint64_t handoff_bytes_ = 0;
   std::string last_error_;

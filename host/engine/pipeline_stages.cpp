@@ -56,6 +56,7 @@ class CudaStage final : public PipelineStage {
     if (st != MEMRA_OK) return handle_->error(st, "pipeline copy from the CPU stage");
     return {};
   }
+  Status prepare_batch(const memra_forward_batch& batch) override { return handle_->prepare_batch(batch); }
   std::string name() const override { return "cuda:" + std::to_string(device_); }
   backend::CudaBackendHandle* cuda() override { return handle_.get(); }
 

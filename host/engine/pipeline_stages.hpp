@@ -26,6 +26,9 @@ class PipelineStage {
   // Copies `bytes` at `src` (storage of `from`'s ops) to `dst` (this stage's), after
   // the work `from` has been given so far; later work on either side sees the copy.
   virtual Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) = 0;
+  // Called before the stage's first op of a step, with the step's batch: ops without a
+  // batch argument may depend on it (the CUDA backend's prompt-row matmul path).
+  virtual Status prepare_batch(const memra_forward_batch&) { return {}; }
   virtual std::string name() const = 0;  // "cpu", "cuda:1"
   // The CUDA backend behind this stage, or nullptr (CPU).
   virtual backend::CudaBackendHandle* cuda() { return nullptr; }

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "host/engine/generate.hpp"
@@ -16,6 +17,7 @@
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
+using memra::Status;
 
 namespace {
 
@@ -265,7 +267,9 @@ TEST(PipelineCpu, KvBlockCopyReachesEveryStage) {
       ASSERT_TRUE(e->step({&req, 1}).ok());
       const auto blocks = e->sequence_blocks(seq);
       ASSERT_EQ(blocks.size(), 2u);
-      if (copy) ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+      if (copy) {
+        ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+      }
       const int32_t tok = 7;
       StepRequest d{seq, {&tok, 1}, false};
       auto o = e->step({&d, 1});
@@ -277,4 +281,168 @@ TEST(PipelineCpu, KvBlockCopyReachesEveryStage) {
   EXPECT_NE(rows[0], rows[1]) << "the block copy changed nothing (test has no teeth)";
   EXPECT_TRUE(bitwise_equal({rows[0]}, {rows[2]}));
   EXPECT_TRUE(bitwise_equal({rows[1]}, {rows[3]})) << "after copy_kv_block, 3 stages differ from one backend";
+}
+
+namespace {
+
+// A CPU stage whose op table logs "<stage>:<op>" before forwarding, and logs
+// "<stage>:prepare" when given the step's batch: shows what the pipeline asks of
+// each stage and in which order (the CUDA stages need the batch before a matmul).
+struct LoggingStage final : PipelineStage {
+  LoggingStage(int32_t id, std::unique_ptr<PipelineStage> inner, std::vector<std::string>* log)
+      : id(id), inner(std::move(inner)), log(log) {
+    const memra_backend_ops& in = *this->inner->ops();
+    table = in;
+    table.ctx = reinterpret_cast<memra_backend_ctx*>(this);
+    table.tensor_create = [](memra_backend_ctx* c, int32_t n, const int64_t* s, memra_tensor* o) {
+      auto* st = self(c);  // scratch only: not logged
+      return st->in().tensor_create(st->in().ctx, n, s, o);
+    };
+    table.embedding = [](memra_backend_ctx* c, const memra_weight* t, const memra_forward_batch* b, float sc, memra_tensor* o) {
+      auto* st = self(c)->note("embedding");
+      return st->in().embedding(st->in().ctx, t, b, sc, o);
+    };
+    table.rms_norm = [](memra_backend_ctx* c, const memra_tensor* x, const memra_weight* w, float e, float u, memra_tensor* o) {
+      auto* st = self(c)->note("rms_norm");
+      return st->in().rms_norm(st->in().ctx, x, w, e, u, o);
+    };
+    table.add_rms_norm = [](memra_backend_ctx* c, const memra_tensor* x, memra_tensor* r, const memra_weight* w, float e,
+                            float u, memra_tensor* o) {
+      auto* st = self(c)->note("add_rms_norm");
+      return st->in().add_rms_norm(st->in().ctx, x, r, w, e, u, o);
+    };
+    table.matmul = [](memra_backend_ctx* c, const memra_tensor* x, const memra_weight* w, const memra_weight* b, memra_tensor* o) {
+      auto* st = self(c)->note("matmul");
+      return st->in().matmul(st->in().ctx, x, w, b, o);
+    };
+    table.gated_activation = [](memra_backend_ctx* c, memra_activation a, const memra_tensor* g, const memra_tensor* u, memra_tensor* o) {
+      auto* st = self(c)->note("gated_activation");
+      return st->in().gated_activation(st->in().ctx, a, g, u, o);
+    };
+    table.attention = [](memra_backend_ctx* c, const memra_attention_params* p, const memra_forward_batch* b, memra_tensor* q,
+                         memra_tensor* k, const memra_tensor* v, memra_tensor* o) {
+      auto* st = self(c)->note("attention@" + std::to_string(p->layer));
+      return st->in().attention(st->in().ctx, p, b, q, k, v, o);
+    };
+    table.gather_logit_rows = [](memra_backend_ctx* c, const memra_tensor* x, const memra_forward_batch* b, memra_tensor* o) {
+      auto* st = self(c)->note("gather_logit_rows");
+      return st->in().gather_logit_rows(st->in().ctx, x, b, o);
+    };
+    table.logits_output = [](memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* b) {
+      auto* st = self(c)->note("logits_output");
+      return st->in().logits_output(st->in().ctx, l, b);
+    };
+  }
+  static LoggingStage* self(memra_backend_ctx* c) { return reinterpret_cast<LoggingStage*>(c); }
+  const memra_backend_ops& in() const { return *inner->ops(); }
+  LoggingStage* note(const std::string& what) {
+    log->push_back(std::to_string(id) + ":" + what);
+    return this;
+  }
+  const memra_backend_ops* ops() const override { return &table; }
+  Status allocate_kv() override { return inner->allocate_kv(); }
+  Status begin_step() override { return inner->begin_step(); }
+  Status copy_kv_block(int32_t f, int32_t t) override { return inner->copy_kv_block(f, t); }
+  std::string last_error() const override { return inner->last_error(); }
+  Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) override {
+    note("copy_from_" + std::to_string(static_cast<LoggingStage&>(from).id));
+    return inner->copy_from(*static_cast<LoggingStage&>(from).inner, dst, src, bytes);
+  }
+  Status prepare_batch(const memra_forward_batch& b) override {
+    note("prepare");
+    prepared.push_back(&b);
+    return {};
+  }
+  std::string name() const override { return "logging cpu"; }
+
+  int32_t id;
+  std::unique_ptr<PipelineStage> inner;
+  std::vector<std::string>* log;
+  std::vector<const memra_forward_batch*> prepared;
+  memra_backend_ops table{};
+};
+
+}  // namespace
+
+// What the stages are asked to do in a decode step of the 2-layer llama on 2 stages:
+// every stage gets the step's batch before its first op; layer 1's attention runs on
+// stage 1 as its layer 0; the last layer of stage 0 hands over exactly the residual
+// and the MLP output to stage 1, whose first op is the fused add + next layer's norm.
+TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
+  SKIP_WITHOUT_FIXTURE("llama");
+  auto src = open_source("llama");
+  ASSERT_TRUE(src);
+  auto& host = test_plugins();
+  std::vector<memra::plugins::QuantPlugin> quants;
+  std::map<std::string, const memra_quant_api*> tables;
+  for (const memra_weight& w : src->weights)
+    if (!tables.count(w.quant)) {
+      auto q = host.quant_for(w.quant, host.device_info());
+      ASSERT_TRUE(q.ok()) << w.quant;
+      tables[w.quant] = &q->api();
+      quants.push_back(std::move(*q));
+    }
+  memra::backend::QuantLookup lookup = [&](const char* s) -> const memra_quant_api* {
+    auto it = tables.find(s);
+    return it == tables.end() ? nullptr : it->second;
+  };
+  auto plan = plan_pipeline(src->weights, 2, {2, {}, 0});
+  ASSERT_TRUE(plan.ok());
+  std::vector<std::string> log;
+  std::vector<std::unique_ptr<PipelineStage>> stages;
+  std::vector<LoggingStage*> logging;
+  for (int32_t s = 0; s < 2; ++s) {
+    memra::backend::KvCacheConfig kv{1, src->config.num_kv_heads, src->config.head_dim, 16, 4};
+    auto st = std::make_unique<LoggingStage>(s, make_cpu_stage(kv, lookup), &log);
+    logging.push_back(st.get());
+    stages.push_back(std::move(st));
+  }
+  auto pp = PipelineBackend::create(std::move(stages), *plan, src->weights);
+  ASSERT_TRUE(pp.ok()) << pp.error().message;
+  ASSERT_TRUE((*pp)->allocate_kv().ok());
+  auto family = host.family_for(src->config.architecture, host.device_info());
+  ASSERT_TRUE(family.ok());
+  auto mplan = family->plan_create(src->config_json);
+  ASSERT_TRUE(mplan.ok());
+  auto model = mplan->create_model(src->weight_set(), (*pp)->ops());
+  ASSERT_TRUE(model.ok()) << model.error().message;
+
+  // One decode token at position 0 of one sequence.
+  const int32_t id = 5, pos = 0, seq = 0, len = 1, table = 0, row = 0;
+  const uint8_t generated = 0;
+  std::vector<float> logits(static_cast<size_t>(src->config.vocab_size));
+  memra_forward_batch b{};
+  b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+  b.num_tokens = 1;
+  b.token_ids = &id;
+  b.positions = &pos;
+  b.seq_index = &seq;
+  b.num_seqs = 1;
+  b.seq_lens = &len;
+  b.block_tables = &table;
+  b.max_blocks_per_seq = 1;
+  b.num_logits = 1;
+  b.logits_rows = &row;
+  b.logits = logits.data();
+  b.prompt_tokens = &generated;
+  ASSERT_TRUE((*pp)->begin_step().ok());
+  ASSERT_TRUE(model->forward(b).ok()) << (*pp)->last_error();
+
+  for (int32_t s = 0; s < 2; ++s) {
+    const std::string me = std::to_string(s) + ":";
+    auto first = std::find_if(log.begin(), log.end(), [&](const std::string& e) { return e.rfind(me, 0) == 0; });
+    ASSERT_NE(first, log.end());
+    EXPECT_EQ(*first, me + "prepare") << "stage " << s << " ran an op before it had the batch";
+    EXPECT_EQ(logging[static_cast<size_t>(s)]->prepared, (std::vector<const memra_forward_batch*>{&b}));
+  }
+  EXPECT_EQ(std::count(log.begin(), log.end(), "0:attention@0"), 1);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "1:attention@0"), 1) << "layer 1 is stage 1's layer 0";
+  EXPECT_EQ(std::count(log.begin(), log.end(), "1:copy_from_0"), 2);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "0:copy_from_1"), 0);
+  auto handoff = std::find(log.begin(), log.end(), "1:copy_from_0");
+  auto after = std::find_if(handoff, log.end(), [](const std::string& e) { return e.find("copy_from") == std::string::npos && e.find("prepare") == std::string::npos; });
+  ASSERT_NE(after, log.end());
+  EXPECT_EQ(*after, "1:add_rms_norm");
+  EXPECT_EQ(log.back(), "1:logits_output");
+  EXPECT_EQ((*pp)->handoffs(), 2);
 }
