@@ -240,16 +240,18 @@ memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
     if (offs[i] + numel(args[i].t) * kElem > recs[i]->bytes)
       return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: a view reaches past the end of its tensor");
   }
-  if (batch_ && !(prepared_ & (1u << s))) {
-    if (const Status b = stage(s).prepare_batch(*batch_); !b)
-      return fail(MEMRA_ERR_DEVICE, "pipeline stage " + std::to_string(s) + ": " + b.error().message);
-    prepared_ |= 1u << s;
-  }
   // Inputs (and partially written outputs) are brought to s; whole outputs only need room there.
   for (size_t i = 0; i < N; ++i) {
     const bool whole = offs[i] == 0 && numel(args[i].t) * kElem == recs[i]->bytes;
     const memra_status st = args[i].use == Use::out && whole ? ensure_storage(*recs[i], s) : make_current(*recs[i], s);
     if (st != MEMRA_OK) return st;
+  }
+  // The batch after the hand-offs: a CUDA receiver that has recorded nothing yet keeps
+  // recording its step graph across a hand-off; the batch upload would be a recorded op.
+  if (batch_ && !(prepared_ & (1u << s))) {
+    if (const Status b = stage(s).prepare_batch(*batch_); !b)
+      return fail(MEMRA_ERR_DEVICE, "pipeline stage " + std::to_string(s) + ": " + b.error().message);
+    prepared_ |= 1u << s;
   }
   memra_tensor local[N];
   for (size_t i = 0; i < N; ++i) {
