@@ -19,7 +19,15 @@
 //
 // Loads: one warp owns one row; lane j of each group of 8 takes bytes 16*(j&1)..+15
 // of pair j>>1 of a super-block in one 16-byte load (Q5_K: plus the matching 16 qh
-// bytes) and the 16-byte header; 4 super-blocks per group are in flight at once.
+// bytes) and the 16-byte header; a chunk of 4096 columns (4 super-blocks per group)
+// is in flight at once, issued before the block stages x, so the two latencies overlap.
+//
+// x: a lane reads 16 consecutive floats and the warp's lanes are 64-256 floats apart,
+// so straight from global memory every 16-byte load touched 32 L1 lines: the L1, not
+// HBM, bounded the kernel (about 16 us for a 4096 x 4096 matrix). For NT <= 2 (decode)
+// the block stages the chunk's x in shared memory padded by 4 floats per 64
+// (index e + 4*(e/64)), which makes those reads 4-way, the minimum for 512 bytes.
+// Staging moves values, not arithmetic: results are the same bits either way.
 //
 // Order (fixed, independent of the launch's token count): a lane walks its
 // super-blocks ascending; in each, per token: the 16 low-nibble products in order,
@@ -33,7 +41,7 @@
 namespace memra::cuda {
 
 constexpr int kKquantSteps = 4;     // super-block steps loaded before any is used, per lane
-constexpr int kSxChunkSubs = 512;   // sub-block sums held in shared memory per token (16384 columns)
+constexpr int kSxChunkSubs = 128;   // sub-block sums held in shared memory per token (one 4096-column chunk)
 
 // Float of a small non-negative integer q (< 2^23), exactly, without I2F.
 __device__ __forceinline__ float small_int_float(uint32_t q) {
@@ -124,12 +132,20 @@ __device__ __forceinline__ void kquant_slice(const KquantSlice& s, int k, bool a
   }
 }
 
+// Shared-memory index of chunk element e (see the x note above).
+__device__ __forceinline__ int staged_index(int e) { return e + 4 * (e >> 6); }
+constexpr int kStageCols = 4096;                        // columns per chunk (16 super-blocks)
+constexpr int kStagePadded = kStageCols + kStageCols / 16;  // floats per staged token
+
 template <bool kFifthBit, int NT>
 __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows, int64_t cols,
                                             const float* __restrict__ x, int64_t m, float* __restrict__ y,
                                             const float* __restrict__ bias) {
   using L = KquantLayout<kFifthBit>;
+  constexpr bool kStage = NT <= 2;
+  static_assert(4 * kKquantSteps * 256 == kStageCols, "one load batch covers one chunk");
   __shared__ float sx[NT * kSxChunkSubs];
+  __shared__ __align__(16) float xs[kStage ? NT * kStagePadded : 4];
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
@@ -138,19 +154,43 @@ __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
   const int group = lane >> 3, k = (lane >> 1) & 3, h = lane & 1;
   const uint8_t* wr = w + (active ? row : 0) * row_bytes;
-  const int64_t nsb = cols / 256;
   const float* xt0 = x + t0 * cols;
 
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
 
-  for (int64_t c0 = 0; c0 < cols; c0 += 32 * kSxChunkSubs) {
-    const int subs = static_cast<int>((cols - c0) / 32 < kSxChunkSubs ? (cols - c0) / 32 : kSxChunkSubs);
-    // x sums of this chunk's sub-blocks, one thread per (token, sub-block), in order.
+  for (int64_t c0 = 0; c0 < cols; c0 += kStageCols) {
+    const int ccols = static_cast<int>(cols - c0 < kStageCols ? cols - c0 : kStageCols);
+    const int subs = ccols / 32;
+    const int64_t sb_begin = c0 / 256, sb_end = sb_begin + ccols / 256;
+    // 1. This chunk's weights: every super-block of the lane, in flight together.
+    KquantSlice sl[kKquantSteps];
+#pragma unroll
+    for (int s = 0; s < kKquantSteps; ++s) {
+      const int64_t sb = sb_begin + group + 4 * s;
+      if (active && sb < sb_end) {
+        const uint8_t* p = wr + sb * L::kBytes;
+        sl[s].head = __ldg(reinterpret_cast<const uint4*>(p));
+        sl[s].codes = __ldg(reinterpret_cast<const uint4*>(p + L::kCodes + 32 * k + 16 * h));
+        if constexpr (kFifthBit) sl[s].high = __ldg(reinterpret_cast<const uint4*>(p + 16 + 16 * h));
+        else sl[s].high = make_uint4(0, 0, 0, 0);
+      }
+    }
+    // 2. x of the chunk (staged for NT <= 2) and its sub-block sums, in order.
+    if constexpr (kStage) {
+      const int vecs = ccols / 4;
+      for (int i = threadIdx.x; i < nt * vecs; i += blockDim.x) {
+        const int t = i / vecs, e = 4 * (i - t * vecs);
+        *reinterpret_cast<float4*>(xs + t * kStagePadded + staged_index(e)) =
+            *reinterpret_cast<const float4*>(xt0 + t * cols + c0 + e);
+      }
+      __syncthreads();
+    }
     for (int i = threadIdx.x; i < nt * subs; i += blockDim.x) {
       const int t = i / subs, g = i - t * subs;
-      const float4* xp = reinterpret_cast<const float4*>(xt0 + t * cols + c0 + 32 * g);
+      const float4* xp = kStage ? reinterpret_cast<const float4*>(xs + t * kStagePadded + staged_index(32 * g))
+                                : reinterpret_cast<const float4*>(xt0 + t * cols + c0 + 32 * g);
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -163,32 +203,20 @@ __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64
       sx[t * kSxChunkSubs + g] = sum;
     }
     __syncthreads();
+    // 3. The products, super-blocks ascending.
     if (active) {
-      const int64_t sb_begin = c0 / 256, sb_end = sb_begin + subs / 8;
-      const float* xl = xt0 + 64 * k + 16 * h;
-      for (int64_t sb0 = sb_begin + group; sb0 < sb_end; sb0 += 4 * kKquantSteps) {
-        KquantSlice sl[kKquantSteps];
 #pragma unroll
-        for (int s = 0; s < kKquantSteps; ++s) {
-          const int64_t sb = sb0 + 4 * s;
-          if (sb < sb_end) {
-            const uint8_t* p = wr + sb * L::kBytes;
-            sl[s].head = __ldg(reinterpret_cast<const uint4*>(p));
-            sl[s].codes = __ldg(reinterpret_cast<const uint4*>(p + L::kCodes + 32 * k + 16 * h));
-            if constexpr (kFifthBit) sl[s].high = __ldg(reinterpret_cast<const uint4*>(p + 16 + 16 * h));
-            else sl[s].high = make_uint4(0, 0, 0, 0);
-          }
-        }
-#pragma unroll
-        for (int s = 0; s < kKquantSteps; ++s) {
-          const int64_t sb = sb0 + 4 * s;
-          if (sb < sb_end)
-            kquant_slice<kFifthBit, NT>(sl[s], k, h == 0, xl + sb * 256, cols, sx,
-                                        static_cast<int>(8 * (sb - sb_begin)) + 2 * k, nt, acc);
+      for (int s = 0; s < kKquantSteps; ++s) {
+        const int64_t sb = sb_begin + group + 4 * s;
+        if (sb < sb_end) {
+          const int rel = static_cast<int>(256 * (sb - sb_begin)) + 64 * k + 16 * h;
+          const float* xl = kStage ? xs + staged_index(rel) : xt0 + c0 + rel;
+          kquant_slice<kFifthBit, NT>(sl[s], k, h == 0, xl, kStage ? kStagePadded : cols, sx,
+                                      static_cast<int>(8 * (sb - sb_begin)) + 2 * k, nt, acc);
         }
       }
     }
-    __syncthreads();  // sx is rewritten by the next chunk
+    __syncthreads();  // xs and sx are rewritten by the next chunk
   }
   if (!active) return;
 #pragma unroll
