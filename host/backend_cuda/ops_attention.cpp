@@ -92,8 +92,12 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   if (!part_o) return fail(part_o.error());
   auto part_ml = arena_->alloc(rows * static_cast<uint64_t>(max_chunks) * 2u * 4u);
   if (!part_ml) return fail(part_ml.error());
-  const unsigned shared = static_cast<unsigned>((head_dim + kChunk) * 4);
-  st = launch("attention", "memra_attention_chunk", static_cast<unsigned>(rows), static_cast<unsigned>(max_chunks), 128, shared,
+  // One block per (token, kv head, chunk) serves the kv head's whole q-head group.
+  const int32_t group = heads / kv_heads;
+  const unsigned shared = static_cast<unsigned>(group * (head_dim + kChunk) * 4);
+  if (shared > 48 * 1024) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+  const unsigned group_rows = static_cast<unsigned>(batch->num_tokens) * static_cast<unsigned>(kv_heads);
+  st = launch("attention", "memra_attention_chunk", group_rows, static_cast<unsigned>(max_chunks), 128, shared,
               dptr(q), kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables, max_blocks,
               p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml);
   if (st != MEMRA_OK) return st;

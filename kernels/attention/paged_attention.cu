@@ -23,9 +23,15 @@ __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t pos
 }
 }  // namespace
 
-// grid (tokens * heads, max_chunks), kAttnThreads threads, dynamic shared memory
-// (head_dim + kAttnChunk) floats. part_o: [tokens*heads][max_chunks][head_dim];
-// part_ml: [tokens*heads][max_chunks][2].
+// grid (tokens * kv_heads, max_chunks), kAttnThreads threads, dynamic shared memory
+// group * (head_dim + kAttnChunk) floats, group = heads / kv_heads. One block serves
+// every q head of one kv head (grouped-query attention), so each K and V row of the
+// chunk is read once for the group instead of once per q head. Per q head the
+// arithmetic is the single-head kernel's, in the same order: the dot product of lane
+// i over dims i, i+32, ... then the warp butterfly; the max and the sum of
+// exp(s - m) over positions tid, tid+128, ... then the block reduction; the output
+// of dim i as an fmaf chain over the chunk's positions in order.
+// part_o: [tokens*heads][max_chunks][head_dim]; part_ml: [tokens*heads][max_chunks][2].
 extern "C" __global__ void __launch_bounds__(kAttnThreads)
     memra_attention_chunk(const float* q, const float* k_cache, const float* v_cache, int32_t heads, int32_t kv_heads,
                           int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,
@@ -33,11 +39,13 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
                           float softcap, int32_t max_chunks, float* part_o, float* part_ml) {
   extern __shared__ float smem[];
   __shared__ float scratch[32];
-  float* qs = smem;
-  float* scores = smem + head_dim;
-  const int64_t th = blockIdx.x;
-  const int64_t t = th / heads;
-  const int h = static_cast<int>(th % heads);
+  const int group = heads / kv_heads;
+  float* qs = smem;                          // [group][head_dim]
+  float* scores = smem + group * head_dim;   // [group][kAttnChunk]
+  const int64_t tk = blockIdx.x;
+  const int64_t t = tk / kv_heads;
+  const int kvh = static_cast<int>(tk % kv_heads);
+  const int h0 = kvh * group;                // the group's first q head
   const int32_t pos = positions[t];
   const int32_t first = first_position(pos, sliding_window);
   const int32_t n = pos - first + 1;
@@ -45,46 +53,66 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   if (static_cast<int64_t>(chunk) * kAttnChunk >= n) return;
   const int32_t j0 = first + chunk * kAttnChunk;
   const int len = min(kAttnChunk, n - chunk * kAttnChunk);
-  const int kvh = h / (heads / kv_heads);
   const int64_t row_width = static_cast<int64_t>(kv_heads) * head_dim;
   const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
-  const float* qh = q + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) qs[i] = qh[i];
+  const float* qg = q + (t * heads + h0) * static_cast<int64_t>(head_dim);
+  for (int i = threadIdx.x; i < group * head_dim; i += kAttnThreads) qs[i] = qg[i];
   __syncthreads();
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int j = warp; j < len; j += kAttnThreads / 32) {
     const float* kj = k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
-    float d = 0.0f;
-    for (int i = lane; i < head_dim; i += 32) d = fmaf(qs[i], kj[i], d);
-    d = memra::cuda::warp_sum(d);
-    float s = d * scale;
-    if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
-    if (lane == 0) scores[j] = s;
+    for (int g = 0; g < group; ++g) {
+      const float* qh = qs + g * head_dim;
+      float d = 0.0f;
+      for (int i = lane; i < head_dim; i += 32) d = fmaf(qh[i], kj[i], d);
+      d = memra::cuda::warp_sum(d);
+      float s = d * scale;
+      if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
+      if (lane == 0) scores[g * kAttnChunk + j] = s;
+    }
   }
   __syncthreads();
-  float m = -INFINITY;
-  for (int j = threadIdx.x; j < len; j += kAttnThreads) m = fmaxf(m, scores[j]);
-  m = memra::cuda::block_max(m, scratch);
-  float l = 0.0f;
-  for (int j = threadIdx.x; j < len; j += kAttnThreads) {
-    const float p = expf(scores[j] - m);
-    scores[j] = p;
-    l += p;
-  }
-  l = memra::cuda::block_sum(l, scratch);  // its barriers also publish scores[]
-  const int64_t part = th * max_chunks + chunk;
-  for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
-    float o = 0.0f;
-    for (int j = 0; j < len; ++j) {
-      const float* vj = v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
-      o = fmaf(scores[j], vj[i], o);
+  float ms[8], ls[8];  // per q head of the group (group <= 8 here; larger groups loop below)
+  for (int g0 = 0; g0 < group; g0 += 8) {
+    const int gn = min(8, group - g0);
+    for (int gi = 0; gi < gn; ++gi) {
+      float* sc = scores + (g0 + gi) * kAttnChunk;
+      float m = -INFINITY;
+      for (int j = threadIdx.x; j < len; j += kAttnThreads) m = fmaxf(m, sc[j]);
+      m = memra::cuda::block_max(m, scratch);
+      float l = 0.0f;
+      for (int j = threadIdx.x; j < len; j += kAttnThreads) {
+        const float p = expf(sc[j] - m);
+        sc[j] = p;
+        l += p;
+      }
+      l = memra::cuda::block_sum(l, scratch);  // its barriers also publish sc[]
+      ms[gi] = m;
+      ls[gi] = l;
     }
-    part_o[part * head_dim + i] = o;
-  }
-  if (threadIdx.x == 0) {
-    part_ml[part * 2] = m;
-    part_ml[part * 2 + 1] = l;
+    __syncthreads();
+    for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
+      float o[8];
+      for (int gi = 0; gi < 8; ++gi) o[gi] = 0.0f;
+      for (int j = 0; j < len; ++j) {
+        const float vji = v_cache[slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim + i];
+#pragma unroll
+        for (int gi = 0; gi < 8; ++gi)
+          if (gi < gn) o[gi] = fmaf(scores[(g0 + gi) * kAttnChunk + j], vji, o[gi]);
+      }
+      for (int gi = 0; gi < gn; ++gi) {
+        const int64_t part = (t * heads + h0 + g0 + gi) * max_chunks + chunk;
+        part_o[part * head_dim + i] = o[gi];
+      }
+    }
+    if (threadIdx.x == 0) {
+      for (int gi = 0; gi < gn; ++gi) {
+        const int64_t part = (t * heads + h0 + g0 + gi) * max_chunks + chunk;
+        part_ml[part * 2] = ms[gi];
+        part_ml[part * 2 + 1] = ls[gi];
+      }
+    }
   }
 }
 
