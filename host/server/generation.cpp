@@ -17,6 +17,8 @@ struct GenerationRun::Choice {
   std::size_t tokens_released = 0;
   std::int64_t generated = 0;
   std::int64_t cached = 0;
+  std::int64_t drafted = 0;
+  std::int64_t accepted = 0;
   bool done = false;
   bool got_first = false;
   std::chrono::steady_clock::time_point last_token;
@@ -82,6 +84,18 @@ std::int64_t GenerationRun::completion_tokens() const {
   return n;
 }
 
+std::int64_t GenerationRun::drafted_tokens() const {
+  std::int64_t n = 0;
+  for (const auto& c : choices_) n += c->drafted;
+  return n;
+}
+
+std::int64_t GenerationRun::accepted_tokens() const {
+  std::int64_t n = 0;
+  for (const auto& c : choices_) n += c->accepted;
+  return n;
+}
+
 std::int64_t GenerationRun::cached_tokens() const {
   std::int64_t n = 0;
   for (const auto& c : choices_) {
@@ -93,6 +107,8 @@ std::int64_t GenerationRun::cached_tokens() const {
 void GenerationRun::process(Choice& c, const engine::SequenceUpdate& u, std::chrono::steady_clock::time_point now,
                             ChoiceDelta& delta, bool& news) {
   c.cached = u.cached_tokens;
+  c.drafted = u.drafted_tokens;
+  c.accepted = u.accepted_tokens;
   if (!u.tokens.empty()) {
     if (!c.got_first) {
       c.got_first = true;

@@ -70,6 +70,8 @@ class GenerationRun {
   std::int64_t prompt_tokens() const;      // each prompt counted once
   std::int64_t completion_tokens() const;  // every generated token of every choice
   std::int64_t cached_tokens() const;      // prompt tokens served from the prefix cache (first choice of each prompt)
+  std::int64_t drafted_tokens() const;     // speculative decoding: drafts verified, all choices
+  std::int64_t accepted_tokens() const;    // ... and accepted
 
   // Latency observers (seconds): time to each choice's first token; per-token gaps after it.
   std::function<void(double)> on_first_token;

@@ -92,6 +92,11 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_MAX_WAITING       as --max-waiting\n"
          "  MEMRA_MAX_STEP_TOKENS   as --max-step-tokens\n"
          "  MEMRA_TENANT_QUEUE      as --tenant-queue\n"
+         "  MEMRA_SPEC              as --spec\n"
+         "  MEMRA_SPEC_K            as --spec-k\n"
+         "  MEMRA_DRAFT             as --draft\n"
+         "  MEMRA_SPEC_VERIFY_COST  as --spec-verify-cost\n"
+         "  MEMRA_SPEC_MAX_BATCH    as --spec-max-batch\n"
          "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
          "served from <exe>/../share/memra/default_model.\n"
          "\nExit codes: 0 ok, 64 bad flag/env value, 66 a model cannot be loaded, 69 backend not in this build,\n"
@@ -164,9 +169,9 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                            "JSON key file; enables Bearer auth on /v1/* and /metrics (default: auth off)")
                         .argument("FILE"));
   options.addOption(Option("model", "",
-                           "model to serve (Hugging Face directory or .gguf), repeatable; default: the embedded "
-                           "memra-tiny-random")
-                        .argument("[ALIAS=]PATH")
+                           "model to serve (Hugging Face directory or .gguf), repeatable; +DRAFT gives it a draft "
+                           "model for speculative decoding; default: the embedded memra-tiny-random")
+                        .argument("[ALIAS=]PATH[+DRAFT]")
                         .repeatable(true));
   options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
   options.addOption(Option("no-repack", "",
@@ -186,6 +191,22 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("N"));
   options.addOption(Option("tenant-queue", "",
                            "requests per tenant waiting for admission before 429 at once (default 64)")
+                        .argument("N"));
+  options.addOption(Option("spec", "",
+                           "speculative decoding: off, ngram (prompt lookup), draft (a draft model) or mtp; tokens are "
+                           "identical either way (default: draft for models given one, else off)")
+                        .argument("MODE"));
+  options.addOption(Option("spec-k", "", "tokens drafted per verify step (default 4)").argument("K"));
+  options.addOption(Option("draft", "",
+                           "draft model (same tokenizer) for models without their own ALIAS=PATH+DRAFT; implies "
+                           "--spec draft unless --spec says otherwise")
+                        .argument("PATH"));
+  options.addOption(Option("spec-verify-cost", "",
+                           "fallback cost model: one more token in a verify step costs R plain decode steps "
+                           "(default 0.1); a sequence stops speculating while it would be slower")
+                        .argument("R"));
+  options.addOption(Option("spec-max-batch", "",
+                           "no speculation while more sequences than N run on a model (default 4; 0 = never)")
                         .argument("N"));
   options.addOption(
       Option("plugin-dir", "", "directory to search for plugins first, repeatable").argument("DIR").repeatable(true));
@@ -332,7 +353,7 @@ int HostApp::main(const std::vector<std::string>& args) {
     log().information("no --model / MEMRA_MODELS given: serving the embedded default model %s from %s (random "
                       "weights: it proves the whole path, its text is gibberish)",
                       std::string(kDefaultModelAlias), dir.string());
-    specs.push_back({kDefaultModelAlias, dir.string()});
+    specs.push_back({kDefaultModelAlias, dir.string(), ""});
   }
   ModelSet models;
   for (const auto& spec : specs) {

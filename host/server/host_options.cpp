@@ -53,6 +53,11 @@ constexpr Setting kSettings[] = {
     {"max-waiting", "MEMRA_MAX_WAITING"},
     {"max-step-tokens", "MEMRA_MAX_STEP_TOKENS"},
     {"tenant-queue", "MEMRA_TENANT_QUEUE"},
+    {"spec", "MEMRA_SPEC"},
+    {"spec-k", "MEMRA_SPEC_K"},
+    {"draft", "MEMRA_DRAFT"},
+    {"spec-verify-cost", "MEMRA_SPEC_VERIFY_COST"},
+    {"spec-max-batch", "MEMRA_SPEC_MAX_BATCH"},
 };
 
 // Sets one value; `what` is "--flag" or "VAR" for messages.
@@ -108,6 +113,28 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 0, 1 << 20);
     if (!n) return n.error();
     o.tenant_queue = *n;
+  } else if (name == "spec") {
+    auto kind = parse_spec_kind(value);
+    if (!kind) return usage(what + ": " + kind.error().message);
+    o.spec = *kind;
+  } else if (name == "spec-k") {
+    auto n = parse_int(value, what, 1, 64);
+    if (!n) return n.error();
+    o.spec_k = *n;
+  } else if (name == "draft") {
+    if (value.empty()) return usage(what + " must not be empty (a draft model path)");
+    o.draft_path = value;
+  } else if (name == "spec-verify-cost") {
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size() || !(x >= 0.0 && x <= 100.0))
+      return usage(what + " must be a number from 0 to 100 (cost of one more verify token in plain decode steps), got '" +
+                   value + "'");
+    o.spec_verify_cost = x;
+  } else if (name == "spec-max-batch") {
+    auto n = parse_int(value, what, 0, 4096);
+    if (!n) return n.error();
+    o.spec_max_batch = *n;
   } else if (name == "log-level") {
     auto level = parse_log_level(value);
     if (!level) return usage(what + ": " + level.error().message);
@@ -142,8 +169,18 @@ Result<std::string> parse_log_level(std::string_view text) {
                "'; use one of error, warning, notice, information (info), debug, trace, none");
 }
 
+Result<std::string> parse_spec_kind(std::string_view text) {
+  if (text == "off" || text == "ngram" || text == "draft" || text == "mtp") return std::string(text);
+  return usage("unknown speculative decoding mode '" + std::string(text) + "'; use off, ngram, draft or mtp");
+}
+
 Result<ModelSpec> parse_model_spec(std::string_view text) {
   ModelSpec spec;
+  if (const auto plus = text.rfind('+'); plus != std::string_view::npos) {
+    spec.draft = std::string(text.substr(plus + 1));
+    if (spec.draft.empty()) return usage("model '" + std::string(text) + "': the draft path after '+' is empty; use ALIAS=PATH+DRAFT");
+    text = text.substr(0, plus);
+  }
   const auto eq = text.find('=');
   if (eq != std::string_view::npos) {
     spec.alias = std::string(text.substr(0, eq));

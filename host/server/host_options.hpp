@@ -17,6 +17,7 @@ namespace memra::server {
 struct ModelSpec {
   std::string alias;  // the name clients send as "model"
   std::string path;   // checkpoint or .memra directory
+  std::string draft;  // its draft model for speculative decoding ("" = none): ALIAS=PATH+DRAFT
 };
 
 enum class BackendChoice { auto_select, cpu, cuda };
@@ -41,6 +42,13 @@ struct HostOptions {
   std::int64_t max_waiting = 256;
   std::int64_t max_step_tokens = 512;
   std::int64_t tenant_queue = 64;      // waiting requests per tenant before 429 at once
+  // Speculative decoding (docs/SERVING.md). spec "" = per model: draft where the
+  // model has one (ALIAS=PATH+DRAFT, or --draft), else off.
+  std::string spec;                    // "", off, ngram, draft, mtp
+  std::string draft_path;              // --draft: the draft for models without their own
+  std::int64_t spec_k = 4;             // drafts per verify step
+  double spec_verify_cost = 0.1;       // fallback cost model (engine/spec_policy.hpp)
+  std::int64_t spec_max_batch = 4;     // no speculation while more sequences run
   int keys_reload_ms = 1000;           // key file mtime poll period
   std::string log_level = "information";
   bool enable_test_routes = false;
@@ -61,10 +69,14 @@ Status apply_environment(HostOptions& options, const EnvLookup& env);
 // Applies one command-line flag by its long name ("port", "model", ...).
 Status apply_flag(HostOptions& options, const std::string& name, const std::string& value);
 
-// "[ALIAS=]PATH"; without an alias the file name is used, minus .gguf/.memra/.safetensors.
+// "[ALIAS=]PATH[+DRAFT]"; without an alias the file name is used, minus
+// .gguf/.memra/.safetensors. "+DRAFT" (split at the last '+') names the model's
+// draft model for speculative decoding; a path holding '+' needs --draft instead.
 Result<ModelSpec> parse_model_spec(std::string_view text);
 // "alias=path,alias2=path2" (MEMRA_MODELS).
 Result<std::vector<ModelSpec>> parse_model_list(std::string_view text);
+// "off", "ngram", "draft" or "mtp".
+Result<std::string> parse_spec_kind(std::string_view text);
 // "auto", "cpu" or "cuda".
 Result<BackendChoice> parse_backend(std::string_view text);
 // Poco level names; "info" is accepted for "information".

@@ -54,6 +54,12 @@ struct Metrics::Impl {
       "KV-cache blocks kept by the prefix cache, by model");
   prometheus::Family<prometheus::Gauge>& hit_ratio = gauge("memra_prefix_cache_hit_ratio",
       "Prompt tokens served from the prefix cache / prompt tokens admitted, since start, by model");
+  prometheus::Family<prometheus::Counter>& spec_drafted = counter("memra_spec_drafted_tokens_total",
+      "Speculative decoding: drafted tokens fed to verify steps, by model");
+  prometheus::Family<prometheus::Counter>& spec_accepted = counter("memra_spec_accepted_tokens_total",
+      "Speculative decoding: drafted tokens accepted by verification, by model");
+  prometheus::Family<prometheus::Gauge>& spec_rate = gauge("memra_spec_acceptance_rate",
+      "Speculative decoding: drafted tokens accepted / drafted since start (0 before any draft), by model");
   prometheus::Family<prometheus::Gauge>& tenant_running = gauge("memra_tenant_requests_running",
       "Requests admitted for a tenant and not finished yet");
   prometheus::Family<prometheus::Gauge>& tenant_waiting = gauge("memra_tenant_requests_waiting",
@@ -155,6 +161,12 @@ void Metrics::add_rejection(const std::string& tenant, const std::string& reason
   impl_->rejections.Add({{"tenant", tenant}, {"reason", reason}}).Increment();
 }
 
+void Metrics::add_spec_tokens(const std::string& model, std::int64_t drafted, std::int64_t accepted) {
+  const prometheus::Labels labels{{"model", model}};
+  impl_->spec_drafted.Add(labels).Increment(static_cast<double>(drafted));
+  impl_->spec_accepted.Add(labels).Increment(static_cast<double>(accepted));
+}
+
 void Metrics::add_completion(const std::string& model, const std::string& finish_reason) {
   impl_->completions.Add({{"model", model}, {"finish_reason", finish_reason}}).Increment();
 }
@@ -169,6 +181,14 @@ void Metrics::set_scheduler(const std::string& model, const SchedulerGauges& g) 
   impl_->hit_ratio.Add(labels).Set(g.prompt_tokens > 0 ? static_cast<double>(g.prefix_hit_tokens) /
                                                              static_cast<double>(g.prompt_tokens)
                                                        : 0.0);
+  if (g.speculative) {
+    impl_->spec_drafted.Add(labels);  // present (at 0) before the first request ends
+    impl_->spec_accepted.Add(labels);
+  }
+  if (g.speculative)
+    impl_->spec_rate.Add(labels).Set(g.spec_drafted > 0 ? static_cast<double>(g.spec_accepted) /
+                                                              static_cast<double>(g.spec_drafted)
+                                                        : 0.0);
 }
 
 void Metrics::set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting,

@@ -34,6 +34,8 @@ class Metrics {
   void observe_queue_wait(const std::string& model, const std::string& tenant, double seconds);
   // reason: tenant_queue_full, tenant_queue_timeout, tenant_kv_budget, device_full
   void add_rejection(const std::string& tenant, const std::string& reason);
+  // Speculative decoding: drafts verified and accepted (memra_spec_*_tokens_total).
+  void add_spec_tokens(const std::string& model, std::int64_t drafted, std::int64_t accepted);
   // finish_reason: stop, length, cancelled (client went away), error
   void add_completion(const std::string& model, const std::string& finish_reason);
 
@@ -41,6 +43,8 @@ class Metrics {
     std::int64_t running = 0, waiting = 0;
     std::int64_t kv_blocks_total = 0, kv_blocks_free = 0, prefix_cache_blocks = 0;
     std::int64_t prefix_hit_tokens = 0, prompt_tokens = 0;  // cumulative, for the hit ratio
+    bool speculative = false;                              // the model is served with speculative decoding
+    std::int64_t spec_drafted = 0, spec_accepted = 0;      // cumulative, for the acceptance rate
   };
   void set_scheduler(const std::string& model, const SchedulerGauges& g);
   void set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting, std::int64_t kv_tokens);

@@ -5,6 +5,8 @@
 
 #include "host/plugin_host/plugin_host.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/engine/draft_loader.hpp"
+#include "host/engine/draft_model.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
 
@@ -146,8 +148,31 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     // The cache is sized in whole contexts; round up so every request can fit.
     eo.max_sequences = std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context);
   }
+  // Speculative decoding: --spec, else draft where the model has one.
+  const std::string draft_path = !spec.draft.empty() ? spec.draft : options.draft_path;
+  const std::string spec_kind = !options.spec.empty() ? options.spec : (draft_path.empty() ? "off" : "draft");
+  if (spec_kind == "mtp")
+    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: it ships no MTP heads (no supported "
+                                           "model family has them yet); use --spec ngram, or --spec draft with a draft model");
+  if (spec_kind == "draft" && draft_path.empty())
+    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec draft: it has no draft model; give one "
+                                           "with --model ALIAS=PATH+DRAFT or --draft PATH");
+
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
+  std::unique_ptr<engine::Engine> draft_engine;
+  if (spec_kind == "draft") {
+    // Served in place (no repack, no registry row): a draft only changes speed, never
+    // the tokens, so the target's gate verdict is what matters.
+    auto d = engine::open_draft_engine(draft_path, **eng, *text->tokenizer, plugins, eo);
+    if (!d) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + d.error().message);
+    draft_engine = std::move(*d);
+    log.information("%s: speculative decoding with draft model %s (k %s; draft costs ~%s of a target step per token)",
+                    what, draft_path, std::to_string(options.spec_k),
+                    std::to_string(engine::draft_cost_estimate(**eng, *draft_engine)));
+  } else if (spec_kind == "ngram") {
+    log.information("%s: speculative decoding with the n-gram drafter (k %s)", what, std::to_string(options.spec_k));
+  }
 
   auto model = std::make_unique<ServedModel>();
   model->alias = spec.alias;
@@ -159,10 +184,23 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
                        std::chrono::system_clock::now().time_since_epoch()).count();
   model->text = std::move(*text);
   model->engine = std::move(*eng);
+  model->draft_engine = std::move(draft_engine);
+  model->spec = spec_kind;
+  model->draft_path = spec_kind == "draft" ? draft_path : "";
   engine::SchedulerOptions so;
   so.max_running = options.max_running;
   so.max_waiting = options.max_waiting;
   so.max_step_tokens = options.max_step_tokens;
+  so.spec_k = static_cast<int>(options.spec_k);
+  so.spec_max_batch = options.spec_max_batch;
+  so.spec_policy.verify_token_cost = options.spec_verify_cost;
+  if (spec_kind == "ngram") {
+    so.make_drafter = [] { return std::make_unique<engine::NgramDrafter>(); };
+  } else if (spec_kind == "draft") {
+    engine::Engine* d = model->draft_engine.get();
+    const double cost = engine::draft_cost_estimate(*model->engine, *d);
+    so.make_drafter = [d, cost] { return std::make_unique<engine::DraftModelDrafter>(*d, cost); };
+  }
   model->scheduler = std::make_unique<engine::Scheduler>(*model->engine, so);
   const auto& kv = model->engine->kv_blocks();
   log.information("loaded %s: %s %s, context %s tokens, KV cache %s blocks of %s tokens, up to %s running",

@@ -68,10 +68,14 @@ ojson text_logprobs(const ResponseMeta& meta, const std::vector<TokenRecord>& to
 }
 
 ojson usage_json(const UsageCounts& u) {
-  return ojson{{"prompt_tokens", u.prompt},
-               {"completion_tokens", u.completion},
-               {"total_tokens", u.prompt + u.completion},
-               {"prompt_tokens_details", {{"cached_tokens", u.cached}}}};
+  ojson usage{{"prompt_tokens", u.prompt},
+              {"completion_tokens", u.completion},
+              {"total_tokens", u.prompt + u.completion},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached}}}};
+  if (u.speculative)
+    usage["completion_tokens_details"] = {{"speculative_drafted_tokens", u.drafted},
+                                          {"speculative_accepted_tokens", u.accepted}};
+  return usage;
 }
 
 ojson head(const ResponseMeta& meta, const char* object) {

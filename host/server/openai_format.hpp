@@ -31,6 +31,11 @@ struct UsageCounts {
   std::int64_t prompt = 0;
   std::int64_t completion = 0;
   std::int64_t cached = 0;
+  // Speculative decoding (models served with it): completion_tokens_details gets
+  // speculative_drafted_tokens / speculative_accepted_tokens.
+  bool speculative = false;
+  std::int64_t drafted = 0;
+  std::int64_t accepted = 0;
 };
 
 // One choice of a non-streamed answer, accumulated from ChoiceDeltas.

@@ -69,9 +69,18 @@ struct StreamJob {
   std::uint64_t request_id = 0;
 };
 
+UsageCounts usage_of(const ServedModel& model, const GenerationRun& run) {
+  UsageCounts u{run.prompt_tokens(), run.completion_tokens(), run.cached_tokens()};
+  u.speculative = model.spec != "off";
+  u.drafted = run.drafted_tokens();
+  u.accepted = run.accepted_tokens();
+  return u;
+}
+
 void record_end(Metrics& metrics, const ServedModel& model, const std::string& tenant, const GenerationRun& run,
                 const std::vector<std::string>& finish_reasons) {
   metrics.add_tokens(model.alias, tenant, run.prompt_tokens(), run.completion_tokens(), run.cached_tokens());
+  if (model.spec != "off") metrics.add_spec_tokens(model.alias, run.drafted_tokens(), run.accepted_tokens());
   for (const auto& f : finish_reasons) metrics.add_completion(model.alias, f);
 }
 
@@ -114,7 +123,7 @@ void stream_answer(StreamJob& job, StreamSink& sink) {
     logger().error("request %s: generation failed mid-stream: %s", std::to_string(job.request_id), *run.error());
     tail += error_event(errors::generation_failed(*run.error()));
   } else if (job.include_usage) {
-    tail += usage_event(job.meta, {run.prompt_tokens(), run.completion_tokens(), run.cached_tokens()});
+    tail += usage_event(job.meta, usage_of(*job.model, run));
   }
   tail += kDoneEvent;
   sink.write(tail);
@@ -283,7 +292,7 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
   }
   Reply reply;
   reply.status = 200;
-  reply.body = completion_body(meta, results, {run->prompt_tokens(), run->completion_tokens(), run->cached_tokens()});
+  reply.body = completion_body(meta, results, usage_of(*model, *run));
   return reply;
 }
 

@@ -22,7 +22,10 @@ struct ServedModel {
   std::string quant;    // the scheme holding most matrix bytes (registry key)
   std::string verdict;  // the registry's verdict it was loaded under ("supported" or "generic")
   std::int64_t created = 0;  // Unix time it was loaded (/v1/models "created")
+  std::string spec = "off";  // speculative decoding: off, ngram or draft
+  std::string draft_path;    // the draft model (spec "draft")
   engine::TextModel text;
+  std::unique_ptr<engine::Engine> draft_engine;  // spec "draft"; outlives the scheduler's drafters
   std::unique_ptr<engine::Engine> engine;        // declared before the scheduler: destroyed after it
   std::unique_ptr<engine::Scheduler> scheduler;
 
