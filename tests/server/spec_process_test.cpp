@@ -1,0 +1,123 @@
+// Speculative decoding in the real memra-host (CPU backend, the llama fixture):
+// the same requests answered with --spec off, with a per-model draft model
+// (ALIAS=PATH+DRAFT, the Q8_0 GGUF of the same model) and with --spec ngram give
+// the same text and logprobs, greedy and seeded, one choice and three batched;
+// usage reports drafted/accepted tokens and /metrics the memra_spec_* series;
+// impossible configurations are refused with clear messages.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "host_process.hpp"
+#include "http_client.hpp"
+
+namespace memra::server::testing {
+namespace {
+
+const std::filesystem::path kLlama = std::filesystem::path(MEMRA_FIXTURES_DIR) / "models/llama";
+const std::filesystem::path kQ8 = std::filesystem::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
+
+std::string body(bool seeded, int n) {
+  nlohmann::json b = {{"model", "llama"},   {"prompt", "the cat the cat the cat the"}, {"max_tokens", 24},
+                      {"logprobs", 1},      {"n", n},                                  {"temperature", seeded ? 0.6 : 0.0}};
+  if (seeded) b["seed"] = 1234;
+  return b.dump();
+}
+
+nlohmann::json complete(HostProcess& h, const std::string& b) {
+  const HttpResponse r = http(h.port(), post("/v1/completions", b));
+  EXPECT_EQ(r.status, 200) << r.body;
+  return nlohmann::json::parse(r.body, nullptr, false);
+}
+
+double metric(const std::string& text, const std::string& series) {
+  const auto at = text.find(series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 1));
+}
+
+#define NEED_FIXTURES()                                                                                \
+  do {                                                                                                 \
+    if (!std::filesystem::exists(kLlama) || !std::filesystem::exists(kQ8))                             \
+      GTEST_SKIP() << "fixtures absent (" << kLlama << ", " << kQ8 << ")";                              \
+  } while (0)
+
+TEST(ServerSpec, OutputEqualsPlainAndUsageAndMetricsReportDrafts) {
+  NEED_FIXTURES();
+  const std::vector<std::string> common = {"--backend", "cpu", "--no-repack"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  std::string why;
+  auto plain = HostProcess::start(with({"--model", "llama=" + kLlama.string(), "--spec", "off"}), {}, &why);
+  ASSERT_TRUE(plain) << why;
+  auto draft = HostProcess::start(with({"--model", "llama=" + kLlama.string() + "+" + kQ8.string(), "--spec-k", "3"}), {}, &why);
+  ASSERT_TRUE(draft) << why;
+  auto ngram = HostProcess::start(with({"--model", "llama=" + kLlama.string(), "--spec", "ngram", "--spec-k", "5"}), {}, &why);
+  ASSERT_TRUE(ngram) << why;
+  EXPECT_NE(draft->log().find("speculative decoding with draft model"), std::string::npos) << draft->log();
+
+  int64_t drafted = 0, accepted = 0;
+  for (bool seeded : {false, true}) {
+    for (int n : {1, 3}) {
+      const std::string b = body(seeded, n);
+      const auto want = complete(*plain, b);
+      EXPECT_FALSE(want["usage"].contains("completion_tokens_details")) << "no speculation, no speculative usage";
+      for (HostProcess* h : {draft.get(), ngram.get()}) {
+        const auto got = complete(*h, b);
+        const std::string what = std::string(h == draft.get() ? "draft" : "ngram") + (seeded ? " seeded" : " greedy") +
+                                 " n=" + std::to_string(n);
+        ASSERT_EQ(got["choices"].size(), want["choices"].size()) << what;
+        for (size_t i = 0; i < want["choices"].size(); ++i) {
+          EXPECT_EQ(got["choices"][i]["text"], want["choices"][i]["text"]) << what;
+          EXPECT_EQ(got["choices"][i]["logprobs"]["token_logprobs"], want["choices"][i]["logprobs"]["token_logprobs"]) << what;
+        }
+        EXPECT_EQ(got["usage"]["completion_tokens"], want["usage"]["completion_tokens"]) << what;
+        const auto& details = got["usage"]["completion_tokens_details"];
+        ASSERT_TRUE(details.is_object()) << what << ": " << got["usage"].dump();
+        EXPECT_LE(details["speculative_accepted_tokens"].get<int64_t>(), details["speculative_drafted_tokens"].get<int64_t>());
+        if (h == draft.get()) {
+          drafted += details["speculative_drafted_tokens"].get<int64_t>();
+          accepted += details["speculative_accepted_tokens"].get<int64_t>();
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0) << "the draft model never had a draft accepted";
+
+  const HttpResponse m = http(draft->port(), get("/metrics"));
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(metric(m.body, "memra_spec_drafted_tokens_total{model=\"llama\"}"), static_cast<double>(drafted)) << m.body;
+  EXPECT_EQ(metric(m.body, "memra_spec_accepted_tokens_total{model=\"llama\"}"), static_cast<double>(accepted)) << m.body;
+  EXPECT_NEAR(metric(m.body, "memra_spec_acceptance_rate{model=\"llama\"}"),
+              static_cast<double>(accepted) / static_cast<double>(drafted), 1e-6) << m.body;
+  const HttpResponse pm = http(plain->port(), get("/metrics"));
+  EXPECT_EQ(pm.body.find("memra_spec_drafted_tokens_total{"), std::string::npos) << "a model without speculation has no spec series";
+}
+
+TEST(ServerSpec, ImpossibleConfigurationsAreRefused) {
+  NEED_FIXTURES();
+  const std::vector<std::string> base = {"--backend", "cpu", "--no-repack", "--model", "llama=" + kLlama.string()};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_host(args);
+  };
+  RunResult r = run({"--spec", "mtp"});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("ships no MTP heads"), std::string::npos) << r.err;
+  r = run({"--spec", "draft"});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("has no draft model"), std::string::npos) << r.err;
+  r = run({"--spec", "sometimes"});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_NE(r.err.find("off, ngram, draft or mtp"), std::string::npos) << r.err;
+  r = run({"--draft", "/nonexistent/draft.gguf"});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("as a draft model"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace memra::server::testing
