@@ -13,7 +13,8 @@
 // the current contents. Views (same data, another shape; or an offset inside) are
 // translated by address, keeping the caller's shape. Before an op runs on stage s,
 // every input not current on s is copied there (the activation hand-off); its
-// outputs, including in-place ones, are then current on s only.
+// outputs, including in-place ones, are then current on s only. Each stage is given
+// the step's batch before its first op (PipelineStage::prepare_batch).
 #pragma once
 
 #include <cstdint>
