@@ -59,7 +59,8 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& spec_accepted = counter("memra_spec_accepted_tokens_total",
       "Speculative decoding: drafted tokens accepted by verification, by model");
   prometheus::Family<prometheus::Gauge>& spec_rate = gauge("memra_spec_acceptance_rate",
-      "Speculative decoding: drafted tokens accepted / drafted since start (0 before any draft), by model");
+      "Speculative decoding: drafted tokens accepted / drafted since start (0 before any draft, and for models "
+      "served without speculation), by model");
   prometheus::Family<prometheus::Gauge>& tenant_running = gauge("memra_tenant_requests_running",
       "Requests admitted for a tenant and not finished yet");
   prometheus::Family<prometheus::Gauge>& tenant_waiting = gauge("memra_tenant_requests_waiting",
@@ -181,14 +182,13 @@ void Metrics::set_scheduler(const std::string& model, const SchedulerGauges& g) 
   impl_->hit_ratio.Add(labels).Set(g.prompt_tokens > 0 ? static_cast<double>(g.prefix_hit_tokens) /
                                                              static_cast<double>(g.prompt_tokens)
                                                        : 0.0);
-  if (g.speculative) {
-    impl_->spec_drafted.Add(labels);  // present (at 0) before the first request ends
-    impl_->spec_accepted.Add(labels);
-  }
-  if (g.speculative)
-    impl_->spec_rate.Add(labels).Set(g.spec_drafted > 0 ? static_cast<double>(g.spec_accepted) /
-                                                              static_cast<double>(g.spec_drafted)
-                                                        : 0.0);
+  // Every model has the speculative series (0 while it does not speculate), so a
+  // dashboard need not know which models do.
+  impl_->spec_drafted.Add(labels);
+  impl_->spec_accepted.Add(labels);
+  impl_->spec_rate.Add(labels).Set(g.spec_drafted > 0 ? static_cast<double>(g.spec_accepted) /
+                                                            static_cast<double>(g.spec_drafted)
+                                                      : 0.0);
 }
 
 void Metrics::set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting,

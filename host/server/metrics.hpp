@@ -43,7 +43,6 @@ class Metrics {
     std::int64_t running = 0, waiting = 0;
     std::int64_t kv_blocks_total = 0, kv_blocks_free = 0, prefix_cache_blocks = 0;
     std::int64_t prefix_hit_tokens = 0, prompt_tokens = 0;  // cumulative, for the hit ratio
-    bool speculative = false;                              // the model is served with speculative decoding
     std::int64_t spec_drafted = 0, spec_accepted = 0;      // cumulative, for the acceptance rate
   };
   void set_scheduler(const std::string& model, const SchedulerGauges& g);

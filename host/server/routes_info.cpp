@@ -55,7 +55,6 @@ void refresh(const Router& router) {
       g.prefix_cache_blocks = s.prefix_cache_blocks;
       g.prefix_hit_tokens = s.prefix_hit_tokens;
       g.prompt_tokens = s.prompt_tokens;
-      g.speculative = m->spec != "off";
       g.spec_drafted = s.spec_drafted;
       g.spec_accepted = s.spec_accepted;
       metrics.set_scheduler(m->alias, g);

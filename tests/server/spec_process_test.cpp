@@ -94,7 +94,8 @@ TEST(ServerSpec, OutputEqualsPlainAndUsageAndMetricsReportDrafts) {
   EXPECT_NEAR(metric(m.body, "memra_spec_acceptance_rate{model=\"llama\"}"),
               static_cast<double>(accepted) / static_cast<double>(drafted), 1e-6) << m.body;
   const HttpResponse pm = http(plain->port(), get("/metrics"));
-  EXPECT_EQ(pm.body.find("memra_spec_drafted_tokens_total{"), std::string::npos) << "a model without speculation has no spec series";
+  EXPECT_EQ(metric(pm.body, "memra_spec_drafted_tokens_total{model=\"llama\"}"), 0.0) << "a model without speculation drafts nothing";
+  EXPECT_EQ(metric(pm.body, "memra_spec_acceptance_rate{model=\"llama\"}"), 0.0);
 }
 
 TEST(ServerSpec, ImpossibleConfigurationsAreRefused) {
