@@ -15,6 +15,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
+#include "host/tools/memra-bench/spec_bench.hpp"
 #include "host/tools/memra-bench/standard_bench.hpp"
 
 namespace {
@@ -55,11 +56,22 @@ void usage() {
       "    --prompt N            its prompt tokens per sequence (default 64) and\n"
       "    --decode N            its decode steps timed per batch size (default 32)\n"
       "  --hbm-gbps X            roofline bandwidth when it cannot be measured (CPU; default 4300)\n"
-      "  --spec ngram            instead: batch-1 greedy generation plain vs speculative (n-gram drafter) on a\n"
-      "                          repetitive prompt; prints both speeds, the speed-up, and fails unless the\n"
-      "                          tokens are identical\n"
+      "  --spec ngram|draft|oracle  instead: batch-1 greedy generation, plain vs speculative; prints both\n"
+      "                          speeds, the speed-up, drafted/accepted/acceptance, and fails unless the\n"
+      "                          tokens are identical. ngram: prompt lookup; draft: a draft model (below);\n"
+      "                          oracle: plain decode's own tokens as drafts, each right with probability\n"
+      "                          --oracle-accept (the verify path's ceiling, not a drafter)\n"
       "  --spec-k K              drafted tokens per step (default 4)\n"
       "  --gen N                 tokens generated in --spec mode (default 128)\n"
+      "  --prompt N              also the --spec prompt length (default 64)\n"
+      "  --spec-pattern N        --spec prompt: an N-token random unit repeated (default 16; 0 = random)\n"
+      "  --draft-quant SCHEME    --spec draft on the random model: the draft is the target's own weights\n"
+      "                          requantized to q8_0, q4_k (default), q5_k or q6_k (needs --quant bf16)\n"
+      "  --draft PATH            --spec draft with MODEL: a draft checkpoint with MODEL's vocabulary\n"
+      "  --oracle-accept P       --spec oracle: probability a draft is right (default 0.9)\n"
+      "  --spec-fallback         --spec: with the adaptive fallback (default off: every step drafts)\n"
+      "  --spec-verify-cost R    the fallback's cost of one more verify token (default 0.1)\n"
+      "  --spec-repeats N        --spec: best of N runs (default 3)\n"
       "  --pp N                  pipeline stages: layers split over N backends on devices 0..N-1 (default 1)\n"
       "  --pp-split LIST         layers per stage, e.g. 18 (stage 0; the rest on stage 1) or 12,12,12;\n"
       "                          default: balanced by weight + KV bytes\n"
@@ -78,6 +90,7 @@ int main(int argc, char** argv) {
   memra::bench::StandardBenchOptions sb;
   int prompt = 64, decode = 32, spec_k = 4, gen = 128;
   std::string spec;
+  memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
   int pp = 1;
   std::string pp_split, pp_devices;
@@ -102,6 +115,13 @@ int main(int argc, char** argv) {
     else if (a == "--hbm-gbps") hbm_gbps = std::atof(value().c_str());
     else if (a == "--spec") spec = value();
     else if (a == "--spec-k") spec_k = std::atoi(value().c_str());
+    else if (a == "--spec-pattern") sbo.pattern = std::atoi(value().c_str());
+    else if (a == "--draft-quant") sbo.draft_quant = value();
+    else if (a == "--draft") sbo.draft_path = value();
+    else if (a == "--oracle-accept") sbo.oracle_accept = std::atof(value().c_str());
+    else if (a == "--spec-fallback") sbo.fallback = true;
+    else if (a == "--spec-verify-cost") sbo.verify_cost = std::atof(value().c_str());
+    else if (a == "--spec-repeats") sbo.repeats = std::atoi(value().c_str());
     else if (a == "--gen") gen = std::atoi(value().c_str());
     else if (a == "--prompt-tokens") sb.prompt_tokens = std::atoi(value().c_str());
     else if (a == "--gen-tokens") sb.gen_tokens = std::atoi(value().c_str());
@@ -186,50 +206,11 @@ int main(int argc, char** argv) {
     }
 
   if (!spec.empty()) {
-    if (spec != "ngram") {
-      std::fprintf(stderr, "memra-bench: --spec %s is not available (ngram)\n", spec.c_str());
-      return 2;
-    }
-    // A repetitive prompt: 16 random tokens, repeated.
-    std::mt19937 prng(11);
-    std::uniform_int_distribution<int32_t> ptok(0, static_cast<int32_t>(cfg.vocab_size - 1));
-    std::vector<int32_t> unit, p;
-    for (int i = 0; i < 16; ++i) unit.push_back(ptok(prng));
-    while (static_cast<int>(p.size()) < prompt) p.insert(p.end(), unit.begin(), unit.end());
-    p.resize(static_cast<size_t>(prompt));
-    memra::engine::GenerateOptions g;
-    g.max_tokens = gen;
-    g.sampling.temperature = 0.0f;
-    double best_plain = 1e30, best_spec = 1e30;
-    std::vector<int32_t> plain_tokens, spec_tokens;
-    int64_t drafted = 0, accepted = 0;
-    for (int rep = 0; rep < 3; ++rep) {  // median-free: best of 3 after the first warms up
-      t0 = now_s();
-      auto a = memra::engine::generate(**engine, p, g, nullptr, nullptr);
-      const double ta = now_s() - t0;
-      memra::engine::NgramDrafter drafter;
-      memra::engine::SpeculativeOptions so{&drafter, spec_k, nullptr};
-      t0 = now_s();
-      auto b = memra::engine::generate_speculative(**engine, p, g, so, nullptr);
-      const double tb = now_s() - t0;
-      if (!a || !b) {
-        std::fprintf(stderr, "memra-bench: generation failed: %s\n", (!a ? a.error() : b.error()).message.c_str());
-        return 1;
-      }
-      plain_tokens = a->tokens;
-      spec_tokens = b->tokens;
-      drafted = b->drafted;
-      accepted = b->accepted;
-      best_plain = std::min(best_plain, ta);
-      best_spec = std::min(best_spec, tb);
-    }
-    const bool same = plain_tokens == spec_tokens;
-    std::printf("spec ngram k=%d: %zu tokens; plain %.1f tok/s, speculative %.1f tok/s, speed-up %.2fx; "
-                "drafted %lld, accepted %lld (%.0f%%); tokens identical: %s\n",
-                spec_k, spec_tokens.size(), plain_tokens.size() / best_plain, spec_tokens.size() / best_spec,
-                best_plain / best_spec, static_cast<long long>(drafted), static_cast<long long>(accepted),
-                drafted ? 100.0 * accepted / drafted : 0.0, same ? "yes" : "NO");
-    return same ? 0 : 1;
+    sbo.drafter = spec;
+    sbo.k = spec_k;
+    sbo.gen = gen;
+    sbo.prompt = prompt;
+    return memra::bench::run_spec_bench(**engine, plugins, eo, sbo);
   }
 
   sb.cuda = backend != "cpu";
