@@ -4,6 +4,7 @@
 #include <set>
 
 #include "host/engine/pipeline_build.hpp"
+#include "host/engine/pipeline_microbatch.hpp"
 
 namespace memra::engine {
 
@@ -74,6 +75,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
       return make_error(p.error().code, "cannot load " + e->source_->path + " as a " + std::to_string(options.pipeline_stages) +
                                             "-stage pipeline: " + p.error().message);
     e->pipeline_ = std::move(*p);
+    e->microbatches_ = std::max(1, options.pipeline_microbatches);
     ops = e->pipeline_->ops();
   } else if (options.backend == MEMRA_BACKEND_CUDA) {
     // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
@@ -248,7 +250,18 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   } else {
     backend_->begin_step();
   }
-  const Status st = model_->forward(batch);
+  Status st;
+  if (pipeline_ && microbatches_ > 1 && requests.size() > 1) {
+    // Micro-batches through the stages, logits deferred until all are issued.
+    const std::vector<MicroBatch> parts = split_microbatches(batch, microbatches_, vocab_);
+    pipeline_->set_defer_logits(true);
+    for (const MicroBatch& m : parts)
+      if (st = model_->forward(m.batch); !st) break;
+    pipeline_->set_defer_logits(false);
+    if (st) st = pipeline_->flush_logits();
+  } else {
+    st = model_->forward(batch);
+  }
   if (!st) {
     undo();
     std::string msg = st.error().message;

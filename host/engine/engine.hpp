@@ -39,6 +39,10 @@ struct EngineOptions {
   // CUDA device of each stage; empty = 0, 1, ..., stages-1. Repeats are allowed (two
   // stages on one GPU: separate backends and streams). `cuda.device` is ignored then.
   std::vector<int> pipeline_devices;
+  // >1: a step's sequences go through the stages as this many micro-batches, issued
+  // before the host waits, so stage 0 computes one while stage 1 computes another
+  // (pipeline_microbatch.hpp). Same logits (batch invariance). 1 = the whole batch at once.
+  int32_t pipeline_microbatches = 1;
 };
 
 struct StepRequest {
@@ -100,6 +104,7 @@ class Engine {
   std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
   std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
   std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)
+  int32_t microbatches_ = 1;                             // EngineOptions::pipeline_microbatches
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, const memra_quant_api*> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;

@@ -125,6 +125,7 @@ Status PipelineBackend::begin_step() {
   space_used_ = 0;
   batch_ = nullptr;
   prepared_ = 0;
+  deferred_.clear();
   handoffs_ = 0;
   handoff_bytes_ = 0;
   last_error_.clear();
@@ -349,9 +350,24 @@ memra_status PipelineBackend::gather_logit_rows(const memra_tensor* x, const mem
 memra_status PipelineBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
   if (const memra_status st = note_batch(batch); st != MEMRA_OK) return st;
   const Arg args[] = {{logits, Use::in}};
-  return run(std::max(0, inputs_stage(args, 1)), args, [&](const memra_backend_ops& o, memra_tensor* l) {
-    return o.logits_output(o.ctx, &l[0], batch);
+  const int32_t s = std::max(0, inputs_stage(args, 1));
+  return run(s, args, [&](const memra_backend_ops& o, memra_tensor* l) {
+    if (!defer_logits_) return o.logits_output(o.ctx, &l[0], batch);
+    deferred_.push_back({s, l[0], batch});  // the stage's storage lives until the next begin_step
+    return MEMRA_OK;
   });
+}
+
+Status PipelineBackend::flush_logits() {
+  std::vector<DeferredLogits> pending;
+  pending.swap(deferred_);
+  for (const DeferredLogits& d : pending) {
+    const memra_backend_ops& o = *stage(d.stage).ops();
+    const memra_status st = o.logits_output(o.ctx, &d.local, d.batch);
+    if (st != MEMRA_OK)
+      return make_error(ErrorCode::internal, "pipeline stage " + std::to_string(d.stage) + " logits_output: " + stage(d.stage).last_error());
+  }
+  return {};
 }
 
 }  // namespace memra::engine

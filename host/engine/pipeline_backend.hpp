@@ -52,6 +52,11 @@ class PipelineBackend {
   // Prefix-cache copy-on-write: the block in every stage's layers.
   Status copy_kv_block(int32_t from, int32_t to);
   const std::string& last_error() const { return last_error_; }
+  // While set, logits_output only notes its tensor; flush_logits() then hands every noted
+  // one to the host in order. Lets several micro-batches be issued before the host waits
+  // (a CUDA stage's logits_output waits for its stream), so the stages overlap.
+  void set_defer_logits(bool on) { defer_logits_ = on; }
+  Status flush_logits();
   // Hand-off copies (and their bytes) since the last begin_step.
   int64_t handoffs() const { return handoffs_; }
   uint64_t handoff_bytes() const { return handoff_bytes_; }
@@ -108,6 +113,13 @@ class PipelineBackend {
   std::vector<Record> records_;                             // this step's, by base
   uintptr_t space_ = 0;                                     // reserved address range
   uint64_t space_size_ = 0, space_used_ = 0;
+  struct DeferredLogits {
+    int32_t stage;
+    memra_tensor local;
+    const memra_forward_batch* batch;
+  };
+  bool defer_logits_ = false;
+  std::vector<DeferredLogits> deferred_;
   const memra_forward_batch* batch_ = nullptr;  // this step's, from the first op that takes it
   uint32_t prepared_ = 0;                        // stages given batch_ this step
   int64_t handoffs_ = 0;

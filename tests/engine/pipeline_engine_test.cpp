@@ -450,3 +450,49 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   EXPECT_EQ(log.back(), "1:logits_output");
   EXPECT_EQ((*pp)->handoffs(), 2);
 }
+
+// Micro-batched steps (the stages overlap on a GPU; here the mechanism) compute the
+// logits of the whole batch: several sequences, prefill of different lengths with
+// all logits for one of them, then decode steps, on 2 and 3 stages.
+TEST(PipelineCpu, MicrobatchedStepsEqualWholeBatchSteps) {
+  SKIP_WITHOUT_FIXTURE("qwen3");
+  auto run = [](int32_t stages, int32_t micro) {
+    auto src = open_source("qwen3");
+    widen(*src, 4);
+    EngineOptions o;
+    o.max_context = 128;
+    o.max_sequences = 4;
+    o.pipeline_stages = stages;
+    o.pipeline_microbatches = micro;
+    auto e = Engine::create(std::move(src), test_plugins(), o);
+    EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+    std::vector<std::vector<float>> rows;
+    if (!e) return rows;
+    std::vector<int32_t> seqs;
+    std::vector<std::vector<int32_t>> prompts;
+    for (int s = 0; s < 4; ++s) {
+      seqs.push_back((*e)->open_sequence());
+      prompts.push_back(test_prompt(static_cast<size_t>(3 + 5 * s), 20 + s));
+    }
+    std::vector<StepRequest> reqs;
+    for (int s = 0; s < 4; ++s) reqs.push_back({seqs[static_cast<size_t>(s)], prompts[static_cast<size_t>(s)], s == 2, true});
+    std::vector<int32_t> next(4);
+    for (int step = 0; step < 6; ++step) {
+      auto out = (*e)->step(reqs);
+      EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+      if (!out) return rows;
+      rows.insert(rows.end(), out->begin(), out->end());
+      reqs.clear();
+      for (int s = 0; s < 4; ++s) {
+        next[static_cast<size_t>(s)] = argmax(rows[rows.size() - 4 + static_cast<size_t>(s)]);
+        reqs.push_back({seqs[static_cast<size_t>(s)], {&next[static_cast<size_t>(s)], 1}, false});
+      }
+    }
+    return rows;
+  };
+  const auto whole = run(1, 1);
+  ASSERT_FALSE(whole.empty());
+  EXPECT_TRUE(bitwise_equal(whole, run(2, 2))) << "2 stages, 2 micro-batches";
+  EXPECT_TRUE(bitwise_equal(whole, run(3, 3))) << "3 stages, 3 micro-batches";
+  EXPECT_TRUE(bitwise_equal(whole, run(2, 4))) << "2 stages, 4 micro-batches (one sequence each)";
+}

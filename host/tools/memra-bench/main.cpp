@@ -76,6 +76,7 @@ void usage() {
       "  --pp-split LIST         layers per stage, e.g. 18 (stage 0; the rest on stage 1) or 12,12,12;\n"
       "                          default: balanced by weight + KV bytes\n"
       "  --pp-devices LIST       CUDA device of each stage, e.g. 0,0 for two stages on one GPU\n"
+      "  --pp-microbatches K     a batched step goes through the stages as K micro-batches that overlap\n"
       "  --help                  this text\n");
 }
 
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
   std::string spec;
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
-  int pp = 1;
+  int pp = 1, pp_micro = 1;
   std::string pp_split, pp_devices;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
     else if (a == "--pp") pp = std::atoi(value().c_str());
     else if (a == "--pp-split") pp_split = value();
     else if (a == "--pp-devices") pp_devices = value();
+    else if (a == "--pp-microbatches") pp_micro = std::atoi(value().c_str());
     else if (!a.empty() && a[0] != '-' && model_path.empty()) model_path = a;
     else {
       std::fprintf(stderr, "memra-bench: unknown option %s (see --help)\n", a.c_str());
@@ -188,6 +190,7 @@ int main(int argc, char** argv) {
   if (!pp_split.empty())
     for (int c : int_list(pp_split)) eo.pipeline_split.push_back(c);
   if (!pp_devices.empty()) eo.pipeline_devices = int_list(pp_devices);
+  eo.pipeline_microbatches = pp_micro;
   t0 = now_s();
   auto engine = memra::engine::Engine::create(std::move(*src), plugins, eo);
   if (!engine) {
