@@ -10,7 +10,7 @@
 
 namespace memra::backend::cuda {
 namespace {
-constexpr int32_t kChunk = 256;  // kAttnChunk in paged_attention.cu
+constexpr int32_t kChunk = 64;  // kAttnChunk in paged_attention.cu
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
 }  // namespace
 
@@ -94,7 +94,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   if (!part_ml) return fail(part_ml.error());
   // One block per (token, kv head, chunk) serves the kv head's whole q-head group.
   const int32_t group = heads / kv_heads;
-  const unsigned shared = static_cast<unsigned>(group * (head_dim + kChunk) * 4);
+  const unsigned shared = static_cast<unsigned>((group * (head_dim + kChunk) + 4 * 8 * 128) * 4);
   if (shared > 48 * 1024) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
   const unsigned group_rows = static_cast<unsigned>(batch->num_tokens) * static_cast<unsigned>(kv_heads);
   st = launch("attention", "memra_attention_chunk", group_rows, static_cast<unsigned>(max_chunks), 128, shared,

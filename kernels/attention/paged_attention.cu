@@ -9,7 +9,7 @@
 #include "kernels/common/reduce.cuh"
 
 namespace {
-constexpr int kAttnChunk = 256;
+constexpr int kAttnChunk = 64;   // positions per chunk (fixed: the split depends only on the position)
 constexpr int kAttnThreads = 128;
 
 __device__ __forceinline__ int32_t first_position(int32_t pos, int32_t window) {
@@ -24,13 +24,14 @@ __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t pos
 }  // namespace
 
 // grid (tokens * kv_heads, max_chunks), kAttnThreads threads, dynamic shared memory
-// group * (head_dim + kAttnChunk) floats, group = heads / kv_heads. One block serves
+// group * (head_dim + kAttnChunk) + 4 * 8 * 128 floats, group = heads / kv_heads. One block serves
 // every q head of one kv head (grouped-query attention), so each K and V row of the
 // chunk is read once for the group instead of once per q head. Per q head the
 // arithmetic is the single-head kernel's, in the same order: the dot product of lane
 // i over dims i, i+32, ... then the warp butterfly; the max and the sum of
 // exp(s - m) over positions tid, tid+128, ... then the block reduction; the output
-// of dim i as an fmaf chain over the chunk's positions in order.
+// of dim i as four fmaf chains over the chunk's quarters (one per warp), added in
+// warp order.
 // part_o: [tokens*heads][max_chunks][head_dim]; part_ml: [tokens*heads][max_chunks][2].
 extern "C" __global__ void __launch_bounds__(kAttnThreads)
     memra_attention_chunk(const float* q, const float* k_cache, const float* v_cache, int32_t heads, int32_t kv_heads,
@@ -60,16 +61,42 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   __syncthreads();
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int j = warp; j < len; j += kAttnThreads / 32) {
-    const float* kj = k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
-    for (int g = 0; g < group; ++g) {
-      const float* qh = qs + g * head_dim;
-      float d = 0.0f;
-      for (int i = lane; i < head_dim; i += 32) d = fmaf(qh[i], kj[i], d);
-      d = memra::cuda::warp_sum(d);
-      float s = d * scale;
-      if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
-      if (lane == 0) scores[g * kAttnChunk + j] = s;
+  // Scores: warp w takes positions w*16 .. w*16+15, four K rows in flight at a time
+  // (head_dim <= 128 here; longer heads take the general loop).
+  constexpr int kScorePerWarp = kAttnChunk / (kAttnThreads / 32);
+  for (int jj0 = 0; jj0 < kScorePerWarp; jj0 += 4) {
+    const float* kjs[4];
+    float kv[4][4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int j = warp * kScorePerWarp + jj0 + u;
+      kjs[u] = j < len ? k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim
+                       : nullptr;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = lane + 32 * c;
+        kv[u][c] = (kjs[u] && i < head_dim) ? kjs[u][i] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int j = warp * kScorePerWarp + jj0 + u;
+      if (!kjs[u]) break;
+      for (int g = 0; g < group; ++g) {
+        const float* qh = qs + g * head_dim;
+        float d = 0.0f;
+        if (head_dim <= 128) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+            if (lane + 32 * c < head_dim) d = fmaf(qh[lane + 32 * c], kv[u][c], d);
+        } else {
+          for (int i = lane; i < head_dim; i += 32) d = fmaf(qh[i], kjs[u][i], d);
+        }
+        d = memra::cuda::warp_sum(d);
+        float s = d * scale;
+        if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
+        if (lane == 0) scores[g * kAttnChunk + j] = s;
+      }
     }
   }
   __syncthreads();
@@ -91,20 +118,52 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
       ms[gi] = m;
       ls[gi] = l;
     }
-    __syncthreads();
-    for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
-      float o[8];
-      for (int gi = 0; gi < 8; ++gi) o[gi] = 0.0f;
-      for (int j = 0; j < len; ++j) {
-        const float vji = v_cache[slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim + i];
+    // V: warp w takes the chunk's positions w*16 .. w*16+15 (an fmaf chain over them in
+    // order, per q head and dim), lane l dims l, l+32, ...; then the four warps' partial
+    // sums are added in warp order. Every position's V row is read by one warp, and
+    // the sixteen rows of a warp are independent loads.
+    constexpr int kWarps = kAttnThreads / 32, kPerWarp = kAttnChunk / kWarps;
+    float* partial = scores + group * kAttnChunk;  // [kWarps][8][head_dim]
+    for (int i0 = 0; i0 < head_dim; i0 += 128) {
+      float o[8][4];
 #pragma unroll
-        for (int gi = 0; gi < 8; ++gi)
-          if (gi < gn) o[gi] = fmaf(scores[(g0 + gi) * kAttnChunk + j], vji, o[gi]);
+      for (int gi = 0; gi < 8; ++gi)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[gi][c] = 0.0f;
+      for (int jj = 0; jj < kPerWarp; ++jj) {
+        const int j = warp * kPerWarp + jj;
+        if (j >= len) break;
+        const float* vj = v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+        float vv[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int i = i0 + lane + 32 * c;
+          vv[c] = i < head_dim ? vj[i] : 0.0f;
+        }
+#pragma unroll
+        for (int gi = 0; gi < 8; ++gi) {
+          if (gi < gn) {
+            const float p = scores[(g0 + gi) * kAttnChunk + j];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) o[gi][c] = fmaf(p, vv[c], o[gi][c]);
+          }
+        }
       }
-      for (int gi = 0; gi < gn; ++gi) {
+#pragma unroll
+      for (int gi = 0; gi < 8; ++gi)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          if (gi < gn && i0 + lane + 32 * c < head_dim) partial[(warp * 8 + gi) * 128 + lane + 32 * c] = o[gi][c];
+      __syncthreads();
+      for (int idx = threadIdx.x; idx < gn * 128; idx += kAttnThreads) {
+        const int gi = idx / 128, il = idx % 128, i = i0 + il;
+        if (i >= head_dim) continue;
+        float sum = partial[(0 * 8 + gi) * 128 + il];
+        for (int w = 1; w < kWarps; ++w) sum = __fadd_rn(sum, partial[(w * 8 + gi) * 128 + il]);
         const int64_t part = (t * heads + h0 + g0 + gi) * max_chunks + chunk;
-        part_o[part * head_dim + i] = o[gi];
+        part_o[part * head_dim + i] = sum;
       }
+      __syncthreads();  // partial is reused by the next dims / head group
     }
     if (threadIdx.x == 0) {
       for (int gi = 0; gi < gn; ++gi) {
