@@ -53,8 +53,8 @@ struct GenerateResult {
 struct SpeculativeOptions {
   Drafter* drafter = nullptr;
   int k = 4;
-  std::function<void(std::vector<std::vector<float>>&)> verify_hook;
-  SpecPolicy policy;
+  std::function<void(std::vector<std::vector<float>>&)> verify_hook{};
+  SpecPolicy policy{};
 };
 Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int32_t> prompt,
                                             const GenerateOptions& options, const SpeculativeOptions& spec,

@@ -171,9 +171,13 @@ void Scheduler::run() {
       if (j->prompt_done >= static_cast<int64_t>(j->req.prompt.size())) decoding.push_back(j.get());
     const bool speculate = options_.make_drafter && static_cast<int64_t>(running_.size()) <= options_.spec_max_batch;
     if (speculate) {
+      // Drafts take at most half of the step budget the decode tokens leave, so
+      // prompts waiting for prefill keep moving.
+      const int64_t n = static_cast<int64_t>(decoding.size());
+      const int64_t cap = n == 0 ? 0 : std::max<int64_t>(0, options_.max_step_tokens - n) / (2 * n);
       // Drafting may run a draft model: outside the lock. Only this thread touches running jobs.
       lock.unlock();
-      for (Job* j : decoding) draft_for(*j);
+      for (Job* j : decoding) draft_for(*j, static_cast<int>(std::min<int64_t>(options_.spec_k, cap)));
       lock.lock();
     }
     std::vector<StepRequest> reqs;
@@ -233,7 +237,7 @@ void Scheduler::run() {
   waiting_.clear();
 }
 
-void Scheduler::draft_for(Job& j) {
+void Scheduler::draft_for(Job& j, int k) {
   j.feed.assign(1, j.output.back());
   if (!j.drafter) return;
   if (!j.gate.active()) {
@@ -243,8 +247,8 @@ void Scheduler::draft_for(Job& j) {
   // Drafts beyond the last useful position would only cost: the step that emits
   // max_tokens ends the sequence (this also keeps the KV inside the reservation).
   const int64_t room = j.req.max_tokens - static_cast<int64_t>(j.output.size()) - 1;
-  if (room <= 0) return;
-  std::vector<int32_t> d = j.drafter->draft(j.context, static_cast<int>(std::min<int64_t>(options_.spec_k, room)));
+  if (room <= 0 || k <= 0) return;
+  std::vector<int32_t> d = j.drafter->draft(j.context, static_cast<int>(std::min<int64_t>(k, room)));
   if (static_cast<int64_t>(d.size()) > room) d.resize(static_cast<size_t>(room));
   for (int32_t t : d)
     if (t < 0 || t >= engine_.vocab_size()) return;  // a broken drafter costs nothing but its time

@@ -46,12 +46,12 @@ struct SchedulerOptions {
   int64_t max_waiting = 256;       // queue bound; beyond it submit() fails with conflict
   // Speculative decoding: off while make_drafter is empty. Called on the scheduler
   // thread, once per admitted sequence.
-  std::function<std::unique_ptr<Drafter>()> make_drafter;
-  int spec_k = 4;                  // drafts per verify step
-  SpecPolicy spec_policy;          // the per-sequence fallback
+  std::function<std::unique_ptr<Drafter>()> make_drafter{};
+  int spec_k = 4;                  // drafts per verify step (at most half the step budget the decode tokens leave)
+  SpecPolicy spec_policy{};        // the per-sequence fallback
   int64_t spec_max_batch = 4;      // no speculation while more sequences than this run
   // Tests only: may alter a sequence's verify-step rows (to prove the gates have teeth).
-  std::function<void(std::vector<std::vector<float>>&)> verify_hook;
+  std::function<void(std::vector<std::vector<float>>&)> verify_hook{};
 };
 
 struct SequenceRequest {
@@ -155,7 +155,7 @@ class Scheduler {
   void admit_locked();
   void update_stats_locked();
   void finish(Job& job, FinishReason reason, std::string error = {});
-  void draft_for(Job& job);
+  void draft_for(Job& job, int k);  // sets job.feed: the last token + up to k drafts
   // Samples the rows of one step for `job`; returns what ended it (none = running).
   FinishReason consume(Job& job, std::vector<std::vector<float>>& rows);
 
