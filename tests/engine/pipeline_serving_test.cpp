@@ -1,0 +1,127 @@
+// Serving across pipeline stages: the continuous-batching scheduler over a pipeline
+// engine (CPU stages; whole steps and micro-batched steps) gives every request the
+// tokens and logprobs it gets over one backend, with chunked prefill, a prefix-cache
+// hit on the second round, and speculative decoding.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "host/engine/scheduler.hpp"
+#include "tests/engine/pipeline_test_models.hpp"
+#include "tests/engine/test_plugins.hpp"
+
+namespace fs = std::filesystem;
+using namespace memra::engine;
+
+namespace {
+
+const fs::path kQwen3 = fs::path(MEMRA_FIXTURES_DIR) / "models/qwen3";
+
+std::unique_ptr<Engine> load(int32_t stages, int32_t micro) {
+  auto src = open_model_source(kQwen3.string());
+  EXPECT_TRUE(src.ok());
+  if (!src) return nullptr;
+  memra::pipeline_test::widen(**src, 4);
+  EngineOptions eo;
+  eo.max_context = 256;
+  eo.max_sequences = 12;
+  eo.block_size = 8;
+  eo.pipeline_stages = stages;
+  eo.pipeline_microbatches = micro;
+  auto e = Engine::create(std::move(*src), test_plugins(), eo);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e ? std::move(*e) : nullptr;
+}
+
+struct Outcome {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  int64_t cached = 0, drafted = 0;
+  bool operator==(const Outcome& o) const { return tokens == o.tokens && logprobs == o.logprobs; }
+};
+
+Outcome drain(SequenceHandle& h) {
+  Outcome o;
+  SequenceUpdate u;
+  while (true) {
+    h.wait(u, std::chrono::milliseconds(1000));
+    for (const auto& t : u.tokens) {
+      o.tokens.push_back(t.token);
+      o.logprobs.push_back(t.logprob);
+    }
+    if (u.finish != FinishReason::none) break;
+  }
+  o.cached = u.cached_tokens;
+  o.drafted = u.drafted_tokens;
+  return o;
+}
+
+SequenceRequest request(int v) {
+  SequenceRequest r;
+  for (int i = 0; i < 18 + v * 3; ++i) r.prompt.push_back((i * 37 + v * 101) % 1000 + 5);
+  r.max_tokens = 10;
+  r.sampling.temperature = v % 2 ? 0.8f : 0.0f;  // greedy and seeded sampling
+  r.sampling.seed = 99 + static_cast<uint64_t>(v);
+  r.sampling.logprobs = true;
+  r.cache_namespace = "model\x1ftenant\x1f";
+  return r;
+}
+
+// Two rounds of 8 concurrent requests (the second round hits the prefix cache).
+std::vector<Outcome> serve(Engine& e, bool speculative) {
+  SchedulerOptions so;
+  so.max_step_tokens = 11;  // chunked prefill
+  so.max_running = 8;
+  if (speculative) {
+    so.make_drafter = [] { return std::make_unique<NgramDrafter>(); };
+    so.spec_policy.adaptive = false;
+    so.spec_max_batch = 8;
+  }
+  Scheduler s(e, so);
+  std::vector<Outcome> out;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::shared_ptr<SequenceHandle>> hs;
+    for (int v = 0; v < 8; ++v) hs.push_back(*s.submit(request(v)));
+    for (auto& h : hs) out.push_back(drain(*h));
+  }
+  EXPECT_EQ(s.stats().running, 0);
+  return out;
+}
+
+}  // namespace
+
+TEST(PipelineServing, SchedulerGivesOneBackendsTokens) {
+  if (!fs::exists(kQwen3)) GTEST_SKIP() << "fixture " << kQwen3 << " absent (expects ../shared/fixtures)";
+  auto one = load(1, 1);
+  ASSERT_TRUE(one);
+  const auto ref = serve(*one, false);
+  int64_t cached = 0;
+  for (size_t i = 8; i < ref.size(); ++i) cached += ref[i].cached;
+  EXPECT_GT(cached, 0) << "the second round should hit the prefix cache";
+  for (auto [stages, micro] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 3}}) {
+    auto pp = load(stages, micro);
+    ASSERT_TRUE(pp);
+    const auto got = serve(*pp, false);
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << micro << " micro-batches: request " << i;
+      EXPECT_EQ(got[i].cached, ref[i].cached) << "request " << i;
+    }
+  }
+}
+
+TEST(PipelineServing, SpeculativeServingAcrossStagesGivesPlainTokens) {
+  if (!fs::exists(kQwen3)) GTEST_SKIP() << "fixture " << kQwen3 << " absent (expects ../shared/fixtures)";
+  auto one = load(1, 1);
+  auto pp = load(2, 2);
+  ASSERT_TRUE(one && pp);
+  const auto plain = serve(*one, false);
+  const auto spec = serve(*pp, true);
+  ASSERT_EQ(spec.size(), plain.size());
+  int64_t drafted = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_TRUE(spec[i] == plain[i]) << "request " << i;
+    drafted += spec[i].drafted;
+  }
+  EXPECT_GT(drafted, 0) << "no verify step ran: the test would not cover speculation";
+}
