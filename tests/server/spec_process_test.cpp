@@ -31,6 +31,29 @@ nlohmann::json complete(HostProcess& h, const std::string& b) {
   return nlohmann::json::parse(r.body, nullptr, false);
 }
 
+// A streamed completion: the concatenated text of choice 0 and the final usage object.
+std::pair<std::string, nlohmann::json> stream(HostProcess& h, bool seeded) {
+  auto b = nlohmann::json::parse(body(seeded, 1));
+  b["stream"] = true;
+  b["stream_options"] = {{"include_usage", true}};
+  const HttpResponse r = http(h.port(), post("/v1/completions", b.dump()));
+  EXPECT_EQ(r.status, 200) << r.body;
+  std::string text;
+  nlohmann::json usage;
+  size_t at = 0;
+  while ((at = r.body.find("data: ", at)) != std::string::npos) {
+    const size_t end = r.body.find("\n\n", at);
+    const std::string data = r.body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") break;
+    const auto ev = nlohmann::json::parse(data, nullptr, false);
+    if (ev.is_discarded()) continue;
+    if (ev.contains("choices") && !ev["choices"].empty()) text += ev["choices"][0].value("text", "");
+    if (ev.contains("usage") && ev["usage"].is_object()) usage = ev["usage"];
+  }
+  return {text, usage};
+}
+
 double metric(const std::string& text, const std::string& series) {
   const auto at = text.find(series + " ");
   if (at == std::string::npos) return -1;
@@ -86,6 +109,17 @@ TEST(ServerSpec, OutputEqualsPlainAndUsageAndMetricsReportDrafts) {
     }
   }
   EXPECT_GT(accepted, 0) << "the draft model never had a draft accepted";
+
+  // Streamed: the same text, several tokens per verify step arriving together.
+  for (bool seeded : {false, true}) {
+    const auto want = stream(*plain, seeded);
+    const auto got = stream(*draft, seeded);
+    EXPECT_FALSE(want.first.empty()) << "the stream carried no text";
+    EXPECT_EQ(got.first, want.first) << (seeded ? "seeded" : "greedy") << " stream";
+    ASSERT_TRUE(got.second.contains("completion_tokens_details")) << got.second.dump();
+    drafted += got.second["completion_tokens_details"]["speculative_drafted_tokens"].get<int64_t>();
+    accepted += got.second["completion_tokens_details"]["speculative_accepted_tokens"].get<int64_t>();
+  }
 
   const HttpResponse m = http(draft->port(), get("/metrics"));
   ASSERT_EQ(m.status, 200);
