@@ -38,49 +38,92 @@ void DraftModelDrafter::reset() {
 }
 
 std::vector<int32_t> DraftModelDrafter::draft(std::span<const int32_t> context, int k) {
-  std::vector<int32_t> out;
-  error_.clear();
-  if (k <= 0 || context.empty()) return out;
-  // Feeding the context and k - 1 drafts must fit the draft model's context.
-  const int64_t fit = engine_.max_context() - static_cast<int64_t>(context.size()) + 1;
-  k = static_cast<int>(std::min<int64_t>(k, fit));
-  if (k <= 0) {
-    error_ = "the context is longer than the draft model's";
-    return out;
+  DraftCall c{this, context, k, {}};
+  draft_batch({&c, 1});
+  return std::move(c.out);
+}
+
+void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
+  for (DraftCall& c : calls) {
+    auto* d = dynamic_cast<DraftModelDrafter*>(c.drafter);
+    if (d == nullptr || &d->engine_ != &engine_) {
+      Drafter::draft_batch(calls);  // one by one (each DraftModelDrafter drafts alone)
+      return;
+    }
   }
-  if (seq_ < 0) seq_ = engine_.open_sequence();
-  // Keep the KV of the common prefix; the last context token is always fed again
-  // so that its logits row (which proposes the first draft) comes out.
-  const size_t common = static_cast<size_t>(
-      std::mismatch(fed_.begin(), fed_.end(), context.begin(), context.end()).first - fed_.begin());
-  const size_t keep = std::min(common, context.size() - 1);
-  if (auto st = engine_.truncate_sequence(seq_, static_cast<int64_t>(keep)); !st) {
-    error_ = st.error().message;
-    reset();
-    return out;
+  struct Live {
+    DraftCall* call;
+    DraftModelDrafter* d;
+    std::span<const int32_t> missing;
+    int k;
+  };
+  std::vector<Live> live;
+  for (DraftCall& c : calls) {
+    auto* d = static_cast<DraftModelDrafter*>(c.drafter);
+    c.out.clear();
+    d->error_.clear();
+    if (c.k <= 0 || c.context.empty()) continue;
+    // Feeding the context and k - 1 drafts must fit the draft model's context.
+    const int64_t fit = engine_.max_context() - static_cast<int64_t>(c.context.size()) + 1;
+    const int k = static_cast<int>(std::min<int64_t>(c.k, fit));
+    if (k <= 0) {
+      d->error_ = "the context is longer than the draft model's";
+      continue;
+    }
+    if (d->seq_ < 0) d->seq_ = engine_.open_sequence();
+    // Keep the KV of the common prefix; the last context token is always fed again
+    // so that its logits row (which proposes the first draft) comes out.
+    const size_t common = static_cast<size_t>(
+        std::mismatch(d->fed_.begin(), d->fed_.end(), c.context.begin(), c.context.end()).first - d->fed_.begin());
+    const size_t keep = std::min(common, c.context.size() - 1);
+    if (auto st = engine_.truncate_sequence(d->seq_, static_cast<int64_t>(keep)); !st) {
+      d->error_ = st.error().message;
+      d->reset();
+      continue;
+    }
+    d->fed_.resize(keep);
+    live.push_back({&c, d, c.context.subspan(keep), k});
   }
-  fed_.resize(keep);
-  const std::span<const int32_t> missing = context.subspan(keep);
-  StepRequest req{seq_, missing, false, /*prompt=*/missing.size() > 1};
-  auto rows = engine_.step({&req, 1});
+  if (live.empty()) return;
+
+  std::vector<StepRequest> reqs;
+  for (const Live& l : live) reqs.push_back({l.d->seq_, l.missing, false, /*prompt=*/l.missing.size() > 1});
+  auto rows = engine_.step(reqs);
   if (!rows) {
-    error_ = rows.error().message;
-    reset();
-    return out;
+    if (live.size() == 1) {
+      live[0].d->error_ = rows.error().message;
+      live[0].d->reset();
+    } else {
+      // Too much at once (say, the draft KV cache is full): each alone, as far as it goes.
+      for (Live& l : live) draft_batch({l.call, 1});
+    }
+    return;
   }
-  fed_.insert(fed_.end(), missing.begin(), missing.end());
-  out.push_back(argmax(rows->back()));
-  while (static_cast<int>(out.size()) < k) {
-    StepRequest next{seq_, {&out.back(), 1}, false, false};
-    auto r = engine_.step({&next, 1});
+  for (size_t i = 0; i < live.size(); ++i) {
+    live[i].d->fed_.insert(live[i].d->fed_.end(), live[i].missing.begin(), live[i].missing.end());
+    live[i].call->out.push_back(argmax((*rows)[i]));
+  }
+  // Then one step per drafted position, for every sequence that wants more.
+  while (true) {
+    reqs.clear();
+    std::vector<Live*> stepping;
+    for (Live& l : live) {
+      if (static_cast<int>(l.call->out.size()) >= l.k || !l.d->error_.empty()) continue;
+      reqs.push_back({l.d->seq_, {&l.call->out.back(), 1}, false, false});
+      stepping.push_back(&l);
+    }
+    if (reqs.empty()) break;
+    auto r = engine_.step(reqs);
     if (!r) {
-      error_ = r.error().message;  // keep the drafts so far; the KV still matches fed_
+      // Keep the drafts so far; the KV still matches fed_ (a failed step changes nothing).
+      for (Live* l : stepping) l->d->error_ = r.error().message;
       break;
     }
-    fed_.push_back(out.back());
-    out.push_back(argmax(r->front()));
+    for (size_t i = 0; i < stepping.size(); ++i) {
+      stepping[i]->d->fed_.push_back(stepping[i]->call->out.back());
+      stepping[i]->call->out.push_back(argmax((*r)[i]));
+    }
   }
-  return out;
 }
 
 }  // namespace memra::engine

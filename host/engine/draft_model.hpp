@@ -37,6 +37,9 @@ class DraftModelDrafter : public Drafter {
   DraftModelDrafter& operator=(const DraftModelDrafter&) = delete;
 
   std::vector<int32_t> draft(std::span<const int32_t> context, int k) override;
+  // One draft-engine step per drafted position for all the calls together (calls
+  // whose drafter is another kind, or runs another engine, are drafted one by one).
+  void draft_batch(std::span<DraftCall> calls) override;
   double draft_token_cost() const override { return cost_; }
   // Why the last call drafted nothing ("" when it did not fail).
   const std::string& last_error() const { return error_; }

@@ -23,12 +23,29 @@
 
 namespace memra::engine {
 
+class Drafter;
+
+// One sequence's drafting request in a batch (Drafter::draft_batch).
+struct DraftCall {
+  Drafter* drafter = nullptr;
+  std::span<const int32_t> context;
+  int k = 0;
+  std::vector<int32_t> out;  // the drafts
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
   // Up to `k` tokens expected to follow `context` (prompt + generated so far; its
   // last token is the one the next verify step feeds). May return fewer, or none.
   virtual std::vector<int32_t> draft(std::span<const int32_t> context, int k) = 0;
+  // Drafts for several sequences at once (the scheduler's decoding sequences; every
+  // call's drafter is of this one's kind). A kind that can share work overrides it
+  // (a draft model runs one batched step for all sequences); the default drafts
+  // one by one.
+  virtual void draft_batch(std::span<DraftCall> calls) {
+    for (DraftCall& c : calls) c.out = c.drafter->draft(c.context, c.k);
+  }
   // After a verify step of `drafted` drafts, `accepted` of which were kept.
   // `context` is the verified context (the last token is again the pending one).
   virtual void verified(std::span<const int32_t> /*context*/, int /*drafted*/, int /*accepted*/) {}

@@ -177,7 +177,7 @@ void Scheduler::run() {
       const int64_t cap = n == 0 ? 0 : std::max<int64_t>(0, options_.max_step_tokens - n) / (2 * n);
       // Drafting may run a draft model: outside the lock. Only this thread touches running jobs.
       lock.unlock();
-      for (Job* j : decoding) draft_for(*j, static_cast<int>(std::min<int64_t>(options_.spec_k, cap)));
+      draft_all(decoding, static_cast<int>(std::min<int64_t>(options_.spec_k, cap)));
       lock.lock();
     }
     std::vector<StepRequest> reqs;
@@ -237,22 +237,33 @@ void Scheduler::run() {
   waiting_.clear();
 }
 
-void Scheduler::draft_for(Job& j, int k) {
-  j.feed.assign(1, j.output.back());
-  if (!j.drafter) return;
-  if (!j.gate.active()) {
-    j.gate.plain(1);
-    return;
+void Scheduler::draft_all(const std::vector<Job*>& decoding, int k) {
+  std::vector<DraftCall> calls;
+  std::vector<Job*> owners;
+  for (Job* j : decoding) {
+    j->feed.assign(1, j->output.back());
+    if (!j->drafter) continue;
+    if (!j->gate.active()) {
+      j->gate.plain(1);
+      continue;
+    }
+    // Drafts beyond the last useful position would only cost: the step that emits
+    // max_tokens ends the sequence (this also keeps the KV inside the reservation).
+    const int64_t room = std::min<int64_t>(k, j->req.max_tokens - static_cast<int64_t>(j->output.size()) - 1);
+    if (room <= 0) continue;
+    calls.push_back({j->drafter.get(), j->context, static_cast<int>(room), {}});
+    owners.push_back(j);
   }
-  // Drafts beyond the last useful position would only cost: the step that emits
-  // max_tokens ends the sequence (this also keeps the KV inside the reservation).
-  const int64_t room = j.req.max_tokens - static_cast<int64_t>(j.output.size()) - 1;
-  if (room <= 0 || k <= 0) return;
-  std::vector<int32_t> d = j.drafter->draft(j.context, static_cast<int>(std::min<int64_t>(k, room)));
-  if (static_cast<int64_t>(d.size()) > room) d.resize(static_cast<size_t>(room));
-  for (int32_t t : d)
-    if (t < 0 || t >= engine_.vocab_size()) return;  // a broken drafter costs nothing but its time
-  j.feed.insert(j.feed.end(), d.begin(), d.end());
+  // Every job's drafter comes from the same factory: one batch (a draft model
+  // runs one step per drafted position for all sequences).
+  if (!calls.empty()) calls.front().drafter->draft_batch(calls);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::vector<int32_t>& d = calls[i].out;
+    if (static_cast<int>(d.size()) > calls[i].k) d.resize(static_cast<size_t>(calls[i].k));
+    if (std::any_of(d.begin(), d.end(), [&](int32_t t) { return t < 0 || t >= engine_.vocab_size(); }))
+      continue;  // a broken drafter costs nothing but its time
+    owners[i]->feed.insert(owners[i]->feed.end(), d.begin(), d.end());
+  }
 }
 
 FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows) {

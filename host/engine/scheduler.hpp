@@ -155,7 +155,8 @@ class Scheduler {
   void admit_locked();
   void update_stats_locked();
   void finish(Job& job, FinishReason reason, std::string error = {});
-  void draft_for(Job& job, int k);  // sets job.feed: the last token + up to k drafts
+  // Sets each job's feed: its last token + up to k drafts (drafted in one batch).
+  void draft_all(const std::vector<Job*>& decoding, int k);
   // Samples the rows of one step for `job`; returns what ended it (none = running).
   FinishReason consume(Job& job, std::vector<std::vector<float>>& rows);
 

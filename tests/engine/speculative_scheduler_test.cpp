@@ -127,3 +127,27 @@ TEST(EngineSpeculativeScheduler, BatchLoadTurnsSpeculationOff) {
   expect_same(off, plain, "speculation off");
   EXPECT_EQ(off.stats.spec_drafted, 0) << "speculated above spec_max_batch";
 }
+
+// The target drafting for itself, batched: every greedy draft must be accepted —
+// proof that the batched draft steps keep each draft sequence's KV on its context
+// through every rollback.
+TEST(EngineSpeculativeScheduler, ABatchedSelfDraftIsAlwaysAcceptedGreedy) {
+  NEED_FIXTURES();
+  auto target = load_target();
+  ASSERT_TRUE(target);
+  auto tok = load_tokenizer(kLlama.string());
+  ASSERT_TRUE(tok.ok());
+  auto self = open_draft_engine(kLlama.string(), *target, **tok, test_plugins(), options());
+  ASSERT_TRUE(self.ok()) << self.error().message;
+  const auto reqs = requests(base_prompt(), false, 3, 32);
+  const RunResult plain = run(*target, SchedulerOptions{.max_step_tokens = 512, .max_running = 1}, reqs, false);
+  for (int k : {1, 3, 8}) {
+    const RunResult spec = run(*target, speculative(draft_factory(*target, **self), k, true), reqs, true);
+    expect_same(spec, plain, "self-draft k=" + std::to_string(k));
+    for (const Outcome& o : spec.outcomes) {
+      EXPECT_GT(o.drafted, 0) << "k=" << k;
+      EXPECT_EQ(o.accepted, o.drafted) << "k=" << k << ": a self-draft was rejected";
+    }
+  }
+  EXPECT_EQ((*self)->kv_blocks().num_free(), (*self)->kv_blocks().num_blocks()) << "draft sequences leaked KV";
+}
