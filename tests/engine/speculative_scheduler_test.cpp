@@ -151,3 +151,27 @@ TEST(EngineSpeculativeScheduler, ABatchedSelfDraftIsAlwaysAcceptedGreedy) {
   }
   EXPECT_EQ((*self)->kv_blocks().num_free(), (*self)->kv_blocks().num_blocks()) << "draft sequences leaked KV";
 }
+
+// A draft engine whose KV cache cannot hold every sequence: drafting degrades (the
+// batch is retried one by one, a drafter that does not fit drafts nothing) and the
+// output stays the same.
+TEST(EngineSpeculativeScheduler, ADraftEngineOutOfKvOnlyDraftsLess) {
+  NEED_FIXTURES();
+  auto target = load_target();
+  ASSERT_TRUE(target);
+  auto tok = load_tokenizer(kLlama.string());
+  ASSERT_TRUE(tok.ok());
+  EngineOptions small = options();
+  small.max_context = 64;     // 8 blocks of 8 tokens in all: about one sequence
+  small.max_sequences = 1;
+  auto draft = open_draft_engine(kDraft.string(), *target, **tok, test_plugins(), small);
+  ASSERT_TRUE(draft.ok()) << draft.error().message;
+  for (bool sampled : {false, true}) {
+    const auto reqs = requests(base_prompt(), sampled, 3, 24);
+    const RunResult plain = run(*target, SchedulerOptions{.max_step_tokens = 512, .max_running = 1}, reqs, false);
+    const RunResult spec = run(*target, speculative(draft_factory(*target, **draft), 4, true), reqs, true);
+    expect_same(spec, plain, sampled ? "draft KV full, seeded" : "draft KV full, greedy");
+    EXPECT_GT(spec.stats.spec_drafted, 0) << "nothing fitted the draft engine at all";
+  }
+  EXPECT_EQ((*draft)->kv_blocks().num_free(), (*draft)->kv_blocks().num_blocks()) << "draft sequences leaked KV";
+}
