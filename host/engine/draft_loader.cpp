@@ -42,6 +42,13 @@ Result<std::unique_ptr<Engine>> open_draft_engine(const std::string& draft_path,
   if ((*source)->config.max_position_embeddings > 0)
     context = std::min<int64_t>(context, (*source)->config.max_position_embeddings);
   options.max_context = context;
+  // A draft model is small: one backend (the first stage's device), never a pipeline.
+  if (options.pipeline_stages > 1 && !options.pipeline_devices.empty())
+    options.cuda.device = options.pipeline_devices.front();
+  options.pipeline_stages = 1;
+  options.pipeline_split.clear();
+  options.pipeline_devices.clear();
+  options.pipeline_microbatches = 1;
   auto engine = Engine::create(std::move(*source), plugins, options);
   if (!engine) return fail(engine.error());
   if (auto st = check_draft_vocab(target, **engine); !st) return fail(st.error());
