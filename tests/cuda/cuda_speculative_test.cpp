@@ -5,12 +5,15 @@
 // logprob, K = 1..8, greedy and seeded, alone and batched, for the n-gram drafter
 // and for a draft model (llama-Q8_0.gguf drafting for the bf16 llama fixture,
 // both on the GPU); a deliberately non-invariant verify step must fail the gate.
+// The generation loop memra-gen and memra-bench use (generate_speculative) gets
+// the same K = 1..8 greedy/seeded gate.
 // Skips with the reason when there is no driver, GPU or CUDA build.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "host/engine/generate.hpp"
 #include "host/engine/text_model.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
 #include "tests/engine/speculative_gates.hpp"
@@ -115,5 +118,54 @@ TEST(CudaSpeculative, FallbackSwitchingNeverChangesTokens) {
     const RunResult toggled = run(*target, o, reqs, true);
     expect_same(toggled, plain, sampled ? "toggling, seeded" : "toggling, greedy");
     EXPECT_GT(toggled.stats.spec_fallbacks, 1);
+  }
+}
+
+TEST(CudaSpeculative, GenerationLoopEqualsPlainForK1To8) {
+  SKIP_WITHOUT_CUDA_OR_FIXTURES();
+  auto target = load_target();
+  ASSERT_TRUE(target);
+  auto draft = load_draft(*target);
+  ASSERT_TRUE(draft);
+  const std::vector<int32_t> prompt = base_prompt();
+  for (bool sampled : {false, true}) {
+    GenerateOptions g;
+    g.max_tokens = 40;
+    g.sampling.logprobs = true;
+    g.sampling.temperature = 0.0f;
+    if (sampled) {
+      g.sampling.temperature = 0.5f;
+      g.sampling.top_k = 2;
+      g.sampling.top_p = 0.95f;
+      g.sampling.seed = 77;
+    }
+    std::vector<float> plain_lp;
+    auto plain = generate(*target, prompt, g, nullptr, [&](const TokenEvent& ev) {
+      plain_lp.push_back(ev.logprob);
+      return true;
+    });
+    ASSERT_TRUE(plain.ok()) << plain.error().message;
+    for (bool use_draft : {false, true}) {
+      int64_t accepted = 0;
+      for (int k = 1; k <= 8; ++k) {
+        NgramDrafter ngram;
+        DraftModelDrafter dm(*draft, draft_cost_estimate(*target, *draft));
+        SpeculativeOptions s;
+        s.drafter = use_draft ? static_cast<Drafter*>(&dm) : &ngram;
+        s.k = k;
+        s.policy.adaptive = false;
+        std::vector<float> lp;
+        auto spec = generate_speculative(*target, prompt, g, s, [&](const TokenEvent& ev) {
+          lp.push_back(ev.logprob);
+          return true;
+        });
+        ASSERT_TRUE(spec.ok()) << spec.error().message;
+        const std::string what = std::string(use_draft ? "draft" : "ngram") + " k=" + std::to_string(k) + (sampled ? " seeded" : " greedy");
+        EXPECT_EQ(spec->tokens, plain->tokens) << what;
+        EXPECT_EQ(lp, plain_lp) << what;
+        accepted += spec->accepted;
+      }
+      EXPECT_GT(accepted, 0) << (use_draft ? "draft" : "ngram") << (sampled ? " seeded" : " greedy");
+    }
   }
 }
