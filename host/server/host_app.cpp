@@ -97,6 +97,10 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_DRAFT             as --draft\n"
          "  MEMRA_SPEC_VERIFY_COST  as --spec-verify-cost\n"
          "  MEMRA_SPEC_MAX_BATCH    as --spec-max-batch\n"
+         "  MEMRA_PP                as --pp\n"
+         "  MEMRA_PP_SPLIT          as --pp-split\n"
+         "  MEMRA_PP_DEVICES        as --pp-devices\n"
+         "  MEMRA_PP_MICROBATCHES   as --pp-microbatches\n"
          "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
          "served from <exe>/../share/memra/default_model.\n"
          "\nExit codes: 0 ok, 64 bad flag/env value, 66 a model cannot be loaded, 69 backend not in this build,\n"
@@ -208,6 +212,16 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("spec-max-batch", "",
                            "no speculation while more sequences than N run on a model (default 4; 0 = never)")
                         .argument("N"));
+  options.addOption(Option("pp", "", "split each model's layers over N pipeline stages, CUDA devices 0..N-1 "
+                                     "(default 1: one device)")
+                        .argument("N"));
+  options.addOption(Option("pp-split", "", "layers per pipeline stage, e.g. 18 or 12,12,12 (default: balanced by "
+                                           "weight + KV bytes)")
+                        .argument("LIST"));
+  options.addOption(Option("pp-devices", "", "CUDA device of each pipeline stage, e.g. 0,1 (default 0..N-1)").argument("LIST"));
+  options.addOption(Option("pp-microbatches", "", "a batched step crosses the stages as K micro-batches so stages "
+                                                  "overlap (default 1)")
+                        .argument("K"));
   options.addOption(
       Option("plugin-dir", "", "directory to search for plugins first, repeatable").argument("DIR").repeatable(true));
   options.addOption(Option("list-plugins", "", "load plugins, print what loaded and what was refused, and exit"));

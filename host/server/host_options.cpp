@@ -58,7 +58,26 @@ constexpr Setting kSettings[] = {
     {"draft", "MEMRA_DRAFT"},
     {"spec-verify-cost", "MEMRA_SPEC_VERIFY_COST"},
     {"spec-max-batch", "MEMRA_SPEC_MAX_BATCH"},
+    {"pp", "MEMRA_PP"},
+    {"pp-split", "MEMRA_PP_SPLIT"},
+    {"pp-devices", "MEMRA_PP_DEVICES"},
+    {"pp-microbatches", "MEMRA_PP_MICROBATCHES"},
 };
+
+// "a,b,c" of integers in [lo, hi].
+Result<std::vector<std::int64_t>> parse_int_list(const std::string& value, const std::string& what, std::int64_t lo,
+                                                 std::int64_t hi) {
+  std::vector<std::int64_t> out;
+  std::size_t p = 0;
+  while (p <= value.size()) {
+    const std::size_t q = std::min(value.find(',', p), value.size());
+    auto n = parse_int(value.substr(p, q - p), what, lo, hi);
+    if (!n) return n.error();
+    out.push_back(*n);
+    p = q + 1;
+  }
+  return out;
+}
 
 // Sets one value; `what` is "--flag" or "VAR" for messages.
 Status set_value(HostOptions& o, std::string_view name, const std::string& value, const std::string& what) {
@@ -135,6 +154,22 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 0, 4096);
     if (!n) return n.error();
     o.spec_max_batch = *n;
+  } else if (name == "pp") {
+    auto n = parse_int(value, what, 1, 64);
+    if (!n) return n.error();
+    o.pipeline_stages = static_cast<std::int32_t>(*n);
+  } else if (name == "pp-split") {
+    auto v = parse_int_list(value, what + " (layers per stage, e.g. 18 or 12,12,12)", 1, 1 << 20);
+    if (!v) return v.error();
+    o.pp_split = *v;
+  } else if (name == "pp-devices") {
+    auto v = parse_int_list(value, what + " (CUDA device per stage, e.g. 0,1)", 0, 1023);
+    if (!v) return v.error();
+    o.pp_devices.assign(v->begin(), v->end());
+  } else if (name == "pp-microbatches") {
+    auto n = parse_int(value, what, 1, 64);
+    if (!n) return n.error();
+    o.pp_microbatches = static_cast<std::int32_t>(*n);
   } else if (name == "log-level") {
     auto level = parse_log_level(value);
     if (!level) return usage(what + ": " + level.error().message);

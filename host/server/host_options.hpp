@@ -49,6 +49,12 @@ struct HostOptions {
   std::int64_t spec_k = 4;             // drafts per verify step
   double spec_verify_cost = 0.1;       // fallback cost model (engine/spec_policy.hpp)
   std::int64_t spec_max_batch = 4;     // no speculation while more sequences run
+  // Pipeline stages (docs/ARCHITECTURE.md, "Pipeline stages"): layers split over
+  // pipeline_stages CUDA devices (or CPU stages), by memory unless pp_split is given.
+  std::int32_t pipeline_stages = 1;
+  std::vector<std::int64_t> pp_split;  // layers per stage; empty = balanced by memory
+  std::vector<int> pp_devices;         // device of each stage; empty = 0..N-1
+  std::int32_t pp_microbatches = 1;
   int keys_reload_ms = 1000;           // key file mtime poll period
   std::string log_level = "information";
   bool enable_test_routes = false;

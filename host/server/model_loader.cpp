@@ -135,6 +135,10 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   engine::EngineOptions eo;
   eo.max_context = options.max_context;
   eo.backend = backend_kind;
+  eo.pipeline_stages = options.pipeline_stages;
+  eo.pipeline_split = options.pp_split;
+  eo.pipeline_devices = options.pp_devices;
+  eo.pipeline_microbatches = options.pp_microbatches;
   if (options.max_context > 0 && config.max_position_embeddings > 0 &&
       options.max_context > config.max_position_embeddings) {
     return failure(LoadFailure::bad_model, "cannot load " + what + ": --max-context " +
@@ -160,6 +164,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
 
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
+  if ((*eng)->pipeline()) log.information("%s: pipeline stages: %s", what, (*eng)->pipeline()->plan().describe());
   std::unique_ptr<engine::Engine> draft_engine;
   if (spec_kind == "draft") {
     // Served in place (no repack, no registry row): a draft only changes speed, never

@@ -67,6 +67,9 @@ class GenApp : public Application {
     add("repetition-penalty", "penalty for tokens already present (default 1 = off)", "R");
     add("seed", "seed of the sampler's draws (default 0)", "S");
     add("backend", "auto, cpu or cuda (default auto: cuda when a driver and the CUDA backend load, else cpu)", "NAME");
+    add("pp", "split the layers over N pipeline stages (CUDA devices 0..N-1; default 1)", "N");
+    add("pp-split", "layers per pipeline stage, e.g. 18 or 12,12,12 (default: balanced by memory)", "LIST");
+    add("pp-devices", "CUDA device of each pipeline stage, e.g. 0,1 (default 0..N-1)", "LIST");
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
@@ -141,6 +144,19 @@ class GenApp : public Application {
       }
     }
     std::cerr << "memra-gen: backend " << (eo.backend == MEMRA_BACKEND_CUDA ? "cuda" : "cpu") << "\n";
+    eo.pipeline_stages = std::stoi(opt("pp", "1"));
+    if (eo.pipeline_stages < 1 || eo.pipeline_stages > 64) return usage_error("--pp must be from 1 to 64");
+    auto list = [](const std::string& text) {
+      std::vector<int64_t> v;
+      for (size_t p = 0; p < text.size();) {
+        const size_t q = std::min(text.find(',', p), text.size());
+        v.push_back(std::stoll(text.substr(p, q - p)));
+        p = q + 1;
+      }
+      return v;
+    };
+    eo.pipeline_split = list(opt("pp-split", ""));
+    for (int64_t d : list(opt("pp-devices", ""))) eo.pipeline_devices.push_back(static_cast<int>(d));
     engine::GenerateOptions g;
     g.max_tokens = std::stoll(opt("max-tokens", "128"));
     g.sampling.temperature = std::stof(opt("temperature", "0"));
