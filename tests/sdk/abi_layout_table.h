@@ -149,8 +149,9 @@
   X(memra_plugin_api, quant, 24)                               \
   X(memra_plugin_api, shutdown, 32)
 
-/* X(struct, sizeof, v1.0 *_STRUCT_SIZE macro, its value). The macro is the size up
- * to the last v1.0 field, so it is smaller than sizeof when there is tail padding. */
+/* X(struct, sizeof, *_STRUCT_SIZE macro, its value). The macro is the size up to the
+ * struct's last field in the current minor (v1.0 sizes unless noted), so it is smaller
+ * than sizeof when there is tail padding. */
 #define MEMRA_ABI_SIZES(X)                                                           \
   X(memra_device_info, 48, MEMRA_DEVICE_INFO_STRUCT_SIZE, 48)                        \
   X(memra_buffer, 40, MEMRA_BUFFER_STRUCT_SIZE, 40)                                  \
@@ -159,7 +160,7 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 88, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 88)                    \
+  X(memra_forward_batch, 96, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 96)  /* 1.1: +prompt_tokens */ \
   X(memra_family_api, 56, MEMRA_FAMILY_API_STRUCT_SIZE, 56)                          \
   X(memra_matmul_args, 80, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 80)                        \
   X(memra_quant_api, 40, MEMRA_QUANT_API_STRUCT_SIZE, 40)                            \
