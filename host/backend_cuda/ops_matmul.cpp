@@ -153,20 +153,6 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
                 split->generated_rows, od);
 }
 
-namespace {
-// Rows per warp of the generic GEMV (kernels/matmul/gemv.cuh, gemv_rows_per_warp: keep
-// the two in step; memra-kernel-check's matmul checks fail if they differ). The
-// k-quant and Q8_0 kernels keep one row per warp.
-int64_t gemv_rows_per_warp(const SchemeInfo& s, int64_t nt) {
-  int unit = 0;
-  if (s.module == "matmul_float") unit = s.suffix.size() > 3 && s.suffix.compare(s.suffix.size() - 3, 3, "_u8") == 0 ? 8 : 1;
-  else if (s.module == "matmul_q4_0" || s.module == "matmul_q6_k" || s.module == "matmul_iq4_xs") unit = 32;
-  if (unit == 0 || unit == 1 || nt == 1) return 1;
-  if (unit >= 32) return nt >= 16 ? 1 : 2;
-  return nt == 2 || nt >= 16 ? 2 : 4;
-}
-}  // namespace
-
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                       int64_t m, CUdeviceptr od, CUdeviceptr bd) {
   constexpr int64_t kTile = 16, kWarps = 4;  // kernels/matmul/gemv.cuh
@@ -175,8 +161,7 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   // which depends on the batch, cannot change any token's bits.
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
-  const int64_t rows_per_block = kWarps * gemv_rows_per_warp(s, nt);
-  const auto gx = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+  const auto gx = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
   const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
   const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);

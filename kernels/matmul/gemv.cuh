@@ -47,76 +47,51 @@ __device__ __forceinline__ void accumulate(const float (&wv)[S::kUnit], const fl
   }
 }
 
-// Rows per warp for a tile of NT tokens (the host mirrors this in ops_matmul.cpp's
-// gemv_rows_per_warp). With several tokens every x load is reused for R rows instead
-// of one: the x loads, not the weights, bounded batched decode (each 16-byte x load
-// of a warp touches 8 L1 lines). A (row, token) result is computed by the same
-// sequence of operations whatever R is, so R never changes a bit.
-template <class S, int NT>
-constexpr int gemv_rows_per_warp() {
-  return NT == 1 || S::kUnit == 1 ? 1 : S::kUnit >= 32 ? (NT >= 16 ? 1 : 2) : (NT == 2 || NT >= 16 ? 2 : 4);
-}
-
 // NT: accumulators per lane (1, 2, 4, 8 or 16 >= the tile's tokens). The host picks
 // the smallest that fits; a token's arithmetic is the same in every instantiation
 // (fmaf chains are never reassociated), so the choice cannot change its bits.
-template <class S, int NT, int R = gemv_rows_per_warp<S, NT>()>
+template <class S, int NT>
 __device__ __forceinline__ void gemv_tile(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
                                           int64_t cols, const float* __restrict__ x, int64_t m,
                                           float* __restrict__ y, const float* __restrict__ bias) {
-  // Units in flight per lane (per row). Float units are 16 bytes: 8 of them (128 bytes
-  // per lane) for short tiles keep enough bytes in flight to approach HBM speed.
-  constexpr int kBase = S::kUnit >= 32 ? (NT <= 2 ? 4 : 2) : (NT <= 2 ? 8 : 4);
-  constexpr int kUnroll = kBase / R > 0 ? kBase / R : 1;
+  // Units in flight per lane. Float units are 16 bytes: 8 of them (128 bytes per lane)
+  // for short tiles keep enough bytes in flight to approach HBM speed.
+  constexpr int kUnroll = S::kUnit >= 32 ? (NT <= 2 ? 4 : 2) : (NT <= 2 ? 8 : 4);
   const int lane = threadIdx.x & 31;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5)) * R;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
-  if (row0 >= rows || t0 >= m) return;
+  if (row >= rows || t0 >= m) return;
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
+  const uint8_t* wr = w + row * row_bytes;
   const float* xt0 = x + t0 * cols;
   const int64_t units = cols / S::kUnit;
-  const uint8_t* wr[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) wr[r] = w + (row0 + r < rows ? row0 + r : rows - 1) * row_bytes;  // past the end: unused
 
-  float acc[R][NT];
+  float acc[NT];
 #pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
 
-  // Lane l takes units l, l+32, l+64, ... in ascending order; kUnroll of them (for each
-  // of the R rows) are loaded before any is used, then consumed in order.
+  // Lane l takes units l, l+32, l+64, ... in ascending order; kUnroll of them are
+  // loaded before any is used (memory-level parallelism), then consumed in order.
   int64_t u = lane;
   for (; u + 32 * (kUnroll - 1) < units; u += 32 * kUnroll) {
-    float wv[kUnroll][R][S::kUnit];
+    float wv[kUnroll][S::kUnit];
 #pragma unroll
-    for (int k = 0; k < kUnroll; ++k)
+    for (int k = 0; k < kUnroll; ++k) S::unit(wr, u + 32 * k, wv[k]);
 #pragma unroll
-      for (int r = 0; r < R; ++r) S::unit(wr[r], u + 32 * k, wv[k][r]);
-#pragma unroll
-    for (int k = 0; k < kUnroll; ++k)
-#pragma unroll
-      for (int r = 0; r < R; ++r) accumulate<S, NT>(wv[k][r], xt0 + (u + 32 * k) * S::kUnit, cols, nt, acc[r]);
+    for (int k = 0; k < kUnroll; ++k) accumulate<S, NT>(wv[k], xt0 + (u + 32 * k) * S::kUnit, cols, nt, acc);
   }
   for (; u < units; u += 32) {
-    float wv[R][S::kUnit];
-#pragma unroll
-    for (int r = 0; r < R; ++r) S::unit(wr[r], u, wv[r]);
-#pragma unroll
-    for (int r = 0; r < R; ++r) accumulate<S, NT>(wv[r], xt0 + u * S::kUnit, cols, nt, acc[r]);
+    float wv[S::kUnit];
+    S::unit(wr, u, wv);
+    accumulate<S, NT>(wv, xt0 + u * S::kUnit, cols, nt, acc);
   }
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (row0 + r >= rows) break;
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t < nt) {
-        float v = warp_sum(acc[r][t]);
-        if (lane == 0) {
-          if (bias) v = v + bias[row0 + r];
-          y[(t0 + t) * rows + row0 + r] = v;
-        }
+  for (int t = 0; t < NT; ++t) {
+    if (t < nt) {
+      float v = warp_sum(acc[t]);
+      if (lane == 0) {
+        if (bias) v = v + bias[row];
+        y[(t0 + t) * rows + row] = v;
       }
     }
   }

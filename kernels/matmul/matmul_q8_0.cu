@@ -10,7 +10,7 @@
     if (row_bytes % 16 == 0 && (reinterpret_cast<uintptr_t>(w) & 15) == 0)                                    \
       memra::cuda::gemv_q8_0_aligned<NT>(w, row_bytes, rows, cols, x, m, y, bias);                            \
     else                                                                                                      \
-      memra::cuda::gemv_tile<memra::cuda::SchemeQ8_0, NT, 1>(w, row_bytes, rows, cols, x, m, y, bias);           \
+      memra::cuda::gemv_tile<memra::cuda::SchemeQ8_0, NT>(w, row_bytes, rows, cols, x, m, y, bias);           \
   }
 
 MEMRA_DEFINE_GEMV_Q8_0_NT(1)
