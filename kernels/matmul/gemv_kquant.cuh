@@ -40,8 +40,6 @@
 
 namespace memra::cuda {
 
-constexpr int kKquantSteps = 4;     // super-block steps loaded before any is used, per lane
-constexpr int kSxChunkSubs = 128;   // sub-block sums held in shared memory per token (one 4096-column chunk)
 
 // Float of a small non-negative integer q (< 2^23), exactly, without I2F.
 __device__ __forceinline__ float small_int_float(uint32_t q) {
@@ -72,7 +70,8 @@ struct KquantLayout {
 // sum of x over sub-block g (chunk-relative) of token t.
 template <bool kFifthBit, int NT>
 __device__ __forceinline__ void kquant_slice(const KquantSlice& s, int k, bool adds_mins, const float* __restrict__ xs,
-                                             int64_t cols, const float* sx, int sub0, int nt, float (&acc)[NT]) {
+                                             int64_t cols, const float* sx, int sx_stride, int sub0, int nt,
+                                             float (&acc)[NT]) {
   const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(s.head.x & 0xffffu)));
   const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(s.head.x >> 16)));
   int sc0, mn0, sc1, mn1;
@@ -124,8 +123,8 @@ __device__ __forceinline__ void kquant_slice(const KquantSlice& s, int k, bool a
       a = fmaf(dg0, pl, a);
       a = fmaf(dg1, ph, a);
       if (adds_mins) {
-        a = fmaf(-mg0, sx[t * kSxChunkSubs + sub0], a);
-        a = fmaf(-mg1, sx[t * kSxChunkSubs + sub0 + 1], a);
+        a = fmaf(-mg0, sx[t * sx_stride + sub0], a);
+        a = fmaf(-mg1, sx[t * sx_stride + sub0 + 1], a);
       }
       acc[t] = a;
     }
@@ -137,15 +136,28 @@ __device__ __forceinline__ int staged_index(int e) { return e + 4 * (e >> 6); }
 constexpr int kStageCols = 4096;                        // columns per chunk (16 super-blocks)
 constexpr int kStagePadded = kStageCols + kStageCols / 16;  // floats per staged token
 
+// The chunking of a tile of NT tokens: x of up to 8 tokens is staged (about 35 KB of
+// shared memory: 4096 columns for 1-2 tokens, 2048 for 4, 1024 for 8); 16-token tiles
+// read x from global memory. kSteps super-blocks per lane group are loaded per chunk.
+// Chunking moves values only: a lane still walks its super-blocks in ascending order.
+template <int NT>
+struct KquantTile {
+  static constexpr bool kStage = NT <= 8;
+  static constexpr int kCols = NT <= 2 ? 4096 : NT <= 4 ? 2048 : NT <= 8 ? 1024 : 4096;
+  static constexpr int kSteps = kCols / 1024;  // 4 groups x 256 columns per step
+  static constexpr int kPadded = kCols + kCols / 16;
+  static constexpr int kSubs = kCols / 32;
+};
+
 template <bool kFifthBit, int NT>
 __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows, int64_t cols,
                                             const float* __restrict__ x, int64_t m, float* __restrict__ y,
                                             const float* __restrict__ bias) {
   using L = KquantLayout<kFifthBit>;
-  constexpr bool kStage = NT <= 2;
-  static_assert(4 * kKquantSteps * 256 == kStageCols, "one load batch covers one chunk");
-  __shared__ float sx[NT * kSxChunkSubs];
-  __shared__ __align__(16) float xs[kStage ? NT * kStagePadded : 4];
+  using Tile = KquantTile<NT>;
+  constexpr bool kStage = Tile::kStage;
+  __shared__ float sx[NT * Tile::kSubs];
+  __shared__ __align__(16) float xs[kStage ? NT * Tile::kPadded : 4];
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
@@ -160,14 +172,14 @@ __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
 
-  for (int64_t c0 = 0; c0 < cols; c0 += kStageCols) {
-    const int ccols = static_cast<int>(cols - c0 < kStageCols ? cols - c0 : kStageCols);
+  for (int64_t c0 = 0; c0 < cols; c0 += Tile::kCols) {
+    const int ccols = static_cast<int>(cols - c0 < Tile::kCols ? cols - c0 : Tile::kCols);
     const int subs = ccols / 32;
     const int64_t sb_begin = c0 / 256, sb_end = sb_begin + ccols / 256;
     // 1. This chunk's weights: every super-block of the lane, in flight together.
-    KquantSlice sl[kKquantSteps];
+    KquantSlice sl[Tile::kSteps];
 #pragma unroll
-    for (int s = 0; s < kKquantSteps; ++s) {
+    for (int s = 0; s < Tile::kSteps; ++s) {
       const int64_t sb = sb_begin + group + 4 * s;
       if (active && sb < sb_end) {
         const uint8_t* p = wr + sb * L::kBytes;
@@ -182,14 +194,14 @@ __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64
       const int vecs = ccols / 4;
       for (int i = threadIdx.x; i < nt * vecs; i += blockDim.x) {
         const int t = i / vecs, e = 4 * (i - t * vecs);
-        *reinterpret_cast<float4*>(xs + t * kStagePadded + staged_index(e)) =
+        *reinterpret_cast<float4*>(xs + t * Tile::kPadded + staged_index(e)) =
             *reinterpret_cast<const float4*>(xt0 + t * cols + c0 + e);
       }
       __syncthreads();
     }
     for (int i = threadIdx.x; i < nt * subs; i += blockDim.x) {
       const int t = i / subs, g = i - t * subs;
-      const float4* xp = kStage ? reinterpret_cast<const float4*>(xs + t * kStagePadded + staged_index(32 * g))
+      const float4* xp = kStage ? reinterpret_cast<const float4*>(xs + t * Tile::kPadded + staged_index(32 * g))
                                 : reinterpret_cast<const float4*>(xt0 + t * cols + c0 + 32 * g);
       float sum = 0.0f;
 #pragma unroll
@@ -200,18 +212,18 @@ __device__ __forceinline__ void gemv_kquant(const uint8_t* __restrict__ w, int64
         sum = __fadd_rn(sum, v.z);
         sum = __fadd_rn(sum, v.w);
       }
-      sx[t * kSxChunkSubs + g] = sum;
+      sx[t * Tile::kSubs + g] = sum;
     }
     __syncthreads();
     // 3. The products, super-blocks ascending.
     if (active) {
 #pragma unroll
-      for (int s = 0; s < kKquantSteps; ++s) {
+      for (int s = 0; s < Tile::kSteps; ++s) {
         const int64_t sb = sb_begin + group + 4 * s;
         if (sb < sb_end) {
           const int rel = static_cast<int>(256 * (sb - sb_begin)) + 64 * k + 16 * h;
           const float* xl = kStage ? xs + staged_index(rel) : xt0 + c0 + rel;
-          kquant_slice<kFifthBit, NT>(sl[s], k, h == 0, xl, kStage ? kStagePadded : cols, sx,
+          kquant_slice<kFifthBit, NT>(sl[s], k, h == 0, xl, kStage ? Tile::kPadded : cols, sx, Tile::kSubs,
                                       static_cast<int>(8 * (sb - sb_begin)) + 2 * k, nt, acc);
         }
       }
