@@ -40,18 +40,6 @@ const std::vector<Scheme>& schemes() {
   return s;
 }
 
-memra_dtype dtype_of(const std::string& s) {
-  if (s == "f32") return MEMRA_DTYPE_F32;
-  if (s == "f16") return MEMRA_DTYPE_F16;
-  if (s == "bf16") return MEMRA_DTYPE_BF16;
-  return MEMRA_DTYPE_BLOCKS;
-}
-
-quant::GgmlType type_of(const std::string& s) {
-  quant::GgmlType t;
-  if (!ref::scheme_type(s.c_str(), &t)) throw Failure("no ggml type for " + s);
-  return t;
-}
 
 // Sets MEMRA_PREFILL_PRECISION for its lifetime (the backend reads it per matmul).
 class PrecisionEnv {

@@ -30,6 +30,12 @@ const Layout& layout(const std::string& s) {
   throw Failure("unknown scheme " + s);
 }
 
+std::string shape_str(int64_t m, int64_t rows, int64_t cols) {
+  return "M=" + std::to_string(m) + " " + std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+}  // namespace
+
 memra_dtype dtype_of(const std::string& s) {
   if (s == "f32") return MEMRA_DTYPE_F32;
   if (s == "f16") return MEMRA_DTYPE_F16;
@@ -42,12 +48,6 @@ quant::GgmlType type_of(const std::string& s) {
   if (!ref::scheme_type(s.c_str(), &t)) throw Failure("no ggml type for " + s);
   return t;
 }
-
-std::string shape_str(int64_t m, int64_t rows, int64_t cols) {
-  return "M=" + std::to_string(m) + " " + std::to_string(rows) + "x" + std::to_string(cols);
-}
-
-}  // namespace
 
 std::vector<uint8_t> random_weight(Rng& rng, const std::string& scheme, int64_t rows, int64_t cols,
                                    const std::string& flavour) {

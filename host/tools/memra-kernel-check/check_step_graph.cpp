@@ -16,12 +16,6 @@ struct StepWeights {
   const memra_weight *emb, *norm1, *norm2, *gate, *up, *down, *head;
 };
 
-memra_dtype dtype_for(const std::string& s) {
-  if (s == "f32") return MEMRA_DTYPE_F32;
-  if (s == "f16") return MEMRA_DTYPE_F16;
-  if (s == "bf16") return MEMRA_DTYPE_BF16;
-  return MEMRA_DTYPE_BLOCKS;
-}
 
 // One step over `ids` (one token each at position `pos`); returns the logits.
 std::vector<float> run_step(Device& d, const StepWeights& w, const std::vector<int32_t>& ids, int32_t pos, int64_t dim,
@@ -71,7 +65,7 @@ void check_step_graph(Device& d, Report& r, const CheckOptions& o) {
     Rng rng(o.seed ^ 0x67726170);
     const int64_t dim = 512, ffn = 1536, vocab = 3000;
     auto wt = [&](const char* n, const std::string& s, int64_t rows, int64_t cols) {
-      return d.weight(n, s, dtype_for(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
+      return d.weight(n, s, dtype_of(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
     };
     StepWeights w{};
     w.emb = wt("g.emb", "bf16", vocab, dim);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "host/tools/memra-kernel-check/harness.hpp"
+#include "repack/quant/ggml_type.hpp"
 
 namespace memra::kcheck {
 
@@ -48,6 +49,11 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_step_graph(d, r, o);
   check_services(d, r, o);
 }
+
+// The weight dtype a scheme is uploaded with (f32/f16/bf16, else ggml blocks), and its
+// ggml type for the CPU references.
+memra_dtype dtype_of(const std::string& scheme);
+quant::GgmlType type_of(const std::string& scheme);
 
 // Random weight bytes in a scheme's layout with sane scale fields; flavour
 // "random" | "large" (big scales) | "zeros" (zero scales) | "denormal" (subnormal f16 scales).
