@@ -7,31 +7,18 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "memra_gen_process.hpp"
 #include <sstream>
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string run(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
-  return s;
-}
-
-const std::string kGen = MEMRA_GEN_BINARY;
-const std::string kPluginDir = std::string(MEMRA_BINARY_ROOT) + "/lib/memra/plugins";
+using memra::testing::join_ids;
+using memra::testing::run_command;
+const std::string& kGen = memra::testing::memra_gen_binary();
+const std::string& kPluginDir = memra::testing::build_plugin_dir();
 
 }  // namespace
 
@@ -45,7 +32,7 @@ TEST_P(MemraGen, GreedyIdsAndDumpedLogitsMatchTransformers) {
   const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
   const fs::path dump = fs::temp_directory_path() / ("memra-gen-dump-" + GetParam() + "-" + std::to_string(::getpid()));
   int status = 0;
-  const std::string out = run(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join(input) +
+  const std::string out = run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
                                   " --max-tokens " + std::to_string(greedy.size()) + " --json --dump-logits " + dump.string() +
                                   " 2>/dev/null",
                               &status);
@@ -76,13 +63,13 @@ INSTANTIATE_TEST_SUITE_P(Models, MemraGen, ::testing::Values("llama", "qwen3"));
 
 TEST(MemraGenCli, HelpAndUsageErrors) {
   int status = 0;
-  const std::string help = run(kGen + " --help 2>&1", &status);
+  const std::string help = run_command(kGen + " --help 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_NE(help.find("--prompt-ids"), std::string::npos);
-  const std::string none = run(kGen + " 2>&1", &status);
+  const std::string none = run_command(kGen + " 2>&1", &status);
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_NE(none.find("MODEL"), std::string::npos) << none;
-  const std::string missing = run(kGen + " /nonexistent/model --prompt hi 2>&1", &status);
+  const std::string missing = run_command(kGen + " /nonexistent/model --prompt hi 2>&1", &status);
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
 }
@@ -95,7 +82,7 @@ TEST(MemraGenCli, SpeculativeNgramGivesTheReferenceGreedyIds) {
   const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
   for (int k : {1, 3, 8}) {
     int status = 0;
-    const std::string out = run(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join(input) +
+    const std::string out = run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
                                     " --max-tokens " + std::to_string(greedy.size()) + " --json --spec ngram --spec-k " +
                                     std::to_string(k) + " 2>/dev/null",
                                 &status);

@@ -9,29 +9,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "memra_gen_process.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string run(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
-  return s;
-}
-
-const std::string kGen = MEMRA_GEN_BINARY;
-const std::string kPluginDir = std::string(MEMRA_BINARY_ROOT) + "/lib/memra/plugins";
+using memra::testing::join_ids;
+using memra::testing::run_command;
+const std::string& kGen = memra::testing::memra_gen_binary();
+const std::string& kPluginDir = memra::testing::build_plugin_dir();
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
 const fs::path kQ8 = fs::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
 
@@ -44,8 +31,8 @@ TEST(EngineSpeculativeGen, DraftModelGivesTheReferenceGreedyIds) {
   const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
   for (int k : {1, 4, 8}) {
     int status = 0;
-    const std::string out = run(kGen + " " + kLlama.string() + " --backend cpu --plugin-dir " + kPluginDir + " --prompt-ids " +
-                                    join(input) + " --max-tokens " + std::to_string(greedy.size()) +
+    const std::string out = run_command(kGen + " " + kLlama.string() + " --backend cpu --plugin-dir " + kPluginDir + " --prompt-ids " +
+                                    join_ids(input) + " --max-tokens " + std::to_string(greedy.size()) +
                                     " --json --spec draft --draft " + kQ8.string() + " --spec-k " + std::to_string(k) + " 2>/dev/null",
                                 &status);
     ASSERT_EQ(status, 0) << out;
@@ -60,13 +47,13 @@ TEST(EngineSpeculativeGen, MtpAndAMissingDraftAreRefusedClearly) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   const std::string base = kGen + " " + kLlama.string() + " --backend cpu --plugin-dir " + kPluginDir + " --prompt-ids 1,2,3 ";
   int status = 0;
-  std::string out = run(base + "--spec mtp 2>&1", &status);
+  std::string out = run_command(base + "--spec mtp 2>&1", &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("ships no MTP heads"), std::string::npos) << out;
-  out = run(base + "--spec draft 2>&1", &status);
+  out = run_command(base + "--spec draft 2>&1", &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("--spec draft needs --draft"), std::string::npos) << out;
-  out = run(base + "--spec bogus 2>&1", &status);
+  out = run_command(base + "--spec bogus 2>&1", &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("ngram, draft or mtp"), std::string::npos) << out;
 }
