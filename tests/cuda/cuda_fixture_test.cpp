@@ -31,18 +31,7 @@ namespace {
 
 constexpr double kTransformersBound = 1e-4;
 
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {memra::cuda_test::binary_root() / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
+memra::plugins::PluginHost& plugins() { return memra::cuda_test::build_plugins(); }
 
 std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind) {
   auto src = memra::engine::open_model_source(path.string());

@@ -22,18 +22,7 @@ using namespace memra::spec_gates;
 
 namespace {
 
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {memra::cuda_test::binary_root() / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
+memra::plugins::PluginHost& plugins() { return memra::cuda_test::build_plugins(); }
 
 fs::path llama() { return memra::cuda_test::fixtures_dir() / "models/llama"; }
 fs::path q8() { return memra::cuda_test::fixtures_dir() / "gguf/llama/llama-Q8_0.gguf"; }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/plugin_host/plugin_host.hpp"
 
 namespace memra::cuda_test {
 
@@ -45,6 +46,22 @@ inline std::string unavailable_reason() {
     return std::string();
   }();
   return reason;
+}
+
+// The build's plugins only (not $MEMRA_PLUGIN_PATH or an install), loaded once and
+// kept for the process (engines from it must not outlive their plugins); quiet.
+inline plugins::PluginHost& build_plugins() {
+  static plugins::PluginHost* host = [] {
+    plugins::PluginHostOptions o;
+    o.plugin_dirs = {binary_root() / "lib/memra/plugins"};
+    o.use_env_path = false;
+    o.use_install_dir = false;
+    o.services.log = [](memra_log_level, std::string_view) {};
+    auto* h = new plugins::PluginHost(std::move(o));
+    h->discover();
+    return h;
+  }();
+  return *host;
 }
 
 }  // namespace memra::cuda_test

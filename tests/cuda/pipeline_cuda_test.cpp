@@ -21,19 +21,7 @@ using namespace memra::engine;
 
 namespace {
 
-memra::plugins::PluginHost& plugins() {
-  static memra::plugins::PluginHost* host = [] {
-    memra::plugins::PluginHostOptions o;
-    o.plugin_dirs = {memra::cuda_test::binary_root() / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    o.services.log = [](memra_log_level, std::string_view) {};
-    auto* h = new memra::plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
+memra::plugins::PluginHost& plugins() { return memra::cuda_test::build_plugins(); }
 
 #define SKIP_WITHOUT_CUDA()                                                  \
   do {                                                                       \
