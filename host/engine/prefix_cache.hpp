@@ -1,10 +1,15 @@
 // Prefix cache over the paged KV cache: full KV blocks of finished prompts are
-// kept, keyed by (namespace, every token up to the block's end), so a later
-// prompt that starts with the same tokens reuses their KV instead of recomputing
-// it. The namespace is (model, tenant, cache_salt): one tenant can never hit, or
-// time, another's entries. Blocks are shared read-only (new tokens always go to
-// fresh blocks), and an entry is evicted least-recently-used when the allocator
-// needs room. Matches compare the stored tokens, not just a hash.
+// kept so a later prompt that starts with the same tokens reuses their KV instead
+// of recomputing it. The namespace is (model, tenant, cache_salt): one tenant can
+// never hit, or time, another's entries. Blocks are shared read-only (new tokens
+// always go to fresh blocks).
+//
+// Entries form a chain per namespace: block i's entry is keyed by (its parent
+// entry, the block's own tokens), so a lookup walks the prompt block by block and
+// compares each block's stored tokens exactly — O(prompt length), not the O(n^2)
+// of keying every block by its whole prefix. Only leaves are evicted (least
+// recently used first, and only when no sequence reads them), so a cached block
+// is always reachable from its namespace's root.
 #pragma once
 
 #include <cstdint>
@@ -26,25 +31,32 @@ class PrefixCache {
   // token to compute (its logits are needed). The blocks are retained for the caller.
   std::vector<int32_t> lookup(const std::string& ns, std::span<const int32_t> tokens);
   // Offers a sequence's full blocks covering `tokens` (block i holds tokens
-  // [i*bs, (i+1)*bs)). Blocks already cached under the same key are skipped.
+  // [i*bs, (i+1)*bs)). Blocks already cached for the same prefix are skipped.
   void insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks);
-  // Frees the least recently used entry no sequence is using; false when none.
+  // Frees the least recently used leaf entry no sequence is using; false when none.
   bool evict_one();
 
   int64_t entries() const { return static_cast<int64_t>(entries_.size()); }
 
  private:
   struct Entry {
-    std::string key;
+    uint64_t id = 0;
+    std::string key;       // (parent id, the block's tokens)
+    uint64_t parent = 0;   // 0: the block starts its prompt
     int32_t block = -1;
-    std::list<std::string>::iterator lru;
+    int64_t children = 0;  // cached entries whose parent this is
+    std::list<uint64_t>::iterator lru;
   };
-  static std::string key_for(const std::string& ns, std::span<const int32_t> prefix);
+  uint64_t root_of(const std::string& ns, bool create);
+  static std::string key_for(uint64_t parent, std::span<const int32_t> block_tokens);
 
   KvBlockAllocator& blocks_;
   int64_t block_size_;
-  std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> lru_;  // front = most recently used
+  uint64_t next_id_ = 1;
+  std::unordered_map<std::string, uint64_t> roots_;      // namespace -> root id
+  std::unordered_map<std::string, uint64_t> by_key_;     // key -> entry id
+  std::unordered_map<uint64_t, Entry> entries_;          // id -> entry
+  std::list<uint64_t> lru_;                              // front = most recently used
 };
 
 }  // namespace memra::engine
