@@ -1,6 +1,7 @@
 #include "host/engine/generate.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace memra::engine {
 
@@ -95,6 +96,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
 
   emit(rows->back());
   SpecGate gate(spec.policy, spec.drafter->draft_token_cost());
+  StepCostModel step_costs;
   while (!done) {
     // Feed the pending token plus the drafts that still fit the budget and context.
     const int64_t room = std::max<int64_t>(0, std::min<int64_t>(budget - static_cast<int64_t>(result.tokens.size()),
@@ -106,8 +108,11 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     feed.insert(feed.end(), draft.begin(), draft.end());
     const int64_t before = engine.sequence_length(seq);
     StepRequest verify{seq, feed, !draft.empty()};
+    const auto t0 = std::chrono::steady_clock::now();
     auto out = engine.step({&verify, 1});
     if (!out) return out.error();
+    step_costs.observe(static_cast<int64_t>(feed.size()),
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (spec.verify_hook && !draft.empty()) spec.verify_hook(*out);
     size_t accepted = 0;
     for (size_t i = 0; i <= draft.size() && !done; ++i) {
@@ -126,7 +131,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     ++result.verify_steps;
     result.drafted += static_cast<int64_t>(draft.size());
     result.accepted += static_cast<int64_t>(accepted);
-    gate.record(static_cast<int64_t>(draft.size()), static_cast<int64_t>(accepted));
+    gate.record(static_cast<int64_t>(draft.size()), static_cast<int64_t>(accepted), verify_token_cost(spec.policy, step_costs));
     // Keep the KV of the pending token and the accepted drafts; the last emitted token
     // is the next step's pending one.
     if (auto st = engine.truncate_sequence(seq, before + 1 + static_cast<int64_t>(accepted)); !st) return st.error();

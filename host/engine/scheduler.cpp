@@ -203,9 +203,17 @@ void Scheduler::run() {
     }
 
     lock.unlock();
+    const auto step_start = std::chrono::steady_clock::now();
     auto out = engine_.step(reqs);
+    const double step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     lock.lock();
     ++stats_.steps;
+    // Decode-only steps teach the speculation fallback what one more token costs.
+    if (out && std::all_of(chunk.begin(), chunk.end(), [](int64_t c) { return c == 0; })) {
+      int64_t tokens = 0;
+      for (const StepRequest& r : reqs) tokens += static_cast<int64_t>(r.tokens.size());
+      step_costs_.observe(tokens, step_seconds);
+    }
 
     if (!out) {
       for (Job* j : jobs) finish(*j, FinishReason::error, out.error().message);
@@ -300,7 +308,8 @@ FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows) {
     stats_.spec_accepted += static_cast<int64_t>(accepted);
     ++stats_.spec_verify_steps;
     const int64_t before = j.gate.fallbacks();
-    j.gate.record(static_cast<int64_t>(drafted), static_cast<int64_t>(accepted));
+    j.gate.record(static_cast<int64_t>(drafted), static_cast<int64_t>(accepted),
+                  verify_token_cost(options_.spec_policy, step_costs_));
     stats_.spec_fallbacks += j.gate.fallbacks() - before;
     {
       std::lock_guard<std::mutex> hl(j.handle->mu_);

@@ -169,6 +169,7 @@ class Scheduler {
   int64_t reserved_blocks_ = 0;
   SchedulerStats stats_;
   bool stop_ = false;
+  StepCostModel step_costs_;  // decode steps' wall time against their tokens (spec fallback)
   std::thread thread_;
 };
 

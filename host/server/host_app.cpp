@@ -207,7 +207,8 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("PATH"));
   options.addOption(Option("spec-verify-cost", "",
                            "fallback cost model: one more token in a verify step costs R plain decode steps "
-                           "(default 0.1); a sequence stops speculating while it would be slower")
+                           "(default auto: measured from the step times); a sequence stops speculating while it "
+                           "would be slower")
                         .argument("R"));
   options.addOption(Option("spec-max-batch", "",
                            "no speculation while more sequences than N run on a model (default 4; 0 = never)")

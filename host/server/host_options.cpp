@@ -144,10 +144,14 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     if (value.empty()) return usage(what + " must not be empty (a draft model path)");
     o.draft_path = value;
   } else if (name == "spec-verify-cost") {
+    if (value == "auto") {
+      o.spec_verify_cost = -1.0;  // measured from step times
+      return {};
+    }
     char* end = nullptr;
     const double x = std::strtod(value.c_str(), &end);
     if (value.empty() || end != value.c_str() + value.size() || !(x >= 0.0 && x <= 100.0))
-      return usage(what + " must be a number from 0 to 100 (cost of one more verify token in plain decode steps), got '" +
+      return usage(what + " must be auto or a number from 0 to 100 (cost of one more verify token in plain decode steps), got '" +
                    value + "'");
     o.spec_verify_cost = x;
   } else if (name == "spec-max-batch") {

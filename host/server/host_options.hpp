@@ -47,7 +47,7 @@ struct HostOptions {
   std::string spec;                    // "", off, ngram, draft, mtp
   std::string draft_path;              // --draft: the draft for models without their own
   std::int64_t spec_k = 4;             // drafts per verify step
-  double spec_verify_cost = 0.1;       // fallback cost model (engine/spec_policy.hpp)
+  double spec_verify_cost = -1.0;      // fallback cost model (engine/spec_policy.hpp); < 0: measured
   std::int64_t spec_max_batch = 4;     // no speculation while more sequences run
   // Pipeline stages (docs/ARCHITECTURE.md, "Pipeline stages"): layers split over
   // pipeline_stages CUDA devices (or CPU stages), by memory unless pp_split is given.

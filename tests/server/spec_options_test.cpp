@@ -22,7 +22,7 @@ TEST(ServerSpecOptions, DefaultsFlagsAndEnvironment) {
   EXPECT_EQ(o.spec, "");
   EXPECT_EQ(o.spec_k, 4);
   EXPECT_EQ(o.spec_max_batch, 4);
-  EXPECT_DOUBLE_EQ(o.spec_verify_cost, 0.1);
+  EXPECT_LT(o.spec_verify_cost, 0.0) << "default: measured from step times";
   ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_SPEC", "ngram"}, {"MEMRA_SPEC_K", "6"}, {"MEMRA_DRAFT", "/d.gguf"},
                                            {"MEMRA_SPEC_VERIFY_COST", "0.25"}, {"MEMRA_SPEC_MAX_BATCH", "2"}})));
   EXPECT_EQ(o.spec, "ngram");
@@ -43,6 +43,8 @@ TEST(ServerSpecOptions, DefaultsFlagsAndEnvironment) {
   EXPECT_FALSE(apply_flag(o, "spec-k", "65"));
   EXPECT_FALSE(apply_flag(o, "spec-verify-cost", "-1"));
   EXPECT_FALSE(apply_flag(o, "spec-verify-cost", "cheap"));
+  ASSERT_TRUE(apply_flag(o, "spec-verify-cost", "auto"));
+  EXPECT_LT(o.spec_verify_cost, 0.0);
   EXPECT_FALSE(apply_flag(o, "draft", ""));
   EXPECT_TRUE(apply_flag(o, "spec-max-batch", "0"));
 }

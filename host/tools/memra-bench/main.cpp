@@ -70,7 +70,7 @@ void usage() {
       "  --draft PATH            --spec draft with MODEL: a draft checkpoint with MODEL's vocabulary\n"
       "  --oracle-accept P       --spec oracle: probability a draft is right (default 0.9)\n"
       "  --spec-fallback         --spec: with the adaptive fallback (default off: every step drafts)\n"
-      "  --spec-verify-cost R    the fallback's cost of one more verify token (default 0.1)\n"
+      "  --spec-verify-cost R    the fallback's cost of one more verify token (default: measured)\n"
       "  --spec-repeats N        --spec: best of N runs (default 3)\n"
       "  --pp N                  pipeline stages: layers split over N backends on devices 0..N-1 (default 1)\n"
       "  --pp-split LIST         layers per stage, e.g. 18 (stage 0; the rest on stage 1) or 12,12,12;\n"

@@ -32,7 +32,7 @@ struct SpecBenchOptions {
   int pattern = 16;               // repeated unit of the prompt (0 = random prompt)
   int repeats = 3;                // best of N (the first run warms up too)
   bool fallback = false;          // the adaptive fallback (off: measure the drafter itself)
-  double verify_cost = 0.1;       // the fallback's cost of one more verify token
+  double verify_cost = -1.0;      // the fallback's cost of one more verify token; < 0: measured
   std::string draft_quant = "q4_k";
   std::string draft_path;         // a real draft checkpoint (needs MODEL)
   double oracle_accept = 0.9;

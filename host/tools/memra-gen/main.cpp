@@ -78,7 +78,7 @@ class GenApp : public Application {
     add("spec-k", "tokens drafted per step (default 4)", "K");
     add("draft", "the draft model for --spec draft (same tokenizer as MODEL; HF directory, .gguf or .memra)", "PATH");
     add("spec-verify-cost", "fallback cost model: cost of one more token in a verify step, in plain decode steps "
-        "(default 0.1; speculation pauses while it would be slower)", "R");
+        "(default auto: measured from the step times; speculation pauses while it would be slower)", "R");
     add("spec-no-fallback", "speculate on every step, even when acceptance makes it slower");
     add("dump-logits", "write float32 logits [prompt positions + generated steps][vocab] to FILE", "FILE");
   }
@@ -212,8 +212,9 @@ class GenApp : public Application {
     }
     spec_.k = std::stoi(opt("spec-k", "4"));
     if (spec_.k < 1 || spec_.k > 64) return usage_error("--spec-k must be from 1 to 64");
-    spec_.policy.verify_token_cost = std::stod(opt("spec-verify-cost", "0.1"));
-    if (spec_.policy.verify_token_cost < 0) return usage_error("--spec-verify-cost must be >= 0");
+    const std::string cost = opt("spec-verify-cost", "auto");
+    spec_.policy.verify_token_cost = cost == "auto" ? -1.0 : std::stod(cost);
+    if (cost != "auto" && spec_.policy.verify_token_cost < 0) return usage_error("--spec-verify-cost must be auto or >= 0");
     spec_.policy.adaptive = opts_.count("spec-no-fallback") == 0;
     if (spec_kind_ == "ngram") {
       drafter_ = std::make_unique<engine::NgramDrafter>();
