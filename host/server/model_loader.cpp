@@ -81,32 +81,54 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   const std::string quant = dominant_quant(**source);
   if (quant.empty()) return failure(LoadFailure::bad_model, "cannot load " + what + ": the checkpoint has no weight matrices");
 
-  // The registry gate: before any memory is spent on the engine.
-  const registry::ComboKey key{family_name, quant, "", arch};
-  const std::string combo = "(family " + family_name + ", quant " + quant + ", no drafter, arch " + arch + ")";
-  auto verdict = registry.check(key);
-  if (!verdict) {
-    return failure(LoadFailure::gate_refused, "cannot load " + what + ": the registry could not be read: " +
-                                                  verdict.error().message);
-  }
-  switch (*verdict) {
-    case registry::Verdict::supported:
-      log.information("%s: registry verdict supported for %s", what, combo);
-      break;
-    case registry::Verdict::rejected:
-      return failure(LoadFailure::gate_refused,
-                     "refusing " + what + ": the registry marks " + combo +
-                         " as rejected (known not to work); it never loads. See memra-registry combos and docs/REGISTRY.md");
-    case registry::Verdict::generic:
-      if (!options.allow_generic) {
+  // Speculative decoding: --spec, else draft where the model has one.
+  const std::string draft_path = !spec.draft.empty() ? spec.draft : options.draft_path;
+  const std::string spec_kind = !options.spec.empty() ? options.spec : (draft_path.empty() ? "off" : "draft");
+  if (spec_kind == "mtp")
+    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: it ships no MTP heads (no supported "
+                                           "model family has them yet); use --spec ngram, or --spec draft with a draft model");
+  if (spec_kind == "draft" && draft_path.empty())
+    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec draft: it has no draft model; give one "
+                                           "with --model ALIAS=PATH+DRAFT or --draft PATH");
+
+  // The registry gate: before any memory is spent on the engine or written to disk.
+  // The model's combo without a drafter, then, when it speculates, with its drafter
+  // ("ngram" or "draft"): a drafter never changes tokens by construction, but the
+  // registry records where the identity gates actually ran.
+  std::vector<std::string> drafters = {""};
+  if (spec_kind != "off") drafters.push_back(spec_kind);
+  registry::Verdict model_verdict = registry::Verdict::generic;  // of the combo without a drafter
+  for (const std::string& drafter : drafters) {
+    const registry::ComboKey key{family_name, quant, drafter, arch};
+    const std::string combo = "(family " + family_name + ", quant " + quant + ", " +
+                              (drafter.empty() ? "no drafter" : "drafter " + drafter) + ", arch " + arch + ")";
+    const std::string instead = drafter.empty() ? "" : "; serve it without speculation (--spec off) instead";
+    auto verdict = registry.check(key);
+    if (!verdict) {
+      return failure(LoadFailure::gate_refused, "cannot load " + what + ": the registry could not be read: " +
+                                                    verdict.error().message);
+    }
+    if (drafter.empty()) model_verdict = *verdict;
+    switch (*verdict) {
+      case registry::Verdict::supported:
+        log.information("%s: registry verdict supported for %s", what, combo);
+        break;
+      case registry::Verdict::rejected:
         return failure(LoadFailure::gate_refused,
-                       "refusing " + what + ": " + combo + " is not verified (registry verdict generic). Pass "
-                       "--allow-generic to run it anyway on the generic path, unverified");
-      }
-      log.warning("UNVERIFIED: %s runs %s, which the registry has not verified (verdict generic); loaded because of "
-                  "--allow-generic. Its outputs are not checked against an oracle on this path.",
-                  what, combo);
-      break;
+                       "refusing " + what + ": the registry marks " + combo +
+                           " as rejected (known not to work); it never loads" + instead +
+                           ". See memra-registry combos and docs/REGISTRY.md");
+      case registry::Verdict::generic:
+        if (!options.allow_generic) {
+          return failure(LoadFailure::gate_refused,
+                         "refusing " + what + ": " + combo + " is not verified (registry verdict generic). Pass "
+                         "--allow-generic to run it anyway on the generic path, unverified" + instead);
+        }
+        log.warning("UNVERIFIED: %s runs %s, which the registry has not verified (verdict generic); loaded because of "
+                    "--allow-generic. Its outputs are not checked against an oracle on this path.",
+                    what, combo);
+        break;
+    }
   }
 
   // First load: repack into .memra once (after the gate, so nothing is written for a
@@ -152,15 +174,6 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     // The cache is sized in whole contexts; round up so every request can fit.
     eo.max_sequences = std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context);
   }
-  // Speculative decoding: --spec, else draft where the model has one.
-  const std::string draft_path = !spec.draft.empty() ? spec.draft : options.draft_path;
-  const std::string spec_kind = !options.spec.empty() ? options.spec : (draft_path.empty() ? "off" : "draft");
-  if (spec_kind == "mtp")
-    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: it ships no MTP heads (no supported "
-                                           "model family has them yet); use --spec ngram, or --spec draft with a draft model");
-  if (spec_kind == "draft" && draft_path.empty())
-    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec draft: it has no draft model; give one "
-                                           "with --model ALIAS=PATH+DRAFT or --draft PATH");
 
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
@@ -184,7 +197,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   model->path = spec.path;
   model->family = family_name;
   model->quant = quant;
-  model->verdict = registry::to_string(*verdict);
+  model->verdict = registry::to_string(model_verdict);
   model->created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   model->text = std::move(*text);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host_process.hpp"
+#include "registry/registry.hpp"
 #include "http_client.hpp"
 
 namespace memra::server::testing {
@@ -152,6 +153,56 @@ TEST(ServerSpec, ImpossibleConfigurationsAreRefused) {
   r = run({"--draft", "/nonexistent/draft.gguf"});
   EXPECT_EQ(r.exit_code, 66) << r.err;
   EXPECT_NE(r.err.find("as a draft model"), std::string::npos) << r.err;
+}
+
+// The registry gates the drafter too: (llama, bf16, drafter ngram, cpu) marked rejected
+// refuses --spec ngram (pointing at --spec off) while the model itself still loads; a
+// drafter combo nobody verified needs --allow-generic.
+TEST(ServerSpec, TheRegistryGatesTheDrafter) {
+  NEED_FIXTURES();
+  TempDir dir;
+  const std::filesystem::path db = dir.path() / "registry.db";
+  auto mark = [&](registry::Verdict v) {
+    auto reg = registry::Registry::open(db);
+    ASSERT_TRUE(reg) << reg.error().message;
+    registry::GateRecord g;
+    g.key = {"llama", "bf16", "ngram", "cpu"};
+    g.gate = "server-spec-test";
+    g.pass = v == registry::Verdict::supported;
+    g.note = "set by tests/server/spec_process_test.cpp";
+    g.verdict = v;
+    auto r = reg->record_gate(g);
+    ASSERT_TRUE(r) << r.error().message;
+  };
+  const std::vector<std::string> base = {"--backend", "cpu", "--no-repack", "--registry", db.string(), "--model",
+                                         "llama=" + kLlama.string()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  // Shipped: verified, so it loads.
+  std::string why;
+  auto ok = HostProcess::start(with({"--spec", "ngram"}), {}, &why);
+  ASSERT_TRUE(ok) << why;
+  EXPECT_NE(ok->log().find("drafter ngram, arch cpu)"), std::string::npos) << ok->log();
+  ok.reset();
+
+  mark(registry::Verdict::rejected);
+  RunResult r = run_host(with({"--spec", "ngram"}));
+  EXPECT_EQ(r.exit_code, 77) << r.err;
+  EXPECT_NE(r.err.find("drafter ngram, arch cpu) as rejected"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--spec off"), std::string::npos) << r.err;
+  auto plain = HostProcess::start(with({"--spec", "off"}), {}, &why);
+  EXPECT_TRUE(plain) << "the model without speculation is still verified: " << why;
+  plain.reset();
+
+  mark(registry::Verdict::generic);
+  r = run_host(with({"--spec", "ngram"}));
+  EXPECT_EQ(r.exit_code, 77) << r.err;
+  EXPECT_NE(r.err.find("--allow-generic"), std::string::npos) << r.err;
+  auto generic = HostProcess::start(with({"--spec", "ngram", "--allow-generic"}), {}, &why);
+  EXPECT_TRUE(generic) << why;
 }
 
 }  // namespace
