@@ -113,6 +113,9 @@ void GenerationRun::process(Choice& c, const engine::SequenceUpdate& u, std::chr
     if (!c.got_first) {
       c.got_first = true;
       if (on_first_token) on_first_token(std::chrono::duration<double>(now - start_).count());
+      // Tokens delivered together with the first one reached the client with no gap.
+      if (on_token_gap)
+        for (std::size_t i = 1; i < u.tokens.size(); ++i) on_token_gap(0.0);
     } else if (on_token_gap) {
       const double gap = std::chrono::duration<double>(now - c.last_token).count() / static_cast<double>(u.tokens.size());
       for (std::size_t i = 0; i < u.tokens.size(); ++i) on_token_gap(gap);

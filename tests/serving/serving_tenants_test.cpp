@@ -311,7 +311,8 @@ TEST_F(ServingTenants, TheDrainLetsARunningStreamFinish) {
 // every metric documented there is exported.
 TEST_F(ServingTenants, EveryMetricIsDocumented) {
   start(R"({"keys":[)" + key_entry("k", "t", R"({"max_concurrent":1,"queue_timeout_ms":0})") + "]}");
-  ASSERT_EQ(http(port(), post("/v1/chat/completions", chat(3), "k")).status, 200);
+  // Three tokens for sure (ignore_eos), so the inter-token histogram has observations.
+  ASSERT_EQ(http(port(), post("/v1/chat/completions", chat(3, "hello there", R"(,"ignore_eos":true)"), "k")).status, 200);
   {
     HeldStream held(port(), "k");  // so that a rejection is counted too
     ASSERT_TRUE(held.wait_started());
