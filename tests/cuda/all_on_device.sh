@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On a GPU machine (nvidia-h200-x2 for the two-GPU parts), from tests/cuda/carry_all.sh's
+# folder: memra-kernel-check, every tests/cuda suite (eager too), memra-gen CUDA vs CPU,
+# then the memra-bench figures of docs/PERFORMANCE.md. A summary goes to $OUT/summary.txt,
+# the logs to $OUT/logs.tar.gz. Each part has its own time limit; the order is by value.
+# Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick]
+set -u
+D=$(readlink -f "${1:-.device/all}")
+QUICK=${2:-}
+OUT=${OUT:-./device-logs}; mkdir -p "$OUT"
+L=$(mktemp -d); R=$OUT/summary.txt
+S=$(mktemp -d); tar xJf "$D/syslib.tar.xz" -C "$S"
+export LD_LIBRARY_PATH=$S/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} MEMRA_HOME=$(mktemp -d)
+export MEMRA_FIXTURES_DIR=$D/fixtures NCCL_NVLS_ENABLE=0
+say() { echo "$@" | tee -a "$R"; }
+trap 'tar czf "$OUT/logs.tar.gz" -C "$L" . 2>/dev/null' EXIT
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$R"
+timeout 180 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1; say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
+grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
+for t in cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test; do
+  timeout 180 "$D/bin/$t" > "$L/$t.log" 2>&1
+  say "$t rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/$t.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$L/$t.log" | head -5 | tee -a "$R"
+done
+MEMRA_CUDA_GRAPH=0 timeout 180 "$D/bin/cuda_fixture_test" > "$L/cuda_fixture_test_eager.log" 2>&1
+say "cuda_fixture_test (MEMRA_CUDA_GRAPH=0) rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/cuda_fixture_test_eager.log" | tr '\n' ' ')"
+for be in cpu cuda; do
+  ids=$(timeout 60 "$D/bin/memra-gen" "$D/fixtures/models/llama" --prompt "The capital of France is" --max-tokens 12 \
+        --backend $be --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['generated_ids'])" 2>/dev/null)
+  say "memra-gen --backend $be: $ids"
+done
+[ "$QUICK" = quick ] && exit 0
+bench() { say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
+          grep -E "^(pp|tg|copy|peak|spec|pipeline| +[0-9])" | tee -a "$R"; }
+bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
+bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
+bench --quant q8_0 --prompt-tokens 512 --gen-tokens 64
+bench --quant bf16 --prompt-tokens 2048 --gen-tokens 8
+bench --quant q4_k --spec ngram --spec-k 4 --gen 128
+bench --quant q4_k --spec ngram --spec-k 8 --gen 128
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  bench --quant bf16 --pp 2 --prompt-tokens 512 --gen-tokens 64 --batches 1,8 --decode 16
+  bench --quant bf16 --pp 2 --pp-microbatches 2 --prompt-tokens 64 --gen-tokens 16 --repeats 1 --batches 8 --decode 16
+fi

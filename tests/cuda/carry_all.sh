@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Assembles everything tests/cuda/all_on_device.sh runs (the GPU image lacks the dev
+# packages to build; binaries built here run there): the CUDA checks and tests,
+# memra-bench and memra-gen, the backend, kernels, plugins, the fixtures they read and
+# the shared libraries the tokenizer-linked binaries need (ICU, PCRE2, Poco, ...).
+# About 40 MB (the libraries xz-compressed): carry the destination with the device tool.
+# Usage: tests/cuda/carry_all.sh <build-dir configured with -DMEMRA_CUDA=ON> [<dest>=.device/all]
+set -eu
+B=${1:?build dir}
+D=${2:-.device/all}
+F=${MEMRA_FIXTURES_DIR:-$(dirname "$0")/../../../shared/fixtures}
+BINS="memra-kernel-check memra-bench memra-gen cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test"
+cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $BINS memra_family_llama memra_quant_float \
+  memra_quant_q8_0 memra_quant_q4_0 memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_iq4_xs memra_quant_fp8
+rm -rf "$D"
+mkdir -p "$D/bin" "$D/lib" "$D/syslib" "$D/fixtures/models" "$D/fixtures/gguf"
+for b in $BINS; do cp "$B/bin/$b" "$D/bin/"; done
+cp -r "$B/lib/memra" "$D/lib/"
+strip "$D"/bin/* "$D"/lib/memra/*.so "$D"/lib/memra/plugins/*.so
+cp -r "$F/models/llama" "$F/models/qwen3" "$D/fixtures/models/"
+cp -r "$F/gguf/llama" "$D/fixtures/gguf/"
+# The non-system libraries the binaries load (what a bare image lacks), resolved here.
+for b in "$D"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -E "libicu|libpcre2|libPoco|libsqlite3|libprometheus|libcrypto|libssl|libexpat|libz\.so" |
+  while read -r lib; do cp -L "$lib" "$D/syslib/"; done
+# Compressed: the device tool carries at most 64 MB per call.
+tar cJf "$D/syslib.tar.xz" -C "$D" syslib && rm -rf "$D/syslib"
+chmod -R u+w "$D"
+du -sh "$D"
