@@ -4,21 +4,33 @@
 #include <chrono>
 
 namespace memra::engine {
+namespace {
 
-Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt, const GenerateOptions& options,
-                                const std::function<void(std::span<const float>)>& on_prompt_logits,
-                                const std::function<bool(const TokenEvent&)>& on_token) {
+// What both loops refuse before they touch the engine.
+Status check_request(const Engine& engine, std::span<const int32_t> prompt, const GenerateOptions& options) {
   if (prompt.empty()) return make_error(ErrorCode::invalid_argument, "the prompt is empty");
   if (auto bad = validate(options.sampling)) return make_error(ErrorCode::invalid_argument, *bad);
   if (static_cast<int64_t>(prompt.size()) >= engine.max_context())
     return make_error(ErrorCode::invalid_argument, "the prompt has " + std::to_string(prompt.size()) +
                                                        " tokens; the context holds " + std::to_string(engine.max_context()));
+  return {};
+}
+
+// Closes the loop's sequence however it ends.
+struct SequenceCloser {
+  Engine& engine;
+  int32_t seq;
+  ~SequenceCloser() { engine.close_sequence(seq); }
+};
+
+}  // namespace
+
+Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                const std::function<void(std::span<const float>)>& on_prompt_logits,
+                                const std::function<bool(const TokenEvent&)>& on_token) {
+  if (Status st = check_request(engine, prompt, options); !st) return st.error();
   const int32_t seq = engine.open_sequence();
-  struct Closer {
-    Engine& e;
-    int32_t s;
-    ~Closer() { e.close_sequence(s); }
-  } closer{engine, seq};
+  SequenceCloser closer{engine, seq};
 
   StepRequest prefill{seq, prompt, options.prompt_logits, /*prompt=*/true};
   auto rows = engine.step({&prefill, 1});
@@ -49,24 +61,13 @@ Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt,
   return result;
 }
 
-}  // namespace memra::engine
-
-namespace memra::engine {
-
 Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int32_t> prompt,
                                             const GenerateOptions& options, const SpeculativeOptions& spec,
                                             const std::function<bool(const TokenEvent&)>& on_token) {
   if (!spec.drafter || spec.k < 1) return make_error(ErrorCode::invalid_argument, "speculative decoding needs a drafter and k >= 1");
-  if (prompt.empty()) return make_error(ErrorCode::invalid_argument, "the prompt is empty");
-  if (auto bad = validate(options.sampling)) return make_error(ErrorCode::invalid_argument, *bad);
-  if (static_cast<int64_t>(prompt.size()) >= engine.max_context())
-    return make_error(ErrorCode::invalid_argument, "the prompt does not fit the context");
+  if (Status st = check_request(engine, prompt, options); !st) return st.error();
   const int32_t seq = engine.open_sequence();
-  struct Closer {
-    Engine& e;
-    int32_t s;
-    ~Closer() { e.close_sequence(s); }
-  } closer{engine, seq};
+  SequenceCloser closer{engine, seq};
 
   StepRequest prefill{seq, prompt, false, /*prompt=*/true};
   auto rows = engine.step({&prefill, 1});

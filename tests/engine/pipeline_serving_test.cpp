@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "host/engine/scheduler.hpp"
+#include "tests/engine/sequence_drain.hpp"
 #include "tests/engine/pipeline_test_models.hpp"
 #include "tests/engine/test_plugins.hpp"
 
@@ -33,28 +34,8 @@ std::unique_ptr<Engine> load(int32_t stages, int32_t micro) {
   return e ? std::move(*e) : nullptr;
 }
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;
-  int64_t cached = 0, drafted = 0;
-  bool operator==(const Outcome& o) const { return tokens == o.tokens && logprobs == o.logprobs; }
-};
-
-Outcome drain(SequenceHandle& h) {
-  Outcome o;
-  SequenceUpdate u;
-  while (true) {
-    h.wait(u, std::chrono::milliseconds(1000));
-    for (const auto& t : u.tokens) {
-      o.tokens.push_back(t.token);
-      o.logprobs.push_back(t.logprob);
-    }
-    if (u.finish != FinishReason::none) break;
-  }
-  o.cached = u.cached_tokens;
-  o.drafted = u.drafted_tokens;
-  return o;
-}
+using Outcome = memra::engine::test_support::DrainedSequence;
+using memra::engine::test_support::drain;
 
 SequenceRequest request(int v) {
   SequenceRequest r;

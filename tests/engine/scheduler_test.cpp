@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "host/engine/scheduler.hpp"
+#include "tests/engine/sequence_drain.hpp"
 #include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
@@ -27,28 +28,8 @@ std::unique_ptr<Engine> load() {
   return std::move(*e);
 }
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;
-  FinishReason finish = FinishReason::none;
-  int64_t cached = 0;
-};
-
-Outcome drain(SequenceHandle& h) {
-  Outcome o;
-  SequenceUpdate u;
-  while (true) {
-    h.wait(u, std::chrono::milliseconds(1000));
-    for (const auto& t : u.tokens) {
-      o.tokens.push_back(t.token);
-      o.logprobs.push_back(t.logprob);
-    }
-    if (u.finish != FinishReason::none) break;
-  }
-  o.finish = u.finish;
-  o.cached = u.cached_tokens;
-  return o;
-}
+using Outcome = memra::engine::test_support::DrainedSequence;
+using memra::engine::test_support::drain;
 
 SequenceRequest request(int variant, bool sampled) {
   SequenceRequest r;

@@ -22,35 +22,15 @@
 #include "host/engine/draft_model.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/scheduler.hpp"
+#include "tests/engine/sequence_drain.hpp"
 
 namespace memra::spec_gates {
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;
-  FinishReason finish = FinishReason::none;
-  int64_t drafted = 0, accepted = 0;
-};
-
-inline Outcome drain(SequenceHandle& h) {
-  Outcome o;
-  SequenceUpdate u;
-  while (true) {
-    h.wait(u, std::chrono::milliseconds(1000));
-    for (const auto& t : u.tokens) {
-      o.tokens.push_back(t.token);
-      o.logprobs.push_back(t.logprob);
-    }
-    if (u.finish != FinishReason::none) break;
-  }
-  o.finish = u.finish;
-  o.drafted = u.drafted_tokens;
-  o.accepted = u.accepted_tokens;
-  return o;
-}
+using Outcome = memra::engine::test_support::DrainedSequence;
+using memra::engine::test_support::drain;
 
 // Prompts built from the fixture's reference prompt: a repeated stretch (prompt
 // lookup has something to find) and per-variant differences.
