@@ -1,3 +1,4 @@
+#include "host/common/tensor_shape.hpp"
 #include "host/backend_cpu/cpu_backend.hpp"
 
 #include <algorithm>
@@ -12,13 +13,7 @@
 namespace memra::backend {
 namespace {
 
-int64_t numel(const memra_tensor* t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; ++i) n *= t->shape[i];
-  return n;
-}
-int64_t last_dim(const memra_tensor* t) { return t->ndim > 0 ? t->shape[t->ndim - 1] : 1; }
-int64_t rows(const memra_tensor* t) { return numel(t) / std::max<int64_t>(1, last_dim(t)); }
+int64_t rows(const memra_tensor* t) { return tensor_numel(t) / std::max<int64_t>(1, tensor_last_dim(t)); }
 float* f32(const memra_tensor* t) { return static_cast<float*>(t->data); }
 
 CpuBackend* self(memra_backend_ctx* ctx) { return reinterpret_cast<CpuBackend*>(ctx); }
@@ -138,20 +133,20 @@ memra_status CpuBackend::embedding(const memra_weight* table, const memra_forwar
 memra_status CpuBackend::rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
                                   memra_tensor* out) {
   if (w->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "rms_norm: weight must be F32");
-  ref::rms_norm(f32(x), static_cast<const float*>(w->data), rows(x), last_dim(x), eps, unit_offset, f32(out));
+  ref::rms_norm(f32(x), static_cast<const float*>(w->data), rows(x), tensor_last_dim(x), eps, unit_offset, f32(out));
   return MEMRA_OK;
 }
 
 memra_status CpuBackend::add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w,
                                       float eps, float unit_offset, memra_tensor* out) {
   if (w->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "add_rms_norm: weight must be F32");
-  ref::add_rms_norm(f32(x), f32(residual), static_cast<const float*>(w->data), rows(x), last_dim(x), eps,
+  ref::add_rms_norm(f32(x), f32(residual), static_cast<const float*>(w->data), rows(x), tensor_last_dim(x), eps,
                     unit_offset, f32(out));
   return MEMRA_OK;
 }
 
 memra_status CpuBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
-  const int64_t n = numel(a);
+  const int64_t n = tensor_numel(a);
   for (int64_t i = 0; i < n; ++i) f32(out)[i] = f32(a)[i] + f32(b)[i];
   return MEMRA_OK;
 }
@@ -170,7 +165,7 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   args.m = rows(x);
   args.x = f32(x);
   args.y = f32(out);
-  if (last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
+  if (tensor_last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
   const memra_status st = q->matmul(&args);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
   if (bias) {
@@ -183,7 +178,7 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
 
 memra_status CpuBackend::gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
                                           memra_tensor* out) {
-  const int64_t n = numel(gate);
+  const int64_t n = tensor_numel(gate);
   if (act == MEMRA_ACTIVATION_SILU) ref::silu_mul(f32(gate), f32(up), n, f32(out));
   else if (act == MEMRA_ACTIVATION_GELU_TANH) ref::gelu_tanh_mul(f32(gate), f32(up), n, f32(out));
   else return fail(MEMRA_ERR_UNSUPPORTED, "gated_activation: unknown activation");
@@ -232,7 +227,7 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
 
 memra_status CpuBackend::gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch,
                                            memra_tensor* out) {
-  const int64_t d = last_dim(x);
+  const int64_t d = tensor_last_dim(x);
   for (int32_t i = 0; i < batch->num_logits; ++i) {
     const int32_t r = batch->logits_rows[i];
     if (r < 0 || r >= batch->num_tokens) return fail(MEMRA_ERR_INVALID_ARGUMENT, "gather_logit_rows: row out of range");
@@ -242,7 +237,7 @@ memra_status CpuBackend::gather_logit_rows(const memra_tensor* x, const memra_fo
 }
 
 memra_status CpuBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
-  std::memcpy(batch->logits, logits->data, static_cast<size_t>(numel(logits)) * sizeof(float));
+  std::memcpy(batch->logits, logits->data, static_cast<size_t>(tensor_numel(logits)) * sizeof(float));
   return MEMRA_OK;
 }
 

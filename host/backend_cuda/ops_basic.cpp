@@ -2,18 +2,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "host/common/tensor_shape.hpp"
 #include "host/backend_cuda/cu_error.hpp"
 #include "host/backend_cuda/cuda_backend.hpp"
 
 namespace memra::backend::cuda {
 namespace {
 
-int64_t numel(const memra_tensor* t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; ++i) n *= t->shape[i];
-  return n;
-}
-int64_t last_dim(const memra_tensor* t) { return t->ndim > 0 ? t->shape[t->ndim - 1] : 1; }
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
 unsigned elementwise_grid(int64_t n) { return static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 8192)); }
 
@@ -62,8 +57,8 @@ memra_status CudaBackend::rms_norm(const memra_tensor* x, const memra_weight* w,
   memra_status st = MEMRA_OK;
   const CUdeviceptr wd = resolve(w, &st);
   if (st != MEMRA_OK) return st;
-  const int64_t dim = last_dim(x);
-  const int64_t rows = numel(x) / dim;
+  const int64_t dim = tensor_last_dim(x);
+  const int64_t rows = tensor_numel(x) / dim;
   if (w->shape[0] != dim) return fail(MEMRA_ERR_INVALID_ARGUMENT, "rms_norm: weight length differs from the row length");
   CUdeviceptr xd = dptr(x), od = dptr(out);
   if (Kernel* k = nvrtc_rms_norm(dim)) {
@@ -81,20 +76,20 @@ memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* resi
   memra_status st = MEMRA_OK;
   const CUdeviceptr wd = resolve(w, &st);
   if (st != MEMRA_OK) return st;
-  const int64_t dim = last_dim(x);
-  const int64_t rows = numel(x) / dim;
+  const int64_t dim = tensor_last_dim(x);
+  const int64_t rows = tensor_numel(x) / dim;
   return launch("norm", "memra_add_rms_norm", static_cast<unsigned>(rows), 1, 256, 0, dptr(x), dptr(residual), wd, dim,
                 eps, unit_offset, dptr(out));
 }
 
 memra_status CudaBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
-  const int64_t n = numel(a);
+  const int64_t n = tensor_numel(a);
   return launch("activation", "memra_add", elementwise_grid(n), 1, 256, 0, dptr(a), dptr(b), n, dptr(out));
 }
 
 memra_status CudaBackend::gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
                                            memra_tensor* out) {
-  const int64_t n = numel(gate);
+  const int64_t n = tensor_numel(gate);
   const char* k = act == MEMRA_ACTIVATION_SILU ? "memra_silu_mul" : act == MEMRA_ACTIVATION_GELU_TANH ? "memra_gelu_tanh_mul" : nullptr;
   if (!k) return fail(MEMRA_ERR_UNSUPPORTED, "gated_activation: unknown activation");
   return launch("activation", k, elementwise_grid(n), 1, 256, 0, dptr(gate), dptr(up), n, dptr(out));
@@ -107,12 +102,12 @@ memra_status CudaBackend::gather_logit_rows(const memra_tensor* x, const memra_f
       return fail(MEMRA_ERR_INVALID_ARGUMENT, "gather_logit_rows: row out of range");
   auto b = device_batch(batch);
   if (!b) return fail(b.error());
-  return launch("gather", "memra_gather_rows", static_cast<unsigned>(batch->num_logits), 1, 256, 0, dptr(x), last_dim(x),
+  return launch("gather", "memra_gather_rows", static_cast<unsigned>(batch->num_logits), 1, 256, 0, dptr(x), tensor_last_dim(x),
                 (*b)->logits_rows, dptr(out));
 }
 
 memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
-  const uint64_t bytes = static_cast<uint64_t>(numel(logits)) * 4u;
+  const uint64_t bytes = static_cast<uint64_t>(tensor_numel(logits)) * 4u;
   if (recording() && !staging_->fits(bytes))
     if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   auto host = staging_->alloc(bytes);

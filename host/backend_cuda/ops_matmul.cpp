@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "host/common/tensor_shape.hpp"
 #include "host/backend_cuda/cu_error.hpp"
 
 #include "host/backend_cuda/cuda_backend.hpp"
@@ -43,11 +44,6 @@ constexpr SchemeRow kSchemes[] = {
     {"iq4_xs", 256, 136, false},
 };
 
-int64_t numel(const memra_tensor* t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; ++i) n *= t->shape[i];
-  return n;
-}
 
 bool prefill_precise() {
   const char* v = std::getenv("MEMRA_PREFILL_PRECISION");
@@ -121,7 +117,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   const int64_t rows = w->shape[0], cols = w->shape[1];
   const int64_t xdim = x->ndim > 0 ? x->shape[x->ndim - 1] : 1;
   if (xdim != cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + (w->name ? w->name : "?"));
-  const int64_t m = numel(x) / cols;
+  const int64_t m = tensor_numel(x) / cols;
   const CUdeviceptr xd = reinterpret_cast<CUdeviceptr>(x->data), od = reinterpret_cast<CUdeviceptr>(out->data);
   const std::string name = lower(w->quant);
 
