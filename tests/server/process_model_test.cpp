@@ -11,7 +11,7 @@
 #include "error_shape.hpp"
 #include "host_process.hpp"
 #include "http_client.hpp"
-#include "registry/registry.hpp"
+#include "registry_seed.hpp"
 
 namespace memra::server::testing {
 namespace {
@@ -20,16 +20,7 @@ const std::filesystem::path kDefaultModel = std::filesystem::path(MEMRA_BINARY_R
 
 // A registry at `db` whose verdict for the default model's combo (llama, bf16, cpu) is `verdict`.
 void seed_registry(const std::filesystem::path& db, registry::Verdict verdict) {
-  auto reg = registry::Registry::open(db);
-  ASSERT_TRUE(reg) << reg.error().message;
-  registry::GateRecord g;
-  g.key = {"llama", "bf16", "", "cpu"};
-  g.gate = "server-test";
-  g.pass = verdict == registry::Verdict::supported;
-  g.note = "set by tests/server/process_model_test.cpp";
-  g.verdict = verdict;
-  auto r = reg->record_gate(g);
-  ASSERT_TRUE(r) << r.error().message;
+  seed_verdict(db, {"llama", "bf16", "", "cpu"}, verdict, "set by tests/server/process_model_test.cpp");
 }
 
 std::string chat_body(const std::string& model, int max_tokens) {

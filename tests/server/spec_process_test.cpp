@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host_process.hpp"
-#include "registry/registry.hpp"
+#include "registry_seed.hpp"
 #include "http_client.hpp"
 
 namespace memra::server::testing {
@@ -163,16 +163,7 @@ TEST(ServerSpec, TheRegistryGatesTheDrafter) {
   TempDir dir;
   const std::filesystem::path db = dir.path() / "registry.db";
   auto mark = [&](registry::Verdict v) {
-    auto reg = registry::Registry::open(db);
-    ASSERT_TRUE(reg) << reg.error().message;
-    registry::GateRecord g;
-    g.key = {"llama", "bf16", "ngram", "cpu"};
-    g.gate = "server-spec-test";
-    g.pass = v == registry::Verdict::supported;
-    g.note = "set by tests/server/spec_process_test.cpp";
-    g.verdict = v;
-    auto r = reg->record_gate(g);
-    ASSERT_TRUE(r) << r.error().message;
+    seed_verdict(db, {"llama", "bf16", "ngram", "cpu"}, v, "set by tests/server/spec_process_test.cpp");
   };
   const std::vector<std::string> base = {"--backend", "cpu", "--no-repack", "--registry", db.string(), "--model",
                                          "llama=" + kLlama.string()};
