@@ -3,7 +3,9 @@
 # folder: memra-kernel-check, every tests/cuda suite (eager too), memra-gen CUDA vs CPU,
 # then the memra-bench figures of docs/PERFORMANCE.md. A summary goes to $OUT/summary.txt,
 # the logs to $OUT/logs.tar.gz. Each part has its own time limit; the order is by value.
-# Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick]
+# Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick | only:<regex>]
+#   quick: checks and tests only; only:<regex>: checks, tests and the benchmarks whose
+#   arguments match the extended regex (e.g. only:'spec|--pp').
 set -u
 D=$(readlink -f "${1:-.device/all}")
 QUICK=${2:-}
@@ -30,7 +32,8 @@ for be in cpu cuda; do
   say "memra-gen --backend $be: $ids"
 done
 [ "$QUICK" = quick ] && exit 0
-bench() { say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
+bench() { case "$QUICK" in only:*) echo "$*" | grep -qE "${QUICK#only:}" || return 0 ;; esac
+         say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
           grep -E "^(pp|tg|copy|peak|spec|pipeline| +[0-9])" | tee -a "$R"; }
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
