@@ -57,6 +57,7 @@ CudaBackend::~CudaBackend() {
   batches_.clear();
   arena_.reset();
   staging_.reset();
+  release_slots();
   modules_.reset();
   for (CUdeviceptr p : weight_blobs_) cuMemFree(p);
   for (RopeEntry& r : ropes_) cuMemFree(r.inv_freq);
@@ -202,7 +203,12 @@ memra_status CudaBackend::begin_step() {
   last_error_.clear();
   // A step that ended without logits_output (no logits wanted) still has to run.
   const memra_status pending = flush_recorded();
+  const memra_status slot = switch_slot(0);  // a plain step uses slot 0's scratch
   auto s = ctx_.synchronize();
+  slots_[0].pending.clear();
+  slots_[1].pending.clear();
+  slots_[0].done_pending = slots_[1].done_pending = false;
+  async_logits_ = false;
   batches_.clear();
   arena_->reset();
   staging_->reset();
@@ -212,6 +218,7 @@ memra_status CudaBackend::begin_step() {
   recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
   if (pending != MEMRA_OK) return pending;
+  if (slot != MEMRA_OK) return slot;
   return s ? MEMRA_OK : fail(s.error());
 }
 

@@ -71,6 +71,11 @@ class CudaBackend {
   memra_status upload_weights(const memra_weight_set* set);
   memra_status allocate_kv(const memra_cuda_kv_config* kv);
   memra_status begin_step();
+  // Step slots (cuda_backend_api.h begin_step_slot): two sets of step scratch so a
+  // pipeline stage can take the next step of one group of sequences while the other
+  // group's step is still running on its stream.
+  memra_status begin_step_slot(int32_t slot);
+  memra_status wait_logits(int32_t slot);
   memra_status copy_kv_block(int32_t from, int32_t to);
   // Pipeline hand-off from another backend's tensor (peer_copy.cpp, cuda_backend_api.h).
   memra_status copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
@@ -180,6 +185,32 @@ class CudaBackend {
   std::vector<RopeEntry> ropes_;
   std::map<int64_t, Kernel*> nvrtc_norms_;  // dim -> kernel (nullptr: not available)
   std::vector<void*> host_buffers_;
+
+  // Step slots (step_slots.cpp). arena_, staging_ and batches_ are the current slot's;
+  // the other slot's are parked in slots_. Slot steps run eagerly and hand their logits
+  // over asynchronously: logits_output queues the copy, wait_logits(slot) waits for it.
+  static constexpr int32_t kStepSlots = 2;
+  struct StepSlot {
+    std::unique_ptr<StepArena> arena;
+    std::unique_ptr<PinnedStaging> staging;
+    std::vector<std::unique_ptr<DeviceBatch>> batches;
+    CUevent done = nullptr;          // recorded when the backend moved on to the other slot
+    bool done_pending = false;
+    CUevent logits_ready = nullptr;  // after the slot's last queued logits copy
+    struct Pending {
+      size_t buffer;                 // index into logits_host
+      void* dst;                     // the batch's host logits
+      uint64_t bytes;
+    };
+    std::vector<Pending> pending;
+    std::vector<std::pair<void*, uint64_t>> logits_host;  // pinned, reused step to step
+  };
+  memra_status switch_slot(int32_t slot);
+  memra_status queue_logits(CUdeviceptr logits, void* dst, uint64_t bytes);
+  void release_slots();
+  StepSlot slots_[kStepSlots];
+  int32_t slot_ = 0;
+  bool async_logits_ = false;
 
   int64_t graph_replays_ = 0, graph_captures_ = 0;
   std::string last_error_;

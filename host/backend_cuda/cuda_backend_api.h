@@ -98,8 +98,16 @@ typedef struct memra_cuda_backend_api {
    * the last batch the backend saw this step, so a pipeline stage whose first op is a
    * matmul calls this first to compute exactly what a single backend would. */
   memra_status (*prepare_batch)(memra_cuda_backend* b, const memra_forward_batch* batch);
+  /* Step slots (0 or 1), for a pipeline that keeps two groups of sequences in flight.
+   * begin_step_slot instead of begin_step: waits only for this slot's previous step
+   * (the other slot's may still run) and reclaims only its scratch. A slot step runs
+   * eagerly (no step graph) and its logits_output only queues the copy; wait_logits
+   * waits for the slot's queued logits copies and writes them to their batches'
+   * host logits. The stream runs all work in the order it was issued. */
+  memra_status (*begin_step_slot)(memra_cuda_backend* b, int32_t slot);
+  memra_status (*wait_logits)(memra_cuda_backend* b, int32_t slot);
 } memra_cuda_backend_api;
-#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, prepare_batch)
+#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, wait_logits)
 /* The smallest table a host accepts (the first API 1 modules); later entries are optional. */
 #define MEMRA_CUDA_BACKEND_API_MIN_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
 

@@ -124,3 +124,23 @@ Status CudaBackendHandle::begin_step() {
 }
 
 }  // namespace memra::backend
+
+namespace memra::backend {
+
+Status CudaBackendHandle::begin_step_slot(int32_t slot) {
+  if (!MEMRA_STRUCT_HAS(api_, memra_cuda_backend_api, begin_step_slot))
+    return make_error(ErrorCode::unsupported, "the CUDA backend module is too old for rolling pipeline steps (no begin_step_slot); rebuild it with this host");
+  const memra_status st = api_->begin_step_slot(backend_, slot);
+  if (st != MEMRA_OK) return error(st, "CUDA step (slot " + std::to_string(slot) + ")");
+  return {};
+}
+
+Status CudaBackendHandle::wait_logits(int32_t slot) {
+  if (!MEMRA_STRUCT_HAS(api_, memra_cuda_backend_api, wait_logits))
+    return make_error(ErrorCode::unsupported, "the CUDA backend module is too old for rolling pipeline steps (no wait_logits); rebuild it with this host");
+  const memra_status st = api_->wait_logits(backend_, slot);
+  if (st != MEMRA_OK) return error(st, "CUDA step logits (slot " + std::to_string(slot) + ")");
+  return {};
+}
+
+}  // namespace memra::backend

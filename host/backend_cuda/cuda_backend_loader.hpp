@@ -51,6 +51,10 @@ class CudaBackendHandle {
   Status copy_from(const CudaBackendHandle& from, void* dst, const void* src, uint64_t bytes);
   // Uploads the step's batch before this backend's first op (cuda_backend_api.h prepare_batch).
   Status prepare_batch(const memra_forward_batch& batch);
+  // Step slots (cuda_backend_api.h begin_step_slot / wait_logits); unsupported by an
+  // older module.
+  Status begin_step_slot(int32_t slot);
+  Status wait_logits(int32_t slot);
   // A failed memra_status as an Error carrying the backend's last_error.
   Error error(memra_status st, const std::string& what) const;
 

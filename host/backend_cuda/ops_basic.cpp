@@ -108,6 +108,8 @@ memra_status CudaBackend::gather_logit_rows(const memra_tensor* x, const memra_f
 
 memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
   const uint64_t bytes = static_cast<uint64_t>(tensor_numel(logits)) * 4u;
+  // A slot step (pipeline stages): queue the copy, wait_logits(slot) collects it.
+  if (async_logits_) return queue_logits(dptr(logits), batch->logits, bytes);
   if (recording() && !staging_->fits(bytes))
     if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   auto host = staging_->alloc(bytes);
