@@ -76,6 +76,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
                                             "-stage pipeline: " + p.error().message);
     e->pipeline_ = std::move(*p);
     e->microbatches_ = std::max(1, options.pipeline_microbatches);
+    e->pipeline_cuda_ = options.backend == MEMRA_BACKEND_CUDA;
     ops = e->pipeline_->ops();
   } else if (options.backend == MEMRA_BACKEND_CUDA) {
     // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
@@ -163,6 +164,14 @@ Status Engine::copy_kv_block(int32_t from, int32_t to) {
 
 Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest> requests) {
   if (requests.empty()) return std::vector<std::vector<float>>{};
+  auto pending = step_issue(requests, -1);
+  if (!pending) return pending.error();
+  return step_collect(**pending);
+}
+
+Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequest> requests, int32_t slot) {
+  if (requests.empty()) return make_error(ErrorCode::invalid_argument, "step: no requests");
+  if (slot < -1 || slot > 1) return make_error(ErrorCode::invalid_argument, "step: slot must be 0 or 1");
   // Reserve KV blocks for every request first; undo on failure so nothing leaks.
   std::vector<std::pair<int32_t, size_t>> grown;  // (seq, blocks before)
   auto undo = [&] {
@@ -201,8 +210,12 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
 
   size_t max_blocks = 1;
   for (const StepRequest& r : requests) max_blocks = std::max(max_blocks, sequences_[r.seq].blocks.size());
-  std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
-  std::vector<uint8_t> prompt_flags;
+  auto pending = std::make_unique<PendingStep>();
+  PendingStep& p = *pending;
+  p.slot = slot;
+  std::vector<int32_t>&ids = p.ids, &positions = p.positions, &seq_index = p.seq_index, &seq_lens = p.seq_lens,
+                      &tables = p.tables, &logit_rows = p.logit_rows;
+  std::vector<uint8_t>& prompt_flags = p.prompt_flags;
   tables.assign(requests.size() * max_blocks, -1);
   for (size_t i = 0; i < requests.size(); ++i) {
     const StepRequest& r = requests[i];
@@ -221,8 +234,9 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
     seq_lens.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(r.tokens.size())));
     std::copy(s.blocks.begin(), s.blocks.end(), tables.begin() + static_cast<std::ptrdiff_t>(i * max_blocks));
   }
-  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(vocab_));
-  memra_forward_batch batch{};
+  std::vector<float>& logits = p.logits;
+  logits.resize(logit_rows.size() * static_cast<size_t>(vocab_));
+  memra_forward_batch& batch = p.batch;
   batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
   batch.num_tokens = static_cast<int32_t>(ids.size());
   batch.token_ids = ids.data();
@@ -237,8 +251,10 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
 
+  // A rolling step on a pipeline: its slot's scratch, logits collected later.
+  p.deferred = pipeline_ != nullptr && slot >= 0;
   if (pipeline_) {
-    if (const Status b = pipeline_->begin_step(); !b) {
+    if (const Status b = pipeline_->begin_step(p.deferred ? slot : -1); !b) {
       undo();
       return b.error();
     }
@@ -251,9 +267,10 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
     backend_->begin_step();
   }
   Status st;
-  if (pipeline_ && microbatches_ > 1 && requests.size() > 1) {
+  if (pipeline_ && !p.deferred && microbatches_ > 1 && requests.size() > 1) {
     // Micro-batches through the stages, logits deferred until all are issued.
-    const std::vector<MicroBatch> parts = split_microbatches(batch, microbatches_, vocab_);
+    p.parts = split_microbatches(batch, microbatches_, vocab_);
+    const std::vector<MicroBatch>& parts = p.parts;
     pipeline_->set_defer_logits(true);
     for (const MicroBatch& m : parts)
       if (st = model_->forward(m.batch); !st) break;
@@ -270,12 +287,25 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
     return make_error(st.error().code, msg);
   }
   for (const StepRequest& r : requests) sequences_[r.seq].length += static_cast<int64_t>(r.tokens.size());
+  return pending;
+}
 
+Result<std::vector<std::vector<float>>> Engine::step_collect(PendingStep& p) {
+  if (p.deferred) {
+    p.deferred = false;
+    if (const Status w = pipeline_->wait_logits(p.slot); !w) {
+      std::string msg = w.error().message;
+      if (!pipeline_->last_error().empty()) msg += " (backend: " + pipeline_->last_error() + ")";
+      return make_error(w.error().code, msg);
+    }
+  }
+  const size_t rows = p.logit_rows.size();
+  const auto vocab = static_cast<size_t>(vocab_);
   std::vector<std::vector<float>> out;
-  out.reserve(logit_rows.size());
-  for (size_t i = 0; i < logit_rows.size(); ++i)
-    out.emplace_back(logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(vocab_)),
-                     logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * static_cast<size_t>(vocab_)));
+  out.reserve(rows);
+  for (size_t i = 0; i < rows; ++i)
+    out.emplace_back(p.logits.begin() + static_cast<std::ptrdiff_t>(i * vocab),
+                     p.logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab));
   return out;
 }
 

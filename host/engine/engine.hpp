@@ -17,6 +17,7 @@
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
 #include "host/engine/pipeline_backend.hpp"
+#include "host/engine/pipeline_microbatch.hpp"
 #include "host/engine/prefix_cache.hpp"
 #include "host/plugin_host/plugin_host.hpp"
 
@@ -55,6 +56,18 @@ struct StepRequest {
   bool prompt = false;
 };
 
+// A step issued by Engine::step_issue and not yet collected. Owns the step's host
+// arrays: the backend may read them (and write the logits) until step_collect.
+struct PendingStep {
+  int32_t slot = -1;
+  bool deferred = false;  // the logits arrive at step_collect (a rolling pipeline step)
+  std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
+  std::vector<uint8_t> prompt_flags;
+  std::vector<float> logits;
+  memra_forward_batch batch{};
+  std::vector<MicroBatch> parts;
+};
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(std::unique_ptr<ModelSource> source,
@@ -87,6 +100,19 @@ class Engine {
   // (all_logits: one per token, else one per request), request by request.
   Result<std::vector<std::vector<float>>> step(std::span<const StepRequest> requests);
 
+  // Rolling steps (docs/ARCHITECTURE.md, "Pipeline stages"): step() in two halves, so
+  // a pipeline keeps two groups of sequences in flight. step_issue(requests, slot)
+  // queues the step in step slot 0 or 1 and returns before its logits exist where the
+  // backend allows (a pipeline of CUDA stages: stage 0 may start this step while stage
+  // 1 still runs the other slot's); other backends compute it at once. The sequences
+  // advance at issue. step_collect waits and returns what step() would have. Collect a
+  // slot's step before issuing the slot's next one; a step of the other slot (for
+  // other sequences) may be issued in between.
+  Result<std::unique_ptr<PendingStep>> step_issue(std::span<const StepRequest> requests, int32_t slot);
+  Result<std::vector<std::vector<float>>> step_collect(PendingStep& step);
+  // Whether step_issue returns before the step has run (so two slots overlap).
+  bool overlaps_steps() const { return pipeline_ != nullptr && pipeline_cuda_; }
+
  private:
   Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
          int32_t num_blocks);
@@ -105,6 +131,7 @@ class Engine {
   std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
   std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)
   int32_t microbatches_ = 1;                             // EngineOptions::pipeline_microbatches
+  bool pipeline_cuda_ = false;                           // the pipeline's stages are CUDA backends
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, const memra_quant_api*> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;

@@ -115,10 +115,18 @@ Status PipelineBackend::allocate_kv() {
   return {};
 }
 
-Status PipelineBackend::begin_step() {
+Status PipelineBackend::wait_logits(int32_t slot) {
+  for (int32_t s = 0; s < num_stages(); ++s)
+    if (auto st = stage(s).wait_logits(slot); !st)
+      return make_error(st.error().code, "pipeline stage " + std::to_string(s) + " (" + stage(s).name() + "): " + st.error().message);
+  return {};
+}
+
+Status PipelineBackend::begin_step(int32_t slot) {
   Status first;
   for (int32_t s = 0; s < num_stages(); ++s) {
-    Status st = stage(s).begin_step();  // every stage, even after a failure: each waits for its work
+    // Every stage, even after a failure: each waits for its work.
+    Status st = slot < 0 ? stage(s).begin_step() : stage(s).begin_step_slot(slot);
     if (!st && first) first = make_error(st.error().code, "pipeline stage " + std::to_string(s) + ": " + st.error().message);
   }
   records_.clear();

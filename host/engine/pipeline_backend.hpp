@@ -48,7 +48,10 @@ class PipelineBackend {
 
   Status allocate_kv();
   // Every stage's begin_step, then this step's composite tensors are forgotten.
-  Status begin_step();
+  // slot 0/1: every stage's begin_step_slot instead (rolling steps: the other slot's
+  // step may still be running; this step's logits then come with wait_logits(slot)).
+  Status begin_step(int32_t slot = -1);
+  Status wait_logits(int32_t slot);
   // Prefix-cache copy-on-write: the block in every stage's layers.
   Status copy_kv_block(int32_t from, int32_t to);
   const std::string& last_error() const { return last_error_; }

@@ -47,6 +47,8 @@ class CudaStage final : public PipelineStage {
   const memra_backend_ops* ops() const override { return handle_->ops(); }
   Status allocate_kv() override { return handle_->allocate_kv(kv_); }
   Status begin_step() override { return handle_->begin_step(); }
+  Status begin_step_slot(int32_t slot) override { return handle_->begin_step_slot(slot); }
+  Status wait_logits(int32_t slot) override { return handle_->wait_logits(slot); }
   Status copy_kv_block(int32_t from, int32_t to) override { return handle_->copy_kv_block(from, to); }
   std::string last_error() const override { return handle_->last_error(); }
   Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) override {

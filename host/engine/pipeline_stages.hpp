@@ -21,6 +21,12 @@ class PipelineStage {
   virtual const memra_backend_ops* ops() const = 0;
   virtual Status allocate_kv() = 0;
   virtual Status begin_step() = 0;
+  // Step slots (rolling steps, cuda_backend_api.h begin_step_slot): a step in slot 0 or
+  // 1 waits only for that slot's previous step, and its logits arrive with
+  // wait_logits(slot). A CPU stage computes as its ops are called: the plain
+  // begin_step, nothing to wait for.
+  virtual Status begin_step_slot(int32_t) { return begin_step(); }
+  virtual Status wait_logits(int32_t) { return {}; }
   virtual Status copy_kv_block(int32_t from, int32_t to) = 0;
   virtual std::string last_error() const = 0;
   // Copies `bytes` at `src` (storage of `from`'s ops) to `dst` (this stage's), after
