@@ -4,9 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <unordered_map>
 
-#include "host/engine/philox.hpp"
+#include "kernels/sampling/sampling_ref.hpp"
 
 namespace memra::engine {
 namespace {
@@ -47,96 +46,65 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
-SampleResult sample(std::span<const float> logits, const SamplingParams& p, uint64_t position,
-                    std::span<const int32_t> prompt, std::span<const int32_t> output) {
+sampling::RowParams row_params(const SamplingParams& p, uint64_t position) {
+  sampling::RowParams r{};
+  r.temperature = p.temperature;
+  r.top_k = p.top_k;
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  r.repetition_penalty = p.repetition_penalty;
+  r.presence_penalty = p.presence_penalty;
+  r.frequency_penalty = p.frequency_penalty;
+  r.seed = p.seed;
+  r.position = position;
+  return r;
+}
+
+std::vector<sampling::PenaltyEntry> penalty_entries(const SamplingParams& p, std::span<const int32_t> prompt,
+                                                    std::span<const int32_t> output, std::span<const int32_t> assumed) {
+  const bool repetition = p.repetition_penalty != 1.0f;
+  const bool counted = p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  std::vector<sampling::PenaltyEntry> out;
+  if (!repetition && !counted) return out;
+  // (id, 2 per output occurrence | 1 when seen), merged by id.
+  std::vector<std::pair<int32_t, int32_t>> all;
+  all.reserve((repetition ? prompt.size() : 0) + output.size() + assumed.size());
+  if (repetition)
+    for (int32_t t : prompt) all.emplace_back(t, 1);
+  for (int32_t t : output) all.emplace_back(t, 3);
+  for (int32_t t : assumed) all.emplace_back(t, 3);
+  std::sort(all.begin(), all.end());
+  for (const auto& [id, c] : all) {
+    if (id < 0) continue;
+    if (out.empty() || out.back().id != id) out.push_back({id, 0});
+    out.back().count = ((out.back().count >> 1) + (c >> 1)) << 1 | 1;
+  }
+  return out;
+}
+
+void fill_logprobs(std::span<const float> logits, const SamplingParams& p, SampleResult& r) {
+  if (!p.logprobs && p.top_logprobs <= 0) return;
   const auto vocab = static_cast<int32_t>(logits.size());
-  std::vector<float> x(logits.begin(), logits.end());
-
-  // Penalties.
-  if (p.repetition_penalty != 1.0f) {
-    std::vector<bool> seen(static_cast<size_t>(vocab), false);
-    for (int32_t t : prompt) if (t >= 0 && t < vocab) seen[static_cast<size_t>(t)] = true;
-    for (int32_t t : output) if (t >= 0 && t < vocab) seen[static_cast<size_t>(t)] = true;
-    for (int32_t i = 0; i < vocab; ++i)
-      if (seen[static_cast<size_t>(i)]) x[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] > 0 ? x[static_cast<size_t>(i)] / p.repetition_penalty : x[static_cast<size_t>(i)] * p.repetition_penalty;
-  }
-  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-    std::unordered_map<int32_t, int32_t> counts;
-    for (int32_t t : output) if (t >= 0 && t < vocab) ++counts[t];
-    for (const auto& [t, n] : counts)
-      x[static_cast<size_t>(t)] -= p.presence_penalty + p.frequency_penalty * static_cast<float>(n);
-  }
-
-  SampleResult r;
-  if (p.temperature == 0.0f) {
-    r.token = argmax(x);
-  } else {
-    // Candidates ordered by (logit desc, id asc); top-k cuts the list.
+  const std::vector<float> lp = log_softmax(logits);
+  r.logprob = lp[static_cast<size_t>(r.token)];
+  r.top.clear();
+  if (p.top_logprobs > 0) {
     std::vector<int32_t> ids(static_cast<size_t>(vocab));
     std::iota(ids.begin(), ids.end(), 0);
-    auto order = [&](int32_t a, int32_t b) { return better(x[static_cast<size_t>(a)], a, x[static_cast<size_t>(b)], b); };
-    size_t keep = ids.size();
-    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < ids.size()) {
-      keep = static_cast<size_t>(p.top_k);
-      std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(), order);
-      ids.resize(keep);
-    } else {
-      std::sort(ids.begin(), ids.end(), order);
-    }
-    // Softmax with temperature over the candidates, in candidate order.
-    const float mx = x[static_cast<size_t>(ids[0])];
-    std::vector<float> prob(ids.size());
-    float sum = 0.0f;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      prob[i] = std::exp((x[static_cast<size_t>(ids[i])] - mx) / p.temperature);
-      sum += prob[i];
-    }
-    for (float& v : prob) v /= sum;
-    // top-p: the shortest prefix whose mass reaches top_p (at least one token).
-    if (p.top_p < 1.0f) {
-      float cum = 0.0f;
-      size_t n = 0;
-      while (n < prob.size()) {
-        cum += prob[n++];
-        if (cum >= p.top_p) break;
-      }
-      prob.resize(n);
-      ids.resize(n);
-    }
-    // min-p: drop tokens below min_p times the most likely one.
-    if (p.min_p > 0.0f) {
-      const float floor = p.min_p * prob[0];
-      size_t n = 1;
-      while (n < prob.size() && prob[n] >= floor) ++n;
-      prob.resize(n);
-      ids.resize(n);
-    }
-    float total = 0.0f;
-    for (float v : prob) total += v;
-    const float u = philox_uniform(p.seed, position) * total;
-    float cum = 0.0f;
-    r.token = ids.back();
-    for (size_t i = 0; i < prob.size(); ++i) {
-      cum += prob[i];
-      if (u < cum) {
-        r.token = ids[i];
-        break;
-      }
-    }
+    const auto k = std::min<size_t>(static_cast<size_t>(p.top_logprobs), ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                      [&](int32_t a, int32_t b) { return better(lp[static_cast<size_t>(a)], a, lp[static_cast<size_t>(b)], b); });
+    for (size_t i = 0; i < k; ++i) r.top.push_back({ids[i], lp[static_cast<size_t>(ids[i])]});
   }
+}
 
-  if (p.logprobs || p.top_logprobs > 0) {
-    const std::vector<float> lp = log_softmax(logits);
-    r.logprob = lp[static_cast<size_t>(r.token)];
-    if (p.top_logprobs > 0) {
-      std::vector<int32_t> ids(static_cast<size_t>(vocab));
-      std::iota(ids.begin(), ids.end(), 0);
-      const auto k = std::min<size_t>(static_cast<size_t>(p.top_logprobs), ids.size());
-      std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
-                        [&](int32_t a, int32_t b) { return better(lp[static_cast<size_t>(a)], a, lp[static_cast<size_t>(b)], b); });
-      for (size_t i = 0; i < k; ++i) r.top.push_back({ids[i], lp[static_cast<size_t>(ids[i])]});
-    }
-  }
+SampleResult sample(std::span<const float> logits, const SamplingParams& p, uint64_t position,
+                    std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  const std::vector<sampling::PenaltyEntry> pen = penalty_entries(p, prompt, output);
+  SampleResult r;
+  r.token = ref::sample_row(logits.data(), static_cast<int64_t>(logits.size()), row_params(p, position), pen.data(),
+                            static_cast<int32_t>(pen.size()));
+  fill_logprobs(logits, p, r);
   return r;
 }
 

@@ -1,13 +1,16 @@
-// Token sampling on the CPU: penalties, greedy, temperature, top-k, top-p, min-p,
-// seeded draws keyed by (seed, position), and logprobs with top alternatives.
-// Deterministic by construction: candidates are ordered by (probability desc,
-// id asc) and the draw depends only on (seed, position).
+// Token sampling: penalties, greedy, temperature, top-k, top-p, min-p, seeded draws
+// keyed by (seed, position), and logprobs with top alternatives. The token comes
+// from the canonical sampler (kernels/sampling/sampling_ref.hpp), which the CUDA
+// kernel reproduces bit for bit, so a sequence's tokens do not depend on which
+// backend sampled them (docs/ARCHITECTURE.md, "Sampling").
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
+
+#include "kernels/sampling/sampling_math.cuh"
 
 namespace memra::engine {
 
@@ -42,6 +45,20 @@ std::optional<const char*> validate(const SamplingParams& params);
 // `prompt` and `output` are the sequence's tokens so far (for penalties).
 SampleResult sample(std::span<const float> logits, const SamplingParams& params, uint64_t position,
                     std::span<const int32_t> prompt, std::span<const int32_t> output);
+
+// The canonical sampler's inputs for a row at `position`.
+sampling::RowParams row_params(const SamplingParams& params, uint64_t position);
+// The row's penalty entries (unique ids, ascending): every token of prompt and output
+// when the repetition penalty is on, and the output tokens with their counts when a
+// presence or frequency penalty is; `assumed` are tokens taken as emitted after
+// `output` (the drafts before a verify row). Empty when no penalty is on.
+std::vector<sampling::PenaltyEntry> penalty_entries(const SamplingParams& params, std::span<const int32_t> prompt,
+                                                    std::span<const int32_t> output,
+                                                    std::span<const int32_t> assumed = {});
+
+// Logprobs of the chosen token (and the top alternatives) under the raw logits, as
+// sample() reports them, for a token sampled elsewhere (on the device).
+void fill_logprobs(std::span<const float> logits, const SamplingParams& params, SampleResult& result);
 
 // Index of the largest value; the lowest index wins ties.
 int32_t argmax(std::span<const float> logits);
