@@ -51,6 +51,15 @@ struct DeviceBatch {
     CUdeviceptr prompt_rows = 0, generated_rows = 0;
   };
   RowSplit row_split[2];
+  // Prefill attention (ops_attention.cpp): the step's prompt rows as the tasks of
+  // kernels/attention/prefill_attention_mma.cu and the other rows for the decode
+  // kernel, built at first use for a (heads, kv_heads) layout.
+  struct AttentionPlan {
+    bool built = false;
+    int32_t heads = 0, kv_heads = 0, ctas = 0, generated = 0;
+    CUdeviceptr tasks = 0, generated_rows = 0;
+  };
+  AttentionPlan attention_plan;
 };
 
 class CudaBackend {
@@ -232,6 +241,14 @@ class CudaBackend {
                            CUdeviceptr x, int64_t m, CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
   std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
+
+  // Prefill attention (ops_attention.cpp): prompt rows through the tensor-core kernel,
+  // the others through the decode kernel.
+  Result<const DeviceBatch::AttentionPlan*> attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads);
+  Result<CUdeviceptr> upload_step_ints(const int32_t* data, size_t count);
+  memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries, CUdeviceptr rows,
+                                int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
+  std::vector<Kernel*> attention_smem_ready_;  // prefill attention kernels whose shared memory limit is raised
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).

@@ -1,18 +1,108 @@
-// Attention of the CUDA backend: RoPE fused with the paged-KV write, then split-KV
-// attention (fixed chunks of kChunk positions, kernels/attention/paged_attention.cu)
-// and the chunk merge.
+// Attention of the CUDA backend: RoPE fused with the paged-KV write (every row,
+// first), then per row by its prompt flag (memra_forward_batch.prompt_tokens), as the
+// matmul does:
+//  - prompt rows: the tensor-core prefill kernel (kernels/attention/
+//    prefill_attention_mma.cu, head_dim 64 or 128), whose rows are bitwise the same
+//    however the prompt is chunked and whatever else the step holds;
+//  - generated rows (decode, verify; every row when the flags are absent, for other
+//    head sizes, or with MEMRA_PREFILL_ATTENTION=0): split-KV attention (fixed chunks
+//    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
+//    over those rows only (a row list), bitwise what a decode-only step computes.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "host/backend_cuda/cu_error.hpp"
 #include "host/backend_cuda/cuda_backend.hpp"
+#include "kernels/attention/prefill_attention_plan.hpp"
 #include "kernels/rope/rope_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
 constexpr int32_t kChunk = 64;  // kAttnChunk in paged_attention.cu
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
+
+bool prefill_attention_enabled() {
+  const char* v = std::getenv("MEMRA_PREFILL_ATTENTION");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+int32_t chunks_of(int32_t pos, int32_t window) {
+  const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
+  return (pos - first + 1 + kChunk - 1) / kChunk;
+}
 }  // namespace
+
+// Step-scoped device copy of `count` int32 (staging + arena; recorded when a graph is
+// being recorded).
+Result<CUdeviceptr> CudaBackend::upload_step_ints(const int32_t* data, size_t count) {
+  const uint64_t bytes = std::max<uint64_t>(4, static_cast<uint64_t>(count) * 4u);
+  if (recording_ && !staging_->fits(bytes))
+    if (flush_recorded() != MEMRA_OK) return make_error(ErrorCode::internal, last_error_);
+  auto host = staging_->alloc(bytes);
+  if (!host) return host.error();
+  std::memcpy(*host, data, count * 4u);
+  auto dev = arena_->alloc(bytes);
+  if (!dev) return dev.error();
+  if (recording_) {
+    (void)record_copy(*dev, *host, bytes, true);
+  } else {
+    const CUresult r = cuMemcpyHtoDAsync(*dev, *host, bytes, ctx_.stream());
+    if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "attention plan upload"));
+  }
+  return *dev;
+}
+
+Result<const DeviceBatch::AttentionPlan*> CudaBackend::attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads) {
+  DeviceBatch::AttentionPlan& ap = db.attention_plan;
+  if (ap.built && ap.heads == heads && ap.kv_heads == kv_heads) return &ap;
+  const memra_forward_batch* b = db.source;
+  attn::PrefillPlan plan;
+  const std::string err = attn::build_prefill_plan(b->num_tokens, b->positions, b->seq_index, b->prompt_tokens, heads,
+                                                   kv_heads, plan);
+  if (!err.empty()) return make_error(ErrorCode::invalid_argument, "attention: " + err);
+  ap = DeviceBatch::AttentionPlan{};
+  ap.heads = heads;
+  ap.kv_heads = kv_heads;
+  ap.ctas = plan.ctas;
+  ap.generated = static_cast<int32_t>(plan.generated.size());
+  if (ap.ctas > 0) {
+    auto t = upload_step_ints(plan.tasks.data(), plan.tasks.size());
+    if (!t) return t.error();
+    ap.tasks = *t;
+    if (ap.generated > 0) {
+      auto g = upload_step_ints(plan.generated.data(), plan.generated.size());
+      if (!g) return g.error();
+      ap.generated_rows = *g;
+    }
+  }
+  ap.built = true;
+  return &ap;
+}
+
+// Split-KV decode attention over `entries` rows: rows[i] (or i when rows is 0).
+memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries,
+                                           CUdeviceptr rows, int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc,
+                                           CUdeviceptr vc, CUdeviceptr out) {
+  const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
+  const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = db.source->max_blocks_per_seq;
+  const uint64_t n = static_cast<uint64_t>(entries) * static_cast<uint64_t>(heads);
+  auto part_o = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
+  if (!part_o) return fail(part_o.error());
+  auto part_ml = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
+  if (!part_ml) return fail(part_ml.error());
+  // One block per (row, kv head, chunk) serves the kv head's whole q-head group.
+  const int32_t group = heads / kv_heads;
+  const unsigned shared = static_cast<unsigned>((group * (head_dim + kChunk) + 4 * 8 * 128) * 4);
+  if (shared > 48 * 1024) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+  const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
+  memra_status st = launch("attention", "memra_attention_chunk", group_rows, static_cast<unsigned>(max_chunks), 128, shared, q,
+                           kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables,
+                           max_blocks, p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows);
+  if (st != MEMRA_OK) return st;
+  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n), 1, 128, 0, *part_o, *part_ml, db.positions,
+                heads, head_dim, p->sliding_window, max_chunks, out, rows);
+}
 
 Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {
   // The table depends on every field: key on the struct's bytes (up to what the caller filled).
@@ -57,8 +147,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
     for (int64_t b = 0; b <= pos / kv_.block_size; ++b)
       if (table[b] < 0 || table[b] >= kv_.num_blocks) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad KV block id");
-    const int32_t first = p->sliding_window > 0 ? std::max(0, pos - p->sliding_window + 1) : 0;
-    max_chunks = std::max(max_chunks, (pos - first + 1 + kChunk - 1) / kChunk);
+    max_chunks = std::max(max_chunks, chunks_of(pos, p->sliding_window));
   }
   auto b = device_batch(batch);
   if (!b) return fail(b.error());
@@ -87,22 +176,34 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
                            db.block_tables, max_blocks, kc, vc, block_size);
   if (st != MEMRA_OK) return st;
 
-  const uint64_t rows = static_cast<uint64_t>(batch->num_tokens) * static_cast<uint64_t>(heads);
-  auto part_o = arena_->alloc(rows * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
-  if (!part_o) return fail(part_o.error());
-  auto part_ml = arena_->alloc(rows * static_cast<uint64_t>(max_chunks) * 2u * 4u);
-  if (!part_ml) return fail(part_ml.error());
-  // One block per (token, kv head, chunk) serves the kv head's whole q-head group.
-  const int32_t group = heads / kv_heads;
-  const unsigned shared = static_cast<unsigned>((group * (head_dim + kChunk) + 4 * 8 * 128) * 4);
-  if (shared > 48 * 1024) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
-  const unsigned group_rows = static_cast<unsigned>(batch->num_tokens) * static_cast<unsigned>(kv_heads);
-  st = launch("attention", "memra_attention_chunk", group_rows, static_cast<unsigned>(max_chunks), 128, shared,
-              dptr(q), kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables, max_blocks,
-              p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml);
-  if (st != MEMRA_OK) return st;
-  return launch("attention", "memra_attention_combine", static_cast<unsigned>(rows), 1, 128, 0, *part_o, *part_ml,
-                db.positions, heads, head_dim, p->sliding_window, max_chunks, dptr(out));
+  // Prompt rows to the prefill kernel, the others to the decode kernel.
+  const bool flagged = MEMRA_STRUCT_HAS(batch, memra_forward_batch, prompt_tokens) && batch->prompt_tokens;
+  const DeviceBatch::AttentionPlan* plan = nullptr;
+  if (flagged && prefill_attention_enabled() && (head_dim == 64 || head_dim == 128)) {
+    // device_batch hands out the step's (non-const) DeviceBatch; the plan is cached in it.
+    auto ap = attention_plan(const_cast<DeviceBatch&>(db), heads, kv_heads);
+    if (!ap) return fail(ap.error());
+    plan = *ap;
+  }
+  if (!plan || plan->ctas == 0) return decode_attention(p, db, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
+
+  const char* kernel = head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128";
+  const unsigned smem = 768u * static_cast<unsigned>(head_dim);  // prefill_attention_mma.cu
+  auto pk = modules_->kernel("attention_prefill", kernel);
+  if (!pk) return fail(pk.error());
+  if (std::find(attention_smem_ready_.begin(), attention_smem_ready_.end(), *pk) == attention_smem_ready_.end()) {
+    const CUresult r = cuFuncSetAttribute((*pk)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
+    if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (prefill attention shared memory)"));
+    attention_smem_ready_.push_back(*pk);
+  }
+  st = launch("attention_prefill", kernel, static_cast<unsigned>(plan->ctas), 1, static_cast<unsigned>(attn::kPrefillThreads),
+              smem, dptr(q), kc, vc, heads, kv_heads, block_size, db.positions, db.block_tables, max_blocks, p->scale,
+              p->sliding_window, p->logit_softcap, plan->tasks, dptr(out));
+  if (st != MEMRA_OK || plan->generated == 0) return st;
+  int32_t gen_chunks = 1;
+  for (int32_t t = 0; t < batch->num_tokens; ++t)
+    if (!batch->prompt_tokens[t]) gen_chunks = std::max(gen_chunks, chunks_of(batch->positions[t], p->sliding_window));
+  return decode_attention(p, db, plan->generated, plan->generated_rows, gen_chunks, dptr(q), kc, vc, dptr(out));
 }
 
 }  // namespace memra::backend::cuda

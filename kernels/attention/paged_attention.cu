@@ -4,6 +4,10 @@
 // (token, head) merges its chunks in chunk order. The chunking depends only on the
 // token's own position (and the sliding window), so a token's output is bitwise the
 // same in a prefill, a decode or a verify step and beside any other sequences.
+// `rows` (nullable) lists the token rows to compute (a step whose prompt rows run the
+// prefill kernel, prefill_attention_mma.cu): entry i of the launch is token rows[i]
+// (i itself when rows is NULL); part_o/part_ml are indexed by i. A row's arithmetic is
+// the same either way.
 #include <stdint.h>
 
 #include "kernels/common/reduce.cuh"
@@ -32,19 +36,21 @@ __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t pos
 // exp(s - m) over positions tid, tid+128, ... then the block reduction; the output
 // of dim i as four fmaf chains over the chunk's quarters (one per warp), added in
 // warp order.
-// part_o: [tokens*heads][max_chunks][head_dim]; part_ml: [tokens*heads][max_chunks][2].
+// part_o: [entries*heads][max_chunks][head_dim]; part_ml: [entries*heads][max_chunks][2].
 extern "C" __global__ void __launch_bounds__(kAttnThreads)
     memra_attention_chunk(const float* q, const float* k_cache, const float* v_cache, int32_t heads, int32_t kv_heads,
                           int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,
                           const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window,
-                          float softcap, int32_t max_chunks, float* part_o, float* part_ml) {
+                          float softcap, int32_t max_chunks, float* part_o, float* part_ml,
+                          const int32_t* rows) {
   extern __shared__ float smem[];
   __shared__ float scratch[32];
   const int group = heads / kv_heads;
   float* qs = smem;                          // [group][head_dim]
   float* scores = smem + group * head_dim;   // [group][kAttnChunk]
   const int64_t tk = blockIdx.x;
-  const int64_t t = tk / kv_heads;
+  const int64_t i_entry = tk / kv_heads;
+  const int64_t t = rows ? rows[i_entry] : i_entry;
   const int kvh = static_cast<int>(tk % kv_heads);
   const int h0 = kvh * group;                // the group's first q head
   const int32_t pos = positions[t];
@@ -160,14 +166,14 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
         if (i >= head_dim) continue;
         float sum = partial[(0 * 8 + gi) * 128 + il];
         for (int w = 1; w < kWarps; ++w) sum = __fadd_rn(sum, partial[(w * 8 + gi) * 128 + il]);
-        const int64_t part = (t * heads + h0 + g0 + gi) * max_chunks + chunk;
+        const int64_t part = (i_entry * heads + h0 + g0 + gi) * max_chunks + chunk;
         part_o[part * head_dim + i] = sum;
       }
       __syncthreads();  // partial is reused by the next dims / head group
     }
     if (threadIdx.x == 0) {
       for (int gi = 0; gi < gn; ++gi) {
-        const int64_t part = (t * heads + h0 + g0 + gi) * max_chunks + chunk;
+        const int64_t part = (i_entry * heads + h0 + g0 + gi) * max_chunks + chunk;
         part_ml[part * 2] = ms[gi];
         part_ml[part * 2 + 1] = ls[gi];
       }
@@ -175,12 +181,13 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   }
 }
 
-// grid (tokens * heads), kAttnThreads threads. out: [tokens][heads * head_dim].
+// grid (entries * heads), kAttnThreads threads. out: [tokens][heads * head_dim].
 extern "C" __global__ void __launch_bounds__(kAttnThreads)
     memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
-                            int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out) {
+                            int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out,
+                            const int32_t* rows) {
   const int64_t th = blockIdx.x;
-  const int64_t t = th / heads;
+  const int64_t t = rows ? rows[th / heads] : th / heads;
   const int h = static_cast<int>(th % heads);
   const int32_t pos = positions[t];
   const int32_t n = pos - first_position(pos, sliding_window) + 1;
