@@ -496,3 +496,55 @@ TEST(PipelineCpu, MicrobatchedStepsEqualWholeBatchSteps) {
   EXPECT_TRUE(bitwise_equal(whole, run(3, 3))) << "3 stages, 3 micro-batches";
   EXPECT_TRUE(bitwise_equal(whole, run(2, 4))) << "2 stages, 4 micro-batches (one sequence each)";
 }
+
+// Rolling steps: two sequences in two step slots, each issued while the other's step
+// is pending (step_issue / step_collect), against each sequence run alone on one
+// backend. Same rows bit for bit; slots other than 0/1 are refused; an idle slot
+// collects nothing.
+TEST(PipelineCpu, RollingStepsInTwoSlotsGiveOneBackendsRows) {
+  SKIP_WITHOUT_FIXTURE("qwen3");
+  const std::vector<int32_t> pa = test_prompt(23, 5), pb = test_prompt(9, 6);
+  constexpr int kSteps = 6;
+  auto single = make_engine(open_source("qwen3"), 1);
+  ASSERT_TRUE(single);
+  const auto want_a = prefill_and_decode(*single, pa, kSteps);
+  const auto want_b = prefill_and_decode(*single, pb, kSteps);
+
+  auto e = make_engine(open_source("qwen3"), 2);
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(e->step_issue({}, 0).ok());
+  const int32_t sa = e->open_sequence(), sb = e->open_sequence();
+  const int32_t seqs[2] = {sa, sb};
+  StepRequest bad{sa, pa, false, true};
+  EXPECT_FALSE(e->step_issue({&bad, 1}, 2).ok());
+  std::vector<std::vector<float>> got[2];
+  std::unique_ptr<PendingStep> flight[2];
+  StepRequest first[2] = {{sa, pa, true, true}, {sb, pb, true, true}};
+  int32_t next_token[2] = {0, 0};
+  for (int g = 0; g < 2; ++g) {
+    auto p = e->step_issue({&first[g], 1}, g);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    flight[g] = std::move(*p);
+  }
+  for (int round = 0; round < kSteps; ++round) {
+    for (int g = 0; g < 2; ++g) {
+      auto rows = e->step_collect(*flight[g]);
+      ASSERT_TRUE(rows.ok()) << rows.error().message;
+      for (auto& r : *rows) got[g].push_back(std::move(r));
+      next_token[g] = argmax(got[g].back());
+      StepRequest d{seqs[g], {&next_token[g], 1}, false};
+      auto p = e->step_issue({&d, 1}, g);  // while the other group's step is pending
+      ASSERT_TRUE(p.ok()) << p.error().message;
+      flight[g] = std::move(*p);
+    }
+  }
+  for (int g = 0; g < 2; ++g) {
+    auto rows = e->step_collect(*flight[g]);
+    ASSERT_TRUE(rows.ok());
+    got[g].push_back((*rows)[0]);
+  }
+  ASSERT_EQ(got[0].size(), want_a.size());
+  ASSERT_EQ(got[1].size(), want_b.size());
+  for (size_t i = 0; i < want_a.size(); ++i) EXPECT_EQ(got[0][i], want_a[i]) << "sequence A row " << i;
+  for (size_t i = 0; i < want_b.size(); ++i) EXPECT_EQ(got[1][i], want_b[i]) << "sequence B row " << i;
+}
