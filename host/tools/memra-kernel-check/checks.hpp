@@ -35,6 +35,9 @@ void check_gemm(Device& d, Report& r, const CheckOptions& o);
 void check_embedding_gather(Device& d, Report& r, const CheckOptions& o);
 void check_elementwise(Device& d, Report& r, const CheckOptions& o);
 void check_attention(Device& d, Report& r, const CheckOptions& o);
+// Prefill attention on prompt rows (check_prefill_attention.cpp): bounds, chunking
+// invariance bit checks, mixed steps, MEMRA_PREFILL_ATTENTION=0.
+void check_prefill_attention(Device& d, Report& r, const CheckOptions& o);
 // CUDA step graphs (MEMRA_CUDA_GRAPH): captured and replayed steps bitwise == eager.
 void check_step_graph(Device& d, Report& r, const CheckOptions& o);
 // Kernel services and NVRTC; may create extra backends.
@@ -46,6 +49,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_matmul(d, r, o);
   check_gemm(d, r, o);
   check_attention(d, r, o);
+  check_prefill_attention(d, r, o);
   check_step_graph(d, r, o);
   check_services(d, r, o);
 }
