@@ -122,6 +122,9 @@ void Scheduler::admit_locked() {
     }
     stats_.prefix_hit_tokens += job.prompt_done;
     stats_.prompt_tokens += static_cast<int64_t>(job.req.prompt.size());
+    int64_t in_group[2] = {0, 0};
+    for (const auto& r : running_) ++in_group[r->group & 1];
+    job.group = in_group[1] < in_group[0] ? 1 : 0;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
@@ -143,101 +146,177 @@ void Scheduler::update_stats_locked() {
   stats_.prefix_cache_blocks = engine_.prefix_cache().entries();
 }
 
-void Scheduler::run() {
-  std::unique_lock<std::mutex> lock(mu_);
+void Scheduler::cancel_locked() {
+  // A client went away: free its KV within this iteration (a job in flight once its step is collected).
+  for (auto& j : running_)
+    if (!j->in_flight && j->handle->cancelled_.load()) finish(*j, FinishReason::cancelled);
+  std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+  for (auto& j : waiting_)
+    if (j->handle->cancelled_.load()) j->handle->publish(nullptr, FinishReason::cancelled, {});
+  std::erase_if(waiting_, [](const auto& j) { return j->handle->cancelled_.load(); });
+}
+
+Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mutex>& lock) {
+  Flight f;
+  auto member = [&](const Job& j) { return !j.in_flight && (group < 0 || j.group == group); };
+  std::vector<Job*> decoding;
+  for (auto& j : running_)
+    if (member(*j) && j->prompt_done >= static_cast<int64_t>(j->req.prompt.size())) decoding.push_back(j.get());
+  const bool speculate = options_.make_drafter && static_cast<int64_t>(running_.size()) <= options_.spec_max_batch;
+  if (speculate) {
+    // Drafts take at most half of the step budget the decode tokens leave, so
+    // prompts waiting for prefill keep moving.
+    const int64_t n = static_cast<int64_t>(decoding.size());
+    const int64_t cap = n == 0 ? 0 : std::max<int64_t>(0, options_.max_step_tokens - n) / (2 * n);
+    // Drafting may run a draft model: outside the lock. Only this thread touches running jobs.
+    lock.unlock();
+    draft_all(decoding, static_cast<int>(std::min<int64_t>(options_.spec_k, cap)));
+    lock.lock();
+  }
+  int64_t budget = options_.max_step_tokens;
+  for (Job* j : decoding) {
+    if (!speculate) j->feed.assign(1, j->output.back());
+    f.reqs.push_back({j->seq, j->feed, j->feed.size() > 1, false});
+    f.jobs.push_back(j);
+    f.chunk.push_back(0);
+    budget -= static_cast<int64_t>(j->feed.size());
+  }
+  for (auto& j : running_) {
+    if (!member(*j)) continue;
+    const int64_t left = static_cast<int64_t>(j->req.prompt.size()) - j->prompt_done;
+    if (left <= 0) continue;
+    if (budget <= 0 && !f.reqs.empty()) break;
+    const int64_t n = std::min(left, std::max<int64_t>(1, budget));
+    f.reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false, /*prompt=*/true});
+    f.jobs.push_back(j.get());
+    f.chunk.push_back(n);
+    budget -= n;
+  }
+  return f;
+}
+
+void Scheduler::complete_step(Flight& f, Result<std::vector<std::vector<float>>> out) {
+  ++stats_.steps;
+  if (!out) {
+    for (Job* j : f.jobs) finish(*j, FinishReason::error, out.error().message);
+    return;
+  }
+  size_t row = 0;  // rows come request by request; a verify request has one per fed token
+  for (size_t i = 0; i < f.jobs.size(); ++i) {
+    Job& j = *f.jobs[i];
+    const size_t n_rows = f.reqs[i].all_logits ? f.reqs[i].tokens.size() : 1;
+    std::vector<std::vector<float>> rows;
+    for (size_t r = 0; r < n_rows; ++r) rows.push_back(std::move((*out)[row + r]));
+    row += n_rows;
+    if (f.chunk[i] > 0) {
+      j.feed.clear();
+      j.prompt_done += f.chunk[i];
+      if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
+      if (!j.req.cache_namespace.empty())
+        engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
+    }
+    const FinishReason end = consume(j, rows);
+    if (end != FinishReason::none) finish(j, end);
+  }
+}
+
+void Scheduler::rebalance_locked(int32_t group) {
+  // Finished sequences can leave one group much larger: move the surplus (none of it
+  // in flight: the group's step was just collected) to the other group.
+  int64_t n[2] = {0, 0};
+  for (const auto& j : running_) ++n[j->group & 1];
+  int64_t surplus = (n[group] - n[group ^ 1]) / 2;
+  for (auto& j : running_)
+    if (surplus > 0 && j->group == group && !j->in_flight) {
+      j->group = group ^ 1;
+      --surplus;
+    }
+}
+
+void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
+  std::unique_ptr<Flight> flights[2];
+  int32_t group = 0;
   while (true) {
     cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
     if (stop_) break;
-
-    // Cancellations (a client went away): free their KV within this iteration.
-    for (auto& j : running_)
-      if (j->handle->cancelled_.load()) finish(*j, FinishReason::cancelled);
-    std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
-    for (auto& j : waiting_)
-      if (j->handle->cancelled_.load()) j->handle->publish(nullptr, FinishReason::cancelled, {});
-    std::erase_if(waiting_, [](const auto& j) { return j->handle->cancelled_.load(); });
-
+    cancel_locked();
     admit_locked();
     if (running_.empty()) {
       update_stats_locked();
       if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(5));
       continue;
     }
-
-    // One step: decode tokens first (the last token, plus drafts when speculating),
-    // then prefill chunks within the budget.
-    std::vector<Job*> decoding;
-    for (auto& j : running_)
-      if (j->prompt_done >= static_cast<int64_t>(j->req.prompt.size())) decoding.push_back(j.get());
-    const bool speculate = options_.make_drafter && static_cast<int64_t>(running_.size()) <= options_.spec_max_batch;
-    if (speculate) {
-      // Drafts take at most half of the step budget the decode tokens leave, so
-      // prompts waiting for prefill keep moving.
-      const int64_t n = static_cast<int64_t>(decoding.size());
-      const int64_t cap = n == 0 ? 0 : std::max<int64_t>(0, options_.max_step_tokens - n) / (2 * n);
-      // Drafting may run a draft model: outside the lock. Only this thread touches running jobs.
+    // This group's previous step first (the other group's stays in flight meanwhile),
+    // then its next step, issued before the other group's is collected.
+    if (std::unique_ptr<Flight> f = std::move(flights[group])) {
       lock.unlock();
-      draft_all(decoding, static_cast<int>(std::min<int64_t>(options_.spec_k, cap)));
+      auto out = engine_.step_collect(*f->pending);
       lock.lock();
+      for (Job* j : f->jobs) j->in_flight = false;
+      complete_step(*f, std::move(out));
+      std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+      cancel_locked();
+      update_stats_locked();  // before the lock is next released: what was just published is counted
     }
-    std::vector<StepRequest> reqs;
-    std::vector<Job*> jobs;
-    std::vector<int64_t> chunk;  // prompt tokens fed per job (0 = decode)
-    int64_t budget = options_.max_step_tokens;
-    for (Job* j : decoding) {
-      if (!speculate) j->feed.assign(1, j->output.back());
-      reqs.push_back({j->seq, j->feed, j->feed.size() > 1, false});
-      jobs.push_back(j);
-      chunk.push_back(0);
-      budget -= static_cast<int64_t>(j->feed.size());
-    }
-    for (auto& j : running_) {
-      const int64_t left = static_cast<int64_t>(j->req.prompt.size()) - j->prompt_done;
-      if (left <= 0) continue;
-      if (budget <= 0 && !reqs.empty()) break;
-      const int64_t n = std::min(left, std::max<int64_t>(1, budget));
-      reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false, /*prompt=*/true});
-      jobs.push_back(j.get());
-      chunk.push_back(n);
-      budget -= n;
-    }
-
-    lock.unlock();
-    const auto step_start = std::chrono::steady_clock::now();
-    auto out = engine_.step(reqs);
-    const double step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    lock.lock();
-    ++stats_.steps;
-    // Decode-only steps teach the speculation fallback what one more token costs.
-    if (out && std::all_of(chunk.begin(), chunk.end(), [](int64_t c) { return c == 0; })) {
-      int64_t tokens = 0;
-      for (const StepRequest& r : reqs) tokens += static_cast<int64_t>(r.tokens.size());
-      step_costs_.observe(tokens, step_seconds);
-    }
-
-    if (!out) {
-      for (Job* j : jobs) finish(*j, FinishReason::error, out.error().message);
-    } else {
-      size_t row = 0;  // rows come request by request; a verify request has one per fed token
-      for (size_t i = 0; i < jobs.size(); ++i) {
-        Job& j = *jobs[i];
-        const size_t n_rows = reqs[i].all_logits ? reqs[i].tokens.size() : 1;
-        std::vector<std::vector<float>> rows;
-        for (size_t r = 0; r < n_rows; ++r) rows.push_back(std::move((*out)[row + r]));
-        row += n_rows;
-        if (chunk[i] > 0) {
-          j.feed.clear();
-          j.prompt_done += chunk[i];
-          if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
-          if (!j.req.cache_namespace.empty())
-            engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
-        }
-        const FinishReason end = consume(j, rows);
-        if (end != FinishReason::none) finish(j, end);
+    rebalance_locked(group);
+    auto next = std::make_unique<Flight>(plan_step(group, lock));
+    if (!next->reqs.empty()) {
+      lock.unlock();
+      auto pending = engine_.step_issue(next->reqs, group);
+      lock.lock();
+      if (!pending) {
+        complete_step(*next, pending.error());
+      } else {
+        next->pending = std::move(*pending);
+        for (Job* j : next->jobs) j->in_flight = true;
+        flights[group] = std::move(next);
       }
     }
+    group ^= 1;
     std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
     update_stats_locked();
+  }
+  // Shutting down: let the steps in flight finish before their sequences close.
+  for (auto& f : flights) {
+    if (!f) continue;
+    lock.unlock();
+    (void)engine_.step_collect(*f->pending);
+    lock.lock();
+    for (Job* j : f->jobs) j->in_flight = false;
+  }
+}
+
+void Scheduler::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (options_.pipeline_groups > 1) {
+    run_rolling(lock);
+  } else {
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
+      if (stop_) break;
+      cancel_locked();
+      admit_locked();
+      if (running_.empty()) {
+        update_stats_locked();
+        if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(5));
+        continue;
+      }
+      Flight f = plan_step(-1, lock);
+      lock.unlock();
+      const auto step_start = std::chrono::steady_clock::now();
+      auto out = engine_.step(f.reqs);
+      const double step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      lock.lock();
+      // Decode-only steps teach the speculation fallback what one more token costs.
+      if (out && std::all_of(f.chunk.begin(), f.chunk.end(), [](int64_t c) { return c == 0; })) {
+        int64_t tokens = 0;
+        for (const StepRequest& r : f.reqs) tokens += static_cast<int64_t>(r.tokens.size());
+        step_costs_.observe(tokens, step_seconds);
+      }
+      complete_step(f, std::move(out));
+      std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+      update_stats_locked();
+    }
   }
   for (auto& j : running_) finish(*j, FinishReason::cancelled, "the server is shutting down");
   for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::cancelled, "the server is shutting down");

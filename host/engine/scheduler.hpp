@@ -50,6 +50,11 @@ struct SchedulerOptions {
   int spec_k = 4;                  // drafts per verify step (at most half the step budget the decode tokens leave)
   SpecPolicy spec_policy{};        // the per-sequence fallback
   int64_t spec_max_batch = 4;      // no speculation while more sequences than this run
+  // Rolling groups (a pipeline of stages): 2 splits the running sequences into two
+  // groups whose steps alternate in the engine's two step slots, each group's next
+  // step issued while the other's is still running (Engine::step_issue), so stage 0
+  // works on one group while stage 1 works on the other. 1 = one step at a time.
+  int32_t pipeline_groups = 1;
   // Tests only: may alter a sequence's verify-step rows (to prove the gates have teeth).
   std::function<void(std::vector<std::vector<float>>&)> verify_hook{};
 };
@@ -150,7 +155,24 @@ class Scheduler {
     SpecGate gate;
     std::vector<int32_t> feed;        // this step's decode tokens: the last one + drafts
     int64_t drafted = 0, accepted = 0;
+    int32_t group = 0;                // rolling groups: which slot's steps carry it
+    bool in_flight = false;           // in an issued, not yet collected step
   };
+  // One engine step: what was fed for whom, and (rolling) its pending result.
+  struct Flight {
+    std::vector<StepRequest> reqs;
+    std::vector<Job*> jobs;
+    std::vector<int64_t> chunk;       // prompt tokens fed per job (0 = decode)
+    std::unique_ptr<PendingStep> pending;
+  };
+  // Builds the next step for the running jobs of `group` (-1: all): decode tokens first
+  // (the last token, plus drafts when speculating), then prefill chunks within the budget.
+  Flight plan_step(int32_t group, std::unique_lock<std::mutex>& lock);
+  // Takes a step's result: samples, publishes, finishes what ended.
+  void complete_step(Flight& flight, Result<std::vector<std::vector<float>>> out);
+  void cancel_locked();               // cancelled jobs that are not in flight
+  void rebalance_locked(int32_t group);
+  void run_rolling(std::unique_lock<std::mutex>& lock);
   void run();
   void admit_locked();
   void update_stats_locked();

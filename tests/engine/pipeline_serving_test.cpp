@@ -1,5 +1,6 @@
 // Serving across pipeline stages: the continuous-batching scheduler over a pipeline
-// engine (CPU stages; whole steps and micro-batched steps) gives every request the
+// engine (CPU stages; whole steps, micro-batched steps and rolling groups whose steps
+// alternate in the engine's two step slots) gives every request the
 // tokens and logprobs it gets over one backend, with chunked prefill, a prefix-cache
 // hit on the second round, and speculative decoding.
 #include <gtest/gtest.h>
@@ -49,11 +50,14 @@ SequenceRequest request(int v) {
 }
 
 // Two rounds of 8 concurrent requests (the second round hits the prefix cache).
-std::vector<Outcome> serve(Engine& e, bool speculative) {
+std::vector<Outcome> serve(Engine& e, bool speculative, int32_t groups = 1) {
   SchedulerOptions so;
+  so.pipeline_groups = groups;
   so.max_step_tokens = 11;  // chunked prefill
   so.max_running = 8;
   if (speculative) {
+    // Room for drafts beside 4 decoding sequences (a group of 8 split in two).
+    so.max_step_tokens = 48;
     so.make_drafter = [] { return std::make_unique<NgramDrafter>(); };
     so.spec_policy.adaptive = false;
     so.spec_max_batch = 8;
@@ -79,13 +83,16 @@ TEST(PipelineServing, SchedulerGivesOneBackendsTokens) {
   int64_t cached = 0;
   for (size_t i = 8; i < ref.size(); ++i) cached += ref[i].cached;
   EXPECT_GT(cached, 0) << "the second round should hit the prefix cache";
-  for (auto [stages, micro] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 3}}) {
+  struct Case {
+    int32_t stages, micro, groups;
+  };
+  for (auto [stages, micro, groups] : {Case{2, 1, 1}, Case{2, 2, 1}, Case{3, 3, 1}, Case{2, 1, 2}, Case{1, 1, 2}}) {
     auto pp = load(stages, micro);
     ASSERT_TRUE(pp);
-    const auto got = serve(*pp, false);
+    const auto got = serve(*pp, false, groups);
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) {
-      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << micro << " micro-batches: request " << i;
+      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << micro << " micro-batches, " << groups << " groups: request " << i;
       EXPECT_EQ(got[i].cached, ref[i].cached) << "request " << i;
     }
   }
@@ -97,12 +104,14 @@ TEST(PipelineServing, SpeculativeServingAcrossStagesGivesPlainTokens) {
   auto pp = load(2, 2);
   ASSERT_TRUE(one && pp);
   const auto plain = serve(*one, false);
-  const auto spec = serve(*pp, true);
-  ASSERT_EQ(spec.size(), plain.size());
-  int64_t drafted = 0;
-  for (size_t i = 0; i < plain.size(); ++i) {
-    EXPECT_TRUE(spec[i] == plain[i]) << "request " << i;
-    drafted += spec[i].drafted;
+  for (int32_t groups : {1, 2}) {
+    const auto spec = serve(*pp, true, groups);
+    ASSERT_EQ(spec.size(), plain.size());
+    int64_t drafted = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_TRUE(spec[i] == plain[i]) << groups << " groups: request " << i;
+      drafted += spec[i].drafted;
+    }
+    EXPECT_GT(drafted, 0) << groups << " groups: no verify step ran: the test would not cover speculation";
   }
-  EXPECT_GT(drafted, 0) << "no verify step ran: the test would not cover speculation";
 }
