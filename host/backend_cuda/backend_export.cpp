@@ -144,12 +144,19 @@ memra_status api_prepare_batch(memra_cuda_backend* b, const memra_forward_batch*
 
 memra_status api_begin_step_slot(memra_cuda_backend* b, int32_t slot) { return MEMRA_GUARD(b, begin_step_slot(slot)); }
 memra_status api_wait_logits(memra_cuda_backend* b, int32_t slot) { return MEMRA_GUARD(b, wait_logits(slot)); }
+memra_status api_sample_rows(memra_cuda_backend* b, const memra_cuda_sample_request* r, int32_t* tokens) {
+  return MEMRA_GUARD(b, sample_rows(r, tokens));
+}
+memra_status api_logits_rows(memra_cuda_backend* b, const int32_t* rows, int32_t n, float* dst) {
+  return MEMRA_GUARD(b, logits_rows_to_host(rows, n, dst));
+}
 
 const memra_cuda_backend_api kApi = {
     MEMRA_CUDA_BACKEND_API_STRUCT_SIZE, MEMRA_CUDA_BACKEND_API_VERSION,
     api_create, api_destroy, api_last_error, api_device_info, api_upload, api_kv, api_ops, api_begin_step, api_copy_kv,
     api_alloc, api_free, api_h2d, api_d2h, api_sync, api_module_load, api_module_compile, api_kernel_get,
     api_kernel_launch, api_cache_hit, api_copy_from_backend, api_prepare_batch, api_begin_step_slot, api_wait_logits,
+    api_sample_rows, api_logits_rows,
 };
 
 }  // namespace

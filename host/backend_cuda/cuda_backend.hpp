@@ -119,6 +119,9 @@ class CudaBackend {
                          memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Device sampling (ops_sampling.cpp, cuda_backend_api.h sample_rows).
+  memra_status sample_rows(const memra_cuda_sample_request* request, int32_t* tokens);
+  memra_status logits_rows_to_host(const int32_t* rows, int32_t n, float* dst);
 
  private:
   template <class... A>
@@ -241,6 +244,10 @@ class CudaBackend {
                            CUdeviceptr x, int64_t m, CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
   std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
+  // The logits tensor of this step's logits_output, kept on the device for sample_rows
+  // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.
+  CUdeviceptr kept_logits_ = 0;
+  int64_t kept_rows_ = 0, kept_vocab_ = 0;
 
   // Prefill attention (ops_attention.cpp): prompt rows through the tensor-core kernel,
   // the others through the decode kernel.

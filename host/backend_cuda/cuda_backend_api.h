@@ -42,6 +42,42 @@ typedef struct memra_cuda_kv_config {
 } memra_cuda_kv_config;
 #define MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_kv_config, num_blocks)
 
+/* Device sampling (sample_rows): one row's parameters, the layout of
+ * memra::sampling::RowParams (kernels/sampling/sampling_math.cuh). */
+typedef struct memra_cuda_sample_params {
+  float temperature;         /* 0: argmax */
+  int32_t top_k;             /* <= 0 or >= vocab: off */
+  float top_p;               /* >= 1: off */
+  float min_p;               /* <= 0: off */
+  float repetition_penalty;  /* 1: off */
+  float presence_penalty;
+  float frequency_penalty;
+  uint32_t reserved;
+  uint64_t seed;
+  uint64_t position;         /* the draw is keyed by (seed, position) */
+} memra_cuda_sample_params;
+
+/* A token of a row's history: count = (occurrences in the output << 1) | 1 when the
+ * token is in the prompt or output (memra::sampling::PenaltyEntry). Ids are unique per row. */
+typedef struct memra_cuda_penalty {
+  int32_t id;
+  int32_t count;
+} memra_cuda_penalty;
+
+typedef struct memra_cuda_sample_request {
+  size_t struct_size;
+  /* Device [rows][vocab] f32 logits, or NULL for the logits tensor this step's
+   * logits_output kept on the device (valid until the next begin_step). */
+  const float* logits;
+  int64_t vocab;                            /* with logits NULL: 0 or the kept tensor's */
+  int32_t num_samples;
+  const int32_t* rows;                      /* [num_samples] logits row of each sample */
+  const memra_cuda_sample_params* params;   /* [num_samples] */
+  const int32_t* penalty_offsets;           /* [num_samples + 1] into penalties */
+  const memra_cuda_penalty* penalties;      /* [penalty_offsets[num_samples]] */
+} memra_cuda_sample_request;
+#define MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_sample_request, penalties)
+
 typedef struct memra_cuda_backend_api {
   size_t struct_size;
   uint32_t version; /* MEMRA_CUDA_BACKEND_API_VERSION */
@@ -106,8 +142,16 @@ typedef struct memra_cuda_backend_api {
    * host logits. The stream runs all work in the order it was issued. */
   memra_status (*begin_step_slot)(memra_cuda_backend* b, int32_t slot);
   memra_status (*wait_logits)(memra_cuda_backend* b, int32_t slot);
+  /* Device sampling (kernels/sampling; docs/ARCHITECTURE.md "Sampling"): the canonical
+   * sampler on each requested row, one int32 token per sample written to `tokens`
+   * (host memory), bit-identical to the CPU reference. A step whose batch->logits is
+   * NULL copies nothing in logits_output and keeps the logits tensor on the device for
+   * this call and logits_rows_to_host (until the next begin_step; not in slot steps). */
+  memra_status (*sample_rows)(memra_cuda_backend* b, const memra_cuda_sample_request* request, int32_t* tokens);
+  /* Copies rows of that kept logits tensor to host memory: dst is [n][vocab] floats. */
+  memra_status (*logits_rows_to_host)(memra_cuda_backend* b, const int32_t* rows, int32_t n, float* dst);
 } memra_cuda_backend_api;
-#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, wait_logits)
+#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, logits_rows_to_host)
 /* The smallest table a host accepts (the first API 1 modules); later entries are optional. */
 #define MEMRA_CUDA_BACKEND_API_MIN_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
 

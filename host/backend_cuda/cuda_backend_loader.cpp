@@ -143,4 +143,24 @@ Status CudaBackendHandle::wait_logits(int32_t slot) {
   return {};
 }
 
+bool CudaBackendHandle::has_device_sampling() const {
+  return MEMRA_STRUCT_HAS(api_, memra_cuda_backend_api, logits_rows_to_host) && api_->sample_rows && api_->logits_rows_to_host;
+}
+
+Status CudaBackendHandle::sample_rows(const memra_cuda_sample_request& request, int32_t* tokens) {
+  if (!has_device_sampling())
+    return make_error(ErrorCode::unsupported, "the CUDA backend module is too old for device sampling (no sample_rows); rebuild it with this host");
+  const memra_status st = api_->sample_rows(backend_, &request, tokens);
+  if (st != MEMRA_OK) return error(st, "sampling on the GPU");
+  return {};
+}
+
+Status CudaBackendHandle::logits_rows_to_host(const int32_t* rows, int32_t n, float* dst) {
+  if (!has_device_sampling())
+    return make_error(ErrorCode::unsupported, "the CUDA backend module is too old for device sampling (no logits_rows_to_host); rebuild it with this host");
+  const memra_status st = api_->logits_rows_to_host(backend_, rows, n, dst);
+  if (st != MEMRA_OK) return error(st, "copying logits rows from the GPU");
+  return {};
+}
+
 }  // namespace memra::backend

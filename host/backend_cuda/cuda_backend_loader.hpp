@@ -55,6 +55,11 @@ class CudaBackendHandle {
   // older module.
   Status begin_step_slot(int32_t slot);
   Status wait_logits(int32_t slot);
+  // Device sampling (cuda_backend_api.h sample_rows): whether the module has it, the
+  // tokens of the requested rows, and rows of the kept logits tensor on the host.
+  bool has_device_sampling() const;
+  Status sample_rows(const memra_cuda_sample_request& request, int32_t* tokens);
+  Status logits_rows_to_host(const int32_t* rows, int32_t n, float* dst);
   // A failed memra_status as an Error carrying the backend's last_error.
   Error error(memra_status st, const std::string& what) const;
 

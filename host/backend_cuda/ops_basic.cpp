@@ -108,6 +108,14 @@ memra_status CudaBackend::gather_logit_rows(const memra_tensor* x, const memra_f
 
 memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
   const uint64_t bytes = static_cast<uint64_t>(tensor_numel(logits)) * 4u;
+  // Kept on the device for sample_rows / logits_rows_to_host (ops_sampling.cpp).
+  kept_logits_ = dptr(logits);
+  kept_vocab_ = tensor_last_dim(logits);
+  kept_rows_ = tensor_numel(logits) / std::max<int64_t>(1, kept_vocab_);
+  if (!batch->logits && !async_logits_) {
+    // No host copy wanted (the engine samples on the device): end the step without a wait.
+    return recording() ? run_step_graph() : MEMRA_OK;
+  }
   // A slot step (pipeline stages): queue the copy, wait_logits(slot) collects it.
   if (async_logits_) return queue_logits(dptr(logits), batch->logits, bytes);
   if (recording() && !staging_->fits(bytes))

@@ -43,6 +43,10 @@ void check_step_graph(Device& d, Report& r, const CheckOptions& o);
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);
 
+// Device sampling (check_sampling.cpp): device token == CPU reference token, bitwise
+// memra_exp and Philox, a row's token alone == among 16 rows.
+void check_sampling(Device& d, Report& r, const CheckOptions& o);
+
 inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_embedding_gather(d, r, o);
   check_elementwise(d, r, o);
@@ -52,6 +56,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_prefill_attention(d, r, o);
   check_step_graph(d, r, o);
   check_services(d, r, o);
+  check_sampling(d, r, o);
 }
 
 // The weight dtype a scheme is uploaded with (f32/f16/bf16, else ggml blocks), and its

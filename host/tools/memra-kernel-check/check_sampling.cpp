@@ -1,0 +1,213 @@
+// Device sampling (kernels/sampling/sampling.cu) against the canonical CPU reference:
+// the device token must EQUAL the reference token for every row and parameter set
+// (random and adversarial rows, small vocabularies and 151936), a row's token must not
+// depend on the other rows of the launch, and the shared arithmetic (memra_exp,
+// Philox) must give the host's bits on the device.
+#include <cmath>
+#include <cstring>
+
+#include "host/engine/philox.hpp"
+#include "host/tools/memra-kernel-check/checks.hpp"
+#include "kernels/sampling/sampling_ref.hpp"
+
+namespace memra::kcheck {
+namespace {
+
+using sampling::PenaltyEntry;
+using sampling::RowParams;
+
+memra_kernel* sampling_kernel(Device& d, const char* name) {
+  memra_kernel_module* m = nullptr;
+  d.check(d.api().kernel_module_load(d.backend(), "sampling", &m), "kernel_module_load(sampling)");
+  memra_kernel* k = nullptr;
+  d.check(d.api().kernel_get(d.backend(), m, name, &k), std::string("kernel_get(") + name + ")");
+  return k;
+}
+
+void launch_1d(Device& d, memra_kernel* k, int64_t n, void** args) {
+  memra_launch_config c{};
+  c.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
+  c.grid[0] = static_cast<uint32_t>(std::min<int64_t>((n + 255) / 256, 4096));
+  c.grid[1] = c.grid[2] = 1;
+  c.block[0] = 256;
+  c.block[1] = c.block[2] = 1;
+  d.check(d.api().kernel_launch(d.backend(), k, &c, args), "kernel_launch");
+}
+
+// Device tokens of `params.size()` samples of rows `rows` of the device tensor `logits`.
+std::vector<int32_t> device_tokens(Device& d, const memra_tensor& logits, int64_t vocab, const std::vector<int32_t>& rows,
+                                   const std::vector<RowParams>& params, const std::vector<std::vector<PenaltyEntry>>& pen) {
+  std::vector<int32_t> offsets{0};
+  std::vector<PenaltyEntry> flat;
+  for (const auto& p : pen) {
+    flat.insert(flat.end(), p.begin(), p.end());
+    offsets.push_back(static_cast<int32_t>(flat.size()));
+  }
+  memra_cuda_sample_request r{};
+  r.struct_size = MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE;
+  r.logits = static_cast<const float*>(logits.data);
+  r.vocab = vocab;
+  r.num_samples = static_cast<int32_t>(rows.size());
+  r.rows = rows.data();
+  r.params = reinterpret_cast<const memra_cuda_sample_params*>(params.data());
+  r.penalty_offsets = offsets.data();
+  r.penalties = reinterpret_cast<const memra_cuda_penalty*>(flat.data());
+  std::vector<int32_t> tokens(rows.size(), -1);
+  if (!MEMRA_STRUCT_HAS(&d.api(), memra_cuda_backend_api, logits_rows_to_host) || !d.api().sample_rows)
+    throw Failure("the backend module has no sample_rows");
+  d.check(d.api().sample_rows(d.backend(), &r, tokens.data()), "sample_rows");
+  return tokens;
+}
+
+// Rows of one flavour: "random" N(0,1)*3, "equal" (all the same), "inf" (random with
+// +-inf and NaN sprinkled), "huge" (+-3e38 and ordinary values), "ties" (few levels).
+std::vector<float> make_row(Rng& rng, int64_t vocab, const std::string& flavour) {
+  std::vector<float> x(static_cast<size_t>(vocab));
+  for (auto& v : x) v = rng.normal() * 3.0f;
+  if (flavour == "equal") std::fill(x.begin(), x.end(), 0.25f);
+  if (flavour == "ties")
+    for (auto& v : x) v = static_cast<float>(rng.uniform(0, 4));
+  if (flavour == "inf" || flavour == "huge") {
+    const int64_t specials = std::max<int64_t>(1, vocab / 50);
+    for (int64_t s = 0; s < specials; ++s) {
+      float& v = x[static_cast<size_t>(rng.uniform(0, static_cast<int>(vocab - 1)))];
+      const int kind = rng.uniform(0, 2);
+      if (flavour == "inf") v = kind == 0 ? INFINITY : kind == 1 ? -INFINITY : NAN;
+      else v = kind == 0 ? 3e38f : kind == 1 ? -3e38f : 1e30f;
+    }
+  }
+  return x;
+}
+
+}  // namespace
+
+void check_sampling(Device& d, Report& r, const CheckOptions& o) {
+  Rng rng(o.seed ^ 0x73616d70);
+  r.guard("sampling memra_exp device == host bitwise", [&] {
+    d.begin_step();
+    std::vector<float> x;
+    for (uint32_t u = 0; u < 0x42b40000u; u += o.quick ? 4099 : 257) {  // [0, 90]
+      float f;
+      std::memcpy(&f, &u, 4);
+      x.push_back(f);
+      x.push_back(-f * 1.16f);  // down to about -104.4
+    }
+    for (float f : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -104.0f, -103.9f, 88.72283935546875f, 88.7229f, -87.3f, -1e-30f})
+      x.push_back(f);
+    const memra_tensor xt = d.upload(x, {static_cast<int64_t>(x.size())});
+    memra_tensor out = d.tensor({static_cast<int64_t>(x.size())});
+    void* xd = xt.data;
+    int64_t n = static_cast<int64_t>(x.size());
+    void* args[] = {&xd, &n, &out.data};
+    launch_1d(d, sampling_kernel(d, "memra_sampling_exp_test"), n, args);
+    std::vector<float> ref(x.size());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = sampling::memra_exp(x[i]);
+    r.bitwise("sampling memra_exp device == host bitwise", compare(d.download(out), ref));
+  });
+  r.guard("sampling philox_uniform device == host/engine/philox.hpp", [&] {
+    d.begin_step();
+    const int64_t n = 4096;
+    std::vector<uint64_t> pos(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = i < n / 2 ? static_cast<uint64_t>(i) : (static_cast<uint64_t>(rng.bits()) << 32) | rng.bits();
+    // Positions travel as a float tensor's bytes (8 bytes = 2 floats each).
+    std::vector<float> raw(static_cast<size_t>(2 * n));
+    std::memcpy(raw.data(), pos.data(), pos.size() * 8);
+    const memra_tensor pt = d.upload(raw, {2 * n});
+    memra_tensor out = d.tensor({n});
+    uint64_t seed = 0x123456789abcdefull;
+    int64_t count = n;
+    void* pd = pt.data;
+    void* args[] = {&seed, &pd, &count, &out.data};
+    launch_1d(d, sampling_kernel(d, "memra_sampling_philox_test"), n, args);
+    std::vector<float> ref(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ref[static_cast<size_t>(i)] = engine::philox_uniform(seed, pos[static_cast<size_t>(i)]);
+    r.bitwise("sampling philox_uniform device == host/engine/philox.hpp", compare(d.download(out), ref));
+  });
+
+  const int64_t rows = 16;
+  std::vector<int64_t> vocabs = {1, 37, 1000, 1025, 32000, 151936};
+  if (o.quick) vocabs = {1, 37, 1025, 151936};
+  for (int64_t vocab : vocabs) {
+    for (const char* flavour : {"random", "equal", "inf", "huge", "ties"}) {
+      const std::string name = "sampling vocab=" + std::to_string(vocab) + " " + flavour + " device token == reference";
+      r.guard(name, [&] {
+        d.begin_step();
+        std::vector<float> all;
+        for (int64_t i = 0; i < rows; ++i) {
+          const std::vector<float> row = make_row(rng, vocab, flavour);
+          all.insert(all.end(), row.begin(), row.end());
+        }
+        const memra_tensor lt = d.upload(all, {rows, vocab});
+        std::vector<int32_t> row_ids(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i) row_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        int combos = 0, mismatches = 0;
+        std::string first_bad;
+        bool invariant = true;
+        const std::vector<float> temps = {0.0f, 0.7f, 1.0f, 1.5f};
+        const std::vector<int32_t> ks = {0, 1, 40, static_cast<int32_t>(std::max<int64_t>(1, vocab - 1))};
+        const std::vector<float> tps = {1.0f, 0.9f, 0.5f};
+        const std::vector<float> mps = {0.0f, 0.05f};
+        for (float t : temps)
+          for (int32_t k : ks)
+            for (float tp : tps)
+              for (float mp : mps)
+                for (int pen = 0; pen < 2; ++pen) {
+                  if (o.quick && vocab >= 32000 && (combos % 3) != 0) {
+                    ++combos;
+                    continue;
+                  }
+                  std::vector<RowParams> ps(static_cast<size_t>(rows));
+                  std::vector<std::vector<PenaltyEntry>> pens(static_cast<size_t>(rows));
+                  for (int64_t i = 0; i < rows; ++i) {
+                    RowParams& p = ps[static_cast<size_t>(i)];
+                    p = RowParams{};
+                    p.temperature = t;
+                    p.top_k = k;
+                    p.top_p = tp;
+                    p.min_p = mp;
+                    p.repetition_penalty = pen ? 1.3f : 1.0f;
+                    p.presence_penalty = pen ? 0.5f : 0.0f;
+                    p.frequency_penalty = pen ? 0.25f : 0.0f;
+                    p.seed = static_cast<uint64_t>(combos) * 7919u + 3;
+                    p.position = static_cast<uint64_t>(i) * 131u + static_cast<uint64_t>(combos);
+                    if (pen)
+                      for (int e = 0; e < 20 && e < vocab; ++e) {
+                        const int32_t id = static_cast<int32_t>((e * 7919 + i) % vocab);
+                        bool dup = false;
+                        for (const auto& x : pens[static_cast<size_t>(i)]) dup = dup || x.id == id;
+                        if (!dup) pens[static_cast<size_t>(i)].push_back({id, (e % 4) << 1 | (e % 3 != 0)});
+                      }
+                  }
+                  const std::vector<int32_t> got = device_tokens(d, lt, vocab, row_ids, ps, pens);
+                  for (int64_t i = 0; i < rows; ++i) {
+                    const auto& pe = pens[static_cast<size_t>(i)];
+                    const int32_t want = ref::sample_row(all.data() + i * vocab, vocab, ps[static_cast<size_t>(i)], pe.data(),
+                                                         static_cast<int32_t>(pe.size()));
+                    if (got[static_cast<size_t>(i)] != want) {
+                      ++mismatches;
+                      if (first_bad.empty())
+                        first_bad = "T=" + fmt(t) + " top_k=" + std::to_string(k) + " top_p=" + fmt(tp) + " min_p=" + fmt(mp) +
+                                    " penalties=" + std::to_string(pen) + " row " + std::to_string(i) + ": device " +
+                                    std::to_string(got[static_cast<size_t>(i)]) + ", reference " + std::to_string(want);
+                    }
+                  }
+                  // Batch invariance: one row alone, and the same row among others in another order.
+                  if (combos % 8 == 0) {
+                    const int64_t at = combos % rows;
+                    const std::vector<int32_t> alone =
+                        device_tokens(d, lt, vocab, {static_cast<int32_t>(at)}, {ps[static_cast<size_t>(at)]}, {pens[static_cast<size_t>(at)]});
+                    invariant = invariant && alone[0] == got[static_cast<size_t>(at)];
+                  }
+                  ++combos;
+                }
+        r.add(name, mismatches == 0,
+              mismatches == 0 ? std::to_string(combos) + " parameter sets x " + std::to_string(rows) + " rows equal"
+                              : std::to_string(mismatches) + " mismatches; first: " + first_bad);
+        r.add("sampling vocab=" + std::to_string(vocab) + " " + flavour + " bitwise row alone == among 16", invariant,
+              invariant ? "equal" : "a row's token depends on the other rows of the launch");
+      });
+    }
+  }
+}
+
+}  // namespace memra::kcheck
