@@ -188,7 +188,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   if (!plan || plan->ctas == 0) return decode_attention(p, db, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
 
   const char* kernel = head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128";
-  const unsigned smem = 768u * static_cast<unsigned>(head_dim);  // prefill_attention_mma.cu
+  const auto smem = static_cast<unsigned>(attn::prefill_attention_smem_bytes(head_dim));
   auto pk = modules_->kernel("attention_prefill", kernel);
   if (!pk) return fail(pk.error());
   if (std::find(attention_smem_ready_.begin(), attention_smem_ready_.end(), *pk) == attention_smem_ready_.end()) {

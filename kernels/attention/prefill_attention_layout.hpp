@@ -29,4 +29,10 @@ constexpr int kPrefillTaskRows = 8;
 
 static_assert(kPrefillTileN % kPrefillRows == 0, "a warp's rows must end in one tile");
 
+// Dynamic shared memory bytes for head_dim d: per warp a Q hi and lo plane [16][d]
+// bf16, then the K hi, K lo, V hi, V lo planes [kPrefillTileN][d] bf16 (96 KB at 128).
+constexpr int prefill_attention_smem_bytes(int d) {
+  return kPrefillWarps * 2 * kPrefillRows * d * 2 + 4 * kPrefillTileN * d * 2;
+}
+
 }  // namespace memra::attn

@@ -1,0 +1,304 @@
+// The prefill attention kernel's body (prefill_attention_mma.cu has the contract and
+// the design), written once against a small set of primitives `Ops` so that the same
+// code runs on the GPU (DeviceOps in prefill_attention_mma.cu: ldmatrix, mma.sync,
+// shuffles, barriers) and in a host emulation of a CTA (tests/cuda: 128 host threads,
+// the warp-collective primitives implemented from the PTX ISA's fragment layouts),
+// which checks the index math, the masks and the schedule without a GPU.
+//
+// Ops provides: int tid(), int cta(), uint32_t smem() (shared-memory byte address of
+// the dynamic buffer), st_shared_v4(addr, w0..w3), ldmatrix_x4(addr, r[4]),
+// ldmatrix_x4_trans(addr, r[4]), mma(d[4], a[4], b0, b1) (m16n8k16 bf16, f32 acc),
+// float shfl_xor(v, mask), sync() (the CTA barrier), split2(a, b, hi, lo) (bf16x2 hi
+// and lo words, a in the low half), load8(src, v[8]), store2(dst, x, y).
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/attention/prefill_attention_layout.hpp"
+
+#if defined(__CUDACC__)
+#define MEMRA_PA_FN __device__ __forceinline__
+#define MEMRA_PA_UNROLL _Pragma("unroll")
+#else
+#define MEMRA_PA_FN inline
+#define MEMRA_PA_UNROLL
+#endif
+
+namespace memra::attn {
+
+MEMRA_PA_FN int32_t pa_first_position(int32_t pos, int32_t window) {
+  return window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+}
+
+MEMRA_PA_FN int64_t pa_slot_offset(const int32_t* table, int32_t position, int32_t block_size, int64_t row_width) {
+  const int64_t block = table[position / block_size];
+  return (block * block_size + position % block_size) * row_width;
+}
+
+// Byte offset of 16-byte chunk c (8 bf16) of row r in a plane of D bf16 per row. The
+// xor spreads the 8 rows an ldmatrix phase reads (same logical chunk) over 8
+// distinct chunks of an aligned group of 8, i.e. all 32 banks.
+template <int D>
+MEMRA_PA_FN uint32_t pa_swz(int r, int c) {
+  return static_cast<uint32_t>(r * (D * 2) + ((c ^ (r & 7)) << 4));
+}
+
+// 8 consecutive floats into one 16-byte chunk of the hi plane and one of the lo plane.
+template <class Ops>
+MEMRA_PA_FN void pa_store_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const float (&v)[8]) {
+  uint32_t h[4], l[4];
+MEMRA_PA_UNROLL
+  for (int i = 0; i < 4; ++i) ops.split2(v[2 * i], v[2 * i + 1], h[i], l[i]);
+  ops.st_shared_v4(hi_plane + off, h[0], h[1], h[2], h[3]);
+  ops.st_shared_v4(lo_plane + off, l[0], l[1], l[2], l[3]);
+}
+
+// The split product in its fixed order: hi·hi, lo·hi, hi·lo.
+template <class Ops>
+MEMRA_PA_FN void pa_mma3(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint32_t bh0,
+                         uint32_t bh1, uint32_t bl0, uint32_t bl1) {
+  ops.mma(d, ah, bh0, bh1);
+  ops.mma(d, al, bh0, bh1);
+  ops.mma(d, ah, bl0, bl1);
+}
+
+// One KV tile (kPrefillTileN positions x D floats of one kv head) as the thread's
+// share of 16-byte chunks: chunk job i of thread tid is idx = tid + i * threads, row
+// idx / (D/8), chunk idx % (D/8). Positions outside [lo, hi] are zeros (never read).
+template <int D>
+struct PaTileLoader {
+  static constexpr int kChunks = D / 8;                                     // per row
+  static constexpr int kJobs = kPrefillTileN * kChunks / kPrefillThreads;  // per thread
+  static_assert(kPrefillTileN * kChunks % kPrefillThreads == 0, "whole jobs per thread");
+
+  const int32_t* table;
+  int32_t block_size, lo, hi;
+  int64_t row_width, head_offset;
+
+  template <class Ops>
+  MEMRA_PA_FN void load(Ops& ops, const float* cache, int32_t j0, float (&buf)[kJobs][8]) const {
+MEMRA_PA_UNROLL
+    for (int i = 0; i < kJobs; ++i) {
+      const int idx = ops.tid() + i * kPrefillThreads;
+      const int r = idx / kChunks, c = idx % kChunks;
+      const int32_t pos = j0 + r;
+      if (pos >= lo && pos <= hi) {
+        ops.load8(cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, buf[i]);
+      } else {
+MEMRA_PA_UNROLL
+        for (int e = 0; e < 8; ++e) buf[i][e] = 0.0f;
+      }
+    }
+  }
+  template <class Ops>
+  MEMRA_PA_FN void store(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, const float (&buf)[kJobs][8]) const {
+MEMRA_PA_UNROLL
+    for (int i = 0; i < kJobs; ++i) {
+      const int idx = ops.tid() + i * kPrefillThreads;
+      pa_store_chunk(ops, hi_plane, lo_plane, pa_swz<D>(idx / kChunks, idx % kChunks), buf[i]);
+    }
+  }
+};
+
+template <int D, class Ops>
+MEMRA_PA_FN void prefill_attention_body(Ops& ops, const float* __restrict__ q, const float* __restrict__ k_cache,
+                                        const float* __restrict__ v_cache, int32_t heads, int32_t kv_heads,
+                                        int32_t block_size, const int32_t* __restrict__ positions,
+                                        const int32_t* __restrict__ block_tables, int32_t max_blocks, float scale,
+                                        int32_t window, float softcap, const int32_t* __restrict__ tasks,
+                                        float* __restrict__ out) {
+  constexpr int kTileN = kPrefillTileN, kRows = kPrefillRows;
+  constexpr int kChunks = D / 8;
+  constexpr int kPlaneQ = kRows * D * 2, kPlaneKV = kTileN * D * 2;  // bytes
+  const int tid = ops.tid(), lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const uint32_t base = ops.smem();
+  const uint32_t q_hi = base + static_cast<uint32_t>(warp * 2 * kPlaneQ), q_lo = q_hi + kPlaneQ;
+  const uint32_t k_hi = base + static_cast<uint32_t>(kPrefillWarps * 2 * kPlaneQ), k_lo = k_hi + kPlaneKV;
+  const uint32_t v_hi = k_lo + kPlaneKV, v_lo = v_hi + kPlaneKV;
+
+  const int32_t* cta = tasks + static_cast<int64_t>(ops.cta()) * kPrefillWarps * kPrefillTaskInts;
+  const int32_t* task = cta + warp * kPrefillTaskInts;
+  const int head = task[0];  // -1: idle warp (stages tiles, computes nothing)
+  const int group = heads / kv_heads;
+  const int kvh = cta[0] / group;
+  const int32_t* table = block_tables + static_cast<int64_t>(cta[1]) * max_blocks;
+  const int64_t row_width = static_cast<int64_t>(kv_heads) * D;
+  const int64_t q_row = static_cast<int64_t>(heads) * D;
+
+  // Positions the CTA stages: its rows' union [first(min), max]; tiles j_lo..j_hi.
+  const PaTileLoader<D> ld{table, block_size, pa_first_position(cta[4], window), cta[5], row_width,
+                           static_cast<int64_t>(kvh) * D};
+  const int j_lo = ld.lo / kTileN, j_hi = ld.hi / kTileN;
+  // The warp's tiles: from its earliest present row's first tile to its rows' last one.
+  const int w_lo = head >= 0 ? pa_first_position(task[3], window) / kTileN : 1;
+  const int w_hi = head >= 0 ? task[2] / kTileN : 0;
+
+  // The warp's Q rows into its planes (absent rows: zeros).
+  if (head >= 0) {
+MEMRA_PA_UNROLL
+    for (int i = 0; i < kRows * kChunks / 32; ++i) {
+      const int idx = lane + 32 * i;
+      const int r = idx / kChunks, c = idx % kChunks;
+      const int32_t t = task[kPrefillTaskRows + r];
+      float v[8];
+      if (t >= 0) {
+        ops.load8(q + t * q_row + static_cast<int64_t>(head) * D + c * 8, v);
+      } else {
+MEMRA_PA_UNROLL
+        for (int e = 0; e < 8; ++e) v[e] = 0.0f;
+      }
+      pa_store_chunk(ops, q_hi, q_lo, pa_swz<D>(r, c), v);
+    }
+  }
+  // This thread's two rows: slot g (accumulator elements 0, 1) and g + 8 (2, 3).
+  int32_t row_t[2], row_pos[2], row_first[2];
+MEMRA_PA_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    row_t[h] = head >= 0 ? task[kPrefillTaskRows + g + 8 * h] : -1;
+    row_pos[h] = row_t[h] >= 0 ? positions[row_t[h]] : -1;  // -1: masks every position
+    row_first[h] = row_t[h] >= 0 ? pa_first_position(row_pos[h], window) : 0;
+  }
+
+  float o[D / 8][4];
+MEMRA_PA_UNROLL
+  for (int n = 0; n < D / 8; ++n)
+MEMRA_PA_UNROLL
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  float buf[PaTileLoader<D>::kJobs][8];
+  ld.load(ops, k_cache, j_lo * kTileN, buf);
+  ld.store(ops, k_hi, k_lo, buf);
+  ops.sync();  // K tile j_lo and every warp's Q planes
+
+  for (int jt = j_lo; jt <= j_hi; ++jt) {
+    const int32_t j0 = jt * kTileN;
+    const bool active = head >= 0 && jt >= w_lo && jt <= w_hi;  // warp-uniform
+    ld.load(ops, v_cache, j0, buf);  // in flight during S = QK^T
+
+    float s[kTileN / 8][4];
+    bool dead[2] = {false, false};
+    if (active) {
+MEMRA_PA_UNROLL
+      for (int n = 0; n < kTileN / 8; ++n)
+MEMRA_PA_UNROLL
+        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
+MEMRA_PA_UNROLL
+      for (int ks = 0; ks < D / 16; ++ks) {
+        uint32_t ah[4], al[4];
+        ops.ldmatrix_x4(q_hi + pa_swz<D>(lane & 15, ks * 2 + (lane >> 4)), ah);
+        ops.ldmatrix_x4(q_lo + pa_swz<D>(lane & 15, ks * 2 + (lane >> 4)), al);
+MEMRA_PA_UNROLL
+        for (int np = 0; np < kTileN / 16; ++np) {
+          // K rows np*16 .. +15 (positions) as B: [0],[1] n-tile 2np, [2],[3] n-tile 2np+1.
+          const int r = np * 16 + (lane & 7) + ((lane >> 4) << 3);
+          const int c = ks * 2 + ((lane >> 3) & 1);
+          uint32_t bh[4], bl[4];
+          ops.ldmatrix_x4(k_hi + pa_swz<D>(r, c), bh);
+          ops.ldmatrix_x4(k_lo + pa_swz<D>(r, c), bl);
+          pa_mma3(ops, s[2 * np], ah, al, bh[0], bh[1], bl[0], bl[1]);
+          pa_mma3(ops, s[2 * np + 1], ah, al, bh[2], bh[3], bl[2], bl[3]);
+        }
+      }
+      // Element e of n-tile n: row slot g + 8*(e>>1), position j0 + 8n + 2*t4 + (e&1).
+MEMRA_PA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        float tile_max = -INFINITY;
+MEMRA_PA_UNROLL
+        for (int n = 0; n < kTileN / 8; ++n)
+MEMRA_PA_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const int32_t j = j0 + 8 * n + 2 * t4 + e;
+            float v = s[n][2 * h + e] * scale;
+            if (softcap > 0.0f) v = softcap * tanhf(v / softcap);
+            if (j < row_first[h] || j > row_pos[h]) v = -INFINITY;
+            s[n][2 * h + e] = v;
+            tile_max = fmaxf(tile_max, v);
+          }
+        tile_max = fmaxf(tile_max, ops.shfl_xor(tile_max, 1));
+        tile_max = fmaxf(tile_max, ops.shfl_xor(tile_max, 2));
+        const float m_new = fmaxf(m[h], tile_max);
+        float alpha = 1.0f, sum = 0.0f;
+        if (m_new == -INFINITY) {
+          dead[h] = true;  // nothing seen yet: P = 0, and O is reset after the P·V mma
+MEMRA_PA_UNROLL
+          for (int n = 0; n < kTileN / 8; ++n)
+MEMRA_PA_UNROLL
+            for (int e = 0; e < 2; ++e) s[n][2 * h + e] = 0.0f;
+        } else {
+          alpha = expf(m[h] - m_new);  // m[h] = -inf: exactly 0
+MEMRA_PA_UNROLL
+          for (int n = 0; n < kTileN / 8; ++n)
+MEMRA_PA_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const float p = expf(s[n][2 * h + e] - m_new);  // masked: expf(-inf) = 0
+              s[n][2 * h + e] = p;
+              sum = sum + p;
+            }
+          m[h] = m_new;
+        }
+        l[h] = l[h] * alpha + sum;
+MEMRA_PA_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+          o[n][2 * h] = o[n][2 * h] * alpha;
+          o[n][2 * h + 1] = o[n][2 * h + 1] * alpha;
+        }
+      }
+    }
+
+    ld.store(ops, v_hi, v_lo, buf);
+    ops.sync();  // V tile jt staged; every warp is done with K tile jt
+    if (jt < j_hi) ld.load(ops, k_cache, j0 + kTileN, buf);  // in flight during O += P·V
+
+    if (active) {
+MEMRA_PA_UNROLL
+      for (int kk = 0; kk < kTileN / 16; ++kk) {
+        // P as the A fragment (positions kk*16 .. +15) straight from the S accumulators.
+        uint32_t ph[4], pl[4];
+        ops.split2(s[2 * kk][0], s[2 * kk][1], ph[0], pl[0]);          // row g, k 2t4
+        ops.split2(s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);          // row g+8, k 2t4
+        ops.split2(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);  // row g, k 2t4+8
+        ops.split2(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);  // row g+8, k 2t4+8
+MEMRA_PA_UNROLL
+        for (int dp = 0; dp < D / 16; ++dp) {
+          // V rows kk*16 .. +15 (positions), dims dp*16 .. +15, transposed into B:
+          // [0],[1] n-tile 2dp (dims +0..7), [2],[3] n-tile 2dp+1 (dims +8..15).
+          const int r = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+          const int c = dp * 2 + (lane >> 4);
+          uint32_t vh[4], vl[4];
+          ops.ldmatrix_x4_trans(v_hi + pa_swz<D>(r, c), vh);
+          ops.ldmatrix_x4_trans(v_lo + pa_swz<D>(r, c), vl);
+          pa_mma3(ops, o[2 * dp], ph, pl, vh[0], vh[1], vl[0], vl[1]);
+          pa_mma3(ops, o[2 * dp + 1], ph, pl, vh[2], vh[3], vl[2], vl[3]);
+        }
+      }
+MEMRA_PA_UNROLL
+      for (int h = 0; h < 2; ++h)
+        if (dead[h])
+MEMRA_PA_UNROLL
+          for (int n = 0; n < D / 8; ++n) {
+            o[n][2 * h] = 0.0f;
+            o[n][2 * h + 1] = 0.0f;
+          }
+    }
+
+    if (jt < j_hi) ld.store(ops, k_hi, k_lo, buf);
+    ops.sync();  // K tile jt+1 staged; every warp is done with V tile jt
+  }
+
+  if (head < 0) return;
+MEMRA_PA_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    float total = l[h];
+    total = total + ops.shfl_xor(total, 1);
+    total = total + ops.shfl_xor(total, 2);
+    if (row_t[h] < 0) continue;
+    float* orow = out + row_t[h] * q_row + static_cast<int64_t>(head) * D;
+MEMRA_PA_UNROLL
+    for (int n = 0; n < D / 8; ++n) ops.store2(orow + 8 * n + 2 * t4, o[n][2 * h] / total, o[n][2 * h + 1] / total);
+  }
+}
+
+}  // namespace memra::attn
