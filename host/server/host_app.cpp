@@ -101,6 +101,7 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_PP_SPLIT          as --pp-split\n"
          "  MEMRA_PP_DEVICES        as --pp-devices\n"
          "  MEMRA_PP_MICROBATCHES   as --pp-microbatches\n"
+         "  MEMRA_PP_GROUPS         as --pp-groups\n"
          "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
          "served from <exe>/../share/memra/default_model.\n"
          "\nExit codes: 0 ok, 64 bad flag/env value, 66 a model cannot be loaded, 69 backend not in this build,\n"
@@ -223,6 +224,10 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("pp-microbatches", "", "a batched step crosses the stages as K micro-batches so stages "
                                                   "overlap (default 1)")
                         .argument("K"));
+  options.addOption(Option("pp-groups", "", "with --pp: 2 = the running sequences form two groups whose steps "
+                                            "alternate, one group's next step entering stage 0 while the other's is "
+                                            "in stage 1; 1 = one step at a time (default 2 with --pp, else 1)")
+                        .argument("N"));
   options.addOption(
       Option("plugin-dir", "", "directory to search for plugins first, repeatable").argument("DIR").repeatable(true));
   options.addOption(Option("list-plugins", "", "load plugins, print what loaded and what was refused, and exit"));

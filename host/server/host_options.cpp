@@ -62,6 +62,7 @@ constexpr Setting kSettings[] = {
     {"pp-split", "MEMRA_PP_SPLIT"},
     {"pp-devices", "MEMRA_PP_DEVICES"},
     {"pp-microbatches", "MEMRA_PP_MICROBATCHES"},
+    {"pp-groups", "MEMRA_PP_GROUPS"},
 };
 
 // "a,b,c" of integers in [lo, hi].
@@ -174,6 +175,10 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 1, 64);
     if (!n) return n.error();
     o.pp_microbatches = static_cast<std::int32_t>(*n);
+  } else if (name == "pp-groups") {
+    auto n = parse_int(value, what, 1, 2);
+    if (!n) return n.error();
+    o.pp_groups = static_cast<std::int32_t>(*n);
   } else if (name == "log-level") {
     auto level = parse_log_level(value);
     if (!level) return usage(what + ": " + level.error().message);

@@ -15,6 +15,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
+#include "host/tools/memra-bench/serve_bench.hpp"
 #include "host/tools/memra-bench/spec_bench.hpp"
 #include "host/tools/memra-bench/standard_bench.hpp"
 
@@ -77,6 +78,11 @@ void usage() {
       "                          default: balanced by weight + KV bytes\n"
       "  --pp-devices LIST       CUDA device of each stage, e.g. 0,0 for two stages on one GPU\n"
       "  --pp-microbatches K     a batched step goes through the stages as K micro-batches that overlap\n"
+      "  --concurrency LIST      also: serving throughput through the scheduler with N concurrent greedy\n"
+      "                          requests (--prompt tokens each, --decode generated): the aggregate decode\n"
+      "                          rate while all N decode, median of --repeats runs\n"
+      "  --pp-groups LIST        --concurrency: scheduler rolling groups to measure (1: one step at a time,\n"
+      "                          2: two groups alternate through the stages; default 1,2 with --pp, else 1)\n"
       "  --help                  this text\n");
 }
 
@@ -94,7 +100,7 @@ int main(int argc, char** argv) {
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
   int pp = 1, pp_micro = 1;
-  std::string pp_split, pp_devices;
+  std::string pp_split, pp_devices, concurrency_arg, groups_arg;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -133,6 +139,8 @@ int main(int argc, char** argv) {
     else if (a == "--pp-split") pp_split = value();
     else if (a == "--pp-devices") pp_devices = value();
     else if (a == "--pp-microbatches") pp_micro = std::atoi(value().c_str());
+    else if (a == "--concurrency") concurrency_arg = value();
+    else if (a == "--pp-groups") groups_arg = value();
     else if (!a.empty() && a[0] != '-' && model_path.empty()) model_path = a;
     else {
       std::fprintf(stderr, "memra-bench: unknown option %s (see --help)\n", a.c_str());
@@ -156,7 +164,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memra-bench: --prompt-tokens, --gen-tokens, --repeats and --batches need positive numbers, --depth non-negative ones\n");
     return 2;
   }
-  const int max_batch = batches.empty() ? 1 : *std::max_element(batches.begin(), batches.end());
+  const std::vector<int> concurrency = int_list(concurrency_arg);
+  const std::vector<int> groups = groups_arg.empty() ? (pp > 1 ? std::vector<int>{1, 2} : std::vector<int>{1}) : int_list(groups_arg);
+  if (std::any_of(concurrency.begin(), concurrency.end(), [](int c) { return c < 1; }) ||
+      std::any_of(groups.begin(), groups.end(), [](int g) { return g < 1 || g > 2; })) {
+    std::fprintf(stderr, "memra-bench: --concurrency needs positive numbers, --pp-groups 1 or 2\n");
+    return 2;
+  }
+  const int max_batch = std::max(batches.empty() ? 1 : *std::max_element(batches.begin(), batches.end()),
+                                 concurrency.empty() ? 1 : *std::max_element(concurrency.begin(), concurrency.end()));
 
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -223,6 +239,15 @@ int main(int argc, char** argv) {
   sb.weight_bytes_per_token = matrix_bytes + (cfg.tie_word_embeddings ? embd_bytes : 0);
   sb.fallback_gbps = hbm_gbps;
   if (const int rc = memra::bench::run_standard_bench(**engine, sb); rc != 0) return rc;
+  if (!concurrency.empty()) {
+    memra::bench::ServeBenchOptions so;
+    so.concurrency = concurrency;
+    so.groups = groups;
+    so.prompt = prompt;
+    so.decode = decode;
+    so.repeats = sb.repeats;
+    if (const int rc = memra::bench::run_serve_bench(**engine, so); rc != 0) return rc;
+  }
   if (batches.empty()) return 0;
 
   std::mt19937 rng(7);
