@@ -35,14 +35,16 @@ done
 [ "$QUICK" = quick ] && exit 0
 bench() { case "$QUICK" in only:*) echo "$*" | grep -qE "${QUICK#only:}" || return 0 ;; esac
          say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
-          grep -E "^(pp|tg|copy|peak|spec|pipeline| +[0-9])" | tee -a "$R"; }
+          grep -E "^(pp|tg|copy|peak|spec|pipeline|serve| +[0-9])" | tee -a "$R"; }
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q8_0 --prompt-tokens 512 --gen-tokens 64
 bench --quant bf16 --prompt-tokens 2048 --gen-tokens 8
 bench --quant q4_k --spec ngram --spec-k 4 --gen 128
 bench --quant q4_k --spec ngram --spec-k 8 --gen 128
+bench --quant bf16 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  bench --quant bf16 --pp 2 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
   bench --quant bf16 --pp 2 --prompt-tokens 512 --gen-tokens 64 --batches 1,8 --decode 16
   bench --quant bf16 --pp 2 --pp-microbatches 2 --prompt-tokens 64 --gen-tokens 16 --repeats 1 --batches 8 --decode 16
 fi
