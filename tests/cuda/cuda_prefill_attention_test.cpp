@@ -7,6 +7,10 @@
 //    sequence and one kv head, the CTA and warp position fields the kernel's tile
 //    ranges come from, generated rows listed apart; and the tile schedule those
 //    fields give each row is the same for the whole prompt in one step and in chunks.
+//  - CudaPrefillAttentionEmulated.*: the kernel body itself, run on the host by the
+//    emulator of prefill_attention_emulator.hpp (PTX fragment layouts, shared-memory
+//    bounds and race checks), against the CPU reference (kAttentionBound) and bitwise
+//    across chunkings, with every cache position a step must not read set to NaN.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,8 +21,10 @@
 #include <unistd.h>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
+#include "kernels/attention/attention_ref.hpp"
 #include "kernels/attention/prefill_attention_plan.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
+#include "tests/cuda/prefill_attention_emulator.hpp"
 
 namespace {
 
@@ -208,5 +214,141 @@ TEST(CudaPrefillAttentionPlan, TileScheduleOfARowDependsOnlyOnItsPosition) {
     }
   }
 }
+
+// ---- the kernel body on the host emulator ----
+
+struct EmuConfig {
+  int32_t heads, kv_heads, head_dim, window;
+  float softcap;
+  int32_t n;                    // prompt length
+  std::vector<int32_t> chunks;  // chunk sizes to compare with the one-step run
+};
+
+class EmuScenario {
+ public:
+  static constexpr int32_t kBlock = 16;
+  explicit EmuScenario(const EmuConfig& c) : c_(c) {
+    std::mt19937 rng(42 + c.head_dim + c.window);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    max_blocks_ = (c.n + kBlock - 1) / kBlock + 1;
+    // Sequence 0 owns blocks in a shuffled order (paging), sequence 1 (a decode row's
+    // sequence, never read by the prefill kernel) the rest.
+    std::vector<int32_t> ids(static_cast<size_t>(2 * max_blocks_));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    tables_ = ids;
+    row_ = static_cast<int64_t>(c.kv_heads) * c.head_dim;
+    k_.resize(static_cast<size_t>(2 * max_blocks_ * kBlock * row_));
+    v_.resize(k_.size());
+    for (float& x : k_) x = nd(rng);
+    for (float& x : v_) x = nd(rng);
+    q_.resize(static_cast<size_t>(c.n) * c.heads * c.head_dim);
+    for (float& x : q_) x = nd(rng);
+  }
+
+  int64_t qw() const { return static_cast<int64_t>(c_.heads) * c_.head_dim; }
+
+  // The CPU reference rows of positions [0, n).
+  std::vector<float> reference() const {
+    memra::ref::PagedKvLayer L{const_cast<float*>(k_.data()), const_cast<float*>(v_.data()), kBlock, c_.kv_heads, c_.head_dim};
+    std::vector<float> out(q_.size());
+    for (int32_t p = 0; p < c_.n; ++p)
+      memra::ref::paged_attention(L, tables_.data(), p, q_.data() + p * qw(), c_.heads, scale(), c_.window, c_.softcap,
+                                  out.data() + p * qw());
+    return out;
+  }
+
+  // One emulated step: prompt rows [p0, p1) of sequence 0 behind a decode row of
+  // sequence 1 (listed apart by the planner); cache positions of sequence 0 outside
+  // [first(p0), p1) are NaN, so a read the kernel must not make poisons the rows.
+  // Returns the rows of [p0, p1) and the emulator's error.
+  std::pair<std::vector<float>, std::string> step(int32_t p0, int32_t p1) const {
+    std::vector<int32_t> pos = {5}, seq = {1};
+    std::vector<uint8_t> prompt = {0};
+    std::vector<float> q(static_cast<size_t>(qw()), 0.0f);
+    for (int32_t p = p0; p < p1; ++p) {
+      pos.push_back(p);
+      seq.push_back(0);
+      prompt.push_back(1);
+      q.insert(q.end(), q_.begin() + p * qw(), q_.begin() + (p + 1) * qw());
+    }
+    memra::attn::PrefillPlan plan;
+    const std::string perr = memra::attn::build_prefill_plan(static_cast<int32_t>(pos.size()), pos.data(), seq.data(),
+                                                             prompt.data(), c_.heads, c_.kv_heads, plan);
+    if (!perr.empty()) return {{}, perr};
+    std::vector<float> k = k_, v = v_;
+    const int32_t lo = c_.window > 0 ? std::max(0, p0 - c_.window + 1) : 0;
+    for (int32_t p = 0; p < max_blocks_ * kBlock; ++p) {
+      if (p >= lo && p < p1) continue;
+      const int64_t off = (static_cast<int64_t>(tables_[static_cast<size_t>(p / kBlock)]) * kBlock + p % kBlock) * row_;
+      std::fill(k.begin() + off, k.begin() + off + row_, NAN);
+      std::fill(v.begin() + off, v.begin() + off + row_, NAN);
+    }
+    std::vector<float> out(q.size(), NAN);
+    memra::attn::emu::KernelArgs a{};
+    a.q = q.data();
+    a.q_bytes = q.size() * 4;
+    a.k_cache = k.data();
+    a.v_cache = v.data();
+    a.cache_bytes = k.size() * 4;
+    a.heads = c_.heads;
+    a.kv_heads = c_.kv_heads;
+    a.head_dim = c_.head_dim;
+    a.block_size = kBlock;
+    a.positions = pos.data();
+    a.block_tables = tables_.data();
+    a.max_blocks = max_blocks_;
+    a.scale = scale();
+    a.window = c_.window;
+    a.softcap = c_.softcap;
+    a.tasks = plan.tasks.data();
+    a.ctas = plan.ctas;
+    a.out = out.data();
+    a.out_bytes = out.size() * 4;
+    const std::string err = memra::attn::emu::run_prefill_attention(a);
+    // The decode row (row 0) is not the prefill kernel's: it must stay untouched.
+    for (int64_t i = 0; i < qw(); ++i)
+      if (!std::isnan(out[static_cast<size_t>(i)])) return {{}, "the kernel wrote the decode row"};
+    return {std::vector<float>(out.begin() + qw(), out.end()), err};
+  }
+
+ private:
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(c_.head_dim)); }
+  EmuConfig c_;
+  int32_t max_blocks_ = 0;
+  int64_t row_ = 0;
+  std::vector<int32_t> tables_;
+  std::vector<float> k_, v_, q_;
+};
+
+void check_emulated(const EmuConfig& c) {
+  EmuScenario s(c);
+  const std::vector<float> ref = s.reference();
+  const auto [one, err] = s.step(0, c.n);
+  ASSERT_EQ(err, "");
+  const memra::kcheck::Comparison cmp = memra::kcheck::compare(one, ref);
+  EXPECT_EQ(cmp.nonfinite_mismatch, 0u);
+  EXPECT_LE(cmp.nmse, memra::kcheck::kAttentionBound) << "max abs diff " << cmp.max_abs;
+  std::cout << "[ emulated ] heads " << c.heads << "/" << c.kv_heads << " hd" << c.head_dim << " window " << c.window
+            << " softcap " << c.softcap << " T=" << c.n << ": nmse " << cmp.nmse << " vs the f32 reference\n";
+  for (int32_t chunk : c.chunks) {
+    std::vector<float> got;
+    for (int32_t p0 = 0; p0 < c.n; p0 += chunk) {
+      const auto [rows, e] = s.step(p0, std::min(c.n, p0 + chunk));
+      ASSERT_EQ(e, "") << "chunk " << chunk << " at " << p0;
+      got.insert(got.end(), rows.begin(), rows.end());
+    }
+    ASSERT_EQ(got.size(), one.size());
+    size_t first = got.size();
+    for (size_t i = 0; i < got.size() && first == got.size(); ++i)
+      if (std::memcmp(&got[i], &one[i], 4) != 0) first = i;
+    EXPECT_EQ(first, got.size()) << "chunks of " << chunk << ": first differing element at position "
+                                 << first / static_cast<size_t>(s.qw()) << " (" << got[first] << " vs " << one[first] << ")";
+  }
+}
+
+TEST(CudaPrefillAttentionEmulated, Gqa2Hd64FullAttention) { check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}}); }
+TEST(CudaPrefillAttentionEmulated, Gqa2Hd128WindowAndSoftcap) { check_emulated({2, 1, 128, 37, 20.0f, 90, {1, 16, 33}}); }
+TEST(CudaPrefillAttentionEmulated, Mha3Hd64Window80) { check_emulated({3, 3, 64, 80, 0.0f, 150, {7, 50}}); }
 
 }  // namespace

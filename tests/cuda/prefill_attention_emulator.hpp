@@ -1,0 +1,371 @@
+// A host emulation of the prefill attention kernel (kernels/attention/
+// prefill_attention_body.cuh): each CTA's 128 threads run the kernel body as user-level
+// fibers (ucontext) in one OS thread, and the warp-collective primitives are built from
+// the PTX ISA's fragment layouts (ldmatrix .x4 / .x4.trans, mma.m16n8k16 bf16 with f32
+// accumulation, shfl.xor). It checks what a GPU run would first trip on: the index math,
+// the swizzled shared-memory layout (bounds, alignment, and races — a read of a chunk
+// written since the last CTA barrier, or a write to a chunk another warp read since it),
+// the masks and the tile schedule. What it cannot show: the tensor cores' own
+// accumulation order (the emulated mma adds c, then the 16 products in k order).
+#pragma once
+
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/prefill_attention_body.cuh"
+
+namespace memra::attn::emu {
+
+inline uint16_t bf16_rn(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::isnan(f)) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_float(uint32_t h) {
+  const uint32_t u = (h & 0xffffu) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// One CTA's state: shared memory with race tracking, the fibers and their barriers.
+class Cta {
+ public:
+  static constexpr int kThreads = kPrefillThreads, kWarps = kPrefillWarps;
+
+  Cta(int index, size_t smem_bytes) : index_(index), smem_(smem_bytes), chunks_((smem_bytes + 15) / 16) {}
+
+  // Runs body(ops) on every thread to completion; returns the first error ("" if none).
+  template <class Body>
+  std::string run(Body body);
+
+  int index() const { return index_; }
+  std::vector<uint8_t>& smem() { return smem_; }
+  void error(const std::string& e) {
+    if (error_.empty()) error_ = e;
+  }
+
+  // Barriers (fibers yield until the last one arrives).
+  void warp_barrier(int warp);
+  void block_barrier();
+  uint64_t generation() const { return block_gen_; }
+
+  // Shared-memory race tracking per 16-byte chunk.
+  void note_write(uint32_t addr, uint32_t bytes, int warp);
+  void note_read(uint32_t addr, uint32_t bytes, int warp);
+
+  // Per-warp exchange slots of the collectives.
+  struct Slots {
+    uint32_t a[32][4];
+    uint32_t b[32][2];
+    float d[32][4];
+    uint32_t addr[32];
+    float f[32];
+  };
+  Slots& slots(int warp) { return slots_[warp]; }
+  int current() const { return current_; }
+
+ private:
+  struct Fiber {
+    ucontext_t ctx{};
+    std::unique_ptr<char[]> stack;
+    bool done = false;
+    int wait = 0;  // 0 none, 1 warp barrier, 2 block barrier
+    uint64_t gen = 0;
+  };
+  struct Chunk {
+    uint64_t write_gen = UINT64_MAX, read_gen = UINT64_MAX;
+    int writer = -1;
+    uint32_t readers = 0;
+  };
+  void yield() { swapcontext(&fibers_[static_cast<size_t>(current_)].ctx, &main_); }
+  static void trampoline();
+
+  int index_;
+  std::vector<uint8_t> smem_;
+  std::vector<Chunk> chunks_;
+  Slots slots_[kWarps];
+  std::vector<Fiber> fibers_;
+  ucontext_t main_{};
+  int current_ = 0;
+  uint64_t warp_gen_[kWarps] = {}, block_gen_ = 0;
+  int warp_count_[kWarps] = {}, block_count_ = 0;
+  std::string error_;
+  void (*entry_)(Cta*, int, void*) = nullptr;
+  void* entry_arg_ = nullptr;
+  static thread_local Cta* running_;
+};
+
+inline thread_local Cta* Cta::running_ = nullptr;
+
+inline void Cta::trampoline() {
+  Cta* c = running_;
+  const int t = c->current_;
+  c->entry_(c, t, c->entry_arg_);
+  c->fibers_[static_cast<size_t>(t)].done = true;
+  // Returning resumes uc_link (main_).
+}
+
+template <class Body>
+std::string Cta::run(Body body) {
+  entry_ = [](Cta* c, int t, void* arg) { (*static_cast<Body*>(arg))(c, t); };
+  entry_arg_ = &body;
+  running_ = this;
+  fibers_.clear();
+  fibers_.resize(kThreads);
+  constexpr size_t kStack = 512 * 1024;
+  for (int t = 0; t < kThreads; ++t) {
+    Fiber& f = fibers_[static_cast<size_t>(t)];
+    f.stack.reset(new char[kStack]);
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack.get();
+    f.ctx.uc_stack.ss_size = kStack;
+    f.ctx.uc_link = &main_;
+    makecontext(&f.ctx, &Cta::trampoline, 0);
+  }
+  for (;;) {
+    bool any = false, progressed = false;
+    for (int t = 0; t < kThreads; ++t) {
+      Fiber& f = fibers_[static_cast<size_t>(t)];
+      if (f.done) continue;
+      any = true;
+      const bool ready = f.wait == 0 || (f.wait == 1 && warp_gen_[t / 32] > f.gen) || (f.wait == 2 && block_gen_ > f.gen);
+      if (!ready) continue;
+      f.wait = 0;
+      current_ = t;
+      swapcontext(&main_, &f.ctx);
+      progressed = true;
+    }
+    if (!any) break;
+    if (!progressed) {
+      error("deadlock: threads wait on barriers that not every thread reaches (divergent collective or barrier)");
+      break;
+    }
+  }
+  running_ = nullptr;
+  return error_;
+}
+
+inline void Cta::warp_barrier(int warp) {
+  const uint64_t g = warp_gen_[warp];
+  if (++warp_count_[warp] == 32) {
+    warp_count_[warp] = 0;
+    ++warp_gen_[warp];
+    return;
+  }
+  Fiber& f = fibers_[static_cast<size_t>(current_)];
+  f.wait = 1;
+  f.gen = g;
+  yield();
+}
+
+inline void Cta::block_barrier() {
+  const uint64_t g = block_gen_;
+  if (++block_count_ == kThreads) {
+    block_count_ = 0;
+    ++block_gen_;
+    return;
+  }
+  Fiber& f = fibers_[static_cast<size_t>(current_)];
+  f.wait = 2;
+  f.gen = g;
+  yield();
+}
+
+inline void Cta::note_write(uint32_t addr, uint32_t bytes, int warp) {
+  if (addr % 16 != 0 || bytes != 16 || addr + bytes > smem_.size()) {
+    error("shared store out of bounds or misaligned at byte " + std::to_string(addr));
+    return;
+  }
+  Chunk& c = chunks_[addr / 16];
+  if (c.write_gen == block_gen_ && c.writer != warp)
+    error("race: two warps write shared chunk " + std::to_string(addr) + " between barriers");
+  if (c.read_gen == block_gen_ && (c.readers & ~(1u << warp)))
+    error("race: shared chunk " + std::to_string(addr) + " written after another warp read it, with no barrier between");
+  c.write_gen = block_gen_;
+  c.writer = warp;
+}
+
+inline void Cta::note_read(uint32_t addr, uint32_t bytes, int warp) {
+  if (addr % 16 != 0 || bytes != 16 || addr + bytes > smem_.size()) {
+    error("ldmatrix row out of bounds or misaligned at byte " + std::to_string(addr));
+    return;
+  }
+  Chunk& c = chunks_[addr / 16];
+  if (c.write_gen == block_gen_)
+    error("race: shared chunk " + std::to_string(addr) + " read with no barrier since it was written");
+  if (c.write_gen == UINT64_MAX) error("shared chunk " + std::to_string(addr) + " read before any write");
+  if (c.read_gen != block_gen_) {
+    c.read_gen = block_gen_;
+    c.readers = 0;
+  }
+  c.readers |= 1u << warp;
+}
+
+// A global buffer the emulated kernel may touch.
+struct Span {
+  const void* data;
+  size_t bytes;
+};
+
+// The body's primitives (prefill_attention_body.cuh) on a fiber.
+class HostOps {
+ public:
+  HostOps(Cta* c, int tid, std::vector<Span> readable, Span writable)
+      : c_(c), tid_(tid), readable_(std::move(readable)), writable_(writable) {}
+  int tid() const { return tid_; }
+  int cta() const { return c_->index(); }
+  uint32_t smem() const { return 0; }
+  void sync() { c_->block_barrier(); }
+  float shfl_xor(float v, int mask) {
+    Cta::Slots& s = c_->slots(warp());
+    s.f[lane()] = v;
+    c_->warp_barrier(warp());
+    const float r = s.f[lane() ^ mask];
+    c_->warp_barrier(warp());
+    return r;
+  }
+  void split2(float a, float b, uint32_t& hi, uint32_t& lo) const {
+    const uint16_t ha = bf16_rn(a), hb = bf16_rn(b);
+    const float fa = bf16_float(ha), fb = bf16_float(hb);
+    const uint16_t la = bf16_rn(std::isfinite(fa) ? a - fa : 0.0f), lb = bf16_rn(std::isfinite(fb) ? b - fb : 0.0f);
+    hi = static_cast<uint32_t>(ha) | (static_cast<uint32_t>(hb) << 16);
+    lo = static_cast<uint32_t>(la) | (static_cast<uint32_t>(lb) << 16);
+  }
+  void st_shared_v4(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    c_->note_write(addr, 16, warp());
+    if (addr % 16 != 0 || addr + 16 > c_->smem().size()) return;
+    const uint32_t w[4] = {a, b, c, d};
+    std::memcpy(c_->smem().data() + addr, w, 16);
+  }
+  void load8(const float* src, float (&v)[8]) {
+    if (!inside(src, 32, readable_)) {
+      c_->error("global load of 8 floats outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
+      for (float& x : v) x = NAN;
+      return;
+    }
+    if (reinterpret_cast<uintptr_t>(src) % 16 != 0) c_->error("global float4 load misaligned");
+    std::memcpy(v, src, 32);
+  }
+  void store2(float* dst, float x, float y) {
+    if (!inside(dst, 8, {writable_})) {
+      c_->error("global store outside the output (thread " + std::to_string(tid_) + ")");
+      return;
+    }
+    if (reinterpret_cast<uintptr_t>(dst) % 8 != 0) c_->error("global float2 store misaligned");
+    dst[0] = x;
+    dst[1] = y;
+  }
+  // Matrix i's 8 row addresses come from lanes 8i..8i+7; lane L gets row L/4, elements
+  // 2(L%4), 2(L%4)+1 (non-transposed) or rows 2(L%4), 2(L%4)+1 of column L/4 (.trans).
+  void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) { ldmatrix(addr, r, false); }
+  void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) { ldmatrix(addr, r, true); }
+  // m16n8k16, row.col: lane L = 4g + t holds A (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..),
+  // (g+8, 2t+8..) in a[0..3]; B (k 2t..2t+1, n g) in b0, (k 2t+8.., n g) in b1; C/D
+  // (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). Low half = lower column / k.
+  void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    Cta::Slots& s = c_->slots(warp());
+    const int L = lane();
+    for (int i = 0; i < 4; ++i) s.a[L][i] = a[i];
+    s.b[L][0] = b0;
+    s.b[L][1] = b1;
+    c_->warp_barrier(warp());
+    const int g = L >> 2, t = L & 3;
+    for (int e = 0; e < 4; ++e) {
+      const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+      float acc = d[e];
+      for (int k = 0; k < 16; ++k) {
+        const uint32_t aw = s.a[(row & 7) * 4 + (k & 7) / 2][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+        const uint32_t bw = s.b[col * 4 + (k & 7) / 2][k >= 8 ? 1 : 0];
+        const float av = bf16_float((k & 1) ? aw >> 16 : aw), bv = bf16_float((k & 1) ? bw >> 16 : bw);
+        acc = acc + av * bv;
+      }
+      d[e] = acc;
+    }
+    c_->warp_barrier(warp());
+  }
+
+ private:
+  int lane() const { return tid_ & 31; }
+  int warp() const { return tid_ >> 5; }
+  static bool inside(const void* p, size_t bytes, const std::vector<Span>& spans) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (const Span& s : spans) {
+      const auto* lo = static_cast<const uint8_t*>(s.data);
+      if (b >= lo && b + bytes <= lo + s.bytes) return true;
+    }
+    return false;
+  }
+  void ldmatrix(uint32_t addr, uint32_t (&r)[4], bool trans) {
+    Cta::Slots& s = c_->slots(warp());
+    const int L = lane();
+    s.addr[L] = addr;
+    c_->warp_barrier(warp());
+    if (L == 0)
+      for (int i = 0; i < 32; ++i) c_->note_read(s.addr[i], 16, warp());
+    const auto half = [&](uint32_t a) -> uint32_t {
+      if (a + 2 > c_->smem().size()) return 0;
+      uint16_t h;
+      std::memcpy(&h, c_->smem().data() + a, 2);
+      return h;
+    };
+    const int g = L >> 2, t = L & 3;
+    for (int i = 0; i < 4; ++i) {
+      if (!trans) {
+        const uint32_t row = s.addr[8 * i + g];
+        r[i] = half(row + 4 * t) | (half(row + 4 * t + 2) << 16);
+      } else {
+        r[i] = half(s.addr[8 * i + 2 * t] + 2 * g) | (half(s.addr[8 * i + 2 * t + 1] + 2 * g) << 16);
+      }
+    }
+    c_->warp_barrier(warp());
+  }
+
+  Cta* c_;
+  int tid_;
+  std::vector<Span> readable_;
+  Span writable_;
+};
+
+// The kernel over a plan: CTAs one after the other. Returns the first error or "".
+struct KernelArgs {
+  const float *q, *k_cache, *v_cache;
+  size_t q_bytes, cache_bytes;
+  int32_t heads, kv_heads, head_dim, block_size;
+  const int32_t *positions, *block_tables;
+  int32_t max_blocks;
+  float scale;
+  int32_t window;
+  float softcap;
+  const int32_t* tasks;
+  int32_t ctas;
+  float* out;
+  size_t out_bytes;
+};
+
+inline std::string run_prefill_attention(const KernelArgs& a) {
+  for (int32_t c = 0; c < a.ctas; ++c) {
+    Cta cta(c, static_cast<size_t>(prefill_attention_smem_bytes(a.head_dim)));
+    const std::string err = cta.run([&](Cta* ctx, int tid) {
+      HostOps ops(ctx, tid, {{a.q, a.q_bytes}, {a.k_cache, a.cache_bytes}, {a.v_cache, a.cache_bytes}}, {a.out, a.out_bytes});
+      if (a.head_dim == 64)
+        prefill_attention_body<64>(ops, a.q, a.k_cache, a.v_cache, a.heads, a.kv_heads, a.block_size, a.positions,
+                                   a.block_tables, a.max_blocks, a.scale, a.window, a.softcap, a.tasks, a.out);
+      else
+        prefill_attention_body<128>(ops, a.q, a.k_cache, a.v_cache, a.heads, a.kv_heads, a.block_size, a.positions,
+                                    a.block_tables, a.max_blocks, a.scale, a.window, a.softcap, a.tasks, a.out);
+    });
+    if (!err.empty()) return "CTA " + std::to_string(c) + ": " + err;
+  }
+  return "";
+}
+
+}  // namespace memra::attn::emu
