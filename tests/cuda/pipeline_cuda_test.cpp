@@ -4,7 +4,9 @@
 //  - two stages on device 0 (two backends, two streams on one GPU: the hand-off is a
 //    device-to-device copy ordered by events), and three on a widened model;
 //  - two stages on devices 0 and 1 when there are two GPUs (a peer copy);
-//  - a Q4_K_M GGUF, and speculative decoding (multi-token verify steps) on 2 stages.
+//  - a Q4_K_M GGUF, and speculative decoding (multi-token verify steps) on 2 stages;
+//  - serving with rolling scheduler groups (two groups' steps in flight at once in
+//    the stages' two step slots) against plain serving on one backend.
 // Skips with the reason when there is no driver, GPU or CUDA build, and the
 // two-device case when only one GPU is visible.
 #include <gtest/gtest.h>
@@ -13,7 +15,9 @@
 #include <random>
 
 #include "host/engine/generate.hpp"
+#include "host/engine/scheduler.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
+#include "tests/engine/sequence_drain.hpp"
 #include "tests/engine/pipeline_test_models.hpp"
 
 namespace fs = std::filesystem;
@@ -160,4 +164,63 @@ TEST(PipelineCuda, SpeculativeDecodingAcrossStagesIsTokenIdentical) {
   ASSERT_TRUE(plain.ok() && spec.ok());
   EXPECT_EQ(spec->tokens, plain->tokens);
   EXPECT_GT(spec->drafted, 0);
+}
+
+// Rolling groups: stage 0 runs one group's step while stage 1 runs the other's (slot
+// scratch, logits copies waited on per slot). 8 concurrent requests, greedy and
+// seeded, chunked prefill, two rounds (the second hits the prefix cache): the tokens
+// and logprobs one CUDA backend serves one step at a time.
+TEST(PipelineCuda, RollingGroupsServeOneBackendsTokens) {
+  SKIP_WITHOUT_CUDA();
+  if (!fs::exists(model_path("models/qwen3"))) GTEST_SKIP() << "fixture absent";
+  const bool two = second_device_missing().empty();
+  auto serve = [](Engine& e, int32_t groups) {
+    SchedulerOptions so;
+    so.max_step_tokens = 40;
+    so.max_running = 8;
+    so.pipeline_groups = groups;
+    Scheduler s(e, so);
+    std::vector<test_support::DrainedSequence> out;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::shared_ptr<SequenceHandle>> hs;
+      for (int v = 0; v < 8; ++v) {
+        SequenceRequest r;
+        for (int i = 0; i < 20 + v * 5; ++i) r.prompt.push_back((i * 37 + v * 101) % 1000 + 5);
+        r.max_tokens = 24;
+        r.sampling.temperature = v % 2 ? 0.8f : 0.0f;
+        r.sampling.seed = 7 + static_cast<uint64_t>(v);
+        r.sampling.logprobs = true;
+        r.cache_namespace = "m\x1ft\x1f";
+        auto h = s.submit(std::move(r));
+        EXPECT_TRUE(h.ok());
+        if (h) hs.push_back(*h);
+      }
+      for (auto& h : hs) out.push_back(test_support::drain(*h));
+    }
+    return out;
+  };
+  auto make = [&](std::vector<int> devices) {
+    EngineOptions o;
+    o.backend = MEMRA_BACKEND_CUDA;
+    o.cuda.module_path = memra::cuda_test::module_path();
+    o.cuda.kernel_dir = memra::cuda_test::kernel_dir();
+    o.max_context = 256;
+    o.max_sequences = 8;
+    o.block_size = 8;
+    o.pipeline_stages = static_cast<int32_t>(devices.size());
+    if (devices.size() > 1) o.pipeline_devices = devices;
+    auto e = Engine::create(open_source("models/qwen3"), plugins(), o);
+    EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+    return e ? std::move(*e) : nullptr;
+  };
+  auto one = make({0});
+  auto pp = make({0, two ? 1 : 0});
+  ASSERT_TRUE(one && pp);
+  const auto ref = serve(*one, 1);
+  const auto got = serve(*pp, 2);
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_EQ(got[i].finish, FinishReason::length) << "request " << i;
+    EXPECT_TRUE(got[i] == ref[i]) << "request " << i << " differs with rolling groups on " << (two ? "2 GPUs" : "1 GPU");
+  }
 }
