@@ -41,7 +41,7 @@ struct SchemeRow {
 constexpr SchemeRow kSchemes[] = {
     {"f32", 1, 4, true},      {"f16", 1, 2, true},       {"bf16", 1, 2, true},      {"q8_0", 32, 34, false},
     {"q4_0", 32, 18, false},  {"q4_k", 256, 144, false}, {"q5_k", 256, 176, false}, {"q6_k", 256, 210, false},
-    {"iq4_xs", 256, 136, false},
+    {"iq4_xs", 256, 136, false}, {"fp8", 128, 132, false},  // fp8: per 128 columns, a f32 scale + 128 codes
 };
 
 
@@ -60,7 +60,7 @@ bool prefill_gemm_enabled() {
 bool gemm_scheme(const std::string& name, int64_t cols) {
   if (cols % 8 != 0 || cols > (int64_t{1} << 30)) return false;
   return name == "bf16" || name == "f16" || name == "f32" || name == "q8_0" || name == "q4_0" || name == "q4_k" ||
-         name == "q5_k" || name == "q6_k" || name == "iq4_xs";
+         name == "q5_k" || name == "q6_k" || name == "iq4_xs" || name == "fp8";
 }
 
 std::string lower(const char* s) {
@@ -99,7 +99,7 @@ Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
     return info;
   }
   return make_error(ErrorCode::unsupported, "the CUDA backend has no kernels for weight scheme '" + name +
-                                                "' (it streams f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs); use the CPU backend or requantize");
+                                                "' (it streams f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs, fp8); use the CPU backend or requantize");
 }
 
 memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out) {

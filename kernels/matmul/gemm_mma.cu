@@ -8,6 +8,7 @@
 //  - memra_gemm_gather_rows / memra_gemm_scatter_rows: bitwise row copies by index
 //    (a mixed step's generated rows go through the decode GEMV on their own).
 #include "kernels/matmul/dequant_units.cuh"
+#include "kernels/matmul/fp8_units.cuh"
 #include "kernels/matmul/gemm_mma.cuh"
 
 namespace {
@@ -81,6 +82,27 @@ MEMRA_DEFINE_GEMM_DEQUANT(q4_k, SchemeQ4_K)
 MEMRA_DEFINE_GEMM_DEQUANT(q5_k, SchemeQ5_K)
 MEMRA_DEFINE_GEMM_DEQUANT(q6_k, SchemeQ6_K)
 MEMRA_DEFINE_GEMM_DEQUANT(iq4_xs, SchemeIQ4_XS)
+
+// memra fp8 (fp8_units.cuh): a thread per 32 elements of a row; each value is the CPU
+// oracle's e4m3(q) * scale (one rounding), then split into the planes.
+extern "C" __global__ void __launch_bounds__(256) memra_gemm_dequant_fp8(const uint8_t* w, int64_t row_bytes, int32_t rows,
+                                                                         int64_t k, int64_t ld, __nv_bfloat16* hi,
+                                                                         __nv_bfloat16* lo) {
+  const int64_t units = k / 32;
+  const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id >= units * rows) return;
+  const int64_t r = id / units, u = id - r * units;
+  const uint8_t* wr = w + r * row_bytes;
+  const float scale = reinterpret_cast<const float*>(wr)[u * 32 / kFp8Group];
+  const uint32_t* c = reinterpret_cast<const uint32_t*>(wr + (k / kFp8Group) * 4 + u * 32);
+  float v[32];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) fp8x4_to_float(c[i], v + 4 * i);
+#pragma unroll
+  for (int j = 0; j < 32; ++j) v[j] = __fmul_rn(v[j], scale);
+  const int64_t off = r * ld + u * 32;
+  store_planes<32>(v, hi + off, lo ? lo + off : nullptr);
+}
 
 #define MEMRA_DEFINE_GEMM(name, SA, SB)                                                                               \
   extern "C" __global__ void __launch_bounds__(memra::cuda::gemm::kThreads, 2)                                       \

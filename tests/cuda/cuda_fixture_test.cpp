@@ -17,10 +17,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "repack/tool/repack.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
 
 namespace fs = std::filesystem;
@@ -260,3 +262,50 @@ TEST_P(CudaGguf, NoWorseThanLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaGguf, ::testing::Values("BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"));
+
+// memra fp8 (no GGUF twin): the llama fixture repacked to fp8 in-process, on the CUDA
+// backend against the CPU backend on the same file: prefill logits within the
+// matmul-level bound and the same greedy continuation.
+TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
+  SKIP_WITHOUT_CUDA();
+  const fs::path dir = memra::cuda_test::fixtures_dir() / "models/llama";
+  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
+  const fs::path out = fs::temp_directory_path() / ("memra-fp8-" + std::to_string(::getpid()));
+  memra::repack::RepackOptions ro;
+  ro.source = dir;
+  ro.output = out;
+  ro.quant = "fp8";
+  ro.overwrite = true;
+  ro.fsync = false;
+  auto r = memra::repack::repack_checkpoint(ro);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
+  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
+  auto gpu = load(out, MEMRA_BACKEND_CUDA);
+  auto cpu = load(out, MEMRA_BACKEND_CPU);
+  ASSERT_TRUE(gpu && cpu);
+  const int32_t gs = gpu->open_sequence(), cs = cpu->open_sequence();
+  StepRequest g{gs, input, true, true}, c{cs, input, true, true};
+  auto go = gpu->step({&g, 1});
+  auto co = cpu->step({&c, 1});
+  ASSERT_TRUE(go.ok() && co.ok());
+  double worst = 0;
+  for (size_t i = 0; i < input.size(); ++i)
+    worst = std::max(worst, row_rel_diff((*go)[i].data(), (*co)[i].data(), (*co)[i].size()));
+  std::cout << "[ fp8 ] CUDA prefill max rel diff vs the CPU backend " << worst << "\n";
+  EXPECT_LE(worst, kTransformersBound);
+  std::vector<int32_t> gt, ct;
+  std::vector<float> gl = go->back(), cl = co->back();
+  for (int s = 0; s < 16; ++s) {
+    gt.push_back(memra::engine::argmax(gl));
+    ct.push_back(memra::engine::argmax(cl));
+    StepRequest gd{gs, {&gt.back(), 1}, false}, cd{cs, {&ct.back(), 1}, false};
+    auto a = gpu->step({&gd, 1});
+    auto b = cpu->step({&cd, 1});
+    ASSERT_TRUE(a.ok() && b.ok());
+    gl = (*a)[0];
+    cl = (*b)[0];
+  }
+  EXPECT_EQ(gt, ct) << "fp8: the CUDA greedy continuation differs from the CPU backend's";
+  fs::remove_all(out);
+}

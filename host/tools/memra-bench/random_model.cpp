@@ -23,7 +23,7 @@ const Layout* layout(const std::string& s) {
       {"bf16", 1, 2, {}, MEMRA_DTYPE_BF16},        {"q8_0", 32, 34, {0}, MEMRA_DTYPE_BLOCKS},
       {"q4_0", 32, 18, {0}, MEMRA_DTYPE_BLOCKS},   {"q4_k", 256, 144, {0, 2}, MEMRA_DTYPE_BLOCKS},
       {"q5_k", 256, 176, {0, 2}, MEMRA_DTYPE_BLOCKS}, {"q6_k", 256, 210, {208}, MEMRA_DTYPE_BLOCKS},
-      {"iq4_xs", 256, 136, {0}, MEMRA_DTYPE_BLOCKS},
+      {"iq4_xs", 256, 136, {0}, MEMRA_DTYPE_BLOCKS}, {"fp8", 128, 132, {}, MEMRA_DTYPE_BLOCKS},
   };
   for (const Layout& x : l)
     if (s == x.scheme) return &x;
@@ -76,6 +76,26 @@ void fill(const Layout& l, uint8_t* dst, int64_t cols, int64_t r0, int64_t r1, u
     }
     return;
   }
+  if (std::strcmp(l.scheme, "fp8") == 0) {
+    // memra fp8 rows: cols/128 f32 scales, then e4m3fn codes (random, no NaN codes).
+    const int64_t groups = cols / 128;
+    for (int64_t r = 0; r < r1 - r0; ++r) {
+      uint8_t* row = p + r * row_bytes;
+      for (int64_t g = 0; g < groups; ++g) {
+        const float scale = (0.01f + static_cast<float>(splitmix(s) % 1000) * 1e-5f) / 448.0f;
+        std::memcpy(row + g * 4, &scale, 4);
+      }
+      for (int64_t c = 0; c < cols; c += 8) {
+        uint64_t v = splitmix(s);
+        for (int k = 0; k < 8; ++k) {
+          uint8_t q = static_cast<uint8_t>(v >> (8 * k));
+          if ((q & 0x7fu) == 0x7fu) q = static_cast<uint8_t>(q - 1);
+          row[groups * 4 + c + k] = q;
+        }
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i + 8 <= bytes; i += 8) {
     const uint64_t r = splitmix(s);
     std::memcpy(p + i, &r, 8);
@@ -94,7 +114,7 @@ void fill(const Layout& l, uint8_t* dst, int64_t cols, int64_t r0, int64_t r1, u
 Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_config_json, const std::string& scheme,
                                                           const plugins::PluginHost& plugins, uint64_t seed) {
   const Layout* l = layout(scheme);
-  if (!l) return make_error(ErrorCode::invalid_argument, "unknown weight scheme '" + scheme + "' (bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs)");
+  if (!l) return make_error(ErrorCode::invalid_argument, "unknown weight scheme '" + scheme + "' (bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs, fp8)");
   auto config = model_config_from_hf_json(hf_config_json);
   if (!config) return config.error();
   auto src = std::make_unique<engine::ModelSource>();
@@ -131,6 +151,8 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
       w.bytes = v.size() * 4;
       w.data = v.data();
     } else {
+      // fp8 checkpoints keep the input embedding table in 16 bits (docs/FORMAT.md).
+      const Layout* l = name == "token_embd.weight" && scheme == "fp8" ? layout("bf16") : layout(scheme);
       const int64_t rows = shape[0], cols = shape[1];
       if (cols % l->block_elems != 0) return make_error(ErrorCode::unsupported, name + ": row length breaks the " + scheme + " block size");
       const int64_t row_bytes = cols / l->block_elems * l->block_bytes;
@@ -141,7 +163,7 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
         pool.emplace_back(fill, std::cref(*l), buf.data(), cols, r0, r1, seed * 1000003 + storage->size() * 131 + k);
       }
       for (auto& th : pool) th.join();
-      w.quant = src->strings.emplace_back(scheme).c_str();
+      w.quant = src->strings.emplace_back(l->scheme).c_str();
       w.dtype = l->dtype;
       w.bytes = buf.size();
       w.data = buf.data();

@@ -35,7 +35,7 @@ struct Scheme {
 const std::vector<Scheme>& schemes() {
   static const std::vector<Scheme> s = {
       {"bf16", 1024, 1000}, {"q8_0", 1024, 0}, {"q4_k", 1024, 0},  {"q6_k", 1024, 0},   {"f16", 1024, 1000},
-      {"f32", 1024, 1000},  {"q4_0", 1024, 0}, {"q5_k", 1024, 0},  {"iq4_xs", 1024, 0},
+      {"f32", 1024, 1000},  {"q4_0", 1024, 0}, {"q5_k", 1024, 0},  {"iq4_xs", 1024, 0}, {"fp8", 1024, 0},
   };
   return s;
 }
@@ -164,8 +164,9 @@ void check_gemm(Device& d, Report& r, const CheckOptions& o) {
           const std::vector<float> bias = rng.floats(static_cast<size_t>(c.rows));
           const float* bp = c.bias ? bias.data() : nullptr;
           std::vector<float> exact(static_cast<size_t>(c.m * c.rows)), model(exact.size());
-          if (!ref::matmul_rows(type_of(s), wb.data(), c.rows, c.cols, x.data(), c.m, bp, exact.data()) ||
-              !ref::gemm_rows(type_of(s), wb.data(), c.rows, c.cols, x.data(), c.m, bp, prec, model.data()))
+          const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
+          if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, bp, exact.data()) ||
+              !ref::gemm_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, bp, prec, model.data()))
             throw Failure("reference refused the shape");
           const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
           const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;

@@ -20,7 +20,7 @@ const std::vector<Layout>& layouts() {
   static const std::vector<Layout> l = {
       {"f32", 1, 4, {}},          {"f16", 1, 2, {}},           {"bf16", 1, 2, {}},          {"q8_0", 32, 34, {0}},
       {"q4_0", 32, 18, {0}},      {"q4_k", 256, 144, {0, 2}},  {"q5_k", 256, 176, {0, 2}},  {"q6_k", 256, 210, {208}},
-      {"iq4_xs", 256, 136, {0}},
+      {"iq4_xs", 256, 136, {0}},  {"fp8", 128, 132, {}},
   };
   return l;
 }
@@ -36,6 +36,22 @@ std::string shape_str(int64_t m, int64_t rows, int64_t cols) {
 
 }  // namespace
 
+RefWeight ref_weight(const std::string& s, const std::vector<uint8_t>& w, int64_t rows, int64_t cols) {
+  if (s != "fp8") return {type_of(s), w};
+  RefWeight r{quant::GgmlType::F32, std::vector<uint8_t>(static_cast<size_t>(rows * cols) * 4)};
+  const int64_t groups = cols / 128, row_bytes = groups * 4 + cols;
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint8_t* row = w.data() + i * row_bytes;
+    for (int64_t c = 0; c < cols; ++c) {
+      float scale;
+      std::memcpy(&scale, row + (c / 128) * 4, 4);
+      const float v = quant::f8_e4m3_to_f32(row[groups * 4 + c]) * scale;
+      std::memcpy(r.bytes.data() + (i * cols + c) * 4, &v, 4);
+    }
+  }
+  return r;
+}
+
 memra_dtype dtype_of(const std::string& s) {
   if (s == "f32") return MEMRA_DTYPE_F32;
   if (s == "f16") return MEMRA_DTYPE_F16;
@@ -44,6 +60,7 @@ memra_dtype dtype_of(const std::string& s) {
 }
 
 quant::GgmlType type_of(const std::string& s) {
+  if (s == "fp8") throw Failure("fp8 has no ggml type: use ref_weight");
   quant::GgmlType t;
   if (!ref::scheme_type(s.c_str(), &t)) throw Failure("no ggml type for " + s);
   return t;
@@ -65,6 +82,27 @@ std::vector<uint8_t> random_weight(Rng& rng, const std::string& scheme, int64_t 
     for (int64_t i = 0; i < n; ++i) {
       const uint16_t h = scheme == "f16" ? quant::f32_to_fp16(v[static_cast<size_t>(i)]) : quant::f32_to_bf16(v[static_cast<size_t>(i)]);
       std::memcpy(b.data() + i * 2, &h, 2);
+    }
+    return b;
+  }
+  if (scheme == "fp8") {
+    // Per row: cols/128 f32 scales, then the e4m3fn codes (NaN codes left out).
+    const int64_t groups = cols / 128, row_bytes = groups * 4 + cols;
+    b.resize(static_cast<size_t>(rows * row_bytes));
+    for (int64_t i = 0; i < rows; ++i) {
+      uint8_t* row = b.data() + i * row_bytes;
+      for (int64_t g = 0; g < groups; ++g) {
+        float s = std::fabs(rng.normal()) * 0.002f + 1e-4f;
+        if (flavour == "large") s *= 2e4f;
+        if (flavour == "zeros") s = 0.0f;
+        if (flavour == "denormal") s = 1e-40f * static_cast<float>(1 + rng.uniform(0, 1000));
+        std::memcpy(row + g * 4, &s, 4);
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        uint8_t q = static_cast<uint8_t>(rng.bits());
+        if ((q & 0x7fu) == 0x7fu) q = static_cast<uint8_t>(q - 1);
+        row[groups * 4 + c] = q;
+      }
     }
     return b;
   }
@@ -104,6 +142,8 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
     if (is_float) cases.push_back({7, 33, 1003, "random", "random", true});  // rows not a multiple of 8
     // 32-element blocks whose rows do not start 16-byte aligned (Q8_0's generic path).
     if (l.block_elems == 32) cases.push_back({3, 40, 800, "random", "random", true});
+    // fp8 rows of 3 groups: the codes are not 16-byte aligned (the 4-byte path).
+    if (s == "fp8") cases.push_back({5, 40, 384, "random", "random", true});
     for (const Case& c : cases) {
       const std::string name = "matmul " + s + " " + shape_str(c.m, c.rows, c.cols) + " w=" + c.wflav + " x=" + c.xflav + (c.bias ? " +bias" : "");
       r.guard(name, [&] {
@@ -112,7 +152,8 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
         const std::vector<float> x = rng.floats(static_cast<size_t>(c.m * c.cols), c.xflav);
         const std::vector<float> bias = rng.floats(static_cast<size_t>(c.rows));
         std::vector<float> ref(static_cast<size_t>(c.m * c.rows));
-        if (!ref::matmul_rows(type_of(s), wb.data(), c.rows, c.cols, x.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
+        const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
+        if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
           throw Failure("reference matmul refused the shape");
         const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
         const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;
@@ -160,6 +201,7 @@ void check_embedding_gather(Device& d, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0x656d62);
   for (const Layout& l : layouts()) {
     const std::string s = l.scheme;
+    if (s == "fp8") continue;  // fp8 checkpoints keep their embedding table as stored (docs/FORMAT.md)
     for (int64_t dim : {int64_t{512}, int64_t{l.block_elems == 1 ? 1003 : 4096}}) {
       for (const char* flav : {"random", "large", "denormal"}) {
         for (float scale : {1.0f, 0.125f}) {

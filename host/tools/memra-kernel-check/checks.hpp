@@ -69,4 +69,12 @@ quant::GgmlType type_of(const std::string& scheme);
 std::vector<uint8_t> random_weight(Rng& rng, const std::string& scheme, int64_t rows, int64_t cols,
                                    const std::string& flavour);
 
+// The CPU references' view of a weight: its ggml type and bytes. memra fp8 has no
+// ggml type: it is handed over as its exact f32 values (e4m3(q) * scale).
+struct RefWeight {
+  quant::GgmlType type;
+  std::vector<uint8_t> bytes;
+};
+RefWeight ref_weight(const std::string& scheme, const std::vector<uint8_t>& w, int64_t rows, int64_t cols);
+
 }  // namespace memra::kcheck
