@@ -39,6 +39,7 @@ bench() { case "$QUICK" in only:*) echo "$*" | grep -qE "${QUICK#only:}" || retu
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q8_0 --prompt-tokens 512 --gen-tokens 64
+bench --quant fp8 --prompt-tokens 512 --gen-tokens 64
 bench --quant bf16 --prompt-tokens 2048 --gen-tokens 8
 bench --quant q4_k --spec ngram --spec-k 4 --gen 128
 bench --quant q4_k --spec ngram --spec-k 8 --gen 128
