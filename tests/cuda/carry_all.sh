@@ -9,7 +9,7 @@ set -eu
 B=${1:?build dir}
 D=${2:-.device/all}
 F=${MEMRA_FIXTURES_DIR:-$(dirname "$0")/../../../shared/fixtures}
-BINS="memra-kernel-check memra-bench memra-gen cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test"
+BINS="memra-kernel-check memra-bench memra-gen cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test"
 cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $BINS memra_family_llama memra_quant_float \
   memra_quant_q8_0 memra_quant_q4_0 memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_iq4_xs memra_quant_fp8
 rm -rf "$D"
