@@ -8,7 +8,7 @@
 // Ops provides: int tid(), int cta(), uint32_t smem() (shared-memory byte address of
 // the dynamic buffer), st_shared_v4(addr, w0..w3), ldmatrix_x4(addr, r[4]),
 // ldmatrix_x4_trans(addr, r[4]), mma(d[4], a[4], b0, b1) (m16n8k16 bf16, f32 acc),
-// float shfl_xor(v, mask), sync() (the CTA barrier), split2(a, b, hi, lo) (bf16x2 hi
+// float shfl_xor(v, mask), sync() (the CTA barrier), syncwarp(), split2(a, b, hi, lo) (bf16x2 hi
 // and lo words, a in the low half), load8(src, v[8]), store2(dst, x, y).
 #pragma once
 
@@ -181,6 +181,7 @@ MEMRA_PA_UNROLL
     float s[kTileN / 8][4];
     bool dead[2] = {false, false};
     if (active) {
+      ops.syncwarp();  // reconverge after the per-lane branches of the loads before the mma
 MEMRA_PA_UNROLL
       for (int n = 0; n < kTileN / 8; ++n)
 MEMRA_PA_UNROLL
@@ -253,6 +254,7 @@ MEMRA_PA_UNROLL
     if (jt < j_hi) ld.load(ops, k_cache, j0 + kTileN, buf);  // in flight during O += P·V
 
     if (active) {
+      ops.syncwarp();
 MEMRA_PA_UNROLL
       for (int kk = 0; kk < kTileN / 16; ++kk) {
         // P as the A fragment (positions kk*16 .. +15) straight from the S accumulators.

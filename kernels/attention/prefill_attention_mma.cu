@@ -52,6 +52,7 @@ struct DeviceOps {
   __device__ __forceinline__ int cta() const { return static_cast<int>(blockIdx.x); }
   __device__ __forceinline__ uint32_t smem() const { return base; }
   __device__ __forceinline__ void sync() const { __syncthreads(); }
+  __device__ __forceinline__ void syncwarp() const { __syncwarp(); }
   __device__ __forceinline__ float shfl_xor(float v, int mask) const { return __shfl_xor_sync(0xffffffffu, v, mask); }
 
   // (a, b) = hi + lo: hi = bf16(a), bf16(b) (round to nearest), lo = bf16 of the exact

@@ -225,6 +225,7 @@ class HostOps {
   int cta() const { return c_->index(); }
   uint32_t smem() const { return 0; }
   void sync() { c_->block_barrier(); }
+  void syncwarp() { c_->warp_barrier(warp()); }
   float shfl_xor(float v, int mask) {
     Cta::Slots& s = c_->slots(warp());
     s.f[lane()] = v;
