@@ -30,7 +30,13 @@
 //    out = O / l. An mma never mixes rows, so other rows (absent rows are zero q,
 //    fully masked) cannot change a row's bits.
 //  - Positions a CTA does not need (beyond its rows' last position or before their
-//    first window position) are staged as zeros; they are masked for every row.
+//    first window position) are staged as zeros; they are masked for every row. A
+//    staged position a row masks adds P = 0 exactly (0 * v products), whatever v is —
+//    as long as v is finite, which KV the model wrote always is here.
+//  - A prompt row is not bitwise the decode kernel's row for the same position (other
+//    arithmetic); decode and verify rows always take the decode kernel.
+// The body (prefill_attention_body.cuh) also runs on a host emulator of the warp
+// primitives in tests/cuda (reference bound, chunking bit checks, smem race checks).
 //
 // Accuracy: every f32 operand x is split into bf16 hi = bf16(x), lo = bf16(x - hi);
 // the products hi·hi + lo·hi + hi·lo are exact in f32 and miss only lo·lo and the
