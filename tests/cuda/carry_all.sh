@@ -21,7 +21,7 @@ cp -r "$F/models/llama" "$F/models/qwen3" "$D/fixtures/models/"
 cp -r "$F/gguf/llama" "$D/fixtures/gguf/"
 # The non-system libraries the binaries load (what a bare image lacks), resolved here.
 for b in "$D"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
-  grep -E "libicu|libpcre2|libPoco|libsqlite3|libprometheus|libcrypto|libssl|libexpat|libz\.so" |
+  grep -E "libicu|libpcre|libPoco|libsqlite3|libprometheus|libcrypto|libssl|libexpat|libz\.so" |
   while read -r lib; do cp -L "$lib" "$D/syslib/"; done
 # Compressed: the device tool carries at most 64 MB per call.
 tar cJf "$D/syslib.tar.xz" -C "$D" syslib && rm -rf "$D/syslib"
