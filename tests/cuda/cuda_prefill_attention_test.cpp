@@ -222,6 +222,7 @@ struct EmuConfig {
   float softcap;
   int32_t n;                    // prompt length
   std::vector<int32_t> chunks;  // chunk sizes to compare with the one-step run
+  float q_scale = 1.0f;         // > 1: peakier softmax
 };
 
 class EmuScenario {
@@ -243,7 +244,7 @@ class EmuScenario {
     for (float& x : k_) x = nd(rng);
     for (float& x : v_) x = nd(rng);
     q_.resize(static_cast<size_t>(c.n) * c.heads * c.head_dim);
-    for (float& x : q_) x = nd(rng);
+    for (float& x : q_) x = nd(rng) * c.q_scale;
   }
 
   int64_t qw() const { return static_cast<int64_t>(c_.heads) * c_.head_dim; }
@@ -350,5 +351,8 @@ void check_emulated(const EmuConfig& c) {
 TEST(CudaPrefillAttentionEmulated, Gqa2Hd64FullAttention) { check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}}); }
 TEST(CudaPrefillAttentionEmulated, Gqa2Hd128WindowAndSoftcap) { check_emulated({2, 1, 128, 37, 20.0f, 90, {1, 16, 33}}); }
 TEST(CudaPrefillAttentionEmulated, Mha3Hd64Window80) { check_emulated({3, 3, 64, 80, 0.0f, 150, {7, 50}}); }
+// The Qwen3-8B group (4 q heads per kv head: a CTA is one 16-position block's group),
+// with scores ~N(0, 16): the kernel-check's "peaky" case.
+TEST(CudaPrefillAttentionEmulated, Gqa4Hd128PeakyScores) { check_emulated({8, 2, 128, 0, 0.0f, 70, {1, 23}, 4.0f}); }
 
 }  // namespace
