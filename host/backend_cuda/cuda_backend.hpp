@@ -199,8 +199,9 @@ class CudaBackend {
   std::vector<void*> host_buffers_;
 
   // Step slots (step_slots.cpp). arena_, staging_ and batches_ are the current slot's;
-  // the other slot's are parked in slots_. Slot steps run eagerly and hand their logits
-  // over asynchronously: logits_output queues the copy, wait_logits(slot) waits for it.
+  // the other slot's are parked in slots_, step graph included (each slot replays its own
+  // decode step). Slot steps hand their logits over asynchronously: logits_output
+  // queues the copy after the step, wait_logits(slot) waits for it.
   static constexpr int32_t kStepSlots = 2;
   struct StepSlot {
     std::unique_ptr<StepArena> arena;
@@ -216,6 +217,8 @@ class CudaBackend {
     };
     std::vector<Pending> pending;
     std::vector<std::pair<void*, uint64_t>> logits_host;  // pinned, reused step to step
+    std::vector<StepOp> graph_ops;   // the slot's step graph, parked while the other slot runs
+    CUgraphExec graph_exec = nullptr;
   };
   memra_status switch_slot(int32_t slot);
   memra_status queue_logits(CUdeviceptr logits, void* dst, uint64_t bytes);

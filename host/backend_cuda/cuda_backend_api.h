@@ -136,8 +136,8 @@ typedef struct memra_cuda_backend_api {
   memra_status (*prepare_batch)(memra_cuda_backend* b, const memra_forward_batch* batch);
   /* Step slots (0 or 1), for a pipeline that keeps two groups of sequences in flight.
    * begin_step_slot instead of begin_step: waits only for this slot's previous step
-   * (the other slot's may still run) and reclaims only its scratch. A slot step runs
-   * eagerly (no step graph) and its logits_output only queues the copy; wait_logits
+   * (the other slot's may still run) and reclaims only its scratch. Each slot keeps its
+   * own step graph; a slot step's logits_output only queues the copy; wait_logits
    * waits for the slot's queued logits copies and writes them to their batches'
    * host logits. The stream runs all work in the order it was issued. */
   memra_status (*begin_step_slot)(memra_cuda_backend* b, int32_t slot);

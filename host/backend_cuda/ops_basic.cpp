@@ -117,7 +117,11 @@ memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_
     return recording() ? run_step_graph() : MEMRA_OK;
   }
   // A slot step (pipeline stages): queue the copy, wait_logits(slot) collects it.
-  if (async_logits_) return queue_logits(dptr(logits), batch->logits, bytes);
+  if (async_logits_) {
+    if (recording())
+      if (const memra_status g = run_step_graph(); g != MEMRA_OK) return g;  // the step, then the copy
+    return queue_logits(dptr(logits), batch->logits, bytes);
+  }
   if (recording() && !staging_->fits(bytes))
     if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   auto host = staging_->alloc(bytes);

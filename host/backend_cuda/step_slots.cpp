@@ -4,7 +4,9 @@
 // batch uploads and pinned logits buffers, so starting a step in one slot waits only
 // for that slot's previous step (an event), never for the whole stream. The stream
 // still runs everything in the order it was issued, which is what keeps the KV cache
-// writes of the two groups (different blocks) and the hand-off copies ordered.
+// writes of the two groups (different blocks) and the hand-off copies ordered. Each
+// slot also keeps its own step graph, replayed while its decode steps repeat.
+#include <cstdlib>
 #include <cstring>
 
 #include "host/backend_cuda/cu_error.hpp"
@@ -23,10 +25,14 @@ memra_status CudaBackend::switch_slot(int32_t slot) {
   std::swap(arena_, cur.arena);
   std::swap(staging_, cur.staging);
   std::swap(batches_, cur.batches);
+  std::swap(graph_ops_, cur.graph_ops);
+  std::swap(graph_exec_, cur.graph_exec);
   StepSlot& next = slots_[slot];
   std::swap(arena_, next.arena);
   std::swap(staging_, next.staging);
   std::swap(batches_, next.batches);
+  std::swap(graph_ops_, next.graph_ops);
+  std::swap(graph_exec_, next.graph_exec);
   if (!arena_) arena_ = std::make_unique<StepArena>(ctx_.stream());
   if (!staging_) staging_ = std::make_unique<PinnedStaging>(ctx_.stream());
   slot_ = slot;
@@ -56,9 +62,10 @@ memra_status CudaBackend::begin_step_slot(int32_t slot) {
   batches_.clear();
   arena_->reset();
   staging_->reset();
-  // Two alternating sets of scratch never repeat a graph: slot steps run eagerly.
-  graph_enabled_ = false;
-  recording_ = false;
+  // Each slot keeps its own step graph (its scratch addresses repeat step to step).
+  const char* graph = std::getenv("MEMRA_CUDA_GRAPH");
+  graph_enabled_ = !(graph && std::strcmp(graph, "0") == 0);
+  recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
   async_logits_ = true;
   return MEMRA_OK;
@@ -108,6 +115,9 @@ void CudaBackend::release_slots() {
     for (auto& [host, size] : s.logits_host)
       if (host) cuMemFreeHost(host);
     s.logits_host.clear();
+    if (s.graph_exec) cuGraphExecDestroy(s.graph_exec);
+    s.graph_exec = nullptr;
+    s.graph_ops.clear();
     if (s.done) cuEventDestroy(s.done);
     if (s.logits_ready) cuEventDestroy(s.logits_ready);
     s.done = s.logits_ready = nullptr;
