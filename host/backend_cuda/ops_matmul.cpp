@@ -157,7 +157,9 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   // which depends on the batch, cannot change any token's bits.
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
-  const auto gx = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  // fp8 takes two rows per warp up to 4 tokens (kernels/matmul/matmul_fp8.cu).
+  const int64_t rows_per_block = kWarps * (s.module == "matmul_fp8" && nt <= 4 ? 2 : 1);
+  const auto gx = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
   const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
   const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
