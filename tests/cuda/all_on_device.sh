@@ -17,7 +17,7 @@ export MEMRA_FIXTURES_DIR=$D/fixtures NCCL_NVLS_ENABLE=0
 say() { echo "$@" | tee -a "$R"; }
 trap 'tar czf "$OUT/logs.tar.gz" -C "$L" . 2>/dev/null' EXIT
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$R"
-timeout 180 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1; say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
+timeout 300 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1; say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
 grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
 for t in cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test; do
   timeout 180 "$D/bin/$t" > "$L/$t.log" 2>&1
