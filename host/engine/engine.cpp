@@ -1,10 +1,13 @@
 #include "host/engine/engine.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "host/engine/pipeline_build.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
+#include "kernels/sampling/sampling_ref.hpp"
 
 namespace memra::engine {
 
@@ -85,6 +88,9 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->cuda_ = std::move(*cuda);
     if (auto st = e->cuda_->upload_weights(set); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
     ops = e->cuda_->ops();
+    // Device sampling unless MEMRA_DEVICE_SAMPLING=0 (host sampling of copied rows).
+    const char* ds = std::getenv("MEMRA_DEVICE_SAMPLING");
+    e->device_sampling_ = e->cuda_->has_device_sampling() && !(ds && std::string(ds) == "0");
   } else {
     e->backend_ = std::make_unique<backend::CpuBackend>(kv, quant_lookup);
     ops = e->backend_->ops();
@@ -250,6 +256,11 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   batch.logits_rows = logit_rows.data();
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
+  if (keep_logits_on_device_ && cuda_) {
+    // step_sampled on the GPU: the logits stay on the device (cuda_backend_api.h sample_rows).
+    logits.clear();
+    batch.logits = nullptr;
+  }
 
   // A rolling step on a pipeline: its slot's scratch, logits collected later.
   p.deferred = pipeline_ != nullptr && slot >= 0;
@@ -306,6 +317,103 @@ Result<std::vector<std::vector<float>>> Engine::step_collect(PendingStep& p) {
   for (size_t i = 0; i < rows; ++i)
     out.emplace_back(p.logits.begin() + static_cast<std::ptrdiff_t>(i * vocab),
                      p.logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab));
+  return out;
+}
+
+Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> requests) {
+  std::vector<StepRows> out(requests.size());
+  if (requests.empty()) return out;
+  // Each request's rows are consecutive: all_logits gives one per token, else one.
+  std::vector<size_t> first(requests.size()), count(requests.size());
+  size_t total_rows = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const StepRequest& r = requests[i];
+    first[i] = total_rows;
+    count[i] = r.all_logits ? r.tokens.size() : 1;
+    total_rows += count[i];
+    if (r.sampling && (!r.sampling->params || r.sampling->rows < 0 || static_cast<size_t>(r.sampling->rows) > count[i] ||
+                       r.sampling->assumed.size() + 1 < static_cast<size_t>(r.sampling->rows)))
+      return make_error(ErrorCode::invalid_argument, "step_sampled: a request samples more rows than it computes");
+  }
+  auto wants_rows = [](const StepRequest& r) { return !r.sampling || r.sampling->want_logits; };
+  // The penalty entries of sampled row t of a request.
+  auto penalties = [](const RowSampling& s, int32_t t) {
+    return penalty_entries(*s.params, s.prompt, s.output, s.assumed.subspan(0, static_cast<size_t>(t)));
+  };
+
+  const bool device = device_sampling_ && cuda_ != nullptr;
+  keep_logits_on_device_ = device;
+  auto pending = step_issue(requests, -1);
+  keep_logits_on_device_ = false;
+  if (!pending) return pending.error();
+
+  if (!device) {
+    auto rows = step_collect(**pending);
+    if (!rows) return rows.error();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const StepRequest& r = requests[i];
+      if (r.sampling)
+        for (int32_t t = 0; t < r.sampling->rows; ++t) {
+          const auto& row = (*rows)[first[i] + count[i] - static_cast<size_t>(r.sampling->rows) + static_cast<size_t>(t)];
+          const std::vector<sampling::PenaltyEntry> pen = penalties(*r.sampling, t);
+          out[i].tokens.push_back(ref::sample_row(row.data(), vocab_, row_params(*r.sampling->params, r.sampling->position + static_cast<uint64_t>(t)),
+                                                  pen.data(), static_cast<int32_t>(pen.size())));
+        }
+      if (wants_rows(r))
+        for (size_t k = 0; k < count[i]; ++k) out[i].logits.push_back(std::move((*rows)[first[i] + k]));
+    }
+    return out;
+  }
+
+  // On the GPU: rows that must reach the host, then one sampling launch for the step.
+  std::vector<int32_t> host_rows;
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (wants_rows(requests[i]))
+      for (size_t k = 0; k < count[i]; ++k) host_rows.push_back(static_cast<int32_t>(first[i] + k));
+  if (!host_rows.empty()) {
+    std::vector<float> buf(host_rows.size() * static_cast<size_t>(vocab_));
+    if (Status st = cuda_->logits_rows_to_host(host_rows.data(), static_cast<int32_t>(host_rows.size()), buf.data()); !st)
+      return st.error();
+    size_t at = 0;
+    for (size_t i = 0; i < requests.size(); ++i)
+      if (wants_rows(requests[i]))
+        for (size_t k = 0; k < count[i]; ++k, ++at)
+          out[i].logits.emplace_back(buf.begin() + static_cast<std::ptrdiff_t>(at * static_cast<size_t>(vocab_)),
+                                     buf.begin() + static_cast<std::ptrdiff_t>((at + 1) * static_cast<size_t>(vocab_)));
+  }
+  std::vector<int32_t> rows, offsets{0};
+  std::vector<memra_cuda_sample_params> params;
+  std::vector<memra_cuda_penalty> pens;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RowSampling* s = requests[i].sampling;
+    if (!s) continue;
+    for (int32_t t = 0; t < s->rows; ++t) {
+      rows.push_back(static_cast<int32_t>(first[i] + count[i] - static_cast<size_t>(s->rows) + static_cast<size_t>(t)));
+      const sampling::RowParams rp = row_params(*s->params, s->position + static_cast<uint64_t>(t));
+      memra_cuda_sample_params cp{};
+      static_assert(sizeof cp == sizeof rp, "memra_cuda_sample_params must have RowParams' layout");
+      std::memcpy(&cp, &rp, sizeof cp);
+      params.push_back(cp);
+      for (const sampling::PenaltyEntry& e : penalties(*s, t)) pens.push_back({e.id, e.count});
+      offsets.push_back(static_cast<int32_t>(pens.size()));
+    }
+  }
+  if (rows.empty()) return out;
+  memra_cuda_sample_request req{};
+  req.struct_size = MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE;
+  req.logits = nullptr;  // this step's, kept on the device
+  req.vocab = vocab_;
+  req.num_samples = static_cast<int32_t>(rows.size());
+  req.rows = rows.data();
+  req.params = params.data();
+  req.penalty_offsets = offsets.data();
+  req.penalties = pens.data();
+  std::vector<int32_t> tokens(rows.size(), -1);
+  if (Status st = cuda_->sample_rows(req, tokens.data()); !st) return st.error();
+  size_t at = 0;
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (const RowSampling* s = requests[i].sampling)
+      for (int32_t t = 0; t < s->rows; ++t) out[i].tokens.push_back(tokens[at++]);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "host/engine/pipeline_backend.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
 #include "host/engine/prefix_cache.hpp"
+#include "host/engine/sampler.hpp"
 #include "host/plugin_host/plugin_host.hpp"
 
 namespace memra::engine {
@@ -46,6 +47,8 @@ struct EngineOptions {
   int32_t pipeline_microbatches = 1;
 };
 
+struct RowSampling;
+
 struct StepRequest {
   int32_t seq = 0;                 // from Engine::open_sequence
   std::span<const int32_t> tokens; // new tokens, appended at the sequence's current length
@@ -54,6 +57,31 @@ struct StepRequest {
   // prompt rows on its tensor-core path and generated rows on the decode path; each is
   // batch invariant on its own, so a token must always be fed with the same flag.
   bool prompt = false;
+  // Engine::step_sampled: sample this request's rows (RowSampling) instead of, or as
+  // well as, returning its logits rows. Null: its logits rows, as step() returns them.
+  const RowSampling* sampling = nullptr;
+};
+
+// How Engine::step_sampled samples a request's rows: with the canonical sampler
+// (sampler.hpp), on the GPU when the backend is CUDA (one int32 per row comes back),
+// else on the host; the tokens are the same either way (docs/ARCHITECTURE.md, "Sampling").
+struct RowSampling {
+  const SamplingParams* params = nullptr;
+  uint64_t position = 0;                    // sequence position of the first sampled row's token
+  std::span<const int32_t> prompt, output;  // the sequence's history (penalties)
+  // Sampled row r (of `rows`) assumes assumed[0..r) were emitted after `output`: the
+  // drafts before a verify row, so each row sees plain decode's penalty context.
+  std::span<const int32_t> assumed;
+  int32_t rows = 1;           // sample the request's last `rows` logits rows (0: none)
+  bool want_logits = false;   // also return all the request's logits rows on the host
+};
+
+// A request's result of Engine::step_sampled.
+struct StepRows {
+  // Its logits rows (as step() returns them) when it has no RowSampling or asked for
+  // them (want_logits), else empty: on CUDA they never leave the device then.
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> tokens;  // one per sampled row, first row first
 };
 
 // A step issued by Engine::step_issue and not yet collected. Owns the step's host
@@ -99,6 +127,13 @@ class Engine {
   // Runs one forward pass over every request's new tokens; returns the logits rows
   // (all_logits: one per token, else one per request), request by request.
   Result<std::vector<std::vector<float>>> step(std::span<const StepRequest> requests);
+  // step() that also samples: each request with a RowSampling gets its tokens, and its
+  // logits rows only when it asks for them. On a single CUDA backend (unless
+  // MEMRA_DEVICE_SAMPLING=0) the rows are sampled on the GPU; on the CPU backend and
+  // pipelines on the host, with the same canonical sampler.
+  Result<std::vector<StepRows>> step_sampled(std::span<const StepRequest> requests);
+  // Whether step_sampled samples on the GPU.
+  bool samples_on_device() const { return device_sampling_; }
 
   // Rolling steps (docs/ARCHITECTURE.md, "Pipeline stages"): step() in two halves, so
   // a pipeline keeps two groups of sequences in flight. step_issue(requests, slot)
@@ -138,6 +173,8 @@ class Engine {
   std::unique_ptr<plugins::Model> model_;
   std::map<int32_t, Sequence> sequences_;
   int32_t next_seq_ = 0;
+  bool device_sampling_ = false;        // step_sampled samples on the GPU (cuda_ only)
+  bool keep_logits_on_device_ = false;  // step_issue: no host copy of the logits (step_sampled)
 };
 
 }  // namespace memra::engine

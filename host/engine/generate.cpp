@@ -16,6 +16,11 @@ Status check_request(const Engine& engine, std::span<const int32_t> prompt, cons
   return {};
 }
 
+// Whether a token's logits row must reach the host (logprobs, dumps).
+bool wants_token_logits(const GenerateOptions& o) {
+  return o.token_logits || o.prompt_logits || o.sampling.logprobs || o.sampling.top_logprobs > 0;
+}
+
 // Closes the loop's sequence however it ends.
 struct SequenceCloser {
   Engine& engine;
@@ -32,19 +37,27 @@ Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt,
   const int32_t seq = engine.open_sequence();
   SequenceCloser closer{engine, seq};
 
-  StepRequest prefill{seq, prompt, options.prompt_logits, /*prompt=*/true};
-  auto rows = engine.step({&prefill, 1});
+  GenerateResult result;
+  // The engine samples (on the GPU when it can); logits rows come to the host only
+  // for logprobs, prompt logits (memra-gen --dump-logits) or token_logits.
+  RowSampling rs{&options.sampling, prompt.size(), prompt, {}, {}, 1, wants_token_logits(options)};
+  StepRequest prefill{seq, prompt, options.prompt_logits, /*prompt=*/true, &rs};
+  auto rows = engine.step_sampled({&prefill, 1});
   if (!rows) return rows.error();
   if (options.prompt_logits && on_prompt_logits)
-    for (const auto& r : *rows) on_prompt_logits(r);
-  std::vector<float> logits = std::move(rows->back());
+    for (const auto& r : rows->front().logits) on_prompt_logits(r);
+  StepRows last = std::move(rows->front());
 
-  GenerateResult result;
   result.finish_reason = "length";
   const int64_t budget = std::min(options.max_tokens, engine.max_context() - static_cast<int64_t>(prompt.size()));
   for (int64_t i = 0; i < budget; ++i) {
-    const uint64_t position = prompt.size() + static_cast<uint64_t>(i);
-    const SampleResult s = sample(logits, options.sampling, position, prompt, result.tokens);
+    SampleResult s;
+    s.token = last.tokens.front();
+    std::span<const float> logits;
+    if (!last.logits.empty()) {
+      logits = last.logits.back();
+      fill_logprobs(logits, options.sampling, s);
+    }
     result.tokens.push_back(s.token);
     TokenEvent ev{s.token, s.logprob, s.top, logits};
     const bool go_on = on_token ? on_token(ev) : true;
@@ -53,10 +66,12 @@ Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt,
       break;
     }
     if (i + 1 == budget) break;  // no need to run the last token through the model
-    StepRequest d{seq, {&result.tokens.back(), 1}, false};
-    auto next = engine.step({&d, 1});
+    rs.position = prompt.size() + result.tokens.size();
+    rs.output = result.tokens;
+    StepRequest d{seq, {&result.tokens.back(), 1}, false, false, &rs};
+    auto next = engine.step_sampled({&d, 1});
     if (!next) return next.error();
-    logits = std::move(next->front());
+    last = std::move(next->front());
   }
   return result;
 }
@@ -69,8 +84,10 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   const int32_t seq = engine.open_sequence();
   SequenceCloser closer{engine, seq};
 
-  StepRequest prefill{seq, prompt, false, /*prompt=*/true};
-  auto rows = engine.step({&prefill, 1});
+  const bool want_rows = wants_token_logits(options);
+  RowSampling first{&options.sampling, prompt.size(), prompt, {}, {}, 1, want_rows};
+  StepRequest prefill{seq, prompt, false, /*prompt=*/true, &first};
+  auto rows = engine.step_sampled({&prefill, 1});
   if (!rows) return rows.error();
 
   GenerateResult result;
@@ -78,10 +95,11 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   const int64_t budget = std::min(options.max_tokens, engine.max_context() - static_cast<int64_t>(prompt.size()));
   std::vector<int32_t> context(prompt.begin(), prompt.end());
   bool done = false;
-  // Samples the next token from `logits` exactly as generate() does; false = stop.
-  auto emit = [&](const std::vector<float>& logits) {
-    const uint64_t position = prompt.size() + result.tokens.size();
-    const SampleResult s = sample(logits, options.sampling, position, prompt, result.tokens);
+  // Emits a token sampled as generate() samples it (the row: for logprobs, may be empty).
+  auto emit = [&](int32_t token, std::span<const float> logits) {
+    SampleResult s;
+    s.token = token;
+    if (!logits.empty()) fill_logprobs(logits, options.sampling, s);
     result.tokens.push_back(s.token);
     context.push_back(s.token);
     TokenEvent ev{s.token, s.logprob, s.top, logits};
@@ -95,7 +113,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     return s.token;
   };
 
-  emit(rows->back());
+  emit(rows->front().tokens.front(), rows->front().logits.empty() ? std::span<const float>{} : rows->front().logits.back());
   SpecGate gate(spec.policy, spec.drafter->draft_token_cost());
   StepCostModel step_costs;
   while (!done) {
@@ -108,16 +126,30 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     std::vector<int32_t> feed{result.tokens.back()};
     feed.insert(feed.end(), draft.begin(), draft.end());
     const int64_t before = engine.sequence_length(seq);
-    StepRequest verify{seq, feed, !draft.empty()};
+    // Every row sampled at its own position with plain decode's penalty context (the
+    // drafts before it taken as emitted; a row after a rejected draft is never used).
+    const bool hook = spec.verify_hook && !draft.empty();
+    RowSampling rs{&options.sampling, prompt.size() + result.tokens.size(), prompt, result.tokens, draft,
+                   static_cast<int32_t>(feed.size()), want_rows || hook};
+    StepRequest verify{seq, feed, !draft.empty(), false, &rs};
     const auto t0 = std::chrono::steady_clock::now();
-    auto out = engine.step({&verify, 1});
+    auto out = engine.step_sampled({&verify, 1});
     if (!out) return out.error();
     step_costs.observe(static_cast<int64_t>(feed.size()),
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (spec.verify_hook && !draft.empty()) spec.verify_hook(*out);
+    StepRows& vr = out->front();
+    if (hook) {
+      // Tests perturb the rows to prove the identity gate catches it: sample what they left.
+      spec.verify_hook(vr.logits);
+      for (size_t i = 0; i < vr.logits.size(); ++i) {
+        std::vector<int32_t> history = result.tokens;
+        history.insert(history.end(), draft.begin(), draft.begin() + static_cast<std::ptrdiff_t>(i));
+        vr.tokens[i] = sample(vr.logits[i], options.sampling, rs.position + i, prompt, history).token;
+      }
+    }
     size_t accepted = 0;
     for (size_t i = 0; i <= draft.size() && !done; ++i) {
-      const int32_t tok = emit((*out)[i]);
+      const int32_t tok = emit(vr.tokens[i], vr.logits.empty() ? std::span<const float>{} : std::span<const float>(vr.logits[i]));
       if (i < draft.size() && tok == draft[i]) {
         ++accepted;
         continue;

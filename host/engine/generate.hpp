@@ -23,13 +23,16 @@ struct GenerateOptions {
   int64_t max_tokens = 256;
   std::vector<int32_t> stop_ids;   // EOS ids: generation ends after emitting one
   bool prompt_logits = false;      // report the logits of every prompt position
+  // Fill TokenEvent::logits. Also on with prompt_logits or logprobs; otherwise a token's
+  // row stays where it was sampled (on the GPU) and TokenEvent::logits is empty.
+  bool token_logits = false;
 };
 
 struct TokenEvent {
   int32_t token = 0;
   float logprob = 0.0f;
   std::vector<TokenLogprob> top;
-  std::span<const float> logits;   // the row this token was sampled from
+  std::span<const float> logits;   // the row this token was sampled from (GenerateOptions::token_logits)
 };
 
 struct GenerateResult {

@@ -220,6 +220,53 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<std::vector<float>>>
   }
 }
 
+void Scheduler::attach_sampling(Flight& f) {
+  f.sampling.assign(f.reqs.size(), RowSampling{});  // sized once: the requests point into it
+  for (size_t i = 0; i < f.reqs.size(); ++i) {
+    const Job& j = *f.jobs[i];
+    RowSampling& rs = f.sampling[i];
+    const SamplingParams& p = j.req.sampling;
+    rs.params = &p;
+    rs.prompt = j.req.prompt;
+    rs.output = j.output;
+    rs.position = j.req.prompt.size() + j.output.size();
+    const bool logprobs = p.logprobs || p.top_logprobs > 0;
+    if (f.chunk[i] > 0) {
+      // A prompt chunk: only the one that ends the prompt yields a token.
+      const bool last = j.prompt_done + f.chunk[i] >= static_cast<int64_t>(j.req.prompt.size());
+      rs.rows = last ? 1 : 0;
+      rs.want_logits = last && logprobs;
+    } else {
+      // The fed token plus drafts: row t assumes the drafts before it were emitted.
+      rs.assumed = std::span<const int32_t>(j.feed).subspan(1);
+      rs.rows = static_cast<int32_t>(j.feed.size());
+      rs.want_logits = logprobs || (j.feed.size() > 1 && options_.verify_hook);
+    }
+    f.reqs[i].sampling = &rs;
+  }
+}
+
+void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
+  if (!out) {
+    complete_step(f, Result<std::vector<std::vector<float>>>(out.error()));
+    return;
+  }
+  ++stats_.steps;
+  for (size_t i = 0; i < f.jobs.size(); ++i) {
+    Job& j = *f.jobs[i];
+    if (f.chunk[i] > 0) {
+      j.feed.clear();
+      j.prompt_done += f.chunk[i];
+      if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
+      if (!j.req.cache_namespace.empty())
+        engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
+    }
+    StepRows& r = (*out)[i];
+    const FinishReason end = consume(j, r.logits, &r.tokens);
+    if (end != FinishReason::none) finish(j, end);
+  }
+}
+
 void Scheduler::rebalance_locked(int32_t group) {
   // Finished sequences can leave one group much larger: move the surplus (none of it
   // in flight: the group's step was just collected) to the other group.
@@ -265,7 +312,7 @@ void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
       auto pending = engine_.step_issue(next->reqs, group);
       lock.lock();
       if (!pending) {
-        complete_step(*next, pending.error());
+        complete_step(*next, Result<std::vector<std::vector<float>>>(pending.error()));
       } else {
         next->pending = std::move(*pending);
         for (Job* j : next->jobs) j->in_flight = true;
@@ -304,7 +351,10 @@ void Scheduler::run() {
       Flight f = plan_step(-1, lock);
       lock.unlock();
       const auto step_start = std::chrono::steady_clock::now();
-      auto out = engine_.step(f.reqs);
+      // The engine samples (on the GPU when the backend is CUDA): logits rows come to
+      // the host only for logprobs.
+      attach_sampling(f);
+      auto out = engine_.step_sampled(f.reqs);
       const double step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
       lock.lock();
       // Decode-only steps teach the speculation fallback what one more token costs.
@@ -353,9 +403,13 @@ void Scheduler::draft_all(const std::vector<Job*>& decoding, int k) {
   }
 }
 
-FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows) {
-  const size_t drafted = j.feed.size() > 1 && rows.size() > 1 ? j.feed.size() - 1 : 0;
-  if (drafted > 0 && options_.verify_hook) options_.verify_hook(rows);
+FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows, const std::vector<int32_t>* tokens) {
+  const size_t n_out = tokens ? tokens->size() : rows.size();
+  const size_t drafted = j.feed.size() > 1 && n_out > 1 ? j.feed.size() - 1 : 0;
+  if (drafted > 0 && options_.verify_hook) {
+    options_.verify_hook(rows);
+    tokens = nullptr;  // sample what the hook left (tests: the identity gate must catch it)
+  }
   // Sample every position exactly as a one-token step would; accept drafts while
   // they equal what was sampled.
   std::vector<GeneratedToken> emitted;
@@ -363,7 +417,13 @@ FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows) {
   size_t accepted = 0;
   for (size_t t = 0; t <= drafted; ++t) {
     const uint64_t position = j.req.prompt.size() + j.output.size();
-    const SampleResult s = sample(rows[t], j.req.sampling, position, j.req.prompt, j.output);
+    SampleResult s;
+    if (tokens) {
+      s.token = (*tokens)[t];  // sampled by the engine (on the GPU when it can)
+      if (t < rows.size()) fill_logprobs(rows[t], j.req.sampling, s);
+    } else {
+      s = sample(rows[t], j.req.sampling, position, j.req.prompt, j.output);
+    }
     j.output.push_back(s.token);
     j.context.push_back(s.token);
     emitted.push_back({s.token, s.logprob, s.top});

@@ -164,12 +164,17 @@ class Scheduler {
     std::vector<Job*> jobs;
     std::vector<int64_t> chunk;       // prompt tokens fed per job (0 = decode)
     std::unique_ptr<PendingStep> pending;
+    std::vector<RowSampling> sampling;  // per request, when the engine samples (attach_sampling)
   };
   // Builds the next step for the running jobs of `group` (-1: all): decode tokens first
   // (the last token, plus drafts when speculating), then prefill chunks within the budget.
   Flight plan_step(int32_t group, std::unique_lock<std::mutex>& lock);
   // Takes a step's result: samples, publishes, finishes what ended.
   void complete_step(Flight& flight, Result<std::vector<std::vector<float>>> out);
+  // Engine-side sampling (Engine::step_sampled): each request's RowSampling, and the
+  // result (tokens, plus logits rows only where logprobs or the verify hook need them).
+  void attach_sampling(Flight& flight);
+  void complete_step(Flight& flight, Result<std::vector<StepRows>> out);
   void cancel_locked();               // cancelled jobs that are not in flight
   void rebalance_locked(int32_t group);
   void run_rolling(std::unique_lock<std::mutex>& lock);
@@ -180,7 +185,8 @@ class Scheduler {
   // Sets each job's feed: its last token + up to k drafts (drafted in one batch).
   void draft_all(const std::vector<Job*>& decoding, int k);
   // Samples the rows of one step for `job`; returns what ended it (none = running).
-  FinishReason consume(Job& job, std::vector<std::vector<float>>& rows);
+  // tokens: already sampled (one per row); null: sample rows here.
+  FinishReason consume(Job& job, std::vector<std::vector<float>>& rows, const std::vector<int32_t>* tokens = nullptr);
 
   Engine& engine_;
   SchedulerOptions options_;
