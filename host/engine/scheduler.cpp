@@ -295,10 +295,15 @@ void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
     }
     // This group's previous step first (the other group's stays in flight meanwhile),
     // then its next step, issued before the other group's is collected.
+    using Clock = std::chrono::steady_clock;
+    auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    Clock::time_point t = Clock::now();
     if (std::unique_ptr<Flight> f = std::move(flights[group])) {
       lock.unlock();
       auto out = engine_.step_collect(*f->pending);
       lock.lock();
+      stats_.step_wait_seconds += since(t);
+      t = Clock::now();
       for (Job* j : f->jobs) j->in_flight = false;
       complete_step(*f, std::move(out));
       std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
@@ -307,10 +312,13 @@ void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
     }
     rebalance_locked(group);
     auto next = std::make_unique<Flight>(plan_step(group, lock));
+    stats_.host_seconds += since(t);
     if (!next->reqs.empty()) {
       lock.unlock();
+      t = Clock::now();
       auto pending = engine_.step_issue(next->reqs, group);
       lock.lock();
+      stats_.step_issue_seconds += since(t);
       if (!pending) {
         complete_step(*next, Result<std::vector<std::vector<float>>>(pending.error()));
       } else {
@@ -357,6 +365,7 @@ void Scheduler::run() {
       auto out = engine_.step_sampled(f.reqs);
       const double step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
       lock.lock();
+      stats_.step_wait_seconds += step_seconds;  // one step at a time: issue and wait together
       // Decode-only steps teach the speculation fallback what one more token costs.
       if (out && std::all_of(f.chunk.begin(), f.chunk.end(), [](int64_t c) { return c == 0; })) {
         int64_t tokens = 0;

@@ -127,6 +127,10 @@ struct SchedulerStats {
   int64_t spec_accepted = 0;        // cumulative: drafts accepted
   int64_t spec_verify_steps = 0;    // cumulative: sequence-steps that carried drafts
   int64_t spec_fallbacks = 0;       // cumulative: times a sequence's gate turned speculation off
+  // Where the scheduler thread's time goes (cumulative seconds): waiting for step results,
+  // issuing steps (the forward pass's host side), and the rest (sampling, publishing,
+  // planning). Rolling groups overlap the wait of one group with the other's step.
+  double step_wait_seconds = 0, step_issue_seconds = 0, host_seconds = 0;
 };
 
 class Scheduler {

@@ -42,6 +42,7 @@ void consume(engine::SequenceHandle& h, Stream& out) {
 struct RunResult {
   double tok_s = 0;
   double window_s = 0;
+  engine::SchedulerStats stats;
   int64_t tokens = 0;
   std::vector<std::vector<int32_t>> outputs;
   std::string error;
@@ -74,6 +75,7 @@ RunResult run_once(engine::Engine& e, int n, int groups, const std::vector<std::
     for (int i = 0; i < n; ++i)
       readers.emplace_back([&, i] { consume(*handles[static_cast<size_t>(i)], streams[static_cast<size_t>(i)]); });
     for (auto& t : readers) t.join();
+    r.stats = s.stats();
   }
   Clock::time_point all_started = Clock::time_point::min(), first_done = Clock::time_point::max();
   for (const Stream& st : streams) {
@@ -127,6 +129,10 @@ int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o) {
       std::printf("serve concurrency %d, pipeline groups %d: %.1f tok/s aggregate decode (%lld tokens in %.3f s); "
                   "tokens identical across runs: yes\n",
                   n, groups, rates[rates.size() / 2], static_cast<long long>(last.tokens), last.window_s);
+      const double steps = static_cast<double>(std::max<int64_t>(1, last.stats.steps));
+      std::printf("  scheduler thread per step (last run, %lld steps): waiting %.3f ms, issuing %.3f ms, other %.3f ms\n",
+                  static_cast<long long>(last.stats.steps), 1e3 * last.stats.step_wait_seconds / steps,
+                  1e3 * last.stats.step_issue_seconds / steps, 1e3 * last.stats.host_seconds / steps);
     }
   }
   return 0;
