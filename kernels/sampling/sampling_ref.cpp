@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 namespace memra::ref {
 namespace {
@@ -45,6 +46,19 @@ float canonical_sum(const float* weights, int64_t n, float threshold) {
 int32_t sample_row(const float* logits, int64_t vocab, const sampling::RowParams& p,
                    const sampling::PenaltyEntry* penalties, int32_t num_penalties, SampleTrace* trace) {
   using namespace sampling;
+  if (p.temperature == 0.0f && num_penalties == 0) {
+    // Greedy without penalties: the same choice as below without a copy of the row, in
+    // two passes the compiler vectorizes (the host samples every rolling-pipeline row).
+    // The largest value (a NaN, canonically -inf, never wins `a > b ? a : b`), then the
+    // first index holding it (-0 == +0, as canonical() makes them).
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < vocab; ++i) m = logits[i] > m ? logits[i] : m;
+    if (m != -std::numeric_limits<float>::infinity())
+      for (int64_t i = 0; i < vocab; ++i)
+        if (logits[i] == m) return static_cast<int32_t>(i);
+    // Every value -inf or NaN (all canonically -inf): the first index, as below.
+    return 0;
+  }
   std::vector<float> v(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) v[static_cast<size_t>(i)] = canonical(logits[i]);
   for (int32_t e = 0; e < num_penalties; ++e) {
