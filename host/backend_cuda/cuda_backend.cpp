@@ -209,6 +209,13 @@ memra_status CudaBackend::begin_step() {
   slots_[1].pending.clear();
   slots_[0].done_pending = slots_[1].done_pending = false;
   async_logits_ = false;
+  reset_step_scratch();
+  if (pending != MEMRA_OK) return pending;
+  if (slot != MEMRA_OK) return slot;
+  return s ? MEMRA_OK : fail(s.error());
+}
+
+void CudaBackend::reset_step_scratch() {
   batches_.clear();
   arena_->reset();
   staging_->reset();
@@ -217,9 +224,6 @@ memra_status CudaBackend::begin_step() {
   graph_enabled_ = !(graph && std::strcmp(graph, "0") == 0);
   recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
-  if (pending != MEMRA_OK) return pending;
-  if (slot != MEMRA_OK) return slot;
-  return s ? MEMRA_OK : fail(s.error());
 }
 
 memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {

@@ -221,6 +221,9 @@ class CudaBackend {
     CUgraphExec graph_exec = nullptr;
   };
   memra_status switch_slot(int32_t slot);
+  // A step's start: the current slot's scratch and batch uploads reclaimed, recording
+  // (a step graph) on unless MEMRA_CUDA_GRAPH=0 or MEMRA_CUDA_SYNC.
+  void reset_step_scratch();
   memra_status queue_logits(CUdeviceptr logits, void* dst, uint64_t bytes);
   void release_slots();
   StepSlot slots_[kStepSlots];

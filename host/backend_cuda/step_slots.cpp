@@ -6,7 +6,6 @@
 // still runs everything in the order it was issued, which is what keeps the KV cache
 // writes of the two groups (different blocks) and the hand-off copies ordered. Each
 // slot also keeps its own step graph, replayed while its decode steps repeat.
-#include <cstdlib>
 #include <cstring>
 
 #include "host/backend_cuda/cu_error.hpp"
@@ -59,14 +58,7 @@ memra_status CudaBackend::begin_step_slot(int32_t slot) {
   }
   s.done_pending = false;
   s.pending.clear();  // logits nobody collected: the step they belonged to was abandoned
-  batches_.clear();
-  arena_->reset();
-  staging_->reset();
-  // Each slot keeps its own step graph (its scratch addresses repeat step to step).
-  const char* graph = std::getenv("MEMRA_CUDA_GRAPH");
-  graph_enabled_ = !(graph && std::strcmp(graph, "0") == 0);
-  recording_ = graph_enabled_ && !sync_each_op_;
-  step_ops_.clear();
+  reset_step_scratch();  // each slot keeps its own step graph: its scratch addresses repeat
   async_logits_ = true;
   return MEMRA_OK;
 }

@@ -280,19 +280,26 @@ void Scheduler::rebalance_locked(int32_t group) {
     }
 }
 
+Scheduler::Wake Scheduler::wake_locked(std::unique_lock<std::mutex>& lock) {
+  cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
+  if (stop_) return Wake::stop;
+  cancel_locked();
+  admit_locked();
+  if (running_.empty()) {
+    update_stats_locked();
+    if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(5));
+    return Wake::idle;
+  }
+  return Wake::ready;
+}
+
 void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
   std::unique_ptr<Flight> flights[2];
   int32_t group = 0;
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
-    if (stop_) break;
-    cancel_locked();
-    admit_locked();
-    if (running_.empty()) {
-      update_stats_locked();
-      if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(5));
-      continue;
-    }
+    const Wake w = wake_locked(lock);
+    if (w == Wake::stop) break;
+    if (w == Wake::idle) continue;
     // This group's previous step first (the other group's stays in flight meanwhile),
     // then its next step, issued before the other group's is collected.
     using Clock = std::chrono::steady_clock;
@@ -347,15 +354,9 @@ void Scheduler::run() {
     run_rolling(lock);
   } else {
     while (true) {
-      cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
-      if (stop_) break;
-      cancel_locked();
-      admit_locked();
-      if (running_.empty()) {
-        update_stats_locked();
-        if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(5));
-        continue;
-      }
+      const Wake w = wake_locked(lock);
+      if (w == Wake::stop) break;
+      if (w == Wake::idle) continue;
       Flight f = plan_step(-1, lock);
       lock.unlock();
       const auto step_start = std::chrono::steady_clock::now();

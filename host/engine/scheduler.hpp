@@ -182,6 +182,10 @@ class Scheduler {
   void cancel_locked();               // cancelled jobs that are not in flight
   void rebalance_locked(int32_t group);
   void run_rolling(std::unique_lock<std::mutex>& lock);
+  // The top of a scheduler iteration: waits for work, drops cancelled jobs, admits what
+  // fits. stop: shutting down; idle: nothing runs yet (loop again); ready: step.
+  enum class Wake { stop, idle, ready };
+  Wake wake_locked(std::unique_lock<std::mutex>& lock);
   void run();
   void admit_locked();
   void update_stats_locked();
