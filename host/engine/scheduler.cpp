@@ -208,13 +208,7 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<std::vector<float>>>
     std::vector<std::vector<float>> rows;
     for (size_t r = 0; r < n_rows; ++r) rows.push_back(std::move((*out)[row + r]));
     row += n_rows;
-    if (f.chunk[i] > 0) {
-      j.feed.clear();
-      j.prompt_done += f.chunk[i];
-      if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
-      if (!j.req.cache_namespace.empty())
-        engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
-    }
+    if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     const FinishReason end = consume(j, rows);
     if (end != FinishReason::none) finish(j, end);
   }
@@ -254,17 +248,21 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
   ++stats_.steps;
   for (size_t i = 0; i < f.jobs.size(); ++i) {
     Job& j = *f.jobs[i];
-    if (f.chunk[i] > 0) {
-      j.feed.clear();
-      j.prompt_done += f.chunk[i];
-      if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;  // more prompt to read
-      if (!j.req.cache_namespace.empty())
-        engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
-    }
+    if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     StepRows& r = (*out)[i];
     const FinishReason end = consume(j, r.logits, &r.tokens);
     if (end != FinishReason::none) finish(j, end);
   }
+}
+
+bool Scheduler::prompt_read(Job& j, int64_t chunk) {
+  if (chunk == 0) return true;  // a decode step
+  j.feed.clear();
+  j.prompt_done += chunk;
+  if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) return false;
+  if (!j.req.cache_namespace.empty())
+    engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
+  return true;
 }
 
 void Scheduler::rebalance_locked(int32_t group) {

@@ -180,6 +180,9 @@ class Scheduler {
   void attach_sampling(Flight& flight);
   void complete_step(Flight& flight, Result<std::vector<StepRows>> out);
   void cancel_locked();               // cancelled jobs that are not in flight
+  // After a step fed `chunk` prompt tokens (0: a decode step): whether its row is the
+  // first token's (prompt done; the prompt then enters the prefix cache) or a decode one.
+  bool prompt_read(Job& job, int64_t chunk);
   void rebalance_locked(int32_t group);
   void run_rolling(std::unique_lock<std::mutex>& lock);
   // The top of a scheduler iteration: waits for work, drops cancelled jobs, admits what
