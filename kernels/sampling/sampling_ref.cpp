@@ -105,11 +105,19 @@ int32_t sample_row(const float* logits, int64_t vocab, const sampling::RowParams
     const float target = f_mul(p.top_p, s.total);
     uint32_t lo = 1, hi = 0x3f800000u;  // positive floats up to 1
     Sums t;
+    // Weights below lo can never count again (thresholds only rise past lo): dropping them
+    // from the scan leaves every sum's terms and order as they were, and a peaked row
+    // (a real model's) shrinks to a few hundred candidates within a few steps.
+    std::vector<int64_t> live = nz;
     while (lo < hi) {
       const uint32_t mid = lo + (hi - lo + 1) / 2;
-      canonical_sums(q.data(), nz, bits_float(mid), t);
-      if (t.total >= target) lo = mid;
-      else hi = mid - 1;
+      canonical_sums(q.data(), live, bits_float(mid), t);
+      if (t.total >= target) {
+        lo = mid;
+        std::erase_if(live, [&](int64_t i) { return q[static_cast<size_t>(i)] < bits_float(lo); });
+      } else {
+        hi = mid - 1;
+      }
     }
     tau = bits_float(lo);
   }
