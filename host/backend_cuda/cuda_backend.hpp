@@ -211,8 +211,8 @@ class CudaBackend {
     bool done_pending = false;
     CUevent logits_ready = nullptr;  // after the slot's last queued logits copy
     struct Pending {
-      size_t buffer;                 // index into logits_host
-      void* dst;                     // the batch's host logits
+      const void* src;               // pinned host memory the queued copy fills
+      void* dst;                     // the batch's host logits, or sample_rows' tokens
       uint64_t bytes;
     };
     std::vector<Pending> pending;
@@ -225,6 +225,9 @@ class CudaBackend {
   // (a step graph) on unless MEMRA_CUDA_GRAPH=0 or MEMRA_CUDA_SYNC.
   void reset_step_scratch();
   memra_status queue_logits(CUdeviceptr logits, void* dst, uint64_t bytes);
+  // A slot step's device-to-host copy into `staged` (pinned, valid until the slot's next
+  // step), delivered to `dst` by wait_logits.
+  memra_status queue_to_host(void* staged, CUdeviceptr src, void* dst, uint64_t bytes);
   void release_slots();
   StepSlot slots_[kStepSlots];
   int32_t slot_ = 0;

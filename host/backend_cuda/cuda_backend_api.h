@@ -146,7 +146,10 @@ typedef struct memra_cuda_backend_api {
    * sampler on each requested row, one int32 token per sample written to `tokens`
    * (host memory), bit-identical to the CPU reference. A step whose batch->logits is
    * NULL copies nothing in logits_output and keeps the logits tensor on the device for
-   * this call and logits_rows_to_host (until the next begin_step; not in slot steps). */
+   * this call and logits_rows_to_host (until the next begin_step). In a slot step
+   * (begin_step_slot) sample_rows only queues its work: `tokens` is written by
+   * wait_logits(slot) and must stay valid until then; logits_rows_to_host is not for
+   * slot steps. */
   memra_status (*sample_rows)(memra_cuda_backend* b, const memra_cuda_sample_request* request, int32_t* tokens);
   /* Copies rows of that kept logits tensor to host memory: dst is [n][vocab] floats. */
   memra_status (*logits_rows_to_host)(memra_cuda_backend* b, const int32_t* rows, int32_t n, float* dst);

@@ -116,11 +116,12 @@ memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_
     // No host copy wanted (the engine samples on the device): end the step without a wait.
     return recording() ? run_step_graph() : MEMRA_OK;
   }
-  // A slot step (pipeline stages): queue the copy, wait_logits(slot) collects it.
+  // A slot step (pipeline stages): queue the copy, wait_logits(slot) collects it; with
+  // no host logits wanted, they stay on the device for sample_rows.
   if (async_logits_) {
     if (recording())
       if (const memra_status g = run_step_graph(); g != MEMRA_OK) return g;  // the step, then the copy
-    return queue_logits(dptr(logits), batch->logits, bytes);
+    return batch->logits ? queue_logits(dptr(logits), batch->logits, bytes) : MEMRA_OK;
   }
   if (recording() && !staging_->fits(bytes))
     if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;

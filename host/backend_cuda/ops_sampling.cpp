@@ -84,6 +84,8 @@ memra_status CudaBackend::sample_rows(const memra_cuda_sample_request* req, int3
   if (st != MEMRA_OK) return st;
   auto out = staging_->alloc(static_cast<uint64_t>(n) * 4u);
   if (!out) return fail(out.error());
+  // A slot step: the tokens arrive with wait_logits(slot); the host does not wait here.
+  if (async_logits_) return queue_to_host(*out, d_tokens, tokens, static_cast<uint64_t>(n) * 4u);
   r = cuMemcpyDtoHAsync(*out, d_tokens, static_cast<uint64_t>(n) * 4u, ctx_.stream());
   if (r == CUDA_SUCCESS) r = cuStreamSynchronize(ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "sample_rows (or an earlier kernel of this step)"));
@@ -95,6 +97,7 @@ memra_status CudaBackend::logits_rows_to_host(const int32_t* rows, int32_t n, fl
   if (n <= 0) return MEMRA_OK;
   if (!rows || !dst) return fail(MEMRA_ERR_INVALID_ARGUMENT, "logits_rows_to_host: NULL argument");
   if (!kept_logits_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "logits_rows_to_host: this step kept no logits on the device");
+  if (async_logits_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "logits_rows_to_host: not in a slot step (pass batch->logits instead)");
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   const uint64_t row_bytes = static_cast<uint64_t>(kept_vocab_) * 4u;
   auto host = staging_->alloc(row_bytes * static_cast<uint64_t>(n));

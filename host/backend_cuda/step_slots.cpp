@@ -77,11 +77,16 @@ memra_status CudaBackend::queue_logits(CUdeviceptr logits, void* dst, uint64_t b
     if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuMemAllocHost (logits)"));
     size = bytes;
   }
-  CUresult r = cuMemcpyDtoHAsync(host, logits, bytes, ctx_.stream());
+  return queue_to_host(host, logits, dst, bytes);
+}
+
+memra_status CudaBackend::queue_to_host(void* staged, CUdeviceptr src, void* dst, uint64_t bytes) {
+  StepSlot& s = slots_[slot_];
+  CUresult r = cuMemcpyDtoHAsync(staged, src, bytes, ctx_.stream());
   if (r == CUDA_SUCCESS && !s.logits_ready) r = cuEventCreate(&s.logits_ready, CU_EVENT_DISABLE_TIMING);
   if (r == CUDA_SUCCESS) r = cuEventRecord(s.logits_ready, ctx_.stream());
-  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "logits copy"));
-  s.pending.push_back({index, dst, bytes});
+  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "step result copy"));
+  s.pending.push_back({staged, dst, bytes});
   return MEMRA_OK;
 }
 
@@ -94,7 +99,7 @@ memra_status CudaBackend::wait_logits(int32_t slot) {
     s.pending.clear();
     return fail(MEMRA_ERR_DEVICE, cu_error(r, "logits copy (or an earlier kernel of this step)"));
   }
-  for (const StepSlot::Pending& p : s.pending) std::memcpy(p.dst, s.logits_host[p.buffer].first, p.bytes);
+  for (const StepSlot::Pending& p : s.pending) std::memcpy(p.dst, p.src, p.bytes);
   s.pending.clear();
   return MEMRA_OK;
 }

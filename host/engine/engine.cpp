@@ -80,6 +80,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->pipeline_ = std::move(*p);
     e->microbatches_ = std::max(1, options.pipeline_microbatches);
     e->pipeline_cuda_ = options.backend == MEMRA_BACKEND_CUDA;
+    // Rolling steps sample on the last stage's GPU unless MEMRA_DEVICE_SAMPLING=0.
+    const char* ds = std::getenv("MEMRA_DEVICE_SAMPLING");
+    e->pipeline_device_sampling_ = e->pipeline_cuda_ && !(ds && std::string(ds) == "0");
+    for (int32_t st = 0; st < e->pipeline_->num_stages() && e->pipeline_device_sampling_; ++st)
+      e->pipeline_device_sampling_ = e->pipeline_->stage(st).cuda() && e->pipeline_->stage(st).cuda()->has_device_sampling();
     ops = e->pipeline_->ops();
   } else if (options.backend == MEMRA_BACKEND_CUDA) {
     // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
@@ -256,8 +261,8 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   batch.logits_rows = logit_rows.data();
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
-  if (keep_logits_on_device_ && cuda_) {
-    // step_sampled on the GPU: the logits stay on the device (cuda_backend_api.h sample_rows).
+  if (keep_logits_on_device_ && (cuda_ || pipeline_)) {
+    // Sampled on the GPU: the logits stay on the device (cuda_backend_api.h sample_rows).
     logits.clear();
     batch.logits = nullptr;
   }
@@ -310,7 +315,8 @@ Result<std::vector<std::vector<float>>> Engine::step_collect(PendingStep& p) {
       return make_error(w.error().code, msg);
     }
   }
-  const size_t rows = p.logit_rows.size();
+  // Logits kept on the device (sampled there): no rows.
+  const size_t rows = p.logits.empty() ? 0 : p.logit_rows.size();
   const auto vocab = static_cast<size_t>(vocab_);
   std::vector<std::vector<float>> out;
   out.reserve(rows);
@@ -320,26 +326,110 @@ Result<std::vector<std::vector<float>>> Engine::step_collect(PendingStep& p) {
   return out;
 }
 
-Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> requests) {
-  std::vector<StepRows> out(requests.size());
-  if (requests.empty()) return out;
-  // Each request's rows are consecutive: all_logits gives one per token, else one.
-  std::vector<size_t> first(requests.size()), count(requests.size());
-  size_t total_rows = 0;
+// Each request's rows are consecutive in a step's output: all_logits gives one per
+// token, else one. first[i] is request i's first row, count[i] its number of rows.
+struct RowLayout {
+  std::vector<size_t> first, count;
+  size_t total = 0;
+};
+
+namespace {
+
+Result<RowLayout> row_layout(std::span<const StepRequest> requests) {
+  RowLayout l;
+  l.first.resize(requests.size());
+  l.count.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const StepRequest& r = requests[i];
-    first[i] = total_rows;
-    count[i] = r.all_logits ? r.tokens.size() : 1;
-    total_rows += count[i];
-    if (r.sampling && (!r.sampling->params || r.sampling->rows < 0 || static_cast<size_t>(r.sampling->rows) > count[i] ||
+    l.first[i] = l.total;
+    l.count[i] = r.all_logits ? r.tokens.size() : 1;
+    l.total += l.count[i];
+    if (r.sampling && (!r.sampling->params || r.sampling->rows < 0 || static_cast<size_t>(r.sampling->rows) > l.count[i] ||
                        r.sampling->assumed.size() + 1 < static_cast<size_t>(r.sampling->rows)))
       return make_error(ErrorCode::invalid_argument, "step_sampled: a request samples more rows than it computes");
   }
-  auto wants_rows = [](const StepRequest& r) { return !r.sampling || r.sampling->want_logits; };
-  // The penalty entries of sampled row t of a request.
-  auto penalties = [](const RowSampling& s, int32_t t) {
-    return penalty_entries(*s.params, s.prompt, s.output, s.assumed.subspan(0, static_cast<size_t>(t)));
-  };
+  return l;
+}
+
+bool wants_rows(const StepRequest& r) { return !r.sampling || r.sampling->want_logits; }
+
+// The penalty entries of sampled row t of a request.
+std::vector<sampling::PenaltyEntry> row_penalties(const RowSampling& s, int32_t t) {
+  return penalty_entries(*s.params, s.prompt, s.output, s.assumed.subspan(0, static_cast<size_t>(t)));
+}
+
+// Samples on the host what `requests` ask for, from the step's rows (moved into out).
+void sample_on_host(std::span<const StepRequest> requests, const RowLayout& l, int64_t vocab,
+                    std::vector<std::vector<float>>& rows, std::vector<StepRows>& out) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const StepRequest& r = requests[i];
+    if (r.sampling)
+      for (int32_t t = 0; t < r.sampling->rows; ++t) {
+        const auto& row = rows[l.first[i] + l.count[i] - static_cast<size_t>(r.sampling->rows) + static_cast<size_t>(t)];
+        const std::vector<sampling::PenaltyEntry> pen = row_penalties(*r.sampling, t);
+        out[i].tokens.push_back(ref::sample_row(row.data(), vocab, row_params(*r.sampling->params, r.sampling->position + static_cast<uint64_t>(t)),
+                                                pen.data(), static_cast<int32_t>(pen.size())));
+      }
+    if (wants_rows(r))
+      for (size_t k = 0; k < l.count[i]; ++k) out[i].logits.push_back(std::move(rows[l.first[i] + k]));
+  }
+}
+
+}  // namespace
+
+// A step's sampling request for the GPU (cuda_backend_api.h sample_rows), with the
+// arrays it points into.
+struct Engine::DeviceSamples {
+  std::vector<int32_t> rows, offsets{0};
+  std::vector<memra_cuda_sample_params> params;
+  std::vector<memra_cuda_penalty> pens;
+  memra_cuda_sample_request request{};
+};
+
+std::unique_ptr<Engine::DeviceSamples> Engine::device_samples(std::span<const StepRequest> requests, const RowLayout& l) const {
+  auto d = std::make_unique<DeviceSamples>();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RowSampling* s = requests[i].sampling;
+    if (!s) continue;
+    for (int32_t t = 0; t < s->rows; ++t) {
+      d->rows.push_back(static_cast<int32_t>(l.first[i] + l.count[i] - static_cast<size_t>(s->rows) + static_cast<size_t>(t)));
+      const sampling::RowParams rp = row_params(*s->params, s->position + static_cast<uint64_t>(t));
+      memra_cuda_sample_params cp{};
+      static_assert(sizeof cp == sizeof rp, "memra_cuda_sample_params must have RowParams' layout");
+      std::memcpy(&cp, &rp, sizeof cp);
+      d->params.push_back(cp);
+      for (const sampling::PenaltyEntry& e : row_penalties(*s, t)) d->pens.push_back({e.id, e.count});
+      d->offsets.push_back(static_cast<int32_t>(d->pens.size()));
+    }
+  }
+  memra_cuda_sample_request& req = d->request;
+  req.struct_size = MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE;
+  req.logits = nullptr;  // this step's, kept on the device
+  req.vocab = vocab_;
+  req.num_samples = static_cast<int32_t>(d->rows.size());
+  req.rows = d->rows.data();
+  req.params = d->params.data();
+  req.penalty_offsets = d->offsets.data();
+  req.penalties = d->pens.data();
+  return d;
+}
+
+namespace {
+// Hands each request its share of the step's sampled tokens, in request order.
+void deal_tokens(std::span<const StepRequest> requests, const std::vector<int32_t>& tokens, std::vector<StepRows>& out) {
+  size_t at = 0;
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (const RowSampling* s = requests[i].sampling)
+      for (int32_t t = 0; t < s->rows; ++t) out[i].tokens.push_back(tokens[at++]);
+}
+}  // namespace
+
+Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> requests) {
+  std::vector<StepRows> out(requests.size());
+  if (requests.empty()) return out;
+  auto layout = row_layout(requests);
+  if (!layout) return layout.error();
+  const RowLayout& l = *layout;
 
   const bool device = device_sampling_ && cuda_ != nullptr;
   keep_logits_on_device_ = device;
@@ -350,18 +440,7 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
   if (!device) {
     auto rows = step_collect(**pending);
     if (!rows) return rows.error();
-    for (size_t i = 0; i < requests.size(); ++i) {
-      const StepRequest& r = requests[i];
-      if (r.sampling)
-        for (int32_t t = 0; t < r.sampling->rows; ++t) {
-          const auto& row = (*rows)[first[i] + count[i] - static_cast<size_t>(r.sampling->rows) + static_cast<size_t>(t)];
-          const std::vector<sampling::PenaltyEntry> pen = penalties(*r.sampling, t);
-          out[i].tokens.push_back(ref::sample_row(row.data(), vocab_, row_params(*r.sampling->params, r.sampling->position + static_cast<uint64_t>(t)),
-                                                  pen.data(), static_cast<int32_t>(pen.size())));
-        }
-      if (wants_rows(r))
-        for (size_t k = 0; k < count[i]; ++k) out[i].logits.push_back(std::move((*rows)[first[i] + k]));
-    }
+    sample_on_host(requests, l, vocab_, *rows, out);
     return out;
   }
 
@@ -369,7 +448,7 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
   std::vector<int32_t> host_rows;
   for (size_t i = 0; i < requests.size(); ++i)
     if (wants_rows(requests[i]))
-      for (size_t k = 0; k < count[i]; ++k) host_rows.push_back(static_cast<int32_t>(first[i] + k));
+      for (size_t k = 0; k < l.count[i]; ++k) host_rows.push_back(static_cast<int32_t>(l.first[i] + k));
   if (!host_rows.empty()) {
     std::vector<float> buf(host_rows.size() * static_cast<size_t>(vocab_));
     if (Status st = cuda_->logits_rows_to_host(host_rows.data(), static_cast<int32_t>(host_rows.size()), buf.data()); !st)
@@ -377,43 +456,49 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
     size_t at = 0;
     for (size_t i = 0; i < requests.size(); ++i)
       if (wants_rows(requests[i]))
-        for (size_t k = 0; k < count[i]; ++k, ++at)
+        for (size_t k = 0; k < l.count[i]; ++k, ++at)
           out[i].logits.emplace_back(buf.begin() + static_cast<std::ptrdiff_t>(at * static_cast<size_t>(vocab_)),
                                      buf.begin() + static_cast<std::ptrdiff_t>((at + 1) * static_cast<size_t>(vocab_)));
   }
-  std::vector<int32_t> rows, offsets{0};
-  std::vector<memra_cuda_sample_params> params;
-  std::vector<memra_cuda_penalty> pens;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const RowSampling* s = requests[i].sampling;
-    if (!s) continue;
-    for (int32_t t = 0; t < s->rows; ++t) {
-      rows.push_back(static_cast<int32_t>(first[i] + count[i] - static_cast<size_t>(s->rows) + static_cast<size_t>(t)));
-      const sampling::RowParams rp = row_params(*s->params, s->position + static_cast<uint64_t>(t));
-      memra_cuda_sample_params cp{};
-      static_assert(sizeof cp == sizeof rp, "memra_cuda_sample_params must have RowParams' layout");
-      std::memcpy(&cp, &rp, sizeof cp);
-      params.push_back(cp);
-      for (const sampling::PenaltyEntry& e : penalties(*s, t)) pens.push_back({e.id, e.count});
-      offsets.push_back(static_cast<int32_t>(pens.size()));
+  const auto samples = device_samples(requests, l);
+  if (samples->rows.empty()) return out;
+  std::vector<int32_t> tokens(samples->rows.size(), -1);
+  if (Status st = cuda_->sample_rows(samples->request, tokens.data()); !st) return st.error();
+  deal_tokens(requests, tokens, out);
+  return out;
+}
+
+Result<std::unique_ptr<PendingStep>> Engine::step_issue_sampled(std::span<const StepRequest> requests, int32_t slot) {
+  auto layout = row_layout(requests);
+  if (!layout) return layout.error();
+  // On the pipeline's last stage when every row is only sampled (rows a request wants
+  // as logits come to the host with the step, and then it is sampled there).
+  const bool device = pipeline_device_sampling_ && slot >= 0 &&
+                      std::none_of(requests.begin(), requests.end(), [](const StepRequest& r) { return wants_rows(r); });
+  keep_logits_on_device_ = device;
+  auto pending = step_issue(requests, slot);
+  keep_logits_on_device_ = false;
+  if (!pending || !device) return pending;
+  PendingStep& p = **pending;
+  const auto samples = device_samples(requests, *layout);
+  p.sampled_on_device = true;
+  p.tokens.assign(samples->rows.size(), -1);
+  if (!samples->rows.empty())
+    if (Status st = pipeline_->sample_rows(samples->request, p.tokens.data()); !st) {
+      (void)step_collect(p);  // let the step finish before its arrays go
+      return st.error();
     }
-  }
-  if (rows.empty()) return out;
-  memra_cuda_sample_request req{};
-  req.struct_size = MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE;
-  req.logits = nullptr;  // this step's, kept on the device
-  req.vocab = vocab_;
-  req.num_samples = static_cast<int32_t>(rows.size());
-  req.rows = rows.data();
-  req.params = params.data();
-  req.penalty_offsets = offsets.data();
-  req.penalties = pens.data();
-  std::vector<int32_t> tokens(rows.size(), -1);
-  if (Status st = cuda_->sample_rows(req, tokens.data()); !st) return st.error();
-  size_t at = 0;
-  for (size_t i = 0; i < requests.size(); ++i)
-    if (const RowSampling* s = requests[i].sampling)
-      for (int32_t t = 0; t < s->rows; ++t) out[i].tokens.push_back(tokens[at++]);
+  return pending;
+}
+
+Result<std::vector<StepRows>> Engine::step_collect_sampled(PendingStep& p, std::span<const StepRequest> requests) {
+  auto layout = row_layout(requests);
+  if (!layout) return layout.error();
+  std::vector<StepRows> out(requests.size());
+  auto rows = step_collect(p);  // the tokens too, for a step sampled on the device
+  if (!rows) return rows.error();
+  if (p.sampled_on_device) deal_tokens(requests, p.tokens, out);
+  else sample_on_host(requests, *layout, vocab_, *rows, out);
   return out;
 }
 

@@ -84,6 +84,8 @@ struct StepRows {
   std::vector<int32_t> tokens;  // one per sampled row, first row first
 };
 
+struct RowLayout;  // engine.cpp: where each request's rows are in a step's output
+
 // A step issued by Engine::step_issue and not yet collected. Owns the step's host
 // arrays: the backend may read them (and write the logits) until step_collect.
 struct PendingStep {
@@ -94,6 +96,8 @@ struct PendingStep {
   std::vector<float> logits;
   memra_forward_batch batch{};
   std::vector<MicroBatch> parts;
+  bool sampled_on_device = false;  // step_issue_sampled: tokens come with the step
+  std::vector<int32_t> tokens;     // ... here, at step_collect
 };
 
 class Engine {
@@ -145,6 +149,13 @@ class Engine {
   // other sequences) may be issued in between.
   Result<std::unique_ptr<PendingStep>> step_issue(std::span<const StepRequest> requests, int32_t slot);
   Result<std::vector<std::vector<float>>> step_collect(PendingStep& step);
+  // step_sampled in two halves, for rolling steps: on a pipeline of CUDA stages the last
+  // stage samples on its GPU right after the step (unless a request wants logits rows,
+  // or MEMRA_DEVICE_SAMPLING=0), and the tokens arrive with the step; elsewhere the rows
+  // are sampled on the host at collect. `requests` (and what their RowSampling point
+  // to) must stay valid until step_collect_sampled, which takes the same span.
+  Result<std::unique_ptr<PendingStep>> step_issue_sampled(std::span<const StepRequest> requests, int32_t slot);
+  Result<std::vector<StepRows>> step_collect_sampled(PendingStep& step, std::span<const StepRequest> requests);
   // Whether step_issue returns before the step has run (so two slots overlap).
   bool overlaps_steps() const { return pipeline_ != nullptr && pipeline_cuda_; }
 
@@ -175,6 +186,9 @@ class Engine {
   int32_t next_seq_ = 0;
   bool device_sampling_ = false;        // step_sampled samples on the GPU (cuda_ only)
   bool keep_logits_on_device_ = false;  // step_issue: no host copy of the logits (step_sampled)
+  bool pipeline_device_sampling_ = false;  // rolling pipeline steps sample on the last stage's GPU
+  struct DeviceSamples;
+  std::unique_ptr<DeviceSamples> device_samples(std::span<const StepRequest> requests, const RowLayout& layout) const;
 };
 
 }  // namespace memra::engine

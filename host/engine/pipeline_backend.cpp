@@ -132,6 +132,7 @@ Status PipelineBackend::begin_step(int32_t slot) {
   records_.clear();
   space_used_ = 0;
   batch_ = nullptr;
+  logits_stage_ = -1;
   prepared_ = 0;
   deferred_.clear();
   handoffs_ = 0;
@@ -359,11 +360,20 @@ memra_status PipelineBackend::logits_output(const memra_tensor* logits, const me
   if (const memra_status st = note_batch(batch); st != MEMRA_OK) return st;
   const Arg args[] = {{logits, Use::in}};
   const int32_t s = std::max(0, inputs_stage(args, 1));
+  logits_stage_ = s;
   return run(s, args, [&](const memra_backend_ops& o, memra_tensor* l) {
     if (!defer_logits_) return o.logits_output(o.ctx, &l[0], batch);
     deferred_.push_back({s, l[0], batch});  // the stage's storage lives until the next begin_step
     return MEMRA_OK;
   });
+}
+
+Status PipelineBackend::sample_rows(const memra_cuda_sample_request& request, int32_t* tokens) {
+  if (logits_stage_ < 0) return make_error(ErrorCode::invalid_argument, "pipeline sample_rows: no logits this step");
+  if (auto st = stage(logits_stage_).sample_rows(request, tokens); !st)
+    return make_error(st.error().code, "pipeline stage " + std::to_string(logits_stage_) + " (" + stage(logits_stage_).name() +
+                                           "): " + st.error().message);
+  return {};
 }
 
 Status PipelineBackend::flush_logits() {

@@ -52,6 +52,9 @@ class PipelineBackend {
   // step may still be running; this step's logits then come with wait_logits(slot)).
   Status begin_step(int32_t slot = -1);
   Status wait_logits(int32_t slot);
+  // Device sampling on the stage that took this step's logits (kept there: the batch's
+  // logits pointer was NULL); in a slot step the tokens arrive with wait_logits(slot).
+  Status sample_rows(const memra_cuda_sample_request& request, int32_t* tokens);
   // Prefix-cache copy-on-write: the block in every stage's layers.
   Status copy_kv_block(int32_t from, int32_t to);
   const std::string& last_error() const { return last_error_; }
@@ -124,6 +127,7 @@ class PipelineBackend {
   bool defer_logits_ = false;
   std::vector<DeferredLogits> deferred_;
   const memra_forward_batch* batch_ = nullptr;  // this step's, from the first op that takes it
+  int32_t logits_stage_ = -1;                    // the stage that took this step's logits
   uint32_t prepared_ = 0;                        // stages given batch_ this step
   int64_t handoffs_ = 0;
   uint64_t handoff_bytes_ = 0;

@@ -49,6 +49,9 @@ class CudaStage final : public PipelineStage {
   Status begin_step() override { return handle_->begin_step(); }
   Status begin_step_slot(int32_t slot) override { return handle_->begin_step_slot(slot); }
   Status wait_logits(int32_t slot) override { return handle_->wait_logits(slot); }
+  Status sample_rows(const memra_cuda_sample_request& request, int32_t* tokens) override {
+    return handle_->sample_rows(request, tokens);
+  }
   Status copy_kv_block(int32_t from, int32_t to) override { return handle_->copy_kv_block(from, to); }
   std::string last_error() const override { return handle_->last_error(); }
   Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) override {

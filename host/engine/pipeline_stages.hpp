@@ -27,6 +27,11 @@ class PipelineStage {
   // begin_step, nothing to wait for.
   virtual Status begin_step_slot(int32_t) { return begin_step(); }
   virtual Status wait_logits(int32_t) { return {}; }
+  // Device sampling of the logits this stage kept (cuda_backend_api.h sample_rows; in a
+  // slot step the tokens arrive with wait_logits). Only CUDA stages have it.
+  virtual Status sample_rows(const memra_cuda_sample_request&, int32_t*) {
+    return make_error(ErrorCode::unsupported, "device sampling needs a CUDA stage");
+  }
   virtual Status copy_kv_block(int32_t from, int32_t to) = 0;
   virtual std::string last_error() const = 0;
   // Copies `bytes` at `src` (storage of `from`'s ops) to `dst` (this stage's), after

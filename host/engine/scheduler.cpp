@@ -305,7 +305,7 @@ void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
     Clock::time_point t = Clock::now();
     if (std::unique_ptr<Flight> f = std::move(flights[group])) {
       lock.unlock();
-      auto out = engine_.step_collect(*f->pending);
+      auto out = engine_.step_collect_sampled(*f->pending, f->reqs);
       lock.lock();
       stats_.step_wait_seconds += since(t);
       t = Clock::now();
@@ -317,15 +317,16 @@ void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
     }
     rebalance_locked(group);
     auto next = std::make_unique<Flight>(plan_step(group, lock));
+    attach_sampling(*next);  // on the last stage's GPU where the engine can
     stats_.host_seconds += since(t);
     if (!next->reqs.empty()) {
       lock.unlock();
       t = Clock::now();
-      auto pending = engine_.step_issue(next->reqs, group);
+      auto pending = engine_.step_issue_sampled(next->reqs, group);
       lock.lock();
       stats_.step_issue_seconds += since(t);
       if (!pending) {
-        complete_step(*next, Result<std::vector<std::vector<float>>>(pending.error()));
+        complete_step(*next, Result<std::vector<StepRows>>(pending.error()));
       } else {
         next->pending = std::move(*pending);
         for (Job* j : next->jobs) j->in_flight = true;
@@ -340,7 +341,7 @@ void Scheduler::run_rolling(std::unique_lock<std::mutex>& lock) {
   for (auto& f : flights) {
     if (!f) continue;
     lock.unlock();
-    (void)engine_.step_collect(*f->pending);
+    (void)engine_.step_collect_sampled(*f->pending, f->reqs);
     lock.lock();
     for (Job* j : f->jobs) j->in_flight = false;
   }

@@ -167,14 +167,15 @@ TEST(PipelineCuda, SpeculativeDecodingAcrossStagesIsTokenIdentical) {
 }
 
 // Rolling groups: stage 0 runs one group's step while stage 1 runs the other's (slot
-// scratch, logits copies waited on per slot). 8 concurrent requests, greedy and
-// seeded, chunked prefill, two rounds (the second hits the prefix cache): the tokens
-// and logprobs one CUDA backend serves one step at a time.
+// scratch, results waited on per slot). 8 concurrent requests, greedy and seeded,
+// chunked prefill, two rounds (the second hits the prefix cache): the tokens (and
+// logprobs) one CUDA backend serves one step at a time. Without logprobs the rolling
+// steps sample on the last stage's GPU; with them, on the host from copied rows.
 TEST(PipelineCuda, RollingGroupsServeOneBackendsTokens) {
   SKIP_WITHOUT_CUDA();
   if (!fs::exists(model_path("models/qwen3"))) GTEST_SKIP() << "fixture absent";
   const bool two = second_device_missing().empty();
-  auto serve = [](Engine& e, int32_t groups) {
+  auto serve = [](Engine& e, int32_t groups, bool logprobs) {
     SchedulerOptions so;
     so.max_step_tokens = 40;
     so.max_running = 8;
@@ -189,7 +190,7 @@ TEST(PipelineCuda, RollingGroupsServeOneBackendsTokens) {
         r.max_tokens = 24;
         r.sampling.temperature = v % 2 ? 0.8f : 0.0f;
         r.sampling.seed = 7 + static_cast<uint64_t>(v);
-        r.sampling.logprobs = true;
+        r.sampling.logprobs = logprobs;
         r.cache_namespace = "m\x1ft\x1f";
         auto h = s.submit(std::move(r));
         EXPECT_TRUE(h.ok());
@@ -216,11 +217,14 @@ TEST(PipelineCuda, RollingGroupsServeOneBackendsTokens) {
   auto one = make({0});
   auto pp = make({0, two ? 1 : 0});
   ASSERT_TRUE(one && pp);
-  const auto ref = serve(*one, 1);
-  const auto got = serve(*pp, 2);
-  ASSERT_EQ(got.size(), ref.size());
-  for (size_t i = 0; i < ref.size(); ++i) {
-    EXPECT_EQ(got[i].finish, FinishReason::length) << "request " << i;
-    EXPECT_TRUE(got[i] == ref[i]) << "request " << i << " differs with rolling groups on " << (two ? "2 GPUs" : "1 GPU");
+  for (bool logprobs : {false, true}) {
+    const auto ref = serve(*one, 1, logprobs);
+    const auto got = serve(*pp, 2, logprobs);
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_EQ(got[i].finish, FinishReason::length) << "request " << i;
+      EXPECT_TRUE(got[i] == ref[i]) << "request " << i << " differs with rolling groups on " << (two ? "2 GPUs" : "1 GPU")
+                                    << (logprobs ? " (host sampling, logprobs)" : " (device sampling)");
+    }
   }
 }
