@@ -10,6 +10,13 @@
 #include "kernels/sampling/sampling_ref.hpp"
 
 namespace memra::engine {
+namespace {
+// MEMRA_DEVICE_SAMPLING=0 samples copied logits rows on the host instead (docs/FLAGS.md).
+bool device_sampling_allowed() {
+  const char* v = std::getenv("MEMRA_DEVICE_SAMPLING");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+}  // namespace
 
 Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
                int32_t num_blocks)
@@ -81,8 +88,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->microbatches_ = std::max(1, options.pipeline_microbatches);
     e->pipeline_cuda_ = options.backend == MEMRA_BACKEND_CUDA;
     // Rolling steps sample on the last stage's GPU unless MEMRA_DEVICE_SAMPLING=0.
-    const char* ds = std::getenv("MEMRA_DEVICE_SAMPLING");
-    e->pipeline_device_sampling_ = e->pipeline_cuda_ && !(ds && std::string(ds) == "0");
+    e->pipeline_device_sampling_ = e->pipeline_cuda_ && device_sampling_allowed();
     for (int32_t st = 0; st < e->pipeline_->num_stages() && e->pipeline_device_sampling_; ++st)
       e->pipeline_device_sampling_ = e->pipeline_->stage(st).cuda() && e->pipeline_->stage(st).cuda()->has_device_sampling();
     ops = e->pipeline_->ops();
@@ -94,8 +100,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     if (auto st = e->cuda_->upload_weights(set); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
     ops = e->cuda_->ops();
     // Device sampling unless MEMRA_DEVICE_SAMPLING=0 (host sampling of copied rows).
-    const char* ds = std::getenv("MEMRA_DEVICE_SAMPLING");
-    e->device_sampling_ = e->cuda_->has_device_sampling() && !(ds && std::string(ds) == "0");
+    e->device_sampling_ = e->cuda_->has_device_sampling() && device_sampling_allowed();
   } else {
     e->backend_ = std::make_unique<backend::CpuBackend>(kv, quant_lookup);
     ops = e->backend_->ops();

@@ -156,8 +156,6 @@ class Engine {
   // to) must stay valid until step_collect_sampled, which takes the same span.
   Result<std::unique_ptr<PendingStep>> step_issue_sampled(std::span<const StepRequest> requests, int32_t slot);
   Result<std::vector<StepRows>> step_collect_sampled(PendingStep& step, std::span<const StepRequest> requests);
-  // Whether step_issue returns before the step has run (so two slots overlap).
-  bool overlaps_steps() const { return pipeline_ != nullptr && pipeline_cuda_; }
 
  private:
   Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,

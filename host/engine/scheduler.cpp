@@ -195,25 +195,6 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
   return f;
 }
 
-void Scheduler::complete_step(Flight& f, Result<std::vector<std::vector<float>>> out) {
-  ++stats_.steps;
-  if (!out) {
-    for (Job* j : f.jobs) finish(*j, FinishReason::error, out.error().message);
-    return;
-  }
-  size_t row = 0;  // rows come request by request; a verify request has one per fed token
-  for (size_t i = 0; i < f.jobs.size(); ++i) {
-    Job& j = *f.jobs[i];
-    const size_t n_rows = f.reqs[i].all_logits ? f.reqs[i].tokens.size() : 1;
-    std::vector<std::vector<float>> rows;
-    for (size_t r = 0; r < n_rows; ++r) rows.push_back(std::move((*out)[row + r]));
-    row += n_rows;
-    if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
-    const FinishReason end = consume(j, rows);
-    if (end != FinishReason::none) finish(j, end);
-  }
-}
-
 void Scheduler::attach_sampling(Flight& f) {
   f.sampling.assign(f.reqs.size(), RowSampling{});  // sized once: the requests point into it
   for (size_t i = 0; i < f.reqs.size(); ++i) {
@@ -241,11 +222,11 @@ void Scheduler::attach_sampling(Flight& f) {
 }
 
 void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
+  ++stats_.steps;
   if (!out) {
-    complete_step(f, Result<std::vector<std::vector<float>>>(out.error()));
+    for (Job* j : f.jobs) finish(*j, FinishReason::error, out.error().message);
     return;
   }
-  ++stats_.steps;
   for (size_t i = 0; i < f.jobs.size(); ++i) {
     Job& j = *f.jobs[i];
     if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read

@@ -173,11 +173,10 @@ class Scheduler {
   // Builds the next step for the running jobs of `group` (-1: all): decode tokens first
   // (the last token, plus drafts when speculating), then prefill chunks within the budget.
   Flight plan_step(int32_t group, std::unique_lock<std::mutex>& lock);
-  // Takes a step's result: samples, publishes, finishes what ended.
-  void complete_step(Flight& flight, Result<std::vector<std::vector<float>>> out);
-  // Engine-side sampling (Engine::step_sampled): each request's RowSampling, and the
-  // result (tokens, plus logits rows only where logprobs or the verify hook need them).
+  // Engine-side sampling (Engine::step_sampled): each request's RowSampling.
   void attach_sampling(Flight& flight);
+  // Takes a step's result (tokens, plus logits rows only where logprobs or the verify
+  // hook need them): publishes, finishes what ended.
   void complete_step(Flight& flight, Result<std::vector<StepRows>> out);
   void cancel_locked();               // cancelled jobs that are not in flight
   // After a step fed `chunk` prompt tokens (0: a decode step): whether its row is the
@@ -196,8 +195,9 @@ class Scheduler {
   // Sets each job's feed: its last token + up to k drafts (drafted in one batch).
   void draft_all(const std::vector<Job*>& decoding, int k);
   // Samples the rows of one step for `job`; returns what ended it (none = running).
-  // tokens: already sampled (one per row); null: sample rows here.
-  FinishReason consume(Job& job, std::vector<std::vector<float>>& rows, const std::vector<int32_t>* tokens = nullptr);
+  // tokens: sampled by the engine (one per row); consume re-samples the rows itself only
+  // after the verify hook altered them (tests).
+  FinishReason consume(Job& job, std::vector<std::vector<float>>& rows, const std::vector<int32_t>* tokens);
 
   Engine& engine_;
   SchedulerOptions options_;
