@@ -24,6 +24,7 @@
 #include "kernels/attention/attention_ref.hpp"
 #include "kernels/attention/prefill_attention_plan.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
+#include "tests/cuda/kernel_check_run.hpp"
 #include "tests/cuda/prefill_attention_emulator.hpp"
 
 namespace {
@@ -35,25 +36,7 @@ using memra::attn::kPrefillTileN;
 using memra::attn::kPrefillWarps;
 
 TEST(CudaPrefillAttention, ReferenceBoundsChunkingInvarianceMixedSteps) {
-  const std::string why = memra::cuda_test::unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why;
-  memra::backend::CudaBackendOpenOptions o;
-  o.module_path = memra::cuda_test::module_path();
-  auto b = memra::backend::CudaBackendHandle::create(o);
-  ASSERT_TRUE(b.ok()) << b.error().message;
-  memra::kcheck::CheckOptions opts;
-  opts.quick = true;
-  opts.kernel_dir = memra::cuda_test::kernel_dir();
-  opts.temp_dir = (std::filesystem::temp_directory_path() / ("memra-cuda-test-" + std::to_string(::getpid()))).string();
-  std::filesystem::create_directories(opts.temp_dir);
-  memra::kcheck::Device d(&(*b)->api(), (*b)->get());
-  memra::kcheck::Report r(nullptr);
-  memra::kcheck::check_prefill_attention(d, r, opts);
-  std::error_code ec;
-  std::filesystem::remove_all(opts.temp_dir, ec);
-  ASSERT_FALSE(r.lines().empty());
-  for (const auto& l : r.lines()) EXPECT_TRUE(l.pass) << l.name << ": " << l.detail;
-  std::cout << "[ checks ] " << r.lines().size() << " lines\n";
+  memra::cuda_test::run_kernel_checks(memra::kcheck::check_prefill_attention);
 }
 
 struct StepRows {

@@ -15,23 +15,9 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
+#include "tests/cuda/kernel_check_run.hpp"
 
-TEST(CudaSampling, DeviceTokensEqualTheReference) {
-  const std::string why = memra::cuda_test::unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why;
-  memra::backend::CudaBackendOpenOptions o;
-  o.module_path = memra::cuda_test::module_path();
-  auto b = memra::backend::CudaBackendHandle::create(o);
-  ASSERT_TRUE(b.ok()) << b.error().message;
-  memra::kcheck::CheckOptions opts;
-  opts.quick = true;
-  opts.kernel_dir = memra::cuda_test::kernel_dir();
-  memra::kcheck::Device d(&(*b)->api(), (*b)->get());
-  memra::kcheck::Report r(nullptr);
-  memra::kcheck::check_sampling(d, r, opts);
-  ASSERT_FALSE(r.lines().empty());
-  for (const auto& l : r.lines()) EXPECT_TRUE(l.pass) << l.name << ": " << l.detail;
-}
+TEST(CudaSampling, DeviceTokensEqualTheReference) { memra::cuda_test::run_kernel_checks(memra::kcheck::check_sampling); }
 
 // End to end: generation on the CUDA backend gives the same tokens whether the GPU
 // samples (one int32 per row comes back) or the host samples copied rows

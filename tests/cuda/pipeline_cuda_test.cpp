@@ -19,9 +19,12 @@
 #include "tests/cuda/cuda_test_env.hpp"
 #include "tests/engine/sequence_drain.hpp"
 #include "tests/engine/pipeline_test_models.hpp"
+#include "tests/engine/pipeline_test_run.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
+using memra::pipeline_test::prefill_and_decode;
+using memra::pipeline_test::test_prompt;
 
 namespace {
 
@@ -65,33 +68,6 @@ std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, std::vecto
   auto e = Engine::create(std::move(src), plugins(), o);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
   return e ? std::move(*e) : nullptr;
-}
-
-std::vector<int32_t> test_prompt(size_t n) {
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<int32_t> tok(0, 1000);
-  std::vector<int32_t> p;
-  for (size_t i = 0; i < n; ++i) p.push_back(tok(rng));
-  return p;
-}
-
-std::vector<std::vector<float>> prefill_and_decode(Engine& e, const std::vector<int32_t>& prompt, int steps) {
-  const int32_t seq = e.open_sequence();
-  StepRequest req{seq, prompt, true, true};
-  auto out = e.step({&req, 1});
-  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
-  if (!out) return {};
-  std::vector<std::vector<float>> rows = *out;
-  for (int s = 0; s < steps; ++s) {
-    const int32_t tok = argmax(rows.back());
-    StepRequest d{seq, {&tok, 1}, false};
-    auto o = e.step({&d, 1});
-    EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
-    if (!o) break;
-    rows.push_back((*o)[0]);
-  }
-  e.close_sequence(seq);
-  return rows;
 }
 
 // Number of rows that differ in any bit (and the first one), for the message.

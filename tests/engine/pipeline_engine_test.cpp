@@ -13,6 +13,7 @@
 
 #include "host/engine/generate.hpp"
 #include "tests/engine/pipeline_test_models.hpp"
+#include "tests/engine/pipeline_test_run.hpp"
 #include "tests/engine/test_plugins.hpp"
 
 namespace fs = std::filesystem;
@@ -35,6 +36,8 @@ std::unique_ptr<ModelSource> open_source(const std::string& name) {
   return src ? std::move(*src) : nullptr;
 }
 
+using memra::pipeline_test::prefill_and_decode;
+using memra::pipeline_test::test_prompt;
 using memra::pipeline_test::tie;
 using memra::pipeline_test::widen;
 
@@ -49,36 +52,6 @@ std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, int32_t st
   auto e = Engine::create(std::move(src), test_plugins(), o);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
   return e ? std::move(*e) : nullptr;
-}
-
-std::vector<int32_t> test_prompt(size_t n, uint32_t seed = 3) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> tok(0, 1000);
-  std::vector<int32_t> p;
-  for (size_t i = 0; i < n; ++i) p.push_back(tok(rng));
-  return p;
-}
-
-// Every prefill row, then `steps` greedy decode rows (each fed back).
-std::vector<std::vector<float>> prefill_and_decode(Engine& e, const std::vector<int32_t>& prompt, int steps,
-                                                   std::vector<int64_t>* handoffs = nullptr) {
-  const int32_t seq = e.open_sequence();
-  StepRequest req{seq, prompt, true, true};
-  auto out = e.step({&req, 1});
-  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
-  if (!out) return {};
-  std::vector<std::vector<float>> rows = *out;
-  for (int s = 0; s < steps; ++s) {
-    const int32_t tok = argmax(rows.back());
-    StepRequest d{seq, {&tok, 1}, false};
-    auto o = e.step({&d, 1});
-    EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
-    if (!o) break;
-    rows.push_back((*o)[0]);
-    if (handoffs && e.pipeline()) handoffs->push_back(e.pipeline()->handoffs());
-  }
-  e.close_sequence(seq);
-  return rows;
 }
 
 bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
