@@ -34,6 +34,7 @@ struct SchemeInfo {
   std::string module;  // "matmul_q4_k"
   std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
   uint64_t row_bytes = 0;
+  int small_tile_rows = 1;  // rows per warp of the GEMV for tiles up to 4 tokens (fp8: 2)
 };
 
 // The batch arrays of one forward step, on the device.

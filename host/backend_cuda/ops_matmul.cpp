@@ -37,11 +37,13 @@ struct SchemeRow {
   int block_elems;
   int block_bytes;
   bool is_float;
+  int small_tile_rows = 1;  // rows per warp of its GEMV for tiles up to 4 tokens
 };
 constexpr SchemeRow kSchemes[] = {
     {"f32", 1, 4, true},      {"f16", 1, 2, true},       {"bf16", 1, 2, true},      {"q8_0", 32, 34, false},
     {"q4_0", 32, 18, false},  {"q4_k", 256, 144, false}, {"q5_k", 256, 176, false}, {"q6_k", 256, 210, false},
-    {"iq4_xs", 256, 136, false}, {"fp8", 128, 132, false},  // fp8: per 128 columns, a f32 scale + 128 codes
+    {"iq4_xs", 256, 136, false},
+    {"fp8", 128, 132, false, 2},  // per 128 columns a f32 scale + 128 codes; 2 rows per warp (matmul_fp8.cu)
 };
 
 
@@ -92,6 +94,7 @@ Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
       return make_error(ErrorCode::invalid_argument, "weight row length breaks the " + name + " block size");
     SchemeInfo info;
     info.row_bytes = static_cast<uint64_t>(cols / s.block_elems) * static_cast<uint64_t>(s.block_bytes);
+    info.small_tile_rows = s.small_tile_rows;
     info.module = s.is_float ? "matmul_float" : "matmul_" + name;
     info.suffix = s.is_float ? name + (cols % 8 == 0 ? "_u8" : "_u1") : name;
     if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
@@ -157,8 +160,7 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   // which depends on the batch, cannot change any token's bits.
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
-  // fp8 takes two rows per warp up to 4 tokens (kernels/matmul/matmul_fp8.cu).
-  const int64_t rows_per_block = kWarps * (s.module == "matmul_fp8" && nt <= 4 ? 2 : 1);
+  const int64_t rows_per_block = kWarps * (nt <= 4 ? s.small_tile_rows : 1);
   const auto gx = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
   const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
   const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
