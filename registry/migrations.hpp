@@ -1,7 +1,7 @@
 // Versioned schema migrations of the registry database.
 #pragma once
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "registry/sqlite.hpp"
 
 namespace memra::registry {

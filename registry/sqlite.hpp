@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;

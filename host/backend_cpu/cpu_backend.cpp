@@ -1,4 +1,4 @@
-#include "host/common/tensor_shape.hpp"
+#include "core/common/tensor_shape.hpp"
 #include "host/backend_cpu/cpu_backend.hpp"
 
 #include <algorithm>
@@ -110,19 +110,20 @@ memra_status CpuBackend::tensor_create(int32_t ndim, const int64_t* shape, memra
 
 memra_status CpuBackend::embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
                                    memra_tensor* out) {
-  const memra_quant_api* q = quant_lookup_(table->quant);
+  const QuantTable qt = quant_lookup_(table->quant);
+  const memra_quant_api* q = qt.api;
   if (!q) return fail(MEMRA_ERR_UNSUPPORTED, std::string("embedding: no quant plugin for scheme ") + table->quant);
   const int64_t vocab = table->shape[0];
   const int64_t dim = table->shape[1];
   uint64_t row_bytes = 0;
-  if (q->weight_bytes(table->quant, 1, dim, &row_bytes) != MEMRA_OK)
+  if (q->weight_bytes(qt.ctx, table->quant, 1, dim, &row_bytes) != MEMRA_OK)
     return fail(MEMRA_ERR_UNSUPPORTED, "embedding: scheme cannot size a row");
   const auto* base = static_cast<const uint8_t*>(table->data);
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
     const int32_t id = batch->token_ids[t];
     if (id < 0 || id >= vocab) return fail(MEMRA_ERR_INVALID_ARGUMENT, "embedding: token id out of range");
     float* row = f32(out) + static_cast<int64_t>(t) * dim;
-    if (q->dequantize(table->quant, base + row_bytes * static_cast<uint64_t>(id), row_bytes, 1, dim, row) != MEMRA_OK)
+    if (q->dequantize(qt.ctx, table->quant, base + row_bytes * static_cast<uint64_t>(id), row_bytes, 1, dim, row) != MEMRA_OK)
       return fail(MEMRA_ERR_INTERNAL, "embedding: dequantize failed");
     if (scale != 1.0f)
       for (int64_t i = 0; i < dim; ++i) row[i] *= scale;
@@ -153,7 +154,8 @@ memra_status CpuBackend::add(const memra_tensor* a, const memra_tensor* b, memra
 
 memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias,
                                 memra_tensor* out) {
-  const memra_quant_api* q = quant_lookup_(w->quant);
+  const QuantTable qt = quant_lookup_(w->quant);
+  const memra_quant_api* q = qt.api;
   if (!q || !q->matmul) return fail(MEMRA_ERR_UNSUPPORTED, std::string("matmul: no quant plugin for scheme ") + w->quant);
   memra_matmul_args args{};
   args.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
@@ -166,7 +168,7 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   args.x = f32(x);
   args.y = f32(out);
   if (tensor_last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
-  const memra_status st = q->matmul(&args);
+  const memra_status st = q->matmul(qt.ctx, &args);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
   if (bias) {
     const auto* bv = static_cast<const float*>(bias->data);

@@ -24,8 +24,13 @@ struct KvCacheConfig {
   int64_t num_blocks = 0;
 };
 
-// Finds the quant plugin table that owns a scheme ("bf16", "q4_k", ...).
-using QuantLookup = std::function<const memra_quant_api*(const char* scheme)>;
+// A quant plugin's table and its context for this host.
+struct QuantTable {
+  const memra_quant_api* api = nullptr;
+  memra_plugin_ctx* ctx = nullptr;
+};
+// Finds the quant plugin that owns a scheme ("bf16", "q4_k", ...); api NULL when none does.
+using QuantLookup = std::function<QuantTable(const char* scheme)>;
 
 class CpuBackend {
  public:

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "host/backend_cuda/cuda_backend_api.h"
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::backend {
 

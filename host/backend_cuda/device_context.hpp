@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::backend::cuda {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::backend::cuda {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "host/backend_cuda/nvrtc_compiler.hpp"
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "memra/abi.h"
 
 namespace memra::backend::cuda {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::backend::cuda {
 

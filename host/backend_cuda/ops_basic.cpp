@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "host/common/tensor_shape.hpp"
+#include "core/common/tensor_shape.hpp"
 #include "host/backend_cuda/cu_error.hpp"
 #include "host/backend_cuda/cuda_backend.hpp"
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::chat_template {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::chat_template {
 

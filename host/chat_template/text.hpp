@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "host/common/utf8_append.hpp"
+#include "core/common/utf8_append.hpp"
 #include <string_view>
 
 namespace memra::chat_template::text {

@@ -32,7 +32,7 @@ Result<std::unique_ptr<Engine>> open_draft_engine(const std::string& draft_path,
   auto tok = load_tokenizer(draft_path);
   if (!tok) return fail(tok.error());
   if (auto st = check_same_tokenizer(target_tokenizer, **tok); !st) return fail(st.error());
-  auto source = open_model_source(draft_path);
+  auto source = open_model_source(draft_path, plugins);
   if (!source) return fail(source.error());
   if ((*source)->config.vocab_size != target.vocab_size())
     return fail(make_error(ErrorCode::invalid_argument,

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/engine.hpp"
 #include "host/tokenizer/tokenizer.hpp"
 

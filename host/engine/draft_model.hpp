@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "host/engine/pipeline_build.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
@@ -16,6 +18,50 @@ bool device_sampling_allowed() {
   const char* v = std::getenv("MEMRA_DEVICE_SAMPLING");
   return !(v && std::strcmp(v, "0") == 0);
 }
+// The KV cache the plan's state groups ask for. Every backend holds one KV geometry for
+// all layers today, so groups must agree on it (a sliding window only limits what is
+// read); RECURRENT state has no backend yet. Both are refused by name, never guessed.
+Result<backend::KvCacheConfig> kv_geometry_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c) {
+  auto info = plan.info();
+  if (!info) return info.error();
+  const std::string who = "family plugin '" + plan.plugin_name() + "'";
+  if (info->num_layers != c.num_layers || info->vocab_size != c.vocab_size)
+    return make_error(ErrorCode::invalid_argument, who + " planned " + std::to_string(info->num_layers) + " layers and vocab " +
+                                                       std::to_string(info->vocab_size) + " for a config of " +
+                                                       std::to_string(c.num_layers) + " layers and vocab " + std::to_string(c.vocab_size));
+  if ((info->inputs & MEMRA_INPUT_TOKEN_IDS) == 0 || (info->inputs & ~MEMRA_INPUT_TOKEN_IDS) != 0 || info->num_encoders != 0)
+    return make_error(ErrorCode::unsupported, who + "'s plan takes inputs or encoders the engine cannot feed yet (token ids only)");
+  std::vector<int> seen(static_cast<size_t>(std::max(0, info->num_layers)), 0);
+  backend::KvCacheConfig kv;
+  kv.layers = info->num_layers;
+  for (size_t g = 0; g < info->num_state_groups; ++g) {
+    const memra_state_group& group = info->state_groups[g];
+    const std::string where = who + " state group " + std::to_string(g);
+    if (!MEMRA_STRUCT_HAS(&group, memra_state_group, layout))
+      return make_error(ErrorCode::invalid_argument, where + " has struct_size " + std::to_string(group.struct_size) + ", too small");
+    if (group.kind == MEMRA_STATE_RECURRENT)
+      return make_error(ErrorCode::unsupported, where + " needs RECURRENT state, which no backend holds yet");
+    if (group.kind != MEMRA_STATE_PAGED_KV)
+      return make_error(ErrorCode::unsupported, where + " declares unknown state kind " + std::to_string(group.kind));
+    if (group.kv_heads <= 0 || group.head_dim <= 0 || group.sliding_window < 0)
+      return make_error(ErrorCode::invalid_argument, where + " has a non-positive KV geometry");
+    if (kv.kv_heads == 0) kv.kv_heads = group.kv_heads, kv.head_dim = group.head_dim;
+    if (group.kv_heads != kv.kv_heads || group.head_dim != kv.head_dim)
+      return make_error(ErrorCode::unsupported, where + " asks for " + std::to_string(group.kv_heads) + " KV heads of " +
+                                                    std::to_string(group.head_dim) + " where another group has " +
+                                                    std::to_string(kv.kv_heads) + " of " + std::to_string(kv.head_dim) +
+                                                    "; per-group KV geometry is not supported by the backends yet");
+    for (int32_t i = 0; i < group.num_layers; ++i) {
+      const int32_t l = group.layers[i];
+      if (l < 0 || l >= info->num_layers || seen[static_cast<size_t>(l)]++)
+        return make_error(ErrorCode::invalid_argument, where + " lists layer " + std::to_string(l) + " out of range or twice");
+    }
+  }
+  for (size_t l = 0; l < seen.size(); ++l)
+    if (!seen[l]) return make_error(ErrorCode::invalid_argument, who + "'s plan gives layer " + std::to_string(l) + " no state group");
+  return kv;
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
@@ -32,12 +78,15 @@ Engine::~Engine() {
 Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> source, const plugins::PluginHost& plugins,
                                                const EngineOptions& options) {
   const ModelConfig& c = source->config;
-  auto family = plugins.family_for(c.architecture, plugins.device_info());
+  // The plugin that normalised the config plans it (by name: a .memra repack records it).
+  auto family = plugins.family(c.family);
   if (!family)
-    return make_error(family.error().code, "cannot load " + source->path + ": " + family.error().message +
-                                               " (is a family plugin for " + c.architecture + " installed? see memra-host --list-plugins)");
+    return make_error(family.error().code, "cannot load " + source->path + ": its config was normalised by family plugin '" +
+                                               c.family + "', which is not installed (see memra-host --list-plugins)");
   auto plan = family->plan_create(source->config_json);
   if (!plan) return make_error(plan.error().code, "cannot load " + source->path + ": " + plan.error().message);
+  auto state = kv_geometry_from_plan(*plan, c);
+  if (!state) return make_error(state.error().code, "cannot load " + source->path + ": " + state.error().message);
 
   int64_t max_context = options.max_context;
   if (max_context <= 0) max_context = std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
@@ -53,22 +102,19 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     auto q = plugins.quant_for(s, plugins.device_info());
     if (!q) return make_error(q.error().code, "cannot load " + e->source_->path + ": weights use quant scheme '" + s +
                                                    "' but " + q.error().message);
-    e->quant_tables_[s] = &q->api();
+    e->quant_tables_[s] = {&q->api(), q->ctx()};
     e->quant_plugins_.push_back(std::move(*q));
   }
 
-  backend::KvCacheConfig kv;
-  kv.layers = c.num_layers;
-  kv.kv_heads = c.num_kv_heads;
-  kv.head_dim = c.head_dim;
+  backend::KvCacheConfig kv = *state;
   kv.block_size = bs;
   kv.num_blocks = num_blocks;
   Engine* self = e.get();
   const memra_weight_set set = e->source_->weight_set();
   const memra_backend_ops* ops = nullptr;
-  auto quant_lookup = [self](const char* scheme) -> const memra_quant_api* {
+  auto quant_lookup = [self](const char* scheme) -> backend::QuantTable {
     auto it = self->quant_tables_.find(scheme);
-    return it == self->quant_tables_.end() ? nullptr : it->second;
+    return it == self->quant_tables_.end() ? backend::QuantTable{} : it->second;
   };
   if (options.pipeline_stages > 1) {
     // Stage backends over layer ranges behind one op table (pipeline_backend.hpp).

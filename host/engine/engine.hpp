@@ -13,14 +13,14 @@
 
 #include "host/backend_cpu/cpu_backend.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
 #include "host/engine/pipeline_backend.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
 #include "host/engine/prefix_cache.hpp"
 #include "host/engine/sampler.hpp"
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 namespace memra::engine {
 
@@ -177,7 +177,7 @@ class Engine {
   int32_t microbatches_ = 1;                             // EngineOptions::pipeline_microbatches
   bool pipeline_cuda_ = false;                           // the pipeline's stages are CUDA backends
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
-  std::map<std::string, const memra_quant_api*> quant_tables_;
+  std::map<std::string, backend::QuantTable> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;
   std::unique_ptr<plugins::Model> model_;
   std::map<int32_t, Sequence> sequences_;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"

@@ -68,6 +68,7 @@ Result<PreparedModel> prepare_model(const std::string& source_text, const ModelC
   fs::create_directories(options.cache_dir, ec);
   if (ec) return make_error(ErrorCode::io, "cannot create the repack cache " + options.cache_dir.string() + ": " + ec.message());
   repack::RepackOptions ro;
+  ro.plugins = options.plugins;
   ro.source = source;
   ro.output = options.cache_dir / repack_name(source);
   ro.quant = "keep";

@@ -12,7 +12,8 @@
 #include <functional>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 namespace memra::engine {
 
@@ -20,6 +21,7 @@ struct ModelCacheOptions {
   std::filesystem::path registry_path;  // the registry that records provenance
   std::filesystem::path cache_dir;      // where first-load repacks are written ($MEMRA_HOME/repacks)
   std::function<void(const std::string&)> log;  // progress and decisions, one line each
+  const plugins::PluginHost* plugins = nullptr;  // reads the checkpoint (family plugins); required
 };
 
 struct PreparedModel {

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <filesystem>
 
-#include "host/engine/tensor_names.hpp"
+#include "repack/checkpoint/checkpoint_family.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
 #include "repack/format/reader.hpp"
@@ -37,24 +37,27 @@ Status add_f32_copy(ModelSource& s, const std::string& name, const std::vector<u
   return {};
 }
 
-Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path) {
+Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path, const plugins::PluginHost& plugins) {
   auto src = std::make_unique<ModelSource>();
   src->path = path;
   src->format = "safetensors";
-  auto config = model_config_from_hf_dir(path);
-  if (!config) return config.error();
-  src->config = std::move(*config);
   auto ckpt = safetensors::Checkpoint::open(path);
   if (!ckpt) return ckpt.error();
   auto shared = std::make_shared<safetensors::Checkpoint>(std::move(*ckpt));
   src->mapping = shared;
+  auto raw = raw_config_from_hf(path, *shared);
+  if (!raw) return raw.error();
+  auto family = normalize_checkpoint(*raw, plugins);
+  if (!family) return family.error();
+  src->config = family->config;
   for (const safetensors::TensorView& t : shared->tensors()) {
-    const auto name = canonical_tensor_name(t.name);
-    if (!name) continue;  // buffers and tensors no family reads
+    auto name = family->canonical_name(t.name);
+    if (!name) return name.error();
+    if (!*name) continue;  // buffers and tensors the family does not read
     if (t.shape.size() == 1) {
       auto v = safetensors::to_f32(t);
       if (!v) return v.error();
-      MEMRA_TRY(add_f32_copy(*src, *name, t.shape, std::move(*v)));
+      MEMRA_TRY(add_f32_copy(*src, **name, t.shape, std::move(*v)));
       continue;
     }
     std::string scheme;
@@ -67,12 +70,12 @@ Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path) {
         return make_error(ErrorCode::unsupported, "tensor '" + t.name + "' of " + path +
                                                       " has a dtype the engine cannot use directly; repack it with memra-repack");
     }
-    src->weights.push_back(make_weight(*src, *name, scheme, dtype, t.shape, t.data, t.nbytes));
+    src->weights.push_back(make_weight(*src, **name, scheme, dtype, t.shape, t.data, t.nbytes));
   }
   return src;
 }
 
-Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path) {
+Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path, const plugins::PluginHost& plugins) {
   auto src = std::make_unique<ModelSource>();
   src->path = path;
   src->format = "gguf";
@@ -80,15 +83,20 @@ Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path) {
   if (!file) return file.error();
   auto shared = std::make_shared<gguf::File>(std::move(*file));
   src->mapping = shared;
-  auto config = model_config_from_gguf(*shared);
-  if (!config) return config.error();
-  src->config = std::move(*config);
+  auto raw = raw_config_from_gguf(*shared);
+  if (!raw) return raw.error();
+  auto family = normalize_checkpoint(*raw, plugins);
+  if (!family) return family.error();
+  src->config = family->config;
   for (const gguf::Tensor& t : shared->tensors()) {
+    auto name = family->canonical_name(t.name());
+    if (!name) return name.error();
+    if (!*name) continue;
     const std::vector<uint64_t> shape = t.info->shape();
     if (shape.size() == 1) {
       auto v = shared->dequantize(t);
       if (!v) return v.error();
-      MEMRA_TRY(add_f32_copy(*src, t.name(), shape, std::move(*v)));
+      MEMRA_TRY(add_f32_copy(*src, **name, shape, std::move(*v)));
       continue;
     }
     std::string scheme = quant::ggml_type_name(t.info->type);
@@ -97,7 +105,7 @@ Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path) {
     if (scheme == "f32") dtype = MEMRA_DTYPE_F32;
     else if (scheme == "f16") dtype = MEMRA_DTYPE_F16;
     else if (scheme == "bf16") dtype = MEMRA_DTYPE_BF16;
-    src->weights.push_back(make_weight(*src, t.name(), scheme, dtype, shape, t.data, t.info->nbytes));
+    src->weights.push_back(make_weight(*src, **name, scheme, dtype, shape, t.data, t.info->nbytes));
   }
   return src;
 }
@@ -150,7 +158,7 @@ Result<std::unique_ptr<ModelSource>> open_memra(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path) {
+Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path, const plugins::PluginHost& plugins) {
   std::error_code ec;
   if (format::is_memra_dir(path)) {
     auto r = open_memra(path);
@@ -160,12 +168,12 @@ Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path) 
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "config.json"))
       return make_error(ErrorCode::not_found, path + " has no config.json (nor manifest.json): give a Hugging Face model directory, a .memra directory or a .gguf file");
-    auto r = open_safetensors(path);
+    auto r = open_safetensors(path, plugins);
     if (r) (*r)->config_json = model_config_to_json((*r)->config);
     return r;
   }
   if (fs::is_regular_file(path, ec)) {
-    auto r = open_gguf(path);
+    auto r = open_gguf(path, plugins);
     if (r) (*r)->config_json = model_config_to_json((*r)->config);
     return r;
   }

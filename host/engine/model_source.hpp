@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "memra/family.h"
 #include "repack/checkpoint/model_config.hpp"
 
@@ -35,6 +36,8 @@ struct ModelSource {
 
 // `path`: a directory with config.json + *.safetensors, a .gguf file, or a .memra
 // directory (manifest.json + blobs; its 1-D tensors are stored as float32 already).
-Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path);
+// Checkpoints are read through the family plugin serving their architecture
+// (config normalisation and tensor names); a .memra directory holds both already.
+Result<std::unique_ptr<ModelSource>> open_model_source(const std::string& path, const plugins::PluginHost& plugins);
 
 }  // namespace memra::engine

@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/pipeline_split.hpp"
 #include "host/engine/pipeline_stages.hpp"
 #include "memra/backend.h"

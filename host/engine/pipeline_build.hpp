@@ -9,7 +9,7 @@
 
 #include "host/backend_cpu/cpu_backend.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/pipeline_backend.hpp"
 
 namespace memra::engine {

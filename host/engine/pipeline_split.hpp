@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "memra/family.h"
 
 namespace memra::engine {

@@ -10,7 +10,7 @@
 
 #include "host/backend_cpu/cpu_backend.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "memra/backend.h"
 
 namespace memra::engine {

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"

@@ -11,7 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "host/chat_template/chat_template.hpp"
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/tokenizer/tokenizer.hpp"
 #include "repack/checkpoint/model_config.hpp"
 

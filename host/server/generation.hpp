@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/server/served_model.hpp"
 #include "host/tokenizer/tokenizer.hpp"

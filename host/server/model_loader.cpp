@@ -3,7 +3,7 @@
 #include <chrono>
 #include <map>
 
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
 #include "host/engine/draft_loader.hpp"
 #include "host/engine/draft_model.hpp"
@@ -67,17 +67,10 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     }
   }
 
-  auto source = engine::open_model_source(spec.path);
+  auto source = engine::open_model_source(spec.path, plugins);
   if (!source) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + source.error().message);
   const ModelConfig config = (*source)->config;
-
-  auto family = plugins.family_for(config.architecture, plugins.device_info());
-  if (!family) {
-    return failure(LoadFailure::bad_model, "cannot load " + what + ": no family plugin runs architecture '" +
-                                               config.architecture + "': " + family.error().message +
-                                               " (memra-host --list-plugins shows what is installed)");
-  }
-  const std::string family_name = family->info().name;
+  const std::string family_name = config.family;  // the plugin that normalised it
   const std::string quant = dominant_quant(**source);
   if (quant.empty()) return failure(LoadFailure::bad_model, "cannot load " + what + ": the checkpoint has no weight matrices");
 
@@ -142,10 +135,11 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     cache.registry_path = *reg_path;
     cache.cache_dir = *home / "repacks";
     cache.log = [&log](const std::string& line) { log.information("%s", line); };
+    cache.plugins = &plugins;
     auto prepared = engine::prepare_model(spec.path, cache);
     if (!prepared) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + prepared.error().message);
     if (prepared->path != spec.path) {
-      auto repacked = engine::open_model_source(prepared->path);
+      auto repacked = engine::open_model_source(prepared->path, plugins);
       if (!repacked) return failure(LoadFailure::bad_model, "cannot load " + what + " from its repack: " + repacked.error().message);
       source = std::move(repacked);
     }

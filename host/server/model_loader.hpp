@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/server/host_options.hpp"
 #include "host/server/served_model.hpp"
 

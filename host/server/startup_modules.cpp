@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "registry/registry.hpp"
 
 namespace memra::server {

@@ -10,7 +10,7 @@
 
 #include <Poco/Logger.h>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/server/model_loader.hpp"
 
 namespace memra::server {

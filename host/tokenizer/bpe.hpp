@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/tokenizer/spec.hpp"
 #include "host/tokenizer/string_id_map.hpp"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/tokenizer/spec.hpp"
 #include "host/tokenizer/utf8.hpp"
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/tokenizer/regex.hpp"
 #include "host/tokenizer/spec.hpp"
 

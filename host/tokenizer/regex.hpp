@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::tokenizer::detail {
 

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::tokenizer {
 

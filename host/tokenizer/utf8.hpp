@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "host/common/utf8_append.hpp"
+#include "core/common/utf8_append.hpp"
 #include <string_view>
 
 namespace memra::tokenizer::detail {

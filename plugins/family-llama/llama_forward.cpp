@@ -103,7 +103,6 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   ap.num_kv_heads = static_cast<int32_t>(p.kv_heads);
   ap.head_dim = static_cast<int32_t>(p.head_dim);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
-  ap.sliding_window = static_cast<int32_t>(p.sliding_window);
   ap.rope = &p.rope;
 
   for (int64_t l = 0; l < p.layers; ++l) {
@@ -122,6 +121,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       LLAMA_OP(o.rms_norm(c, &kh, L.k_norm, p.norm_eps, 0.0f, &kh), "attn_k_norm");
     }
     ap.layer = static_cast<int32_t>(l);
+    ap.sliding_window = p.layer_window[static_cast<size_t>(l)];
     LLAMA_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
     LLAMA_OP(o.matmul(c, &attn, L.wo, L.bo, &proj), "attn_output");
     LLAMA_OP(o.add_rms_norm(c, &proj, &residual, L.ffn_norm, p.norm_eps, 0.0f, &h), "ffn_norm");

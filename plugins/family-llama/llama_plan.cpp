@@ -8,9 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                      "Qwen3ForCausalLM"};
-
 int64_t need_int(const json& j, const char* key) {
   if (!j.contains(key) || !j[key].is_number_integer()) throw std::runtime_error(std::string("config lacks integer '") + key + "'");
   return j[key].get<int64_t>();
@@ -26,11 +23,9 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
   try {
     const json c = json::parse(config_json);
     p.architecture = c.value("architecture", std::string());
-    bool known = false;
-    for (const char* a : kArchitectures) known = known || p.architecture == a;
-    if (!known) {
-      error = "family-llama does not handle architecture '" + p.architecture +
-              "' (handles LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)";
+    if (c.value("family", std::string()) != "llama") {
+      error = "family-llama plans only configs it normalised (family 'llama'); this one says family '" +
+              c.value("family", std::string()) + "'";
       return false;
     }
     p.vocab = need_int(c, "vocab_size");
@@ -62,7 +57,27 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     }
     p.qk_norm = c.value("qk_norm", false);
     p.tied_embeddings = c.value("tie_word_embeddings", false);
-    p.sliding_window = c.value("sliding_window", int64_t{0});
+    const int64_t window = c.value("sliding_window", int64_t{0});
+    const json kinds = c.value("layer_types", json::array());
+    if (!kinds.is_array() || static_cast<int64_t>(kinds.size()) != p.layers) {
+      error = "config's layer_types does not list one kind per layer";
+      return false;
+    }
+    for (const auto& k : kinds) {
+      if (k == "full_attention") p.layer_window.push_back(0);
+      else if (k == "sliding_attention" && window > 0) p.layer_window.push_back(static_cast<int32_t>(window));
+      else {
+        error = "family-llama: layer kind " + k.dump() + " is not full_attention or sliding_attention (with a window)";
+        return false;
+      }
+    }
+    for (size_t l = 0; l < p.layer_window.size(); ++l) {
+      size_t g = 0;
+      while (g < p.group_layers.size() && p.layer_window[static_cast<size_t>(p.group_layers[g][0])] != p.layer_window[l]) ++g;
+      if (g == p.group_layers.size()) p.group_layers.emplace_back();
+      p.group_layers[g].push_back(static_cast<int32_t>(l));
+    }
+    plan_bind_state(p);
 
     const json rc = c.value("rope", json::object());
     memra_rope_params& r = p.rope;
@@ -130,14 +145,44 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
   }
 }
 
+void plan_bind_state(Plan& p) {
+  p.groups.clear();
+  for (const std::vector<int32_t>& layers : p.group_layers) {
+    memra_state_group g{};
+    g.struct_size = MEMRA_STATE_GROUP_STRUCT_SIZE;
+    g.kind = MEMRA_STATE_PAGED_KV;
+    g.num_layers = static_cast<int32_t>(layers.size());
+    g.layers = layers.data();
+    g.kv_heads = static_cast<int32_t>(p.kv_heads);
+    g.head_dim = static_cast<int32_t>(p.head_dim);
+    g.kv_dtype = MEMRA_DTYPE_INVALID;  // the host's default
+    g.sliding_window = p.layer_window[static_cast<size_t>(layers[0])];
+    p.groups.push_back(g);
+  }
+  p.info = {};
+  p.info.struct_size = MEMRA_PLAN_INFO_STRUCT_SIZE;
+  p.info.vocab_size = p.vocab;
+  p.info.num_layers = static_cast<int32_t>(p.layers);
+  p.info.inputs = MEMRA_INPUT_TOKEN_IDS;
+  p.info.num_state_groups = p.groups.size();
+  p.info.state_groups = p.groups.data();
+}
+
 std::string plan_to_json(const Plan& p) {
   json t = json::array();
   for (const TensorSpec& s : p.tensors) t.push_back({{"name", s.name}, {"shape", s.shape}, {"matrix", s.matrix}});
+  json groups = json::array();
+  for (const memra_state_group& g : p.groups)
+    groups.push_back({{"kind", "paged_kv"},
+                      {"layers", std::vector<int32_t>(g.layers, g.layers + g.num_layers)},
+                      {"kv_heads", g.kv_heads},
+                      {"head_dim", g.head_dim},
+                      {"sliding_window", g.sliding_window}});
   json j = {{"family", "llama"},
             {"architecture", p.architecture},
             {"vocab_size", p.vocab},
             {"tensors", t},
-            {"kv", {{"layers", p.layers}, {"kv_heads", p.kv_heads}, {"head_dim", p.head_dim}}}};
+            {"state", groups}};
   return j.dump();
 }
 

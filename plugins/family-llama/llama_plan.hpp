@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memra/backend.h"
+#include "memra/family.h"
 
 namespace memra::llama {
 
@@ -25,13 +26,19 @@ struct Plan {
   bool attention_output_bias = false;
   bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (Qwen3)
   bool tied_embeddings = false;
-  int64_t sliding_window = 0;   // Mistral
+  std::vector<int32_t> layer_window;  // per layer: 0 = full attention, N = sliding window (Mistral, Qwen2/3)
   memra_rope_params rope{};
   std::vector<TensorSpec> tensors;
+  // The state contract (memra_plan_info): one PAGED_KV group per distinct window.
+  std::vector<std::vector<int32_t>> group_layers;
+  std::vector<memra_state_group> groups;  // .layers point into group_layers
+  memra_plan_info info{};
 };
 
 // Parses the normalised config; on failure returns false and sets `error`.
 bool plan_from_config(const char* config_json, Plan& plan, std::string& error);
+// Fills plan.groups / plan.info from the layers (pointers into `plan`: call again after moving it).
+void plan_bind_state(Plan& plan);
 std::string plan_to_json(const Plan& plan);
 
 }  // namespace memra::llama

@@ -1,51 +1,57 @@
 // family-llama plugin entry points: descriptor, init, and the family table.
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <new>
 #include <string>
 
 #include "llama_forward.hpp"
+#include "family_plugin_support.hpp"
+#include "llama_config.hpp"
 #include "llama_plan.hpp"
 #include "memra/memra.h"
 
 struct memra_model_plan {
+  memra_plugin_ctx* ctx = nullptr;
   memra::llama::Plan plan;
 };
 struct memra_model {
+  memra_plugin_ctx* ctx = nullptr;
   memra::llama::Model model;
 };
 
 namespace {
 
-const memra_host_api* g_host = nullptr;
+using memra::family::guarded;
+using memra::family::report;
 
-memra_status report(memra_status code, const std::string& message) {
-  if (g_host && g_host->error_report) return g_host->error_report(g_host->ctx, code, message.c_str());
-  return code;
+memra_status config_normalize(memra_plugin_ctx* ctx, const char* raw_json, char* buf, size_t buf_size, size_t* needed) {
+  return guarded(ctx, [&] {
+    return memra::family::write_string(memra::llama::normalize_config(raw_json), buf, buf_size, needed);
+  });
 }
 
-// Every exported body runs inside this: no exception crosses the C boundary.
-template <class F>
-memra_status guarded(F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return report(MEMRA_ERR_OUT_OF_MEMORY, "family-llama: out of memory");
-  } catch (const std::exception& e) {
-    return report(MEMRA_ERR_INTERNAL, std::string("family-llama: ") + e.what());
-  } catch (...) {
-    return report(MEMRA_ERR_INTERNAL, "family-llama: unknown exception");
-  }
+memra_status tensor_name(memra_plugin_ctx* ctx, const char* format, const char* source_name, char* buf, size_t buf_size,
+                         size_t* needed) {
+  return guarded(ctx, [&] {
+    if (!format || !source_name) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "tensor_name: NULL argument");
+    if (std::strcmp(format, "gguf") == 0) return memra::family::write_string(source_name, buf, buf_size, needed);
+    if (std::strcmp(format, "hf") != 0) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string("tensor_name: unknown format ") + format);
+    const auto name = memra::llama::canonical_hf_name(source_name);
+    if (!name) return MEMRA_ERR_NOT_FOUND;
+    return memra::family::write_string(*name, buf, buf_size, needed);
+  });
 }
 
-memra_status plan_create(const char* config_json, memra_model_plan** out) {
-  return guarded([&] {
-    if (!config_json || !out) return report(MEMRA_ERR_INVALID_ARGUMENT, "plan_create: NULL argument");
+memra_status plan_create(memra_plugin_ctx* ctx, const char* config_json, memra_model_plan** out) {
+  return guarded(ctx, [&] {
+    if (!config_json || !out) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "plan_create: NULL argument");
     auto* p = new memra_model_plan();
+    p->ctx = ctx;
     std::string error;
     if (!memra::llama::plan_from_config(config_json, p->plan, error)) {
       delete p;
-      return report(MEMRA_ERR_UNSUPPORTED, error);
+      return report(ctx, MEMRA_ERR_UNSUPPORTED, error);
     }
     *out = p;
     return MEMRA_OK;
@@ -53,12 +59,22 @@ memra_status plan_create(const char* config_json, memra_model_plan** out) {
 }
 
 memra_status plan_describe(const memra_model_plan* plan, char* buf, size_t buf_size, size_t* needed) {
-  return guarded([&] {
-    if (!plan || !needed) return report(MEMRA_ERR_INVALID_ARGUMENT, "plan_describe: NULL argument");
-    const std::string j = memra::llama::plan_to_json(plan->plan);
-    *needed = j.size() + 1;
-    if (!buf || buf_size < j.size() + 1) return MEMRA_ERR_INVALID_ARGUMENT;
-    std::memcpy(buf, j.c_str(), j.size() + 1);
+  memra_plugin_ctx* ctx = plan ? plan->ctx : nullptr;
+  return guarded(ctx, [&] {
+    if (!plan || !needed) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "plan_describe: NULL argument");
+    return memra::family::write_string(memra::llama::plan_to_json(plan->plan), buf, buf_size, needed);
+  });
+}
+
+memra_status plan_info(const memra_model_plan* plan, memra_plan_info* out) {
+  memra_plugin_ctx* ctx = plan ? plan->ctx : nullptr;
+  return guarded(ctx, [&] {
+    if (!plan || !out) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "plan_info: NULL argument");
+    const size_t size = std::min(out->struct_size, sizeof(memra_plan_info));
+    if (size < MEMRA_PLAN_INFO_STRUCT_SIZE) return report(ctx, MEMRA_ERR_ABI_MISMATCH, "plan_info: the host's memra_plan_info is too old");
+    memra_plan_info info = plan->plan.info;
+    info.struct_size = size;
+    std::memcpy(out, &info, size);
     return MEMRA_OK;
   });
 }
@@ -67,17 +83,19 @@ void plan_destroy(memra_model_plan* plan) { delete plan; }
 
 memra_status model_create(const memra_model_plan* plan, const memra_weight_set* weights,
                           const memra_backend_ops* ops, memra_model** out) {
-  return guarded([&] {
-    if (!plan || !weights || !ops || !out) return report(MEMRA_ERR_INVALID_ARGUMENT, "model_create: NULL argument");
+  memra_plugin_ctx* ctx = plan ? plan->ctx : nullptr;
+  return guarded(ctx, [&] {
+    if (!plan || !weights || !ops || !out) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "model_create: NULL argument");
     if (!MEMRA_STRUCT_HAS(ops, memra_backend_ops, logits_output))
-      return report(MEMRA_ERR_ABI_MISMATCH, "model_create: the host's backend op table is too old");
+      return report(ctx, MEMRA_ERR_ABI_MISMATCH, "model_create: the host's backend op table is too old");
     auto* m = new memra_model();
+    m->ctx = ctx;
     m->model.plan = plan->plan;
     m->model.ops = ops;
     std::string error;
     if (!memra::llama::model_bind(m->model, *weights, error)) {
       delete m;
-      return report(MEMRA_ERR_INVALID_ARGUMENT, error);
+      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, error);
     }
     *out = m;
     return MEMRA_OK;
@@ -85,11 +103,12 @@ memra_status model_create(const memra_model_plan* plan, const memra_weight_set* 
 }
 
 memra_status model_forward(memra_model* model, const memra_forward_batch* batch) {
-  return guarded([&] {
-    if (!model || !batch) return report(MEMRA_ERR_INVALID_ARGUMENT, "model_forward: NULL argument");
+  memra_plugin_ctx* ctx = model ? model->ctx : nullptr;
+  return guarded(ctx, [&] {
+    if (!model || !batch) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "model_forward: NULL argument");
     std::string error;
     const memra_status st = memra::llama::model_run(model->model, *batch, error);
-    return st == MEMRA_OK ? st : report(st, error);
+    return st == MEMRA_OK ? st : report(ctx, st, error);
   });
 }
 
@@ -101,23 +120,21 @@ int32_t score(const memra_device_info* device, const char* handled_name) {
   return device->backend == MEMRA_BACKEND_CPU || device->backend == MEMRA_BACKEND_CUDA ? 10 : -1;
 }
 
-const char* const kHandles[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                nullptr};
-
 const memra_plugin_descriptor kDescriptor = {
     MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE,
     MEMRA_ABI_MAJOR,
     MEMRA_ABI_MINOR,
     MEMRA_PLUGIN_KIND_FAMILY,
     "llama",
-    "0.1.0",
+    "0.2.0",
     "Llama 2/3.x, Mistral, Qwen2/2.5 and Qwen3 dense decoder-only transformers",
-    kHandles,
+    memra::llama::handled_architectures(),
     score,
 };
 
 const memra_family_api kFamily = {
-    MEMRA_FAMILY_API_STRUCT_SIZE, plan_create, plan_describe, plan_destroy, model_create, model_forward, model_destroy,
+    MEMRA_FAMILY_API_STRUCT_SIZE, config_normalize, tensor_name, plan_create, plan_describe, plan_info,
+    plan_destroy, model_create, model_forward, model_destroy,
 };
 
 }  // namespace
@@ -125,11 +142,5 @@ const memra_family_api kFamily = {
 MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }
 
 MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {
-  if (!host || !out) return MEMRA_ERR_INVALID_ARGUMENT;
-  g_host = host;
-  if (!MEMRA_STRUCT_HAS(out, memra_plugin_api, family))
-    return report(MEMRA_ERR_ABI_MISMATCH, "family-llama: host plugin table too small");
-  out->kind = MEMRA_PLUGIN_KIND_FAMILY;
-  out->family = &kFamily;
-  return MEMRA_OK;
+  return memra::family::init_context(host, out, "family-llama", &kFamily);
 }

@@ -1,6 +1,7 @@
 #include "quant_plugin_common.hpp"
 
 #include <cstring>
+#include <new>
 #include <exception>
 #include <string>
 #include <vector>
@@ -13,12 +14,8 @@
 namespace memra::quant_plugin {
 namespace {
 
-const memra_host_api* g_host = nullptr;
-const char* const* g_handled = nullptr;
-const char* g_name = "quant";
-
-memra_status report(memra_status code, const std::string& message) {
-  if (g_host && g_host->error_report) return g_host->error_report(g_host->ctx, code, message.c_str());
+memra_status report(memra_plugin_ctx* ctx, memra_status code, const std::string& message) {
+  if (ctx && ctx->host && ctx->host->error_report) return ctx->host->error_report(ctx->host->ctx, code, message.c_str());
   return code;
 }
 
@@ -32,8 +29,8 @@ struct Scheme {
   quant::GgmlType type = quant::GgmlType::F32;
 };
 
-bool lookup(const char* scheme, Scheme& out) {
-  if (!scheme || !handles(g_handled, scheme)) return false;
+bool lookup(const memra_plugin_ctx* ctx, const char* scheme, Scheme& out) {
+  if (!ctx || !scheme || !handles(ctx->handled, scheme)) return false;
   if (std::strcmp(scheme, "fp8") == 0) {
     out.fp8 = true;
     return true;
@@ -68,13 +65,13 @@ void dequantize_one_row(const Scheme& s, const uint8_t* src, int64_t cols, float
 }
 
 template <class F>
-memra_status guarded(F&& f) {
+memra_status guarded(memra_plugin_ctx* ctx, F&& f) {
   try {
     return f();
   } catch (const std::exception& e) {
-    return report(MEMRA_ERR_INTERNAL, std::string(g_name) + ": " + e.what());
+    return report(ctx, MEMRA_ERR_INTERNAL, std::string(ctx ? ctx->name : "quant") + ": " + e.what());
   } catch (...) {
-    return report(MEMRA_ERR_INTERNAL, std::string(g_name) + ": unknown exception");
+    return report(ctx, MEMRA_ERR_INTERNAL, std::string(ctx ? ctx->name : "quant") + ": unknown exception");
   }
 }
 
@@ -86,10 +83,15 @@ bool handles(const char* const* handled, const char* scheme) {
   return false;
 }
 
-void set_host(const memra_host_api* host, const char* const* handled, const char* plugin_name) {
-  g_host = host;
-  g_handled = handled;
-  g_name = plugin_name;
+memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name) {
+  if (!host || !out || !MEMRA_STRUCT_HAS(out, memra_plugin_api, shutdown)) return MEMRA_ERR_ABI_MISMATCH;
+  auto* ctx = new (std::nothrow) memra_plugin_ctx{host, handled, plugin_name};
+  if (!ctx) return MEMRA_ERR_OUT_OF_MEMORY;
+  out->kind = MEMRA_PLUGIN_KIND_QUANT;
+  out->ctx = ctx;
+  out->quant = &kQuantApi;
+  out->shutdown = [](memra_plugin_ctx* c) { delete c; };
+  return MEMRA_OK;
 }
 
 int32_t score_cpu_and_cuda(const memra_device_info* device, const char*) {
@@ -98,25 +100,25 @@ int32_t score_cpu_and_cuda(const memra_device_info* device, const char*) {
   return device->backend == MEMRA_BACKEND_CPU ? 10 : -1;
 }
 
-memra_status weight_bytes(const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
-  return guarded([&] {
+memra_status weight_bytes(memra_plugin_ctx* ctx, const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
+  return guarded(ctx, [&] {
     Scheme s;
-    if (!out || rows <= 0 || !lookup(scheme, s)) return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": unknown scheme or bad shape");
+    if (!out || rows <= 0 || !lookup(ctx, scheme, s)) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": unknown scheme or bad shape");
     uint64_t rb = 0;
     if (!row_bytes(s, cols, &rb))
-      return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": " + scheme + " cannot hold rows of " + std::to_string(cols) + " columns (block size)");
+      return report(ctx, MEMRA_ERR_UNSUPPORTED, std::string(ctx->name) + ": " + scheme + " cannot hold rows of " + std::to_string(cols) + " columns (block size)");
     *out = rb * static_cast<uint64_t>(rows);
     return MEMRA_OK;
   });
 }
 
-memra_status quantize(const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst, uint64_t dst_bytes) {
-  return guarded([&] {
+memra_status quantize(memra_plugin_ctx* ctx, const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst, uint64_t dst_bytes) {
+  return guarded(ctx, [&] {
     Scheme s;
-    if (!src || !dst || !lookup(scheme, s)) return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": bad quantize arguments");
+    if (!src || !dst || !lookup(ctx, scheme, s)) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": bad quantize arguments");
     uint64_t rb = 0;
     if (!row_bytes(s, cols, &rb) || dst_bytes < rb * static_cast<uint64_t>(rows))
-      return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": destination too small");
+      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": destination too small");
     auto* d = static_cast<uint8_t*>(dst);
     const int64_t n = rows * cols;
     if (!s.fp8 && s.type == quant::GgmlType::F32) {
@@ -133,35 +135,35 @@ memra_status quantize(const char* scheme, const float* src, int64_t rows, int64_
     // Block schemes: memra_quantize (the quantizers memra-repack uses), byte-identical output.
     quant::QuantScheme qs;
     if (!quant::parse_scheme(scheme, &qs))
-      return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": no quantizer for " + scheme + "; memra-repack can write " +
+      return report(ctx, MEMRA_ERR_UNSUPPORTED, std::string(ctx->name) + ": no quantizer for " + scheme + "; memra-repack can write " +
                                                "q8_0, q4_k, q5_k, q6_k and fp8");
     std::string error;
     if (!quant::quantize_rows(qs, src, rows, cols, d, dst_bytes, &error))
-      return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": " + error);
+      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": " + error);
     return MEMRA_OK;
   });
 }
 
-memra_status dequantize(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows, int64_t cols, float* dst) {
-  return guarded([&] {
+memra_status dequantize(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes, int64_t rows, int64_t cols, float* dst) {
+  return guarded(ctx, [&] {
     Scheme s;
-    if (!src || !dst || !lookup(scheme, s)) return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": bad dequantize arguments");
+    if (!src || !dst || !lookup(ctx, scheme, s)) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": bad dequantize arguments");
     uint64_t rb = 0;
     if (!row_bytes(s, cols, &rb) || src_bytes < rb * static_cast<uint64_t>(rows))
-      return report(MEMRA_ERR_INVALID_ARGUMENT, std::string(g_name) + ": source smaller than rows x cols");
+      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": source smaller than rows x cols");
     const auto* p = static_cast<const uint8_t*>(src);
     for (int64_t r = 0; r < rows; ++r) dequantize_one_row(s, p + rb * static_cast<uint64_t>(r), cols, dst + r * cols);
     return MEMRA_OK;
   });
 }
 
-memra_status matmul(const memra_matmul_args* a) {
-  return guarded([&] {
-    if (!MEMRA_STRUCT_HAS(a, memra_matmul_args, stream)) return report(MEMRA_ERR_ABI_MISMATCH, "matmul: args struct too small");
-    if (a->backend != MEMRA_BACKEND_CPU) return report(MEMRA_ERR_UNSUPPORTED, std::string(g_name) + ": no CUDA matmul in this build");
+memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
+  return guarded(ctx, [&] {
+    if (!MEMRA_STRUCT_HAS(a, memra_matmul_args, stream)) return report(ctx, MEMRA_ERR_ABI_MISMATCH, "matmul: args struct too small");
+    if (a->backend != MEMRA_BACKEND_CPU) return report(ctx, MEMRA_ERR_UNSUPPORTED, std::string(ctx->name) + ": no CUDA matmul in this build");
     Scheme s;
     uint64_t rb = 0;
-    if (!lookup(a->scheme, s) || !row_bytes(s, a->cols, &rb)) return report(MEMRA_ERR_INVALID_ARGUMENT, "matmul: bad scheme or shape");
+    if (!lookup(ctx, a->scheme, s) || !row_bytes(s, a->cols, &rb)) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: bad scheme or shape");
     std::vector<float> w(static_cast<size_t>(a->cols));
     const auto* base = static_cast<const uint8_t*>(a->weight);
     for (int64_t r = 0; r < a->rows; ++r) {

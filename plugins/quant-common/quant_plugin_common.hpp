@@ -10,21 +10,28 @@
 
 #include "memra/memra.h"
 
+// One per memra_plugin_init: the host table and which schemes this .so serves.
+struct memra_plugin_ctx {
+  const memra_host_api* host;
+  const char* const* handled;
+  const char* name;
+};
+
 namespace memra::quant_plugin {
 
 // Scheme names this build knows: lower-case ggml names ("q4_k") and "fp8".
 // Returns false when `scheme` is not in `handled`.
 bool handles(const char* const* handled, const char* scheme);
 
-memra_status weight_bytes(const char* scheme, int64_t rows, int64_t cols, uint64_t* out);
-memra_status quantize(const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst,
-                      uint64_t dst_bytes);
-memra_status dequantize(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows, int64_t cols,
-                        float* dst);
-memra_status matmul(const memra_matmul_args* args);
+memra_status weight_bytes(memra_plugin_ctx* ctx, const char* scheme, int64_t rows, int64_t cols, uint64_t* out);
+memra_status quantize(memra_plugin_ctx* ctx, const char* scheme, const float* src, int64_t rows, int64_t cols,
+                      void* dst, uint64_t dst_bytes);
+memra_status dequantize(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
+                        int64_t cols, float* dst);
+memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* args);
 
-// Set by memra_plugin_init; used to report errors.
-void set_host(const memra_host_api* host, const char* const* handled, const char* plugin_name);
+// memra_plugin_init: a context for this host, the quant table and its shutdown.
+memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name);
 
 int32_t score_cpu_and_cuda(const memra_device_info* device, const char* handled_name);
 
@@ -42,9 +49,5 @@ extern const memra_quant_api kQuantApi;
   }                                                                                                   \
   MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }       \
   MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
-    if (!host || !out || !MEMRA_STRUCT_HAS(out, memra_plugin_api, quant)) return MEMRA_ERR_ABI_MISMATCH; \
-    memra::quant_plugin::set_host(host, kHandles, NAME);                                              \
-    out->kind = MEMRA_PLUGIN_KIND_QUANT;                                                              \
-    out->quant = &memra::quant_plugin::kQuantApi;                                                     \
-    return MEMRA_OK;                                                                                  \
+    return memra::quant_plugin::init(host, out, kHandles, NAME);                                      \
   }

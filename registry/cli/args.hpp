@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::registry::cli {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/checkpoint/gguf_parser.hpp"
 #include "repack/checkpoint/mapped_file.hpp"
 

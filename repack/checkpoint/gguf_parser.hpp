@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/quant/ggml_type.hpp"
 
 namespace memra::gguf {

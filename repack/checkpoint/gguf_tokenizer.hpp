@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/checkpoint/gguf.hpp"
 
 namespace memra::gguf {

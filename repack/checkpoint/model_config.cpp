@@ -1,4 +1,4 @@
-// Enum names, the supported-architecture tables and shared validation.
+// Enum names and validation of a normalised config.
 #include <algorithm>
 
 #include "repack/checkpoint/model_config.hpp"
@@ -49,14 +49,6 @@ bool ModelConfig::moe_layer(int64_t layer) const {
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) return false;
   return decoder_sparse_step <= 1 || (layer + 1) % decoder_sparse_step == 0;
 }
-
-std::vector<std::string> supported_hf_architectures() {
-  return {"LlamaForCausalLM",    "Qwen2ForCausalLM",     "Qwen3ForCausalLM",
-          "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "Gemma3ForCausalLM",
-          "Gemma3ForConditionalGeneration"};
-}
-
-std::vector<std::string> supported_gguf_architectures() { return {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"}; }
 
 Status validate(const ModelConfig& c) {
   auto bad = [&](const std::string& what) {

@@ -1,9 +1,8 @@
-// memra::ModelConfig — one normalised description of a model's architecture,
-// built from a Hugging Face config.json (+ generation_config.json) or from GGUF
-// metadata. Its JSON form (model_config_to_json) is what a family plugin's
-// plan_create receives across the C ABI.
-//
-// Unknown architectures are refused by name, never guessed.
+// memra::ModelConfig — one normalised description of a model's architecture. A
+// family plugin's config_normalize writes it (as JSON) from a checkpoint's raw
+// config (repack/checkpoint/checkpoint_family.hpp); the host reads and checks it
+// here, and hands the JSON form to the plugin's plan_create. The host itself knows
+// no architecture.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra {
-
-namespace gguf {
-class File;
-}
 
 enum class RopeScaling { none, linear, llama3, yarn };
 enum class NormType { rms_norm, layer_norm };
@@ -54,10 +49,11 @@ struct RopeConfig {
 };
 
 struct ModelConfig {
-  static constexpr int kJsonVersion = 1;
+  // 2: `family` is the name of the family plugin that normalised the config.
+  static constexpr int kJsonVersion = 2;
 
-  std::string architecture;  // HF class name: "LlamaForCausalLM", "Qwen3MoeForCausalLM", ...
-  std::string family;        // "llama" | "qwen2" | "qwen3" | "qwen3_moe" | "qwen3_next" | "gemma3"
+  std::string architecture;  // the checkpoint's architecture as the family names it (its HF class)
+  std::string family;        // the family plugin that wrote this config (and plans it)
   std::string model_type;    // HF model_type or GGUF general.architecture, as written
   std::string source_format; // "hf" | "gguf"
   std::string dtype;         // HF "dtype"/"torch_dtype" ("bfloat16"); empty for GGUF
@@ -116,17 +112,6 @@ struct ModelConfig {
   bool is_moe() const { return num_experts > 0; }
   bool moe_layer(int64_t layer) const;  // honours decoder_sparse_step and mlp_only_layers
 };
-
-// "LlamaForCausalLM, Qwen2ForCausalLM, ..." and the GGUF architecture names.
-std::vector<std::string> supported_hf_architectures();
-std::vector<std::string> supported_gguf_architectures();
-
-// From config.json text (+ optional generation_config.json text; empty = none).
-Result<ModelConfig> model_config_from_hf_json(std::string_view config_json, std::string_view generation_config_json = {});
-// From a checkpoint directory holding config.json (+ generation_config.json).
-Result<ModelConfig> model_config_from_hf_dir(const std::string& dir);
-// From GGUF metadata (and tensor names for biases, q/k norm, tied embeddings).
-Result<ModelConfig> model_config_from_gguf(const gguf::File& file);
 
 // The JSON the family plugin receives, and back. from_json validates like the
 // builders do (required fields, layer_types length, known enum names).

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/checkpoint/mapped_file.hpp"
 #include "repack/checkpoint/safetensors_header.hpp"
 

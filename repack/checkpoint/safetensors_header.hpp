@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::safetensors {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/checkpoint/gguf_tokenizer.hpp"
 
 namespace memra::format {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/checkpoint/model_config.hpp"
 #include "repack/format/manifest.hpp"
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 
 namespace memra::format {
 

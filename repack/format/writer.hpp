@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/format/manifest.hpp"
 
 namespace memra::format {

@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "memra_repack_bench.hpp"  // generated from bench_checkpoint.json
 #include "repack/format/reader.hpp"
 #include "repack/format/sha256.hpp"
 #include "repack/tool/progress.hpp"
@@ -104,16 +107,17 @@ bool write_synthetic_gguf(const fs::path& path, uint64_t size_mb) {
   h.u32(3);
   h.u64(specs.size());
   h.u64(10);
-  h.kv_str("general.architecture", "llama");
+  const std::string arch = nlohmann::json::parse(kBenchCheckpoint)["gguf_architecture"].get<std::string>();
+  h.kv_str("general.architecture", arch);
   h.kv_u32("tokenizer.ggml.eos_token_id", 2);
-  h.kv_u32("llama.block_count", static_cast<uint32_t>(layers));
-  h.kv_u32("llama.embedding_length", kHidden);
-  h.kv_u32("llama.feed_forward_length", kFfn);
-  h.kv_u32("llama.attention.head_count", 32);
-  h.kv_u32("llama.attention.head_count_kv", 32);
-  h.kv_u32("llama.context_length", 4096);
-  h.kv_u32("llama.vocab_size", kVocab);
-  h.kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  h.kv_u32(arch + ".block_count", static_cast<uint32_t>(layers));
+  h.kv_u32(arch + ".embedding_length", kHidden);
+  h.kv_u32(arch + ".feed_forward_length", kFfn);
+  h.kv_u32(arch + ".attention.head_count", 32);
+  h.kv_u32(arch + ".attention.head_count_kv", 32);
+  h.kv_u32(arch + ".context_length", 4096);
+  h.kv_u32(arch + ".vocab_size", kVocab);
+  h.kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
   uint64_t offset = 0;
   std::vector<uint64_t> sizes;
   for (const Spec& s : specs) {
@@ -143,10 +147,13 @@ bool write_synthetic_safetensors(const fs::path& dir, uint64_t size_mb) {
   const int layers = layers_for(size_mb, 2.0);
   const auto specs = llama_specs(layers, false);
   fs::create_directories(dir);
+  nlohmann::json config = nlohmann::json::parse(kBenchCheckpoint)["hf_config"];
+  config["vocab_size"] = kVocab;
+  config["hidden_size"] = kHidden;
+  config["intermediate_size"] = kFfn;
+  config["num_hidden_layers"] = layers;
   std::ofstream cfg(dir / "config.json");
-  cfg << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": )" << kVocab
-      << R"(, "hidden_size": )" << kHidden << R"(, "intermediate_size": )" << kFfn << R"(, "num_hidden_layers": )" << layers
-      << R"(, "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "eos_token_id": 2})";
+  cfg << config.dump();
   cfg.close();
   std::string header = "{";
   uint64_t offset = 0;
@@ -209,6 +216,7 @@ bool bench_keep(const fs::path& src, const fs::path& work, const BenchOptions& o
     std::error_code ec;
     fs::remove_all(out, ec);
     RepackOptions ro;
+    ro.plugins = o.plugins;
     ro.source = src;
     ro.output = out;
     ro.threads = o.threads;
@@ -269,7 +277,7 @@ int bench_body(const BenchOptions& o, const fs::path& work) {
     for (int r = 0; r < o.repeats; ++r) {
       const auto t = Clock::now();
       const double c0 = cpu_seconds();
-      auto s = Source::open(src);
+      auto s = Source::open(src, *o.plugins);
       if (!s) {
         std::fprintf(stderr, "memra-repack --bench: %s\n", s.error().message.c_str());
         return 1;
@@ -283,7 +291,7 @@ int bench_body(const BenchOptions& o, const fs::path& work) {
     for (int r = 0; r < o.repeats; ++r) {
       const auto t = Clock::now();
       const double c0 = cpu_seconds();
-      auto s = Source::open(src);
+      auto s = Source::open(src, *o.plugins);
       if (!s) return 1;
       open_t.add(seconds(t), cpu_seconds() - c0);
     }
@@ -300,6 +308,7 @@ int bench_body(const BenchOptions& o, const fs::path& work) {
     const fs::path out = work / ("bench-read-" + std::to_string(::getpid()) + ".memra");
     fs::remove_all(out, ec);
     RepackOptions ro;
+    ro.plugins = o.plugins;
     ro.source = src;
     ro.output = out;
     ro.threads = o.threads;

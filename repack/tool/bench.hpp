@@ -7,9 +7,12 @@
 #include <filesystem>
 #include <string>
 
+#include "core/plugin_host/plugin_host.hpp"
+
 namespace memra::repack {
 
 struct BenchOptions {
+  const plugins::PluginHost* plugins = nullptr;  // reads the checkpoints; required
   std::filesystem::path gguf;         // empty: synthesize one
   std::filesystem::path safetensors;  // empty: synthesize one
   std::filesystem::path work_dir;     // where synthetic inputs and outputs go (default: temp dir)

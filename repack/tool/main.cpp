@@ -58,6 +58,9 @@ options:
   --registry PATH         registry database to record in (default: $MEMRA_REGISTRY, else
                           $MEMRA_HOME/registry.db, else ~/.memra/registry.db)
   --no-registry           do not record anything
+  --plugin-dir DIR        also look for plugins in DIR (repeatable; then $MEMRA_PLUGIN_PATH
+                          and <prefix>/lib/memra/plugins): the family plugin serving SRC's
+                          architecture reads its config and names its tensors
   -j, --threads N         tensor worker threads (default: all cores)
   -f, --force             replace DST if it exists (atomically)
   --quiet                 no progress output
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> registry_path;
   bool no_registry = false, quiet = false, bench = false;
   repack::BenchOptions bo;
+  std::vector<std::filesystem::path> plugin_dirs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) -> bool {
@@ -168,6 +172,9 @@ int main(int argc, char** argv) {
       registry_path = v;
     } else if (key == "--no-registry") {
       no_registry = true;
+    } else if (key == "--plugin-dir") {
+      if (!value(&v) || v.empty()) return usage_error("--plugin-dir needs a directory");
+      plugin_dirs.emplace_back(v);
     } else if (key == "-j" || key == "--threads") {
       if (!value(&v) || !parse_int(v, 1, 1024, &n)) return usage_error(key + " needs a number from 1 to 1024");
       o.threads = static_cast<int>(n);
@@ -199,6 +206,15 @@ int main(int argc, char** argv) {
       positional.push_back(a);
     }
   }
+  plugins::PluginHostOptions po;
+  po.plugin_dirs = plugin_dirs;
+  po.services.log = [quiet](memra_log_level level, std::string_view line) {
+    if (level >= MEMRA_LOG_WARN && !quiet) std::fprintf(stderr, "memra-repack: %.*s\n", static_cast<int>(line.size()), line.data());
+  };
+  plugins::PluginHost plugin_host(std::move(po));
+  plugin_host.discover();
+  o.plugins = &plugin_host;
+  bo.plugins = &plugin_host;
   if (bench) {
     if (!positional.empty()) return usage_error("--bench takes no SRC (use --bench-gguf / --bench-safetensors)");
     return repack::run_bench(bo);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/format/manifest.hpp"
 #include "repack/tool/source.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/tool/repack.hpp"
 
 namespace memra::repack {

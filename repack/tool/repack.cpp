@@ -160,7 +160,8 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   progress->phase = 0;
 
   // 1. Validate everything that can be checked before writing.
-  auto source = Source::open(o.source);
+  if (!o.plugins) return make_error(ErrorCode::invalid_argument, "repack: no plugin host (RepackOptions::plugins)");
+  auto source = Source::open(o.source, *o.plugins);
   if (!source) return source.error();
   const Source& src = **source;
   auto plan = plan_precision(src, o.quant, o.overrides);

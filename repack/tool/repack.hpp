@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "repack/checkpoint/model_config.hpp"
 #include "repack/format/manifest.hpp"
 #include "repack/tool/precision.hpp"
@@ -30,6 +30,8 @@ struct Progress {
 };
 
 struct RepackOptions {
+  // Family plugins (config normalisation, tensor names) and quant plugins; required.
+  const plugins::PluginHost* plugins = nullptr;
   std::filesystem::path source;
   std::filesystem::path output;
   std::string quant = "keep";

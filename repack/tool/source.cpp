@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "host/engine/tensor_names.hpp"
+#include "repack/checkpoint/checkpoint_family.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
 #include "repack/format/layout.hpp"
@@ -88,7 +88,7 @@ Status Source::to_f32(const SourceTensor& t, uint64_t first, uint64_t count, flo
   return {};
 }
 
-Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in) {
+Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plugins::PluginHost& plugins) {
   std::unique_ptr<Source> s(new Source());
   std::error_code ec;
   s->path_ = fs::absolute(path_in, ec).lexically_normal();
@@ -96,19 +96,23 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in) {
     if (fs::exists(s->path_ / "manifest.json"))
       return make_error(ErrorCode::unsupported, s->path_.string() + " is already a .memra repack; give the original checkpoint");
     s->format_ = "safetensors";
-    auto config = model_config_from_hf_dir(s->path_.string());
-    if (!config) return config.error();
-    s->config_ = std::move(*config);
     auto ckpt = safetensors::Checkpoint::open(s->path_.string());
     if (!ckpt) return ckpt.error();
     auto shared = std::make_shared<safetensors::Checkpoint>(std::move(*ckpt));
     s->keep_ = shared;
+    auto raw = raw_config_from_hf(s->path_.string(), *shared);
+    if (!raw) return raw.error();
+    auto family = normalize_checkpoint(*raw, plugins);
+    if (!family) return family.error();
+    s->config_ = family->config;
     for (const std::string& shard : shared->shard_paths()) s->weight_files_.push_back(fs::absolute(shard).lexically_normal());
     std::sort(s->weight_files_.begin(), s->weight_files_.end());
     for (const safetensors::TensorView& t : shared->tensors()) {
       SourceTensor st;
       st.source_name = t.name;
-      st.name = engine::canonical_tensor_name(t.name).value_or(t.name);
+      auto canonical = family->canonical_name(t.name);
+      if (!canonical) return canonical.error();
+      st.name = canonical->value_or(t.name);  // a tensor the family does not read keeps its name
       st.shape = t.shape;
       st.scheme = lower(safetensors::dtype_name(t.dtype));
       st.data = t.data;
@@ -132,14 +136,18 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in) {
     if (!file) return file.error();
     auto shared = std::make_shared<gguf::File>(std::move(*file));
     s->keep_ = shared;
-    auto config = model_config_from_gguf(*shared);
-    if (!config) return config.error();
-    s->config_ = std::move(*config);
+    auto raw = raw_config_from_gguf(*shared);
+    if (!raw) return raw.error();
+    auto family = normalize_checkpoint(*raw, plugins);
+    if (!family) return family.error();
+    s->config_ = family->config;
     s->weight_files_.push_back(s->path_);
     for (const gguf::Tensor& t : shared->tensors()) {
       SourceTensor st;
       st.source_name = t.name();
-      st.name = t.name();
+      auto canonical = family->canonical_name(t.name());
+      if (!canonical) return canonical.error();
+      st.name = canonical->value_or(t.name());
       st.shape = t.info->shape();
       st.scheme = format::scheme_of_ggml_type(t.info->type);
       st.data = t.data;

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "repack/checkpoint/gguf_tokenizer.hpp"
 #include "repack/checkpoint/model_config.hpp"
 
@@ -28,7 +29,8 @@ struct SourceTensor {
 
 class Source {
  public:
-  static Result<std::unique_ptr<Source>> open(const std::filesystem::path& path);
+  // Its config and tensor names come from the family plugin serving its architecture.
+  static Result<std::unique_ptr<Source>> open(const std::filesystem::path& path, const plugins::PluginHost& plugins);
 
   const std::filesystem::path& path() const { return path_; }  // absolute
   const std::string& format() const { return format_; }        // "safetensors" | "gguf"

@@ -36,7 +36,7 @@ constexpr double kTransformersBound = 1e-4;
 memra::plugins::PluginHost& plugins() { return memra::cuda_test::build_plugins(); }
 
 std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind) {
-  auto src = memra::engine::open_model_source(path.string());
+  auto src = memra::engine::open_model_source(path.string(), plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   memra::engine::EngineOptions o;

@@ -27,7 +27,7 @@ namespace {
 
 std::unique_ptr<memra::engine::Engine> load_llama(bool device_sampling) {
   const auto dir = memra::cuda_test::fixtures_dir() / "models/llama";
-  auto src = memra::engine::open_model_source(dir.string());
+  auto src = memra::engine::open_model_source(dir.string(), memra::cuda_test::build_plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   memra::engine::EngineOptions eo;

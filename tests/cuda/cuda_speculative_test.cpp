@@ -37,7 +37,7 @@ EngineOptions options() {
 }
 
 std::unique_ptr<Engine> load_target() {
-  auto src = open_model_source(llama().string());
+  auto src = open_model_source(llama().string(), plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   auto e = Engine::create(std::move(*src), plugins(), options());

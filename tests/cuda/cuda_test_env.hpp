@@ -8,7 +8,8 @@
 #include <string>
 
 #include "host/backend_cuda/cuda_backend_loader.hpp"
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace memra::cuda_test {
 
@@ -48,20 +49,7 @@ inline std::string unavailable_reason() {
   return reason;
 }
 
-// The build's plugins only (not $MEMRA_PLUGIN_PATH or an install), loaded once and
-// kept for the process (engines from it must not outlive their plugins); quiet.
-inline plugins::PluginHost& build_plugins() {
-  static plugins::PluginHost* host = [] {
-    plugins::PluginHostOptions o;
-    o.plugin_dirs = {binary_root() / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    o.services.log = [](memra_log_level, std::string_view) {};
-    auto* h = new plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
+// The build's plugins only (tests/support/build_plugins.hpp).
+inline plugins::PluginHost& build_plugins() { return memra::testing::build_plugins(); }
 
 }  // namespace memra::cuda_test

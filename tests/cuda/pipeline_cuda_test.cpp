@@ -48,7 +48,7 @@ std::string second_device_missing() {
 fs::path model_path(const std::string& rel) { return memra::cuda_test::fixtures_dir() / rel; }
 
 std::unique_ptr<ModelSource> open_source(const std::string& rel, int64_t widen_to = 0) {
-  auto src = open_model_source(model_path(rel).string());
+  auto src = open_model_source(model_path(rel).string(), plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   if (widen_to) memra::pipeline_test::widen(**src, widen_to);

@@ -30,7 +30,7 @@ fs::path broken_copy(const std::string& name, const std::function<void(nlohmann:
 }
 
 std::string load_error(const fs::path& dir) {
-  auto src = memra::engine::open_model_source(dir.string());
+  auto src = memra::engine::open_model_source(dir.string(), test_plugins());
   if (!src) return src.error().message;
   auto e = memra::engine::Engine::create(std::move(*src), test_plugins(), {});
   return e ? std::string() : e.error().message;
@@ -67,7 +67,7 @@ TEST(EngineBadModel, MissingTokenizerIsNamed) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   const auto dir = broken_copy("tok", [](nlohmann::json&) {});
   fs::remove(dir / "tokenizer.json");
-  auto src = memra::engine::open_model_source(dir.string());
+  auto src = memra::engine::open_model_source(dir.string(), test_plugins());
   ASSERT_TRUE(src.ok());
   auto text = memra::engine::load_text_model(dir.string(), (*src)->config);
   ASSERT_FALSE(text.ok());

@@ -36,7 +36,7 @@ std::vector<float> read_f32(const fs::path& p, size_t offset_bytes, size_t count
 }
 
 std::unique_ptr<Engine> load(const fs::path& path) {
-  auto src = memra::engine::open_model_source(path.string());
+  auto src = memra::engine::open_model_source(path.string(), test_plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   auto e = Engine::create(std::move(*src), test_plugins(), {});

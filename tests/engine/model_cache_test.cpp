@@ -9,6 +9,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,6 +23,7 @@ TEST(EngineModelCache, RepackOnceThenReuseUntilTheSourceChanges) {
   for (const auto& f : fs::directory_iterator(dir / "src")) fs::permissions(f.path(), fs::perms::owner_write, fs::perm_options::add);
 
   memra::engine::ModelCacheOptions o;
+  o.plugins = &memra::testing::build_plugins();
   o.registry_path = dir / "registry.db";
   o.cache_dir = dir / "repacks";
   auto first = memra::engine::prepare_model((dir / "src").string(), o);

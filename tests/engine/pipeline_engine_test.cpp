@@ -31,7 +31,7 @@ const fs::path kModels = fs::path(MEMRA_FIXTURES_DIR) / "models";
   } while (0)
 
 std::unique_ptr<ModelSource> open_source(const std::string& name) {
-  auto src = open_model_source((kModels / name).string());
+  auto src = open_model_source((kModels / name).string(), test_plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   return src ? std::move(*src) : nullptr;
 }
@@ -347,17 +347,17 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   ASSERT_TRUE(src);
   auto& host = test_plugins();
   std::vector<memra::plugins::QuantPlugin> quants;
-  std::map<std::string, const memra_quant_api*> tables;
+  std::map<std::string, memra::backend::QuantTable> tables;
   for (const memra_weight& w : src->weights)
     if (!tables.count(w.quant)) {
       auto q = host.quant_for(w.quant, host.device_info());
       ASSERT_TRUE(q.ok()) << w.quant;
-      tables[w.quant] = &q->api();
+      tables[w.quant] = {&q->api(), q->ctx()};
       quants.push_back(std::move(*q));
     }
-  memra::backend::QuantLookup lookup = [&](const char* s) -> const memra_quant_api* {
+  memra::backend::QuantLookup lookup = [&](const char* s) -> memra::backend::QuantTable {
     auto it = tables.find(s);
-    return it == tables.end() ? nullptr : it->second;
+    return it == tables.end() ? memra::backend::QuantTable{} : it->second;
   };
   auto plan = plan_pipeline(src->weights, 2, {2, {}, 0});
   ASSERT_TRUE(plan.ok());

@@ -20,7 +20,7 @@ namespace {
 const fs::path kQwen3 = fs::path(MEMRA_FIXTURES_DIR) / "models/qwen3";
 
 std::unique_ptr<Engine> load(int32_t stages, int32_t micro) {
-  auto src = open_model_source(kQwen3.string());
+  auto src = open_model_source(kQwen3.string(), test_plugins());
   EXPECT_TRUE(src.ok());
   if (!src) return nullptr;
   memra::pipeline_test::widen(**src, 4);

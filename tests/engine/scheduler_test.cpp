@@ -17,7 +17,7 @@ namespace {
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
 
 std::unique_ptr<Engine> load() {
-  auto src = open_model_source(kLlama.string());
+  auto src = open_model_source(kLlama.string(), test_plugins());
   EXPECT_TRUE(src.ok());
   EngineOptions eo;
   eo.max_context = 256;

@@ -28,7 +28,7 @@ EngineOptions options() {
 }
 
 std::unique_ptr<Engine> load_target() {
-  auto src = open_model_source(kLlama.string());
+  auto src = open_model_source(kLlama.string(), test_plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   auto e = Engine::create(std::move(*src), test_plugins(), options());

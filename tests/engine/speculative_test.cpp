@@ -55,7 +55,7 @@ Outcome run_generation(Engine& e, const std::vector<int32_t>& prompt, const Gene
 
 TEST(EngineSpeculative, NgramIsTokenIdenticalToPlainDecodeForK1To8) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
-  auto src = open_model_source(kLlama.string());
+  auto src = open_model_source(kLlama.string(), test_plugins());
   ASSERT_TRUE(src.ok());
   auto engine = Engine::create(std::move(*src), test_plugins(), {});
   ASSERT_TRUE(engine.ok()) << engine.error().message;
@@ -93,7 +93,7 @@ TEST(EngineSpeculative, NgramIsTokenIdenticalToPlainDecodeForK1To8) {
 
 TEST(EngineSpeculative, TheGateCatchesANonInvariantVerifyStep) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
-  auto src = open_model_source(kLlama.string());
+  auto src = open_model_source(kLlama.string(), test_plugins());
   ASSERT_TRUE(src.ok());
   auto engine = Engine::create(std::move(*src), test_plugins(), {});
   ASSERT_TRUE(engine.ok());
@@ -116,7 +116,7 @@ TEST(EngineSpeculative, TheGateCatchesANonInvariantVerifyStep) {
 namespace {
 
 std::unique_ptr<Engine> load_engine(const fs::path& path) {
-  auto src = open_model_source(path.string());
+  auto src = open_model_source(path.string(), test_plugins());
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   auto e = Engine::create(std::move(*src), test_plugins(), {});

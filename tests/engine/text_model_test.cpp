@@ -11,6 +11,7 @@
 
 #include "host/engine/text_model.hpp"
 #include "repack/tool/repack.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace fs = std::filesystem;
 
@@ -103,6 +104,7 @@ TEST(TextModelMemra, RepackOfAGgufKeepsItsTokenizer) {
   const fs::path out = fs::temp_directory_path() / ("memra-text-model-" + std::to_string(::getpid()) + ".memra");
   fs::remove_all(out);
   memra::repack::RepackOptions ro;
+  ro.plugins = &memra::testing::build_plugins();
   ro.source = gguf;
   ro.output = out;
   ro.fsync = false;

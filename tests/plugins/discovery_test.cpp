@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "tests/plugins/test_support.hpp"
 
 namespace memra::plugins {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "host/plugin_host/host_services.hpp"
+#include "core/plugin_host/host_services.hpp"
 #include "tests/plugins/test_support.hpp"
 
 namespace memra::plugins {

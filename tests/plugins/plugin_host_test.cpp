@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "tests/plugins/test_support.hpp"
 
 namespace memra::plugins {
@@ -50,8 +50,9 @@ TEST_F(PluginsHost, RefusesEachBrokenPluginWithOneLineNamingFileAndReason) {
   const std::string small = std::to_string(offsetof(memra_plugin_descriptor, score));
   // file -> the reason's expected beginning (or the whole reason).
   const std::map<std::string, std::string> expected = {
-      {"libmemra-quant-abi2.so", "ABI major 2, host supports 1 (rebuild the plugin against memra SDK 1.x)"},
-      {"libmemra-quant-smalldesc.so", "descriptor struct_size " + small + " is smaller than the v1.0 descriptor (" +
+      {"libmemra-quant-abi1.so", "ABI major 1, host supports 2 (rebuild the plugin against memra SDK 2.x)"},
+      {"libmemra-quant-abi3.so", "ABI major 3, host supports 2 (rebuild the plugin against memra SDK 2.x)"},
+      {"libmemra-quant-smalldesc.so", "descriptor struct_size " + small + " is smaller than the v2.0 descriptor (" +
                                           std::to_string(MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE) + " bytes)"},
       {"libmemra-quant-noinit.so", "does not export memra_plugin_init"},
       {"libmemra-quant-noquery.so", "does not export memra_plugin_query"},
@@ -307,31 +308,38 @@ TEST_F(PluginsHost, ShutdownRunsOnceAtHostDestructionWhenNothingIsAlive) {
   EXPECT_FALSE(test::is_loaded(file));
 }
 
-TEST_F(PluginsHost, TwoLiveHostsShareOneInitialisationOfALibrary) {
+// ABI 2: each host gets its own plugin context (memra_plugin_api.ctx), so each host's
+// plugins see that host's services, and one host going away leaves the other's intact.
+TEST_F(PluginsHost, TwoLiveHostsEachInitialiseTheirOwnContext) {
   const fs::path file = test_plugin("memra-family-good");
   LogCapture log_b;
-  PluginHostOptions oa = test::isolated_options(log, {});
-  oa.services.config = [](std::string_view key) -> std::optional<std::string> {
-    if (key == "good.greeting") return std::string("from a");
-    return std::nullopt;
+  auto greeting = [](std::string value) {
+    return [value](std::string_view key) -> std::optional<std::string> {
+      if (key == "good.greeting") return value;
+      return std::nullopt;
+    };
   };
+  PluginHostOptions oa = test::isolated_options(log, {});
+  oa.services.config = greeting("from a");
+  PluginHostOptions ob = test::isolated_options(log_b, {});
+  ob.services.config = greeting("from b");
   auto a = std::make_unique<PluginHost>(std::move(oa));
   ASSERT_TRUE(a->load(file).ok());
-  auto b = std::make_unique<PluginHost>(test::isolated_options(log_b, {}));
+  auto b = std::make_unique<PluginHost>(std::move(ob));
   ASSERT_TRUE(b->load(file).ok());
-  // init ran once (a's config), and b says it shares the plugin.
   EXPECT_EQ(log.containing("[good-family] greeting: from a").size(), 1u);
-  EXPECT_TRUE(log_b.containing("greeting").empty());
-  EXPECT_EQ(log_b.containing("already initialised by another PluginHost").size(), 1u);
+  EXPECT_EQ(log_b.containing("[good-family] greeting: from b").size(), 1u);
+  EXPECT_TRUE(log.containing("from b").empty());
 
-  // b going away must not take the plugin's host services with it.
+  // b's shutdown runs through b's services only; a's plugin keeps working.
   b.reset();
+  EXPECT_EQ(log_b.containing("[good-family] shutdown").size(), 1u);
   EXPECT_TRUE(log.containing("[good-family] shutdown").empty());
   auto plan = a->family("good-family")->plan_create("{}");
   ASSERT_TRUE(plan.ok());
   memra_weight_set weights{};
   weights.struct_size = MEMRA_WEIGHT_SET_STRUCT_SIZE;
-  auto model = plan->create_model(weights, nullptr);  // memory_alloc through the services
+  auto model = plan->create_model(weights, nullptr);  // memory_alloc through a's services
   ASSERT_TRUE(model.ok()) << model.error().message;
   model = make_error(ErrorCode::internal, "dropped");
   plan = make_error(ErrorCode::internal, "dropped");
@@ -343,7 +351,7 @@ TEST_F(PluginsHost, TwoLiveHostsShareOneInitialisationOfALibrary) {
 TEST_F(PluginsHost, RefusedLibrariesAreUnloaded) {
   discover_all();
   EXPECT_FALSE(test::is_loaded(test_plugin("memra-quant-initfail")));
-  EXPECT_FALSE(test::is_loaded(test_plugin("memra-quant-abi2")));
+  EXPECT_FALSE(test::is_loaded(test_plugin("memra-quant-abi1")));
   EXPECT_TRUE(test::is_loaded(test_plugin("memra-quant-good")));
 }
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 namespace memra::plugins::test {
 

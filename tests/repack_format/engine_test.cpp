@@ -15,6 +15,7 @@
 #include "repack/quantize/quantize.hpp"
 #include "repack/tool/repack.hpp"
 #include "tests/repack_format/helpers.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace {
 
@@ -23,18 +24,7 @@ namespace fs = std::filesystem;
 using repack_test::fixtures;
 using repack_test::TempDir;
 
-plugins::PluginHost& plugin_host() {
-  static plugins::PluginHost* host = [] {
-    plugins::PluginHostOptions o;
-    o.plugin_dirs = {fs::path(MEMRA_BINARY_ROOT) / "lib/memra/plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    auto* h = new plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
-  return *host;
-}
+plugins::PluginHost& plugin_host() { return memra::testing::build_plugins(); }
 
 std::vector<int32_t> prompt() {
   const auto ref = nlohmann::json::parse(std::ifstream(fixtures() / "models/llama/reference.json"));
@@ -43,7 +33,7 @@ std::vector<int32_t> prompt() {
 
 // Prefill logits at every position, then 8 greedy decode steps' logits.
 Result<std::vector<std::vector<float>>> run_model(const fs::path& path, std::string* format) {
-  auto src = engine::open_model_source(path.string());
+  auto src = engine::open_model_source(path.string(), plugin_host());
   if (!src) return src.error();
   *format = (*src)->format;
   auto e = engine::Engine::create(std::move(*src), plugin_host(), {});
@@ -71,6 +61,7 @@ TEST_P(RepackEngine, KeepRepackGivesBitIdenticalLogits) {
   const fs::path src = fixtures() / GetParam();
   TempDir tmp;
   repack::RepackOptions o;
+  o.plugins = &memra::testing::build_plugins();
   o.source = src;
   o.output = tmp / "m.memra";
   auto r = repack::repack_checkpoint(o);
@@ -156,6 +147,7 @@ TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
   for (const bool mirror : {true, false}) {
     TempDir tmp;
     repack::RepackOptions o;
+    o.plugins = &memra::testing::build_plugins();
     o.source = model;
     o.output = tmp / "q.memra";
     o.quant = c.quant;
@@ -181,16 +173,16 @@ TEST(Quantize, PluginSlotMatchesTheLibrary) {
     ASSERT_TRUE(plugin.ok()) << scheme << ": " << plugin.error().message;
     const memra_quant_api& api = plugin->api();
     uint64_t bytes = 0;
-    ASSERT_EQ(api.weight_bytes(scheme, 4, 512, &bytes), MEMRA_OK) << scheme;
+    ASSERT_EQ(api.weight_bytes(plugin->ctx(), scheme, 4, 512, &bytes), MEMRA_OK) << scheme;
     std::vector<uint8_t> via_plugin(bytes), via_library(bytes);
-    ASSERT_EQ(api.quantize(scheme, x.data(), 4, 512, via_plugin.data(), bytes), MEMRA_OK) << scheme;
+    ASSERT_EQ(api.quantize(plugin->ctx(), scheme, x.data(), 4, 512, via_plugin.data(), bytes), MEMRA_OK) << scheme;
     quant::QuantScheme qs;
     ASSERT_TRUE(quant::parse_scheme(scheme, &qs));
     ASSERT_TRUE(quant::quantize_rows(qs, x.data(), 4, 512, via_library.data(), bytes, nullptr));
     EXPECT_EQ(via_plugin, via_library) << scheme;
     // And the plugin's exact dequantizer reads it back close to the input.
     std::vector<float> y(x.size());
-    ASSERT_EQ(api.dequantize(scheme, via_plugin.data(), bytes, 4, 512, y.data()), MEMRA_OK) << scheme;
+    ASSERT_EQ(api.dequantize(plugin->ctx(), scheme, via_plugin.data(), bytes, 4, 512, y.data()), MEMRA_OK) << scheme;
     double se = 0, ss = 0;
     for (size_t i = 0; i < x.size(); ++i) se += std::pow(y[i] - x[i], 2.0), ss += std::pow(x[i], 2.0);
     EXPECT_LT(std::sqrt(se / ss), 0.1) << scheme;

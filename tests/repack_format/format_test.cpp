@@ -17,6 +17,7 @@
 #include "repack/format/sha256.hpp"
 #include "repack/format/writer.hpp"
 #include "tests/repack_format/helpers.hpp"
+#include "tests/support/checkpoint_config.hpp"
 
 namespace {
 
@@ -29,7 +30,7 @@ std::string tiny_config_json() {
   const char* cfg = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":64,"hidden_size":32,
     "intermediate_size":64,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,
     "max_position_embeddings":128,"rms_norm_eps":1e-6,"rope_theta":10000.0,"torch_dtype":"bfloat16","eos_token_id":1})";
-  auto c = model_config_from_hf_json(cfg);
+  auto c = memra::testing::hf_config_from_json(cfg);
   EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
   return model_config_to_json(*c);
 }

@@ -1,4 +1,5 @@
 #include "tests/repack_format/helpers.hpp"
+#include "tests/support/checkpoint_config.hpp"
 
 #include <unistd.h>
 
@@ -7,7 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "host/engine/tensor_names.hpp"
 #include "repack/checkpoint/model_config.hpp"
 #include "repack/checkpoint/safetensors.hpp"
 #include "repack/format/sha256.hpp"
@@ -85,15 +85,16 @@ int run_command(const std::string& cmd, std::string* output, bool merge_stderr) 
 std::map<std::string, OriginalTensor> llama_originals_gguf_order() {
   std::map<std::string, OriginalTensor> out;
   const fs::path dir = fixtures() / "models/llama";
-  auto config = model_config_from_hf_dir(dir.string());
+  auto family = memra::testing::hf_family(dir.string());
   auto ckpt = safetensors::Checkpoint::open(dir.string());
-  if (!config || !ckpt) {
+  if (!family || !ckpt) {
     ADD_FAILURE() << "cannot open " << dir;
     return out;
   }
   for (const safetensors::TensorView& t : ckpt->tensors()) {
-    const auto name = engine::canonical_tensor_name(t.name);
-    if (!name) continue;
+    const auto canonical = family->canonical_name(t.name);
+    if (!canonical || !*canonical) continue;
+    const auto& name = *canonical;
     auto values = safetensors::to_f32(t);
     if (!values) {
       ADD_FAILURE() << values.error().message;
@@ -104,7 +105,7 @@ std::map<std::string, OriginalTensor> llama_originals_gguf_order() {
     if (q || k) {
       // llama.cpp's converter: reshape(heads, 2, rows/heads/2, cols).swapaxes(1, 2): GGUF row
       // h*hd + 2j + s holds HF row h*hd + s*hd/2 + j.
-      const int64_t heads = q ? config->num_heads : config->num_kv_heads;
+      const int64_t heads = q ? family->config.num_heads : family->config.num_kv_heads;
       const auto rows = static_cast<int64_t>(t.shape[0]), cols = static_cast<int64_t>(t.shape[1]);
       const int64_t hd = rows / heads;
       std::vector<float> p(o.values.size());

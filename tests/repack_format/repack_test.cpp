@@ -22,6 +22,7 @@
 #include "repack/tool/repack.hpp"
 #include "repack/tool/source.hpp"
 #include "tests/repack_format/helpers.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace {
 
@@ -32,13 +33,14 @@ using repack_test::TempDir;
 
 std::vector<std::string> fixture_sources() {
   std::vector<std::string> out;
-  for (const char* m : {"llama", "qwen3", "qwen3_moe", "qwen3_next", "gemma3_text"}) out.push_back(std::string("models/") + m);
+  for (const char* m : {"llama", "qwen3"}) out.push_back(std::string("models/") + m);
   for (const char* t : {"BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"}) out.push_back(std::string("gguf/llama/llama-") + t + ".gguf");
   return out;
 }
 
 Result<repack::RepackResult> run_repack(const fs::path& src, const fs::path& dst, const std::string& quant = "keep") {
   repack::RepackOptions o;
+  o.plugins = &memra::testing::build_plugins();
   o.source = src;
   o.output = dst;
   o.quant = quant;
@@ -59,7 +61,7 @@ TEST_P(RepackKeep, RoundTripsExactly) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   auto m = format::MemraModel::open(dst, {true, 2});
   ASSERT_TRUE(m.ok()) << m.error().message;
-  auto source = repack::Source::open(src);
+  auto source = repack::Source::open(src, memra::testing::build_plugins());
   ASSERT_TRUE(source.ok()) << source.error().message;
   EXPECT_EQ(model_config_to_json(m->config()), model_config_to_json((*source)->config()));
   ASSERT_EQ(m->tensors().size(), (*source)->tensors().size());
@@ -125,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(MemraRepack, RepackKeep, ::testing::ValuesIn(fixture_so
 TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
   REPACK_REQUIRE_FIXTURES();
   const fs::path src = fixtures() / "models/llama";
-  auto source = repack::Source::open(src);
+  auto source = repack::Source::open(src, memra::testing::build_plugins());
   ASSERT_TRUE(source.ok());
   // Relative rms error bounds per scheme (4-bit ~ 1/16 of the range, ...).
   // Uniform rounding of a Gaussian block: rms error ~ step/sqrt(12), step ~ range/levels.
@@ -213,12 +215,30 @@ TEST(MemraRepack, CorruptOrTruncatedSourceIsRefusedWithNothingWritten) {
   fs::create_directories(out_parent);
   for (const auto& [what, path] : cases) {
     repack::RepackOptions o;
+    o.plugins = &memra::testing::build_plugins();
     o.source = path;
     o.output = out_parent / "x.memra";
     auto r = repack::repack_checkpoint(o);
     ASSERT_FALSE(r.ok()) << what;
     EXPECT_TRUE(repack_test::list_dir(out_parent).empty()) << what << " left files behind";
     std::cout << "[ " << what << " ] " << r.error().message << "\n";
+  }
+}
+
+// A checkpoint whose architecture no installed family serves has no config to repack
+// with: refused by name before anything is written.
+TEST(MemraRepack, RefusesArchitecturesNoFamilyServes) {
+  REPACK_REQUIRE_FIXTURES();
+  for (const char* m : {"qwen3_moe", "qwen3_next", "gemma3_text"}) {
+    SCOPED_TRACE(m);
+    TempDir tmp;
+    const fs::path dst = tmp / "out.memra";
+    auto r = run_repack(fixtures() / "models" / m, dst);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::unsupported);
+    EXPECT_NE(r.error().message.find("is not supported"), std::string::npos) << r.error().message;
+    EXPECT_FALSE(fs::exists(dst));
+    EXPECT_TRUE(fs::is_empty(tmp.path())) << "nothing may be written for a refused checkpoint";
   }
 }
 
@@ -230,6 +250,7 @@ TEST(MemraRepack, ProvenanceLandsInTheRegistry) {
   const fs::path reg = tmp / "registry.db";
   for (const std::string src : {"gguf/llama/llama-Q4_K_M.gguf", "models/qwen3"}) {
     repack::RepackOptions o;
+    o.plugins = &memra::testing::build_plugins();
     o.source = fixtures() / src;
     o.output = tmp / (fs::path(src).stem().string() + ".memra");
     o.quant = src.ends_with(".gguf") ? "keep" : "q8_0";
@@ -245,7 +266,8 @@ TEST(MemraRepack, ProvenanceLandsInTheRegistry) {
     EXPECT_EQ(c->sha256, repack_test::sha256_file(weights));
     EXPECT_EQ(c->size_bytes, fs::file_size(weights));
     EXPECT_EQ(c->format, src.ends_with(".gguf") ? registry::CheckpointFormat::gguf : registry::CheckpointFormat::safetensors);
-    EXPECT_EQ(c->family, src.ends_with(".gguf") ? "llama" : "qwen3");
+    EXPECT_EQ(c->family, "llama");  // the family plugin (the gate's key), for Qwen3 too
+    EXPECT_EQ(c->architecture, src.ends_with(".gguf") ? "LlamaForCausalLM" : "Qwen3ForCausalLM");
     EXPECT_EQ(c->quant, src.ends_with(".gguf") ? "q4_k" : "bf16");
     EXPECT_EQ(fs::path(c->source_path), fs::absolute(fixtures() / src).lexically_normal());
     auto reps = db->list_repacks(ids->checkpoint_id);
@@ -275,7 +297,7 @@ TEST(MemraRepack, GgufSourceIsRequantized) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   auto m = format::MemraModel::open(tmp / "q.memra", {true, 2});
   ASSERT_TRUE(m.ok()) << m.error().message;
-  auto source = repack::Source::open(src);
+  auto source = repack::Source::open(src, memra::testing::build_plugins());
   ASSERT_TRUE(source.ok());
   int carried = 0, requantized = 0;
   for (const repack::SourceTensor& st : (*source)->tensors()) {

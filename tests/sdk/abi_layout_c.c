@@ -29,7 +29,7 @@ MEMRA_ABI_SIZES(CHECK_SIZE)
 _Static_assert(sizeof(memra_status) == 4, "memra_status is int32_t");
 _Static_assert(sizeof(memra_dtype) == 4 && sizeof(memra_log_level) == 4, "int32_t typedefs");
 _Static_assert(sizeof(memra_plugin_kind) == 4 && sizeof(memra_memory_location) == 4, "int32_t typedefs");
-_Static_assert(MEMRA_ABI_MAJOR == 1, "this table describes ABI 1.x");
+_Static_assert(MEMRA_ABI_MAJOR == 2, "this table describes ABI 2.x");
 
 #define C_OFFSET_ROW(T, field, off) {#T, #field, offsetof(T, field)},
 static const memra_c_layout_entry k_offsets[] = {MEMRA_ABI_OFFSETS(C_OFFSET_ROW)};

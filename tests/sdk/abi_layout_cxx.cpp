@@ -28,7 +28,7 @@ MEMRA_ABI_OFFSETS(CHECK_OFFSET)
 MEMRA_ABI_SIZES(CHECK_SIZE)
 
 static_assert(std::is_same_v<memra_status, int32_t>, "memra_status is int32_t");
-static_assert(MEMRA_ABI_MAJOR == 1, "this table describes ABI 1.x");
+static_assert(MEMRA_ABI_MAJOR == 2, "this table describes ABI 2.x");
 
 namespace memra::sdk_test {
 

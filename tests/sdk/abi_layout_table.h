@@ -1,4 +1,4 @@
-/* The memra C ABI v1 layout on x86_64 LP64 (System V), derived by hand from the
+/* The memra C ABI v2 layout on x86_64 LP64 (System V), derived by hand from the
  * headers: pointers/size_t/int64 8 bytes, int32/float 4, natural alignment.
  * Both abi_layout_c.c (C11) and abi_layout_test.cpp (C++20) static_assert every
  * entry, so the two languages and this written-down ABI cannot drift apart.
@@ -71,13 +71,34 @@
   X(memra_forward_batch, logits_rows, 72)                      \
   X(memra_forward_batch, logits, 80)                           \
   X(memra_forward_batch, prompt_tokens, 88)                    \
+  X(memra_state_group, struct_size, 0)                         \
+  X(memra_state_group, kind, 8)                                \
+  X(memra_state_group, num_layers, 12)                         \
+  X(memra_state_group, layers, 16)                             \
+  X(memra_state_group, kv_heads, 24)                           \
+  X(memra_state_group, head_dim, 28)                           \
+  X(memra_state_group, kv_dtype, 32)                           \
+  X(memra_state_group, sliding_window, 36)                     \
+  X(memra_state_group, bytes_per_sequence, 40)                 \
+  X(memra_state_group, layout, 48)                             \
+  X(memra_plan_info, struct_size, 0)                           \
+  X(memra_plan_info, vocab_size, 8)                            \
+  X(memra_plan_info, num_layers, 16)                           \
+  X(memra_plan_info, inputs, 20)                               \
+  X(memra_plan_info, num_state_groups, 24)                     \
+  X(memra_plan_info, state_groups, 32)                         \
+  X(memra_plan_info, num_encoders, 40)                         \
+  X(memra_plan_info, encoders, 48)                             \
   X(memra_family_api, struct_size, 0)                          \
-  X(memra_family_api, plan_create, 8)                          \
-  X(memra_family_api, plan_describe, 16)                       \
-  X(memra_family_api, plan_destroy, 24)                        \
-  X(memra_family_api, model_create, 32)                        \
-  X(memra_family_api, model_forward, 40)                       \
-  X(memra_family_api, model_destroy, 48)                       \
+  X(memra_family_api, config_normalize, 8)                     \
+  X(memra_family_api, tensor_name, 16)                         \
+  X(memra_family_api, plan_create, 24)                         \
+  X(memra_family_api, plan_describe, 32)                       \
+  X(memra_family_api, plan_info, 40)                           \
+  X(memra_family_api, plan_destroy, 48)                        \
+  X(memra_family_api, model_create, 56)                        \
+  X(memra_family_api, model_forward, 64)                       \
+  X(memra_family_api, model_destroy, 72)                       \
   /* quant.h */                                                \
   X(memra_matmul_args, struct_size, 0)                         \
   X(memra_matmul_args, scheme, 8)                              \
@@ -145,12 +166,13 @@
   X(memra_plugin_descriptor, score, 56)                        \
   X(memra_plugin_api, struct_size, 0)                          \
   X(memra_plugin_api, kind, 8)                                 \
-  X(memra_plugin_api, family, 16)                              \
-  X(memra_plugin_api, quant, 24)                               \
-  X(memra_plugin_api, shutdown, 32)
+  X(memra_plugin_api, ctx, 16)                                 \
+  X(memra_plugin_api, family, 24)                              \
+  X(memra_plugin_api, quant, 32)                               \
+  X(memra_plugin_api, shutdown, 40)
 
 /* X(struct, sizeof, *_STRUCT_SIZE macro, its value). The macro is the size up to the
- * struct's last field in the current minor (v1.0 sizes unless noted), so it is smaller
+ * struct's last field in the current minor (v2.0 sizes unless noted), so it is smaller
  * than sizeof when there is tail padding. */
 #define MEMRA_ABI_SIZES(X)                                                           \
   X(memra_device_info, 48, MEMRA_DEVICE_INFO_STRUCT_SIZE, 48)                        \
@@ -160,8 +182,10 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 96, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 96)  /* 1.1: +prompt_tokens */ \
-  X(memra_family_api, 56, MEMRA_FAMILY_API_STRUCT_SIZE, 56)                          \
+  X(memra_forward_batch, 96, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 96)                  \
+  X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
+  X(memra_plan_info, 56, MEMRA_PLAN_INFO_STRUCT_SIZE, 56)                            \
+  X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
   X(memra_matmul_args, 80, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 80)                        \
   X(memra_quant_api, 40, MEMRA_QUANT_API_STRUCT_SIZE, 40)                            \
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
@@ -169,6 +193,6 @@
   X(memra_attention_params, 48, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 48)              \
   X(memra_backend_ops, 96, MEMRA_BACKEND_OPS_STRUCT_SIZE, 96)                        \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
-  X(memra_plugin_api, 40, MEMRA_PLUGIN_API_STRUCT_SIZE, 40)
+  X(memra_plugin_api, 48, MEMRA_PLUGIN_API_STRUCT_SIZE, 48)
 
 #endif /* MEMRA_TEST_ABI_LAYOUT_TABLE_H */

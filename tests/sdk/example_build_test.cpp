@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 #include "tests/sdk/sdk_test_util.hpp"
 
 namespace memra::sdk_test {

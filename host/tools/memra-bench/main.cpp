@@ -15,27 +15,12 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
+#include "memra_bench_shapes.hpp"  // generated from shapes/*.config.json
 #include "host/tools/memra-bench/serve_bench.hpp"
 #include "host/tools/memra-bench/spec_bench.hpp"
 #include "host/tools/memra-bench/standard_bench.hpp"
 
 namespace {
-
-// Qwen/Qwen3-8B config.json (architecture fields).
-constexpr const char* kQwen3_8B = R"({
-  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "bos_token_id": 151643, "eos_token_id": 151645,
-  "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 12288,
-  "max_position_embeddings": 40960, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,
-  "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
-  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_sliding_window": false,
-  "vocab_size": 151936})";
-
-// A small model of the same family, for trying the tool without a GPU.
-constexpr const char* kTiny = R"({
-  "architectures": ["Qwen3ForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "head_dim": 64, "hidden_act": "silu", "hidden_size": 256,
-  "intermediate_size": 512, "max_position_embeddings": 4096, "model_type": "qwen3", "num_attention_heads": 4,
-  "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
-  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 1024})";
 
 void usage() {
   std::printf(
@@ -182,8 +167,8 @@ int main(int argc, char** argv) {
   plugins.discover();
 
   double t0 = now_s();
-  auto src = model_path.empty() ? memra::bench::random_model(model == "tiny" ? kTiny : kQwen3_8B, quant, plugins, 42)
-                                : memra::engine::open_model_source(model_path);
+  auto src = model_path.empty() ? memra::bench::random_model(model == "tiny" ? memra::bench::kTinyShape : memra::bench::kQwen3_8BShape, quant, plugins, 42)
+                                : memra::engine::open_model_source(model_path, plugins);
   if (!src) {
     std::fprintf(stderr, "memra-bench: %s\n", src.error().message.c_str());
     return 1;

@@ -1,10 +1,13 @@
 #include "host/tools/memra-bench/random_model.hpp"
 
+#include "repack/checkpoint/checkpoint_family.hpp"
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
+#include "repack/checkpoint/checkpoint_family.hpp"
 #include "repack/checkpoint/model_config.hpp"
 #include "repack/quant/fp_convert.hpp"
 
@@ -115,16 +118,17 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
                                                           const plugins::PluginHost& plugins, uint64_t seed) {
   const Layout* l = layout(scheme);
   if (!l) return make_error(ErrorCode::invalid_argument, "unknown weight scheme '" + scheme + "' (bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs, fp8)");
-  auto config = model_config_from_hf_json(hf_config_json);
-  if (!config) return config.error();
+  auto raw = raw_config_from_hf_json(hf_config_json);
+  if (!raw) return raw.error();
+  auto normalised = normalize_checkpoint(*raw, plugins);
+  if (!normalised) return normalised.error();
+  const ModelConfig* config = &normalised->config;
   auto src = std::make_unique<engine::ModelSource>();
   src->path = "random:" + config->architecture + ":" + scheme;
   src->format = "random";
   src->config = *config;
   src->config_json = model_config_to_json(*config);
-  auto family = plugins.family_for(config->architecture, plugins.device_info());
-  if (!family) return family.error();
-  auto plan = family->plan_create(src->config_json);
+  auto plan = normalised->plugin.plan_create(src->config_json);
   if (!plan) return plan.error();
   auto desc = plan->describe();
   if (!desc) return desc.error();

@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/model_source.hpp"
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 namespace memra::bench {
 

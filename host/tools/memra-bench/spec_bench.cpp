@@ -128,7 +128,7 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
   if (o.drafter == "draft") {
     double t0 = now_s();
     Result<std::unique_ptr<engine::ModelSource>> src =
-        o.draft_path.empty() ? requantized_copy(target.source(), o.draft_quant) : engine::open_model_source(o.draft_path);
+        o.draft_path.empty() ? requantized_copy(target.source(), o.draft_quant) : engine::open_model_source(o.draft_path, plugins);
     if (!src) {
       std::fprintf(stderr, "memra-bench: draft model: %s\n", src.error().message.c_str());
       return 1;

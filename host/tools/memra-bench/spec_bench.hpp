@@ -18,9 +18,9 @@
 #include <memory>
 #include <string>
 
-#include "host/common/result.hpp"
+#include "core/common/result.hpp"
 #include "host/engine/engine.hpp"
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 namespace memra::bench {
 

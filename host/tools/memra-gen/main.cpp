@@ -184,7 +184,7 @@ class GenApp : public Application {
     host.discover();
 
     std::cerr << "memra-gen: loading " << args[0] << " ...\n";
-    auto source = engine::open_model_source(args[0]);
+    auto source = engine::open_model_source(args[0], host);
     if (!source) return fail(source.error().message);
     const ModelConfig config = (*source)->config;
     auto text = engine::load_text_model(args[0], config);

@@ -13,16 +13,21 @@
 #include <memra/memra.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXAMPLE_SCHEME "example_f32"
 
-/* The host's services; valid from init until the host unloads us. */
-static const memra_host_api* g_host = NULL;
+/* This plugin's state for one host: made by memra_plugin_init, passed to every
+ * table function, freed by shutdown. Nothing lives in globals, so two hosts in one
+ * process each get their own. */
+struct memra_plugin_ctx {
+  const memra_host_api* host; /* valid from init until shutdown */
+};
 
 /* Reports a failure through the host (which copies the text) and returns `code`. */
-static memra_status fail(memra_status code, const char* message) {
-  if (g_host != NULL && g_host->error_report != NULL) return g_host->error_report(g_host->ctx, code, message);
+static memra_status fail(memra_plugin_ctx* ctx, memra_status code, const char* message) {
+  if (ctx != NULL && ctx->host->error_report != NULL) return ctx->host->error_report(ctx->host->ctx, code, message);
   return code;
 }
 
@@ -36,47 +41,47 @@ static int matrix_bytes(int64_t rows, int64_t cols, uint64_t* out) {
   return 0;
 }
 
-static memra_status example_weight_bytes(const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
-  if (!is_our_scheme(scheme)) return fail(MEMRA_ERR_UNSUPPORTED, "example-f32 only handles scheme example_f32");
-  if (out == NULL) return fail(MEMRA_ERR_INVALID_ARGUMENT, "weight_bytes: out is NULL");
-  if (matrix_bytes(rows, cols, out) != 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "weight_bytes: bad shape");
+static memra_status example_weight_bytes(memra_plugin_ctx* ctx, const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
+  if (!is_our_scheme(scheme)) return fail(ctx, MEMRA_ERR_UNSUPPORTED, "example-f32 only handles scheme example_f32");
+  if (out == NULL) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "weight_bytes: out is NULL");
+  if (matrix_bytes(rows, cols, out) != 0) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "weight_bytes: bad shape");
   return MEMRA_OK;
 }
 
-static memra_status example_quantize(const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst,
+static memra_status example_quantize(memra_plugin_ctx* ctx, const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst,
                                      uint64_t dst_bytes) {
   uint64_t bytes = 0;
-  memra_status s = example_weight_bytes(scheme, rows, cols, &bytes);
+  memra_status s = example_weight_bytes(ctx, scheme, rows, cols, &bytes);
   if (s != MEMRA_OK) return s;
-  if (dst_bytes < bytes) return fail(MEMRA_ERR_INVALID_ARGUMENT, "quantize: dst is smaller than weight_bytes");
-  if (bytes != 0 && (src == NULL || dst == NULL)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "quantize: NULL buffer");
+  if (dst_bytes < bytes) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "quantize: dst is smaller than weight_bytes");
+  if (bytes != 0 && (src == NULL || dst == NULL)) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "quantize: NULL buffer");
   if (bytes != 0) memcpy(dst, src, (size_t)bytes);
   return MEMRA_OK;
 }
 
-static memra_status example_dequantize(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
+static memra_status example_dequantize(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
                                        int64_t cols, float* dst) {
   uint64_t bytes = 0;
-  memra_status s = example_weight_bytes(scheme, rows, cols, &bytes);
+  memra_status s = example_weight_bytes(ctx, scheme, rows, cols, &bytes);
   if (s != MEMRA_OK) return s;
-  if (src_bytes < bytes) return fail(MEMRA_ERR_INVALID_ARGUMENT, "dequantize: src is smaller than weight_bytes");
-  if (bytes != 0 && (src == NULL || dst == NULL)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "dequantize: NULL buffer");
+  if (src_bytes < bytes) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "dequantize: src is smaller than weight_bytes");
+  if (bytes != 0 && (src == NULL || dst == NULL)) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "dequantize: NULL buffer");
   if (bytes != 0) memcpy(dst, src, (size_t)bytes);
   return MEMRA_OK;
 }
 
-static memra_status example_matmul(const memra_matmul_args* a) {
+static memra_status example_matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
   /* A reader checks struct_size before trusting any field. */
   if (a == NULL || a->struct_size < MEMRA_MATMUL_ARGS_STRUCT_SIZE) {
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "matmul: args NULL or struct_size too small");
+    return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: args NULL or struct_size too small");
   }
-  if (!is_our_scheme(a->scheme)) return fail(MEMRA_ERR_UNSUPPORTED, "example-f32 only handles scheme example_f32");
+  if (!is_our_scheme(a->scheme)) return fail(ctx, MEMRA_ERR_UNSUPPORTED, "example-f32 only handles scheme example_f32");
   if (a->backend != MEMRA_BACKEND_CPU) {
-    return fail(MEMRA_ERR_UNSUPPORTED, "example-f32 has only a CPU matmul; its score is negative on other backends");
+    return fail(ctx, MEMRA_ERR_UNSUPPORTED, "example-f32 has only a CPU matmul; its score is negative on other backends");
   }
-  if (a->rows < 0 || a->cols < 0 || a->m < 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "matmul: negative dimension");
+  if (a->rows < 0 || a->cols < 0 || a->m < 0) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: negative dimension");
   if (a->m > 0 && a->rows > 0 && (a->y == NULL || (a->cols > 0 && (a->x == NULL || a->weight == NULL)))) {
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "matmul: NULL weight, x or y");
+    return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: NULL weight, x or y");
   }
   const float* w = (const float*)a->weight;
   for (int64_t t = 0; t < a->m; ++t) {
@@ -98,7 +103,7 @@ static int32_t example_score(const memra_device_info* device, const char* handle
   return device->backend == MEMRA_BACKEND_CPU ? 1 : -1;
 }
 
-static void example_shutdown(void) { g_host = NULL; }
+static void example_shutdown(memra_plugin_ctx* ctx) { free(ctx); }
 
 static const char* const k_handles[] = {EXAMPLE_SCHEME, NULL};
 
@@ -124,11 +129,14 @@ MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_pl
   if (host == NULL || host->struct_size < MEMRA_HOST_API_STRUCT_SIZE || host->abi_major != MEMRA_ABI_MAJOR) {
     return MEMRA_ERR_ABI_MISMATCH; /* no usable error_report: the host sees the status only */
   }
-  g_host = host;
   if (out == NULL || out->struct_size < MEMRA_PLUGIN_API_STRUCT_SIZE) {
-    return fail(MEMRA_ERR_ABI_MISMATCH, "memra_plugin_api from the host is smaller than v1.0");
+    return host->error_report(host->ctx, MEMRA_ERR_ABI_MISMATCH, "memra_plugin_api from the host is smaller than v2.0");
   }
+  memra_plugin_ctx* ctx = (memra_plugin_ctx*)malloc(sizeof *ctx);
+  if (ctx == NULL) return host->error_report(host->ctx, MEMRA_ERR_OUT_OF_MEMORY, "example-f32: out of memory");
+  ctx->host = host;
   out->kind = MEMRA_PLUGIN_KIND_QUANT;
+  out->ctx = ctx;
   out->family = NULL;
   out->quant = &k_quant_api;
   out->shutdown = example_shutdown;

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MEMRA_ABI_MAJOR 1
-#define MEMRA_ABI_MINOR 1
+#define MEMRA_ABI_MAJOR 2
+#define MEMRA_ABI_MINOR 0
 
 #ifdef __cplusplus
 #define MEMRA_EXTERN_C extern "C"
@@ -44,6 +44,11 @@
   ((ptr) != NULL && (ptr)->struct_size >= MEMRA_STRUCT_SIZE(type, field))
 
 MEMRA_EXTERN_C_BEGIN
+
+/* A plugin's own state, created by memra_plugin_init and passed back as the first
+ * argument of every plugin function that is not a method of an object it created.
+ * Plugins keep what they need (the host table, caches) here, never in globals. */
+typedef struct memra_plugin_ctx memra_plugin_ctx;
 
 /* Status codes: fixed-width so the ABI does not depend on enum sizing. */
 typedef int32_t memra_status;

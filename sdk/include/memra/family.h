@@ -1,9 +1,12 @@
 /* memra C ABI — the model-family plugin table.
  *
- * A family plugin turns a normalised model config (JSON, docs/FORMAT.md) into a
- * model plan (tensors, layer kinds, KV/state layout) and runs the forward pass
- * against the backend op set the host hands it. Everything it creates it frees
- * through the same table.
+ * A family plugin owns its architectures end to end: it turns a checkpoint's raw
+ * config (Hugging Face config.json or GGUF metadata, as the host read it) into the
+ * normalised config (JSON, docs/FORMAT.md), names the checkpoint's tensors the
+ * canonical way, turns the normalised config into a model plan (tensors, layer
+ * groups and the state each needs, inputs) and runs the forward pass against the
+ * backend op set the host hands it. The host has no per-architecture code.
+ * Everything a plugin creates it frees through the same table.
  */
 #ifndef MEMRA_FAMILY_H
 #define MEMRA_FAMILY_H
@@ -58,14 +61,66 @@ typedef struct memra_forward_batch {
 } memra_forward_batch;
 #define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, prompt_tokens)
 
+/* The state a group of layers needs (the plan's contract with the host's state
+ * manager, which sizes and allocates state only from these). */
+typedef int32_t memra_state_kind;
+#define MEMRA_STATE_PAGED_KV 1  /* K and V per position, in fixed-size blocks (attention) */
+#define MEMRA_STATE_RECURRENT 2 /* fixed bytes per sequence (e.g. a linear-attention state) */
+
+typedef struct memra_state_group {
+  size_t struct_size;
+  memra_state_kind kind;
+  int32_t num_layers;
+  const int32_t* layers;      /* model layer indices (memra_attention_params.layer) */
+  /* MEMRA_STATE_PAGED_KV */
+  int32_t kv_heads;
+  int32_t head_dim;
+  memra_dtype kv_dtype;       /* the family's preference; INVALID = the host's default */
+  int32_t sliding_window;     /* 0 = every position; N = only the last N are read */
+  /* MEMRA_STATE_RECURRENT */
+  uint64_t bytes_per_sequence;
+  const char* layout;         /* names the layout the family's ops use, e.g. "gated_delta.v1" */
+} memra_state_group;
+#define MEMRA_STATE_GROUP_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_state_group, layout)
+
+/* What a model's forward pass takes besides positions. */
+#define MEMRA_INPUT_TOKEN_IDS 1u  /* memra_forward_batch.token_ids */
+#define MEMRA_INPUT_EMBEDDINGS 2u /* embeddings injected at positions (media encoders) */
+
+/* A plan's contract with the host; the arrays are the plan's and live as long as it. */
+typedef struct memra_plan_info {
+  size_t struct_size;         /* set by the host; the plugin fills what fits */
+  int64_t vocab_size;         /* logits per row */
+  int32_t num_layers;
+  uint32_t inputs;            /* MEMRA_INPUT_* bits */
+  size_t num_state_groups;    /* every layer in exactly one group */
+  const memra_state_group* state_groups;
+  size_t num_encoders;        /* encoders the model has (e.g. "vision"); 0 for text models */
+  const char* const* encoders;
+} memra_plan_info;
+#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, encoders)
+
+/* Output strings use the buffer protocol: the callee copies at most buf_size bytes
+ * including the NUL and always sets *needed to the full size including the NUL; a
+ * buffer that is too small gets MEMRA_ERR_INVALID_ARGUMENT and nothing else. */
 typedef struct memra_family_api {
   size_t struct_size;
-  /* config_json: the normalised config. Fails with UNSUPPORTED naming the architecture. */
-  memra_status (*plan_create)(const char* config_json, memra_model_plan** out);
-  /* The plan as JSON (tensors with shapes, layer kinds, KV layout); copied into buf,
-   * *needed gets the full size including the NUL. */
-  memra_status (*plan_describe)(const memra_model_plan* plan, char* buf, size_t buf_size,
-                                size_t* needed);
+  /* raw_json: the checkpoint as the host read it (docs/PLUGINS.md, "Raw configs":
+   * {"format":"hf","architecture":..,"config":{..},"generation_config":{..}|null,
+   * "tensors":{name:{"dtype":..,"shape":[..]}}} or the GGUF form with "metadata").
+   * Writes the normalised config JSON. UNSUPPORTED names what the family cannot run. */
+  memra_status (*config_normalize)(memra_plugin_ctx* ctx, const char* raw_json, char* buf, size_t buf_size,
+                                   size_t* needed);
+  /* The canonical name of a checkpoint tensor (format "hf" or "gguf");
+   * MEMRA_ERR_NOT_FOUND: a tensor the family does not read (rotary buffers, ...). */
+  memra_status (*tensor_name)(memra_plugin_ctx* ctx, const char* format, const char* source_name, char* buf,
+                              size_t buf_size, size_t* needed);
+  /* config_json: the normalised config. Fails with UNSUPPORTED naming what it cannot plan. */
+  memra_status (*plan_create)(memra_plugin_ctx* ctx, const char* config_json, memra_model_plan** out);
+  /* The plan as JSON (tensors with shapes, layer groups, state) for logs and tools. */
+  memra_status (*plan_describe)(const memra_model_plan* plan, char* buf, size_t buf_size, size_t* needed);
+  /* The plan's contract: state per layer group, inputs, encoders (out->struct_size set by the host). */
+  memra_status (*plan_info)(const memra_model_plan* plan, memra_plan_info* out);
   void (*plan_destroy)(memra_model_plan* plan);
   memra_status (*model_create)(const memra_model_plan* plan, const memra_weight_set* weights,
                                const memra_backend_ops* ops, memra_model** out);

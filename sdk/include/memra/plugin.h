@@ -5,7 +5,8 @@
  *       cheap, side-effect free, no CUDA; returns a descriptor with static lifetime.
  *   memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out);
  *       `out` is allocated by the host with out->struct_size set to the size the
- *       host knows; the plugin fills the slots that fit and never writes past it.
+ *       host knows; the plugin fills the slots that fit and never writes past it,
+ *       including out->ctx: its state for this host (the host table lives there).
  *
  * See sdk/examples/ and docs/PLUGINS.md for a complete plugin.
  */
@@ -43,10 +44,15 @@ typedef struct memra_plugin_descriptor {
 typedef struct memra_plugin_api {
   size_t struct_size;
   memra_plugin_kind kind;
+  /* The plugin's state for this host (the host table it was given, its caches), passed
+   * back to every table function that takes one; each memra_plugin_init call makes
+   * its own, so two hosts in one process never share a plugin's state. */
+  memra_plugin_ctx* ctx;
   const memra_family_api* family; /* set by family plugins; static lifetime */
   const memra_quant_api* quant;   /* set by quant plugins; static lifetime */
-  /* Called once when the host shuts down, after every object from this plugin is destroyed. */
-  void (*shutdown)(void);
+  /* Called once when the host is done with `ctx`, after every object created through
+   * it is destroyed; frees the context. */
+  void (*shutdown)(memra_plugin_ctx* ctx);
 } memra_plugin_api;
 #define MEMRA_PLUGIN_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plugin_api, shutdown)
 

@@ -30,14 +30,15 @@ typedef struct memra_matmul_args {
 typedef struct memra_quant_api {
   size_t struct_size;
   /* Bytes a [rows][cols] matrix takes; UNSUPPORTED when cols breaks the block size. */
-  memra_status (*weight_bytes)(const char* scheme, int64_t rows, int64_t cols, uint64_t* out);
-  /* Quantise float32 rows into dst (dst_bytes from weight_bytes). */
-  memra_status (*quantize)(const char* scheme, const float* src, int64_t rows, int64_t cols,
-                           void* dst, uint64_t dst_bytes);
+  memra_status (*weight_bytes)(memra_plugin_ctx* ctx, const char* scheme, int64_t rows, int64_t cols,
+                               uint64_t* out);
+  /* Quantise float32 rows into dst (dst_bytes from weight_bytes); memra-repack uses it. */
+  memra_status (*quantize)(memra_plugin_ctx* ctx, const char* scheme, const float* src, int64_t rows,
+                           int64_t cols, void* dst, uint64_t dst_bytes);
   /* Exact CPU dequantisation of whole rows: the oracle for every kernel. */
-  memra_status (*dequantize)(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
-                             int64_t cols, float* dst);
-  memra_status (*matmul)(const memra_matmul_args* args);
+  memra_status (*dequantize)(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes,
+                             int64_t rows, int64_t cols, float* dst);
+  memra_status (*matmul)(memra_plugin_ctx* ctx, const memra_matmul_args* args);
 } memra_quant_api;
 #define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, matmul)
 

@@ -15,6 +15,7 @@
 #include <memra/memra.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef PLUGIN_NAME
@@ -42,11 +43,15 @@
 #define INIT_FAIL_MESSAGE "initfail: needs AVX-512 VNNI, which this CPU lacks"
 #endif
 
-static const memra_host_api* g_host = NULL;
+/* This plugin's state for one host. */
+struct memra_plugin_ctx {
+  const memra_host_api* host;
+};
+
 static const char* const k_handles[] = {PLUGIN_HANDLES, NULL};
 
-static memra_status fail(memra_status code, const char* message) {
-  return g_host != NULL ? g_host->error_report(g_host->ctx, code, message) : code;
+static memra_status fail(memra_plugin_ctx* ctx, memra_status code, const char* message) {
+  return ctx != NULL ? ctx->host->error_report(ctx->host->ctx, code, message) : code;
 }
 
 static int handled(const char* scheme) {
@@ -56,41 +61,41 @@ static int handled(const char* scheme) {
   return 0;
 }
 
-static memra_status q_weight_bytes(const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
-  if (!handled(scheme)) return fail(MEMRA_ERR_UNSUPPORTED, PLUGIN_NAME ": unknown scheme");
-  if (rows < 0 || cols < 0 || out == NULL) return fail(MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": bad shape");
+static memra_status q_weight_bytes(memra_plugin_ctx* ctx, const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {
+  if (!handled(scheme)) return fail(ctx, MEMRA_ERR_UNSUPPORTED, PLUGIN_NAME ": unknown scheme");
+  if (rows < 0 || cols < 0 || out == NULL) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": bad shape");
   *out = (uint64_t)rows * (uint64_t)cols * 4u;
   return MEMRA_OK;
 }
 
-static memra_status q_quantize(const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst,
+static memra_status q_quantize(memra_plugin_ctx* ctx, const char* scheme, const float* src, int64_t rows, int64_t cols, void* dst,
                                uint64_t dst_bytes) {
   uint64_t bytes = 0;
-  memra_status s = q_weight_bytes(scheme, rows, cols, &bytes);
+  memra_status s = q_weight_bytes(ctx, scheme, rows, cols, &bytes);
   if (s != MEMRA_OK) return s;
-  if (dst_bytes < bytes) return fail(MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": dst too small");
+  if (dst_bytes < bytes) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": dst too small");
   float* d = (float*)dst;
   for (int64_t i = 0; i < rows * cols; ++i) d[i] = src[i] * 2.0f;
   return MEMRA_OK;
 }
 
-static memra_status q_dequantize(const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
+static memra_status q_dequantize(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
                                  int64_t cols, float* dst) {
   uint64_t bytes = 0;
-  memra_status s = q_weight_bytes(scheme, rows, cols, &bytes);
+  memra_status s = q_weight_bytes(ctx, scheme, rows, cols, &bytes);
   if (s != MEMRA_OK) return s;
-  if (src_bytes < bytes) return fail(MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": src too small");
+  if (src_bytes < bytes) return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": src too small");
   const float* q = (const float*)src;
   for (int64_t i = 0; i < rows * cols; ++i) dst[i] = q[i] * 0.5f;
   return MEMRA_OK;
 }
 
-static memra_status q_matmul(const memra_matmul_args* a) {
+static memra_status q_matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
   if (a == NULL || a->struct_size < MEMRA_MATMUL_ARGS_STRUCT_SIZE) {
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": matmul args too small");
+    return fail(ctx, MEMRA_ERR_INVALID_ARGUMENT, PLUGIN_NAME ": matmul args too small");
   }
-  if (!handled(a->scheme)) return fail(MEMRA_ERR_UNSUPPORTED, PLUGIN_NAME ": unknown scheme");
-  if (a->backend != MEMRA_BACKEND_CPU) return fail(MEMRA_ERR_UNSUPPORTED, PLUGIN_NAME ": CPU only");
+  if (!handled(a->scheme)) return fail(ctx, MEMRA_ERR_UNSUPPORTED, PLUGIN_NAME ": unknown scheme");
+  if (a->backend != MEMRA_BACKEND_CPU) return fail(ctx, MEMRA_ERR_UNSUPPORTED, PLUGIN_NAME ": CPU only");
   const float* w = (const float*)a->weight;
   for (int64_t t = 0; t < a->m; ++t) {
     for (int64_t r = 0; r < a->rows; ++r) {
@@ -120,13 +125,19 @@ MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &k
 #endif
 
 #ifndef OMIT_INIT
+static void q_shutdown(memra_plugin_ctx* ctx) { free(ctx); }
+
 MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {
-  g_host = host;
 #ifdef INIT_FAILS
   (void)out;
-  return fail(MEMRA_ERR_UNSUPPORTED, INIT_FAIL_MESSAGE);
+  return host->error_report(host->ctx, MEMRA_ERR_UNSUPPORTED, INIT_FAIL_MESSAGE);
 #else
+  memra_plugin_ctx* ctx = (memra_plugin_ctx*)malloc(sizeof *ctx);
+  if (ctx == NULL) return MEMRA_ERR_OUT_OF_MEMORY;
+  ctx->host = host;
   out->kind = MEMRA_PLUGIN_KIND_QUANT;
+  out->ctx = ctx;
+  out->shutdown = q_shutdown;
 #ifdef NO_TABLE
   out->quant = NULL;
 #else

@@ -7,8 +7,8 @@
 //   opts.services.log = my_sink;              // default: stderr
 //   memra::plugins::PluginHost host(std::move(opts));
 //   host.discover();                          // refusals are logged, never fatal
-//   auto family = host.family_for("LlamaForCausalLM", host.device_info());
-//   auto plan = family->plan_create(config_json);
+//   auto family = host.family_for(architecture, host.device_info());
+//   auto plan = family->plan_create(family->normalize_config(raw_json));
 //
 // Lifetime: every handle and object the host hands out (FamilyPlugin, QuantPlugin,
 // ModelPlan, Model) keeps its plugin's library loaded, so it may outlive the
@@ -16,9 +16,9 @@
 // its `shutdown` slot runs once, after the PluginHost and every object from the
 // plugin are gone.
 //
-// Several PluginHosts in one process: a library already initialised by a live host
-// is not initialised again (plugins keep the host API in globals); the later host
-// shares that plugin, whose host services (log sink, config) stay the first host's.
+// Several PluginHosts in one process: each initialises the plugins it loads itself
+// (memra_plugin_init gives every host its own plugin context), so each host's
+// services (log sink, config) are the ones its plugins see.
 //
 // Threading: discover()/load() are not thread-safe; call them at start-up. The
 // const queries and the handles' calls may be used from any thread afterwards
@@ -29,13 +29,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "host/common/result.hpp"
-#include "host/plugin_host/host_services.hpp"
+#include "core/common/result.hpp"
+#include "core/plugin_host/host_services.hpp"
 #include "memra/plugin.h"
 
 namespace memra::plugins {
@@ -105,6 +106,10 @@ class PluginHandle {
 class FamilyPlugin : public PluginHandle {
  public:
   const memra_family_api& api() const;  // raw table, for callers that need a slot directly
+  // The normalised config JSON of a raw config (memra/family.h, config_normalize).
+  Result<std::string> normalize_config(const std::string& raw_json) const;
+  // The canonical name of a checkpoint tensor ("hf" | "gguf"); nullopt: not one it reads.
+  Result<std::optional<std::string>> tensor_name(const std::string& format, const std::string& source_name) const;
   // Fails (with the plugin's message) when the config is not one it can plan.
   Result<ModelPlan> plan_create(const std::string& config_json) const;
 
@@ -118,8 +123,10 @@ class ModelPlan {
  public:
   ModelPlan(ModelPlan&&) noexcept = default;
   ModelPlan& operator=(ModelPlan&&) noexcept = default;
-  // The plan as JSON (tensors, layer kinds, KV layout).
+  // The plan as JSON (tensors, layer groups, state).
   Result<std::string> describe() const;
+  // The plan's contract (state groups, inputs, encoders); its arrays live as long as the plan.
+  Result<memra_plan_info> info() const;
   // `weights` and `ops` must outlive the returned model; the model keeps this plan alive.
   Result<Model> create_model(const memra_weight_set& weights, const memra_backend_ops* ops) const;
   memra_model_plan* get() const { return plan_.get(); }
@@ -154,6 +161,7 @@ class Model {
 class QuantPlugin : public PluginHandle {
  public:
   const memra_quant_api& api() const;
+  memra_plugin_ctx* ctx() const;  // first argument of the table's functions
   Result<uint64_t> weight_bytes(const std::string& scheme, int64_t rows, int64_t cols) const;
   // src: rows*cols floats; dst: weight_bytes(scheme, rows, cols) bytes.
   Status quantize(const std::string& scheme, std::span<const float> src, int64_t rows, int64_t cols,

@@ -1,13 +1,13 @@
 // PluginHost: search path, discovery, the registry of loaded plugins, selection by score.
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <system_error>
 
-#include "host/plugin_host/plugin_loader.hpp"
-#include "host/plugin_host/plugin_record.hpp"
+#include "core/plugin_host/plugin_loader.hpp"
+#include "core/plugin_host/plugin_record.hpp"
 
 namespace memra::plugins {
 
@@ -108,10 +108,7 @@ struct PluginHost::Impl {
     std::string handles;
     for (const std::string& h : info.handles) handles += (handles.empty() ? "" : ", ") + h;
     env->log(MEMRA_LOG_INFO, "plugin loaded: " + info.name + " " + info.version + " (" +
-                                 std::string(to_string(info.kind)) + ": " + handles + ") from " + file.string() +
-                                 (outcome.shared ? " (already initialised by another PluginHost in this process; "
-                                                   "shared, with that host's services)"
-                                                 : ""));
+                                 std::string(to_string(info.kind)) + ": " + handles + ") from " + file.string());
     records.push_back(std::move(outcome.record));
     return records.back()->info();
   }

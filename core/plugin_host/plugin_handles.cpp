@@ -2,8 +2,8 @@
 // and each plugin-created object's deleter calls the plugin's destroy slot.
 #include <limits>
 
-#include "host/plugin_host/plugin_host.hpp"
-#include "host/plugin_host/plugin_record.hpp"
+#include "core/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/plugin_record.hpp"
 
 namespace memra::plugins {
 
@@ -18,6 +18,25 @@ bool element_count(int64_t rows, int64_t cols, size_t* out) {
   }
   *out = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   return true;
+}
+
+// Runs a slot that writes a string by the buffer protocol (memra/family.h): grows the
+// buffer to what the plugin says it needs; a failure with no larger need is the answer.
+template <class Slot>
+Result<std::string> read_string(const detail::PluginRecord& rec, std::string_view op, Slot&& slot) {
+  std::string buf(kFirstDescribeBuffer, '\0');
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    size_t needed = 0;
+    Status st = rec.call(op, [&] { return slot(buf.data(), buf.size(), &needed); });
+    if (needed > buf.size()) {
+      buf.assign(needed, '\0');
+      continue;
+    }
+    if (!st) return st.error();
+    buf.resize(needed > 0 ? needed - 1 : 0);
+    return buf;
+  }
+  return rec.plugin_error(ErrorCode::internal, std::string(op) + " kept asking for a bigger buffer");
 }
 
 }  // namespace
@@ -41,7 +60,7 @@ const memra_family_api& FamilyPlugin::api() const { return *record_->family(); }
 Result<ModelPlan> FamilyPlugin::plan_create(const std::string& config_json) const {
   const memra_family_api* f = record_->family();
   memra_model_plan* raw = nullptr;
-  MEMRA_TRY(record_->call("plan_create", [&] { return f->plan_create(config_json.c_str(), &raw); }));
+  MEMRA_TRY(record_->call("plan_create", [&] { return f->plan_create(record_->ctx(), config_json.c_str(), &raw); }));
   if (raw == nullptr) return record_->plugin_error(ErrorCode::internal, "plan_create returned OK but no plan");
   auto rec = record_;
   std::shared_ptr<memra_model_plan> plan(raw, [rec](memra_model_plan* p) {
@@ -50,26 +69,47 @@ Result<ModelPlan> FamilyPlugin::plan_create(const std::string& config_json) cons
   return ModelPlan(record_, std::move(plan));
 }
 
+Result<std::string> FamilyPlugin::normalize_config(const std::string& raw_json) const {
+  const memra_family_api* f = record_->family();
+  return read_string(*record_, "config_normalize", [&](char* buf, size_t size, size_t* needed) {
+    return f->config_normalize(record_->ctx(), raw_json.c_str(), buf, size, needed);
+  });
+}
+
+Result<std::optional<std::string>> FamilyPlugin::tensor_name(const std::string& format, const std::string& source_name) const {
+  const memra_family_api* f = record_->family();
+  char small[256];
+  size_t needed = 0;
+  memra_status st = MEMRA_ERR_INTERNAL;
+  Status call = record_->call("tensor_name", [&] {
+    st = f->tensor_name(record_->ctx(), format.c_str(), source_name.c_str(), small, sizeof small, &needed);
+    return st == MEMRA_ERR_NOT_FOUND ? MEMRA_OK : st;
+  });
+  if (st == MEMRA_ERR_NOT_FOUND) return std::optional<std::string>();
+  if (needed > sizeof small) {
+    auto big = read_string(*record_, "tensor_name", [&](char* buf, size_t size, size_t* n) {
+      return f->tensor_name(record_->ctx(), format.c_str(), source_name.c_str(), buf, size, n);
+    });
+    if (!big) return big.error();
+    return std::optional<std::string>(std::move(*big));
+  }
+  if (!call) return call.error();
+  return std::optional<std::string>(std::string(small, needed > 0 ? needed - 1 : 0));
+}
+
 const std::string& ModelPlan::plugin_name() const { return record_->info().name; }
 
 Result<std::string> ModelPlan::describe() const {
   const memra_family_api* f = record_->family();
-  std::string buf(kFirstDescribeBuffer, '\0');
-  // Grow once or twice if the plan is bigger than the first buffer.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    size_t needed = 0;
-    Status st = record_->call("plan_describe", [&] {
-      return f->plan_describe(plan_.get(), buf.data(), buf.size(), &needed);
-    });
-    if (needed > buf.size()) {
-      buf.assign(needed, '\0');
-      continue;
-    }
-    if (!st) return st.error();
-    buf.resize(needed > 0 ? needed - 1 : 0);
-    return buf;
-  }
-  return record_->plugin_error(ErrorCode::internal, "plan_describe kept asking for a bigger buffer");
+  return read_string(*record_, "plan_describe",
+                     [&](char* buf, size_t size, size_t* needed) { return f->plan_describe(plan_.get(), buf, size, needed); });
+}
+
+Result<memra_plan_info> ModelPlan::info() const {
+  memra_plan_info info{};
+  info.struct_size = MEMRA_PLAN_INFO_STRUCT_SIZE;
+  MEMRA_TRY(record_->call("plan_info", [&] { return record_->family()->plan_info(plan_.get(), &info); }));
+  return info;
 }
 
 Result<Model> ModelPlan::create_model(const memra_weight_set& weights, const memra_backend_ops* ops) const {
@@ -96,10 +136,12 @@ Status Model::forward(const memra_forward_batch& batch) const {
 
 const memra_quant_api& QuantPlugin::api() const { return *record_->quant(); }
 
+memra_plugin_ctx* QuantPlugin::ctx() const { return record_->ctx(); }
+
 Result<uint64_t> QuantPlugin::weight_bytes(const std::string& scheme, int64_t rows, int64_t cols) const {
   const memra_quant_api* q = record_->quant();
   uint64_t bytes = 0;
-  MEMRA_TRY(record_->call("weight_bytes", [&] { return q->weight_bytes(scheme.c_str(), rows, cols, &bytes); }));
+  MEMRA_TRY(record_->call("weight_bytes", [&] { return q->weight_bytes(record_->ctx(), scheme.c_str(), rows, cols, &bytes); }));
   return bytes;
 }
 
@@ -112,7 +154,7 @@ Status QuantPlugin::quantize(const std::string& scheme, std::span<const float> s
   }
   const memra_quant_api* q = record_->quant();
   return record_->call("quantize", [&] {
-    return q->quantize(scheme.c_str(), src.data(), rows, cols, dst.data(), dst.size());
+    return q->quantize(record_->ctx(), scheme.c_str(), src.data(), rows, cols, dst.data(), dst.size());
   });
 }
 
@@ -125,7 +167,7 @@ Status QuantPlugin::dequantize(const std::string& scheme, std::span<const std::b
   }
   const memra_quant_api* q = record_->quant();
   return record_->call("dequantize", [&] {
-    return q->dequantize(scheme.c_str(), src.data(), src.size(), rows, cols, dst.data());
+    return q->dequantize(record_->ctx(), scheme.c_str(), src.data(), src.size(), rows, cols, dst.data());
   });
 }
 
@@ -134,7 +176,7 @@ Status QuantPlugin::matmul(const memra_matmul_args& args) const {
     return make_error(ErrorCode::invalid_argument, "matmul: args.struct_size is not set; use MEMRA_MATMUL_ARGS_STRUCT_SIZE");
   }
   const memra_quant_api* q = record_->quant();
-  return record_->call("matmul", [&] { return q->matmul(&args); });
+  return record_->call("matmul", [&] { return q->matmul(record_->ctx(), &args); });
 }
 
 }  // namespace memra::plugins

@@ -1,12 +1,10 @@
 // One plugin file, checked step by step. Each failure returns exactly one reason;
 // the library of a refused file is unloaded (nothing from it lives).
-#include "host/plugin_host/plugin_loader.hpp"
+#include "core/plugin_host/plugin_loader.hpp"
 
 #include <dlfcn.h>
 
 #include <boost/dll/shared_library.hpp>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -15,7 +13,7 @@ namespace memra::plugins::detail {
 namespace {
 
 constexpr size_t kMaxHandles = 4096;  // guards against a handles list without its NULL
-constexpr std::string_view kRebuild = " (rebuild the plugin against memra SDK 1.x)";
+constexpr std::string_view kRebuild = " (rebuild the plugin against memra SDK 2.x)";
 
 std::string one_line(std::string s) {
   for (char& c : s) {
@@ -36,20 +34,6 @@ Fn* resolve(boost::dll::shared_library& lib, const char* symbol) {
   return &lib.get<Fn>(symbol);
 }
 
-// Libraries initialised by any live PluginHost in this process, by dlopen handle.
-// Plugins keep the host API in globals, so a second memra_plugin_init (from a second
-// PluginHost) would leave them pointing at services that die with that host; the
-// second host shares the first one's record instead.
-struct LiveLibraries {
-  std::mutex mu;
-  std::map<void*, std::weak_ptr<PluginRecord>> by_handle;
-};
-
-LiveLibraries& live_libraries() {
-  static LiveLibraries* live = new LiveLibraries;  // never destroyed: records may outlive statics
-  return *live;
-}
-
 // Descriptor checks; returns the refusal reason or "".
 std::string check_descriptor(const memra_plugin_descriptor* d, PluginKind expected) {
   if (d == nullptr) return "memra_plugin_query returned NULL";
@@ -63,7 +47,7 @@ std::string check_descriptor(const memra_plugin_descriptor* d, PluginKind expect
            std::string(kRebuild);
   }
   if (d->struct_size < MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE) {
-    return "descriptor struct_size " + std::to_string(d->struct_size) + " is smaller than the v1.0 descriptor (" +
+    return "descriptor struct_size " + std::to_string(d->struct_size) + " is smaller than the v2.0 descriptor (" +
            std::to_string(MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE) + " bytes); set it to MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE" +
            std::string(kRebuild);
   }
@@ -94,17 +78,20 @@ std::string check_tables(const memra_plugin_api& api, memra_plugin_kind kind) {
            kind_name(kind);
   }
   auto missing = [](const char* table, const char* slot) {
-    return std::string(table) + " table slot " + slot + " is NULL (every v1.0 slot is required)";
+    return std::string(table) + " table slot " + slot + " is NULL (every v2.0 slot is required)";
   };
   if (kind == MEMRA_PLUGIN_KIND_FAMILY) {
     const memra_family_api* f = api.family;
     if (f == nullptr) return "memra_plugin_init returned no family table (memra_plugin_api.family is NULL)";
     if (f->struct_size < MEMRA_FAMILY_API_STRUCT_SIZE) {
-      return "family table struct_size " + std::to_string(f->struct_size) + " is smaller than v1.0 (" +
+      return "family table struct_size " + std::to_string(f->struct_size) + " is smaller than v2.0 (" +
              std::to_string(MEMRA_FAMILY_API_STRUCT_SIZE) + " bytes); set it to MEMRA_FAMILY_API_STRUCT_SIZE";
     }
+    if (f->config_normalize == nullptr) return missing("family", "config_normalize");
+    if (f->tensor_name == nullptr) return missing("family", "tensor_name");
     if (f->plan_create == nullptr) return missing("family", "plan_create");
     if (f->plan_describe == nullptr) return missing("family", "plan_describe");
+    if (f->plan_info == nullptr) return missing("family", "plan_info");
     if (f->plan_destroy == nullptr) return missing("family", "plan_destroy");
     if (f->model_create == nullptr) return missing("family", "model_create");
     if (f->model_forward == nullptr) return missing("family", "model_forward");
@@ -113,7 +100,7 @@ std::string check_tables(const memra_plugin_api& api, memra_plugin_kind kind) {
     const memra_quant_api* q = api.quant;
     if (q == nullptr) return "memra_plugin_init returned no quant table (memra_plugin_api.quant is NULL)";
     if (q->struct_size < MEMRA_QUANT_API_STRUCT_SIZE) {
-      return "quant table struct_size " + std::to_string(q->struct_size) + " is smaller than v1.0 (" +
+      return "quant table struct_size " + std::to_string(q->struct_size) + " is smaller than v2.0 (" +
              std::to_string(MEMRA_QUANT_API_STRUCT_SIZE) + " bytes); set it to MEMRA_QUANT_API_STRUCT_SIZE";
     }
     if (q->weight_bytes == nullptr) return missing("quant", "weight_bytes");
@@ -186,20 +173,6 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
                   "; earlier search directories take precedence)");
   }
 
-  void* handle = lib->native();
-  {
-    LiveLibraries& live = live_libraries();
-    std::lock_guard lock(live.mu);
-    auto it = live.by_handle.find(handle);
-    if (it != live.by_handle.end()) {
-      if (std::shared_ptr<PluginRecord> existing = it->second.lock()) {
-        out.record = std::move(existing);
-        out.shared = true;
-        return out;
-      }
-    }
-  }
-
   auto services = std::make_unique<HostServices>(name, std::move(env));
   memra_plugin_api api{};
   api.struct_size = MEMRA_PLUGIN_API_STRUCT_SIZE;
@@ -221,7 +194,7 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
     // init succeeded, so let the plugin release what it set up before it is unloaded.
     if (api.shutdown != nullptr) {
       try {
-        api.shutdown();
+        api.shutdown(api.ctx);
       } catch (...) {
       }
     }
@@ -238,11 +211,6 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
   info.abi_major = desc->abi_major;
   info.abi_minor = desc->abi_minor;
   out.record = std::make_shared<PluginRecord>(std::move(lib), std::move(services), std::move(info), desc, api);
-  {
-    LiveLibraries& live = live_libraries();
-    std::lock_guard lock(live.mu);
-    live.by_handle[handle] = out.record;
-  }
   return out;
 }
 

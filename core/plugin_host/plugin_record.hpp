@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "host/plugin_host/host_services.hpp"
-#include "host/plugin_host/plugin_host.hpp"
+#include "core/plugin_host/host_services.hpp"
+#include "core/plugin_host/plugin_host.hpp"
 
 namespace boost::dll {
 class shared_library;
@@ -30,6 +30,8 @@ class PluginRecord {
   const memra_plugin_descriptor& descriptor() const { return *descriptor_; }
   const memra_family_api* family() const { return api_.family; }
   const memra_quant_api* quant() const { return api_.quant; }
+  // The plugin's context for this host (memra_plugin_api.ctx), first argument of its table calls.
+  memra_plugin_ctx* ctx() const { return api_.ctx; }
   const HostServices& services() const { return *services_; }
 
   // Score through the descriptor's score fn (NULL -> 0; a throwing fn -> -1, logged).

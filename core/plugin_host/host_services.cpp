@@ -1,6 +1,6 @@
 // The memra_host_api callbacks. Each body catches everything: nothing may unwind
 // into plugin code, which may be C.
-#include "host/plugin_host/host_services.hpp"
+#include "core/plugin_host/host_services.hpp"
 
 #include <unistd.h>
 

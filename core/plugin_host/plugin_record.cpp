@@ -1,4 +1,4 @@
-#include "host/plugin_host/plugin_record.hpp"
+#include "core/plugin_host/plugin_record.hpp"
 
 #include <boost/dll/shared_library.hpp>
 
@@ -17,7 +17,7 @@ PluginRecord::~PluginRecord() {
   // Every object from this plugin is gone (they hold this record), so the plugin
   // may now release what it holds; the host services stay valid during shutdown.
   if (api_.shutdown != nullptr) {
-    call_noexcept("shutdown", [&] { api_.shutdown(); });
+    call_noexcept("shutdown", [&] { api_.shutdown(api_.ctx); });
   }
   services_.reset();
   library_.reset();  // dlclose, unless something else still holds the library

@@ -1,10 +1,14 @@
-#include "host/engine/tensor_names.hpp"
+// tensor_name for the llama family: memra names weights the way GGUF does
+// ("blk.3.attn_q.weight"), so GGUF files need no renaming and Hugging Face names
+// are mapped here.
+#include "llama_config.hpp"
+
 
 #include <array>
 #include <charconv>
 #include <utility>
 
-namespace memra::engine {
+namespace memra::llama {
 namespace {
 
 // Per-layer suffixes of the dense llama-like families: HF (after "model.layers.N.")
@@ -32,7 +36,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNa
 
 }  // namespace
 
-std::optional<std::string> canonical_tensor_name(std::string_view n) {
+std::optional<std::string> canonical_hf_name(std::string_view n) {
   if (n == "model.embed_tokens.weight") return "token_embd.weight";
   if (n == "model.norm.weight") return "output_norm.weight";
   if (n == "lm_head.weight") return "output.weight";
@@ -50,4 +54,4 @@ std::optional<std::string> canonical_tensor_name(std::string_view n) {
   return std::nullopt;
 }
 
-}  // namespace memra::engine
+}  // namespace memra::llama

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/plugin_host/plugin_record.hpp"
+#include "core/plugin_host/plugin_record.hpp"
 
 namespace memra::plugins::detail {
 
@@ -23,7 +23,6 @@ using RegisteredLookup = std::function<std::optional<std::filesystem::path>(std:
 struct LoadOutcome {
   std::shared_ptr<PluginRecord> record;
   std::string refusal;
-  bool shared = false;  // the library was already initialised by another live PluginHost
 };
 
 LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<const HostEnvironment> env,

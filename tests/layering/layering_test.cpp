@@ -1,0 +1,100 @@
+// The module boundaries of docs/ARCHITECTURE.md, checked on the source tree:
+// - the host has no per-architecture knowledge: no architecture a family plugin
+//   serves (nor any Hugging Face model class) is named in host/ or repack/ code;
+// - repack/ and registry/ include nothing from host/, core/ nothing from the modules
+//   above it (memra-repack and the registry link no engine).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/build_plugins.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kRoot = MEMRA_SOURCE_ROOT;
+
+bool is_code(const fs::path& p) {
+  static const std::set<std::string> kExt = {".cpp", ".hpp", ".h", ".c", ".cu", ".cuh"};
+  return kExt.count(p.extension().string()) > 0;
+}
+
+std::vector<fs::path> code_files(const std::string& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(kRoot / dir))
+    if (e.is_regular_file() && is_code(e.path())) out.push_back(e.path());
+  return out;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The text without comments (a // inside a string literal ends a line early, which
+// only ever hides text, so a name can still not slip through a comment).
+std::string code_only(const std::string& text) {
+  static const std::regex kBlock(R"(/\*[\s\S]*?\*/)"), kLine(R"(//[^\n]*)");
+  return std::regex_replace(std::regex_replace(text, kBlock, " "), kLine, "");
+}
+
+std::string rel(const fs::path& p) { return fs::relative(p, kRoot).string(); }
+
+// Every architecture the build's family plugins serve, plus the shape of any HF class.
+TEST(Layering, HostAndRepackNameNoArchitecture) {
+  std::set<std::string> names;
+  for (const auto& p : memra::testing::build_plugins().plugins())
+    if (p.kind == memra::plugins::PluginKind::family)
+      for (const std::string& h : p.handles) names.insert(h);
+  ASSERT_FALSE(names.empty()) << "no family plugin in this build to take the architecture names from";
+  static const std::regex kHfClass(R"(\b[A-Z][A-Za-z0-9]*For(CausalLM|ConditionalGeneration)\b)");
+  std::vector<std::string> found;
+  for (const char* dir : {"host", "repack", "core"}) {
+    for (const fs::path& f : code_files(dir)) {
+      // GGUF's tokenizer model names ("llama": SentencePiece BPE; "qwen2": a pre-tokenizer)
+      // name tokenizers, not model architectures.
+      const bool tokenizer = rel(f).rfind("host/tokenizer/", 0) == 0;
+      const std::string code = code_only(read(f));
+      std::smatch m;
+      if (std::regex_search(code, m, kHfClass)) found.push_back(rel(f) + ": " + m.str());
+      for (const std::string& n : names)
+        if (!tokenizer && code.find("\"" + n + "\"") != std::string::npos) found.push_back(rel(f) + ": \"" + n + "\"");
+    }
+  }
+  EXPECT_TRUE(found.empty()) << "architecture knowledge belongs in plugins/family-*; found:\n"
+                             << ::testing::PrintToString(found);
+}
+
+std::vector<std::string> includes_from(const std::string& dir, const std::vector<std::string>& forbidden) {
+  static const std::regex kInclude(R"(#include\s+"([a-z_]+)/)");
+  std::vector<std::string> found;
+  for (const fs::path& f : code_files(dir)) {
+    const std::string code = code_only(read(f));
+    for (std::sregex_iterator it(code.begin(), code.end(), kInclude), end; it != end; ++it)
+      for (const std::string& bad : forbidden)
+        if ((*it)[1] == bad) found.push_back(rel(f) + " includes " + bad + "/");
+  }
+  return found;
+}
+
+TEST(Layering, RepackAndRegistryIncludeNothingFromTheHost) {
+  for (const char* dir : {"repack", "registry"}) {
+    const auto found = includes_from(dir, {"host"});
+    EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);
+  }
+}
+
+TEST(Layering, CoreIncludesOnlyItselfAndTheSdk) {
+  const auto found = includes_from("core", {"host", "repack", "registry", "kernels", "plugins"});
+  EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);
+}
+
+}  // namespace
