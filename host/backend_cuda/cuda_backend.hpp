@@ -186,8 +186,9 @@ class CudaBackend {
   std::vector<CUdeviceptr> weight_blobs_;
   std::unordered_map<const void*, WeightCopy> weights_;
 
-  memra_cuda_kv_config kv_{};
+  memra_cuda_kv_config kv_{};  // dtype always filled in (F32 or BF16)
   CUdeviceptr k_cache_ = 0, v_cache_ = 0;
+  uint64_t kv_element_bytes() const { return kv_.dtype == MEMRA_DTYPE_BF16 ? 2u : 4u; }
 
   std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's
   struct RopeEntry {

@@ -1,4 +1,4 @@
-// Attention over the paged KV cache (f32), split over fixed chunks of kAttnChunk
+// Attention over the paged KV cache (f32 or bf16), split over fixed chunks of kAttnChunk
 // positions. Pass 1: one block per (token, head, chunk) computes the chunk's max
 // score m, sum l of exp(s - m) and unnormalised output o. Pass 2: one block per
 // (token, head) merges its chunks in chunk order. The chunking depends only on the
@@ -8,6 +8,12 @@
 // prefill kernel, prefill_attention_mma.cu): entry i of the launch is token rows[i]
 // (i itself when rows is NULL); part_o/part_ml are indexed by i. A row's arithmetic is
 // the same either way.
+// memra_attention_chunk_bf16 reads a bf16 cache: each element is converted exactly to
+// f32 and the arithmetic (every fmaf, in the same order) is the f32 kernel's, so its
+// rows are bitwise the f32 kernel's on a cache holding the same (bf16-representable)
+// values. Only the load schedule differs: half the bytes per row leave room for all 16
+// K rows of a warp's scores, and all 16 V rows of its output pass, in flight at once.
+#include <cuda_bf16.h>
 #include <stdint.h>
 
 #include "kernels/common/reduce.cuh"
@@ -19,6 +25,13 @@ constexpr int kAttnThreads = 128;
 __device__ __forceinline__ int32_t first_position(int32_t pos, int32_t window) {
   return window > 0 ? max(0, pos - window + 1) : 0;
 }
+
+__device__ __forceinline__ float kv_load(const float* p) { return *p; }
+__device__ __forceinline__ float kv_load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+// Rows in flight per warp: K rows per score batch, V rows per output batch.
+template <class KvT> struct KvSchedule { static constexpr int k_rows = 4, v_rows = 1; };
+template <> struct KvSchedule<__nv_bfloat16> { static constexpr int k_rows = 16, v_rows = 16; };
 
 __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t position, int32_t block_size,
                                                int64_t row_width) {
@@ -37,12 +50,14 @@ __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t pos
 // of dim i as four fmaf chains over the chunk's quarters (one per warp), added in
 // warp order.
 // part_o: [entries*heads][max_chunks][head_dim]; part_ml: [entries*heads][max_chunks][2].
-extern "C" __global__ void __launch_bounds__(kAttnThreads)
-    memra_attention_chunk(const float* q, const float* k_cache, const float* v_cache, int32_t heads, int32_t kv_heads,
-                          int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,
-                          const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window,
-                          float softcap, int32_t max_chunks, float* part_o, float* part_ml,
-                          const int32_t* rows) {
+template <class KvT>
+__device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads,
+                                                int32_t kv_heads, int32_t head_dim, int32_t block_size,
+                                                const int32_t* positions, const int32_t* seq_index,
+                                                const int32_t* block_tables, int32_t max_blocks, float scale,
+                                                int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
+                                                float* part_ml, const int32_t* rows) {
+  constexpr int kKRows = KvSchedule<KvT>::k_rows, kVRows = KvSchedule<KvT>::v_rows;
   extern __shared__ float smem[];
   __shared__ float scratch[32];
   const int group = heads / kv_heads;
@@ -67,25 +82,25 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   __syncthreads();
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // Scores: warp w takes positions w*16 .. w*16+15, four K rows in flight at a time
+  // Scores: warp w takes positions w*16 .. w*16+15, kKRows K rows in flight at a time
   // (head_dim <= 128 here; longer heads take the general loop).
   constexpr int kScorePerWarp = kAttnChunk / (kAttnThreads / 32);
-  for (int jj0 = 0; jj0 < kScorePerWarp; jj0 += 4) {
-    const float* kjs[4];
-    float kv[4][4];
+  for (int jj0 = 0; jj0 < kScorePerWarp; jj0 += kKRows) {
+    const KvT* kjs[kKRows];
+    float kv[kKRows][4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < kKRows; ++u) {
       const int j = warp * kScorePerWarp + jj0 + u;
       kjs[u] = j < len ? k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim
                        : nullptr;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = lane + 32 * c;
-        kv[u][c] = (kjs[u] && i < head_dim) ? kjs[u][i] : 0.0f;
+        kv[u][c] = (kjs[u] && i < head_dim) ? kv_load(kjs[u] + i) : 0.0f;
       }
     }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < kKRows; ++u) {
       const int j = warp * kScorePerWarp + jj0 + u;
       if (!kjs[u]) break;
       for (int g = 0; g < group; ++g) {
@@ -96,7 +111,7 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
           for (int c = 0; c < 4; ++c)
             if (lane + 32 * c < head_dim) d = fmaf(qh[lane + 32 * c], kv[u][c], d);
         } else {
-          for (int i = lane; i < head_dim; i += 32) d = fmaf(qh[i], kjs[u][i], d);
+          for (int i = lane; i < head_dim; i += 32) d = fmaf(qh[i], kv_load(kjs[u] + i), d);
         }
         d = memra::cuda::warp_sum(d);
         float s = d * scale;
@@ -136,22 +151,31 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
       for (int gi = 0; gi < 8; ++gi)
 #pragma unroll
         for (int c = 0; c < 4; ++c) o[gi][c] = 0.0f;
-      for (int jj = 0; jj < kPerWarp; ++jj) {
-        const int j = warp * kPerWarp + jj;
-        if (j >= len) break;
-        const float* vj = v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
-        float vv[4];
+      // kVRows rows loaded, then their fmaf in position order (the same chain for any kVRows).
+      for (int jb = 0; jb < kPerWarp; jb += kVRows) {
+        float vv[kVRows][4];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int i = i0 + lane + 32 * c;
-          vv[c] = i < head_dim ? vj[i] : 0.0f;
+        for (int u = 0; u < kVRows; ++u) {
+          const int j = warp * kPerWarp + jb + u;
+          const KvT* vj = j < len ? v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim
+                                  : nullptr;
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int i = i0 + lane + 32 * c;
+            vv[u][c] = (vj && i < head_dim) ? kv_load(vj + i) : 0.0f;
+          }
         }
 #pragma unroll
-        for (int gi = 0; gi < 8; ++gi) {
-          if (gi < gn) {
-            const float p = scores[(g0 + gi) * kAttnChunk + j];
+        for (int u = 0; u < kVRows; ++u) {
+          const int j = warp * kPerWarp + jb + u;
+          if (j >= len) break;
 #pragma unroll
-            for (int c = 0; c < 4; ++c) o[gi][c] = fmaf(p, vv[c], o[gi][c]);
+          for (int gi = 0; gi < 8; ++gi) {
+            if (gi < gn) {
+              const float p = scores[(g0 + gi) * kAttnChunk + j];
+#pragma unroll
+              for (int c = 0; c < 4; ++c) o[gi][c] = fmaf(p, vv[u][c], o[gi][c]);
+            }
           }
         }
       }
@@ -181,6 +205,18 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   }
 }
 
+#define MEMRA_DEFINE_ATTENTION_CHUNK(NAME, KvT)                                                                  \
+  extern "C" __global__ void __launch_bounds__(kAttnThreads)                                                     \
+      NAME(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads, int32_t kv_heads,             \
+           int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,            \
+           const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap, \
+           int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows) {                           \
+    attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index,           \
+                    block_tables, max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows);  \
+  }
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
+
 // grid (entries * heads), kAttnThreads threads. out: [tokens][heads * head_dim].
 extern "C" __global__ void __launch_bounds__(kAttnThreads)
     memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
@@ -195,13 +231,25 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   const float* ml = part_ml + th * max_chunks * 2;
   float m = -INFINITY;
   for (int c = 0; c < chunks; ++c) m = fmaxf(m, ml[2 * c]);
+  // Each chunk's weight expf(m_c - m) once per block (not once per thread and dim)
+  // when it fits; the same values either way, so the same bits.
+  constexpr int kStaged = 256;
+  __shared__ float wts[kStaged];
+  const bool staged = chunks <= kStaged;
+  if (staged) {
+    for (int c = threadIdx.x; c < chunks; c += kAttnThreads) wts[c] = expf(ml[2 * c] - m);
+    __syncthreads();
+  }
   float l = 0.0f;
-  for (int c = 0; c < chunks; ++c) l = fmaf(ml[2 * c + 1], expf(ml[2 * c] - m), l);
+  for (int c = 0; c < chunks; ++c) l = fmaf(ml[2 * c + 1], staged ? wts[c] : expf(ml[2 * c] - m), l);
   const float inv = 1.0f / l;
   float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
   for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
     float acc = 0.0f;
-    for (int c = 0; c < chunks; ++c) acc = fmaf(part_o[(th * max_chunks + c) * head_dim + i], expf(ml[2 * c] - m), acc);
+    // Unrolled so several chunks' loads are in flight; the fmaf chain keeps chunk order.
+#pragma unroll 8
+    for (int c = 0; c < chunks; ++c)
+      acc = fmaf(part_o[(th * max_chunks + c) * head_dim + i], staged ? wts[c] : expf(ml[2 * c] - m), acc);
     o[i] = acc * inv;
   }
 }
