@@ -93,12 +93,31 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   if (!part_o) return fail(part_o.error());
   auto part_ml = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
   if (!part_ml) return fail(part_ml.error());
-  // One block per (row, kv head, chunk) serves the kv head's whole q-head group.
+  // One block per (row, kv head, chunk) serves the kv head's whole q-head group. Shared
+  // memory (paged_attention.cu): q and scores, the output partials; bf16 also stages the
+  // chunk's K rows (the partials reuse them) and V rows.
   const int32_t group = heads / kv_heads;
-  const unsigned shared = static_cast<unsigned>((group * (head_dim + kChunk) + 4 * 8 * 128) * 4);
-  if (shared > 48 * 1024) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
+  if (bf16 && head_dim % 8 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: a bf16 KV cache needs head_dim a multiple of 8");
+  const uint64_t partials = 4 * 8 * 128 * 4, tile = static_cast<uint64_t>(kChunk) * static_cast<uint64_t>(head_dim) * 2u;
+  const uint64_t shared64 = static_cast<uint64_t>(group) * static_cast<uint64_t>(head_dim + kChunk) * 4u +
+                            (bf16 ? std::max(tile, partials) + tile : partials);
+  const auto shared = static_cast<unsigned>(shared64);
+  const char* chunk_kernel = bf16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
+  if (shared64 > 48 * 1024) {
+    // The f32 kernel stays within the default limit; bf16 with long heads raises it (once per size).
+    if (!bf16) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+    if (shared > decode_bf16_smem_limit_) {
+      auto k = modules_->kernel("attention", chunk_kernel);
+      if (!k) return fail(k.error());
+      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
+      if (r != CUDA_SUCCESS)
+        return fail(MEMRA_ERR_UNSUPPORTED, cu_error(r, "cuFuncSetAttribute (bf16 decode attention shared memory)") +
+                                               " for head_dim " + std::to_string(head_dim));
+      decode_bf16_smem_limit_ = shared;
+    }
+  }
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
-  const char* chunk_kernel = kv_.dtype == MEMRA_DTYPE_BF16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
   memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks), 128, shared, q,
                            kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables,
                            max_blocks, p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows);

@@ -8,11 +8,12 @@
 // prefill kernel, prefill_attention_mma.cu): entry i of the launch is token rows[i]
 // (i itself when rows is NULL); part_o/part_ml are indexed by i. A row's arithmetic is
 // the same either way.
-// memra_attention_chunk_bf16 reads a bf16 cache: each element is converted exactly to
-// f32 and the arithmetic (every fmaf, in the same order) is the f32 kernel's, so its
-// rows are bitwise the f32 kernel's on a cache holding the same (bf16-representable)
-// values. Only the load schedule differs: half the bytes per row leave room for all 16
-// K rows of a warp's scores, and all 16 V rows of its output pass, in flight at once.
+// memra_attention_chunk_bf16 reads a bf16 cache. Its block first stages the chunk's K
+// and V rows (bf16, 16-byte loads, all in flight at once) in shared memory; then the
+// f32 kernel's code runs on them, each element converted exactly to f32: every fmaf in
+// the same order, so its rows are bitwise the f32 kernel's on a cache holding the same
+// (bf16-representable) values (memra-kernel-check proves it). Staging keeps the code
+// as small as the f32 kernel's while one round of load latency covers the chunk.
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -29,10 +30,6 @@ __device__ __forceinline__ int32_t first_position(int32_t pos, int32_t window) {
 __device__ __forceinline__ float kv_load(const float* p) { return *p; }
 __device__ __forceinline__ float kv_load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
-// Rows in flight per warp: K rows per score batch, V rows per output batch.
-template <class KvT> struct KvSchedule { static constexpr int k_rows = 4, v_rows = 1; };
-template <> struct KvSchedule<__nv_bfloat16> { static constexpr int k_rows = 16, v_rows = 16; };
-
 __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t position, int32_t block_size,
                                                int64_t row_width) {
   const int64_t block = table[position / block_size];
@@ -41,7 +38,9 @@ __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t pos
 }  // namespace
 
 // grid (tokens * kv_heads, max_chunks), kAttnThreads threads, dynamic shared memory
-// group * (head_dim + kAttnChunk) + 4 * 8 * 128 floats, group = heads / kv_heads. One block serves
+// group * (head_dim + kAttnChunk) + 4 * 8 * 128 floats, group = heads / kv_heads (bf16: the
+// 4 * 8 * 128 floats overlap the staged K rows, and the V rows follow; ops_attention.cpp's
+// decode_attention sizes it; head_dim a multiple of 8). One block serves
 // every q head of one kv head (grouped-query attention), so each K and V row of the
 // chunk is read once for the group instead of once per q head. Per q head the
 // arithmetic is the single-head kernel's, in the same order: the dot product of lane
@@ -57,8 +56,8 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
                                                 int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
                                                 float* part_ml, const int32_t* rows) {
-  constexpr int kKRows = KvSchedule<KvT>::k_rows, kVRows = KvSchedule<KvT>::v_rows;
-  extern __shared__ float smem[];
+  constexpr bool kStaged = sizeof(KvT) == 2;  // bf16: K/V rows staged in shared memory
+  extern __shared__ __align__(16) float smem[];
   __shared__ float scratch[32];
   const int group = heads / kv_heads;
   float* qs = smem;                          // [group][head_dim]
@@ -79,20 +78,53 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
   const float* qg = q + (t * heads + h0) * static_cast<int64_t>(head_dim);
   for (int i = threadIdx.x; i < group * head_dim; i += kAttnThreads) qs[i] = qg[i];
+  // bf16: the chunk's K rows at `staged_k` ([len][head_dim], later reused for `partial`),
+  // its V rows at `staged_v`; row j of the chunk is position j0 + j.
+  KvT* staged_k = reinterpret_cast<KvT*>(scores + group * kAttnChunk);
+  KvT* staged_v = staged_k + (kStaged ? max(kAttnChunk * head_dim, 2 * 4 * 8 * 128) : 0);
+  if constexpr (kStaged) {
+    // 16-byte pieces, kBatch K and kBatch V loads per thread in flight, then their stores
+    // (one batch covers a whole chunk at head_dim 128).
+    constexpr int kBatch = 8;
+    const int row_chunks = head_dim / 8;
+    const int pieces = len * row_chunks;
+    for (int base = threadIdx.x; base < pieces; base += kBatch * kAttnThreads) {
+      uint4 kq[kBatch], vq[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int idx = base + u * kAttnThreads;
+        if (idx < pieces) {
+          const int j = idx / row_chunks, c = idx - j * row_chunks;
+          const int64_t off = slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim + c * 8;
+          kq[u] = *reinterpret_cast<const uint4*>(k_cache + off);
+          vq[u] = *reinterpret_cast<const uint4*>(v_cache + off);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int idx = base + u * kAttnThreads;
+        if (idx < pieces) {
+          reinterpret_cast<uint4*>(staged_k)[idx] = kq[u];  // staged_k + j * head_dim + c * 8
+          reinterpret_cast<uint4*>(staged_v)[idx] = vq[u];
+        }
+      }
+    }
+  }
   __syncthreads();
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // Scores: warp w takes positions w*16 .. w*16+15, kKRows K rows in flight at a time
+  // Scores: warp w takes positions w*16 .. w*16+15, four K rows in flight at a time
   // (head_dim <= 128 here; longer heads take the general loop).
   constexpr int kScorePerWarp = kAttnChunk / (kAttnThreads / 32);
-  for (int jj0 = 0; jj0 < kScorePerWarp; jj0 += kKRows) {
-    const KvT* kjs[kKRows];
-    float kv[kKRows][4];
+  for (int jj0 = 0; jj0 < kScorePerWarp; jj0 += 4) {
+    const KvT* kjs[4];
+    float kv[4][4];
 #pragma unroll
-    for (int u = 0; u < kKRows; ++u) {
+    for (int u = 0; u < 4; ++u) {
       const int j = warp * kScorePerWarp + jj0 + u;
-      kjs[u] = j < len ? k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim
-                       : nullptr;
+      const KvT* row = kStaged ? staged_k + static_cast<int64_t>(j) * head_dim
+                               : k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+      kjs[u] = j < len ? row : nullptr;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = lane + 32 * c;
@@ -100,7 +132,7 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
       }
     }
 #pragma unroll
-    for (int u = 0; u < kKRows; ++u) {
+    for (int u = 0; u < 4; ++u) {
       const int j = warp * kScorePerWarp + jj0 + u;
       if (!kjs[u]) break;
       for (int g = 0; g < group; ++g) {
@@ -144,38 +176,30 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
     // sums are added in warp order. Every position's V row is read by one warp, and
     // the sixteen rows of a warp are independent loads.
     constexpr int kWarps = kAttnThreads / 32, kPerWarp = kAttnChunk / kWarps;
-    float* partial = scores + group * kAttnChunk;  // [kWarps][8][head_dim]
+    float* partial = scores + group * kAttnChunk;  // [kWarps][8][128]; bf16: over the staged K rows, read by now
     for (int i0 = 0; i0 < head_dim; i0 += 128) {
       float o[8][4];
 #pragma unroll
       for (int gi = 0; gi < 8; ++gi)
 #pragma unroll
         for (int c = 0; c < 4; ++c) o[gi][c] = 0.0f;
-      // kVRows rows loaded, then their fmaf in position order (the same chain for any kVRows).
-      for (int jb = 0; jb < kPerWarp; jb += kVRows) {
-        float vv[kVRows][4];
+      for (int jj = 0; jj < kPerWarp; ++jj) {
+        const int j = warp * kPerWarp + jj;
+        if (j >= len) break;
+        const KvT* vj = kStaged ? staged_v + static_cast<int64_t>(j) * head_dim
+                                : v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+        float vv[4];
 #pragma unroll
-        for (int u = 0; u < kVRows; ++u) {
-          const int j = warp * kPerWarp + jb + u;
-          const KvT* vj = j < len ? v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim
-                                  : nullptr;
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const int i = i0 + lane + 32 * c;
-            vv[u][c] = (vj && i < head_dim) ? kv_load(vj + i) : 0.0f;
-          }
+        for (int c = 0; c < 4; ++c) {
+          const int i = i0 + lane + 32 * c;
+          vv[c] = i < head_dim ? kv_load(vj + i) : 0.0f;
         }
 #pragma unroll
-        for (int u = 0; u < kVRows; ++u) {
-          const int j = warp * kPerWarp + jb + u;
-          if (j >= len) break;
+        for (int gi = 0; gi < 8; ++gi) {
+          if (gi < gn) {
+            const float p = scores[(g0 + gi) * kAttnChunk + j];
 #pragma unroll
-          for (int gi = 0; gi < 8; ++gi) {
-            if (gi < gn) {
-              const float p = scores[(g0 + gi) * kAttnChunk + j];
-#pragma unroll
-              for (int c = 0; c < 4; ++c) o[gi][c] = fmaf(p, vv[u][c], o[gi][c]);
-            }
+            for (int c = 0; c < 4; ++c) o[gi][c] = fmaf(p, vv[c], o[gi][c]);
           }
         }
       }

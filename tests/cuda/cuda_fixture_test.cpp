@@ -12,8 +12,8 @@
 //    (Prompt rows and decode rows take different paths, so a prompt row is not
 //    bitwise a decode row of the same token; each is invariant on its own path.)
 //  - a bf16 KV cache (EngineOptions::kv_dtype): CUDA logits (prefill and 24 greedy
-//    decode steps) within kTransformersBound of the CPU backend's bf16-KV logits, the
-//    same greedy ids, and the batch-invariance checks above bitwise with bf16 KV.
+//    decode steps) within kBf16KvCrossBackendBound of the CPU backend's bf16-KV logits,
+//    the same greedy ids, and the batch-invariance checks above bitwise with bf16 KV.
 // Skips with the reason when there is no driver, GPU or CUDA build.
 #include <gtest/gtest.h>
 
@@ -35,6 +35,12 @@ using memra::engine::StepRequest;
 namespace {
 
 constexpr double kTransformersBound = 1e-4;
+// bf16 KV, CUDA vs the CPU backend: the two backends' f32 K/V before rounding differ by
+// ~1e-6 (the f32 bound above), and where they straddle a bf16 rounding boundary the
+// stored values differ by one bf16 ulp (2^-8 relative): measured 1.2e-4 (llama) and
+// 2.6e-4 (qwen3) on an H200, against ~3e-3 for bf16 vs f32 KV. Given identical stored
+// K/V the kernels are within memra-kernel-check's attention bound.
+constexpr double kBf16KvCrossBackendBound = 1e-3;
 
 memra::plugins::PluginHost& plugins() { return memra::cuda_test::build_plugins(); }
 
@@ -125,9 +131,8 @@ void check_against_transformers(const std::string& model) {
 }
 
 // bf16 KV on both backends: the CPU reference rounds K/V as the kernels do, so the CUDA
-// logits stay within the f32-KV bound of the CPU's (a K element whose f32 value lands on
-// the other side of a bf16 rounding boundary on the two backends is rare and moves a
-// score by ~2^-9 of one product).
+// logits stay within kBf16KvCrossBackendBound of the CPU's, far closer than to the CPU's
+// f32-KV logits (which shows the GPU rounds).
 void check_bf16_kv_against_cpu(const std::string& model) {
   SKIP_WITHOUT_CUDA();
   const fs::path dir = memra::cuda_test::fixtures_dir() / "models" / model;
@@ -136,16 +141,21 @@ void check_bf16_kv_against_cpu(const std::string& model) {
   const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
   auto gpu = load(dir, MEMRA_BACKEND_CUDA, MEMRA_DTYPE_BF16);
   auto cpu = load(dir, MEMRA_BACKEND_CPU, MEMRA_DTYPE_BF16);
-  ASSERT_TRUE(gpu && cpu);
-  const int32_t gs = gpu->open_sequence(), cs = cpu->open_sequence();
-  StepRequest g{gs, input, true, true}, c{cs, input, true, true};
+  auto cpu_f32 = load(dir, MEMRA_BACKEND_CPU);
+  ASSERT_TRUE(gpu && cpu && cpu_f32);
+  const int32_t gs = gpu->open_sequence(), cs = cpu->open_sequence(), fs32 = cpu_f32->open_sequence();
+  StepRequest g{gs, input, true, true}, c{cs, input, true, true}, f{fs32, input, true, true};
   auto go = gpu->step({&g, 1});
   auto co = cpu->step({&c, 1});
+  auto fo = cpu_f32->step({&f, 1});
   ASSERT_TRUE(go.ok()) << go.error().message;
   ASSERT_TRUE(co.ok()) << co.error().message;
-  double worst = 0;
-  for (size_t i = 0; i < input.size(); ++i)
+  ASSERT_TRUE(fo.ok()) << fo.error().message;
+  double worst = 0, worst_f32 = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
     worst = std::max(worst, row_rel_diff((*go)[i].data(), (*co)[i].data(), (*co)[i].size()));
+    worst_f32 = std::max(worst_f32, row_rel_diff((*go)[i].data(), (*fo)[i].data(), (*fo)[i].size()));
+  }
   std::vector<int32_t> gt, ct;
   std::vector<float> gl = go->back(), cl = co->back();
   double worst_step = 0;
@@ -160,9 +170,11 @@ void check_bf16_kv_against_cpu(const std::string& model) {
     gl = (*a)[0];
     cl = (*b)[0];
   }
-  std::cout << "[ " << model << " ] bf16 KV: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step << "\n";
-  EXPECT_LE(worst, kTransformersBound) << model << ": bf16-KV prefill logits differ from the CPU backend's";
-  EXPECT_LE(worst_step, kTransformersBound) << model << ": bf16-KV decode logits differ from the CPU backend's";
+  std::cout << "[ " << model << " ] bf16 KV: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step
+            << " (vs the CPU's f32-KV prefill: " << worst_f32 << ")\n";
+  EXPECT_LE(worst, kBf16KvCrossBackendBound) << model << ": bf16-KV prefill logits differ from the CPU backend's";
+  EXPECT_LE(worst_step, kBf16KvCrossBackendBound) << model << ": bf16-KV decode logits differ from the CPU backend's";
+  EXPECT_GT(worst_f32, 3 * worst) << model << ": CUDA bf16-KV logits are as close to f32 KV as to bf16 KV: is the KV rounded?";
   EXPECT_EQ(gt, ct) << model << ": bf16-KV greedy continuation differs from the CPU backend's";
 }
 
