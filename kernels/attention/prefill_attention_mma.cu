@@ -43,6 +43,9 @@
 // split's residue, ~2^-16 of |x·y| worst, ~2^-17 typical. For q, k ~ N(0,1) and head
 // dim 128 that is ~5e-6 absolute in a score; normalised MSE vs the f32 reference
 // ~1e-11 (kernel-check bound kAttentionBound = 1e-9, the decode kernel's).
+// The _bf16 kernels read a bf16 KV cache: K/V are exact bf16 already, so they are the
+// hi operand as stored and their lo term (zero) is skipped; only q's and P's split
+// residue remains (nmse ~1e-11 against the reference over the same bf16 cache).
 #include <cuda_bf16.h>
 #include <stdint.h>
 
