@@ -66,10 +66,16 @@ CpuBackend::CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup)
   };
 }
 
-void CpuBackend::allocate_kv() {
+memra_status CpuBackend::allocate_kv() {
+  const uint64_t elem = kv_element_bytes(kv_.dtype);
+  if (elem == 0)
+    return fail(MEMRA_ERR_UNSUPPORTED, "allocate_kv: KV cache dtype " + std::to_string(kv_.dtype) +
+                                           " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
   const size_t n = static_cast<size_t>(kv_.layers * kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim);
-  k_cache_.assign(n, 0.0f);
-  v_cache_.assign(n, 0.0f);
+  // Zeroed: +0.0 in both element types.
+  k_cache_.assign(n * elem, 0);
+  v_cache_.assign(n * elem, 0);
+  return MEMRA_OK;
 }
 
 void CpuBackend::begin_step() {
@@ -83,11 +89,11 @@ memra_status CpuBackend::fail(memra_status code, std::string message) {
 }
 
 void CpuBackend::copy_kv_block(int32_t from, int32_t to) {
-  const int64_t block_elems = kv_.block_size * kv_.kv_heads * kv_.head_dim;
+  const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
   for (int64_t l = 0; l < kv_.layers; ++l) {
-    const int64_t base = l * kv_.num_blocks * block_elems;
-    std::copy_n(k_cache_.begin() + base + from * block_elems, block_elems, k_cache_.begin() + base + to * block_elems);
-    std::copy_n(v_cache_.begin() + base + from * block_elems, block_elems, v_cache_.begin() + base + to * block_elems);
+    const int64_t base = l * kv_.num_blocks * block_bytes;
+    std::copy_n(k_cache_.begin() + base + from * block_bytes, block_bytes, k_cache_.begin() + base + to * block_bytes);
+    std::copy_n(v_cache_.begin() + base + from * block_bytes, block_bytes, v_cache_.begin() + base + to * block_bytes);
   }
 }
 
@@ -193,10 +199,11 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
   if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
   if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
-  const int64_t block_elems = kv_.block_size * kv_.kv_heads * kv_.head_dim;
+  const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
   ref::PagedKvLayer layer;
-  layer.k = k_cache_.data() + p->layer * kv_.num_blocks * block_elems;
-  layer.v = v_cache_.data() + p->layer * kv_.num_blocks * block_elems;
+  layer.k = k_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
+  layer.v = v_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
+  layer.element = kv_.dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
   layer.block_size = kv_.block_size;
   layer.kv_heads = kv_.kv_heads;
   layer.head_dim = kv_.head_dim;

@@ -15,14 +15,22 @@
 
 namespace memra::backend {
 
-// Geometry of the paged KV cache (uniform across layers).
+// Geometry of the paged KV cache (uniform across layers) and its element type:
+// MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after RoPE and V rounded to bf16 when
+// written; docs/ARCHITECTURE.md, "KV cache element type").
 struct KvCacheConfig {
   int64_t layers = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
   int64_t block_size = 16;
   int64_t num_blocks = 0;
+  memra_dtype dtype = MEMRA_DTYPE_F32;
 };
+
+// Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
+inline uint64_t kv_element_bytes(memra_dtype dtype) {
+  return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
+}
 
 // A quant plugin's table and its context for this host.
 struct QuantTable {
@@ -42,8 +50,9 @@ class CpuBackend {
   const KvCacheConfig& kv_config() const { return kv_; }
 
   // Allocates the KV cache (separate from construction so a model can be bound and
-  // validated before the large allocation happens).
-  void allocate_kv();
+  // validated before the large allocation happens). Refuses (MEMRA_ERR_UNSUPPORTED,
+  // last_error() says why) a dtype other than F32 or BF16.
+  memra_status allocate_kv();
   // Frees the previous step's scratch tensors; call before each model_forward.
   void begin_step();
   // Detail of the last failing op (empty when none).
@@ -75,8 +84,9 @@ class CpuBackend {
  private:
   KvCacheConfig kv_;
   QuantLookup quant_lookup_;
-  std::vector<float> k_cache_;  // [layers][num_blocks][block_size][kv_heads][head_dim]
-  std::vector<float> v_cache_;
+  // [layers][num_blocks][block_size][kv_heads][head_dim] elements of kv_.dtype, as bytes.
+  std::vector<uint8_t> k_cache_;
+  std::vector<uint8_t> v_cache_;
   std::deque<std::vector<float>> scratch_;
   std::string last_error_;
   memra_backend_ops ops_{};

@@ -183,11 +183,20 @@ memra_status CudaBackend::allocate_kv(const memra_cuda_kv_config* kv) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!kv || kv->layers <= 0 || kv->kv_heads <= 0 || kv->head_dim <= 0 || kv->block_size <= 0 || kv->num_blocks <= 0)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
+  // A caller built before `dtype` was appended means f32.
+  const memra_dtype dtype = MEMRA_STRUCT_HAS(kv, memra_cuda_kv_config, dtype) ? kv->dtype : MEMRA_DTYPE_F32;
+  if (dtype != MEMRA_DTYPE_F32 && dtype != MEMRA_DTYPE_BF16)
+    return fail(MEMRA_ERR_UNSUPPORTED, "allocate_kv: KV cache dtype " + std::to_string(dtype) +
+                                           " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
   if (k_cache_) cuMemFree(k_cache_);
   if (v_cache_) cuMemFree(v_cache_);
   k_cache_ = v_cache_ = 0;
-  kv_ = *kv;
-  const uint64_t bytes = static_cast<uint64_t>(kv->layers * kv->num_blocks * kv->block_size * kv->kv_heads * kv->head_dim) * 4u;
+  kv_ = memra_cuda_kv_config{};
+  std::memcpy(&kv_, kv, std::min(kv->struct_size, sizeof kv_));
+  kv_.struct_size = MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE;
+  kv_.dtype = dtype;
+  const uint64_t bytes = static_cast<uint64_t>(kv->layers * kv->num_blocks * kv->block_size * kv->kv_heads * kv->head_dim) *
+                         kv_element_bytes();
   CUresult r = cuMemAlloc(&k_cache_, bytes);
   if (r == CUDA_SUCCESS) r = cuMemAlloc(&v_cache_, bytes);
   if (r != CUDA_SUCCESS)
@@ -230,7 +239,7 @@ memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!k_cache_ || from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_kv_block: block out of range");
-  const uint64_t block = static_cast<uint64_t>(kv_.block_size * kv_.kv_heads * kv_.head_dim) * 4u;
+  const uint64_t block = static_cast<uint64_t>(kv_.block_size * kv_.kv_heads * kv_.head_dim) * kv_element_bytes();
   for (int64_t l = 0; l < kv_.layers; ++l) {
     const uint64_t base = static_cast<uint64_t>(l * kv_.num_blocks) * block;
     for (CUdeviceptr c : {k_cache_, v_cache_}) {

@@ -186,8 +186,9 @@ class CudaBackend {
   std::vector<CUdeviceptr> weight_blobs_;
   std::unordered_map<const void*, WeightCopy> weights_;
 
-  memra_cuda_kv_config kv_{};
+  memra_cuda_kv_config kv_{};  // dtype always filled in (F32 or BF16)
   CUdeviceptr k_cache_ = 0, v_cache_ = 0;
+  uint64_t kv_element_bytes() const { return kv_.dtype == MEMRA_DTYPE_BF16 ? 2u : 4u; }
 
   std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's
   struct RopeEntry {
@@ -266,6 +267,7 @@ class CudaBackend {
   memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries, CUdeviceptr rows,
                                 int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
   std::vector<Kernel*> attention_smem_ready_;  // prefill attention kernels whose shared memory limit is raised
+  unsigned decode_bf16_smem_limit_ = 48 * 1024;  // memra_attention_chunk_bf16's dynamic shared memory limit
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).

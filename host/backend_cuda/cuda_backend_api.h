@@ -39,8 +39,11 @@ typedef struct memra_cuda_kv_config {
   int64_t head_dim;
   int64_t block_size;
   int64_t num_blocks;
+  /* Appended: the element type, MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after RoPE and V
+   * rounded to bf16 when written); a struct without it means F32. Others are refused. */
+  memra_dtype dtype;
 } memra_cuda_kv_config;
-#define MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_kv_config, num_blocks)
+#define MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_kv_config, dtype)
 
 /* Device sampling (sample_rows): one row's parameters, the layout of
  * memra::sampling::RowParams (kernels/sampling/sampling_math.cuh). */

@@ -8,6 +8,8 @@
 //    head sizes, or with MEMRA_PREFILL_ATTENTION=0): split-KV attention (fixed chunks
 //    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
 //    over those rows only (a row list), bitwise what a decode-only step computes.
+// A bf16 KV cache (kv_.dtype) takes each kernel's _bf16 twin: the write rounds K and V
+// to bf16 (round to nearest even), the readers convert them exactly to f32.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -91,12 +93,32 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   if (!part_o) return fail(part_o.error());
   auto part_ml = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
   if (!part_ml) return fail(part_ml.error());
-  // One block per (row, kv head, chunk) serves the kv head's whole q-head group.
+  // One block per (row, kv head, chunk) serves the kv head's whole q-head group. Shared
+  // memory (paged_attention.cu): q and scores, the output partials; bf16 also stages the
+  // chunk's K rows (the partials reuse them) and V rows.
   const int32_t group = heads / kv_heads;
-  const unsigned shared = static_cast<unsigned>((group * (head_dim + kChunk) + 4 * 8 * 128) * 4);
-  if (shared > 48 * 1024) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
+  if (bf16 && head_dim % 8 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: a bf16 KV cache needs head_dim a multiple of 8");
+  const uint64_t partials = 4 * 8 * 128 * 4, tile = static_cast<uint64_t>(kChunk) * static_cast<uint64_t>(head_dim) * 2u;
+  const uint64_t shared64 = static_cast<uint64_t>(group) * static_cast<uint64_t>(head_dim + kChunk) * 4u +
+                            (bf16 ? std::max(tile, partials) + tile : partials);
+  const auto shared = static_cast<unsigned>(shared64);
+  const char* chunk_kernel = bf16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
+  if (shared64 > 48 * 1024) {
+    // The f32 kernel stays within the default limit; bf16 with long heads raises it (once per size).
+    if (!bf16) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+    if (shared > decode_bf16_smem_limit_) {
+      auto k = modules_->kernel("attention", chunk_kernel);
+      if (!k) return fail(k.error());
+      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
+      if (r != CUDA_SUCCESS)
+        return fail(MEMRA_ERR_UNSUPPORTED, cu_error(r, "cuFuncSetAttribute (bf16 decode attention shared memory)") +
+                                               " for head_dim " + std::to_string(head_dim));
+      decode_bf16_smem_limit_ = shared;
+    }
+  }
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
-  memra_status st = launch("attention", "memra_attention_chunk", group_rows, static_cast<unsigned>(max_chunks), 128, shared, q,
+  memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks), 128, shared, q,
                            kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables,
                            max_blocks, p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows);
   if (st != MEMRA_OK) return st;
@@ -155,7 +177,8 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
 
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
-  const uint64_t layer_bytes = static_cast<uint64_t>(kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim) * 4u;
+  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
+  const uint64_t layer_bytes = static_cast<uint64_t>(kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim) * kv_element_bytes();
   const CUdeviceptr kc = k_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
   const CUdeviceptr vc = v_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
 
@@ -171,7 +194,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad rotary_dim");
   }
   const auto tokens = static_cast<unsigned>(batch->num_tokens);
-  memra_status st = launch("rope", "memra_rope_kv_write", tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
+  memra_status st = launch("rope", bf16 ? "memra_rope_kv_write_bf16" : "memra_rope_kv_write", tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
                            head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
                            db.block_tables, max_blocks, kc, vc, block_size);
   if (st != MEMRA_OK) return st;
@@ -187,7 +210,8 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   }
   if (!plan || plan->ctas == 0) return decode_attention(p, db, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
 
-  const char* kernel = head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128";
+  const char* kernel = head_dim == 64 ? (bf16 ? "memra_prefill_attention_hd64_bf16" : "memra_prefill_attention_hd64")
+                                      : (bf16 ? "memra_prefill_attention_hd128_bf16" : "memra_prefill_attention_hd128");
   const auto smem = static_cast<unsigned>(attn::prefill_attention_smem_bytes(head_dim));
   auto pk = modules_->kernel("attention_prefill", kernel);
   if (!pk) return fail(pk.error());

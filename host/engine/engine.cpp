@@ -109,6 +109,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   backend::KvCacheConfig kv = *state;
   kv.block_size = bs;
   kv.num_blocks = num_blocks;
+  kv.dtype = options.kv_dtype;
   Engine* self = e.get();
   const memra_weight_set set = e->source_->weight_set();
   const memra_backend_ops* ops = nullptr;
@@ -160,10 +161,10 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   if (e->pipeline_) {
     if (auto st = e->pipeline_->allocate_kv(); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
   } else if (e->cuda_) {
-    memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kv.layers, kv.kv_heads, kv.head_dim, kv.block_size, kv.num_blocks};
+    memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kv.layers, kv.kv_heads, kv.head_dim, kv.block_size, kv.num_blocks, kv.dtype};
     if (auto st = e->cuda_->allocate_kv(ckv); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
-  } else {
-    e->backend_->allocate_kv();
+  } else if (e->backend_->allocate_kv() != MEMRA_OK) {
+    return make_error(ErrorCode::unsupported, "cannot load " + e->source_->path + ": " + e->backend_->last_error());
   }
   return e;
 }

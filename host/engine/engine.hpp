@@ -45,6 +45,10 @@ struct EngineOptions {
   // before the host waits, so stage 0 computes one while stage 1 computes another
   // (pipeline_microbatch.hpp). Same logits (batch invariance). 1 = the whole batch at once.
   int32_t pipeline_microbatches = 1;
+  // KV cache element type on every backend: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after
+  // RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache element
+  // type"). Anything else fails at load.
+  memra_dtype kv_dtype = MEMRA_DTYPE_F32;
 };
 
 struct RowSampling;

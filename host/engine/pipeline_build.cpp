@@ -1,5 +1,7 @@
 #include "host/engine/pipeline_build.hpp"
 
+#include <algorithm>
+
 namespace memra::engine {
 
 Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector<memra_weight>& weights,
@@ -8,7 +10,8 @@ Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector
   PipelineSplitOptions so;
   so.stages = o.stages;
   so.split = o.split;
-  so.kv_bytes_per_layer = 2ull * static_cast<uint64_t>(kv.num_blocks * kv.block_size * kv.kv_heads * kv.head_dim) * 4u;
+  so.kv_bytes_per_layer = 2ull * static_cast<uint64_t>(kv.num_blocks * kv.block_size * kv.kv_heads * kv.head_dim) *
+                          std::max<uint64_t>(1, backend::kv_element_bytes(kv.dtype));
   auto plan = plan_pipeline(weights, kv.layers, so);
   if (!plan) return plan.error();
   std::vector<int> devices = o.devices;
@@ -32,7 +35,7 @@ Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector
       if (plan->weight_stages(w.name ? w.name : "") & (1u << s)) mine.push_back(w);
     backend::CudaBackendOpenOptions co = o.cuda;
     co.device = devices[static_cast<size_t>(s)];
-    const memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, skv.layers, skv.kv_heads, skv.head_dim, skv.block_size, skv.num_blocks};
+    const memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, skv.layers, skv.kv_heads, skv.head_dim, skv.block_size, skv.num_blocks, skv.dtype};
     auto stage = make_cuda_stage(co, mine, ckv);
     if (!stage)
       return make_error(stage.error().code, "pipeline stage " + std::to_string(s) + " (layers " +

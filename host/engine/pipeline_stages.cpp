@@ -10,7 +10,7 @@ class CpuStage final : public PipelineStage {
   CpuStage(const backend::KvCacheConfig& kv, backend::QuantLookup lookup) : backend_(kv, std::move(lookup)) {}
   const memra_backend_ops* ops() const override { return backend_.ops(); }
   Status allocate_kv() override {
-    backend_.allocate_kv();
+    if (backend_.allocate_kv() != MEMRA_OK) return make_error(ErrorCode::unsupported, backend_.last_error());
     return {};
   }
   Status begin_step() override {

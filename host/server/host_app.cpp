@@ -88,6 +88,7 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_BACKEND           as --backend\n"
          "  MEMRA_MAX_CONTEXT       as --max-context\n"
          "  MEMRA_KV_CACHE_TOKENS   as --kv-cache-tokens\n"
+         "  MEMRA_KV_DTYPE          as --kv-dtype\n"
          "  MEMRA_MAX_RUNNING       as --max-running\n"
          "  MEMRA_MAX_WAITING       as --max-waiting\n"
          "  MEMRA_MAX_STEP_TOKENS   as --max-step-tokens\n"
@@ -188,6 +189,7 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("kv-cache-tokens", "",
                            "KV-cache size in tokens, rounded up to whole contexts (default 0: 8 contexts)")
                         .argument("N"));
+  options.addOption(Option("kv-dtype", "", "KV cache element type: f32 or bf16 (default f32)").argument("TYPE"));
   options.addOption(Option("max-running", "", "sequences decoding at once per model (default 16)").argument("N"));
   options.addOption(Option("max-waiting", "",
                            "sequences queued per model before requests get 503 (default 256)")

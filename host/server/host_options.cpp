@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <set>
 
+#include "host/engine/kv_dtype.hpp"
+
 namespace memra::server {
 namespace {
 
@@ -49,6 +51,7 @@ constexpr Setting kSettings[] = {
     {"backend", "MEMRA_BACKEND"},
     {"max-context", "MEMRA_MAX_CONTEXT"},
     {"kv-cache-tokens", "MEMRA_KV_CACHE_TOKENS"},
+    {"kv-dtype", "MEMRA_KV_DTYPE"},
     {"max-running", "MEMRA_MAX_RUNNING"},
     {"max-waiting", "MEMRA_MAX_WAITING"},
     {"max-step-tokens", "MEMRA_MAX_STEP_TOKENS"},
@@ -117,6 +120,10 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 0, std::int64_t{1} << 32);
     if (!n) return n.error();
     o.kv_cache_tokens = *n;
+  } else if (name == "kv-dtype") {
+    const auto dtype = engine::parse_kv_dtype(value);
+    if (!dtype) return usage(what + " must be f32 or bf16, got '" + value + "'");
+    o.kv_dtype = *dtype;
   } else if (name == "max-running") {
     auto n = parse_int(value, what, 1, 4096);
     if (!n) return n.error();

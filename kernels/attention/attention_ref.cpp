@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "repack/quant/fp_convert.hpp"
+
 namespace memra::ref {
 namespace {
 
@@ -13,18 +15,15 @@ inline int64_t slot_offset(const PagedKvLayer& layer, const int32_t* block_table
   return row * layer.kv_heads * layer.head_dim;
 }
 
-}  // namespace
+inline float load(const float* p, int64_t i) { return p[i]; }
+inline float load(const uint16_t* p, int64_t i) { return quant::bf16_to_f32(p[i]); }
 
-void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
-                    const float* v) {
-  const int64_t off = slot_offset(layer, block_table, position);
-  const int64_t n = layer.kv_heads * layer.head_dim;
-  std::copy(k, k + n, layer.k + off);
-  std::copy(v, v + n, layer.v + off);
-}
-
-void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q,
-                     int64_t heads, float scale, int64_t sliding_window, float logit_softcap, float* out) {
+// One arithmetic for both element types: only the load differs (bf16 -> f32 is exact).
+template <class T>
+void attend(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q, int64_t heads,
+            float scale, int64_t sliding_window, float logit_softcap, float* out) {
+  const T* kc = static_cast<const T*>(layer.k);
+  const T* vc = static_cast<const T*>(layer.v);
   const int64_t d = layer.head_dim;
   const int64_t group = heads / layer.kv_heads;
   const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, position - sliding_window + 1) : 0;
@@ -35,9 +34,9 @@ void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int6
     const int64_t kvh = h / group;
     float max_score = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
-      const float* kj = layer.k + slot_offset(layer, block_table, first + j) + kvh * d;
+      const T* kj = kc + slot_offset(layer, block_table, first + j) + kvh * d;
       float s = 0.0f;
-      for (int64_t i = 0; i < d; ++i) s += qh[i] * kj[i];
+      for (int64_t i = 0; i < d; ++i) s += qh[i] * load(kj, i);
       s *= scale;
       if (logit_softcap > 0.0f) s = logit_softcap * std::tanh(s / logit_softcap);
       p[static_cast<size_t>(j)] = s;
@@ -53,10 +52,37 @@ void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int6
     std::fill(oh, oh + d, 0.0f);
     for (int64_t j = 0; j < n; ++j) {
       const float w = p[static_cast<size_t>(j)] / sum;
-      const float* vj = layer.v + slot_offset(layer, block_table, first + j) + kvh * d;
-      for (int64_t i = 0; i < d; ++i) oh[i] += w * vj[i];
+      const T* vj = vc + slot_offset(layer, block_table, first + j) + kvh * d;
+      for (int64_t i = 0; i < d; ++i) oh[i] += w * load(vj, i);
     }
   }
+}
+
+}  // namespace
+
+void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
+                    const float* v) {
+  const int64_t off = slot_offset(layer, block_table, position);
+  const int64_t n = layer.kv_heads * layer.head_dim;
+  if (layer.element == KvElement::bf16) {
+    uint16_t* kd = static_cast<uint16_t*>(layer.k) + off;
+    uint16_t* vd = static_cast<uint16_t*>(layer.v) + off;
+    for (int64_t i = 0; i < n; ++i) {
+      kd[i] = quant::f32_to_bf16(k[i]);
+      vd[i] = quant::f32_to_bf16(v[i]);
+    }
+    return;
+  }
+  std::copy(k, k + n, static_cast<float*>(layer.k) + off);
+  std::copy(v, v + n, static_cast<float*>(layer.v) + off);
+}
+
+void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q,
+                     int64_t heads, float scale, int64_t sliding_window, float logit_softcap, float* out) {
+  if (layer.element == KvElement::bf16)
+    attend<uint16_t>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
+  else
+    attend<float>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
 }
 
 }  // namespace memra::ref

@@ -9,7 +9,13 @@
 // the dynamic buffer), st_shared_v4(addr, w0..w3), ldmatrix_x4(addr, r[4]),
 // ldmatrix_x4_trans(addr, r[4]), mma(d[4], a[4], b0, b1) (m16n8k16 bf16, f32 acc),
 // float shfl_xor(v, mask), sync() (the CTA barrier), syncwarp(), split2(a, b, hi, lo) (bf16x2 hi
-// and lo words, a in the low half), load8(src, v[8]), store2(dst, x, y).
+// and lo words, a in the low half), load8(src, v[8]), load8_bf16(src, w[4]) (8 bf16 as
+// four words, the lower index in each low half), store2(dst, x, y).
+//
+// The KV cache element KvT is float (each K/V value split into bf16 hi + lo like q and
+// P: three mma per product) or uint16_t, bf16 bits (a bf16 KV cache): the values are
+// exact bf16 already, so they are staged as the hi plane as they are and their lo term,
+// exactly zero, is skipped (two mma per product: q_hi·k + q_lo·k, P_hi·v + P_lo·v).
 #pragma once
 
 #include <math.h>
@@ -63,10 +69,51 @@ MEMRA_PA_FN void pa_mma3(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], const
   ops.mma(d, ah, bl0, bl1);
 }
 
-// One KV tile (kPrefillTileN positions x D floats of one kv head) as the thread's
-// share of 16-byte chunks: chunk job i of thread tid is idx = tid + i * threads, row
+// One 16-byte chunk of a KV row as loaded: 8 floats, or 8 bf16 in four words.
+template <class KvT>
+struct PaKvChunk {
+  float v[8];
+};
+template <>
+struct PaKvChunk<uint16_t> {
+  uint32_t w[4];
+};
+
+template <class Ops>
+MEMRA_PA_FN void pa_load_chunk(Ops& ops, const float* src, PaKvChunk<float>& c) { ops.load8(src, c.v); }
+template <class Ops>
+MEMRA_PA_FN void pa_load_chunk(Ops& ops, const uint16_t* src, PaKvChunk<uint16_t>& c) { ops.load8_bf16(src, c.w); }
+MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<float>& c) {
+MEMRA_PA_UNROLL
+  for (int e = 0; e < 8; ++e) c.v[e] = 0.0f;
+}
+MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<uint16_t>& c) {
+MEMRA_PA_UNROLL
+  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // bf16 +0
+}
+template <class Ops>
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<float>& c) {
+  pa_store_chunk(ops, hi_plane, lo_plane, off, c.v);
+}
+// bf16: the hi plane only (lo is never read).
+template <class Ops>
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<uint16_t>& c) {
+  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
+}
+
+// a·b with b a KV operand: hi·hi, lo·hi, then hi·lo unless the cache is bf16 (b's lo is 0).
+template <class KvT, class Ops>
+MEMRA_PA_FN void pa_mma_kv(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint32_t bh0,
+                           uint32_t bh1, uint32_t bl0, uint32_t bl1) {
+  ops.mma(d, ah, bh0, bh1);
+  ops.mma(d, al, bh0, bh1);
+  if constexpr (sizeof(KvT) == 4) ops.mma(d, ah, bl0, bl1);
+}
+
+// One KV tile (kPrefillTileN positions x D elements of one kv head) as the thread's
+// share of 8-element chunks: chunk job i of thread tid is idx = tid + i * threads, row
 // idx / (D/8), chunk idx % (D/8). Positions outside [lo, hi] are zeros (never read).
-template <int D>
+template <int D, class KvT>
 struct PaTileLoader {
   static constexpr int kChunks = D / 8;                                     // per row
   static constexpr int kJobs = kPrefillTileN * kChunks / kPrefillThreads;  // per thread
@@ -77,33 +124,32 @@ struct PaTileLoader {
   int64_t row_width, head_offset;
 
   template <class Ops>
-  MEMRA_PA_FN void load(Ops& ops, const float* cache, int32_t j0, float (&buf)[kJobs][8]) const {
+  MEMRA_PA_FN void load(Ops& ops, const KvT* cache, int32_t j0, PaKvChunk<KvT> (&buf)[kJobs]) const {
 MEMRA_PA_UNROLL
     for (int i = 0; i < kJobs; ++i) {
       const int idx = ops.tid() + i * kPrefillThreads;
       const int r = idx / kChunks, c = idx % kChunks;
       const int32_t pos = j0 + r;
       if (pos >= lo && pos <= hi) {
-        ops.load8(cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, buf[i]);
+        pa_load_chunk(ops, cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, buf[i]);
       } else {
-MEMRA_PA_UNROLL
-        for (int e = 0; e < 8; ++e) buf[i][e] = 0.0f;
+        pa_zero_chunk(buf[i]);
       }
     }
   }
   template <class Ops>
-  MEMRA_PA_FN void store(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, const float (&buf)[kJobs][8]) const {
+  MEMRA_PA_FN void store(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, const PaKvChunk<KvT> (&buf)[kJobs]) const {
 MEMRA_PA_UNROLL
     for (int i = 0; i < kJobs; ++i) {
       const int idx = ops.tid() + i * kPrefillThreads;
-      pa_store_chunk(ops, hi_plane, lo_plane, pa_swz<D>(idx / kChunks, idx % kChunks), buf[i]);
+      pa_store_kv_chunk(ops, hi_plane, lo_plane, pa_swz<D>(idx / kChunks, idx % kChunks), buf[i]);
     }
   }
 };
 
-template <int D, class Ops>
-MEMRA_PA_FN void prefill_attention_body(Ops& ops, const float* __restrict__ q, const float* __restrict__ k_cache,
-                                        const float* __restrict__ v_cache, int32_t heads, int32_t kv_heads,
+template <int D, class KvT, class Ops>
+MEMRA_PA_FN void prefill_attention_body(Ops& ops, const float* __restrict__ q, const KvT* __restrict__ k_cache,
+                                        const KvT* __restrict__ v_cache, int32_t heads, int32_t kv_heads,
                                         int32_t block_size, const int32_t* __restrict__ positions,
                                         const int32_t* __restrict__ block_tables, int32_t max_blocks, float scale,
                                         int32_t window, float softcap, const int32_t* __restrict__ tasks,
@@ -128,7 +174,8 @@ MEMRA_PA_FN void prefill_attention_body(Ops& ops, const float* __restrict__ q, c
   const int64_t q_row = static_cast<int64_t>(heads) * D;
 
   // Positions the CTA stages: its rows' union [first(min), max]; tiles j_lo..j_hi.
-  const PaTileLoader<D> ld{table, block_size, pa_first_position(cta[4], window), cta[5], row_width,
+  constexpr bool kSplitKv = sizeof(KvT) == 4;  // f32 cache: K/V lo planes exist
+  const PaTileLoader<D, KvT> ld{table, block_size, pa_first_position(cta[4], window), cta[5], row_width,
                            static_cast<int64_t>(kvh) * D};
   const int j_lo = ld.lo / kTileN, j_hi = ld.hi / kTileN;
   // The warp's tiles: from its earliest present row's first tile to its rows' last one.
@@ -168,7 +215,7 @@ MEMRA_PA_UNROLL
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  float buf[PaTileLoader<D>::kJobs][8];
+  PaKvChunk<KvT> buf[PaTileLoader<D, KvT>::kJobs];
   ld.load(ops, k_cache, j_lo * kTileN, buf);
   ld.store(ops, k_hi, k_lo, buf);
   ops.sync();  // K tile j_lo and every warp's Q planes
@@ -196,11 +243,11 @@ MEMRA_PA_UNROLL
           // K rows np*16 .. +15 (positions) as B: [0],[1] n-tile 2np, [2],[3] n-tile 2np+1.
           const int r = np * 16 + (lane & 7) + ((lane >> 4) << 3);
           const int c = ks * 2 + ((lane >> 3) & 1);
-          uint32_t bh[4], bl[4];
+          uint32_t bh[4], bl[4] = {0u, 0u, 0u, 0u};
           ops.ldmatrix_x4(k_hi + pa_swz<D>(r, c), bh);
-          ops.ldmatrix_x4(k_lo + pa_swz<D>(r, c), bl);
-          pa_mma3(ops, s[2 * np], ah, al, bh[0], bh[1], bl[0], bl[1]);
-          pa_mma3(ops, s[2 * np + 1], ah, al, bh[2], bh[3], bl[2], bl[3]);
+          if constexpr (kSplitKv) ops.ldmatrix_x4(k_lo + pa_swz<D>(r, c), bl);
+          pa_mma_kv<KvT>(ops, s[2 * np], ah, al, bh[0], bh[1], bl[0], bl[1]);
+          pa_mma_kv<KvT>(ops, s[2 * np + 1], ah, al, bh[2], bh[3], bl[2], bl[3]);
         }
       }
       // Element e of n-tile n: row slot g + 8*(e>>1), position j0 + 8n + 2*t4 + (e&1).
@@ -269,11 +316,11 @@ MEMRA_PA_UNROLL
           // [0],[1] n-tile 2dp (dims +0..7), [2],[3] n-tile 2dp+1 (dims +8..15).
           const int r = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
           const int c = dp * 2 + (lane >> 4);
-          uint32_t vh[4], vl[4];
+          uint32_t vh[4], vl[4] = {0u, 0u, 0u, 0u};
           ops.ldmatrix_x4_trans(v_hi + pa_swz<D>(r, c), vh);
-          ops.ldmatrix_x4_trans(v_lo + pa_swz<D>(r, c), vl);
-          pa_mma3(ops, o[2 * dp], ph, pl, vh[0], vh[1], vl[0], vl[1]);
-          pa_mma3(ops, o[2 * dp + 1], ph, pl, vh[2], vh[3], vl[2], vl[3]);
+          if constexpr (kSplitKv) ops.ldmatrix_x4_trans(v_lo + pa_swz<D>(r, c), vl);
+          pa_mma_kv<KvT>(ops, o[2 * dp], ph, pl, vh[0], vh[1], vl[0], vl[1]);
+          pa_mma_kv<KvT>(ops, o[2 * dp + 1], ph, pl, vh[2], vh[3], vl[2], vl[3]);
         }
       }
 MEMRA_PA_UNROLL

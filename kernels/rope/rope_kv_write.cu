@@ -7,14 +7,22 @@
 // inv_freq is the reference's precomputed table (all scalings). Each element's
 // arithmetic is the same whatever the grid, so results are unchanged by batching.
 // The cache layout is kernels/attention/attention_ref's [block][slot][kv_head][head_dim].
+// memra_rope_kv_write_bf16 stores K and V rounded to bf16 (round to nearest even,
+// __float2bfloat16_rn, as the reference's f32_to_bf16); q and k themselves stay f32.
+#include <cuda_bf16.h>
 #include <stdint.h>
 
-extern "C" __global__ void memra_rope_kv_write(float* q, float* k, const float* v, int32_t q_heads, int32_t kv_heads,
-                                               int32_t head_dim, int32_t rotary_dim, int32_t neox,
-                                               const float* inv_freq, float attention_factor,
-                                               const int32_t* positions, const int32_t* seq_index,
-                                               const int32_t* block_tables, int32_t max_blocks, float* k_cache,
-                                               float* v_cache, int32_t block_size) {
+namespace {
+__device__ __forceinline__ void store_kv(float* dst, float x) { *dst = x; }
+__device__ __forceinline__ void store_kv(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
+
+template <class KvT>
+__device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v, int32_t q_heads, int32_t kv_heads,
+                                              int32_t head_dim, int32_t rotary_dim, int32_t neox,
+                                              const float* inv_freq, float attention_factor,
+                                              const int32_t* positions, const int32_t* seq_index,
+                                              const int32_t* block_tables, int32_t max_blocks, KvT* k_cache,
+                                              KvT* v_cache, int32_t block_size) {
   const int64_t t = blockIdx.x;
   const int h = static_cast<int>(blockIdx.y);
   const int32_t pos = positions[t];
@@ -40,7 +48,20 @@ extern "C" __global__ void memra_rope_kv_write(float* q, float* k, const float* 
   const int64_t off = (static_cast<int64_t>(block) * block_size + pos % block_size) * kw + static_cast<int64_t>(kvh) * head_dim;
   const float* vh = v + t * kw + static_cast<int64_t>(kvh) * head_dim;
   for (int e = threadIdx.x; e < head_dim; e += blockDim.x) {
-    k_cache[off + e] = vec[e];
-    v_cache[off + e] = vh[e];
+    store_kv(k_cache + off + e, vec[e]);
+    store_kv(v_cache + off + e, vh[e]);
   }
 }
+}  // namespace
+
+#define MEMRA_DEFINE_ROPE_KV_WRITE(NAME, KvT)                                                                    \
+  extern "C" __global__ void NAME(float* q, float* k, const float* v, int32_t q_heads, int32_t kv_heads,         \
+                                  int32_t head_dim, int32_t rotary_dim, int32_t neox, const float* inv_freq,     \
+                                  float attention_factor, const int32_t* positions, const int32_t* seq_index,    \
+                                  const int32_t* block_tables, int32_t max_blocks, KvT* k_cache, KvT* v_cache,   \
+                                  int32_t block_size) {                                                          \
+    rope_kv_write(q, k, v, q_heads, kv_heads, head_dim, rotary_dim, neox, inv_freq, attention_factor, positions, \
+                  seq_index, block_tables, max_blocks, k_cache, v_cache, block_size);                            \
+  }
+MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write, float)
+MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_bf16, __nv_bfloat16)

@@ -10,7 +10,8 @@
 //  - CudaPrefillAttentionEmulated.*: the kernel body itself, run on the host by the
 //    emulator of prefill_attention_emulator.hpp (PTX fragment layouts, shared-memory
 //    bounds and race checks), against the CPU reference (kAttentionBound) and bitwise
-//    across chunkings, with every cache position a step must not read set to NaN.
+//    across chunkings, with every cache position a step must not read set to NaN; for
+//    an f32 and a bf16 KV cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
 #include "kernels/attention/prefill_attention_plan.hpp"
+#include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
 #include "tests/cuda/kernel_check_run.hpp"
 #include "tests/cuda/prefill_attention_emulator.hpp"
@@ -206,6 +208,7 @@ struct EmuConfig {
   int32_t n;                    // prompt length
   std::vector<int32_t> chunks;  // chunk sizes to compare with the one-step run
   float q_scale = 1.0f;         // > 1: peakier softmax
+  bool kv_bf16 = false;         // a bf16 KV cache (the _bf16 kernels' body)
 };
 
 class EmuScenario {
@@ -228,6 +231,10 @@ class EmuScenario {
     for (float& x : v_) x = nd(rng);
     q_.resize(static_cast<size_t>(c.n) * c.heads * c.head_dim);
     for (float& x : q_) x = nd(rng) * c.q_scale;
+    if (c.kv_bf16) {
+      for (float x : k_) k16_.push_back(memra::quant::f32_to_bf16(x));
+      for (float x : v_) v16_.push_back(memra::quant::f32_to_bf16(x));
+    }
   }
 
   int64_t qw() const { return static_cast<int64_t>(c_.heads) * c_.head_dim; }
@@ -235,6 +242,11 @@ class EmuScenario {
   // The CPU reference rows of positions [0, n).
   std::vector<float> reference() const {
     memra::ref::PagedKvLayer L{const_cast<float*>(k_.data()), const_cast<float*>(v_.data()), kBlock, c_.kv_heads, c_.head_dim};
+    if (c_.kv_bf16) {
+      L.k = const_cast<uint16_t*>(k16_.data());
+      L.v = const_cast<uint16_t*>(v16_.data());
+      L.element = memra::ref::KvElement::bf16;
+    }
     std::vector<float> out(q_.size());
     for (int32_t p = 0; p < c_.n; ++p)
       memra::ref::paged_attention(L, tables_.data(), p, q_.data() + p * qw(), c_.heads, scale(), c_.window, c_.softcap,
@@ -261,20 +273,27 @@ class EmuScenario {
                                                              prompt.data(), c_.heads, c_.kv_heads, plan);
     if (!perr.empty()) return {{}, perr};
     std::vector<float> k = k_, v = v_;
+    std::vector<uint16_t> k16 = k16_, v16 = v16_;
     const int32_t lo = c_.window > 0 ? std::max(0, p0 - c_.window + 1) : 0;
     for (int32_t p = 0; p < max_blocks_ * kBlock; ++p) {
       if (p >= lo && p < p1) continue;
       const int64_t off = (static_cast<int64_t>(tables_[static_cast<size_t>(p / kBlock)]) * kBlock + p % kBlock) * row_;
-      std::fill(k.begin() + off, k.begin() + off + row_, NAN);
-      std::fill(v.begin() + off, v.begin() + off + row_, NAN);
+      if (c_.kv_bf16) {
+        std::fill(k16.begin() + off, k16.begin() + off + row_, uint16_t{0x7fc0});  // bf16 NaN
+        std::fill(v16.begin() + off, v16.begin() + off + row_, uint16_t{0x7fc0});
+      } else {
+        std::fill(k.begin() + off, k.begin() + off + row_, NAN);
+        std::fill(v.begin() + off, v.begin() + off + row_, NAN);
+      }
     }
     std::vector<float> out(q.size(), NAN);
     memra::attn::emu::KernelArgs a{};
     a.q = q.data();
     a.q_bytes = q.size() * 4;
-    a.k_cache = k.data();
-    a.v_cache = v.data();
-    a.cache_bytes = k.size() * 4;
+    a.kv_bf16 = c_.kv_bf16;
+    a.k_cache = c_.kv_bf16 ? static_cast<const void*>(k16.data()) : k.data();
+    a.v_cache = c_.kv_bf16 ? static_cast<const void*>(v16.data()) : v.data();
+    a.cache_bytes = c_.kv_bf16 ? k16.size() * 2 : k.size() * 4;
     a.heads = c_.heads;
     a.kv_heads = c_.kv_heads;
     a.head_dim = c_.head_dim;
@@ -303,6 +322,7 @@ class EmuScenario {
   int64_t row_ = 0;
   std::vector<int32_t> tables_;
   std::vector<float> k_, v_, q_;
+  std::vector<uint16_t> k16_, v16_;  // the bf16 cache (kv_bf16)
 };
 
 void check_emulated(const EmuConfig& c) {
@@ -314,7 +334,8 @@ void check_emulated(const EmuConfig& c) {
   EXPECT_EQ(cmp.nonfinite_mismatch, 0u);
   EXPECT_LE(cmp.nmse, memra::kcheck::kAttentionBound) << "max abs diff " << cmp.max_abs;
   std::cout << "[ emulated ] heads " << c.heads << "/" << c.kv_heads << " hd" << c.head_dim << " window " << c.window
-            << " softcap " << c.softcap << " T=" << c.n << ": nmse " << cmp.nmse << " vs the f32 reference\n";
+            << " softcap " << c.softcap << " T=" << c.n << (c.kv_bf16 ? " bf16 KV" : " f32 KV") << ": nmse " << cmp.nmse
+            << " vs the reference\n";
   for (int32_t chunk : c.chunks) {
     std::vector<float> got;
     for (int32_t p0 = 0; p0 < c.n; p0 += chunk) {
@@ -337,5 +358,13 @@ TEST(CudaPrefillAttentionEmulated, Mha3Hd64Window80) { check_emulated({3, 3, 64,
 // The Qwen3-8B group (4 q heads per kv head: a CTA is one 16-position block's group),
 // with scores ~N(0, 16): the kernel-check's "peaky" case.
 TEST(CudaPrefillAttentionEmulated, Gqa4Hd128PeakyScores) { check_emulated({8, 2, 128, 0, 0.0f, 70, {1, 23}, 4.0f}); }
+// A bf16 KV cache (the _bf16 kernels: K/V staged as the hi plane, no lo term) against
+// the reference over the same bf16 cache, same bound, and chunking bit for bit.
+TEST(CudaPrefillAttentionEmulated, Bf16KvGqa2Hd64FullAttention) {
+  check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}, 1.0f, true});
+}
+TEST(CudaPrefillAttentionEmulated, Bf16KvGqa4Hd128WindowSoftcapPeaky) {
+  check_emulated({8, 2, 128, 37, 20.0f, 70, {1, 23}, 4.0f, true});
+}
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attention/prefill_attention_body.cuh"
@@ -256,6 +257,15 @@ class HostOps {
     if (reinterpret_cast<uintptr_t>(src) % 16 != 0) c_->error("global float4 load misaligned");
     std::memcpy(v, src, 32);
   }
+  void load8_bf16(const uint16_t* src, uint32_t (&w)[4]) {
+    if (!inside(src, 16, readable_)) {
+      c_->error("global load of 8 bf16 outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
+      for (uint32_t& x : w) x = 0x7fc07fc0u;  // NaN pairs
+      return;
+    }
+    if (reinterpret_cast<uintptr_t>(src) % 16 != 0) c_->error("global uint4 load misaligned");
+    std::memcpy(w, src, 16);
+  }
   void store2(float* dst, float x, float y) {
     if (!inside(dst, 8, {writable_})) {
       c_->error("global store outside the output (thread " + std::to_string(tid_) + ")");
@@ -338,8 +348,10 @@ class HostOps {
 
 // The kernel over a plan: CTAs one after the other. Returns the first error or "".
 struct KernelArgs {
-  const float *q, *k_cache, *v_cache;
+  const float* q;
+  const void *k_cache, *v_cache;  // float, or uint16_t bf16 bits when kv_bf16
   size_t q_bytes, cache_bytes;
+  bool kv_bf16;
   int32_t heads, kv_heads, head_dim, block_size;
   const int32_t *positions, *block_tables;
   int32_t max_blocks;
@@ -357,12 +369,21 @@ inline std::string run_prefill_attention(const KernelArgs& a) {
     Cta cta(c, static_cast<size_t>(prefill_attention_smem_bytes(a.head_dim)));
     const std::string err = cta.run([&](Cta* ctx, int tid) {
       HostOps ops(ctx, tid, {{a.q, a.q_bytes}, {a.k_cache, a.cache_bytes}, {a.v_cache, a.cache_bytes}}, {a.out, a.out_bytes});
-      if (a.head_dim == 64)
-        prefill_attention_body<64>(ops, a.q, a.k_cache, a.v_cache, a.heads, a.kv_heads, a.block_size, a.positions,
-                                   a.block_tables, a.max_blocks, a.scale, a.window, a.softcap, a.tasks, a.out);
-      else
-        prefill_attention_body<128>(ops, a.q, a.k_cache, a.v_cache, a.heads, a.kv_heads, a.block_size, a.positions,
-                                    a.block_tables, a.max_blocks, a.scale, a.window, a.softcap, a.tasks, a.out);
+      auto body = [&](auto d, auto* kv_type) {
+        using KvT = std::remove_pointer_t<decltype(kv_type)>;
+        prefill_attention_body<decltype(d)::value, KvT>(
+            ops, a.q, static_cast<const KvT*>(a.k_cache), static_cast<const KvT*>(a.v_cache), a.heads, a.kv_heads,
+            a.block_size, a.positions, a.block_tables, a.max_blocks, a.scale, a.window, a.softcap, a.tasks, a.out);
+      };
+      using D64 = std::integral_constant<int, 64>;
+      using D128 = std::integral_constant<int, 128>;
+      if (a.kv_bf16) {
+        if (a.head_dim == 64) body(D64{}, static_cast<uint16_t*>(nullptr));
+        else body(D128{}, static_cast<uint16_t*>(nullptr));
+      } else {
+        if (a.head_dim == 64) body(D64{}, static_cast<float*>(nullptr));
+        else body(D128{}, static_cast<float*>(nullptr));
+      }
     });
     if (!err.empty()) return "CTA " + std::to_string(c) + ": " + err;
   }

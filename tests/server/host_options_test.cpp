@@ -66,6 +66,22 @@ TEST(ServerOptions, EngineKnobs) {
   }
 }
 
+TEST(ServerOptions, KvDtype) {
+  HostOptions o;
+  ASSERT_TRUE(apply_environment(o, env_of({})));
+  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F32);
+  ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_KV_DTYPE", "bf16"}})));
+  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_BF16);
+  ASSERT_TRUE(apply_flag(o, "kv-dtype", "f32"));
+  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F32);
+  for (const char* bad : {"fp16", "f16", "BF16", ""}) {
+    HostOptions b;
+    auto s = apply_flag(b, "kv-dtype", bad);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("--kv-dtype must be f32 or bf16"), std::string::npos) << s.error().message;
+  }
+}
+
 TEST(ServerOptions, EnvironmentThenFlagsWin) {
   HostOptions o;
   ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_HOST", "0.0.0.0"},

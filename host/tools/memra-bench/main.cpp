@@ -14,6 +14,7 @@
 
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
+#include "host/engine/kv_dtype.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
 #include "memra_bench_shapes.hpp"  // generated from shapes/*.config.json
 #include "host/tools/memra-bench/serve_bench.hpp"
@@ -66,6 +67,7 @@ void usage() {
       "  --concurrency LIST      also: serving throughput through the scheduler with N concurrent greedy\n"
       "                          requests (--prompt tokens each, --decode generated): the aggregate decode\n"
       "                          rate while all N decode, median of --repeats runs\n"
+      "  --kv-dtype f32|bf16     KV cache element type (default f32; bf16 halves the KV bytes read)\n"
       "  --pp-groups LIST        --concurrency: scheduler rolling groups to measure (1: one step at a time,\n"
       "                          2: two groups alternate through the stages; default 1,2 with --pp, else 1)\n"
       "  --help                  this text\n");
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
   int pp = 1, pp_micro = 1;
+  memra_dtype kv_dtype = MEMRA_DTYPE_F32;
   std::string pp_split, pp_devices, concurrency_arg, groups_arg;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -126,6 +129,14 @@ int main(int argc, char** argv) {
     else if (a == "--pp-microbatches") pp_micro = std::atoi(value().c_str());
     else if (a == "--concurrency") concurrency_arg = value();
     else if (a == "--pp-groups") groups_arg = value();
+    else if (a == "--kv-dtype") {
+      const auto d = memra::engine::parse_kv_dtype(value());
+      if (!d) {
+        std::fprintf(stderr, "memra-bench: --kv-dtype must be f32 or bf16\n");
+        return 2;
+      }
+      kv_dtype = *d;
+    }
     else if (!a.empty() && a[0] != '-' && model_path.empty()) model_path = a;
     else {
       std::fprintf(stderr, "memra-bench: unknown option %s (see --help)\n", a.c_str());
@@ -192,13 +203,14 @@ int main(int argc, char** argv) {
     for (int c : int_list(pp_split)) eo.pipeline_split.push_back(c);
   if (!pp_devices.empty()) eo.pipeline_devices = int_list(pp_devices);
   eo.pipeline_microbatches = pp_micro;
+  eo.kv_dtype = kv_dtype;
   t0 = now_s();
   auto engine = memra::engine::Engine::create(std::move(*src), plugins, eo);
   if (!engine) {
     std::fprintf(stderr, "memra-bench: %s\n", engine.error().message.c_str());
     return 1;
   }
-  std::fprintf(info, "engine created (weights uploaded) in %.1f s\n", now_s() - t0);
+  std::fprintf(info, "engine created (weights uploaded, %s KV cache) in %.1f s\n", memra::engine::kv_dtype_name(kv_dtype), now_s() - t0);
   if (const auto* pl = (*engine)->pipeline())
     for (int32_t s = 0; s < pl->num_stages(); ++s) {
       const auto k = static_cast<size_t>(s);
@@ -223,6 +235,7 @@ int main(int argc, char** argv) {
   // Tied embeddings: the table is also the output matrix, read in full every token.
   sb.weight_bytes_per_token = matrix_bytes + (cfg.tie_word_embeddings ? embd_bytes : 0);
   sb.fallback_gbps = hbm_gbps;
+  sb.kv_element_bytes = static_cast<double>(memra::backend::kv_element_bytes(kv_dtype));
   if (const int rc = memra::bench::run_standard_bench(**engine, sb); rc != 0) return rc;
   if (!concurrency.empty()) {
     memra::bench::ServeBenchOptions so;
@@ -272,9 +285,9 @@ int main(int argc, char** argv) {
     }
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
-    // Batch-1 roofline: every matrix once, plus the KV cache of the context (f32 K and V).
+    // Batch-1 roofline: every matrix once, plus the KV cache of the context (K and V).
     const double ctx = prompt + decode / 2.0;
-    const double kv_bytes = 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 4.0 * ctx * b;
+    const double kv_bytes = 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * sb.kv_element_bytes * ctx * b;
     const double roof = b * hbm_gbps * 1e9 / (static_cast<double>(matrix_bytes) + kv_bytes);
     std::printf("%6d %12.1f %12.3f %12.1f %12.1f %9.1f%%\n", b, b * prompt / prefill_s, med * 1e3, b / med, roof,
                 100.0 * (b / med) / roof);

@@ -192,9 +192,9 @@ int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o) {
 
   // Decode (tg) at each depth: prefill `depth` tokens in chunks of 512, then time
   // `gen_tokens` one-token steps. KV bytes read per token: every layer's K and V rows
-  // (f32) up to the token's position, averaged over the timed steps.
+  // (kv_element_bytes each) up to the token's position, averaged over the timed steps.
   const double kv_row_bytes = 2.0 * static_cast<double>(cfg.num_layers) * static_cast<double>(cfg.num_kv_heads) *
-                              static_cast<double>(cfg.head_dim) * 4.0;
+                              static_cast<double>(cfg.head_dim) * o.kv_element_bytes;
   for (int depth : o.depths) {
     std::vector<double> times;
     for (int run = 0; run <= o.repeats; ++run) {

@@ -23,6 +23,7 @@ struct StandardBenchOptions {
   std::string model_label, quant;
   uint64_t weight_bytes_per_token = 0;  // matrices read per token, input embedding excluded
   double fallback_gbps = 4300;    // roofline bandwidth when none can be measured (CPU)
+  double kv_element_bytes = 4;    // 4: f32 KV cache, 2: bf16 (--kv-dtype)
 };
 
 // The context the engine must allow for these options.

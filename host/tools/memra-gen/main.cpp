@@ -21,6 +21,7 @@
 #include "host/engine/draft_loader.hpp"
 #include "host/engine/draft_model.hpp"
 #include "host/engine/generate.hpp"
+#include "host/engine/kv_dtype.hpp"
 #include "host/engine/text_model.hpp"
 
 namespace {
@@ -70,6 +71,7 @@ class GenApp : public Application {
     add("pp", "split the layers over N pipeline stages (CUDA devices 0..N-1; default 1)", "N");
     add("pp-split", "layers per pipeline stage, e.g. 18 or 12,12,12 (default: balanced by memory)", "LIST");
     add("pp-devices", "CUDA device of each pipeline stage, e.g. 0,1 (default 0..N-1)", "LIST");
+    add("kv-dtype", "KV cache element type: f32 or bf16 (default f32)", "TYPE");
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
@@ -157,6 +159,9 @@ class GenApp : public Application {
     };
     eo.pipeline_split = list(opt("pp-split", ""));
     for (int64_t d : list(opt("pp-devices", ""))) eo.pipeline_devices.push_back(static_cast<int>(d));
+    const auto kv_dtype = engine::parse_kv_dtype(opt("kv-dtype", "f32"));
+    if (!kv_dtype) return usage_error("--kv-dtype must be f32 or bf16");
+    eo.kv_dtype = *kv_dtype;
     engine::GenerateOptions g;
     g.max_tokens = std::stoll(opt("max-tokens", "128"));
     g.sampling.temperature = std::stof(opt("temperature", "0"));

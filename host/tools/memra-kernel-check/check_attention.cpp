@@ -1,6 +1,9 @@
 // RoPE + paged-KV write + split-KV attention against the CPU reference
 // (kernels/rope, kernels/attention), and its batch-invariance bit checks: a row
-// alone vs beside three other sequences, and in a prefill vs a decode step.
+// alone vs beside three other sequences, and in a prefill vs a decode step; with an
+// f32 and a bf16 KV cache (the reference then rounds K and V to bf16 when written).
+// For bf16 also: the bf16 decode kernel is bitwise the f32 one when both caches hold
+// the same bf16-representable values (only the element load differs).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -9,6 +12,7 @@
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
 #include "kernels/rope/rope_ref.hpp"
+#include "repack/quant/fp_convert.hpp"
 
 namespace memra::kcheck {
 namespace {
@@ -20,7 +24,10 @@ struct Config {
   memra_rope_params rope;
   int32_t window;
   float softcap;
+  memra_dtype kv = MEMRA_DTYPE_F32;
 };
+
+size_t kv_bytes(memra_dtype d) { return d == MEMRA_DTYPE_BF16 ? 2 : 4; }
 
 memra_rope_params rope(int32_t rotary_dim, int32_t neox, float theta, memra_rope_scaling scaling) {
   memra_rope_params p{};
@@ -48,11 +55,11 @@ class Scenario {
   Scenario(Device& d, const Config& c, int32_t layers, int32_t block_size, int32_t max_blocks, int32_t seqs, Rng& rng)
       : d_(d), c_(c), layers_(layers), bs_(block_size), max_blocks_(max_blocks) {
     num_blocks_ = seqs * max_blocks;
-    memra_cuda_kv_config kv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, layers, c.kv_heads, c.head_dim, block_size, num_blocks_};
+    memra_cuda_kv_config kv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, layers, c.kv_heads, c.head_dim, block_size, num_blocks_, c.kv};
     d.check(d.api().allocate_kv(d.backend(), &kv), "allocate_kv");
     const size_t n = static_cast<size_t>(layers) * num_blocks_ * block_size * c.kv_heads * c.head_dim;
-    kc_.assign(n, 0.0f);
-    vc_.assign(n, 0.0f);
+    kc_.assign(n * kv_bytes(c.kv), 0);
+    vc_.assign(n * kv_bytes(c.kv), 0);
     // Each sequence gets scattered physical blocks (exercises the paging).
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
     std::iota(ids.begin(), ids.end(), 0);
@@ -127,9 +134,10 @@ class Scenario {
 
     // The CPU backend's sequence of reference calls.
     ref::PagedKvLayer L;
-    const int64_t block_elems = static_cast<int64_t>(bs_) * c_.kv_heads * c_.head_dim;
-    L.k = kc_.data() + layer * num_blocks_ * block_elems;
-    L.v = vc_.data() + layer * num_blocks_ * block_elems;
+    const int64_t block_bytes = static_cast<int64_t>(bs_) * c_.kv_heads * c_.head_dim * static_cast<int64_t>(kv_bytes(c_.kv));
+    L.k = kc_.data() + layer * num_blocks_ * block_bytes;
+    L.v = vc_.data() + layer * num_blocks_ * block_bytes;
+    L.element = c_.kv == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
     L.block_size = bs_;
     L.kv_heads = c_.kv_heads;
     L.head_dim = c_.head_dim;
@@ -158,7 +166,7 @@ class Scenario {
   Device& d_;
   Config c_;
   int32_t layers_, bs_, max_blocks_, num_blocks_ = 0;
-  std::vector<float> kc_, vc_;
+  std::vector<uint8_t> kc_, vc_;  // the reference caches, elements of c_.kv
   std::vector<std::vector<int32_t>> tables_;
   ref::RopeTable table_;
 };
@@ -169,14 +177,54 @@ std::vector<float> row(const std::vector<float>& v, int64_t i, int64_t width) {
 
 }  // namespace
 
+// The bf16 decode kernel against the f32 one on the same values: K and V drawn as
+// bf16-representable floats, no RoPE (which would leave them unrepresentable), so both
+// caches hold identical values and every row must match bit for bit.
+void check_bf16_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n) {
+  const std::string name = "bitwise attention bf16 KV kernel == f32 KV kernel on bf16-valued K/V (gqa 8/2 hd128, T=" +
+                           std::to_string(n) + " + decode)";
+  r.guard(name, [&] {
+    Config c{"", 8, 2, 128, false, {}, 0, 0.0f, MEMRA_DTYPE_F32};
+    const int32_t bs = 16, max_blocks = (n + 1 + bs - 1) / bs + 1;
+    auto round = [](std::vector<float>& v) {
+      for (float& x : v) x = quant::bf16_to_f32(quant::f32_to_bf16(x));
+    };
+    std::vector<Token> toks;
+    const size_t qw = static_cast<size_t>(c.heads) * c.head_dim, kw = static_cast<size_t>(c.kv_heads) * c.head_dim;
+    for (int32_t p = 0; p <= n; ++p) {
+      Token t{0, p, rng.floats(qw), rng.floats(kw), rng.floats(kw)};
+      round(t.k);
+      round(t.v);
+      toks.push_back(std::move(t));
+    }
+    std::vector<float> out[2];
+    for (int i = 0; i < 2; ++i) {
+      c.kv = i == 0 ? MEMRA_DTYPE_F32 : MEMRA_DTYPE_BF16;
+      Rng table_rng(7);  // the same paging for both
+      Scenario s(d, c, 1, bs, max_blocks, 1, table_rng);
+      out[i] = s.step(std::vector<Token>(toks.begin(), toks.end() - 1), 0).out;
+      const auto dec = s.step({toks.back()}, 0).out;
+      out[i].insert(out[i].end(), dec.begin(), dec.end());
+    }
+    r.bitwise(name, compare(out[1], out[0]));
+  });
+}
+
 void check_attention(Device& d, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0x6174746e);
-  const std::vector<Config> configs = {
+  std::vector<Config> configs = {
       {"gqa 8/2 hd128 neox", 8, 2, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f},
       {"gqa 4/4 hd64 interleaved llama3 window=100 softcap=30", 4, 4, 64, true, rope(64, 0, 500000.0f, MEMRA_ROPE_SCALING_LLAMA3), 100, 30.0f},
       {"gqa 6/2 hd128 yarn partial-rotary 64", 6, 2, 128, true, rope(64, 1, 1000000.0f, MEMRA_ROPE_SCALING_YARN), 0, 0.0f},
       {"mha 2/2 hd256 no-rope", 2, 2, 256, false, {}, 0, 0.0f},
   };
+  // Every config again over a bf16 KV cache: same bounds, same bit checks.
+  for (size_t i = 0, n = configs.size(); i < n; ++i) {
+    Config b = configs[i];
+    b.kv = MEMRA_DTYPE_BF16;
+    b.name += " bf16-kv";
+    configs.push_back(b);
+  }
   const int32_t n = o.quick ? 270 : 600;  // > one 256-position chunk: split-KV runs
   for (const Config& c : configs) {
     const std::string base = "attention " + c.name;
@@ -220,6 +268,7 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       r.bitwise("bitwise " + base + " prefill rows == decode rows", compare(pe.out, a_rows));
     });
   }
+  check_bf16_matches_f32_kernel(d, r, rng, o.quick ? 270 : 600);
 }
 
 }  // namespace memra::kcheck

@@ -14,7 +14,9 @@
 //  - a mixed step's decode rows are bitwise a decode-only step's, and its prompt
 //    rows bitwise a prompt-only step's;
 //  - MEMRA_PREFILL_ATTENTION=0 sends prompt rows to the decode kernel again (its
-//    rows then equal an unflagged step's, bitwise).
+//    rows then equal an unflagged step's, bitwise);
+//  - all of it again over a bf16 KV cache for several configs (the _bf16 kernels
+//    against the reference over its bf16 cache, same bound).
 // A failing line names the first differing (or worst) token row: its position,
 // sequence and q head.
 #include <algorithm>
@@ -39,6 +41,7 @@ struct PConfig {
   float softcap;
   float q_scale;          // peaky softmax when large
   std::string k_flavour;  // "random" | "zeros" (uniform softmax)
+  memra_dtype kv = MEMRA_DTYPE_F32;
 };
 
 memra_rope_params neox_rope(int32_t dim) {
@@ -87,11 +90,11 @@ class Cache {
   Cache(Device& d, const PConfig& c, int32_t seqs, int32_t max_len, Rng& rng) : d_(d), c_(c) {
     max_blocks_ = (max_len + kBlock - 1) / kBlock + 1;
     num_blocks_ = seqs * max_blocks_;
-    memra_cuda_kv_config kv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kLayers, c.kv_heads, c.head_dim, kBlock, num_blocks_};
+    memra_cuda_kv_config kv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kLayers, c.kv_heads, c.head_dim, kBlock, num_blocks_, c.kv};
     d.check(d.api().allocate_kv(d.backend(), &kv), "allocate_kv");
     const size_t n = static_cast<size_t>(kLayers) * num_blocks_ * kBlock * c.kv_heads * c.head_dim;
-    kc_.assign(n, 0.0f);
-    vc_.assign(n, 0.0f);
+    kc_.assign(n * elem_bytes(), 0);
+    vc_.assign(n * elem_bytes(), 0);
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng.engine());
@@ -175,9 +178,10 @@ class Cache {
 
     // The CPU backend's sequence of reference calls (the mirror is always updated).
     ref::PagedKvLayer L;
-    const int64_t block_elems = static_cast<int64_t>(kBlock) * c_.kv_heads * c_.head_dim;
-    L.k = kc_.data() + 1 * num_blocks_ * block_elems;
-    L.v = vc_.data() + 1 * num_blocks_ * block_elems;
+    const int64_t block_bytes = static_cast<int64_t>(kBlock) * c_.kv_heads * c_.head_dim * static_cast<int64_t>(elem_bytes());
+    L.k = kc_.data() + 1 * num_blocks_ * block_bytes;
+    L.v = vc_.data() + 1 * num_blocks_ * block_bytes;
+    L.element = c_.kv == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
     L.block_size = kBlock;
     L.kv_heads = c_.kv_heads;
     L.head_dim = c_.head_dim;
@@ -205,11 +209,12 @@ class Cache {
   int32_t head_dim() const { return c_.head_dim; }
 
  private:
+  size_t elem_bytes() const { return c_.kv == MEMRA_DTYPE_BF16 ? 2 : 4; }
   static constexpr int32_t kLayers = 2, kBlock = 16;
   Device& d_;
   PConfig c_;
   int32_t max_blocks_ = 0, num_blocks_ = 0;
-  std::vector<float> kc_, vc_;
+  std::vector<uint8_t> kc_, vc_;  // the reference caches, elements of c_.kv
   std::vector<std::vector<int32_t>> tables_;
   memra_rope_params rope_{};
   ref::RopeTable table_;
@@ -385,6 +390,13 @@ void check_prefill_attention(Device& d, Report& r, const CheckOptions& o) {
       {"gqa 8/2 hd128 peaky (q x4)", 8, 2, 128, false, 0, 0.0f, 4.0f, "random"},
       {"gqa 4/1 hd128 uniform (k = 0)", 4, 1, 128, false, 0, 0.0f, 1.0f, "zeros"},
       {"mha 2/2 hd256 (decode kernel)", 2, 2, 256, false, 0, 0.0f, 1.0f, "random"},
+      // A bf16 KV cache: both head sizes of the tensor-core path, windows, softcap, peaky
+      // scores, and the decode-kernel fallback.
+      {"gqa 8/2 hd128 neox bf16-kv", 8, 2, 128, true, 0, 0.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
+      {"mha 4/4 hd64 neox window=128 bf16-kv", 4, 4, 64, true, 128, 0.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
+      {"gqa 6/2 hd64 window=37 softcap=20 bf16-kv", 6, 2, 64, false, 37, 20.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
+      {"gqa 8/2 hd128 peaky (q x4) bf16-kv", 8, 2, 128, false, 0, 0.0f, 4.0f, "random", MEMRA_DTYPE_BF16},
+      {"mha 2/2 hd256 (decode kernel) bf16-kv", 2, 2, 256, false, 0, 0.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
   };
   for (const PConfig& c : configs) {
     const std::string base = "prefill attention " + c.name;

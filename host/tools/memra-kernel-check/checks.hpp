@@ -5,7 +5,8 @@
 //   RoPE 1e-10, attention 1e-9; embedding, gather, add and NVRTC outputs bitwise.
 // Bit-identity (batch invariance): matmul and norm rows for M = 1..16 and in a
 // second tile (M = 40) with the other rows' contents redrawn; attention rows alone
-// vs beside three other sequences and in a prefill vs a decode step.
+// vs beside three other sequences and in a prefill vs a decode step; attention and
+// prefill attention over f32 and bf16 KV caches.
 #pragma once
 
 #include <cstdint>

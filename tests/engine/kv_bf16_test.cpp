@@ -1,0 +1,290 @@
+// A bf16 KV cache on the CPU reference backend (EngineOptions::kv_dtype; numerics in
+// docs/ARCHITECTURE.md, "KV cache element type": K after RoPE and V rounded to bf16
+// when written, read back exactly, f32 attention arithmetic unchanged):
+//  - against transformers' float32 reference (llama, qwen3 fixtures): the greedy ids are
+//    transformers' and every logit is within kBf16KvBound of its row's scale; the rounding
+//    really happens (logits differ from the f32-KV engine's, by more than f32's own error);
+//  - the exactness contract still holds bitwise: prefill chunking, the scheduler's
+//    batching with chunked prefill and prefix-cache hits (greedy and seeded), pipeline
+//    stages and copy_kv_block;
+//  - any other dtype is refused at load.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "host/backend_cpu/cpu_backend.hpp"
+#include "host/engine/engine.hpp"
+#include "host/engine/sampler.hpp"
+#include "host/engine/scheduler.hpp"
+#include "tests/engine/sequence_drain.hpp"
+#include "tests/engine/test_plugins.hpp"
+
+namespace fs = std::filesystem;
+using namespace memra::engine;
+
+namespace {
+
+const fs::path kFixtures = MEMRA_FIXTURES_DIR;
+
+// Max |memra - ref| / max |ref| per row. bf16 keeps 8 significant bits (relative
+// rounding error <= 2^-9 per K/V element); measured 2.8e-3 / 1.4e-3 (llama prefill /
+// decode) and 2.6e-3 / 2.4e-3 (qwen3), so 1e-2 leaves ~3.5x margin, while f32 KV is at
+// ~1e-6 and a broken conversion (wrong element stride, truncated exponent) moves logits
+// by far more.
+constexpr double kBf16KvBound = 1e-2;
+
+std::unique_ptr<Engine> load(const fs::path& path, EngineOptions eo) {
+  auto src = open_model_source(path.string(), test_plugins());
+  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
+  if (!src) return nullptr;
+  auto e = Engine::create(std::move(*src), test_plugins(), eo);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e ? std::move(*e) : nullptr;
+}
+
+EngineOptions bf16_options() {
+  EngineOptions eo;
+  eo.kv_dtype = MEMRA_DTYPE_BF16;
+  return eo;
+}
+
+std::vector<float> read_f32(const fs::path& p, size_t offset_bytes, size_t count) {
+  std::ifstream f(p, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset_bytes));
+  std::vector<float> v(count);
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
+  EXPECT_TRUE(f.good()) << p;
+  return v;
+}
+
+double max_rel_diff(const std::vector<float>& got, const float* ref, size_t vocab) {
+  float scale = 0;
+  for (size_t v = 0; v < vocab; ++v) scale = std::max(scale, std::fabs(ref[v]));
+  double worst = 0;
+  for (size_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(got[v] - ref[v]) / static_cast<double>(scale));
+  return worst;
+}
+
+bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
+  return true;
+}
+
+// Prefill (every position) and the greedy continuation, logits of each step.
+struct Run {
+  std::vector<std::vector<float>> prefill, steps;
+  std::vector<int32_t> ids;
+};
+
+Run run_greedy(Engine& e, const std::vector<int32_t>& input, size_t n) {
+  Run r;
+  const int32_t seq = e.open_sequence();
+  StepRequest req{seq, input, true, true};
+  auto out = e.step({&req, 1});
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+  if (!out) return r;
+  r.prefill = *out;
+  std::vector<float> last = out->back();
+  for (size_t s = 0; s < n; ++s) {
+    r.steps.push_back(last);
+    r.ids.push_back(argmax(last));
+    StepRequest d{seq, {&r.ids.back(), 1}, false};
+    auto o = e.step({&d, 1});
+    EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
+    if (!o) return r;
+    last = (*o)[0];
+  }
+  e.close_sequence(seq);
+  return r;
+}
+
+void check_against_transformers(const std::string& model) {
+  const fs::path dir = kFixtures / "models" / model;
+  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
+  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
+  const std::vector<int32_t> greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
+  const size_t vocab = ref["arrays"][0]["shape"][1].get<size_t>();
+  const auto prefill = read_f32(dir / "reference.bin", ref["arrays"][0]["offset_bytes"].get<size_t>(), input.size() * vocab);
+  const auto steps = read_f32(dir / "reference.bin", ref["arrays"][1]["offset_bytes"].get<size_t>(), greedy.size() * vocab);
+
+  auto bf16 = load(dir, bf16_options());
+  auto f32 = load(dir, {});
+  ASSERT_TRUE(bf16 && f32);
+  const Run b = run_greedy(*bf16, input, greedy.size());
+  const Run f = run_greedy(*f32, input, greedy.size());
+  ASSERT_EQ(b.prefill.size(), input.size());
+  ASSERT_EQ(b.steps.size(), greedy.size());
+  EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a bf16 KV cache differs from transformers'";
+  double worst_b = 0, worst_f = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    worst_b = std::max(worst_b, max_rel_diff(b.prefill[i], prefill.data() + i * vocab, vocab));
+    worst_f = std::max(worst_f, max_rel_diff(f.prefill[i], prefill.data() + i * vocab, vocab));
+  }
+  double worst_step_b = 0;
+  for (size_t s = 0; s < greedy.size(); ++s)
+    worst_step_b = std::max(worst_step_b, max_rel_diff(b.steps[s], steps.data() + s * vocab, vocab));
+  std::cout << "[ " << model << " ] bf16 KV: prefill max rel diff " << worst_b << ", decode " << worst_step_b
+            << " (f32 KV prefill: " << worst_f << ")\n";
+  EXPECT_LE(worst_b, kBf16KvBound) << model << ": bf16-KV prefill logits too far from transformers";
+  EXPECT_LE(worst_step_b, kBf16KvBound) << model << ": bf16-KV decode logits too far from transformers";
+  // Teeth: the KV really is rounded (a bf16 option that kept f32 would land at f32's error).
+  EXPECT_GT(worst_b, 10 * worst_f) << model << ": bf16 KV logits are as close as f32 KV's: is the KV rounded?";
+}
+
+}  // namespace
+
+TEST(EngineKvBf16, LlamaKeepsGreedyIdsWithinBound) { check_against_transformers("llama"); }
+TEST(EngineKvBf16, Qwen3KeepsGreedyIdsWithinBound) { check_against_transformers("qwen3"); }
+
+// The same prompt in one step and in chunks of 1, 3 and 8 tokens (prefill chunking,
+// and a chunk boundary mid-block): every position's logits bitwise equal.
+TEST(EngineKvBf16, ChunkedPrefillIsBitwiseOneStep) {
+  const fs::path dir = kFixtures / "models/qwen3";
+  if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
+  auto e = load(dir, bf16_options());
+  ASSERT_TRUE(e);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 37; ++i) prompt.push_back((i * 53 + 11) % 900 + 3);
+  auto rows = [&](size_t chunk) {
+    std::vector<std::vector<float>> all;
+    const int32_t seq = e->open_sequence();
+    for (size_t p = 0; p < prompt.size(); p += chunk) {
+      const size_t n = std::min(chunk, prompt.size() - p);
+      StepRequest r{seq, std::span<const int32_t>(prompt).subspan(p, n), true, true};
+      auto o = e->step({&r, 1});
+      EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
+      if (!o) break;
+      all.insert(all.end(), o->begin(), o->end());
+    }
+    e->close_sequence(seq);
+    return all;
+  };
+  const auto one = rows(prompt.size());
+  ASSERT_EQ(one.size(), prompt.size());
+  for (size_t chunk : {1, 3, 8}) EXPECT_TRUE(bitwise_equal(rows(chunk), one)) << "chunks of " << chunk;
+}
+
+namespace {
+
+std::unique_ptr<Engine> scheduler_engine() {
+  EngineOptions eo = bf16_options();
+  eo.max_context = 256;
+  eo.max_sequences = 20;
+  eo.block_size = 8;
+  return load(kFixtures / "models/llama", eo);
+}
+
+SequenceRequest request(int variant, bool sampled) {
+  SequenceRequest r;
+  for (int i = 0; i < 20 + variant * 3; ++i) r.prompt.push_back((i * 37 + variant * 101) % 1000 + 5);
+  r.max_tokens = 12;
+  r.sampling.temperature = sampled ? 0.9f : 0.0f;
+  r.sampling.seed = 1234 + static_cast<uint64_t>(variant);
+  r.sampling.logprobs = true;
+  return r;
+}
+
+}  // namespace
+
+// The scheduler's exactness contract with a bf16 KV cache: tokens and logprobs alone ==
+// among 12 others with 7-token prefill chunks == after a prefix-cache hit.
+TEST(EngineKvBf16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
+  if (!fs::exists(kFixtures / "models/llama")) GTEST_SKIP() << "fixtures absent";
+  using test_support::drain;
+  using test_support::DrainedSequence;
+  constexpr int kVariants = 13;
+  for (bool sampled : {false, true}) {
+    std::vector<DrainedSequence> alone;
+    {
+      auto engine = scheduler_engine();
+      ASSERT_TRUE(engine);
+      Scheduler s(*engine, {.max_step_tokens = 512, .max_running = 1, .max_waiting = 64});
+      for (int v = 0; v < kVariants; ++v) alone.push_back(drain(**s.submit(request(v, sampled))));
+    }
+    auto engine = scheduler_engine();
+    ASSERT_TRUE(engine);
+    Scheduler s(*engine, {.max_step_tokens = 7, .max_running = kVariants, .max_waiting = 64});
+    std::vector<std::shared_ptr<SequenceHandle>> hs;
+    for (int v = 0; v < kVariants; ++v) {
+      SequenceRequest r = request(v, sampled);
+      r.cache_namespace = "m\x1ft\x1f";
+      hs.push_back(*s.submit(r));
+    }
+    for (int v = 0; v < kVariants; ++v) {
+      const DrainedSequence o = drain(*hs[static_cast<size_t>(v)]);
+      EXPECT_EQ(o.tokens, alone[static_cast<size_t>(v)].tokens) << "variant " << v << (sampled ? " sampled" : " greedy");
+      EXPECT_EQ(o.logprobs, alone[static_cast<size_t>(v)].logprobs) << "variant " << v;
+    }
+    // The same request again: its full prompt blocks come from the prefix cache.
+    SequenceRequest again = request(5, sampled);
+    again.cache_namespace = "m\x1ft\x1f";
+    const DrainedSequence warm = drain(**s.submit(again));
+    EXPECT_EQ(warm.cached, 32) << "35-token prompt, 8-token blocks: 4 full blocks reusable";
+    EXPECT_EQ(warm.tokens, alone[5].tokens);
+    EXPECT_EQ(warm.logprobs, alone[5].logprobs);
+  }
+}
+
+// Pipeline stages (CPU) with a bf16 KV cache compute one backend's logits bitwise, and
+// copy_kv_block copies bf16 blocks on every stage (it changes the result, identically).
+TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
+  const fs::path dir = kFixtures / "models/llama";
+  if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 32; ++i) prompt.push_back((i * 29 + 7) % 1000 + 2);
+  std::vector<std::vector<float>> rows;  // {1 stage plain, 1 stage copied, 2 stages plain, 2 stages copied}
+  for (int32_t stages : {1, 2}) {
+    for (bool copy : {false, true}) {
+      EngineOptions eo = bf16_options();
+      eo.pipeline_stages = stages;
+      eo.max_sequences = 2;
+      eo.max_context = 64;
+      auto e = load(dir, eo);
+      ASSERT_TRUE(e);
+      const int32_t seq = e->open_sequence();
+      StepRequest req{seq, prompt, false, true};
+      ASSERT_TRUE(e->step({&req, 1}).ok());
+      const auto blocks = e->sequence_blocks(seq);
+      ASSERT_EQ(blocks.size(), 2u);
+      if (copy) ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+      const int32_t tok = 7;
+      StepRequest d{seq, {&tok, 1}, false};
+      auto o = e->step({&d, 1});
+      ASSERT_TRUE(o.ok()) << o.error().message;
+      rows.push_back((*o)[0]);
+    }
+  }
+  EXPECT_NE(rows[0], rows[1]) << "the block copy changed nothing (test has no teeth)";
+  EXPECT_TRUE(bitwise_equal({rows[0]}, {rows[2]})) << "2 stages with bf16 KV differ from one backend";
+  EXPECT_TRUE(bitwise_equal({rows[1]}, {rows[3]})) << "after copy_kv_block, 2 stages differ from one backend";
+}
+
+TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
+  memra::backend::KvCacheConfig kv{1, 2, 8, 16, 4, MEMRA_DTYPE_F16};
+  memra::backend::CpuBackend cpu(kv, [](const char*) { return memra::backend::QuantTable{}; });
+  EXPECT_EQ(cpu.allocate_kv(), MEMRA_ERR_UNSUPPORTED);
+  EXPECT_NE(cpu.last_error().find("KV cache dtype"), std::string::npos) << cpu.last_error();
+  kv.dtype = MEMRA_DTYPE_BF16;
+  memra::backend::CpuBackend ok(kv, [](const char*) { return memra::backend::QuantTable{}; });
+  EXPECT_EQ(ok.allocate_kv(), MEMRA_OK);
+
+  const fs::path dir = kFixtures / "models/llama";
+  if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
+  for (int32_t stages : {1, 2}) {
+    auto src = open_model_source(dir.string(), test_plugins());
+    ASSERT_TRUE(src.ok());
+    EngineOptions eo;
+    eo.kv_dtype = MEMRA_DTYPE_F16;
+    eo.pipeline_stages = stages;
+    auto e = Engine::create(std::move(*src), test_plugins(), eo);
+    ASSERT_FALSE(e.ok()) << stages << " stage(s)";
+    EXPECT_NE(e.error().message.find("KV cache dtype"), std::string::npos) << e.error().message;
+  }
+}
