@@ -3,16 +3,20 @@
 // two blocks' scales, f32 accumulation. The arithmetic and the order of every f32 sum
 // are gemv_int8_ref.hpp's; this file only decides who computes what.
 //
-// Launch: 128 threads (4 warps) per block, R weight rows per block (grid.x = ceil(rows/R)),
-// NT tokens per block (grid.y = ceil(m/NT), NT = 1, 2, 4, 8, 16). Unit u of a row (32
-// weights) belongs to thread u % 128, which walks its units in ascending order; a row's
-// 128 partials are summed by a butterfly per warp, then over the warps in order. None
-// of this depends on R, NT or M: a token's result is the same bits for any launch.
+// Launch: 128 threads (4 warps) per block; a "group" is R consecutive weight rows and
+// NT tokens (grid.y = ceil(m/NT), NT = 1, 2, 4, 8, 16). Blocks are persistent: block b
+// takes groups b, b + grid.x, ... (grid.x <= ceil(rows/R), any value). Unit u of a row
+// (32 weights) belongs to thread u % 128, which walks its units in ascending order; a
+// row's 128 partials are summed per warp by the xor-butterfly tree, then over the
+// warps in order. None of this depends on R, NT, grid.x or M: a token's result is the
+// same bits for any launch.
 //
 // Weights stream once per block for all its tokens, 16-byte loads that skip L1
-// (ld.global.nc.L1::no_allocate), a whole phase (128 units per row = 4096 columns) of
-// every row of the block issued before the previous phase is computed. Activation codes
-// (cols bytes per token) and scales are read through L1, once per token for all R rows.
+// (ld.global.nc.L1::no_allocate). Work is a sequence of steps (group, phase), a phase
+// being 128 units (4096 columns) of each of the group's rows; the next step's weights
+// are loaded before the current step is computed and reduced, so loads stay in flight
+// across row groups. Activation codes (cols bytes per token) and scales are read
+// through L1, once per token for all R rows.
 //  - q8_0 / q4_0: 34- and 18-byte blocks are not 16-byte aligned, so each warp stages its
 //    run of 32 blocks (1088 / 576 bytes, 16-byte aligned when cols % 256 == 0) through
 //    shared memory with coalesced 16-byte loads; lane j then reads block j with 4-byte
@@ -36,45 +40,89 @@ constexpr int kPhaseUnits = 128;  // units per row per phase = one per thread
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
   return v;
 }
 
 __device__ __forceinline__ int dp4a(int a, int b, int c) { return __dp4a(a, b, c); }
 
-__device__ __forceinline__ float warp_sum_fixed(float v) {
+// The warp sums of N = R*NT partials at once (reduce-scatter): at each xor distance a
+// lane keeps half of its values and adds its partner's copy of them, until one value
+// per lane (or per lane pair...) remains. Every value is still summed by the butterfly
+// tree (lanes l, l^16 first, then ^8, ^4, ^2, ^1; f32 addition is commutative, so who
+// adds a pair does not change its bits), with 31 shuffles instead of 5 per value.
+// Writes value j (= r*NT + t) of this warp to red[j].
+template <int N>
+__device__ __forceinline__ void warp_sums(float (&v)[N], float* red) {
+  const int lane = threadIdx.x & 31;
+  int base = 0;
+  constexpr int kLevels[5] = {16, 8, 4, 2, 1};
 #pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
+  for (int k = 0, n = N; k < 5; ++k) {
+    const int off = kLevels[k];
+    if (n > 1) {
+      const int half = n / 2;
+      const bool upper = (lane & off) != 0;
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) {
+        if (i < half) {
+          const float send = upper ? v[i] : v[i + half];
+          const float keep = upper ? v[i + half] : v[i];
+          v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+        }
+      }
+      if (upper) base += half;
+      n = half;
+    } else {
+      v[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[0], off);
+    }
+  }
+  constexpr int kLeft = N > 32 ? N / 32 : 1;                 // values per lane at the end
+  constexpr int kDup = N >= 32 ? 1 : 32 / N;                 // lanes holding each value
+  if ((lane & (kDup - 1)) == 0)
+#pragma unroll
+    for (int i = 0; i < kLeft; ++i) red[base + i] = v[i];
 }
 
-// Per-(row, token) partials -> y: butterfly per warp, warps summed in order, + bias.
+// Per-(row, token) partials of one group -> y: warp sums, warps summed in order, + bias.
+// red is double-buffered by group parity: the barrier of one group's finish orders the
+// previous use of the other buffer.
 template <int R, int NT>
-__device__ __forceinline__ void finish(float (&acc)[R][NT], int64_t row0, int64_t rows, int64_t t0, int nt,
-                                       float* __restrict__ y, const float* __restrict__ bias) {
-  __shared__ float red[kWarps][R * NT];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+__device__ __forceinline__ void finish(float (&acc)[R][NT], float (*red)[R * NT], int64_t row0, int64_t rows,
+                                       int64_t t0, int nt, float* __restrict__ y, const float* __restrict__ bias) {
+  const int warp = threadIdx.x >> 5;
+  float v[R * NT];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t < nt) {  // uniform
-        const float s = warp_sum_fixed(acc[r][t]);
-        if (lane == 0) red[warp][r * NT + t] = s;
-      }
-    }
+    for (int t = 0; t < NT; ++t) v[r * NT + t] = acc[r][t];
+  warp_sums<R * NT>(v, red[warp]);
   __syncthreads();
-  for (int i = threadIdx.x; i < R * NT; i += kThreads) {
+  if (threadIdx.x < R * NT) {
+    const int i = threadIdx.x;
     const int r = i / NT, t = i - r * NT;
     const int64_t row = row0 + r;
     if (t < nt && row < rows) {
-      float v = ((red[0][i] + red[1][i]) + red[2][i]) + red[3][i];
-      if (bias) v = v + bias[row];
-      y[(t0 + t) * rows + row] = v;
+      float s = ((red[0][i] + red[1][i]) + red[2][i]) + red[3][i];
+      if (bias) s = s + bias[row];
+      y[(t0 + t) * rows + row] = s;
     }
   }
 }
+
+// The step sequence of a persistent block: (group, phase) pairs in order.
+struct Steps {
+  int64_t group;
+  int phase;
+  int phases;
+  __device__ __forceinline__ void next() {
+    if (++phase == phases) {
+      phase = 0;
+      group += gridDim.x;
+    }
+  }
+};
 
 // ---- q8_0 / q4_0: warp-staged runs of 32 blocks ---------------------------------------
 
@@ -83,7 +131,6 @@ struct Staged {
   static constexpr int kRunBytes = 32 * BlockBytes;  // 1088 (q8_0) or 576 (q4_0)
   static constexpr int kRunVecs = kRunBytes / 16;    // 68 or 36
   static constexpr int kVecsPerLane = (kRunVecs + 31) / 32;
-  static constexpr int kWords = (BlockBytes + 2) / 4;  // 4-byte words lane j reads: 9 or 5
 };
 
 // Lane j's block of a staged run: the f16 scale bits and the code bytes as words.
@@ -115,12 +162,13 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
   constexpr int CW = Scheme == 0 ? 8 : 4;
   using S = Staged<BB>;
   __shared__ __align__(16) uint8_t stage[kWarps][R][S::kRunBytes];
+  __shared__ float red[2][kWarps][R * NT];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
-  const int64_t units = cols / 32;
+  const int64_t units = cols / 32, groups = (rows + R - 1) / R;
   const int phases = static_cast<int>((units + kPhaseUnits - 1) / kPhaseUnits);
+  if (static_cast<int64_t>(blockIdx.x) >= groups) return;  // uniform
 
   float acc[R][NT];
 #pragma unroll
@@ -128,30 +176,34 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
 
+  // Blocks of this warp's run in phase p: a multiple of 8 (cols % 256 == 0).
+  auto run_blocks = [&](int p) {
+    const int64_t left = units - (static_cast<int64_t>(p) * kPhaseUnits + 32 * warp);
+    return left <= 0 ? 0 : (left < 32 ? static_cast<int>(left) : 32);
+  };
   uint4 v[R][S::kVecsPerLane];
-  auto load = [&](int p) {
-    const int64_t b0 = static_cast<int64_t>(p) * kPhaseUnits + 32 * warp;  // first block of this warp's run
-    const int64_t left = units - b0;
-    const int nb = left <= 0 ? 0 : (left < 32 ? static_cast<int>(left) : 32);  // a multiple of 8
-    const int vecs = nb * BB / 16;
+  auto load = [&](const Steps& st) {
+    const int64_t b0 = static_cast<int64_t>(st.phase) * kPhaseUnits + 32 * warp;
+    const int vecs = run_blocks(st.phase) * BB / 16;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const uint8_t* src = w + (row0 + r) * row_bytes + b0 * BB;
+      const int64_t row = st.group * R + r;
+      const uint8_t* src = w + row * row_bytes + b0 * BB;
 #pragma unroll
       for (int i = 0; i < S::kVecsPerLane; ++i) {
         const int idx = lane + 32 * i;
-        if (row0 + r < rows && idx < vecs) v[r][i] = ld_stream(src + 16 * idx);
+        if (row < rows && idx < vecs) v[r][i] = ld_stream(src + 16 * idx);
       }
     }
   };
 
-  load(0);
-  for (int p = 0; p < phases; ++p) {
-    const int64_t b0 = static_cast<int64_t>(p) * kPhaseUnits + 32 * warp;
-    const int64_t left = units - b0;
-    const int nb = left <= 0 ? 0 : (left < 32 ? static_cast<int>(left) : 32);
+  Steps cur{blockIdx.x, 0, phases};
+  load(cur);
+  int parity = 0;
+  while (cur.group < groups) {
+    const int nb = run_blocks(cur.phase);
     const int vecs = nb * BB / 16;
-    __syncwarp();  // the previous phase's shared reads are done
+    __syncwarp();  // the previous step's shared reads are done
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -160,10 +212,12 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
         if (idx < vecs) reinterpret_cast<uint4*>(stage[warp][r])[idx] = v[r][i];
       }
     __syncwarp();
-    if (p + 1 < phases) load(p + 1);  // next phase in flight while this one computes
+    Steps nxt = cur;
+    nxt.next();
+    if (nxt.group < groups) load(nxt);  // in flight while this step computes and reduces
 
     if (lane < nb) {
-      const int64_t u = b0 + lane;
+      const int64_t u = static_cast<int64_t>(cur.phase) * kPhaseUnits + 32 * warp + lane;
       // Eight dp4a-ready words per row, word k paired with activation word k of the block.
       uint32_t k8[R][8];
       float dw[R];
@@ -206,33 +260,44 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
         }
       }
     }
+    if (cur.phase == phases - 1) {
+      finish<R, NT>(acc, red[parity], cur.group * R, rows, t0, nt, y, bias);
+      parity ^= 1;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    }
+    cur = nxt;
   }
-  finish<R, NT>(acc, row0, rows, t0, nt, y, bias);
 }
 
 // ---- q4_k: direct 16-byte loads of code vectors and headers ---------------------------
 
-// 6-bit scale and min of sub-block g from the header's scale bytes (words h1..h3 =
-// bytes 4..15 of the super-block), as repack/quant's unpack_scale_min_k4.
-__device__ __forceinline__ uint32_t header_byte(uint4 h, int k) {  // k = 0..11: scales[k]
+// Byte k (0..11) of the 12-byte scales field, from the header vector (bytes 4..15 = h.y..h.w).
+__device__ __forceinline__ uint32_t header_byte(uint4 h, int k) {
   const uint32_t word = k < 4 ? h.y : (k < 8 ? h.z : h.w);
   return (word >> (8 * (k & 3))) & 0xffu;
 }
 
-template <int R, int NT>
+// Pair = true: the lanes of a pair each load both code vectors of their pair of
+// sub-blocks (the same 32 bytes, one request per pair) and keep their own nibbles, so
+// no shuffle is needed per token; Pair = false: one vector per lane and the swap above.
+template <int R, int NT, bool Pair = false>
 __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
                                           int64_t cols, const int8_t* __restrict__ xq,
                                           const float2* __restrict__ xm, int64_t m, float* __restrict__ y,
                                           const float* __restrict__ bias) {
+  __shared__ float red[2][kWarps][R * NT];
   const int tid = threadIdx.x;
-  const int v = tid & 7;              // code vector of the super-block = the sub-block this lane owns
+  const int v = tid & 7;  // code vector of the super-block = the sub-block this lane owns
   const int c = v >> 1, half = v & 1;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
-  const int64_t units = cols / 32, supers = cols / 256;
+  const int64_t units = cols / 32, supers = cols / 256, groups = (rows + R - 1) / R;
   constexpr int kPhaseSupers = kPhaseUnits / 8;  // 16
   const int phases = static_cast<int>((supers + kPhaseSupers - 1) / kPhaseSupers);
+  if (static_cast<int64_t>(blockIdx.x) >= groups) return;  // uniform
 
   float acc[R][NT];
 #pragma unroll
@@ -240,32 +305,51 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
 
-  uint4 hv[R], qv[R];
-  auto load = [&](int p) {
-    const int64_t sb = static_cast<int64_t>(p) * kPhaseSupers + (tid >> 3);
+  uint4 hv[R], qv[R], qv2[R];
+  auto load = [&](const Steps& st) {
+    const int64_t sb = static_cast<int64_t>(st.phase) * kPhaseSupers + (tid >> 3);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      if (sb < supers && row0 + r < rows) {
-        const uint8_t* src = w + (row0 + r) * row_bytes + sb * 144;
+      const int64_t row = st.group * R + r;
+      if (sb < supers && row < rows) {
+        const uint8_t* src = w + row * row_bytes + sb * 144;
         hv[r] = ld_stream(src);
-        qv[r] = ld_stream(src + 16 + 16 * v);
+        if constexpr (Pair) {
+          qv[r] = ld_stream(src + 16 + 32 * c);
+          qv2[r] = ld_stream(src + 32 + 32 * c);
+        } else {
+          qv[r] = ld_stream(src + 16 + 16 * v);
+        }
       }
     }
   };
 
-  load(0);
-  for (int p = 0; p < phases; ++p) {
-    const int64_t sb = static_cast<int64_t>(p) * kPhaseSupers + (tid >> 3);
+  Steps cur{blockIdx.x, 0, phases};
+  load(cur);
+  int parity = 0;
+  while (cur.group < groups) {
+    const int64_t sb = static_cast<int64_t>(cur.phase) * kPhaseSupers + (tid >> 3);
     const bool valid = sb < supers;  // the same for both lanes of a pair
     uint32_t lo[R][4], hi[R][4];
     float dw[R], nmw[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const uint32_t q[4] = {qv[r].x, qv[r].y, qv[r].z, qv[r].w};
+      if constexpr (Pair) {
+        // Own sub-block v: nibble `half` of bytes 0..15 (lo) and 16..31 (hi) of the pair.
+        const uint32_t q2[4] = {qv2[r].x, qv2[r].y, qv2[r].z, qv2[r].w};
+        const unsigned sh = 4u * static_cast<unsigned>(half);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        lo[r][i] = q[i] & 0x0f0f0f0fu;          // sub-block 2c, elements 16*half + 4i ..
-        hi[r][i] = (q[i] >> 4) & 0x0f0f0f0fu;   // sub-block 2c+1, same elements
+        for (int i = 0; i < 4; ++i) {
+          lo[r][i] = (q[i] >> sh) & 0x0f0f0f0fu;   // elements 4i .. 4i+3
+          hi[r][i] = (q2[i] >> sh) & 0x0f0f0f0fu;  // elements 16 + 4i ..
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          lo[r][i] = q[i] & 0x0f0f0f0fu;         // sub-block 2c, elements 16*half + 4i ..
+          hi[r][i] = (q[i] >> 4) & 0x0f0f0f0fu;  // sub-block 2c+1, same elements
+        }
       }
       const uint4 h = hv[r];
       const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
@@ -281,7 +365,9 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
       dw[r] = d * static_cast<float>(sc);
       nmw[r] = -(dmin * static_cast<float>(mn));
     }
-    if (p + 1 < phases) load(p + 1);  // next phase in flight while this one computes
+    Steps nxt = cur;
+    nxt.next();
+    if (nxt.group < groups) load(nxt);  // in flight while this step computes and reduces
 
     const int64_t u = sb * 8 + v;  // the unit (sub-block) this lane owns
 #pragma unroll
@@ -290,9 +376,15 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
         int4 a0 = make_int4(0, 0, 0, 0), a1 = a0;
         float2 ds = make_float2(0.0f, 0.0f);
         if (valid) {
-          const int8_t* xb = xq + (t0 + t) * cols + sb * 256 + 64 * c + 16 * half;
-          a0 = *reinterpret_cast<const int4*>(xb);       // sub-block 2c
-          a1 = *reinterpret_cast<const int4*>(xb + 32);  // sub-block 2c+1
+          if constexpr (Pair) {
+            const int8_t* xb = xq + (t0 + t) * cols + sb * 256 + 32 * v;  // own sub-block
+            a0 = *reinterpret_cast<const int4*>(xb);
+            a1 = *reinterpret_cast<const int4*>(xb + 16);
+          } else {
+            const int8_t* xb = xq + (t0 + t) * cols + sb * 256 + 64 * c + 16 * half;
+            a0 = *reinterpret_cast<const int4*>(xb);       // sub-block 2c
+            a1 = *reinterpret_cast<const int4*>(xb + 32);  // sub-block 2c+1
+          }
           ds = xm[(t0 + t) * units + u];
         }
 #pragma unroll
@@ -305,9 +397,14 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
           phi = dp4a(static_cast<int>(hi[r][1]), a1.y, phi);
           phi = dp4a(static_cast<int>(hi[r][2]), a1.z, phi);
           phi = dp4a(static_cast<int>(hi[r][3]), a1.w, phi);
-          // Lane 2c owns sub-block 2c (keeps plo, sends phi); lane 2c+1 the other way.
-          const int mine = half ? phi : plo;
-          const int isum = mine + __shfl_xor_sync(0xffffffffu, half ? plo : phi, 1);
+          int isum;
+          if constexpr (Pair) {
+            isum = plo + phi;
+          } else {
+            // Lane 2c owns sub-block 2c (keeps plo, sends phi); lane 2c+1 the other way.
+            const int mine = half ? phi : plo;
+            isum = mine + __shfl_xor_sync(0xffffffffu, half ? plo : phi, 1);
+          }
           if (valid) {
             acc[r][t] = fmaf(dw[r] * static_cast<float>(isum), ds.x, acc[r][t]);
             acc[r][t] = fmaf(nmw[r], ds.y, acc[r][t]);
@@ -315,8 +412,16 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
         }
       }
     }
+    if (cur.phase == phases - 1) {
+      finish<R, NT>(acc, red[parity], cur.group * R, rows, t0, nt, y, bias);
+      parity ^= 1;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    }
+    cur = nxt;
   }
-  finish<R, NT>(acc, row0, rows, t0, nt, y, bias);
 }
 
 // ---- activation quantisation (gemv_int8_ref.hpp: quantize_act_q8) ---------------------

@@ -129,7 +129,8 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
                 const std::string& xflavour) {
   const std::string sch = scheme_name(s);
   const std::string name = "int8 gemv " + sch + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-                           " M=1..16,40 R=1,2,4 " + xflavour + (with_bias ? " +bias" : "");
+                           " M=1..16,40 R=1,2,4 blocks=all,5" + (s == Int8Scheme::q4_k ? " q4_k,q4_k2 " : " ") + xflavour +
+                           (with_bias ? " +bias" : "");
   if (!r.wants(name)) return;
   r.guard(name, [&] {
     constexpr int64_t kMaxM = 40;
@@ -155,25 +156,30 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
 
     int runs = 0, mismatched_runs = 0;
     std::string first_bad;
-    for (int rr : {1, 2, 4}) {
-      for (int64_t m = 1; m <= kMaxM; m = m == 16 ? kMaxM : m + 1) {
-        yd.put(poison.data(), poison.size() * 4);
-        launch_gemv8(k, s, rr, {wd.ptr(), row_bytes, rows, cols, qd.ptr(), md.ptr(), m, yd.ptr(), with_bias ? bd.ptr() : nullptr});
-        const auto y = yd.get<float>(yref.size() + guard);
-        const size_t n = static_cast<size_t>(m * rows);
-        const Comparison c = compare(std::vector<float>(y.begin(), y.begin() + static_cast<ptrdiff_t>(n)),
-                                     std::vector<float>(yref.begin(), yref.begin() + static_cast<ptrdiff_t>(n)));
-        const bool tail = guard_intact(std::vector<float>(y.begin() + static_cast<ptrdiff_t>(n), y.end()));
-        ++runs;
-        if (!c.bitwise || !tail) {
-          ++mismatched_runs;
-          if (first_bad.empty())
-            first_bad = " first: R=" + std::to_string(rr) + " M=" + std::to_string(m) + " nmse " + fmt(c.nmse) +
-                        (tail ? "" : " (wrote past its rows)");
+    std::vector<std::string> kernels = {sch};
+    if (s == Int8Scheme::q4_k) kernels.push_back("q4_k2");
+    for (const std::string& kern : kernels)
+      for (int64_t blocks : {int64_t{0}, int64_t{5}})  // one block per group; 5 persistent blocks
+        for (int rr : {1, 2, 4}) {
+          for (int64_t m = 1; m <= kMaxM; m = m == 16 ? kMaxM : m + 1) {
+            yd.put(poison.data(), poison.size() * 4);
+            launch_gemv8(k, s, rr, {wd.ptr(), row_bytes, rows, cols, qd.ptr(), md.ptr(), m, yd.ptr(), with_bias ? bd.ptr() : nullptr},
+                         nullptr, kern, blocks);
+            const auto y = yd.get<float>(yref.size() + guard);
+            const size_t n = static_cast<size_t>(m * rows);
+            const Comparison c = compare(std::vector<float>(y.begin(), y.begin() + static_cast<ptrdiff_t>(n)),
+                                         std::vector<float>(yref.begin(), yref.begin() + static_cast<ptrdiff_t>(n)));
+            const bool tail = guard_intact(std::vector<float>(y.begin() + static_cast<ptrdiff_t>(n), y.end()));
+            ++runs;
+            if (!c.bitwise || !tail) {
+              ++mismatched_runs;
+              if (first_bad.empty())
+                first_bad = " first: " + kern + " blocks=" + std::to_string(blocks) + " R=" + std::to_string(rr) +
+                            " M=" + std::to_string(m) + " nmse " + fmt(c.nmse) + (tail ? "" : " (wrote past its rows)");
+            }
+            if (m == kMaxM) break;
+          }
         }
-        if (m == kMaxM) break;
-      }
-    }
     // Neighbours redrawn: tokens 20..39 get other activations; tokens 0..19 must keep their bits.
     std::vector<float> x2 = activations(rng, kMaxM, cols, xflavour);
     std::copy(x.begin(), x.begin() + 20 * cols, x2.begin());

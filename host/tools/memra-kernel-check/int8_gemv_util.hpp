@@ -96,12 +96,17 @@ struct Gemv8Args {
   void* y;
   const void* bias;
 };
-inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void* stream = nullptr) {
+// kernel: the entry's scheme part, "q8_0", "q4_0", "q4_k" or "q4_k2" (the q4_k variant
+// without the per-token shuffle). blocks: grid.x (persistent blocks), 0 = one per group.
+inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void* stream = nullptr,
+                         const std::string& kernel = "", int64_t blocks = 0) {
   const int nt = tile_tokens(a.m);
-  const std::string sch = scheme_name(s);
-  memra_kernel* kern = k.get("matmul8_" + sch, "memra_gemv8_" + sch + "_r" + std::to_string(r) + "_t" + std::to_string(nt));
+  const std::string sch = scheme_name(s), name = kernel.empty() ? sch : kernel;
+  memra_kernel* kern = k.get("matmul8_" + sch, "memra_gemv8_" + name + "_r" + std::to_string(r) + "_t" + std::to_string(nt));
   void* args[] = {&a.w, &a.row_bytes, &a.rows, &a.cols, &a.xq, &a.xm, &a.m, &a.y, &a.bias};
-  k.launch(kern, static_cast<unsigned>((a.rows + r - 1) / r), static_cast<unsigned>((a.m + nt - 1) / nt), 128, args, stream);
+  const int64_t groups = (a.rows + r - 1) / r;
+  const int64_t gx = blocks > 0 && blocks < groups ? blocks : groups;
+  k.launch(kern, static_cast<unsigned>(gx), static_cast<unsigned>((a.m + nt - 1) / nt), 128, args, stream);
 }
 
 // Activations x [m][cols] (device f32) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
