@@ -274,32 +274,11 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
 
 // ---- q4_k: direct 16-byte loads of code vectors and headers ---------------------------
 
-// The 6-bit scale and min of sub-block v from the header vector h (bytes 4..15 = the
-// 12-byte scales field = h.y..h.w), as repack/quant's unpack_scale_min_k4, without
-// branches (lanes v < 4 and v >= 4 of one warp take different formulas):
-//   v < 4:  sc = b[v] & 63,                        mn = b[v+4] & 63
-//   v >= 4: sc = (b[v+4] & 15) | (b[v-4] >> 6) << 4, mn = (b[v+4] >> 4) | (b[v] >> 6) << 4
-// The byte positions depend on the lane only: ScaleBytes holds them, resolved once.
-struct ScaleBytes {
-  int wx, wy, wz;        // word (0..2 = h.y..h.w) of bytes x = b[v+4], y = b[v<4 ? v : v-4], z = b[v]
-  unsigned sx, sy, sz;   // their bit offsets in the word
-  bool low;              // v < 4
-  __device__ __forceinline__ explicit ScaleBytes(int v) {
-    const int kx = v + 4, ky = v < 4 ? v : v - 4, kz = v;
-    wx = kx >> 2, wy = ky >> 2, wz = kz >> 2;
-    sx = 8u * (kx & 3), sy = 8u * (ky & 3), sz = 8u * (kz & 3);
-    low = v < 4;
-  }
-  static __device__ __forceinline__ uint32_t byte(uint4 h, int word, unsigned shift) {
-    const uint32_t w = word == 0 ? h.y : (word == 1 ? h.z : h.w);
-    return (w >> shift) & 0xffu;
-  }
-  __device__ __forceinline__ void decode(uint4 h, uint32_t& sc, uint32_t& mn) const {
-    const uint32_t x = byte(h, wx, sx), y = byte(h, wy, sy), z = byte(h, wz, sz);
-    sc = low ? (y & 63u) : ((x & 15u) | ((y >> 6) << 4));
-    mn = low ? (x & 63u) : ((x >> 4) | ((z >> 6) << 4));
-  }
-};
+// Byte k (0..11) of the 12-byte scales field, from the header vector (bytes 4..15 = h.y..h.w).
+__device__ __forceinline__ uint32_t header_byte(uint4 h, int k) {
+  const uint32_t word = k < 4 ? h.y : (k < 8 ? h.z : h.w);
+  return (word >> (8 * (k & 3))) & 0xffu;
+}
 
 // Pair = true: the lanes of a pair each load both code vectors of their pair of
 // sub-blocks (the same 32 bytes, one request per pair) and keep their own nibbles, so
@@ -326,7 +305,6 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
 
-  const ScaleBytes scale_bytes(v);
   uint4 hv[R], qv[R], qv2[R];
   auto load = [&](const Steps& st) {
     const int64_t sb = static_cast<int64_t>(st.phase) * kPhaseSupers + (tid >> 3);
@@ -377,7 +355,13 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
       const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
       const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
       uint32_t sc, mn;
-      scale_bytes.decode(h, sc, mn);
+      if (v < 4) {
+        sc = header_byte(h, v) & 63u;
+        mn = header_byte(h, v + 4) & 63u;
+      } else {
+        sc = (header_byte(h, v + 4) & 0x0fu) | ((header_byte(h, v - 4) >> 6) << 4);
+        mn = (header_byte(h, v + 4) >> 4) | ((header_byte(h, v) >> 6) << 4);
+      }
       dw[r] = d * static_cast<float>(sc);
       nmw[r] = -(dmin * static_cast<float>(mn));
     }
