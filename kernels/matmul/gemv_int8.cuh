@@ -9,7 +9,8 @@
 // (32 weights) belongs to thread u % 128, which walks its units in ascending order; a
 // row's 128 partials are summed per warp by the xor-butterfly tree, then over the
 // warps in order. None of this depends on R, NT, grid.x or M: a token's result is the
-// same bits for any launch.
+// same bits for any launch. The caller guarantees cols % 256 == 0 (rows of whole
+// 16-byte-aligned runs), w and xq 16-byte aligned, xm 8-byte aligned; nothing is checked here.
 //
 // Weights stream once per block for all its tokens, 16-byte loads that skip L1
 // (ld.global.nc.L1::no_allocate). Work is a sequence of steps (group, phase), a phase
