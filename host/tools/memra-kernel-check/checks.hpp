@@ -6,7 +6,9 @@
 // Bit-identity (batch invariance): matmul and norm rows for M = 1..16 and in a
 // second tile (M = 40) with the other rows' contents redrawn; attention rows alone
 // vs beside three other sequences and in a prefill vs a decode step; attention and
-// prefill attention over f32 and bf16 KV caches.
+// prefill attention over f32 and bf16 KV caches. The int8-activation GEMVs and their
+// quantiser (check_int8_gemv.cpp) are bitwise against their references for every M,
+// plus an accuracy bound (5e-4) against the exact product.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,19 @@ void check_attention(Device& d, Report& r, const CheckOptions& o);
 void check_prefill_attention(Device& d, Report& r, const CheckOptions& o);
 // CUDA step graphs (MEMRA_CUDA_GRAPH): captured and replayed steps bitwise == eager.
 void check_step_graph(Device& d, Report& r, const CheckOptions& o);
+// Integer-activation decode GEMVs and their activation quantiser (check_int8_gemv.cpp):
+// bitwise against gemv_int8_ref for M = 1..16 and 40, every rows-per-block variant, and
+// their int8-activation error against the exact f32 product.
+void check_int8_gemv(Device& d, Report& r, const CheckOptions& o);
+
+struct BenchOptions {
+  uint64_t seed = 1234;
+  int device = 0;  // the backend's CUDA device index
+};
+// memra-kernel-check --bench (bench_int8_gemv.cpp): int8-activation vs today's GEMVs on
+// the Qwen3-8B decode shapes, GB/s and % of the measured copy bandwidth.
+void bench_int8_gemv(Device& d, const BenchOptions& o);
+
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);
 
@@ -52,6 +67,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_embedding_gather(d, r, o);
   check_elementwise(d, r, o);
   check_matmul(d, r, o);
+  check_int8_gemv(d, r, o);
   check_gemm(d, r, o);
   check_attention(d, r, o);
   check_prefill_attention(d, r, o);

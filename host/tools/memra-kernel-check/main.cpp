@@ -28,6 +28,8 @@ void usage() {
       "  --filter TEXT      only checks whose name contains TEXT\n"
       "  --quick            smaller shapes\n"
       "  --no-nvrtc         do not use NVRTC-specialised kernels in the ops\n"
+      "  --bench            instead of the checks: time the int8-activation GEMVs against today's\n"
+      "                     GEMVs on the Qwen3-8B decode shapes (GB/s, %% of the copy bandwidth)\n"
       "  --help             this text\n");
 }
 
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   memra::backend::CudaBackendOpenOptions open;
   memra::kcheck::CheckOptions opts;
   std::string filter;
+  bool bench = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* flag) -> std::string {
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
     else if (a == "--filter") filter = value("--filter");
     else if (a == "--quick") opts.quick = true;
     else if (a == "--no-nvrtc") open.use_nvrtc = false;
+    else if (a == "--bench") bench = true;
     else {
       std::fprintf(stderr, "memra-kernel-check: unknown option %s (see --help)\n", a.c_str());
       return 2;
@@ -86,6 +90,18 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(opts.temp_dir);
 
   memra::kcheck::Device device(&(*backend)->api(), (*backend)->get());
+  if (bench) {
+    int rc = 0;
+    try {
+      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device});
+    } catch (const std::exception& e) {
+      std::printf("FAILED: bench: %s\n", e.what());
+      rc = 1;
+    }
+    std::error_code bec;
+    std::filesystem::remove_all(opts.temp_dir, bec);
+    return rc;
+  }
   memra::kcheck::Report report([](const memra::kcheck::CheckLine& l) {
     std::printf("%s  %s: %s\n", l.pass ? "PASS" : "FAIL", l.name.c_str(), l.detail.c_str());
     std::fflush(stdout);

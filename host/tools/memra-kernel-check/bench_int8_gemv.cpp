@@ -1,0 +1,277 @@
+// memra-kernel-check --bench: times the integer-activation GEMVs (matmul8_*) and
+// today's f32-activation GEMVs (matmul_<scheme>, launched as ops_matmul.cpp does) on the
+// Qwen3-8B decode shapes, M = 1, 2, 4, 8, 16, against the measured device-to-device copy
+// bandwidth. Method (docs/PERFORMANCE.md): weights rotate over slots of a 1 GiB pool
+// (> 16x the 60 MB L2), 20 warm-up launches, then 15 batches of 10 back-to-back launches
+// in one stream, each batch queued behind a 150 us spin kernel so the GPU, not the
+// host's launch rate, is timed; a config's time is the median batch mean (CUDA events).
+//
+// The events need the driver: this file alone dlopens libcuda.so.1 (the tool links no
+// CUDA) and uses only stream and event calls on the backend's primary context; kernels
+// still launch through the backend's kernel services, on this file's stream.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "host/tools/memra-kernel-check/checks.hpp"
+#include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
+
+namespace memra::kcheck {
+namespace {
+
+using ref::Int8Scheme;
+using namespace i8;
+
+// The few driver entry points the timing needs (CUresult is an int; handles are pointers).
+struct Driver {
+  void* lib = nullptr;
+  int (*DeviceGet)(int*, int) = nullptr;
+  int (*PrimaryCtxRetain)(void**, int) = nullptr;
+  int (*CtxSetCurrent)(void*) = nullptr;
+  int (*StreamCreate)(void**, unsigned) = nullptr;
+  int (*StreamDestroy)(void*) = nullptr;
+  int (*StreamSynchronize)(void*) = nullptr;
+  int (*EventCreate)(void**, unsigned) = nullptr;
+  int (*EventDestroy)(void*) = nullptr;
+  int (*EventRecord)(void*, void*) = nullptr;
+  int (*EventSynchronize)(void*) = nullptr;
+  int (*EventElapsedTime)(float*, void*, void*) = nullptr;
+
+  template <class F>
+  void sym(F& f, const char* name, const char* alt = nullptr) {
+    void* p = dlsym(lib, name);
+    if (!p && alt) p = dlsym(lib, alt);
+    if (!p) throw Failure(std::string("libcuda.so.1 lacks ") + name);
+    f = reinterpret_cast<F>(p);
+  }
+  Driver() {
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw Failure("dlopen libcuda.so.1 failed");
+    sym(DeviceGet, "cuDeviceGet");
+    sym(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(CtxSetCurrent, "cuCtxSetCurrent");
+    sym(StreamCreate, "cuStreamCreate");
+    sym(StreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
+    sym(StreamSynchronize, "cuStreamSynchronize");
+    sym(EventCreate, "cuEventCreate");
+    sym(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
+    sym(EventRecord, "cuEventRecord");
+    sym(EventSynchronize, "cuEventSynchronize");
+    sym(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+  }
+  static void ok(int r, const char* what) {
+    if (r != 0) throw Failure(std::string(what) + " failed with CUresult " + std::to_string(r));
+  }
+};
+
+class Timer {
+ public:
+  Timer(Driver& cu, Kernels& k, int device) : cu_(cu), k_(k) {
+    int dev = 0;
+    Driver::ok(cu.DeviceGet(&dev, device), "cuDeviceGet");
+    void* ctx = nullptr;
+    Driver::ok(cu.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");  // the backend's context
+    Driver::ok(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+    Driver::ok(cu.StreamCreate(&stream_, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+    Driver::ok(cu.EventCreate(&e0_, 0), "cuEventCreate");
+    Driver::ok(cu.EventCreate(&e1_, 0), "cuEventCreate");
+    spin_ = k.get("matmul8_act", "memra_bench_spin");
+  }
+  ~Timer() {
+    cu_.EventDestroy(e0_);
+    cu_.EventDestroy(e1_);
+    cu_.StreamDestroy(stream_);
+  }
+  void* stream() const { return stream_; }
+  // Median over batches of the mean time of one launch(i), in microseconds.
+  double us(const std::function<void(int)>& launch, int batches = 15, int per_batch = 10) {
+    for (int i = 0; i < 20; ++i) launch(i);
+    Driver::ok(cu_.StreamSynchronize(stream_), "cuStreamSynchronize (warm-up)");
+    std::vector<double> t;
+    int i = 20;
+    for (int b = 0; b < batches; ++b) {
+      int64_t ns = 150000;
+      void* args[] = {&ns};
+      k_.launch(spin_, 1, 1, 1, args, stream_);
+      Driver::ok(cu_.EventRecord(e0_, stream_), "cuEventRecord");
+      for (int j = 0; j < per_batch; ++j) launch(i++);
+      Driver::ok(cu_.EventRecord(e1_, stream_), "cuEventRecord");
+      Driver::ok(cu_.EventSynchronize(e1_), "cuEventSynchronize (a timed kernel failed?)");
+      float ms = 0;
+      Driver::ok(cu_.EventElapsedTime(&ms, e0_, e1_), "cuEventElapsedTime");
+      t.push_back(1000.0 * ms / per_batch);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+
+ private:
+  Driver& cu_;
+  Kernels& k_;
+  void* stream_ = nullptr;
+  void* e0_ = nullptr;
+  void* e1_ = nullptr;
+  memra_kernel* spin_ = nullptr;
+};
+
+struct Shape {
+  const char* name;
+  int64_t rows, cols;
+  int per_layer;  // how many such matrices a Qwen3-8B layer has
+};
+constexpr Shape kShapes[] = {
+    {"q/o", 4096, 4096, 2}, {"k/v", 1024, 4096, 2}, {"gate/up", 12288, 4096, 2}, {"down", 4096, 12288, 1}};
+constexpr int kMs[] = {1, 2, 4, 8, 16};
+constexpr int kRs[] = {1, 2, 4};
+constexpr uint64_t kPool = 1ull << 30;
+
+uint64_t align256(uint64_t v) { return (v + 255) & ~uint64_t{255}; }
+
+}  // namespace
+
+void bench_int8_gemv(Device& d, const BenchOptions& o) {
+  Driver cu;
+  Kernels k(d);
+  Timer timer(cu, k, o.device);
+  Rng rng(o.seed);
+  memra_device_info info{};
+  info.struct_size = sizeof info;
+  d.check(d.api().device_info(d.backend(), &info), "device_info");
+  void* st = timer.stream();
+
+  // Copy ceiling: 512 MiB -> 512 MiB, bytes read + written.
+  DevBuf pool(d, kPool), dst(d, kPool / 2);
+  {
+    std::vector<uint8_t> junk(1 << 20);
+    for (auto& b : junk) b = static_cast<uint8_t>(rng.bits());
+    for (uint64_t off = 0; off < kPool; off += junk.size()) pool.put(junk.data(), junk.size(), off);
+  }
+  memra_kernel* copy = k.get("matmul8_act", "memra_bench_copy");
+  int copy_blocks_per_sm = 16;
+  auto launch_copy = [&](const void* src, void* to, uint64_t bytes) {
+    int64_t n = static_cast<int64_t>(bytes / 16);
+    void* args[] = {&src, &to, &n};
+    k.launch(copy, static_cast<unsigned>(info.multiprocessor_count * copy_blocks_per_sm), 1, 256, args, st);
+  };
+  double copy_gbs = 0;
+  int best_bps = 0;
+  for (int bps : {4, 8, 16, 32}) {
+    copy_blocks_per_sm = bps;
+    const double us = timer.us([&](int i) { launch_copy(pool.at((i & 1) * (kPool / 2)), dst.ptr(), kPool / 2); }, 7, 3);
+    const double gbs = static_cast<double>(kPool) / (us * 1e3);
+    std::printf("cfg copy blocks/SM=%d: %.1f us, %.1f GB/s\n", bps, us, gbs);
+    if (gbs > copy_gbs) copy_gbs = gbs, best_bps = bps;
+  }
+  copy_blocks_per_sm = 16;
+  std::printf("bench: %s, %d SMs; copy ceiling %.1f GB/s (512 MiB -> 512 MiB, read + written, median of 7, best of "
+              "4-32 blocks/SM: %d)\n",
+              info.name, info.multiprocessor_count, copy_gbs, best_bps);
+  memra_kernel* read = k.get("matmul8_act", "memra_bench_read");
+  DevBuf sink(d, 256);
+
+  // Activations (largest shape, M = 16), for both paths.
+  const int64_t max_cols = 12288, max_m = 16;
+  std::vector<float> x = rng.floats(static_cast<size_t>(max_m * max_cols));
+  DevBuf xf(d, x.size() * 4), xq(d, x.size()), xm(d, x.size() / 32 * 8), y(d, static_cast<uint64_t>(max_m) * 12288 * 4);
+  xf.put(x.data(), x.size() * 4);
+
+  for (int64_t cols : {int64_t{4096}, int64_t{12288}})
+    for (int m : {1, 16}) {
+      const double t = timer.us([&](int) { launch_quantize(k, xf.ptr(), m, cols, xq.ptr(), xm.ptr(), st); });
+      std::printf("bench: int8 act quantise M=%d cols=%lld: %.2f us\n", m, static_cast<long long>(cols), t);
+    }
+  // Quantised once for the GEMVs: real codes and scales for every shape's M x cols prefix.
+  launch_quantize(k, xf.ptr(), max_m, max_cols, xq.ptr(), xm.ptr(), st);
+
+  std::printf("\n| scheme | shape (rows x cols) | M | f32-act GEMV us | int8 GEMV us (kernel R blocks) | GB/s | %% of copy "
+              "| read of the weight bytes us (%% of copy) | f32-act GB/s |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  const int64_t sms = info.multiprocessor_count;
+  for (Int8Scheme s : {Int8Scheme::q8_0, Int8Scheme::q4_k, Int8Scheme::q4_0}) {
+    const std::string sch = scheme_name(s);
+    std::vector<std::string> kernels = {sch};
+    if (s == Int8Scheme::q4_k) kernels.push_back("q4_k2");
+    // Fill the pool with this scheme's blocks (one 64 MiB draw, replicated on the device; a
+    // slot need not start on a copy's block boundary, which timing does not notice: no
+    // kernel branches on weight values).
+    {
+      const int64_t cols = 4096, row_bytes = ref::int8_scheme_row_bytes(s, cols);
+      const int64_t rows = (64ll << 20) / row_bytes;
+      const std::vector<uint8_t> w = random_weight(rng, sch, rows, cols, "random");
+      pool.put(w.data(), w.size());
+      const uint64_t chunk = align256(w.size()) - 256;
+      for (uint64_t off = chunk; off + chunk <= kPool; off += chunk) launch_copy(pool.ptr(), pool.at(off), chunk & ~uint64_t{15});
+      Driver::ok(cu.StreamSynchronize(st), "cuStreamSynchronize (pool fill)");
+    }
+    double layer_bytes = 0, layer_new[5] = {}, layer_old[5] = {}, layer_read = 0;
+    for (const Shape& sh : kShapes) {
+      const int64_t row_bytes = ref::int8_scheme_row_bytes(s, sh.cols);
+      const uint64_t wbytes = static_cast<uint64_t>(row_bytes * sh.rows), slot = align256(wbytes);
+      const int slots = static_cast<int>(kPool / slot);
+      const double t_read = timer.us([&](int i) {
+        const void* src = pool.at(static_cast<uint64_t>(i % slots) * slot);
+        int64_t n = static_cast<int64_t>(wbytes / 16);
+        void* sp = sink.ptr();
+        void* args[] = {&src, &n, &sp};
+        k.launch(read, static_cast<unsigned>(sms * 8), 1, 256, args, st);
+      });
+      layer_bytes += sh.per_layer * static_cast<double>(wbytes);
+      layer_read += sh.per_layer * t_read;
+      for (int mi = 0; mi < 5; ++mi) {
+        const int64_t m = kMs[mi];
+        const int nt = tile_tokens(m);
+        // Today's kernel, as ops_matmul.cpp launches it (4 rows per 128-thread block).
+        memra_kernel* old = k.get("matmul_" + sch, "memra_gemv_" + sch + "_t" + std::to_string(nt));
+        const double t_old = timer.us([&](int i) {
+          const void* w = pool.at(static_cast<uint64_t>(i % slots) * slot);
+          const void* xp = xf.ptr();
+          void* yp = y.ptr();
+          const void* bias = nullptr;
+          int64_t rb = row_bytes, rows = sh.rows, cols = sh.cols, mm = m;
+          void* args[] = {&w, &rb, &rows, &cols, &xp, &mm, &yp, &bias};
+          k.launch(old, static_cast<unsigned>((rows + 3) / 4), static_cast<unsigned>((m + nt - 1) / nt), 128, args, st);
+        });
+        double best = 1e30;
+        std::string best_cfg;
+        for (const std::string& kern : kernels)
+          for (int r : kRs)
+            for (int64_t bps : {int64_t{0}, int64_t{4}, int64_t{8}}) {
+              const double t = timer.us([&](int i) {
+                launch_gemv8(k, s, r,
+                             {pool.at(static_cast<uint64_t>(i % slots) * slot), row_bytes, sh.rows, sh.cols, xq.ptr(), xm.ptr(),
+                              m, y.ptr(), nullptr},
+                             st, kern, bps * sms);
+              });
+              const std::string cfg = kern + " R=" + std::to_string(r) + " " + (bps ? std::to_string(bps) + "/SM" : "all");
+              std::printf("cfg %s %s M=%lld %s: %.2f us\n", sch.c_str(), sh.name, static_cast<long long>(m), cfg.c_str(), t);
+              if (t < best) best = t, best_cfg = cfg;
+            }
+        const double act_new = static_cast<double>(m * sh.cols + m * sh.cols / 32 * 8), act_old = static_cast<double>(m * sh.cols * 4);
+        const double out = static_cast<double>(m * sh.rows * 4);
+        const double gbs = (static_cast<double>(wbytes) + act_new + out) / (best * 1e3);
+        const double gbs_old = (static_cast<double>(wbytes) + act_old + out) / (t_old * 1e3);
+        std::printf("| %s | %s %lldx%lld | %lld | %.2f | %.2f (%s) | %.0f | %.1f | %.2f (%.1f) | %.0f |\n", sch.c_str(), sh.name,
+                    static_cast<long long>(sh.rows), static_cast<long long>(sh.cols), static_cast<long long>(m), t_old, best,
+                    best_cfg.c_str(), gbs, 100.0 * gbs / copy_gbs, t_read,
+                    100.0 * static_cast<double>(wbytes) / (t_read * 1e3) / copy_gbs, gbs_old);
+        layer_new[mi] += sh.per_layer * best;
+        layer_old[mi] += sh.per_layer * t_old;
+      }
+    }
+    std::printf("bench: %s layer read ceiling (7 perfect streaming reads of its weights): %.1f us = %.0f GB/s (%.1f %% of copy)\n",
+                sch.c_str(), layer_read, layer_bytes / (layer_read * 1e3), 100.0 * layer_bytes / (layer_read * 1e3) / copy_gbs);
+    for (int mi = 0; mi < 5; ++mi)
+      std::printf("bench: %s Qwen3-8B layer (q,k,v,o,gate,up,down) M=%d: int8 %.1f us = %.0f GB/s of weights (%.1f %% of copy), "
+                  "%.2fx the M=1 call; f32-act %.1f us (%.0f GB/s); speed-up %.2fx\n",
+                  sch.c_str(), kMs[mi], layer_new[mi], layer_bytes / (layer_new[mi] * 1e3),
+                  100.0 * layer_bytes / (layer_new[mi] * 1e3) / copy_gbs, layer_new[mi] / layer_new[0], layer_old[mi],
+                  layer_bytes / (layer_old[mi] * 1e3), layer_old[mi] / layer_new[mi]);
+  }
+}
+
+}  // namespace memra::kcheck

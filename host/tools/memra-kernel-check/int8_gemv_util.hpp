@@ -1,0 +1,120 @@
+// Shared by check_int8_gemv.cpp and bench_int8_gemv.cpp: device buffers and kernel
+// launches through the CUDA backend's kernel services (no libcuda link), the launch
+// shape of the integer-activation GEMVs, and their weights.
+#pragma once
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/tools/memra-kernel-check/harness.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
+
+namespace memra::kcheck::i8 {
+
+// Device memory, freed at scope exit.
+class DevBuf {
+ public:
+  DevBuf(Device& d, uint64_t bytes) : d_(&d) {
+    d.check(d.api().memory_alloc(d.backend(), MEMRA_MEMORY_DEVICE, bytes ? bytes : 16, &b_), "memory_alloc");
+  }
+  ~DevBuf() {
+    if (b_.ptr) d_->api().memory_free(d_->backend(), &b_);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  void* ptr() const { return b_.ptr; }
+  char* at(uint64_t off) const { return static_cast<char*>(b_.ptr) + off; }
+  uint64_t bytes() const { return b_.bytes; }
+  void put(const void* src, uint64_t n, uint64_t off = 0) {
+    d_->check(d_->api().copy_to_device(d_->backend(), at(off), src, n), "copy_to_device");
+  }
+  template <class T>
+  std::vector<T> get(size_t n, uint64_t off = 0) const {
+    std::vector<T> v(n);
+    d_->check(d_->api().copy_to_host(d_->backend(), v.data(), at(off), n * sizeof(T)), "copy_to_host (or an earlier kernel)");
+    return v;
+  }
+
+ private:
+  Device* d_;
+  memra_buffer b_{};
+};
+
+// Kernels by (module, name), modules loaded once.
+class Kernels {
+ public:
+  explicit Kernels(Device& d) : d_(d) {}
+  memra_kernel* get(const std::string& module, const std::string& name) {
+    auto& m = modules_[module];
+    if (!m) d_.check(d_.api().kernel_module_load(d_.backend(), module.c_str(), &m), "kernel_module_load(" + module + ")");
+    memra_kernel* k = nullptr;
+    d_.check(d_.api().kernel_get(d_.backend(), m, name.c_str(), &k), "kernel_get(" + name + ")");
+    return k;
+  }
+  void launch(memra_kernel* k, unsigned gx, unsigned gy, unsigned block, void** args, void* stream = nullptr) {
+    memra_launch_config c{};
+    c.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
+    c.grid[0] = gx;
+    c.grid[1] = gy;
+    c.grid[2] = 1;
+    c.block[0] = block;
+    c.block[1] = c.block[2] = 1;
+    c.stream = stream;
+    d_.check(d_.api().kernel_launch(d_.backend(), k, &c, args), "kernel_launch");
+  }
+
+ private:
+  Device& d_;
+  std::map<std::string, memra_kernel_module*> modules_;
+};
+
+inline const char* scheme_name(ref::Int8Scheme s) {
+  switch (s) {
+    case ref::Int8Scheme::q8_0: return "q8_0";
+    case ref::Int8Scheme::q4_0: return "q4_0";
+    case ref::Int8Scheme::q4_k: return "q4_k";
+  }
+  return "?";
+}
+
+// Tokens per block: the smallest of 1, 2, 4, 8, 16 holding min(m, 16) (as the f32 GEMVs).
+inline int tile_tokens(int64_t m) {
+  int nt = 1;
+  while (nt < 16 && nt < m) nt *= 2;
+  return nt;
+}
+
+// One integer-activation GEMV launch: R rows and tile_tokens(m) tokens per 128-thread block.
+struct Gemv8Args {
+  const void* w;
+  int64_t row_bytes, rows, cols;
+  const void* xq;
+  const void* xm;
+  int64_t m;
+  void* y;
+  const void* bias;
+};
+// kernel: the entry's scheme part, "q8_0", "q4_0", "q4_k" or "q4_k2" (the q4_k variant
+// without the per-token shuffle). blocks: grid.x (persistent blocks), 0 = one per group.
+inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void* stream = nullptr,
+                         const std::string& kernel = "", int64_t blocks = 0) {
+  const int nt = tile_tokens(a.m);
+  const std::string sch = scheme_name(s), name = kernel.empty() ? sch : kernel;
+  memra_kernel* kern = k.get("matmul8_" + sch, "memra_gemv8_" + name + "_r" + std::to_string(r) + "_t" + std::to_string(nt));
+  void* args[] = {&a.w, &a.row_bytes, &a.rows, &a.cols, &a.xq, &a.xm, &a.m, &a.y, &a.bias};
+  const int64_t groups = (a.rows + r - 1) / r;
+  const int64_t gx = blocks > 0 && blocks < groups ? blocks : groups;
+  k.launch(kern, static_cast<unsigned>(gx), static_cast<unsigned>((a.m + nt - 1) / nt), 128, args, stream);
+}
+
+// Activations x [m][cols] (device f32) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
+inline void launch_quantize(Kernels& k, const void* x, int64_t m, int64_t cols, void* q, void* meta, void* stream = nullptr) {
+  memra_kernel* kern = k.get("matmul8_act", "memra_quantize_act_q8");
+  void* args[] = {&x, &m, &cols, &q, &meta};
+  const int64_t groups = m * cols / 8;
+  k.launch(kern, static_cast<unsigned>((groups + 255) / 256), 1, 256, args, stream);
+}
+
+}  // namespace memra::kcheck::i8

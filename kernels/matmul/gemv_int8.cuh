@@ -1,0 +1,468 @@
+// Integer-activation decode GEMV (numeric contract v2): y[t][r] = sum over units of
+// the weight block's codes . the activation block's int8 codes (dp4a, exact) times the
+// two blocks' scales, f32 accumulation. The arithmetic and the order of every f32 sum
+// are gemv_int8_ref.hpp's; this file only decides who computes what.
+//
+// Launch: 128 threads (4 warps) per block; a "group" is R consecutive weight rows and
+// NT tokens (grid.y = ceil(m/NT), NT = 1, 2, 4, 8, 16). Blocks are persistent: block b
+// takes groups b, b + grid.x, ... (grid.x <= ceil(rows/R), any value). Unit u of a row
+// (32 weights) belongs to thread u % 128, which walks its units in ascending order; a
+// row's 128 partials are summed per warp by the xor-butterfly tree, then over the
+// warps in order. None of this depends on R, NT, grid.x or M: a token's result is the
+// same bits for any launch. The caller guarantees cols % 256 == 0 (rows of whole
+// 16-byte-aligned runs), w and xq 16-byte aligned, xm 8-byte aligned; nothing is checked here.
+//
+// Weights stream once per block for all its tokens, 16-byte loads that skip L1
+// (ld.global.nc.L1::no_allocate). Work is a sequence of steps (group, phase), a phase
+// being 128 units (4096 columns) of each of the group's rows; the next step's weights
+// are loaded before the current step is computed and reduced, so loads stay in flight
+// across row groups. Activation codes (cols bytes per token) and scales are read
+// through L1, once per token for all R rows.
+//  - q8_0 / q4_0: 34- and 18-byte blocks are not 16-byte aligned, so each warp stages its
+//    run of 32 blocks (1088 / 576 bytes, 16-byte aligned when cols % 256 == 0) through
+//    shared memory with coalesced 16-byte loads; lane j then reads block j with 4-byte
+//    shared loads and one funnel shift per word (the same code for odd and even j).
+//  - q4_k: the 144-byte super-block is 9 aligned 16-byte vectors: the header (d, dmin,
+//    scales) and 8 code vectors. Thread 8s+v loads code vector v (16 bytes: low nibbles
+//    = half of sub-block 2(v/2), high nibbles = half of sub-block 2(v/2)+1) and the header
+//    (one broadcast load per 8 lanes). Partner lanes v, v^1 swap their integer partial of
+//    the other's sub-block (one shuffle; integer, so exact), so lane v owns sub-block v.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace memra::cuda::i8 {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = 4;
+constexpr int kPhaseUnits = 128;  // units per row per phase = one per thread
+
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ int dp4a(int a, int b, int c) { return __dp4a(a, b, c); }
+
+// The warp sums of N = R*NT partials at once (reduce-scatter): at each xor distance a
+// lane keeps half of its values and adds its partner's copy of them, until one value
+// per lane (or per lane pair...) remains. Every value is still summed by the butterfly
+// tree (lanes l, l^16 first, then ^8, ^4, ^2, ^1; f32 addition is commutative, so who
+// adds a pair does not change its bits), with 31 shuffles instead of 5 per value.
+// Writes value j (= r*NT + t) of this warp to red[j].
+template <int N>
+__device__ __forceinline__ void warp_sums(float (&v)[N], float* red) {
+  const int lane = threadIdx.x & 31;
+  int base = 0;
+  constexpr int kLevels[5] = {16, 8, 4, 2, 1};
+#pragma unroll
+  for (int k = 0, n = N; k < 5; ++k) {
+    const int off = kLevels[k];
+    if (n > 1) {
+      const int half = n / 2;
+      const bool upper = (lane & off) != 0;
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) {
+        if (i < half) {
+          const float send = upper ? v[i] : v[i + half];
+          const float keep = upper ? v[i + half] : v[i];
+          v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+        }
+      }
+      if (upper) base += half;
+      n = half;
+    } else {
+      v[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[0], off);
+    }
+  }
+  constexpr int kLeft = N > 32 ? N / 32 : 1;                 // values per lane at the end
+  constexpr int kDup = N >= 32 ? 1 : 32 / N;                 // lanes holding each value
+  if ((lane & (kDup - 1)) == 0)
+#pragma unroll
+    for (int i = 0; i < kLeft; ++i) red[base + i] = v[i];
+}
+
+// Per-(row, token) partials of one group -> y: warp sums, warps summed in order, + bias.
+// red is double-buffered by group parity: the barrier of one group's finish orders the
+// previous use of the other buffer.
+template <int R, int NT>
+__device__ __forceinline__ void finish(float (&acc)[R][NT], float (*red)[R * NT], int64_t row0, int64_t rows,
+                                       int64_t t0, int nt, float* __restrict__ y, const float* __restrict__ bias) {
+  const int warp = threadIdx.x >> 5;
+  float v[R * NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) v[r * NT + t] = acc[r][t];
+  warp_sums<R * NT>(v, red[warp]);
+  __syncthreads();
+  if (threadIdx.x < R * NT) {
+    const int i = threadIdx.x;
+    const int r = i / NT, t = i - r * NT;
+    const int64_t row = row0 + r;
+    if (t < nt && row < rows) {
+      float s = ((red[0][i] + red[1][i]) + red[2][i]) + red[3][i];
+      if (bias) s = s + bias[row];
+      y[(t0 + t) * rows + row] = s;
+    }
+  }
+}
+
+// The step sequence of a persistent block: (group, phase) pairs in order.
+struct Steps {
+  int64_t group;
+  int phase;
+  int phases;
+  __device__ __forceinline__ void next() {
+    if (++phase == phases) {
+      phase = 0;
+      group += gridDim.x;
+    }
+  }
+};
+
+// ---- q8_0 / q4_0: warp-staged runs of 32 blocks ---------------------------------------
+
+template <int BlockBytes>
+struct Staged {
+  static constexpr int kRunBytes = 32 * BlockBytes;  // 1088 (q8_0) or 576 (q4_0)
+  static constexpr int kRunVecs = kRunBytes / 16;    // 68 or 36
+  static constexpr int kVecsPerLane = (kRunVecs + 31) / 32;
+};
+
+// Lane j's block of a staged run: the f16 scale bits and the code bytes as words.
+// Block j starts at byte BB*j (2-byte aligned); base = that rounded down to 4. For even
+// j (BB*j % 4 == 0) the scale is the low half of word 0 and the codes start 2 bytes in;
+// for odd j the scale is the high half of word 0 and the codes are words 1... exactly.
+template <int BlockBytes, int CodeWords>
+__device__ __forceinline__ void staged_block(const uint8_t* run, int j, uint16_t& dbits, uint32_t (&codes)[CodeWords]) {
+  const int start = BlockBytes * j;
+  const int base = start & ~3;
+  const bool odd = base != start;
+  const uint32_t* sw = reinterpret_cast<const uint32_t*>(run + base);
+  uint32_t words[CodeWords + 1];
+#pragma unroll
+  for (int i = 0; i <= CodeWords; ++i) words[i] = sw[i];
+  dbits = static_cast<uint16_t>(odd ? (words[0] >> 16) : (words[0] & 0xffffu));
+  const unsigned sh = odd ? 32u : 16u;
+#pragma unroll
+  for (int i = 0; i < CodeWords; ++i) codes[i] = __funnelshift_rc(words[i], words[i + 1], sh);
+}
+
+// Scheme 0 = q8_0 (34-byte blocks, 8 code words), 1 = q4_0 (18-byte blocks, 4 code words).
+template <int Scheme, int R, int NT>
+__device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
+                                            int64_t cols, const int8_t* __restrict__ xq,
+                                            const float2* __restrict__ xm, int64_t m, float* __restrict__ y,
+                                            const float* __restrict__ bias) {
+  constexpr int BB = Scheme == 0 ? 34 : 18;
+  constexpr int CW = Scheme == 0 ? 8 : 4;
+  using S = Staged<BB>;
+  __shared__ __align__(16) uint8_t stage[kWarps][R][S::kRunBytes];
+  __shared__ float red[2][kWarps][R * NT];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
+  const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
+  const int64_t units = cols / 32, groups = (rows + R - 1) / R;
+  const int phases = static_cast<int>((units + kPhaseUnits - 1) / kPhaseUnits);
+  if (static_cast<int64_t>(blockIdx.x) >= groups) return;  // uniform
+
+  float acc[R][NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+
+  // Blocks of this warp's run in phase p: a multiple of 8 (cols % 256 == 0).
+  auto run_blocks = [&](int p) {
+    const int64_t left = units - (static_cast<int64_t>(p) * kPhaseUnits + 32 * warp);
+    return left <= 0 ? 0 : (left < 32 ? static_cast<int>(left) : 32);
+  };
+  uint4 v[R][S::kVecsPerLane];
+  auto load = [&](const Steps& st) {
+    const int64_t b0 = static_cast<int64_t>(st.phase) * kPhaseUnits + 32 * warp;
+    const int vecs = run_blocks(st.phase) * BB / 16;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = st.group * R + r;
+      const uint8_t* src = w + row * row_bytes + b0 * BB;
+#pragma unroll
+      for (int i = 0; i < S::kVecsPerLane; ++i) {
+        const int idx = lane + 32 * i;
+        if (row < rows && idx < vecs) v[r][i] = ld_stream(src + 16 * idx);
+      }
+    }
+  };
+
+  Steps cur{blockIdx.x, 0, phases};
+  load(cur);
+  int parity = 0;
+  while (cur.group < groups) {
+    const int nb = run_blocks(cur.phase);
+    const int vecs = nb * BB / 16;
+    __syncwarp();  // the previous step's shared reads are done
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < S::kVecsPerLane; ++i) {
+        const int idx = lane + 32 * i;
+        if (idx < vecs) reinterpret_cast<uint4*>(stage[warp][r])[idx] = v[r][i];
+      }
+    __syncwarp();
+    Steps nxt = cur;
+    nxt.next();
+    if (nxt.group < groups) load(nxt);  // in flight while this step computes and reduces
+
+    if (lane < nb) {
+      const int64_t u = static_cast<int64_t>(cur.phase) * kPhaseUnits + 32 * warp + lane;
+      // Eight dp4a-ready words per row, word k paired with activation word k of the block.
+      uint32_t k8[R][8];
+      float dw[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        uint16_t dbits;
+        uint32_t cw[CW];
+        staged_block<BB, CW>(stage[warp][r], lane, dbits, cw);
+        dw[r] = __half2float(__ushort_as_half(dbits));
+        if constexpr (Scheme == 0) {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) k8[r][i] = cw[i];
+        } else {
+          // q4_0 byte l: low nibble = element l, high nibble = element l + 16; as signed q - 8.
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            k8[r][i] = __vsub4(cw[i] & 0x0f0f0f0fu, 0x08080808u);
+            k8[r][i + 4] = __vsub4((cw[i] >> 4) & 0x0f0f0f0fu, 0x08080808u);
+          }
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < nt) {
+          const int4* ap = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + 32 * u);
+          const int4 a0 = ap[0], a1 = ap[1];
+          const float da = xm[(t0 + t) * units + u].x;
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            int isum = dp4a(static_cast<int>(k8[r][0]), a0.x, 0);
+            isum = dp4a(static_cast<int>(k8[r][1]), a0.y, isum);
+            isum = dp4a(static_cast<int>(k8[r][2]), a0.z, isum);
+            isum = dp4a(static_cast<int>(k8[r][3]), a0.w, isum);
+            isum = dp4a(static_cast<int>(k8[r][4]), a1.x, isum);
+            isum = dp4a(static_cast<int>(k8[r][5]), a1.y, isum);
+            isum = dp4a(static_cast<int>(k8[r][6]), a1.z, isum);
+            isum = dp4a(static_cast<int>(k8[r][7]), a1.w, isum);
+            acc[r][t] = fmaf(static_cast<float>(isum), dw[r] * da, acc[r][t]);
+          }
+        }
+      }
+    }
+    if (cur.phase == phases - 1) {
+      finish<R, NT>(acc, red[parity], cur.group * R, rows, t0, nt, y, bias);
+      parity ^= 1;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    }
+    cur = nxt;
+  }
+}
+
+// ---- q4_k: direct 16-byte loads of code vectors and headers ---------------------------
+
+// Byte k (0..11) of the 12-byte scales field, from the header vector (bytes 4..15 = h.y..h.w).
+__device__ __forceinline__ uint32_t header_byte(uint4 h, int k) {
+  const uint32_t word = k < 4 ? h.y : (k < 8 ? h.z : h.w);
+  return (word >> (8 * (k & 3))) & 0xffu;
+}
+
+// Pair = true: the lanes of a pair each load both code vectors of their pair of
+// sub-blocks (the same 32 bytes, one request per pair) and keep their own nibbles, so
+// no shuffle is needed per token; Pair = false: one vector per lane and the swap above.
+template <int R, int NT, bool Pair = false>
+__device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
+                                          int64_t cols, const int8_t* __restrict__ xq,
+                                          const float2* __restrict__ xm, int64_t m, float* __restrict__ y,
+                                          const float* __restrict__ bias) {
+  __shared__ float red[2][kWarps][R * NT];
+  const int tid = threadIdx.x;
+  const int v = tid & 7;  // code vector of the super-block = the sub-block this lane owns
+  const int c = v >> 1, half = v & 1;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
+  const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
+  const int64_t units = cols / 32, supers = cols / 256, groups = (rows + R - 1) / R;
+  constexpr int kPhaseSupers = kPhaseUnits / 8;  // 16
+  const int phases = static_cast<int>((supers + kPhaseSupers - 1) / kPhaseSupers);
+  if (static_cast<int64_t>(blockIdx.x) >= groups) return;  // uniform
+
+  float acc[R][NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+
+  uint4 hv[R], qv[R], qv2[R];
+  auto load = [&](const Steps& st) {
+    const int64_t sb = static_cast<int64_t>(st.phase) * kPhaseSupers + (tid >> 3);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = st.group * R + r;
+      if (sb < supers && row < rows) {
+        const uint8_t* src = w + row * row_bytes + sb * 144;
+        hv[r] = ld_stream(src);
+        if constexpr (Pair) {
+          qv[r] = ld_stream(src + 16 + 32 * c);
+          qv2[r] = ld_stream(src + 32 + 32 * c);
+        } else {
+          qv[r] = ld_stream(src + 16 + 16 * v);
+        }
+      }
+    }
+  };
+
+  Steps cur{blockIdx.x, 0, phases};
+  load(cur);
+  int parity = 0;
+  while (cur.group < groups) {
+    const int64_t sb = static_cast<int64_t>(cur.phase) * kPhaseSupers + (tid >> 3);
+    const bool valid = sb < supers;  // the same for both lanes of a pair
+    uint32_t lo[R][4], hi[R][4];
+    float dw[R], nmw[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t q[4] = {qv[r].x, qv[r].y, qv[r].z, qv[r].w};
+      if constexpr (Pair) {
+        // Own sub-block v: nibble `half` of bytes 0..15 (lo) and 16..31 (hi) of the pair.
+        const uint32_t q2[4] = {qv2[r].x, qv2[r].y, qv2[r].z, qv2[r].w};
+        const unsigned sh = 4u * static_cast<unsigned>(half);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          lo[r][i] = (q[i] >> sh) & 0x0f0f0f0fu;   // elements 4i .. 4i+3
+          hi[r][i] = (q2[i] >> sh) & 0x0f0f0f0fu;  // elements 16 + 4i ..
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          lo[r][i] = q[i] & 0x0f0f0f0fu;         // sub-block 2c, elements 16*half + 4i ..
+          hi[r][i] = (q[i] >> 4) & 0x0f0f0f0fu;  // sub-block 2c+1, same elements
+        }
+      }
+      const uint4 h = hv[r];
+      const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+      const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
+      uint32_t sc, mn;
+      if (v < 4) {
+        sc = header_byte(h, v) & 63u;
+        mn = header_byte(h, v + 4) & 63u;
+      } else {
+        sc = (header_byte(h, v + 4) & 0x0fu) | ((header_byte(h, v - 4) >> 6) << 4);
+        mn = (header_byte(h, v + 4) >> 4) | ((header_byte(h, v) >> 6) << 4);
+      }
+      dw[r] = d * static_cast<float>(sc);
+      nmw[r] = -(dmin * static_cast<float>(mn));
+    }
+    Steps nxt = cur;
+    nxt.next();
+    if (nxt.group < groups) load(nxt);  // in flight while this step computes and reduces
+
+    const int64_t u = sb * 8 + v;  // the unit (sub-block) this lane owns
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < nt) {  // uniform: every lane takes part in the shuffles
+        int4 a0 = make_int4(0, 0, 0, 0), a1 = a0;
+        float2 ds = make_float2(0.0f, 0.0f);
+        if (valid) {
+          if constexpr (Pair) {
+            const int8_t* xb = xq + (t0 + t) * cols + sb * 256 + 32 * v;  // own sub-block
+            a0 = *reinterpret_cast<const int4*>(xb);
+            a1 = *reinterpret_cast<const int4*>(xb + 16);
+          } else {
+            const int8_t* xb = xq + (t0 + t) * cols + sb * 256 + 64 * c + 16 * half;
+            a0 = *reinterpret_cast<const int4*>(xb);       // sub-block 2c
+            a1 = *reinterpret_cast<const int4*>(xb + 32);  // sub-block 2c+1
+          }
+          ds = xm[(t0 + t) * units + u];
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          int plo = dp4a(static_cast<int>(lo[r][0]), a0.x, 0);
+          plo = dp4a(static_cast<int>(lo[r][1]), a0.y, plo);
+          plo = dp4a(static_cast<int>(lo[r][2]), a0.z, plo);
+          plo = dp4a(static_cast<int>(lo[r][3]), a0.w, plo);
+          int phi = dp4a(static_cast<int>(hi[r][0]), a1.x, 0);
+          phi = dp4a(static_cast<int>(hi[r][1]), a1.y, phi);
+          phi = dp4a(static_cast<int>(hi[r][2]), a1.z, phi);
+          phi = dp4a(static_cast<int>(hi[r][3]), a1.w, phi);
+          int isum;
+          if constexpr (Pair) {
+            isum = plo + phi;
+          } else {
+            // Lane 2c owns sub-block 2c (keeps plo, sends phi); lane 2c+1 the other way.
+            const int mine = half ? phi : plo;
+            isum = mine + __shfl_xor_sync(0xffffffffu, half ? plo : phi, 1);
+          }
+          if (valid) {
+            acc[r][t] = fmaf(dw[r] * static_cast<float>(isum), ds.x, acc[r][t]);
+            acc[r][t] = fmaf(nmw[r], ds.y, acc[r][t]);
+          }
+        }
+      }
+    }
+    if (cur.phase == phases - 1) {
+      finish<R, NT>(acc, red[parity], cur.group * R, rows, t0, nt, y, bias);
+      parity ^= 1;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    }
+    cur = nxt;
+  }
+}
+
+// ---- activation quantisation (gemv_int8_ref.hpp: quantize_act_q8) ---------------------
+
+// 8 elements per thread, 4 threads per 32-element block; x [m][cols] -> q, meta {d, s}.
+__device__ __forceinline__ void quantize_act_q8(const float* __restrict__ x, int64_t n_groups, int64_t cols,
+                                                int8_t* __restrict__ q, float2* __restrict__ meta) {
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // group of 8
+  const bool active = g < n_groups;  // inactive lanes still join the shuffles (whole blocks of 4)
+  float e[8];
+  if (active) {
+    const float4 v0 = reinterpret_cast<const float4*>(x)[2 * g];
+    const float4 v1 = reinterpret_cast<const float4*>(x)[2 * g + 1];
+    e[0] = v0.x; e[1] = v0.y; e[2] = v0.z; e[3] = v0.w;
+    e[4] = v1.x; e[5] = v1.y; e[6] = v1.z; e[7] = v1.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) e[i] = 0.0f;
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(e[i]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const float d = __fdiv_rn(amax, 127.0f);
+  int sum = 0;
+  uint32_t packed[2] = {0u, 0u};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    int qi = d != 0.0f ? __float2int_rn(__fdiv_rn(e[i], d)) : 0;
+    qi = max(-127, min(127, qi));
+    sum += qi;
+    packed[i >> 2] |= (static_cast<uint32_t>(qi) & 0xffu) << (8 * (i & 3));
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  if (!active) return;
+  reinterpret_cast<uint2*>(q)[g] = make_uint2(packed[0], packed[1]);
+  if ((threadIdx.x & 3) == 0) meta[g >> 2] = make_float2(d, __fmul_rn(d, static_cast<float>(sum)));
+  (void)cols;
+}
+
+}  // namespace memra::cuda::i8

@@ -1,0 +1,41 @@
+// Launch choice for the integer-activation GEMVs (gemv_int8.cuh), for the host that
+// wires them (not yet the engine). Every choice computes the same bits: the kernel
+// variant (q4_k / q4_k2), R and the number of persistent blocks change who computes
+// what, never the order of a row's sums (memra-kernel-check checks each R, one block
+// per group and 5 persistent blocks, both q4_k variants, bitwise against the reference).
+// So the table may depend on M freely; it only picks speed.
+//
+// The figures behind it: docs/PERFORMANCE.md, "int8-activation GEMV (not yet in the
+// engine)" (H200, Qwen3-8B shapes): per scheme and token tile, the one configuration
+// with the smallest summed time over a layer's 7 matrices; within 3 % of picking the
+// best configuration per matrix.
+#pragma once
+
+#include <cstdint>
+
+namespace memra::ref {
+
+struct Int8GemvLaunch {
+  const char* kernel;   // entry "memra_gemv8_<kernel>_r<R>_t<NT>" in module "matmul8_<scheme>"
+  int rows_per_block;   // R
+  int blocks_per_sm;    // persistent blocks per multiprocessor; 0 = one block per R-row group
+};
+
+// scheme: "q8_0" | "q4_0" | "q4_k"; m: the launch's token count (the tile is 1, 2, 4, 8 or 16).
+// grid = (min(ceil(rows / R), blocks_per_sm * SMs) or ceil(rows / R) when 0, ceil(m / NT)).
+inline Int8GemvLaunch int8_gemv_launch(const char* scheme, int64_t m) {
+  const int tile = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 3 : 4;
+  const char s = scheme[1] == '8' ? '8' : scheme[3] == 'k' ? 'k' : '0';  // q8_0, q4_k, q4_0
+  if (s == '8') {
+    static constexpr Int8GemvLaunch t[5] = {{"q8_0", 2, 8}, {"q8_0", 4, 4}, {"q8_0", 4, 4}, {"q8_0", 4, 8}, {"q8_0", 4, 4}};
+    return t[tile];
+  }
+  if (s == 'k') {
+    static constexpr Int8GemvLaunch t[5] = {{"q4_k", 2, 8}, {"q4_k2", 4, 4}, {"q4_k2", 4, 4}, {"q4_k2", 4, 0}, {"q4_k", 4, 0}};
+    return t[tile];
+  }
+  static constexpr Int8GemvLaunch t[5] = {{"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 0}, {"q4_0", 4, 8}};
+  return t[tile];
+}
+
+}  // namespace memra::ref

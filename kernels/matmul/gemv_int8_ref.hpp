@@ -1,0 +1,51 @@
+// Integer-activation decode GEMV (numeric contract v2, q8_1-style activations), CPU
+// reference. The CUDA kernels (gemv_int8.cuh) implement exactly this arithmetic.
+//
+// Activations. Each row of x (f32, cols a multiple of 32) is quantised on its own, in
+// blocks of 32 consecutive elements (independent of the batch):
+//   amax = max |x_i|                 (exact)
+//   d    = amax / 127                (f32, round to nearest even)
+//   q_i  = clamp(rint(x_i / d), -127, 127)   (f32 IEEE division, ties to even; q = 0 when d == 0)
+//   s    = d * (float)sum_i q_i      (f32; the offset term of schemes with a min, e.g. q4_k)
+// stored as int8 codes [m][cols] and one {d, s} pair of floats per block [m][cols/32].
+// Inputs must be finite.
+//
+// Weights: the GGUF block layouts as memra repacks them (q8_0 34-byte blocks, q4_0
+// 18-byte blocks, q4_k 144-byte super-blocks), rows of cols % 256 == 0 elements.
+//
+// Products. A "unit" is 32 weights x 32 activation codes (a q8_0/q4_0 block, a q4_k
+// sub-block); u counts units along the row. The integer dot is exact; per unit, with
+// dw the weight block's scale (f16 -> f32; q4_k: d*sc) and (da, sa) the activation's:
+//   q8_0:  isum = sum q_w*q_a;          acc = fmaf((float)isum, dw*da, acc)
+//   q4_0:  isum = sum (q_w - 8)*q_a;    acc = fmaf((float)isum, dw*da, acc)
+//   q4_k:  isum = sum q_w*q_a;          acc = fmaf(dw*(float)isum, da, acc);
+//          acc = fmaf(-(dmin*mn), sa, acc)
+// Order of the f32 sums (fixed by cols, never by M or the launch's tiling): unit u goes
+// to partial p[u % 128] in ascending u; the 128 partials are four warps of 32, each
+// summed by the xor butterfly (v = v + v[lane ^ off], off = 16, 8, 4, 2, 1); then
+// y = ((w0 + w1) + w2) + w3 (+ bias). The kernels keep this order, so they match the
+// reference bit for bit, for every M.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memra::ref {
+
+enum class Int8Scheme { q8_0, q4_0, q4_k };
+
+// "q8_0" | "q4_0" | "q4_k"; false otherwise.
+bool int8_scheme(const std::string& name, Int8Scheme* out);
+int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols);
+
+constexpr int kInt8Block = 32;      // activation block (elements)
+constexpr int kInt8Partials = 128;  // the kernels' threads per row (4 warps)
+
+// x [m][cols] -> q [m][cols], meta [m][cols/32][2] = {d, s}. False when cols % 32 != 0.
+bool quantize_act_q8(const float* x, int64_t m, int64_t cols, int8_t* q, float* meta);
+
+// y[t][r] = sum_u unit(t, r, u) (+ bias[r]) in the order above. False when cols % 256 != 0.
+bool gemv_int8(Int8Scheme s, const uint8_t* w, int64_t rows, int64_t cols, const int8_t* xq, const float* xmeta,
+               int64_t m, const float* bias, float* y);
+
+}  // namespace memra::ref

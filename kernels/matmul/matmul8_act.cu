@@ -1,0 +1,56 @@
+// Activation quantisation for the integer-activation GEMVs (gemv_int8_ref.hpp:
+// quantize_act_q8), and a device-to-device copy kernel that memra-kernel-check --bench
+// uses to measure the copy ceiling the GEMVs are compared with.
+#include "kernels/matmul/gemv_int8.cuh"
+
+// x [m][cols] f32 (cols % 32 == 0, 16-byte aligned) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
+// One thread per 8 elements: grid = ceil(m*cols/8 / 256) blocks of 256.
+extern "C" __global__ void __launch_bounds__(256) memra_quantize_act_q8(const float* x, int64_t m, int64_t cols,
+                                                                       int8_t* q, float2* meta) {
+  memra::cuda::i8::quantize_act_q8(x, m * cols / 8, cols, q, meta);
+}
+
+// dst[i] = src[i] for n 16-byte vectors, grid-stride, 4 loads in flight per thread.
+extern "C" __global__ void __launch_bounds__(256) memra_bench_copy(const uint4* src, uint4* dst, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = memra::cuda::i8::ld_stream(src + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) dst[i + k * stride] = v[k];
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+// Spins for `ns` nanoseconds (%globaltimer): the bench queues it ahead of a timed batch
+// so that the batch's launches are all queued before the first one starts.
+extern "C" __global__ void memra_bench_spin(int64_t ns) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (static_cast<int64_t>(t - t0) < ns);
+}
+
+// Reads n 16-byte vectors once (grid-stride, 4 loads in flight per thread, L1 skipped as
+// the GEMVs' weights): the time a perfect streaming read of a weight's bytes takes,
+// launch and ramp included. sink is written only on an impossible value.
+extern "C" __global__ void __launch_bounds__(256) memra_bench_read(const uint4* src, int64_t n, uint32_t* sink) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint32_t acc = 0;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = memra::cuda::i8::ld_stream(src + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 v = memra::cuda::i8::ld_stream(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
