@@ -32,8 +32,8 @@ memra_status guarded(memra_backend_ctx* ctx, F&& f) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup)
-    : kv_(kv), quant_lookup_(std::move(quant_lookup)) {
+CpuBackend::CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup, RecurrentStateConfig state)
+    : kv_(kv), quant_lookup_(std::move(quant_lookup)), state_(std::move(state)) {
 
   ops_.struct_size = MEMRA_BACKEND_OPS_STRUCT_SIZE;
   ops_.ctx = reinterpret_cast<memra_backend_ctx*>(this);
@@ -64,6 +64,12 @@ CpuBackend::CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup)
   ops_.logits_output = [](memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
     return guarded(c, [&](CpuBackend* b) { return b->logits_output(l, bt); });
   };
+  ops_.op_find = [](memra_backend_ctx* c, const char* name, uint32_t version, const memra_op** o) {
+    return guarded(c, [&](CpuBackend* b) { return b->op_find(name, version, o); });
+  };
+  ops_.op_run = [](memra_backend_ctx* c, const memra_op* op, const memra_op_args* a) {
+    return guarded(c, [&](CpuBackend* b) { return b->op_run(op, a); });
+  };
 }
 
 memra_status CpuBackend::allocate_kv() {
@@ -75,6 +81,32 @@ memra_status CpuBackend::allocate_kv() {
   // Zeroed: +0.0 in both element types.
   k_cache_.assign(n * elem, 0);
   v_cache_.assign(n * elem, 0);
+  state_cache_.clear();
+  for (uint64_t b : state_.layer_bytes) state_cache_.emplace_back(static_cast<size_t>(b * static_cast<uint64_t>(state_.slots)), 0);
+  return MEMRA_OK;
+}
+
+uint8_t* CpuBackend::state_block(int32_t layer, int32_t slot) {
+  if (layer < 0 || static_cast<size_t>(layer) >= state_cache_.size() || slot < 0 || slot >= state_.slots) return nullptr;
+  const uint64_t b = state_.layer_bytes[static_cast<size_t>(layer)];
+  if (b == 0) return nullptr;
+  return state_cache_[static_cast<size_t>(layer)].data() + b * static_cast<uint64_t>(slot);
+}
+
+memra_status CpuBackend::copy_state_slot(int32_t from, int32_t to) {
+  if (from < 0 || to < 0 || from >= state_.slots || to >= state_.slots)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_state_slot: slot out of range");
+  for (size_t l = 0; l < state_cache_.size(); ++l) {
+    const uint64_t b = state_.layer_bytes[l];
+    if (b && from != to) std::memcpy(state_cache_[l].data() + b * to, state_cache_[l].data() + b * from, b);
+  }
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::reset_state_slot(int32_t slot) {
+  if (slot < 0 || slot >= state_.slots) return fail(MEMRA_ERR_INVALID_ARGUMENT, "reset_state_slot: slot out of range");
+  for (size_t l = 0; l < state_cache_.size(); ++l)
+    if (const uint64_t b = state_.layer_bytes[l]) std::memset(state_cache_[l].data() + b * slot, 0, b);
   return MEMRA_OK;
 }
 

@@ -27,6 +27,19 @@ struct KvCacheConfig {
   memra_dtype dtype = MEMRA_DTYPE_F32;
 };
 
+// Recurrent state (the plan's RECURRENT groups, docs/ARCHITECTURE.md "State manager"):
+// `slots` rows per layer; layer_bytes[l] is what one slot of backend layer l takes
+// (0: the layer keeps no recurrent state). Slots are the engine's to assign.
+struct RecurrentStateConfig {
+  int64_t slots = 0;
+  std::vector<uint64_t> layer_bytes;
+  uint64_t bytes() const {
+    uint64_t n = 0;
+    for (uint64_t b : layer_bytes) n += b * static_cast<uint64_t>(slots);
+    return n;
+  }
+};
+
 // Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
 inline uint64_t kv_element_bytes(memra_dtype dtype) {
   return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
@@ -42,14 +55,14 @@ using QuantLookup = std::function<QuantTable(const char* scheme)>;
 
 class CpuBackend {
  public:
-  CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup);
+  CpuBackend(const KvCacheConfig& kv, QuantLookup quant_lookup, RecurrentStateConfig state = {});
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
 
   const memra_backend_ops* ops() const { return &ops_; }
   const KvCacheConfig& kv_config() const { return kv_; }
 
-  // Allocates the KV cache (separate from construction so a model can be bound and
+  // Allocates the KV cache and the recurrent state, zeroed (separate from construction so a model can be bound and
   // validated before the large allocation happens). Refuses (MEMRA_ERR_UNSUPPORTED,
   // last_error() says why) a dtype other than F32 or BF16.
   memra_status allocate_kv();
@@ -60,6 +73,13 @@ class CpuBackend {
 
   // Copies one KV block to another in every layer (prefix-cache copy-on-write).
   void copy_kv_block(int32_t from, int32_t to);
+  // Recurrent state slots, every layer that keeps state: copy (fork, snapshot, restore)
+  // and zero (a new sequence). INVALID_ARGUMENT for a slot out of range.
+  memra_status copy_state_slot(int32_t from, int32_t to);
+  memra_status reset_state_slot(int32_t slot);
+  const RecurrentStateConfig& state_config() const { return state_; }
+  // Layer `layer`'s state of `slot`, or nullptr (no state there, or out of range).
+  uint8_t* state_block(int32_t layer, int32_t slot);
 
   // Op implementations (public so the C trampolines can reach them).
   memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
@@ -78,6 +98,10 @@ class CpuBackend {
                          memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Ops by name (cpu_named_ops.cpp: the CPU implementations of host/ops/op_registry.hpp).
+  memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
+  memra_status op_run(const memra_op* op, const memra_op_args* args);
+  memra_status decay_scan(const memra_op_args& args);
 
   memra_status fail(memra_status code, std::string message);
 
@@ -87,6 +111,8 @@ class CpuBackend {
   // [layers][num_blocks][block_size][kv_heads][head_dim] elements of kv_.dtype, as bytes.
   std::vector<uint8_t> k_cache_;
   std::vector<uint8_t> v_cache_;
+  RecurrentStateConfig state_;
+  std::vector<std::vector<uint8_t>> state_cache_;  // per layer: [slots][layer_bytes[l]]
   std::deque<std::vector<float>> scratch_;
   std::string last_error_;
   memra_backend_ops ops_{};

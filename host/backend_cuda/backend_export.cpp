@@ -62,6 +62,18 @@ memra_status op_gather(memra_backend_ctx* c, const memra_tensor* x, const memra_
 memra_status op_logits(memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
   return guarded(self(c), [&](CudaBackend* b) { return b->logits_output(l, bt); });
 }
+// Ops by name: none on CUDA yet (host/ops/op_registry.hpp marks each op's backends, so
+// the engine refuses a plan needing one at load, before a step could reach these).
+memra_status op_find(memra_backend_ctx* c, const char* name, uint32_t version, const memra_op** out) {
+  if (out) *out = nullptr;
+  return guarded(self(c), [&](CudaBackend* b) {
+    return b->fail(MEMRA_ERR_UNSUPPORTED, std::string("op_find: the CUDA backend does not implement op '") + (name ? name : "") +
+                                              "' v" + std::to_string(version));
+  });
+}
+memra_status op_run(memra_backend_ctx* c, const memra_op*, const memra_op_args*) {
+  return guarded(self(c), [&](CudaBackend* b) { return b->fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: not an op of the CUDA backend"); });
+}
 
 void copy_error(char* err, size_t size, const std::string& msg) {
   if (!err || size == 0) return;
@@ -175,6 +187,8 @@ void fill_ops(memra_backend_ops& ops, memra_backend_ctx* ctx) {
   ops.attention = op_attention;
   ops.gather_logit_rows = op_gather;
   ops.logits_output = op_logits;
+  ops.op_find = op_find;
+  ops.op_run = op_run;
 }
 }  // namespace memra::backend::cuda
 

@@ -9,6 +9,7 @@
 
 #include "host/engine/pipeline_build.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
+#include "host/ops/op_registry.hpp"
 #include "kernels/sampling/sampling_ref.hpp"
 
 namespace memra::engine {
@@ -18,10 +19,18 @@ bool device_sampling_allowed() {
   const char* v = std::getenv("MEMRA_DEVICE_SAMPLING");
   return !(v && std::strcmp(v, "0") == 0);
 }
-// The KV cache the plan's state groups ask for. Every backend holds one KV geometry for
-// all layers today, so groups must agree on it (a sliding window only limits what is
-// read); RECURRENT state has no backend yet. Both are refused by name, never guessed.
-Result<backend::KvCacheConfig> kv_geometry_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c) {
+// The state the plan's groups ask for. Every backend holds one KV geometry for all
+// layers today, so PAGED_KV groups must agree on it (a sliding window only limits what
+// is read); RECURRENT groups give each of their layers bytes_per_sequence per sequence.
+// Anything else is refused by name, never guessed.
+struct PlanState {
+  backend::KvCacheConfig kv;
+  std::vector<uint64_t> state_bytes;  // per model layer: recurrent bytes per sequence (0: none)
+  bool recurrent = false;
+  std::vector<memra_op_requirement> required_ops;
+};
+
+Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c) {
   auto info = plan.info();
   if (!info) return info.error();
   const std::string who = "family plugin '" + plan.plugin_name() + "'";
@@ -32,34 +41,45 @@ Result<backend::KvCacheConfig> kv_geometry_from_plan(const plugins::ModelPlan& p
   if ((info->inputs & MEMRA_INPUT_TOKEN_IDS) == 0 || (info->inputs & ~MEMRA_INPUT_TOKEN_IDS) != 0 || info->num_encoders != 0)
     return make_error(ErrorCode::unsupported, who + "'s plan takes inputs or encoders the engine cannot feed yet (token ids only)");
   std::vector<int> seen(static_cast<size_t>(std::max(0, info->num_layers)), 0);
-  backend::KvCacheConfig kv;
+  PlanState ps;
+  backend::KvCacheConfig& kv = ps.kv;
   kv.layers = info->num_layers;
+  ps.state_bytes.assign(seen.size(), 0);
   for (size_t g = 0; g < info->num_state_groups; ++g) {
     const memra_state_group& group = info->state_groups[g];
     const std::string where = who + " state group " + std::to_string(g);
     if (!MEMRA_STRUCT_HAS(&group, memra_state_group, layout))
       return make_error(ErrorCode::invalid_argument, where + " has struct_size " + std::to_string(group.struct_size) + ", too small");
-    if (group.kind == MEMRA_STATE_RECURRENT)
-      return make_error(ErrorCode::unsupported, where + " needs RECURRENT state, which no backend holds yet");
-    if (group.kind != MEMRA_STATE_PAGED_KV)
+    if (group.kind == MEMRA_STATE_RECURRENT) {
+      if (group.bytes_per_sequence == 0 || group.bytes_per_sequence % 4 != 0 || !group.layout)
+        return make_error(ErrorCode::invalid_argument, where + " is RECURRENT with no layout or a size that is 0 or not a multiple of 4 bytes");
+      ps.recurrent = true;
+    } else if (group.kind == MEMRA_STATE_PAGED_KV) {
+      if (group.kv_heads <= 0 || group.head_dim <= 0 || group.sliding_window < 0)
+        return make_error(ErrorCode::invalid_argument, where + " has a non-positive KV geometry");
+      if (kv.kv_heads == 0) kv.kv_heads = group.kv_heads, kv.head_dim = group.head_dim;
+      if (group.kv_heads != kv.kv_heads || group.head_dim != kv.head_dim)
+        return make_error(ErrorCode::unsupported, where + " asks for " + std::to_string(group.kv_heads) + " KV heads of " +
+                                                      std::to_string(group.head_dim) + " where another group has " +
+                                                      std::to_string(kv.kv_heads) + " of " + std::to_string(kv.head_dim) +
+                                                      "; per-group KV geometry is not supported by the backends yet");
+    } else {
       return make_error(ErrorCode::unsupported, where + " declares unknown state kind " + std::to_string(group.kind));
-    if (group.kv_heads <= 0 || group.head_dim <= 0 || group.sliding_window < 0)
-      return make_error(ErrorCode::invalid_argument, where + " has a non-positive KV geometry");
-    if (kv.kv_heads == 0) kv.kv_heads = group.kv_heads, kv.head_dim = group.head_dim;
-    if (group.kv_heads != kv.kv_heads || group.head_dim != kv.head_dim)
-      return make_error(ErrorCode::unsupported, where + " asks for " + std::to_string(group.kv_heads) + " KV heads of " +
-                                                    std::to_string(group.head_dim) + " where another group has " +
-                                                    std::to_string(kv.kv_heads) + " of " + std::to_string(kv.head_dim) +
-                                                    "; per-group KV geometry is not supported by the backends yet");
+    }
     for (int32_t i = 0; i < group.num_layers; ++i) {
       const int32_t l = group.layers[i];
       if (l < 0 || l >= info->num_layers || seen[static_cast<size_t>(l)]++)
         return make_error(ErrorCode::invalid_argument, where + " lists layer " + std::to_string(l) + " out of range or twice");
+      if (group.kind == MEMRA_STATE_RECURRENT) ps.state_bytes[static_cast<size_t>(l)] = group.bytes_per_sequence;
     }
   }
   for (size_t l = 0; l < seen.size(); ++l)
     if (!seen[l]) return make_error(ErrorCode::invalid_argument, who + "'s plan gives layer " + std::to_string(l) + " no state group");
-  return kv;
+  if (MEMRA_STRUCT_HAS(&*info, memra_plan_info, required_ops) && info->num_required_ops > 0) {
+    if (!info->required_ops) return make_error(ErrorCode::invalid_argument, who + " lists required ops but no array");
+    ps.required_ops.assign(info->required_ops, info->required_ops + info->num_required_ops);
+  }
+  return ps;
 }
 
 }  // namespace
@@ -85,8 +105,15 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
                                                c.family + "', which is not installed (see memra-host --list-plugins)");
   auto plan = family->plan_create(source->config_json);
   if (!plan) return make_error(plan.error().code, "cannot load " + source->path + ": " + plan.error().message);
-  auto state = kv_geometry_from_plan(*plan, c);
+  auto state = state_from_plan(*plan, c);
   if (!state) return make_error(state.error().code, "cannot load " + source->path + ": " + state.error().message);
+  // Ops by name and recurrent state: refused here, before any device is opened, on a
+  // backend that lacks them (host/ops/op_registry.hpp says which backend has which op).
+  if (const std::string why = ops::check_required_ops(plan->plugin_name(), state->required_ops, options.backend); !why.empty())
+    return make_error(ErrorCode::unsupported, "cannot load " + source->path + ": " + why);
+  if (state->recurrent && options.backend != MEMRA_BACKEND_CPU)
+    return make_error(ErrorCode::unsupported, "cannot load " + source->path + ": family plugin '" + plan->plugin_name() +
+                                                  "' needs RECURRENT state, which the cuda backend does not hold yet");
 
   int64_t max_context = options.max_context;
   if (max_context <= 0) max_context = std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
@@ -95,6 +122,16 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   const auto num_blocks = static_cast<int32_t>(blocks_per_seq * std::max<int64_t>(1, options.max_sequences));
 
   std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, num_blocks));
+  // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
+  // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
+  backend::RecurrentStateConfig rstate;
+  if (state->recurrent) {
+    rstate.slots = 2 * std::max<int64_t>(1, options.max_sequences);
+    rstate.layer_bytes = state->state_bytes;
+    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(rstate.slots));
+    e->state_bytes_ = rstate.bytes();
+    e->prefix_cache_.disable();  // cached KV blocks carry no recurrent state
+  }
 
   std::set<std::string> schemes;
   for (const memra_weight& w : e->source_->weights) schemes.insert(w.quant);
@@ -106,7 +143,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->quant_plugins_.push_back(std::move(*q));
   }
 
-  backend::KvCacheConfig kv = *state;
+  backend::KvCacheConfig kv = state->kv;
   kv.block_size = bs;
   kv.num_blocks = num_blocks;
   kv.dtype = options.kv_dtype;
@@ -127,6 +164,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     po.devices = options.pipeline_devices;
     po.kv = kv;
     po.quant_lookup = quant_lookup;
+    po.state = rstate;
     auto p = make_pipeline_backend(e->source_->weights, po);
     if (!p)
       return make_error(p.error().code, "cannot load " + e->source_->path + " as a " + std::to_string(options.pipeline_stages) +
@@ -149,7 +187,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     // Device sampling unless MEMRA_DEVICE_SAMPLING=0 (host sampling of copied rows).
     e->device_sampling_ = e->cuda_->has_device_sampling() && device_sampling_allowed();
   } else {
-    e->backend_ = std::make_unique<backend::CpuBackend>(kv, quant_lookup);
+    e->backend_ = std::make_unique<backend::CpuBackend>(kv, quant_lookup, rstate);
     ops = e->backend_->ops();
   }
 
@@ -169,20 +207,31 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   return e;
 }
 
-int32_t Engine::open_sequence() {
-  const int32_t id = next_seq_++;
-  sequences_[id] = Sequence{};
-  return id;
-}
+int32_t Engine::open_sequence() { return open_sequence(std::vector<int32_t>{}); }
 
 int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
-  const int32_t id = next_seq_++;
   Sequence s;
+  if (has_recurrent_state()) {
+    // A live and a snapshot slot, or no sequence (can_open_sequence() said so first).
+    auto live = state_slots_.allocate();
+    auto snap = live ? state_slots_.allocate() : std::nullopt;
+    if (!snap || !reset_state_slot(*live)) {
+      if (live) state_slots_.release(*live);
+      if (snap) state_slots_.release(*snap);
+      for (int32_t b : prefix_blocks) blocks_.release(b);
+      return -1;
+    }
+    s.state_slot = *live;
+    s.snapshot_slot = *snap;
+  }
+  const int32_t id = next_seq_++;
   s.length = static_cast<int64_t>(prefix_blocks.size()) * block_size_;
   s.blocks = std::move(prefix_blocks);
   sequences_[id] = std::move(s);
   return id;
 }
+
+bool Engine::can_open_sequence() const { return !has_recurrent_state() || state_slots_.num_free() >= 2; }
 
 const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq) const {
   static const std::vector<int32_t> kNone;
@@ -194,6 +243,8 @@ void Engine::close_sequence(int32_t seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return;
   for (int32_t b : it->second.blocks) blocks_.release(b);
+  if (it->second.state_slot >= 0) state_slots_.release(it->second.state_slot);
+  if (it->second.snapshot_slot >= 0) state_slots_.release(it->second.snapshot_slot);
   sequences_.erase(it);
 }
 
@@ -202,17 +253,97 @@ int64_t Engine::sequence_length(int32_t seq) const {
   return it == sequences_.end() ? -1 : it->second.length;
 }
 
+Result<int32_t> Engine::fork_sequence(int32_t seq) {
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return make_error(ErrorCode::not_found, "fork_sequence: no such sequence");
+  if (!can_open_sequence()) return make_error(ErrorCode::conflict, "fork_sequence: no free recurrent-state slots");
+  // Every block copied, not shared: either side may later roll back into and rewrite a block.
+  std::vector<int32_t> blocks;
+  auto give_back = [&] {
+    for (int32_t b : blocks) blocks_.release(b);
+  };
+  for (int32_t from : it->second.blocks) {
+    auto b = blocks_.allocate();
+    while (!b && prefix_cache_.evict_one()) b = blocks_.allocate();
+    if (!b) {
+      give_back();
+      return make_error(ErrorCode::conflict, "fork_sequence: KV cache is full");
+    }
+    blocks.push_back(*b);
+    if (Status st = copy_kv_block(from, *b); !st) {
+      give_back();
+      return st.error();
+    }
+  }
+  const int64_t length = it->second.length;
+  const int32_t id = open_sequence(std::vector<int32_t>{});
+  if (id < 0) {
+    give_back();
+    return make_error(ErrorCode::conflict, "fork_sequence: no free recurrent-state slots");
+  }
+  Sequence& from = sequences_[seq];
+  Sequence& to = sequences_[id];
+  to.length = length;
+  to.blocks = std::move(blocks);
+  if (has_recurrent_state()) {
+    // The state (live and snapshot) and what replays the snapshot: the fork can roll back too.
+    if (Status st = copy_state_slot(from.state_slot, to.state_slot); !st) return st.error();
+    if (Status st = copy_state_slot(from.snapshot_slot, to.snapshot_slot); !st) return st.error();
+    to.snapshot_length = from.snapshot_length;
+    to.since_snapshot = from.since_snapshot;
+    to.since_snapshot_prompt = from.since_snapshot_prompt;
+  }
+  return id;
+}
+
 Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return make_error(ErrorCode::not_found, "no such sequence");
   Sequence& s = it->second;
   if (new_length < 0 || new_length > s.length) return make_error(ErrorCode::invalid_argument, "truncate beyond the sequence");
-  s.length = new_length;
+  if (new_length == s.length) return {};
+  // Recurrent state cannot be trimmed: restore the snapshot taken before the last step,
+  // then replay the kept tokens of that step (the contract in docs/ARCHITECTURE.md).
+  if (has_recurrent_state() && (s.snapshot_length < 0 || new_length < s.snapshot_length))
+    return make_error(ErrorCode::invalid_argument, "truncate_sequence: a sequence with recurrent state rolls back only within its last step "
+                                                   "(to a length of at least " + std::to_string(std::max<int64_t>(s.snapshot_length, 0)) + ")");
   const auto keep = static_cast<size_t>((new_length + block_size_ - 1) / block_size_);
   while (s.blocks.size() > keep) {
     blocks_.release(s.blocks.back());
     s.blocks.pop_back();
   }
+  if (!has_recurrent_state()) {
+    s.length = new_length;
+    return {};
+  }
+  if (Status st = copy_state_slot(s.snapshot_slot, s.state_slot); !st) return st.error();
+  const std::vector<int32_t> replay(s.since_snapshot.begin(), s.since_snapshot.begin() + (new_length - s.snapshot_length));
+  const bool prompt = s.since_snapshot_prompt;
+  s.length = s.snapshot_length;
+  s.since_snapshot.clear();
+  if (replay.empty()) return {};
+  // Same tokens, same prompt flag: batch invariance makes the replayed state and KV
+  // bitwise those of the step being rolled back.
+  StepRequest r;
+  r.seq = seq;
+  r.tokens = replay;
+  r.prompt = prompt;
+  auto st = step(std::span<const StepRequest>(&r, 1));
+  if (!st) return make_error(st.error().code, "truncate_sequence: replaying the kept tokens failed: " + st.error().message);
+  return {};
+}
+
+Status Engine::copy_state_slot(int32_t from, int32_t to) {
+  if (pipeline_) return pipeline_->copy_state_slot(from, to);
+  if (!backend_) return make_error(ErrorCode::unsupported, "recurrent state needs the CPU backend");
+  if (backend_->copy_state_slot(from, to) != MEMRA_OK) return make_error(ErrorCode::invalid_argument, backend_->last_error());
+  return {};
+}
+
+Status Engine::reset_state_slot(int32_t slot) {
+  if (pipeline_) return pipeline_->reset_state_slot(slot);
+  if (!backend_) return make_error(ErrorCode::unsupported, "recurrent state needs the CPU backend");
+  if (backend_->reset_state_slot(slot) != MEMRA_OK) return make_error(ErrorCode::invalid_argument, backend_->last_error());
   return {};
 }
 
@@ -237,12 +368,20 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   if (slot < -1 || slot > 1) return make_error(ErrorCode::invalid_argument, "step: slot must be 0 or 1");
   // Reserve KV blocks for every request first; undo on failure so nothing leaks.
   std::vector<std::pair<int32_t, size_t>> grown;  // (seq, blocks before)
+  bool snapshotted = false;
   auto undo = [&] {
     for (auto& [seq, before] : grown) {
       Sequence& s = sequences_[seq];
       while (s.blocks.size() > before) {
         blocks_.release(s.blocks.back());
         s.blocks.pop_back();
+      }
+      // A failed forward may have advanced some layers' state: back to the snapshot.
+      // The snapshot now holds the state at the current length.
+      if (snapshotted) {
+        (void)copy_state_slot(s.snapshot_slot, s.state_slot);
+        s.snapshot_length = s.length;
+        s.since_snapshot.clear();
       }
     }
   };
@@ -275,6 +414,18 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   for (const StepRequest& r : requests) max_blocks = std::max(max_blocks, sequences_[r.seq].blocks.size());
   auto pending = std::make_unique<PendingStep>();
   PendingStep& p = *pending;
+  if (has_recurrent_state()) {
+    // Snapshot every sequence's state before the step: truncate_sequence restores it.
+    for (const StepRequest& r : requests) {
+      const Sequence& s = sequences_[r.seq];
+      if (Status st = copy_state_slot(s.state_slot, s.snapshot_slot); !st) {
+        undo();
+        return st.error();
+      }
+      p.state_slots.push_back(s.state_slot);
+    }
+    snapshotted = true;
+  }
   p.slot = slot;
   std::vector<int32_t>&ids = p.ids, &positions = p.positions, &seq_index = p.seq_index, &seq_lens = p.seq_lens,
                       &tables = p.tables, &logit_rows = p.logit_rows;
@@ -313,6 +464,7 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   batch.logits_rows = logit_rows.data();
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
+  batch.state_slots = p.state_slots.empty() ? nullptr : p.state_slots.data();
   if (keep_logits_on_device_ && (cuda_ || pipeline_)) {
     // Sampled on the GPU: the logits stay on the device (cuda_backend_api.h sample_rows).
     logits.clear();
@@ -354,7 +506,15 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
     if (!backend_error.empty()) msg += " (backend: " + backend_error + ")";
     return make_error(st.error().code, msg);
   }
-  for (const StepRequest& r : requests) sequences_[r.seq].length += static_cast<int64_t>(r.tokens.size());
+  for (const StepRequest& r : requests) {
+    Sequence& s = sequences_[r.seq];
+    if (snapshotted) {
+      s.snapshot_length = s.length;
+      s.since_snapshot.assign(r.tokens.begin(), r.tokens.end());
+      s.since_snapshot_prompt = r.prompt;
+    }
+    s.length += static_cast<int64_t>(r.tokens.size());
+  }
   return pending;
 }
 

@@ -97,6 +97,7 @@ struct PendingStep {
   bool deferred = false;  // the logits arrive at step_collect (a rolling pipeline step)
   std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
   std::vector<uint8_t> prompt_flags;
+  std::vector<int32_t> state_slots;  // per request: its recurrent-state slot (none without)
   std::vector<float> logits;
   memra_forward_batch batch{};
   std::vector<MicroBatch> parts;
@@ -116,16 +117,30 @@ class Engine {
   int64_t max_context() const { return max_context_; }
   const KvBlockAllocator& kv_blocks() const { return blocks_; }
 
+  // A new, empty sequence (its recurrent state zeroed), or -1 when the model keeps
+  // recurrent state and every slot is taken (can_open_sequence() is false).
   int32_t open_sequence();
   // A sequence that starts on `prefix_blocks` (full blocks already retained for it,
-  // e.g. by the prefix cache) holding their tokens' KV.
+  // e.g. by the prefix cache) holding their tokens' KV. -1 as above (the blocks are released).
   int32_t open_sequence(std::vector<int32_t> prefix_blocks);
+  // Whether open_sequence can succeed: always, unless every recurrent-state slot is
+  // taken (admission waits on this; docs/ARCHITECTURE.md, "State manager").
+  bool can_open_sequence() const;
+  // A new sequence continuing `seq` identically: its KV blocks and recurrent state
+  // (live and snapshot) copied. conflict when the KV cache or the state slots are full.
+  Result<int32_t> fork_sequence(int32_t seq);
+  // The plan declares RECURRENT state; its bytes on the backend (all slots, all layers).
+  bool has_recurrent_state() const { return state_slots_.num_blocks() > 0; }
+  uint64_t recurrent_state_bytes() const { return state_bytes_; }
+  int32_t free_state_slots() const { return state_slots_.num_free(); }
   const std::vector<int32_t>& sequence_blocks(int32_t seq) const;
   int64_t block_size() const { return block_size_; }
   PrefixCache& prefix_cache() { return prefix_cache_; }
   void close_sequence(int32_t seq);           // frees its KV blocks
   int64_t sequence_length(int32_t seq) const; // tokens in its KV cache
-  // Drops the last `n` positions of a sequence (speculative rollback).
+  // Drops a sequence's positions from `new_length` on (speculative rollback). With
+  // recurrent state, new_length must lie within the last step: the state is restored to
+  // the snapshot taken before that step and the kept tokens of it are replayed.
   Status truncate_sequence(int32_t seq, int64_t new_length);
   // Copies one KV block's contents to another in every layer (on every pipeline stage).
   Status copy_kv_block(int32_t from, int32_t to);
@@ -167,7 +182,15 @@ class Engine {
   struct Sequence {
     int64_t length = 0;
     std::vector<int32_t> blocks;
+    // Recurrent state: its slot, the snapshot taken before the last step (at
+    // snapshot_length) and that step's tokens, which truncate_sequence replays.
+    int32_t state_slot = -1, snapshot_slot = -1;
+    int64_t snapshot_length = -1;
+    std::vector<int32_t> since_snapshot;
+    bool since_snapshot_prompt = false;
   };
+  Status copy_state_slot(int32_t from, int32_t to);
+  Status reset_state_slot(int32_t slot);
 
   std::unique_ptr<ModelSource> source_;
   int64_t vocab_ = 0;
@@ -175,6 +198,8 @@ class Engine {
   int64_t block_size_ = 16;
   KvBlockAllocator blocks_;
   PrefixCache prefix_cache_;
+  KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
+  uint64_t state_bytes_ = 0;
   std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
   std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
   std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)

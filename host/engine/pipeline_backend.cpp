@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <exception>
 
+#include "host/ops/op_registry.hpp"
+
 namespace memra::engine {
 namespace {
 
@@ -76,6 +78,12 @@ PipelineBackend::PipelineBackend(std::vector<std::unique_ptr<PipelineStage>> sta
   ops_.logits_output = [](memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
     return guarded(c, [&](PB* b) { return b->logits_output(l, bt); });
   };
+  ops_.op_find = [](memra_backend_ctx* c, const char* name, uint32_t version, const memra_op** o) {
+    return guarded(c, [&](PB* b) { return b->op_find(name, version, o); });
+  };
+  ops_.op_run = [](memra_backend_ctx* c, const memra_op* op, const memra_op_args* a) {
+    return guarded(c, [&](PB* b) { return b->op_run(op, a); });
+  };
 }
 
 Result<std::unique_ptr<PipelineBackend>> PipelineBackend::create(std::vector<std::unique_ptr<PipelineStage>> stages,
@@ -139,6 +147,20 @@ Status PipelineBackend::begin_step(int32_t slot) {
   handoff_bytes_ = 0;
   last_error_.clear();
   return first;
+}
+
+Status PipelineBackend::copy_state_slot(int32_t from, int32_t to) {
+  for (int32_t s = 0; s < num_stages(); ++s)
+    if (auto st = stage(s).copy_state_slot(from, to); !st)
+      return make_error(st.error().code, "pipeline stage " + std::to_string(s) + ": " + st.error().message);
+  return {};
+}
+
+Status PipelineBackend::reset_state_slot(int32_t slot) {
+  for (int32_t s = 0; s < num_stages(); ++s)
+    if (auto st = stage(s).reset_state_slot(slot); !st)
+      return make_error(st.error().code, "pipeline stage " + std::to_string(s) + ": " + st.error().message);
+  return {};
 }
 
 Status PipelineBackend::copy_kv_block(int32_t from, int32_t to) {
@@ -238,11 +260,9 @@ int32_t PipelineBackend::weight_stage(const memra_weight* w, int32_t from) const
   return highest(mask);
 }
 
-template <size_t N, class F>
-memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
-  Record* recs[N];
-  uint64_t offs[N];
-  for (size_t i = 0; i < N; ++i) {
+memra_status PipelineBackend::bind(int32_t s, const Arg* args, size_t n, Record** recs, memra_tensor* local) {
+  std::vector<uint64_t> offs(n);
+  for (size_t i = 0; i < n; ++i) {
     if (!args[i].t) return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: NULL tensor");
     recs[i] = find(args[i].t->data, &offs[i]);
     if (!recs[i])
@@ -251,7 +271,7 @@ memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
       return fail(MEMRA_ERR_INVALID_ARGUMENT, "pipeline backend: a view reaches past the end of its tensor");
   }
   // Inputs (and partially written outputs) are brought to s; whole outputs only need room there.
-  for (size_t i = 0; i < N; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const bool whole = offs[i] == 0 && numel(args[i].t) * kElem == recs[i]->bytes;
     const memra_status st = args[i].use == Use::out && whole ? ensure_storage(*recs[i], s) : make_current(*recs[i], s);
     if (st != MEMRA_OK) return st;
@@ -263,17 +283,27 @@ memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
       return fail(MEMRA_ERR_DEVICE, "pipeline stage " + std::to_string(s) + ": " + b.error().message);
     prepared_ |= 1u << s;
   }
-  memra_tensor local[N];
-  for (size_t i = 0; i < N; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     local[i] = *args[i].t;
     local[i].data = static_cast<uint8_t*>(recs[i]->storage[static_cast<size_t>(s)]) + offs[i];
   }
-  const memra_backend_ops& o = *stage(s).ops();
-  const memra_status st = call(o, local);
+  return MEMRA_OK;
+}
+
+memra_status PipelineBackend::finish(int32_t s, memra_status st, const Arg* args, size_t n, Record** recs) {
   if (st != MEMRA_OK) return fail(st, "pipeline stage " + std::to_string(s) + " (" + stage(s).name() + "): " + stage(s).last_error());
-  for (size_t i = 0; i < N; ++i)
+  for (size_t i = 0; i < n; ++i)
     if (args[i].use != Use::in) recs[i]->valid = 1u << s;
   return MEMRA_OK;
+}
+
+template <size_t N, class F>
+memra_status PipelineBackend::run(int32_t s, const Arg (&args)[N], F&& call) {
+  Record* recs[N];
+  memra_tensor local[N];
+  if (const memra_status st = bind(s, args, N, recs, local); st != MEMRA_OK) return st;
+  const memra_backend_ops& o = *stage(s).ops();
+  return finish(s, call(o, local), args, N, recs);
 }
 
 memra_status PipelineBackend::note_batch(const memra_forward_batch* batch) {
@@ -386,6 +416,70 @@ Status PipelineBackend::flush_logits() {
       return make_error(ErrorCode::internal, "pipeline stage " + std::to_string(d.stage) + " logits_output: " + stage(d.stage).last_error());
   }
   return {};
+}
+
+}  // namespace memra::engine
+
+namespace memra::engine {
+
+// A named op's handle on the pipeline is its registry entry; each stage's own handle is
+// found when the op first runs there.
+memra_status PipelineBackend::op_find(const char* name, uint32_t attrs_version, const memra_op** out) {
+  if (!name || !out) return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_find: NULL argument");
+  *out = nullptr;
+  const ops::OpSpec* spec = ops::find_op(name, attrs_version);
+  if (!spec) return fail(MEMRA_ERR_NOT_FOUND, "op_find: no op '" + std::string(name) + "' v" + std::to_string(attrs_version));
+  // Every stage must run it: the plan's layers may land on any of them.
+  for (int32_t s = 0; s < num_stages(); ++s) {
+    const memra_op* local = nullptr;
+    const memra_backend_ops& o = *stage(s).ops();
+    if (!MEMRA_STRUCT_HAS(&o, memra_backend_ops, op_run) || !o.op_find)
+      return fail(MEMRA_ERR_UNSUPPORTED, "op_find: pipeline stage " + std::to_string(s) + " (" + stage(s).name() + ") has no ops by name");
+    if (const memra_status st = o.op_find(o.ctx, name, attrs_version, &local); st != MEMRA_OK)
+      return fail(st, "op_find: pipeline stage " + std::to_string(s) + " (" + stage(s).name() + "): " + stage(s).last_error());
+    stage_ops_[{spec, s}] = local;
+  }
+  *out = reinterpret_cast<const memra_op*>(spec);
+  return MEMRA_OK;
+}
+
+// Routing, the same for every named op: the stage of args->layer (renumbered to that
+// stage's layers, as attention's), else the stage of its first weight, else where its
+// inputs are; tensors hand off as for the fixed ops.
+memra_status PipelineBackend::op_run(const memra_op* handle, const memra_op_args* a) {
+  const auto* spec = reinterpret_cast<const ops::OpSpec*>(handle);
+  if (!MEMRA_STRUCT_HAS(a, memra_op_args, batch)) return fail(MEMRA_ERR_ABI_MISMATCH, "op_run: args struct too small");
+  if (a->num_inputs < 0 || a->num_outputs < 0 || a->num_weights < 0 || (a->num_inputs && !a->inputs) ||
+      (a->num_outputs && !a->outputs) || (a->num_weights && !a->weights))
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: bad tensor or weight arrays");
+  if (a->batch)
+    if (const memra_status st = note_batch(a->batch); st != MEMRA_OK) return st;
+  std::vector<Arg> args;
+  for (int32_t i = 0; i < a->num_inputs; ++i) args.push_back({a->inputs[i], Use::in});
+  for (int32_t i = 0; i < a->num_outputs; ++i) args.push_back({a->outputs[i], Use::inout});  // may alias an input
+  int32_t s = 0;
+  memra_op_args local_args = *a;
+  if (a->layer >= 0) {
+    if (a->layer >= plan_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: layer out of range");
+    s = plan_.layer_stage[static_cast<size_t>(a->layer)];
+    local_args.layer = static_cast<int32_t>(a->layer - plan_.first_layer[static_cast<size_t>(s)]);
+  } else {
+    const int32_t from = inputs_stage(args.data(), static_cast<size_t>(a->num_inputs));
+    s = a->num_weights > 0 ? weight_stage(a->weights[0], from) : std::max(0, from);
+  }
+  auto it = stage_ops_.find({spec, s});
+  if (it == stage_ops_.end()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: an op this pipeline's op_find did not return");
+  std::vector<Record*> recs(args.size());
+  std::vector<memra_tensor> local(args.size());
+  if (const memra_status st = bind(s, args.data(), args.size(), recs.data(), local.data()); st != MEMRA_OK) return st;
+  std::vector<const memra_tensor*> ins;
+  std::vector<memra_tensor*> outs;
+  for (int32_t i = 0; i < a->num_inputs; ++i) ins.push_back(&local[static_cast<size_t>(i)]);
+  for (int32_t i = 0; i < a->num_outputs; ++i) outs.push_back(&local[static_cast<size_t>(a->num_inputs + i)]);
+  local_args.inputs = ins.data();
+  local_args.outputs = outs.data();
+  const memra_backend_ops& o = *stage(s).ops();
+  return finish(s, o.op_run(o.ctx, it->second, &local_args), args.data(), args.size(), recs.data());
 }
 
 }  // namespace memra::engine

@@ -2,7 +2,8 @@
 // holding a contiguous range of layers (pipeline_split.hpp), so a family plugin's
 // forward pass runs unchanged across stages.
 //
-// Routing: an op with a weight (matmul, rms_norm, add_rms_norm, embedding) runs on a
+// Routing: a named op (op_run) on the stage of args->layer, else like the fixed ops;
+// an op with a weight (matmul, rms_norm, add_rms_norm, embedding) runs on a
 // stage that holds the weight (the first such stage at or after where its inputs
 // are); attention on the stage of params->layer, with the layer renumbered to that
 // stage's KV cache; weight-less ops where their inputs are.
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -55,6 +57,9 @@ class PipelineBackend {
   // Device sampling on the stage that took this step's logits (kept there: the batch's
   // logits pointer was NULL); in a slot step the tokens arrive with wait_logits(slot).
   Status sample_rows(const memra_cuda_sample_request& request, int32_t* tokens);
+  // Recurrent state slots on every stage (a stage without recurrent layers has none to copy).
+  Status copy_state_slot(int32_t from, int32_t to);
+  Status reset_state_slot(int32_t slot);
   // Prefix-cache copy-on-write: the block in every stage's layers.
   Status copy_kv_block(int32_t from, int32_t to);
   const std::string& last_error() const { return last_error_; }
@@ -80,6 +85,8 @@ class PipelineBackend {
                          memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
+  memra_status op_run(const memra_op* op, const memra_op_args* args);
   memra_status fail(memra_status code, std::string message);
 
   // How an op uses a tensor argument.
@@ -111,11 +118,16 @@ class PipelineBackend {
   // descriptors, then marks the outputs current on s only.
   template <size_t N, class F>
   memra_status run(int32_t s, const Arg (&args)[N], F&& call);
+  // run's halves, for ops with any number of tensors (ops by name): bind fills local[n]
+  // with stage s's descriptors; finish reports a failure or marks the outputs.
+  memra_status bind(int32_t s, const Arg* args, size_t n, Record** recs, memra_tensor* local);
+  memra_status finish(int32_t s, memra_status st, const Arg* args, size_t n, Record** recs);
   memra_status note_batch(const memra_forward_batch* batch);
 
   std::vector<std::unique_ptr<PipelineStage>> stages_;
   PipelinePlan plan_;
   std::unordered_map<const void*, uint32_t> weight_masks_;  // by host address
+  std::map<std::pair<const void*, int32_t>, const memra_op*> stage_ops_;  // (op spec, stage) -> stage's handle
   std::vector<Record> records_;                             // this step's, by base
   uintptr_t space_ = 0;                                     // reserved address range
   uint64_t space_size_ = 0, space_used_ = 0;

@@ -25,8 +25,14 @@ Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector
   for (int32_t s = 0; s < plan->stages(); ++s) {
     backend::KvCacheConfig skv = kv;
     skv.layers = plan->num_layers[static_cast<size_t>(s)];
+    // The stage's layers' recurrent state, renumbered from its first layer (as its KV is).
+    backend::RecurrentStateConfig sst;
+    sst.slots = o.state.slots;
+    const auto first = static_cast<size_t>(plan->first_layer[static_cast<size_t>(s)]);
+    for (size_t l = first; l < first + static_cast<size_t>(skv.layers) && l < o.state.layer_bytes.size(); ++l)
+      sst.layer_bytes.push_back(o.state.layer_bytes[l]);
     if (o.backend != MEMRA_BACKEND_CUDA) {
-      stages.push_back(make_cpu_stage(skv, o.quant_lookup));
+      stages.push_back(make_cpu_stage(skv, o.quant_lookup, std::move(sst)));
       continue;
     }
     // Only this stage's weights go to its GPU.

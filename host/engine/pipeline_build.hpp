@@ -22,6 +22,7 @@ struct PipelineBuildOptions {
   std::vector<int> devices;              // per stage; empty = 0..stages-1
   backend::KvCacheConfig kv;             // the whole model's geometry (kv.layers = all layers)
   backend::QuantLookup quant_lookup;     // CPU stages
+  backend::RecurrentStateConfig state;   // the whole model's (layer_bytes over all layers)
 };
 
 Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector<memra_weight>& weights,

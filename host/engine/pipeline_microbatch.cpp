@@ -45,6 +45,7 @@ std::vector<MicroBatch> split_microbatches(const memra_forward_batch& b, int32_t
     x.logits_rows = m.logits_rows.data();
     x.logits = b.logits + static_cast<int64_t>(l0) * vocab;
     x.prompt_tokens = b.prompt_tokens ? b.prompt_tokens + t0 : nullptr;
+    x.state_slots = b.state_slots ? b.state_slots + s0 : nullptr;
   }
   return out;
 }

@@ -7,7 +7,8 @@ namespace {
 
 class CpuStage final : public PipelineStage {
  public:
-  CpuStage(const backend::KvCacheConfig& kv, backend::QuantLookup lookup) : backend_(kv, std::move(lookup)) {}
+  CpuStage(const backend::KvCacheConfig& kv, backend::QuantLookup lookup, backend::RecurrentStateConfig state)
+      : backend_(kv, std::move(lookup), std::move(state)) {}
   const memra_backend_ops* ops() const override { return backend_.ops(); }
   Status allocate_kv() override {
     if (backend_.allocate_kv() != MEMRA_OK) return make_error(ErrorCode::unsupported, backend_.last_error());
@@ -23,6 +24,8 @@ class CpuStage final : public PipelineStage {
     backend_.copy_kv_block(from, to);
     return {};
   }
+  Status copy_state_slot(int32_t from, int32_t to) override { return wrap(backend_.copy_state_slot(from, to)); }
+  Status reset_state_slot(int32_t slot) override { return wrap(backend_.reset_state_slot(slot)); }
   std::string last_error() const override { return backend_.last_error(); }
   Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) override {
     if (backend::CudaBackendHandle* c = from.cuda()) {
@@ -37,6 +40,10 @@ class CpuStage final : public PipelineStage {
   std::string name() const override { return "cpu"; }
 
  private:
+  Status wrap(memra_status st) const {
+    if (st != MEMRA_OK) return make_error(ErrorCode::invalid_argument, backend_.last_error());
+    return {};
+  }
   backend::CpuBackend backend_;
 };
 
@@ -73,8 +80,9 @@ class CudaStage final : public PipelineStage {
 
 }  // namespace
 
-std::unique_ptr<PipelineStage> make_cpu_stage(const backend::KvCacheConfig& kv, backend::QuantLookup quant_lookup) {
-  return std::make_unique<CpuStage>(kv, std::move(quant_lookup));
+std::unique_ptr<PipelineStage> make_cpu_stage(const backend::KvCacheConfig& kv, backend::QuantLookup quant_lookup,
+                                              backend::RecurrentStateConfig state) {
+  return std::make_unique<CpuStage>(kv, std::move(quant_lookup), std::move(state));
 }
 
 Result<std::unique_ptr<PipelineStage>> make_cuda_stage(const backend::CudaBackendOpenOptions& options,

@@ -33,6 +33,10 @@ class PipelineStage {
     return make_error(ErrorCode::unsupported, "device sampling needs a CUDA stage");
   }
   virtual Status copy_kv_block(int32_t from, int32_t to) = 0;
+  // Recurrent state slots of this stage's layers (CpuBackend::copy_state_slot); only CPU
+  // stages hold recurrent state today (the engine refuses RECURRENT plans on CUDA).
+  virtual Status copy_state_slot(int32_t, int32_t) { return make_error(ErrorCode::unsupported, "recurrent state needs a CPU stage"); }
+  virtual Status reset_state_slot(int32_t) { return make_error(ErrorCode::unsupported, "recurrent state needs a CPU stage"); }
   virtual std::string last_error() const = 0;
   // Copies `bytes` at `src` (storage of `from`'s ops) to `dst` (this stage's), after
   // the work `from` has been given so far; later work on either side sees the copy.
@@ -45,8 +49,10 @@ class PipelineStage {
   virtual backend::CudaBackendHandle* cuda() { return nullptr; }
 };
 
-// A CPU reference stage: `kv.layers` is this stage's layer count.
-std::unique_ptr<PipelineStage> make_cpu_stage(const backend::KvCacheConfig& kv, backend::QuantLookup quant_lookup);
+// A CPU reference stage: `kv.layers` is this stage's layer count; `state` its layers'
+// recurrent state (stage-local layer numbers).
+std::unique_ptr<PipelineStage> make_cpu_stage(const backend::KvCacheConfig& kv, backend::QuantLookup quant_lookup,
+                                              backend::RecurrentStateConfig state = {});
 
 // A CUDA stage on options.device: uploads `weights` (only this stage's) now; the KV
 // cache (`kv.layers` = this stage's layer count) comes with allocate_kv().

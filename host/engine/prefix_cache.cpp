@@ -23,7 +23,7 @@ uint64_t PrefixCache::root_of(const std::string& ns, bool create) {
 
 std::vector<int32_t> PrefixCache::lookup(const std::string& ns, std::span<const int32_t> tokens) {
   std::vector<int32_t> found;
-  if (tokens.empty()) return found;
+  if (tokens.empty() || !enabled_) return found;
   uint64_t parent = root_of(ns, false);
   if (parent == 0) return found;
   const auto bs = static_cast<size_t>(block_size_);
@@ -41,6 +41,7 @@ std::vector<int32_t> PrefixCache::lookup(const std::string& ns, std::span<const 
 }
 
 void PrefixCache::insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks) {
+  if (!enabled_) return;
   const auto bs = static_cast<size_t>(block_size_);
   const size_t full = std::min(tokens.size() / bs, blocks.size());
   uint64_t parent = root_of(ns, true);

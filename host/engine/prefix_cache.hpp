@@ -37,6 +37,10 @@ class PrefixCache {
   bool evict_one();
 
   int64_t entries() const { return static_cast<int64_t>(entries_.size()); }
+  // For models whose sequences carry state besides KV (recurrent): lookups find
+  // nothing and inserts keep nothing.
+  void disable() { enabled_ = false; }
+  bool enabled() const { return enabled_; }
 
  private:
   struct Entry {
@@ -52,6 +56,7 @@ class PrefixCache {
 
   KvBlockAllocator& blocks_;
   int64_t block_size_;
+  bool enabled_ = true;
   uint64_t next_id_ = 1;
   std::unordered_map<std::string, uint64_t> roots_;      // namespace -> root id
   std::unordered_map<std::string, uint64_t> by_key_;     // key -> entry id

@@ -105,6 +105,7 @@ void Scheduler::admit_locked() {
     Job& job = *waiting_.front();
     const int64_t need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
     if (reserved_blocks_ + need > stats_.kv_blocks_total) break;  // FIFO: wait for room
+    if (!engine_.can_open_sequence()) break;                      // ... and for recurrent-state slots
     reserved_blocks_ += need;
     job.reserved_blocks = need;
     std::vector<int32_t> prefix;

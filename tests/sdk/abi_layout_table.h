@@ -71,6 +71,7 @@
   X(memra_forward_batch, logits_rows, 72)                      \
   X(memra_forward_batch, logits, 80)                           \
   X(memra_forward_batch, prompt_tokens, 88)                    \
+  X(memra_forward_batch, state_slots, 96)                      \
   X(memra_state_group, struct_size, 0)                         \
   X(memra_state_group, kind, 8)                                \
   X(memra_state_group, num_layers, 12)                         \
@@ -89,6 +90,11 @@
   X(memra_plan_info, state_groups, 32)                         \
   X(memra_plan_info, num_encoders, 40)                         \
   X(memra_plan_info, encoders, 48)                             \
+  X(memra_plan_info, num_required_ops, 56)                     \
+  X(memra_plan_info, required_ops, 64)                         \
+  X(memra_op_requirement, struct_size, 0)                      \
+  X(memra_op_requirement, name, 8)                             \
+  X(memra_op_requirement, version, 16)                         \
   X(memra_family_api, struct_size, 0)                          \
   X(memra_family_api, config_normalize, 8)                     \
   X(memra_family_api, tensor_name, 16)                         \
@@ -154,6 +160,24 @@
   X(memra_backend_ops, attention, 72)                          \
   X(memra_backend_ops, gather_logit_rows, 80)                  \
   X(memra_backend_ops, logits_output, 88)                      \
+  X(memra_backend_ops, op_find, 96)                            \
+  X(memra_backend_ops, op_run, 104)                            \
+  X(memra_op_args, struct_size, 0)                             \
+  X(memra_op_args, layer, 8)                                   \
+  X(memra_op_args, attrs_version, 12)                          \
+  X(memra_op_args, attrs, 16)                                  \
+  X(memra_op_args, attrs_size, 24)                             \
+  X(memra_op_args, num_inputs, 32)                             \
+  X(memra_op_args, num_outputs, 36)                            \
+  X(memra_op_args, inputs, 40)                                 \
+  X(memra_op_args, outputs, 48)                                \
+  X(memra_op_args, num_weights, 56)                            \
+  X(memra_op_args, weights, 64)                                \
+  X(memra_op_args, batch, 72)                                  \
+  /* ops.h */                                                  \
+  X(memra_decay_scan_attrs_v1, struct_size, 0)                 \
+  X(memra_decay_scan_attrs_v1, decay, 8)                       \
+  X(memra_decay_scan_attrs_v1, width, 12)                      \
   /* plugin.h */                                               \
   X(memra_plugin_descriptor, struct_size, 0)                   \
   X(memra_plugin_descriptor, abi_major, 8)                     \
@@ -182,16 +206,19 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 96, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 96)                  \
+  X(memra_forward_batch, 104, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 104) /* 2.1 */     \
   X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
-  X(memra_plan_info, 56, MEMRA_PLAN_INFO_STRUCT_SIZE, 56)                            \
+  X(memra_plan_info, 72, MEMRA_PLAN_INFO_STRUCT_SIZE, 72) /* 2.1 */                  \
+  X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
   X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
   X(memra_matmul_args, 80, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 80)                        \
   X(memra_quant_api, 40, MEMRA_QUANT_API_STRUCT_SIZE, 40)                            \
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
   X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \
   X(memra_attention_params, 48, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 48)              \
-  X(memra_backend_ops, 96, MEMRA_BACKEND_OPS_STRUCT_SIZE, 96)                        \
+  X(memra_backend_ops, 112, MEMRA_BACKEND_OPS_STRUCT_SIZE, 112) /* 2.1 */            \
+  X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
+  X(memra_decay_scan_attrs_v1, 16, MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE, 16) /* 2.1 */ \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
   X(memra_plugin_api, 48, MEMRA_PLUGIN_API_STRUCT_SIZE, 48)
 

@@ -73,6 +73,29 @@ typedef int32_t memra_activation;
 #define MEMRA_ACTIVATION_SILU 0
 #define MEMRA_ACTIVATION_GELU_TANH 1
 
+/* ABI 2.1: one backend's implementation of one (op name, attribute version). */
+typedef struct memra_op memra_op; /* opaque, backend-owned */
+
+/* The arguments of op_run. Which tensors, weights and attributes an op takes is
+ * the op's contract (memra/ops.h). Inputs are read; outputs are written (an output
+ * may alias an input when the op says so). */
+typedef struct memra_op_args {
+  size_t struct_size;
+  int32_t layer;               /* the model layer whose state or weights it uses; -1 = none.
+                                  A pipeline runs the op on the stage holding this layer. */
+  uint32_t attrs_version;      /* the version given to op_find */
+  const void* attrs;           /* that version's attribute struct (struct_size first) */
+  size_t attrs_size;           /* sizeof the caller's attribute struct */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const memra_tensor* const* inputs;
+  memra_tensor* const* outputs;
+  int32_t num_weights;
+  const memra_weight* const* weights;
+  const memra_forward_batch* batch; /* NULL for ops that need none */
+} memra_op_args;
+#define MEMRA_OP_ARGS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_args, batch)
+
 typedef struct memra_backend_ops {
   size_t struct_size;
   memra_backend_ctx* ctx;  /* pass back as the first argument of every op */
@@ -113,8 +136,17 @@ typedef struct memra_backend_ops {
   /* Hand the final [num_logits][vocab] logits to the host (batch->logits). */
   memra_status (*logits_output)(memra_backend_ctx* ctx, const memra_tensor* logits,
                                 const memra_forward_batch* batch);
+
+  /* ABI 2.1: ops by name (memra/ops.h lists them with their attribute structs). A
+   * plugin finds each op once (model_create) and runs it per step. op_find answers
+   * NOT_FOUND for a name the host has not registered and UNSUPPORTED for a version it
+   * has not, or an op this backend does not implement. The handle lives as long as
+   * the backend. A reader checks MEMRA_STRUCT_HAS(ops, memra_backend_ops, op_run). */
+  memra_status (*op_find)(memra_backend_ctx* ctx, const char* name, uint32_t attrs_version,
+                          const memra_op** out);
+  memra_status (*op_run)(memra_backend_ctx* ctx, const memra_op* op, const memra_op_args* args);
 } memra_backend_ops;
-#define MEMRA_BACKEND_OPS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_backend_ops, logits_output)
+#define MEMRA_BACKEND_OPS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_backend_ops, op_run)
 
 MEMRA_EXTERN_C_END
 

@@ -58,14 +58,18 @@ typedef struct memra_forward_batch {
    * A backend may compute prompt rows on another (tensor-core) path than generated
    * rows, as long as each path's row result never depends on the batch. */
   const uint8_t* prompt_tokens;
+  /* ABI 2.1: [num_seqs] each sequence's recurrent-state slot (the row of every
+   * RECURRENT layer's state the ops read and update); NULL when the plan has no
+   * RECURRENT group. Slots are the host's; a plugin only passes the batch on. */
+  const int32_t* state_slots;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, prompt_tokens)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, state_slots)
 
 /* The state a group of layers needs (the plan's contract with the host's state
  * manager, which sizes and allocates state only from these). */
 typedef int32_t memra_state_kind;
 #define MEMRA_STATE_PAGED_KV 1  /* K and V per position, in fixed-size blocks (attention) */
-#define MEMRA_STATE_RECURRENT 2 /* fixed bytes per sequence (e.g. a linear-attention state) */
+#define MEMRA_STATE_RECURRENT 2 /* fixed bytes per sequence and layer (e.g. a linear-attention state) */
 
 typedef struct memra_state_group {
   size_t struct_size;
@@ -77,15 +81,26 @@ typedef struct memra_state_group {
   int32_t head_dim;
   memra_dtype kv_dtype;       /* the family's preference; INVALID = the host's default */
   int32_t sliding_window;     /* 0 = every position; N = only the last N are read */
-  /* MEMRA_STATE_RECURRENT */
+  /* MEMRA_STATE_RECURRENT: each layer of the group keeps bytes_per_sequence bytes per
+   * sequence, zeroed when the sequence opens (docs/PLUGINS.md, "Declaring state"). */
   uint64_t bytes_per_sequence;
-  const char* layout;         /* names the layout the family's ops use, e.g. "gated_delta.v1" */
+  const char* layout;         /* names the layout the family's ops use, e.g. "decay_scan.v1" */
 } memra_state_group;
 #define MEMRA_STATE_GROUP_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_state_group, layout)
 
 /* What a model's forward pass takes besides positions. */
 #define MEMRA_INPUT_TOKEN_IDS 1u  /* memra_forward_batch.token_ids */
 #define MEMRA_INPUT_EMBEDDINGS 2u /* embeddings injected at positions (media encoders) */
+
+/* ABI 2.1: an op the forward pass looks up by name (memra/backend.h op_find, memra/ops.h).
+ * The host refuses at load a plan naming an op or version it has not registered, or one
+ * the chosen backend does not implement. */
+typedef struct memra_op_requirement {
+  size_t struct_size;
+  const char* name;           /* e.g. MEMRA_OP_DECAY_SCAN */
+  uint32_t version;           /* the attribute struct version the plugin passes */
+} memra_op_requirement;
+#define MEMRA_OP_REQUIREMENT_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_requirement, version)
 
 /* A plan's contract with the host; the arrays are the plan's and live as long as it. */
 typedef struct memra_plan_info {
@@ -97,8 +112,11 @@ typedef struct memra_plan_info {
   const memra_state_group* state_groups;
   size_t num_encoders;        /* encoders the model has (e.g. "vision"); 0 for text models */
   const char* const* encoders;
+  /* ABI 2.1 (a plugin writes these only when out->struct_size covers them): */
+  size_t num_required_ops;
+  const memra_op_requirement* required_ops;
 } memra_plan_info;
-#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, encoders)
+#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, required_ops)
 
 /* Output strings use the buffer protocol: the callee copies at most buf_size bytes
  * including the NUL and always sets *needed to the full size including the NUL; a

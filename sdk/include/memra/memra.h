@@ -1,4 +1,4 @@
-/* memra C ABI v1 — umbrella header: everything a plugin compiles against. */
+/* memra C ABI v2 — umbrella header: everything a plugin compiles against. */
 #ifndef MEMRA_MEMRA_H
 #define MEMRA_MEMRA_H
 #include "memra/abi.h"
@@ -6,5 +6,6 @@
 #include "memra/family.h"
 #include "memra/quant.h"
 #include "memra/backend.h"
+#include "memra/ops.h"
 #include "memra/plugin.h"
 #endif
