@@ -1,0 +1,71 @@
+// The recurrent-state test family (tests/plugins/test_plugins/recurrent_family.c) as an
+// engine model: its plugin beside this build's (for the f32 quant plugin), and a source
+// with seeded random f32 weights. Kept for the process, like build_plugins().
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "core/plugin_host/plugin_host.hpp"
+#include "host/engine/model_source.hpp"
+
+namespace memra::testing {
+
+constexpr int kRecurrentVocab = 16, kRecurrentDim = 8;
+
+inline plugins::PluginHost& recurrent_plugins() {
+  static plugins::PluginHost* host = [] {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    plugins::PluginHostOptions o;
+    o.plugin_dirs = {MEMRA_RECURRENT_PLUGIN_DIR, exe.parent_path() / ".." / "lib" / "memra" / "plugins"};
+    o.use_env_path = false;
+    o.use_install_dir = false;
+    o.services.log = [](memra_log_level, std::string_view) {};
+    auto* h = new plugins::PluginHost(std::move(o));
+    h->discover();
+    return h;
+  }();
+  return *host;
+}
+
+// `config_json` reaches plan_create as is: the family's refusal switches go there.
+inline std::unique_ptr<engine::ModelSource> recurrent_source(const std::string& config_json = "{}") {
+  auto s = std::make_unique<engine::ModelSource>();
+  s->path = "recurrent-test";
+  s->format = "memra";
+  s->config.family = "recurrent-test";
+  s->config.architecture = "RecurrentTestForCausalLM";
+  s->config.vocab_size = kRecurrentVocab;
+  s->config.hidden_size = kRecurrentDim;
+  s->config.num_layers = 2;
+  s->config.max_position_embeddings = 256;
+  s->config_json = config_json;
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto add = [&](const std::string& name, int64_t rows) {
+    std::vector<float>& data = s->f32.emplace_back(static_cast<size_t>(rows * kRecurrentDim));
+    for (float& v : data) v = u(rng);
+    memra_weight w{};
+    w.struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
+    w.name = s->strings.emplace_back(name).c_str();
+    w.quant = s->strings.emplace_back("f32").c_str();
+    w.dtype = MEMRA_DTYPE_F32;
+    w.ndim = 2;
+    w.shape[0] = rows;
+    w.shape[1] = kRecurrentDim;
+    w.bytes = data.size() * sizeof(float);
+    w.data = data.data();
+    s->weights.push_back(w);
+  };
+  add("token_embd.weight", kRecurrentVocab);
+  add("blk.0.attn_q.weight", kRecurrentDim);
+  add("blk.0.attn_k.weight", kRecurrentDim);
+  add("blk.0.attn_v.weight", kRecurrentDim);
+  add("output.weight", kRecurrentVocab);
+  return s;
+}
+
+}  // namespace memra::testing
