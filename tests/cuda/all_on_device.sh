@@ -37,6 +37,8 @@ bench() { case "$QUICK" in only:*) echo "$*" | grep -qE "${QUICK#only:}" || retu
          say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
           grep -E "^(pp|tg|copy|peak|spec|pipeline|serve| +[0-9])" | tee -a "$R"; }
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
+bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --kv-dtype bf16
+bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --kv-dtype bf16
 bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q8_0 --prompt-tokens 512 --gen-tokens 64
 bench --quant fp8 --prompt-tokens 512 --gen-tokens 64
