@@ -124,7 +124,10 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
   for (const auto& r : routes_) {
     if (r.path != path) continue;
     allowed.push_back(r.method);
-    if (r.method == method) route = &r;
+    // HEAD is GET without the body (RFC 9110 9.3.2): the GET route answers it and Poco
+    // sends the status and headers only.
+    if (r.method == "GET") allowed.push_back("HEAD");
+    if (r.method == method || (method == "HEAD" && r.method == "GET")) route = &r;
   }
   if (allowed.empty()) return error_reply(errors::unknown_route(method, path));
   ctx.route = path;

@@ -69,6 +69,22 @@ TEST_F(ServerHttp, HealthIsOpenEvenWithKeys) {
   EXPECT_FALSE(res.header("x-request-id").empty());
 }
 
+// Probes and load balancers send HEAD: the GET answer's status and headers, no body.
+TEST_F(ServerHttp, HeadIsGetWithoutTheBody) {
+  for (const char* path : {"/health", "/ready", "/metrics"}) {
+    SCOPED_TRACE(path);
+    auto head = get(path, kGood);  // /metrics needs a key on this server
+    head.method = "HEAD";
+    auto res = call(head);
+    EXPECT_EQ(res.status, 200);
+    EXPECT_TRUE(res.body.empty()) << res.body;
+    EXPECT_EQ(res.content_type, call(get(path, kGood)).content_type);
+  }
+  auto post_only = get("/v1/chat/completions", kGood);
+  post_only.method = "HEAD";
+  EXPECT_EQ(call(post_only).status, 405);
+}
+
 TEST_F(ServerHttp, ReadyOnceTheDefaultModelIsLoaded) {
   auto res = call(get("/ready"));  // open even with keys, for probes
   EXPECT_EQ(res.status, 200) << res.body;
@@ -110,7 +126,7 @@ TEST_F(ServerHttp, UnknownRouteIs404) {
 TEST_F(ServerHttp, WrongMethodIs405WithAllow) {
   auto res = call(post("/health", "{}"));
   EXPECT_OPENAI_ERROR(res, 405, "method_not_allowed");
-  EXPECT_EQ(res.header("allow"), "GET");
+  EXPECT_EQ(res.header("allow"), "GET, HEAD");
   res = call(get("/v1/chat/completions", kGood));
   EXPECT_OPENAI_ERROR(res, 405, "method_not_allowed");
   EXPECT_EQ(res.header("allow"), "POST");

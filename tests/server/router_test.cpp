@@ -117,7 +117,7 @@ TEST_F(ServerRouter, MethodNotAllowedListsAllow) {
   Router router = make();
   Reply r = post(router, "/health", "{}");
   EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(r.header("Allow"), "GET");
+  EXPECT_EQ(r.header("Allow"), "GET, HEAD");
   EXPECT_TRUE(is_openai_error(r.content_type, r.body, "method_not_allowed"));
 }
 
