@@ -119,6 +119,30 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
   }
   const std::string& method = request.getMethod();
 
+  // Ambiguous body framing is how requests are smuggled past a proxy: refuse it, and
+  // close the connection, since where this request's body ends is not known.
+  {
+    std::string length;
+    int lengths = 0;
+    for (auto it = request.find("Content-Length"); it != request.end() && Poco::icompare(it->first, "Content-Length") == 0; ++it) {
+      if (lengths++ > 0 && it->second != length) {
+        Reply reply = error_reply(errors::invalid_request("conflicting_content_length",
+                                                           "the request has Content-Length headers that disagree (" + length +
+                                                               ", " + it->second + "); send one",
+                                                           std::nullopt));
+        reply.close_connection = true;
+        return reply;
+      }
+      length = it->second;
+    }
+    if (lengths > 0 && request.has("Transfer-Encoding")) {
+      Reply reply = error_reply(errors::invalid_request(
+          "conflicting_framing", "the request has both Content-Length and Transfer-Encoding; send one", std::nullopt));
+      reply.close_connection = true;
+      return reply;
+    }
+  }
+
   const Route* route = nullptr;
   std::vector<std::string> allowed;
   for (const auto& r : routes_) {

@@ -2,6 +2,8 @@
 #include <Poco/Net/HTTPClientSession.h>
 #include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/SocketAddress.h>
+#include <Poco/Net/StreamSocket.h>
 #include <Poco/StreamCopier.h>
 #include <Poco/String.h>
 #include <gtest/gtest.h>
@@ -83,6 +85,30 @@ TEST_F(ServerHttp, HeadIsGetWithoutTheBody) {
   auto post_only = get("/v1/chat/completions", kGood);
   post_only.method = "HEAD";
   EXPECT_EQ(call(post_only).status, 405);
+}
+
+// Over a raw socket (an HTTP client would not send this): two different Content-Length
+// headers, or Content-Length with Transfer-Encoding, get one 400 and the connection
+// closes, so no "second request" can be smuggled in the body.
+TEST_F(ServerHttp, AmbiguousFramingOnTheWireGetsOne400AndAClose) {
+  const std::string body = kDefaultChat;
+  const std::string n = std::to_string(body.size());
+  for (const std::string framing : {"Content-Length: " + n + "\r\nContent-Length: 5\r\n",
+                                    "Content-Length: " + n + "\r\nTransfer-Encoding: chunked\r\n"}) {
+    SCOPED_TRACE(framing);
+    Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", static_cast<Poco::UInt16>(host_->port())));
+    sock.setReceiveTimeout(Poco::Timespan(5, 0));
+    const std::string smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string wire = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kGood) +
+                             "\r\nContent-Type: application/json\r\n" + framing + "\r\n" + body + smuggled;
+    sock.sendBytes(wire.data(), static_cast<int>(wire.size()));
+    std::string got;
+    char buf[4096];
+    for (int r; (r = sock.receiveBytes(buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(r));
+    EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+    EXPECT_NE(got.find("conflicting_"), std::string::npos) << got;
+    EXPECT_EQ(got.find("HTTP/1.1", 1), std::string::npos) << "a second response came back:\n" << got;
+  }
 }
 
 TEST_F(ServerHttp, ReadyOnceTheDefaultModelIsLoaded) {
