@@ -101,13 +101,16 @@ Result<ApiKey> parse_entry(const json& entry, std::size_t index, std::string_vie
     } else if (name == "disabled") {
       if (!value.is_boolean()) return file_error(source, where + ": \"disabled\" must be true or false");
       key.disabled = value.get<bool>();
+    } else if (name == "metrics") {
+      if (!value.is_boolean()) return file_error(source, where + ": \"metrics\" must be true or false");
+      key.metrics_all = value.get<bool>();
     } else if (name == "limits") {
       auto limits = parse_limits(value, where, source);
       if (!limits) return limits.error();
       key.limits = *limits;
     } else {
       return file_error(source, where + ": unknown field \"" + name +
-                                    "\" (known: sha256, tenant, disabled, limits)");
+                                    "\" (known: sha256, tenant, disabled, metrics, limits)");
     }
   }
   if (!have_digest) return file_error(source, where + ": \"sha256\" is missing");
