@@ -79,9 +79,10 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
     metrics_.add_in_flight(-1);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_.record_request(route, method, status, seconds);
-    if (logger().debug()) {
-      logger().debug("request %s: %s %s -> %d (%s ms%s)", std::to_string(id), method, uri, status,
-                     std::to_string(static_cast<long>(seconds * 1000)), tenant);
+    // The access log: one line per request at the default level.
+    if (logger().information()) {
+      logger().information("request %s: %s %s -> %d (%s ms%s)", std::to_string(id), method, uri, status,
+                           std::to_string(static_cast<long>(seconds * 1000)), tenant);
     }
   };
   if (reply.stream) {

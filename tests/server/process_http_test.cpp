@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -69,6 +70,19 @@ TEST_F(ServerHttp, HealthIsOpenEvenWithKeys) {
   EXPECT_EQ(res.content_type, "application/json");
   EXPECT_EQ(nlohmann::json::parse(res.body), nlohmann::json({{"status", "ok"}}));
   EXPECT_FALSE(res.header("x-request-id").empty());
+}
+
+// The access log is on at the default level: method, path, status and tenant per request.
+TEST_F(ServerHttp, EveryRequestIsInTheAccessLog) {
+  const std::string id = call(get("/v1/models", kGood)).header("x-request-id");
+  ASSERT_EQ(id.rfind("req-", 0), 0u);
+  const std::string want = "request " + id.substr(4) + ": GET /v1/models -> 200 (";
+  for (int i = 0; i < 100 && host_->log().find(want) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string log = host_->log();
+  const size_t at = log.find(want);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_NE(log.find("tenant acme", at), std::string::npos) << log.substr(at, 200);
 }
 
 // Probes and load balancers send HEAD: the GET answer's status and headers, no body.
