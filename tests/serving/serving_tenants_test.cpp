@@ -131,6 +131,9 @@ TEST_F(ServingTenants, OverItsConcurrencyATenantWaitsThenGets429WithRetryAfter) 
   ASSERT_TRUE(eventually([&] { return sample(scrape(port(), "k-ops"), "memra_tenant_requests_waiting", {{"tenant", "slow"}}) == 1.0; }));
   EXPECT_TRUE(held.release().hung_up);
   EXPECT_EQ(waiter.get(), 200);
+  // The hang-up is in the log at the default level.
+  EXPECT_TRUE(eventually([&] { return host_->log().find("the client closed the connection mid-stream") != std::string::npos; }))
+      << host_->log();
   const std::string m = scrape(port(), "k-ops");
   EXPECT_EQ(sample(m, "memra_admission_rejections_total", {{"tenant", "slow"}, {"reason", "tenant_queue_timeout"}}), 1.0);
   EXPECT_GE(sample(m, "memra_queue_wait_seconds_count", {{"tenant", "slow"}, {"model", kModel}}).value_or(0), 3.0);
