@@ -13,9 +13,11 @@
 #include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
+#include "host/engine/scheduler.hpp"
 #include "host/ops/op_registry.hpp"
 #include "memra/ops.h"
 #include "tests/engine/recurrent_test_model.hpp"
+#include "tests/engine/sequence_drain.hpp"
 
 namespace memra::engine {
 namespace {
@@ -241,6 +243,53 @@ TEST(RecurrentState, SpeculativeDecodingIsTokenIdenticalToPlainDecode) {
     EXPECT_EQ(fast->tokens, plain->tokens);
     EXPECT_GT(fast->verify_steps, 0);
     EXPECT_GT(fast->drafted, fast->accepted);  // some drafts were rolled back
+  }
+}
+
+// Admission waits for state slots (2 sequences' worth here, 6 requests), the prefix cache
+// stays out of it, and plain and speculative serving give generate()'s tokens.
+TEST(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
+  auto request = [](int v) {
+    SequenceRequest r;
+    for (int i = 0; i < 5 + v; ++i) r.prompt.push_back((i * 5 + v * 3) % kRecurrentVocab);
+    r.max_tokens = 10;
+    r.sampling.temperature = v % 2 ? 0.9f : 0.0f;
+    r.sampling.seed = 40 + static_cast<uint64_t>(v);
+    r.cache_namespace = "tenant";
+    return r;
+  };
+  std::vector<std::vector<int32_t>> want;
+  auto ref = load();
+  ASSERT_TRUE(ref);
+  for (int v = 0; v < 6; ++v) {
+    const SequenceRequest r = request(v);
+    GenerateOptions g;
+    g.max_tokens = r.max_tokens;
+    g.sampling = r.sampling;
+    auto out = generate(*ref, r.prompt, g, nullptr, nullptr);
+    ASSERT_TRUE(out);
+    want.push_back(out->tokens);
+  }
+  for (const bool speculative : {false, true}) {
+    SCOPED_TRACE(speculative);
+    EngineOptions o;
+    o.max_sequences = 2;
+    auto e = load(o);
+    ASSERT_TRUE(e);
+    {
+      SchedulerOptions so;
+      so.max_running = 6;
+      if (speculative) {
+        so.make_drafter = [] { return std::make_unique<NgramDrafter>(); };
+        so.spec_policy.adaptive = false;
+      }
+      Scheduler sched(*e, so);
+      std::vector<std::shared_ptr<SequenceHandle>> hs;
+      for (int v = 0; v < 6; ++v) hs.push_back(*sched.submit(request(v)));
+      for (int v = 0; v < 6; ++v) EXPECT_EQ(test_support::drain(*hs[static_cast<size_t>(v)]).tokens, want[static_cast<size_t>(v)]) << v;
+    }
+    EXPECT_EQ(e->free_state_slots(), 4);
+    EXPECT_EQ(e->prefix_cache().entries(), 0);
   }
 }
 
