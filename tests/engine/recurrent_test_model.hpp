@@ -3,31 +3,20 @@
 // with seeded random f32 weights. Kept for the process, like build_plugins().
 #pragma once
 
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 
 #include "core/plugin_host/plugin_host.hpp"
 #include "host/engine/model_source.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace memra::testing {
 
 constexpr int kRecurrentVocab = 16, kRecurrentDim = 8;
 
 inline plugins::PluginHost& recurrent_plugins() {
-  static plugins::PluginHost* host = [] {
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    plugins::PluginHostOptions o;
-    o.plugin_dirs = {MEMRA_RECURRENT_PLUGIN_DIR, exe.parent_path() / ".." / "lib" / "memra" / "plugins"};
-    o.use_env_path = false;
-    o.use_install_dir = false;
-    o.services.log = [](memra_log_level, std::string_view) {};
-    auto* h = new plugins::PluginHost(std::move(o));
-    h->discover();
-    return h;
-  }();
+  static plugins::PluginHost* host = discover_build_plugins({MEMRA_RECURRENT_PLUGIN_DIR});
   return *host;
 }
 
