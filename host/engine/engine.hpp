@@ -13,6 +13,7 @@
 
 #include "host/backend_cpu/cpu_backend.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/backend_cuda/plugin_kernels.hpp"
 #include "core/common/result.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
@@ -177,6 +178,7 @@ class Engine {
   PrefixCache prefix_cache_;
   std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
   std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
+  std::unique_ptr<backend::CudaKernelServices> cuda_kernels_;  // plugin kernels' services on cuda_
   std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)
   int32_t microbatches_ = 1;                             // EngineOptions::pipeline_microbatches
   bool pipeline_cuda_ = false;                           // the pipeline's stages are CUDA backends

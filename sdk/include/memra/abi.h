@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define MEMRA_ABI_MAJOR 2
-#define MEMRA_ABI_MINOR 0
+#define MEMRA_ABI_MINOR 1
 
 #ifdef __cplusplus
 #define MEMRA_EXTERN_C extern "C"
