@@ -136,6 +136,8 @@ class Engine {
   // Runs one forward pass over every request's new tokens; returns the logits rows
   // (all_logits: one per token, else one per request), request by request.
   Result<std::vector<std::vector<float>>> step(std::span<const StepRequest> requests);
+  // The CUDA backend of a single-GPU engine (nullptr otherwise): tests read its stats.
+  const backend::CudaBackendHandle* cuda_backend() const { return cuda_.get(); }
   // step() that also samples: each request with a RowSampling gets its tokens, and its
   // logits rows only when it asks for them. On a single CUDA backend (unless
   // MEMRA_DEVICE_SAMPLING=0) the rows are sampled on the GPU; on the CPU backend and
