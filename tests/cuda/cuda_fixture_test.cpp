@@ -336,6 +336,7 @@ TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
   memra::repack::RepackOptions ro;
   ro.source = dir;
   ro.output = out;
+  ro.plugins = &plugins();
   ro.quant = "fp8";
   ro.overwrite = true;
   ro.fsync = false;
