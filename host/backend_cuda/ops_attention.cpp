@@ -4,8 +4,8 @@
 //  - prompt rows: the tensor-core prefill kernel (kernels/attention/
 //    prefill_attention_mma.cu, head_dim 64 or 128), whose rows are bitwise the same
 //    however the prompt is chunked and whatever else the step holds;
-//  - generated rows (decode, verify; every row when the flags are absent, for other
-//    head sizes, or with MEMRA_PREFILL_ATTENTION=0): split-KV attention (fixed chunks
+//  - generated rows (decode, verify; every row when the flags are absent, and prompt
+//    rows of other head sizes): split-KV attention (fixed chunks
 //    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
 //    over those rows only (a row list), bitwise what a decode-only step computes.
 // A bf16 KV cache (kv_.dtype) takes each kernel's _bf16 twin: the write rounds K and V
@@ -23,11 +23,6 @@ namespace memra::backend::cuda {
 namespace {
 constexpr int32_t kChunk = 64;  // kAttnChunk in paged_attention.cu
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
-
-bool prefill_attention_enabled() {
-  const char* v = std::getenv("MEMRA_PREFILL_ATTENTION");
-  return !(v && std::strcmp(v, "0") == 0);
-}
 
 int32_t chunks_of(int32_t pos, int32_t window) {
   const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
@@ -202,7 +197,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   // Prompt rows to the prefill kernel, the others to the decode kernel.
   const bool flagged = MEMRA_STRUCT_HAS(batch, memra_forward_batch, prompt_tokens) && batch->prompt_tokens;
   const DeviceBatch::AttentionPlan* plan = nullptr;
-  if (flagged && prefill_attention_enabled() && (head_dim == 64 || head_dim == 128)) {
+  if (flagged && (head_dim == 64 || head_dim == 128)) {
     // device_batch hands out the step's (non-const) DeviceBatch; the plan is cached in it.
     auto ap = attention_plan(const_cast<DeviceBatch&>(db), heads, kv_heads);
     if (!ap) return fail(ap.error());

@@ -86,9 +86,17 @@ void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
   }
   if (live.empty()) return;
 
+  // Drafts are the draft model's greedy tokens, sampled by the engine (on the GPU when it
+  // samples there: one int32 per row comes back instead of a logits row).
+  static const SamplingParams kGreedy = [] {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    return p;
+  }();
+  const RowSampling greedy{&kGreedy, 0, {}, {}, {}, 1, false};
   std::vector<StepRequest> reqs;
-  for (const Live& l : live) reqs.push_back({l.d->seq_, l.missing, false, /*prompt=*/l.missing.size() > 1});
-  auto rows = engine_.step(reqs);
+  for (const Live& l : live) reqs.push_back({l.d->seq_, l.missing, false, /*prompt=*/l.missing.size() > 1, &greedy});
+  auto rows = engine_.step_sampled(reqs);
   if (!rows) {
     if (live.size() == 1) {
       live[0].d->error_ = rows.error().message;
@@ -101,7 +109,7 @@ void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
   }
   for (size_t i = 0; i < live.size(); ++i) {
     live[i].d->fed_.insert(live[i].d->fed_.end(), live[i].missing.begin(), live[i].missing.end());
-    live[i].call->out.push_back(argmax((*rows)[i]));
+    live[i].call->out.push_back((*rows)[i].tokens.back());
   }
   // Then one step per drafted position, for every sequence that wants more.
   while (true) {
@@ -109,11 +117,11 @@ void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
     std::vector<Live*> stepping;
     for (Live& l : live) {
       if (static_cast<int>(l.call->out.size()) >= l.k || !l.d->error_.empty()) continue;
-      reqs.push_back({l.d->seq_, {&l.call->out.back(), 1}, false, false});
+      reqs.push_back({l.d->seq_, {&l.call->out.back(), 1}, false, false, &greedy});
       stepping.push_back(&l);
     }
     if (reqs.empty()) break;
-    auto r = engine_.step(reqs);
+    auto r = engine_.step_sampled(reqs);
     if (!r) {
       // Keep the drafts so far; the KV still matches fed_ (a failed step changes nothing).
       for (Live* l : stepping) l->d->error_ = r.error().message;
@@ -121,7 +129,7 @@ void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
     }
     for (size_t i = 0; i < stepping.size(); ++i) {
       stepping[i]->d->fed_.push_back(stepping[i]->call->out.back());
-      stepping[i]->call->out.push_back(argmax((*r)[i]));
+      stepping[i]->call->out.push_back((*r)[i].tokens.back());
     }
   }
 }

@@ -50,13 +50,13 @@ struct GenerateResult {
 // (same logits row, same (seed, position) draw, same penalty context), accepting drafts
 // while they equal what was sampled. The KV of rejected positions is rolled back. The
 // tokens are therefore identical to generate()'s; only the number of steps changes.
-// `verify_hook` (tests only) may alter a verify step's logits rows to prove the
-// identity gate catches a non-invariant kernel. `policy` is the automatic
+// `verify_hook` (tests only) may alter the tokens a verify step sampled, as a
+// non-invariant kernel would, to prove the identity gate catches it. `policy` is the automatic
 // fallback (spec_policy.hpp): speculation pauses while it would be slower.
 struct SpeculativeOptions {
   Drafter* drafter = nullptr;
   int k = 4;
-  std::function<void(std::vector<std::vector<float>>&)> verify_hook{};
+  std::function<void(std::vector<int32_t>&)> verify_hook{};
   SpecPolicy policy{};
 };
 Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int32_t> prompt,

@@ -69,6 +69,8 @@ Result<PreparedModel> prepare_model(const std::string& source_text, const ModelC
   if (ec) return make_error(ErrorCode::io, "cannot create the repack cache " + options.cache_dir.string() + ": " + ec.message());
   repack::RepackOptions ro;
   ro.plugins = options.plugins;
+  ro.cancel = options.cancel;
+  ro.fault = options.fault;
   ro.source = source;
   ro.output = options.cache_dir / repack_name(source);
   ro.quant = "keep";

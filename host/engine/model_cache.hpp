@@ -8,9 +8,11 @@
 // source is repacked again (the old output is left for the user to remove).
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "core/common/result.hpp"
 #include "core/plugin_host/plugin_host.hpp"
@@ -22,6 +24,8 @@ struct ModelCacheOptions {
   std::filesystem::path cache_dir;      // where first-load repacks are written ($MEMRA_HOME/repacks)
   std::function<void(const std::string&)> log;  // progress and decisions, one line each
   const plugins::PluginHost* plugins = nullptr;  // reads the checkpoint (family plugins); required
+  const std::atomic<bool>* cancel = nullptr;     // set: a running repack stops and removes what it wrote
+  std::function<Status(std::string_view)> fault;  // RepackOptions::fault (tests)
 };
 
 struct PreparedModel {

@@ -215,7 +215,7 @@ void Scheduler::attach_sampling(Flight& f) {
       // The fed token plus drafts: row t assumes the drafts before it were emitted.
       rs.assumed = std::span<const int32_t>(j.feed).subspan(1);
       rs.rows = static_cast<int32_t>(j.feed.size());
-      rs.want_logits = logprobs || (j.feed.size() > 1 && options_.verify_hook);
+      rs.want_logits = logprobs;
     }
     f.reqs[i].sampling = &rs;
   }
@@ -231,7 +231,7 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
     Job& j = *f.jobs[i];
     if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     StepRows& r = (*out)[i];
-    const FinishReason end = consume(j, r.logits, &r.tokens);
+    const FinishReason end = consume(j, r.logits, r.tokens);
     if (end != FinishReason::none) finish(j, end);
   }
 }
@@ -393,27 +393,18 @@ void Scheduler::draft_all(const std::vector<Job*>& decoding, int k) {
   }
 }
 
-FinishReason Scheduler::consume(Job& j, std::vector<std::vector<float>>& rows, const std::vector<int32_t>* tokens) {
-  const size_t n_out = tokens ? tokens->size() : rows.size();
-  const size_t drafted = j.feed.size() > 1 && n_out > 1 ? j.feed.size() - 1 : 0;
-  if (drafted > 0 && options_.verify_hook) {
-    options_.verify_hook(rows);
-    tokens = nullptr;  // sample what the hook left (tests: the identity gate must catch it)
-  }
+FinishReason Scheduler::consume(Job& j, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens) {
+  const size_t drafted = j.feed.size() > 1 && tokens.size() > 1 ? j.feed.size() - 1 : 0;
+  if (drafted > 0 && options_.verify_hook) options_.verify_hook(tokens);  // tests: the identity gate must catch it
   // Sample every position exactly as a one-token step would; accept drafts while
   // they equal what was sampled.
   std::vector<GeneratedToken> emitted;
   FinishReason end = FinishReason::none;
   size_t accepted = 0;
   for (size_t t = 0; t <= drafted; ++t) {
-    const uint64_t position = j.req.prompt.size() + j.output.size();
     SampleResult s;
-    if (tokens) {
-      s.token = (*tokens)[t];  // sampled by the engine (on the GPU when it can)
-      if (t < rows.size()) fill_logprobs(rows[t], j.req.sampling, s);
-    } else {
-      s = sample(rows[t], j.req.sampling, position, j.req.prompt, j.output);
-    }
+    s.token = tokens[t];  // sampled by the engine (on the GPU when it can)
+    if (t < rows.size()) fill_logprobs(rows[t], j.req.sampling, s);
     j.output.push_back(s.token);
     j.context.push_back(s.token);
     emitted.push_back({s.token, s.logprob, s.top});

@@ -55,8 +55,9 @@ struct SchedulerOptions {
   // step issued while the other's is still running (Engine::step_issue), so stage 0
   // works on one group while stage 1 works on the other. 1 = one step at a time.
   int32_t pipeline_groups = 1;
-  // Tests only: may alter a sequence's verify-step rows (to prove the gates have teeth).
-  std::function<void(std::vector<std::vector<float>>&)> verify_hook{};
+  // Tests only: may alter the tokens a verify step sampled, as a verify step whose rows are
+  // not bitwise a one-token step's would (to prove the identity gates have teeth).
+  std::function<void(std::vector<int32_t>&)> verify_hook{};
 };
 
 struct SequenceRequest {
@@ -194,10 +195,9 @@ class Scheduler {
   void finish(Job& job, FinishReason reason, std::string error = {});
   // Sets each job's feed: its last token + up to k drafts (drafted in one batch).
   void draft_all(const std::vector<Job*>& decoding, int k);
-  // Samples the rows of one step for `job`; returns what ended it (none = running).
-  // tokens: sampled by the engine (one per row); consume re-samples the rows itself only
-  // after the verify hook altered them (tests).
-  FinishReason consume(Job& job, std::vector<std::vector<float>>& rows, const std::vector<int32_t>* tokens);
+  // Takes the tokens the engine sampled for one step of `job` (one per row; rows holds
+  // logits rows only where logprobs were asked); returns what ended it (none = running).
+  FinishReason consume(Job& job, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens);
 
   Engine& engine_;
   SchedulerOptions options_;

@@ -1,5 +1,7 @@
 #include "host/server/api_keys.hpp"
 
+#include <algorithm>
+
 #include <Poco/DigestEngine.h>
 #include <Poco/SHA2Engine.h>
 
@@ -90,17 +92,25 @@ Result<ApiKey> parse_entry(const json& entry, std::size_t index, std::string_vie
       if (!value.is_string() || value.get<std::string>().empty()) {
         return file_error(source, where + ": \"tenant\" must be a non-empty string");
       }
-      key.tenant = value.get<std::string>();
+      // A tenant name goes into log lines and metric labels: no control characters
+      // (a newline would forge a log line).
+      const std::string& t = value.get<std::string>();
+      if (std::any_of(t.begin(), t.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+        return file_error(source, where + ": \"tenant\" must not contain control characters (newlines, tabs, ...)");
+      key.tenant = t;
     } else if (name == "disabled") {
       if (!value.is_boolean()) return file_error(source, where + ": \"disabled\" must be true or false");
       key.disabled = value.get<bool>();
+    } else if (name == "metrics") {
+      if (!value.is_boolean()) return file_error(source, where + ": \"metrics\" must be true or false");
+      key.metrics_all = value.get<bool>();
     } else if (name == "limits") {
       auto limits = parse_limits(value, where, source);
       if (!limits) return limits.error();
       key.limits = *limits;
     } else {
       return file_error(source, where + ": unknown field \"" + name +
-                                    "\" (known: sha256, tenant, disabled, limits)");
+                                    "\" (known: sha256, tenant, disabled, metrics, limits)");
     }
   }
   if (!have_digest) return file_error(source, where + ": \"sha256\" is missing");

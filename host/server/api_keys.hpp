@@ -34,6 +34,7 @@ struct ApiKey {
   std::vector<unsigned char> digest;  // 32 bytes, sha256 of the key
   std::string tenant;
   bool disabled = false;
+  bool metrics_all = false;  // "metrics": true — /metrics shows every tenant's series (a scraper's key)
   TenantLimits limits;
   std::size_t index = 0;  // position in the file's "keys" array (for logs)
 };

@@ -378,17 +378,26 @@ int HostApp::main(const std::vector<std::string>& args) {
     specs.push_back({kDefaultModelAlias, dir.string(), ""});
   }
   ModelSet models;
-  for (const auto& spec : specs) {
-    LoadOutcome loaded = modules.load_model(spec, options);
-    if (!loaded.model) {
-      log().error(loaded.error.message);
-      switch (loaded.error.kind) {
-        case LoadFailure::backend_unavailable: return EXIT_UNAVAILABLE;
-        case LoadFailure::gate_refused: return EXIT_NOPERM;
-        case LoadFailure::bad_model: return EXIT_NOINPUT;
+  {
+    StartupStopWatch stop;  // SIGTERM during a (long) first load stops the start, leaving nothing half-written
+    for (const auto& spec : specs) {
+      LoadOutcome loaded = modules.load_model(spec, options, &stop.requested());
+      if (stop.requested()) {
+        log().warning("%s during model loading: stopping the start (nothing is served; an interrupted first-load "
+                      "repack removed what it had written)",
+                      std::string(stop.signal() == SIGINT ? "SIGINT" : "SIGTERM"));
+        return EXIT_OK;
       }
+      if (!loaded.model) {
+        log().error(loaded.error.message);
+        switch (loaded.error.kind) {
+          case LoadFailure::backend_unavailable: return EXIT_UNAVAILABLE;
+          case LoadFailure::gate_refused: return EXIT_NOPERM;
+          case LoadFailure::bad_model: return EXIT_NOINPUT;
+        }
+      }
+      models.add(std::move(loaded.model));
     }
-    models.add(std::move(loaded.model));
   }
   if (options.enable_test_routes) {
     log().warning("test routes are enabled (--enable-test-routes): POST /debug/sleep, GET /debug/throw");

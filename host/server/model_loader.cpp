@@ -9,6 +9,7 @@
 #include "host/engine/draft_model.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
+#include "repack/tool/fault_hook.hpp"
 
 namespace memra::server {
 namespace {
@@ -47,7 +48,7 @@ std::filesystem::path default_model_dir() {
 }
 
 LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options, const plugins::PluginHost& plugins,
-                              const registry::Registry& registry, Poco::Logger& log) {
+                              const registry::Registry& registry, Poco::Logger& log, const std::atomic<bool>* stop) {
   const std::string what = "model '" + spec.alias + "' (" + spec.path + ")";
   // The backend: CUDA when asked for (or, with auto, when a driver and the module load),
   // else the CPU reference. The gate is keyed by the device's architecture.
@@ -136,6 +137,8 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     cache.cache_dir = *home / "repacks";
     cache.log = [&log](const std::string& line) { log.information("%s", line); };
     cache.plugins = &plugins;
+    cache.cancel = stop;
+    cache.fault = repack::fault_from_env(stop);
     auto prepared = engine::prepare_model(spec.path, cache);
     if (!prepared) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + prepared.error().message);
     if (prepared->path != spec.path) {

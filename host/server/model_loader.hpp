@@ -6,6 +6,7 @@
 #include <Poco/Logger.h>
 
 #include <filesystem>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -44,7 +45,8 @@ struct LoadOutcome {
   LoadError error;
 };
 
+// `stop`, when set during a first-load repack, cancels it (the repack removes what it wrote).
 LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options, const plugins::PluginHost& plugins,
-                              const registry::Registry& registry, Poco::Logger& log);
+                              const registry::Registry& registry, Poco::Logger& log, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace memra::server

@@ -22,6 +22,14 @@ std::string token_string(const ResponseMeta& meta, std::int32_t id) {
   return meta.tokenizer->decode(ids, {.skip_special_tokens = false, .clean_up_tokenization_spaces = false});
 }
 
+// The token's raw bytes: a byte-level token that is part of a character has its own
+// byte(s) here, not U+FFFD's, so clients can join the bytes of consecutive tokens.
+std::string token_bytes(const ResponseMeta& meta, std::int32_t id) {
+  if (meta.tokenizer == nullptr) return {};
+  const std::int32_t ids[] = {id};
+  return meta.tokenizer->decode_bytes(ids, {.skip_special_tokens = false, .clean_up_tokenization_spaces = false});
+}
+
 ojson bytes_of(const std::string& s) {
   ojson out = ojson::array();
   for (unsigned char c : s) out.push_back(static_cast<int>(c));
@@ -29,8 +37,7 @@ ojson bytes_of(const std::string& s) {
 }
 
 ojson chat_logprob_entry(const ResponseMeta& meta, std::int32_t id, float logprob) {
-  const std::string s = token_string(meta, id);
-  return ojson{{"token", s}, {"logprob", logprob}, {"bytes", bytes_of(s)}};
+  return ojson{{"token", token_string(meta, id)}, {"logprob", logprob}, {"bytes", bytes_of(token_bytes(meta, id))}};
 }
 
 ojson chat_logprobs(const ResponseMeta& meta, const std::vector<TokenRecord>& tokens) {

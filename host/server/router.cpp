@@ -79,9 +79,10 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
     metrics_.add_in_flight(-1);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_.record_request(route, method, status, seconds);
-    if (logger().debug()) {
-      logger().debug("request %s: %s %s -> %d (%s ms%s)", std::to_string(id), method, uri, status,
-                     std::to_string(static_cast<long>(seconds * 1000)), tenant);
+    // The access log: one line per request at the default level.
+    if (logger().information()) {
+      logger().information("request %s: %s %s -> %d (%s ms%s)", std::to_string(id), method, uri, status,
+                           std::to_string(static_cast<long>(seconds * 1000)), tenant);
     }
   };
   if (reply.stream) {
@@ -119,12 +120,39 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
   }
   const std::string& method = request.getMethod();
 
+  // Ambiguous body framing is how requests are smuggled past a proxy: refuse it, and
+  // close the connection, since where this request's body ends is not known.
+  {
+    std::string length;
+    int lengths = 0;
+    for (auto it = request.find("Content-Length"); it != request.end() && Poco::icompare(it->first, "Content-Length") == 0; ++it) {
+      if (lengths++ > 0 && it->second != length) {
+        Reply reply = error_reply(errors::invalid_request("conflicting_content_length",
+                                                           "the request has Content-Length headers that disagree (" + length +
+                                                               ", " + it->second + "); send one",
+                                                           std::nullopt));
+        reply.close_connection = true;
+        return reply;
+      }
+      length = it->second;
+    }
+    if (lengths > 0 && request.has("Transfer-Encoding")) {
+      Reply reply = error_reply(errors::invalid_request(
+          "conflicting_framing", "the request has both Content-Length and Transfer-Encoding; send one", std::nullopt));
+      reply.close_connection = true;
+      return reply;
+    }
+  }
+
   const Route* route = nullptr;
   std::vector<std::string> allowed;
   for (const auto& r : routes_) {
     if (r.path != path) continue;
     allowed.push_back(r.method);
-    if (r.method == method) route = &r;
+    // HEAD is GET without the body (RFC 9110 9.3.2): the GET route answers it and Poco
+    // sends the status and headers only.
+    if (r.method == "GET") allowed.push_back("HEAD");
+    if (r.method == method || (method == "HEAD" && r.method == "GET")) route = &r;
   }
   if (allowed.empty()) return error_reply(errors::unknown_route(method, path));
   ctx.route = path;

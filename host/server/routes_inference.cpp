@@ -91,8 +91,9 @@ void stream_answer(StreamJob& job, StreamSink& sink) {
   auto gone = [&] {
     run.cancel();
     record_end(*job.metrics, *job.model, job.tenant, run, finish);
-    logger().debug("request %s: client went away mid-stream; its sequences are cancelled",
-                   std::to_string(job.request_id));
+    logger().information("request %s: the client closed the connection mid-stream after %s generated token(s); its "
+                         "sequences are cancelled",
+                         std::to_string(job.request_id), std::to_string(run.completion_tokens()));
   };
   for (std::size_t i = 0; i < run.choices(); ++i) {
     std::string first;
@@ -281,7 +282,9 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     if (!run->done() && ctx.client_gone()) {
       run->cancel();
       record_end(metrics, *model, tenant, *run, finish);
-      logger().debug("request %s: client went away; its sequences are cancelled", std::to_string(ctx.request_id));
+      logger().information("request %s: the client closed the connection before the answer; its sequences are "
+                           "cancelled",
+                           std::to_string(ctx.request_id));
       return error_reply(errors::client_closed());
     }
   }

@@ -1,5 +1,6 @@
 // GET /health, /ready, /v1/models, /metrics.
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "host/server/admission.hpp"
 #include "host/server/router.hpp"
@@ -65,11 +66,32 @@ void refresh(const Router& router) {
   }
 }
 
-Reply metrics(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string&) {
+// Prometheus text with only the series a tenant may see: those without a tenant label and
+// its own (a tenant's key must not learn the other tenants' names or traffic).
+std::string tenant_view(const std::string& text, const std::string& tenant) {
+  std::string own = "tenant=\"";
+  for (char c : tenant) {
+    if (c == '\\' || c == '"') own += '\\';
+    own += c;
+  }
+  own += '"';
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const bool sample = !line.empty() && line[0] != '#';
+    if (sample && line.find("tenant=\"") != std::string::npos && line.find(own) == std::string::npos) continue;
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+Reply metrics(const Router& router, RequestContext& ctx, const Poco::Net::HTTPRequest&, const std::string&) {
   refresh(router);
   Reply reply;
   reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
   reply.body = router.metrics().render();
+  if (ctx.key != nullptr && !ctx.key->metrics_all) reply.body = tenant_view(reply.body, ctx.key->tenant);
   return reply;
 }
 

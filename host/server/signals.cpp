@@ -42,4 +42,20 @@ std::optional<int> wait_for_termination_signal_for(int timeout_ms) {
   }
 }
 
+StartupStopWatch::StartupStopWatch()
+    : thread_([this] {
+        while (!done_.load()) {
+          if (const auto sig = wait_for_termination_signal_for(50)) {
+            signal_ = *sig;
+            stop_ = true;
+            return;
+          }
+        }
+      }) {}
+
+StartupStopWatch::~StartupStopWatch() {
+  done_ = true;
+  thread_.join();
+}
+
 }  // namespace memra::server

@@ -3,7 +3,9 @@
 // them synchronously, so no handler runs in async-signal context.
 #pragma once
 
+#include <atomic>
 #include <optional>
+#include <thread>
 
 namespace memra::server {
 
@@ -14,5 +16,24 @@ void block_termination_signals();
 int wait_for_termination_signal();
 // Waits up to `timeout_ms` for SIGTERM or SIGINT; nullopt on timeout.
 std::optional<int> wait_for_termination_signal_for(int timeout_ms);
+
+// While the host starts (a first-load repack can take minutes), a thread of its own
+// takes SIGTERM/SIGINT: requested() turns true, and loading stops at the next point it
+// can (a repack cancels and removes what it wrote). Destroy it before waiting for
+// signals elsewhere; a signal that arrives after that stays pending for the next wait.
+class StartupStopWatch {
+ public:
+  StartupStopWatch();
+  ~StartupStopWatch();
+  StartupStopWatch(const StartupStopWatch&) = delete;
+  StartupStopWatch& operator=(const StartupStopWatch&) = delete;
+  const std::atomic<bool>& requested() const { return stop_; }
+  int signal() const { return signal_.load(); }  // the signal that asked, 0 if none
+
+ private:
+  std::atomic<bool> stop_{false}, done_{false};
+  std::atomic<int> signal_{0};
+  std::thread thread_;
+};
 
 }  // namespace memra::server

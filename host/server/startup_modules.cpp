@@ -82,13 +82,13 @@ std::vector<std::string> StartupModules::plugin_report() const {
   return lines;
 }
 
-LoadOutcome StartupModules::load_model(const ModelSpec& spec, const HostOptions& options) {
+LoadOutcome StartupModules::load_model(const ModelSpec& spec, const HostOptions& options, const std::atomic<bool>* stop) {
   if (!impl_->registry || !impl_->plugin_host) {
     LoadOutcome out;
     out.error = {LoadFailure::bad_model, "internal: the registry and plugins must be opened before models load"};
     return out;
   }
-  return load_served_model(spec, options, *impl_->plugin_host, *impl_->registry, impl_->log);
+  return load_served_model(spec, options, *impl_->plugin_host, *impl_->registry, impl_->log, stop);
 }
 
 int StartupModules::plugins_loaded() const {

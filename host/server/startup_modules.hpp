@@ -4,6 +4,7 @@
 // on their headers.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +36,8 @@ class StartupModules {
   int plugins_loaded() const;
 
   // Loads one model through the registry gate (needs open_registry and load_plugins first).
-  LoadOutcome load_model(const ModelSpec& spec, const HostOptions& options);
+  // Setting *stop (a termination signal) ends a first-load repack early, leaving nothing.
+  LoadOutcome load_model(const ModelSpec& spec, const HostOptions& options, const std::atomic<bool>* stop = nullptr);
 
  private:
   struct Impl;

@@ -180,6 +180,18 @@ std::string Decoder::decode(const std::vector<std::string_view>& tokens, bool cl
   return text;
 }
 
+std::string Decoder::decode_bytes(const std::vector<std::string_view>& tokens) const {
+  std::string bytes;
+  DecodedPiece p;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    piece(tokens[i], i, p);
+    if (p.is_fallback_byte) bytes.push_back(static_cast<char>(p.byte));
+    else bytes += p.text;
+  }
+  if (strip_start_ > 0 || strip_stop_ > 0) bytes = strip_text(bytes, strip_content_, strip_start_, strip_stop_);
+  return bytes;
+}
+
 std::string strip_text(std::string_view text, char32_t content, int start, int stop) {
   std::size_t begin = 0;
   for (int k = 0; k < start && begin < text.size(); ++k) {

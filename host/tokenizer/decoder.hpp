@@ -37,6 +37,9 @@ class Decoder {
 
   // decode() of a whole token list (already skip-filtered).
   std::string decode(const std::vector<std::string_view>& tokens, bool clean_up) const;
+  // decode() without the UTF-8 repair: the raw bytes the tokens stand for (a byte-level
+  // token may be part of a character, which decode() shows as U+FFFD).
+  std::string decode_bytes(const std::vector<std::string_view>& tokens) const;
 
  private:
   std::vector<DecoderStep> per_token_;

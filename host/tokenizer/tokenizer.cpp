@@ -193,6 +193,14 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions&
   return impl_->decoder.decode(tokens, options.clean_up_tokenization_spaces.value_or(impl_->clean_up_default));
 }
 
+std::string Tokenizer::decode_bytes(std::span<const TokenId> ids, const DecodeOptions& options) const {
+  std::vector<std::string_view> tokens;
+  tokens.reserve(ids.size());
+  for (TokenId id : ids)
+    if (!impl_->skipped(id, options.skip_special_tokens)) tokens.push_back(impl_->id_to_token[id]);
+  return impl_->decoder.decode_bytes(tokens);
+}
+
 std::size_t Tokenizer::vocab_size() const { return impl_->id_to_token.size(); }
 
 std::string_view Tokenizer::token_text(TokenId id) const {

@@ -93,6 +93,9 @@ class Tokenizer {
 
   // Out-of-range ids decode to nothing.
   std::string decode(std::span<const TokenId> ids, const DecodeOptions& options = {}) const;
+  // The bytes decode() would give before its UTF-8 repair (no clean-up): what a token
+  // that is part of a character stands for (OpenAI's logprobs `bytes`).
+  std::string decode_bytes(std::span<const TokenId> ids, const DecodeOptions& options = {}) const;
 
   std::size_t vocab_size() const;                      // one past the largest id
   std::string_view token_text(TokenId id) const;       // the vocabulary string ("" when out of range)

@@ -34,7 +34,11 @@ int usage_fail(const std::string& command, const std::string& message) {
   return kExitUsage;
 }
 
-Result<Registry> open_registry(const Parsed& args) {
+enum class Access { read, write };
+
+// Read-only commands never create a registry: where none exists yet they answer from an
+// in-memory one holding just the shipped combos (what a host would import on its first run).
+Result<Registry> open_registry(const Parsed& args, Access access) {
   std::filesystem::path path;
   if (args.values.count("db")) {
     path = args.get("db");
@@ -42,6 +46,12 @@ Result<Registry> open_registry(const Parsed& args) {
     auto def = default_path();
     if (!def.ok()) return def.error();
     path = *def;
+  }
+  std::error_code ec;
+  if (access == Access::read && !std::filesystem::exists(path, ec)) {
+    std::cerr << "memra-registry: no registry at " << path.string()
+              << " yet (nothing recorded there); answering from the shipped combos\n";
+    return Registry::open(":memory:");
   }
   return Registry::open(path);
 }
@@ -66,7 +76,7 @@ void print_repacks(const std::vector<Repack>& repacks) {
 
 // ---- list ----------------------------------------------------------------------
 int run_list(const Parsed& args) {
-  auto reg = open_registry(args);
+  auto reg = open_registry(args, Access::read);
   if (!reg.ok()) return fail(reg.error());
   auto checkpoints = reg->list_checkpoints();
   if (!checkpoints.ok()) return fail(checkpoints.error());
@@ -99,7 +109,7 @@ int run_list(const Parsed& args) {
 
 // ---- show ----------------------------------------------------------------------
 int run_show(const Parsed& args) {
-  auto reg = open_registry(args);
+  auto reg = open_registry(args, Access::read);
   if (!reg.ok()) return fail(reg.error());
   auto c = reg->find_checkpoint(args.positionals[0]);
   if (!c.ok()) return fail(c.error());
@@ -136,7 +146,7 @@ int run_combos(const Parsed& args) {
   ComboFilter filter{args.get("arch"), args.get("family"), args.get("quant")};
   if (!filter.arch.empty() && !is_known_arch(filter.arch))
     return usage_fail("combos", "unknown arch '" + filter.arch + "'; use sm_90a, sm_120a or cpu");
-  auto reg = open_registry(args);
+  auto reg = open_registry(args, Access::read);
   if (!reg.ok()) return fail(reg.error());
   auto rows = reg->combos(filter);
   if (!rows.ok()) return fail(rows.error());
@@ -158,7 +168,7 @@ int run_combos(const Parsed& args) {
 
 // ---- check ----------------------------------------------------------------------
 int run_check(const Parsed& args) {
-  auto reg = open_registry(args);
+  auto reg = open_registry(args, Access::read);
   if (!reg.ok()) return fail(reg.error());
   ComboKey key = key_from(args);
   auto row = reg->find_combo(key);
@@ -178,7 +188,7 @@ int run_check(const Parsed& args) {
 
 // ---- import ----------------------------------------------------------------------
 int run_import(const Parsed& args) {
-  auto reg = open_registry(args);
+  auto reg = open_registry(args, Access::write);
   if (!reg.ok()) return fail(reg.error());
   ImportOptions options;
   options.overwrite_local = args.has("force");
@@ -214,7 +224,7 @@ int run_record_gate(const Parsed& args) {
     if (!v.ok()) return usage_fail("record-gate", v.error().message);
     record.verdict = *v;
   }
-  auto reg = open_registry(args);
+  auto reg = open_registry(args, Access::write);
   if (!reg.ok()) return fail(reg.error());
   auto combo = reg->record_gate(record);
   if (!combo.ok()) return fail(combo.error());

@@ -23,6 +23,7 @@
 
 #include "registry/registry.hpp"
 #include "repack/tool/bench.hpp"
+#include "repack/tool/fault_hook.hpp"
 #include "repack/tool/precision.hpp"
 #include "repack/tool/progress.hpp"
 #include "repack/tool/provenance.hpp"
@@ -93,32 +94,6 @@ bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
   if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
   *out = v;
   return true;
-}
-
-// Test hook (docs/FORMAT.md, "Testing hooks"): MEMRA_REPACK_FAULT=
-//   tensor:N            fail when the N-th tensor (1-based) starts being written
-//   pause-tensor:N:MS   sleep MS milliseconds there instead (to kill the process midway)
-//   manifest | rename   fail just before writing manifest.json / renaming into place
-std::function<Status(std::string_view)> fault_from_env() {
-  const char* env = std::getenv("MEMRA_REPACK_FAULT");
-  if (!env || !*env) return {};
-  const std::string spec = env;
-  auto counter = std::make_shared<std::atomic<int64_t>>(0);
-  return [spec, counter](std::string_view point) -> Status {
-    auto injected = [&] { return make_error(ErrorCode::io, "injected failure at " + std::string(point) + " (MEMRA_REPACK_FAULT)"); };
-    if (point != "tensor") return spec == point ? Status(injected()) : Status();
-    const int64_t n = ++*counter;
-    int64_t at = 0, ms = 0;
-    if (spec.rfind("tensor:", 0) == 0 && parse_int(spec.substr(7), 1, INT64_MAX, &at) && n == at) return injected();
-    if (spec.rfind("pause-tensor:", 0) == 0) {
-      const std::string rest = spec.substr(13);
-      const size_t colon = rest.find(':');
-      if (colon != std::string::npos && parse_int(rest.substr(0, colon), 1, INT64_MAX, &at) &&
-          parse_int(rest.substr(colon + 1), 0, 3600000, &ms) && n == at)
-        for (int64_t t = 0; t < ms && !g_cancel.load(); t += 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return {};
-  };
 }
 
 }  // namespace
@@ -246,7 +221,7 @@ int main(int argc, char** argv) {
   repack::Progress progress;
   o.progress = &progress;
   o.cancel = &g_cancel;
-  o.fault = fault_from_env();
+  o.fault = repack::fault_from_env(&g_cancel);
   if (!quiet) std::fprintf(stderr, "memra-repack: %s -> %s (--quant %s)\n", o.source.c_str(), o.output.c_str(), o.quant.c_str());
   const auto t0 = std::chrono::steady_clock::now();
   repack::ProgressPrinter printer(progress, quiet);

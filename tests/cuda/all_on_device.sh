@@ -12,6 +12,7 @@ QUICK=${2:-}
 OUT=${OUT:-./device-logs}; mkdir -p "$OUT"
 L=$(mktemp -d); R=$OUT/summary.txt
 S=$(mktemp -d); tar xJf "$D/syslib.tar.xz" -C "$S"
+[ -f "$D/bin.tar.xz" ] && tar xJf "$D/bin.tar.xz" -C "$D"  # binaries and modules (carry_all.sh)
 export LD_LIBRARY_PATH=$S/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} MEMRA_HOME=$(mktemp -d)
 export MEMRA_FIXTURES_DIR=$D/fixtures NCCL_NVLS_ENABLE=0
 say() { echo "$@" | tee -a "$R"; }
@@ -37,6 +38,8 @@ bench() { case "$QUICK" in only:*) echo "$*" | grep -qE "${QUICK#only:}" || retu
          say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
           grep -E "^(pp|tg|copy|peak|spec|pipeline|serve| +[0-9])" | tee -a "$R"; }
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
+bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --kv-dtype bf16
+bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --kv-dtype bf16
 bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q8_0 --prompt-tokens 512 --gen-tokens 64
 bench --quant fp8 --prompt-tokens 512 --gen-tokens 64

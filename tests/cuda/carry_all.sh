@@ -3,7 +3,7 @@
 # packages to build; binaries built here run there): the CUDA checks and tests,
 # memra-bench and memra-gen, the backend, kernels, plugins, the fixtures they read and
 # the shared libraries the tokenizer-linked binaries need (ICU, PCRE2, Poco, ...).
-# About 40 MB (the libraries xz-compressed): carry the destination with the device tool.
+# About 35 MB (libraries, binaries and modules xz-compressed): carry the destination with the device tool.
 # Usage: tests/cuda/carry_all.sh <build-dir configured with -DMEMRA_CUDA=ON> [<dest>=.device/all]
 set -eu
 B=${1:?build dir}
@@ -23,7 +23,9 @@ cp -r "$F/gguf/llama" "$D/fixtures/gguf/"
 for b in "$D"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -E "libicu|libpcre|libPoco|libsqlite3|libprometheus|libcrypto|libssl|libexpat|libz\.so" |
   while read -r lib; do cp -L "$lib" "$D/syslib/"; done
-# Compressed: the device tool carries at most 64 MB per call.
+# Compressed (binaries and kernel modules too): the device tool carries at most 64 MB per
+# call, the working tree included; all_on_device.sh unpacks them in place.
 tar cJf "$D/syslib.tar.xz" -C "$D" syslib && rm -rf "$D/syslib"
+tar cJf "$D/bin.tar.xz" -C "$D" bin lib && rm -rf "$D/bin" "$D/lib"
 chmod -R u+w "$D"
 du -sh "$D"

@@ -334,6 +334,7 @@ TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
   if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
   const fs::path out = fs::temp_directory_path() / ("memra-fp8-" + std::to_string(::getpid()));
   memra::repack::RepackOptions ro;
+  ro.plugins = &plugins();
   ro.source = dir;
   ro.output = out;
   ro.plugins = &plugins();

@@ -1,7 +1,7 @@
 // Prefill attention (kernels/attention/prefill_attention_mma.cu):
 //  - CudaPrefillAttention.*: memra-kernel-check's check_prefill_attention (quick shapes:
 //    300-token prompts) on the GPU — reference bounds, chunking invariance bit for bit,
-//    mixed steps, MEMRA_PREFILL_ATTENTION=0. Skips without a driver/GPU.
+//    mixed steps. Skips without a driver/GPU.
 //  - CudaPrefillAttentionPlan.*: the host-side planner (no GPU): every prompt row in
 //    exactly one warp slot at position % 16 of its 16-position block, CTAs of one
 //    sequence and one kv head, the CTA and warp position fields the kernel's tile

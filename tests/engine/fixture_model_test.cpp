@@ -17,7 +17,7 @@
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
-#include "tests/engine/test_plugins.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
 using memra::engine::Engine;
@@ -26,40 +26,19 @@ namespace {
 
 const fs::path kFixtures = MEMRA_FIXTURES_DIR;
 
-std::vector<float> read_f32(const fs::path& p, size_t offset_bytes, size_t count) {
-  std::ifstream f(p, std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset_bytes));
-  std::vector<float> v(count);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
-  EXPECT_TRUE(f.good()) << p;
-  return v;
-}
+using memra::testing::max_rel_diff;
+using memra::testing::read_f32;
 
-std::unique_ptr<Engine> load(const fs::path& path) {
-  auto src = memra::engine::open_model_source(path.string(), test_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
-  if (!src) return nullptr;
-  auto e = Engine::create(std::move(*src), test_plugins(), {});
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return e ? std::move(*e) : nullptr;
-}
-
-float row_max_abs(const float* r, size_t n) {
-  float m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(r[i]));
-  return m;
-}
+std::unique_ptr<Engine> load(const fs::path& path) { return memra::testing::open_engine(path); }
 
 // Prefill logits at every position and 24 greedy steps against the reference.
 void check_against_transformers(const std::string& model) {
   const fs::path dir = kFixtures / "models" / model;
-  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
-  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
-  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
-  const std::vector<int32_t> greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
-  const size_t vocab = ref["arrays"][0]["shape"][1].get<size_t>();
-  const auto prefill = read_f32(dir / "reference.bin", ref["arrays"][0]["offset_bytes"].get<size_t>(), input.size() * vocab);
-  const auto steps = read_f32(dir / "reference.bin", ref["arrays"][1]["offset_bytes"].get<size_t>(), greedy.size() * vocab);
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const memra::testing::TransformersReference ref = memra::testing::read_reference(dir);
+  const std::vector<int32_t>& input = ref.input_ids;
+  const std::vector<int32_t>& greedy = ref.greedy_ids;
+  const size_t vocab = ref.vocab;
 
   auto engine = load(dir);
   ASSERT_TRUE(engine);
@@ -69,11 +48,7 @@ void check_against_transformers(const std::string& model) {
   ASSERT_TRUE(out.ok()) << out.error().message;
   ASSERT_EQ(out->size(), input.size());
   double worst = 0;
-  for (size_t i = 0; i < input.size(); ++i) {
-    const float* r = prefill.data() + i * vocab;
-    const float scale = row_max_abs(r, vocab);
-    for (size_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs((*out)[i][v] - r[v]) / static_cast<double>(scale));
-  }
+  for (size_t i = 0; i < input.size(); ++i) worst = std::max(worst, max_rel_diff((*out)[i], ref.prefill.data() + i * vocab, vocab));
   EXPECT_LE(worst, 1e-4) << model << ": prefill logits differ from transformers";
   std::cout << "[ " << model << " ] prefill max rel diff " << worst << "\n";
 
@@ -82,9 +57,7 @@ void check_against_transformers(const std::string& model) {
   std::vector<float> last = (*out).back();
   double worst_step = 0;
   for (size_t s = 0; s < greedy.size(); ++s) {
-    const float* r = steps.data() + s * vocab;
-    const float scale = row_max_abs(r, vocab);
-    for (size_t v = 0; v < vocab; ++v) worst_step = std::max(worst_step, std::fabs(last[v] - r[v]) / static_cast<double>(scale));
+    worst_step = std::max(worst_step, max_rel_diff(last, ref.steps.data() + s * vocab, vocab));
     const int32_t tok = memra::engine::argmax(last);
     produced.push_back(tok);
     memra::engine::StepRequest d{seq, {&produced.back(), 1}, false};

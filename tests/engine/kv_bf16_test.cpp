@@ -22,6 +22,7 @@
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
 #include "tests/engine/test_plugins.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
@@ -37,14 +38,7 @@ const fs::path kFixtures = MEMRA_FIXTURES_DIR;
 // by far more.
 constexpr double kBf16KvBound = 1e-2;
 
-std::unique_ptr<Engine> load(const fs::path& path, EngineOptions eo) {
-  auto src = open_model_source(path.string(), test_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
-  if (!src) return nullptr;
-  auto e = Engine::create(std::move(*src), test_plugins(), eo);
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return e ? std::move(*e) : nullptr;
-}
+std::unique_ptr<Engine> load(const fs::path& path, const EngineOptions& eo) { return memra::testing::open_engine(path, eo); }
 
 EngineOptions bf16_options() {
   EngineOptions eo;
@@ -52,22 +46,7 @@ EngineOptions bf16_options() {
   return eo;
 }
 
-std::vector<float> read_f32(const fs::path& p, size_t offset_bytes, size_t count) {
-  std::ifstream f(p, std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset_bytes));
-  std::vector<float> v(count);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
-  EXPECT_TRUE(f.good()) << p;
-  return v;
-}
-
-double max_rel_diff(const std::vector<float>& got, const float* ref, size_t vocab) {
-  float scale = 0;
-  for (size_t v = 0; v < vocab; ++v) scale = std::max(scale, std::fabs(ref[v]));
-  double worst = 0;
-  for (size_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(got[v] - ref[v]) / static_cast<double>(scale));
-  return worst;
-}
+using memra::testing::max_rel_diff;
 
 bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
   if (a.size() != b.size()) return false;
@@ -106,13 +85,13 @@ Run run_greedy(Engine& e, const std::vector<int32_t>& input, size_t n) {
 
 void check_against_transformers(const std::string& model) {
   const fs::path dir = kFixtures / "models" / model;
-  if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
-  const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
-  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
-  const std::vector<int32_t> greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
-  const size_t vocab = ref["arrays"][0]["shape"][1].get<size_t>();
-  const auto prefill = read_f32(dir / "reference.bin", ref["arrays"][0]["offset_bytes"].get<size_t>(), input.size() * vocab);
-  const auto steps = read_f32(dir / "reference.bin", ref["arrays"][1]["offset_bytes"].get<size_t>(), greedy.size() * vocab);
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const memra::testing::TransformersReference ref = memra::testing::read_reference(dir);
+  const std::vector<int32_t>& input = ref.input_ids;
+  const std::vector<int32_t>& greedy = ref.greedy_ids;
+  const size_t vocab = ref.vocab;
+  const std::vector<float>& prefill = ref.prefill;
+  const std::vector<float>& steps = ref.steps;
 
   auto bf16 = load(dir, bf16_options());
   auto f32 = load(dir, {});

@@ -74,6 +74,29 @@ TEST(MemraGenCli, HelpAndUsageErrors) {
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
 }
 
+// A bad number names its flag, what it takes and what it got, and exits 64 (usage) before any
+// model is read (the model path does not exist: a number error must come first).
+TEST(MemraGenCli, BadNumbersAreNamedWithTheirFlag) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--max-tokens -1", "--max-tokens needs an integer from 1 to 2147483647; got '-1'"},
+      {"--max-tokens 12x", "--max-tokens needs an integer from 1 to"},
+      {"--temperature warm", "--temperature needs a number from 0 to"},
+      {"--top-p 1.5", "--top-p needs a number from 0 to 1; got '1.5'"},
+      {"--seed -3", "--seed needs an integer from 0 to"},
+      {"--pp 0", "--pp needs an integer from 1 to 64; got '0'"},
+      {"--prompt-ids 1,two,3", "--prompt-ids needs an integer from 0 to"},
+  };
+  for (const auto& [args, want] : cases) {
+    SCOPED_TRACE(args);
+    int status = 0;
+    const std::string mode = args.rfind("--prompt-ids", 0) == 0 ? "" : "--prompt hi ";
+    const std::string out = run_command(kGen + " /nonexistent/model " + mode + "--backend cpu " + args + " 2>&1", &status);
+    EXPECT_EQ(WEXITSTATUS(status), 64) << out;
+    EXPECT_NE(out.find("memra-gen: " + want), std::string::npos) << out;
+    EXPECT_EQ(out.find("stoi"), std::string::npos) << out;
+  }
+}
+
 TEST(MemraGenCli, SpeculativeNgramGivesTheReferenceGreedyIds) {
   const fs::path dir = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
   if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";

@@ -145,15 +145,15 @@ inline int64_t identity_gate(Engine& target, const std::vector<int32_t>& base,
   return accepted;
 }
 
-// Teeth: a verify step whose rows after the first differ from a one-token step's
-// (a non-invariant kernel) must change the output the gate compares.
+// Teeth: a verify step whose tokens after the first differ from what one-token steps
+// sample (a non-invariant kernel) must change the output the gate compares.
 inline bool gate_notices_non_invariance(Engine& target, const std::vector<int32_t>& base,
                                         std::function<std::unique_ptr<Drafter>()> factory) {
   const auto reqs = requests(base, false, 3, 24);
   const RunResult plain = run(target, SchedulerOptions{.max_step_tokens = 512, .max_running = 1}, reqs, false);
   SchedulerOptions o = speculative(std::move(factory), 4, true);
-  o.verify_hook = [](std::vector<std::vector<float>>& rows) {
-    for (size_t i = 1; i < rows.size(); ++i) rows[i][(argmax(rows[i]) + 1) % rows[i].size()] += 50.0f;
+  o.verify_hook = [](std::vector<int32_t>& tokens) {
+    for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = tokens[i] == 0 ? 1 : tokens[i] - 1;
   };
   const RunResult broken = run(target, o, reqs, true);
   for (size_t i = 0; i < plain.outcomes.size(); ++i)

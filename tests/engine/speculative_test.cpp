@@ -22,7 +22,7 @@ namespace {
 const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
 const fs::path kQ8 = fs::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
 
-SpeculativeOptions spec_options(Drafter* d, int k, std::function<void(std::vector<std::vector<float>>&)> hook = {}) {
+SpeculativeOptions spec_options(Drafter* d, int k, std::function<void(std::vector<int32_t>&)> hook = {}) {
   SpeculativeOptions s;
   s.drafter = d;
   s.k = k;
@@ -103,11 +103,11 @@ TEST(EngineSpeculative, TheGateCatchesANonInvariantVerifyStep) {
   g.max_tokens = 40;
   g.sampling.temperature = 0.0f;
   const Outcome plain = run_generation(**engine, prompt, g, nullptr);
-  // Inject a kernel that is not batch invariant: rows after the first of a multi-token
-  // verify step come out different from what a one-token step computes.
+  // Inject a kernel that is not batch invariant: tokens after the first of a multi-token
+  // verify step come out different from what one-token steps sample.
   NgramDrafter drafter;
-  SpeculativeOptions s = spec_options(&drafter, 4, [](std::vector<std::vector<float>>& rows) {
-                         for (size_t i = 1; i < rows.size(); ++i) rows[i][(memra::engine::argmax(rows[i]) + 1) % rows[i].size()] += 50.0f;
+  SpeculativeOptions s = spec_options(&drafter, 4, [](std::vector<int32_t>& tokens) {
+                         for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = tokens[i] == 0 ? 1 : tokens[i] - 1;
                        });
   const Outcome broken = run_generation(**engine, prompt, g, &s);
   EXPECT_NE(broken.tokens, plain.tokens) << "the identity gate did not notice a non-invariant verify step";
@@ -203,8 +203,8 @@ TEST(EngineSpeculative, DraftModelIsTokenIdenticalToPlainDecodeForK1To8) {
   }
   // Teeth: the same drafter with a non-invariant verify step changes the tokens.
   DraftModelDrafter drafter(**draft, 0.5);
-  SpeculativeOptions s = spec_options(&drafter, 4, [](std::vector<std::vector<float>>& rows) {
-                         for (size_t i = 1; i < rows.size(); ++i) rows[i][(memra::engine::argmax(rows[i]) + 1) % rows[i].size()] += 50.0f;
+  SpeculativeOptions s = spec_options(&drafter, 4, [](std::vector<int32_t>& tokens) {
+                         for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = tokens[i] == 0 ? 1 : tokens[i] - 1;
                        });
   s.policy.adaptive = false;
   EXPECT_NE(run_generation(*target, prompt, options(false), &s).tokens, run_generation(*target, prompt, options(false), nullptr).tokens)

@@ -245,6 +245,30 @@ TEST_F(RegistryCli, DatabaseComesFromTheEnvironment) {
   EXPECT_FALSE(reg_->find_combo({"envtest", "q6_k", "", "cpu"})->has_value());
 }
 
+// Read-only commands create nothing: where no registry exists they answer from the
+// shipped combos (the host's first-run verdicts), and the path stays absent.
+TEST_F(RegistryCli, ReadOnlyCommandsCreateNoDatabase) {
+  const auto absent = dir_ / "nowhere" / "registry.db";
+  for (std::vector<std::string> args : {std::vector<std::string>{"list"}, {"combos", "--json"},
+                                        {"show", "1"},
+                                        {"check", "--family", "llama", "--quant", "q4_k", "--arch", "cpu"}}) {
+    SCOPED_TRACE(args.front());
+    const std::string command = args.front();
+    args.insert(args.end(), {"--db", absent.string()});
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, command == "show" ? 1 : 0) << r.err;
+    EXPECT_NE(r.err.find("no registry at " + absent.string() + " yet"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(absent.parent_path())) << "a read-only command created " << absent;
+    if (command == "check") EXPECT_EQ(r.out, "supported\n");  // llama/q4_k/cpu ships supported
+    if (command == "combos") EXPECT_FALSE(parse_out(r).empty());
+  }
+  // A writing command does create it.
+  auto w = run_cli({"record-gate", "--family", "llama", "--quant", "f16", "--arch", "cpu", "--gate", "g", "--result", "pass",
+                    "--db", absent.string()});
+  EXPECT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_TRUE(std::filesystem::exists(absent));
+}
+
 TEST_F(RegistryCli, DamagedDatabaseIsAnErrorNotACrash) {
   auto bad = (dir_ / "bad.db").string();
   test::write_file(bad, std::string(8192, '\x5a'));

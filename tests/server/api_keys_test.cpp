@@ -109,6 +109,9 @@ TEST(ServerKeys, RejectsBadFilesNamingTheEntry) {
       {key_file(R"({"sha256":")" + sha256_hex("b") + R"(","tenant":"t","limits":{"priority":1.5}})"),
        "limits.priority must be an integer"},
       {key_file("5"), "keys[0] must be an object"},
+      {key_file(R"({"sha256":")" + sha256_hex("b") + R"(","tenant":"acme\nINFO forged line"})"),
+       "\"tenant\" must not contain control characters"},
+      {key_file(R"({"sha256":")" + sha256_hex("b") + R"(","tenant":"a\tb"})"), "must not contain control characters"},
   };
   for (const auto& c : cases) {
     auto store = KeyStore::parse(c.text, "keys.json");

@@ -131,18 +131,14 @@ RunResult run_host(const std::vector<std::string>& args, const EnvVars& env, con
   return result;
 }
 
-std::unique_ptr<HostProcess> HostProcess::start(const std::vector<std::string>& args, const EnvVars& env,
-                                                std::string* why) {
+std::unique_ptr<HostProcess> HostProcess::launch(const std::vector<std::string>& args, const EnvVars& env) {
   std::unique_ptr<HostProcess> host(new HostProcess);
   std::vector<std::string> full_args = {"--host", "127.0.0.1", "--port", "0"};
   full_args.insert(full_args.end(), args.begin(), args.end());
   EnvVars full_env = {{"MEMRA_HOME", (host->home_.path() / "home").string()}};
   full_env.insert(full_env.end(), env.begin(), env.end());
   int out_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    *why = "pipe failed";
-    return nullptr;
-  }
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return nullptr;
   const int in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const int err_fd = open((host->home_.path() / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   host->pid_ = spawn(full_args, full_env, in_fd, out_pipe[1], err_fd);
@@ -150,7 +146,16 @@ std::unique_ptr<HostProcess> HostProcess::start(const std::vector<std::string>& 
   close(err_fd);
   close(out_pipe[1]);
   host->stdout_fd_ = out_pipe[0];
+  return host;
+}
 
+std::unique_ptr<HostProcess> HostProcess::start(const std::vector<std::string>& args, const EnvVars& env,
+                                                std::string* why) {
+  std::unique_ptr<HostProcess> host = launch(args, env);
+  if (!host) {
+    *why = "pipe failed";
+    return nullptr;
+  }
   // Read stdout up to the first newline (10 s at most).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string line;

@@ -44,11 +44,14 @@ class HostProcess {
   // listening line. On failure returns nullptr and fills `why`.
   static std::unique_ptr<HostProcess> start(const std::vector<std::string>& args, const EnvVars& env,
                                             std::string* why);
+  // The same process, returned as soon as it runs (before it listens; port() is 0).
+  static std::unique_ptr<HostProcess> launch(const std::vector<std::string>& args, const EnvVars& env);
   ~HostProcess();
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   const std::string& listening_line() const { return line_; }
+  std::filesystem::path home() const { return home_.path() / "home"; }  // its MEMRA_HOME
   std::string log() const;  // what it wrote to stderr so far
   // What it wrote to stdout after the listening line, reading until `timeout_ms`
   // passes without new output (or stdout closes).

@@ -82,6 +82,33 @@ TEST(ServerDrain, SigtermFinishesInFlightRefusesNewAndExitsZero) { drain_complet
 
 TEST(ServerDrain, SigintDrainsToo) { drain_completes_in_flight_request(SIGINT); }
 
+// SIGTERM while the first load repacks the model (paused at its 3rd tensor by the
+// repack's test hook): the start stops at once, exits 0, never listens, and leaves no
+// repack (complete or temporary) behind.
+TEST(ServerDrain, SigtermDuringModelLoadStopsTheStartAndLeavesNothing) {
+  auto host = HostProcess::launch({}, {{"MEMRA_REPACK_FAULT", "pause-tensor:3:30000"}});
+  ASSERT_TRUE(host);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (host->log().find("first load of") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_NE(host->log().find("first load of"), std::string::npos) << host->log();
+  std::this_thread::sleep_for(100ms);  // into the paused tensor
+  const auto signalled = std::chrono::steady_clock::now();
+  host->signal(SIGTERM);
+  const auto code = host->wait_exit(5000);
+  ASSERT_TRUE(code) << host->log();
+  EXPECT_EQ(*code, 0) << host->log();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 3s);
+  EXPECT_NE(host->log().find("SIGTERM during model loading: stopping the start"), std::string::npos) << host->log();
+  EXPECT_EQ(host->read_stdout(200).find("listening"), std::string::npos) << "it started listening";
+  std::error_code ec;
+  const auto repacks = host->home() / "repacks";
+  std::vector<std::string> left;
+  if (std::filesystem::exists(repacks, ec))
+    for (const auto& e : std::filesystem::directory_iterator(repacks)) left.push_back(e.path().filename().string());
+  EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
+}
+
 TEST(ServerDrain, IdleServerExitsAtOnce) {
   std::string why;
   auto host = HostProcess::start({}, {}, &why);

