@@ -2,6 +2,8 @@
 // into plugin code, which may be C.
 #include "core/plugin_host/host_services.hpp"
 
+#include "core/plugin_host/kernel_services.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -24,10 +28,14 @@ struct Allocation {
 
 struct HostServicesCtx {
   std::string name;
+  std::string dir;  // the plugin file's directory
   std::shared_ptr<const HostEnvironment> env;
   mutable std::mutex mu;
   mutable std::unordered_map<std::thread::id, std::string> last_errors;  // per thread
   std::unordered_map<void*, Allocation> live;                            // host buffers
+  // Module and kernel handles given to the plugin (kernel_services.hpp), kept until unload.
+  std::deque<std::unique_ptr<plugins::KernelModuleHandle>> modules;
+  std::deque<std::unique_ptr<plugins::KernelHandle>> kernels;
 
   void log(memra_log_level level, std::string_view message) const noexcept {
     try {
@@ -46,6 +54,10 @@ struct HostServicesCtx {
 namespace {
 
 using detail::HostServicesCtx;
+using plugins::KernelHandle;
+using plugins::KernelModuleHandle;
+using plugins::KernelServices;
+using plugins::current_kernel_services;
 
 constexpr uint64_t kDefaultAlignment = 64;
 constexpr uint64_t kMaxAlignment = uint64_t{1} << 30;
@@ -180,6 +192,90 @@ void cb_memory_free(memra_host_ctx* ctx, memra_buffer* buffer) {
   }
 }
 
+// The kernel slots: a failure is reported like a plugin's own (error_report), so the
+// plugin's later error text and the host's log both say why.
+memra_status kernel_failure(HostServicesCtx* c, memra_status code, const std::string& what) {
+  c->log(MEMRA_LOG_WARN, what);
+  return cb_error_report(reinterpret_cast<memra_host_ctx*>(c), code, what.c_str());
+}
+
+memra_kernel_module* keep_module(HostServicesCtx* c, KernelServices* owner, memra_kernel_module* m) {
+  std::lock_guard lock(c->mu);
+  c->modules.push_back(std::make_unique<KernelModuleHandle>(KernelModuleHandle{owner, m}));
+  return reinterpret_cast<memra_kernel_module*>(c->modules.back().get());
+}
+
+memra_status cb_kernel_module_load(memra_host_ctx* ctx, const char* name, memra_kernel_module** out) {
+  try {
+    if (ctx == nullptr || name == nullptr || out == nullptr) return MEMRA_ERR_INVALID_ARGUMENT;
+    HostServicesCtx* c = ctx_of(ctx);
+    KernelServices* k = current_kernel_services();
+    if (k == nullptr)
+      return kernel_failure(c, MEMRA_ERR_UNSUPPORTED, std::string("kernel_module_load(") + name +
+                                                          "): no GPU backend is registering kernels on this thread (load modules "
+                                                          "inside register_kernels)");
+    memra_kernel_module* m = nullptr;
+    std::string error;
+    const memra_status st = k->module_load(c->dir, name, &m, &error);
+    if (st != MEMRA_OK) return kernel_failure(c, st, std::string("kernel_module_load(") + name + "): " + error);
+    *out = keep_module(c, k, m);
+    return MEMRA_OK;
+  } catch (...) {
+    return MEMRA_ERR_INTERNAL;
+  }
+}
+
+memra_status cb_kernel_module_compile(memra_host_ctx* ctx, const memra_nvrtc_request* request, memra_kernel_module** out) {
+  try {
+    if (ctx == nullptr || request == nullptr || out == nullptr) return MEMRA_ERR_INVALID_ARGUMENT;
+    HostServicesCtx* c = ctx_of(ctx);
+    KernelServices* k = current_kernel_services();
+    if (k == nullptr)
+      return kernel_failure(c, MEMRA_ERR_UNSUPPORTED, "kernel_module_compile: no GPU backend is registering kernels on this thread "
+                                                      "(compile modules inside register_kernels)");
+    memra_kernel_module* m = nullptr;
+    std::string error;
+    const memra_status st = k->module_compile(request, &m, &error);
+    if (st != MEMRA_OK) return kernel_failure(c, st, "kernel_module_compile: " + error);
+    *out = keep_module(c, k, m);
+    return MEMRA_OK;
+  } catch (...) {
+    return MEMRA_ERR_INTERNAL;
+  }
+}
+
+memra_status cb_kernel_get(memra_host_ctx* ctx, memra_kernel_module* module, const char* name, memra_kernel** out) {
+  try {
+    if (ctx == nullptr || module == nullptr || name == nullptr || out == nullptr) return MEMRA_ERR_INVALID_ARGUMENT;
+    HostServicesCtx* c = ctx_of(ctx);
+    auto* h = reinterpret_cast<KernelModuleHandle*>(module);
+    memra_kernel* k = nullptr;
+    std::string error;
+    const memra_status st = h->owner->kernel_get(h->module, name, &k, &error);
+    if (st != MEMRA_OK) return kernel_failure(c, st, std::string("kernel_get(") + name + "): " + error);
+    std::lock_guard lock(c->mu);
+    c->kernels.push_back(std::make_unique<KernelHandle>(KernelHandle{h->owner, k}));
+    *out = reinterpret_cast<memra_kernel*>(c->kernels.back().get());
+    return MEMRA_OK;
+  } catch (...) {
+    return MEMRA_ERR_INTERNAL;
+  }
+}
+
+memra_status cb_kernel_launch(memra_host_ctx* ctx, memra_kernel* kernel, const memra_launch_config* config, void** args) {
+  try {
+    if (ctx == nullptr || kernel == nullptr || config == nullptr) return MEMRA_ERR_INVALID_ARGUMENT;
+    auto* h = reinterpret_cast<KernelHandle*>(kernel);
+    std::string error;
+    const memra_status st = h->owner->kernel_launch(h->kernel, config, args, &error);
+    // No log line here: a failed launch fails the op, whose error names the plugin.
+    if (st != MEMRA_OK) return cb_error_report(ctx, st, ("kernel_launch: " + error).c_str());
+    return MEMRA_OK;
+  } catch (...) {
+    return MEMRA_ERR_INTERNAL;
+  }
+}
+
 }  // namespace
 
 LogSink stderr_log_sink(memra_log_level min_level) {
@@ -225,9 +321,10 @@ std::optional<std::string> HostEnvironment::config(std::string_view key) const {
   return options_.config(key);
 }
 
-HostServices::HostServices(std::string plugin_name, std::shared_ptr<const HostEnvironment> env)
+HostServices::HostServices(std::string plugin_name, std::shared_ptr<const HostEnvironment> env, std::string plugin_dir)
     : ctx_(std::make_unique<detail::HostServicesCtx>()) {
   ctx_->name = std::move(plugin_name);
+  ctx_->dir = std::move(plugin_dir);
   ctx_->env = std::move(env);
   api_.struct_size = MEMRA_HOST_API_STRUCT_SIZE;
   api_.abi_major = MEMRA_ABI_MAJOR;
@@ -239,7 +336,12 @@ HostServices::HostServices(std::string plugin_name, std::shared_ptr<const HostEn
   api_.device_info_get = cb_device_info_get;
   api_.memory_alloc = cb_memory_alloc;
   api_.memory_free = cb_memory_free;
-  // kernel_* stay NULL until a CUDA backend provides them.
+  // Kernel slots: they act on the GPU backend that registers the plugin's kernels
+  // (kernel_services.hpp); with none bound they fail with UNSUPPORTED and say so.
+  api_.kernel_module_load = cb_kernel_module_load;
+  api_.kernel_module_compile = cb_kernel_module_compile;
+  api_.kernel_get = cb_kernel_get;
+  api_.kernel_launch = cb_kernel_launch;
 }
 
 HostServices::~HostServices() {

@@ -70,7 +70,8 @@ struct HostServicesCtx;  // what memra_host_api.ctx points at
 // The memra_host_api for one plugin. Not movable: api().ctx points into it.
 class HostServices {
  public:
-  HostServices(std::string plugin_name, std::shared_ptr<const HostEnvironment> env);
+  // `plugin_dir`: the plugin file's directory (kernel_module_load looks there first).
+  HostServices(std::string plugin_name, std::shared_ptr<const HostEnvironment> env, std::string plugin_dir = "");
   // Frees (and logs) host buffers the plugin never freed.
   ~HostServices();
   HostServices(const HostServices&) = delete;

@@ -173,7 +173,7 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
                   "; earlier search directories take precedence)");
   }
 
-  auto services = std::make_unique<HostServices>(name, std::move(env));
+  auto services = std::make_unique<HostServices>(name, std::move(env), file.parent_path().string());
   memra_plugin_api api{};
   api.struct_size = MEMRA_PLUGIN_API_STRUCT_SIZE;
   memra_status status = MEMRA_ERR_INTERNAL;

@@ -163,12 +163,21 @@ memra_status api_logits_rows(memra_cuda_backend* b, const int32_t* rows, int32_t
   return MEMRA_GUARD(b, logits_rows_to_host(rows, n, dst));
 }
 
+memra_status api_register_plugin_kernels(memra_cuda_backend* b, const char* plugin, memra_plugin_ctx* ctx,
+                                         memra_cuda_register_kernels_fn fn, int32_t* added) {
+  return MEMRA_GUARD(b, register_plugin_kernels(plugin, ctx, fn, added));
+}
+memra_status api_module_load_file(memra_cuda_backend* b, const char* path, memra_kernel_module** o) {
+  return MEMRA_GUARD(b, kernel_module_load_file(path, o));
+}
+memra_status api_stats(memra_cuda_backend* b, memra_cuda_backend_stats* o) { return b ? b->impl.stats(o) : MEMRA_ERR_INVALID_ARGUMENT; }
+
 const memra_cuda_backend_api kApi = {
     MEMRA_CUDA_BACKEND_API_STRUCT_SIZE, MEMRA_CUDA_BACKEND_API_VERSION,
     api_create, api_destroy, api_last_error, api_device_info, api_upload, api_kv, api_ops, api_begin_step, api_copy_kv,
     api_alloc, api_free, api_h2d, api_d2h, api_sync, api_module_load, api_module_compile, api_kernel_get,
     api_kernel_launch, api_cache_hit, api_copy_from_backend, api_prepare_batch, api_begin_step_slot, api_wait_logits,
-    api_sample_rows, api_logits_rows,
+    api_sample_rows, api_logits_rows, api_register_plugin_kernels, api_module_load_file, api_stats,
 };
 
 }  // namespace

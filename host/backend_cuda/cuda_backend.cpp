@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "host/backend_cuda/builtin_kernels.hpp"
 #include "host/backend_cuda/cu_error.hpp"
 
 namespace memra::backend::cuda {
@@ -71,6 +72,8 @@ Status CudaBackend::open() {
   modules_ = std::make_unique<KernelModules>(kernel_dir_, ctx_.major(), ctx_.minor(), options_.allow_ptx_jit != 0,
                                              [this](memra_log_level l, const std::string& m) { log(l, m); });
   nvrtc_ = NvrtcCompiler(cache_dir_, arch_name(ctx_.major(), ctx_.minor()));
+  registry_ = std::make_unique<KernelRegistry>(ctx_.arch());
+  MEMRA_TRY(register_builtin_kernels(*registry_));
   arena_ = std::make_unique<StepArena>(ctx_.stream());
   staging_ = std::make_unique<PinnedStaging>(ctx_.stream());
   // Load one module now so a missing or mismatched kernel build fails at start, not mid-request.
@@ -122,6 +125,13 @@ memra_status CudaBackend::device_info(memra_device_info* out) {
 memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!set || (set->count && !set->weights)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "upload_weights: no weight set");
+  // Every matrix's scheme needs a registered matmul kernel on this device: refused
+  // here, at load, with the scheme and arch named, never at the first step.
+  for (size_t i = 0; i < set->count; ++i) {
+    const memra_weight& w = set->weights[i];
+    if (w.ndim != 2 || !w.quant) continue;
+    if (auto s = scheme(&w); !s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
+  }
   // One allocation for the whole set; tensors sharing host memory (tied embeddings) share the copy.
   std::vector<std::pair<const memra_weight*, uint64_t>> plan;
   std::unordered_map<const void*, uint64_t> offsets;
@@ -334,16 +344,91 @@ memra_status CudaBackend::kernel_get(memra_kernel_module* module, const char* na
   return MEMRA_OK;
 }
 
+// A launch through the kernel services (plugins, tools). With argument sizes that match
+// the kernel's parameter layout it is recorded like the backend's own launches, so a
+// decode step that contains it still replays as one graph; without them it ends the
+// step's recording and runs eagerly.
 memra_status CudaBackend::kernel_launch(memra_kernel* kernel, const memra_launch_config* c, void** args) {
   if (!kernel || !MEMRA_STRUCT_HAS(c, memra_launch_config, stream))
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch: bad kernel or launch config");
-  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;  // a foreign launch: eager from here
   auto* k = reinterpret_cast<Kernel*>(kernel);
-  CUstream s = c->stream ? static_cast<CUstream>(c->stream) : ctx_.stream();
+  const bool sized = MEMRA_STRUCT_HAS(c, memra_launch_config, arg_sizes) && c->num_args > 0;
+  if (sized && (!c->arg_sizes || !args)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch " + k->name + ": num_args without arg_sizes or args");
+  const auto& layout = param_layout(k);
+  if (sized && !layout.empty()) {
+    bool same = layout.size() == c->num_args;
+    for (size_t i = 0; same && i < layout.size(); ++i) same = layout[i].second == c->arg_sizes[i];
+    if (!same) {
+      std::string want, got;
+      for (const auto& p : layout) want += (want.empty() ? "" : ",") + std::to_string(p.second);
+      for (uint32_t i = 0; i < c->num_args; ++i) got += (got.empty() ? "" : ",") + std::to_string(c->arg_sizes[i]);
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch " + k->name + ": the kernel takes parameters of " + want +
+                                                  " bytes, the launch passed " + got);
+    }
+  }
+  const bool own_stream = !c->stream || static_cast<CUstream>(c->stream) == ctx_.stream();
+  if (recording_ && sized && own_stream && !layout.empty()) {
+    StepOp op;
+    op.kernel = k;
+    op.plugin = true;
+    op.gx = c->grid[0], op.gy = c->grid[1], op.gz = c->grid[2];
+    op.block = c->block[0], op.by = c->block[1], op.bz = c->block[2];
+    op.shared = c->shared_bytes;
+    op.args.assign(layout.back().first + layout.back().second, 0);
+    for (size_t i = 0; i < layout.size(); ++i) {
+      std::memcpy(op.args.data() + layout[i].first, args[i], layout[i].second);
+      op.offsets.push_back(layout[i].first);
+    }
+    step_ops_.push_back(std::move(op));
+    return MEMRA_OK;
+  }
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;  // unsized or foreign stream: eager from here
+  CUstream s = own_stream ? ctx_.stream() : static_cast<CUstream>(c->stream);
   const CUresult r = cuLaunchKernel(k->function, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                                     c->shared_bytes, s, args, nullptr);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
+  ++plugin_launches_eager_;
   return after_op(k->name.c_str());
+}
+
+memra_status CudaBackend::kernel_module_load_file(const char* path, memra_kernel_module** out) {
+  if (!path || !out) return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_module_load_file: NULL argument");
+  auto m = modules_->load_file(path);
+  if (!m) return fail(m.error());
+  *out = reinterpret_cast<memra_kernel_module*>(*m);
+  return MEMRA_OK;
+}
+
+memra_status CudaBackend::register_plugin_kernels(const char* plugin_name, memra_plugin_ctx* ctx,
+                                                  memra_cuda_register_kernels_fn fn, int32_t* added) {
+  if (!plugin_name || !fn) return fail(MEMRA_ERR_INVALID_ARGUMENT, "register_plugin_kernels: NULL plugin name or function");
+  memra_device_info device{};
+  device.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
+  if (const memra_status st = device_info(&device); st != MEMRA_OK) return st;
+  KernelRegistry::PluginRegistrar r;
+  registry_->make_registrar(r, &device, plugin_name, ctx);
+  last_error_.clear();
+  const memra_status st = fn(ctx, &r.registrar);
+  if (added) *added = 0;
+  // A refused descriptor fails the whole registration, even if the plugin went on.
+  if (!r.last_error.empty()) return fail(st != MEMRA_OK ? st : MEMRA_ERR_INVALID_ARGUMENT, r.last_error);
+  if (st != MEMRA_OK) return fail(st, last_error_.empty() ? std::string("register_kernels failed") : last_error_);
+  const int32_t n = static_cast<int32_t>(r.staged.size());
+  if (auto c = r.commit(); !c) return fail(c.error());
+  if (added) *added = n;
+  return MEMRA_OK;
+}
+
+memra_status CudaBackend::stats(memra_cuda_backend_stats* out) const {
+  if (!out || out->struct_size < MEMRA_CUDA_BACKEND_STATS_STRUCT_SIZE) return MEMRA_ERR_INVALID_ARGUMENT;
+  out->struct_size = MEMRA_CUDA_BACKEND_STATS_STRUCT_SIZE;
+  out->graph_replays = graph_replays_;
+  out->graph_captures = graph_captures_;
+  out->plugin_matmuls = plugin_matmuls_;
+  out->plugin_launches_replayed = plugin_launches_replayed_;
+  out->plugin_launches_captured = plugin_launches_captured_;
+  out->plugin_launches_eager = plugin_launches_eager_;
+  return MEMRA_OK;
 }
 
 memra_status CudaBackend::launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {

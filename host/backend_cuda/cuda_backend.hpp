@@ -21,6 +21,7 @@
 #include "host/backend_cuda/device_context.hpp"
 #include "host/backend_cuda/device_memory.hpp"
 #include "host/backend_cuda/kernel_modules.hpp"
+#include "host/backend_cuda/kernel_registry.hpp"
 #include "host/backend_cuda/nvrtc_compiler.hpp"
 #include "memra/backend.h"
 
@@ -29,8 +30,11 @@ namespace memra::backend::cuda {
 // Fills the C op table with trampolines into `ctx` (a CudaBackend*).
 void fill_ops(memra_backend_ops& ops, memra_backend_ctx* ctx);
 
-// A scheme the kernels stream: module, kernel suffix and row geometry.
+// The kernel registered for a weight's scheme; for a built-in one also its module,
+// kernel suffix and row geometry.
 struct SchemeInfo {
+  std::string scheme;  // lower case
+  const KernelEntry* entry = nullptr;
   std::string module;  // "matmul_q4_k"
   std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
   uint64_t row_bytes = 0;
@@ -102,10 +106,15 @@ class CudaBackend {
   memra_status kernel_module_compile(const memra_nvrtc_request* request, memra_kernel_module** out);
   memra_status kernel_get(memra_kernel_module* module, const char* name, memra_kernel** out);
   memra_status kernel_launch(memra_kernel* kernel, const memra_launch_config* config, void** args);
+  // <path> (a plugin's own fatbin), loaded once; same rules as the kernel directory's.
+  memra_status kernel_module_load_file(const char* path, memra_kernel_module** out);
   bool nvrtc_last_cache_hit() const { return nvrtc_.last_cache_hit(); }
-  // Steps issued as a replayed graph / as a newly captured one (MEMRA_CUDA_GRAPH=1).
-  int64_t graph_replays() const { return graph_replays_; }
-  int64_t graph_captures() const { return graph_captures_; }
+  // A plugin's kernel descriptors go into the registry (cuda_backend_api.h).
+  memra_status register_plugin_kernels(const char* plugin_name, memra_plugin_ctx* ctx, memra_cuda_register_kernels_fn fn,
+                                       int32_t* added);
+  const KernelRegistry& registry() const { return *registry_; }
+  // Counters for tests and tools (cuda_backend_api.h stats).
+  memra_status stats(memra_cuda_backend_stats* out) const;
 
   // Ops (ops_*.cpp).
   memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
@@ -149,16 +158,21 @@ class CudaBackend {
   struct StepOp {
     Kernel* kernel = nullptr;  // nullptr: a copy
     unsigned gx = 0, gy = 0, block = 0, shared = 0;
+    unsigned gz = 1, by = 1, bz = 1;  // 3-D launches (plugins' kernel_launch)
     std::vector<uint8_t> args;      // parameter bytes at their offsets (padding zero)
     std::vector<uint32_t> offsets;  // of each parameter
     CUdeviceptr device = 0;
     void* host = nullptr;
     uint64_t bytes = 0;
     bool to_device = false;
+    bool plugin = false;  // launched by a plugin through kernel_launch
     bool operator==(const StepOp&) const = default;
   };
   bool recording() const { return recording_; }
-  memra_status record_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  memra_status record_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args,
+                             bool plugin = false);
+  // The parameter layout (offset, size) of k from the driver, cached; empty if unknown.
+  const std::vector<std::pair<uint32_t, uint32_t>>& param_layout(Kernel* k);
   memra_status record_copy(CUdeviceptr device, void* host, uint64_t bytes, bool to_device);
   memra_status issue(const StepOp& op);
   memra_status flush_recorded();  // issues the recorded ops eagerly; the step goes on eagerly
@@ -236,6 +250,10 @@ class CudaBackend {
   bool async_logits_ = false;
 
   int64_t graph_replays_ = 0, graph_captures_ = 0;
+  // Plugin kernels: matmul calls into plugins, and their launches by how they ran.
+  int64_t plugin_matmuls_ = 0, plugin_launches_replayed_ = 0, plugin_launches_captured_ = 0, plugin_launches_eager_ = 0;
+  std::unique_ptr<KernelRegistry> registry_;
+  Error no_kernel(const std::string& scheme) const;
   std::string last_error_;
   memra_backend_ops ops_{};
 
@@ -251,8 +269,10 @@ class CudaBackend {
   Result<const DeviceBatch::RowSplit*> matmul_split(int64_t m);
   memra_status matmul_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr y, CUdeviceptr bias);
-  memra_status matmul_gemm(const std::string& scheme, const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols,
-                           CUdeviceptr x, int64_t m, CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_gemm(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
+                           CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
+                             CUdeviceptr y);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
   std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
   // The logits tensor of this step's logits_output, kept on the device for sample_rows

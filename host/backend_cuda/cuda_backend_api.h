@@ -12,6 +12,7 @@
 #include "memra/backend.h"
 #include "memra/family.h"
 #include "memra/host_api.h"
+#include "memra/quant.h"
 
 MEMRA_EXTERN_C_BEGIN
 
@@ -80,6 +81,21 @@ typedef struct memra_cuda_sample_request {
   const memra_cuda_penalty* penalties;      /* [penalty_offsets[num_samples]] */
 } memra_cuda_sample_request;
 #define MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_sample_request, penalties)
+
+/* Counters of one backend (stats). */
+typedef struct memra_cuda_backend_stats {
+  size_t struct_size;
+  int64_t graph_replays;             /* steps issued as a replayed step graph */
+  int64_t graph_captures;            /* steps captured into a new (or updated) graph */
+  int64_t plugin_matmuls;            /* matmul ops served by a plugin's registered kernel */
+  int64_t plugin_launches_replayed;  /* kernel_launch launches that ran inside a replayed graph */
+  int64_t plugin_launches_captured;  /* ... inside a newly captured graph */
+  int64_t plugin_launches_eager;     /* ... outside any graph */
+} memra_cuda_backend_stats;
+#define MEMRA_CUDA_BACKEND_STATS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_stats, plugin_launches_eager)
+
+/* A quant plugin's memra_quant_api.register_kernels, as register_plugin_kernels takes it. */
+typedef memra_status (*memra_cuda_register_kernels_fn)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
 
 typedef struct memra_cuda_backend_api {
   size_t struct_size;
@@ -156,8 +172,17 @@ typedef struct memra_cuda_backend_api {
   memra_status (*sample_rows)(memra_cuda_backend* b, const memra_cuda_sample_request* request, int32_t* tokens);
   /* Copies rows of that kept logits tensor to host memory: dst is [n][vocab] floats. */
   memra_status (*logits_rows_to_host)(memra_cuda_backend* b, const int32_t* rows, int32_t n, float* dst);
+  /* Kernel registry (docs/PLUGINS.md "Writing a scheme with GPU kernels"): calls
+   * `fn(ctx, registrar)` with a registrar that adds the plugin's kernels to this
+   * backend's registry under `plugin_name`; *added = how many it accepted. A refused
+   * descriptor fails the call with the reason in last_error. */
+  memra_status (*register_plugin_kernels)(memra_cuda_backend* b, const char* plugin_name, memra_plugin_ctx* ctx,
+                                          memra_cuda_register_kernels_fn fn, int32_t* added);
+  /* A fatbin by path (a plugin's own module); same SASS/PTX rules as kernel_module_load. */
+  memra_status (*kernel_module_load_file)(memra_cuda_backend* b, const char* path, memra_kernel_module** out);
+  memra_status (*stats)(memra_cuda_backend* b, memra_cuda_backend_stats* out);
 } memra_cuda_backend_api;
-#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, logits_rows_to_host)
+#define MEMRA_CUDA_BACKEND_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, stats)
 /* The smallest table a host accepts (the first API 1 modules); later entries are optional. */
 #define MEMRA_CUDA_BACKEND_API_MIN_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_cuda_backend_api, nvrtc_last_cache_hit)
 

@@ -36,6 +36,19 @@ Result<Module*> KernelModules::load(const std::string& name) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return make_error(ErrorCode::not_found, "kernel module " + path + " not found; build with MEMRA_CUDA=ON (target memra_kernel_modules) or set the kernel directory");
+  return load_stream(name, path, in);
+}
+
+Result<Module*> KernelModules::load_file(const std::string& path) {
+  // Keyed by the path, so it never collides with a kernel directory module's name.
+  auto it = modules_.find(path);
+  if (it != modules_.end()) return it->second.get();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::not_found, "kernel module " + path + " not found");
+  return load_stream(path, path, in);
+}
+
+Result<Module*> KernelModules::load_stream(const std::string& name, const std::string& path, std::istream& in) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string data = ss.str();

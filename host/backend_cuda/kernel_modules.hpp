@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include <functional>
+#include <istream>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,8 @@ class KernelModules {
 
   // <kernel_dir>/<name>.fatbin, loaded once.
   Result<Module*> load(const std::string& name);
+  // A fatbin at `path` (a plugin's own module), loaded once, same SASS/PTX rules.
+  Result<Module*> load_file(const std::string& path);
   // An NVRTC-compiled module (cached on disk by the compiler).
   Result<Module*> compile(NvrtcCompiler& nvrtc, const NvrtcRequest& request);
   Result<Kernel*> get(Module* module, const std::string& kernel_name);
@@ -50,6 +53,7 @@ class KernelModules {
   const std::string& kernel_dir() const { return kernel_dir_; }
 
  private:
+  Result<Module*> load_stream(const std::string& name, const std::string& path, std::istream& in);
   Result<Module*> from_image(const std::string& name, const void* image, bool degraded);
 
   std::string kernel_dir_;

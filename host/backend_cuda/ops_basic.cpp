@@ -39,6 +39,9 @@ memra_status CudaBackend::embedding(const memra_weight* table, const memra_forwa
   if (st != MEMRA_OK) return st;
   auto s = scheme(table);
   if (!s) return fail(s.error());
+  if (!s->entry->builtin)
+    return fail(MEMRA_ERR_UNSUPPORTED, "embedding: the CUDA backend has no embedding kernel for plugin scheme '" + s->scheme +
+                                           "' (keep token_embd.weight in a built-in scheme)");
   const int64_t vocab = table->shape[0];
   const int64_t dim = table->shape[1];
   for (int32_t t = 0; t < batch->num_tokens; ++t)

@@ -15,11 +15,10 @@
 // into bf16 hi + lo (and non-bf16 weights too). MEMRA_PREFILL_GEMM=0 runs every row
 // through the GEMV (as before the GEMM existed).
 //
-// Interim design: the backend implements every weight scheme itself with the
-// dequant-on-the-fly GEMV kernels of kernels/matmul (one module per scheme). The
-// target design is that each quant plugin's matmul slot (memra_quant_api.matmul with
-// backend = MEMRA_BACKEND_CUDA) launches its own kernels through the host's kernel
-// services; this file is then the fallback for the built-in schemes.
+// Which kernel serves a scheme comes from the backend's kernel registry
+// (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
+// quant plugin's kernel (memra_quant_api.register_kernels), which then serves every
+// row of the matmul and launches through the host's kernel services.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -32,21 +31,6 @@
 namespace memra::backend::cuda {
 namespace {
 
-struct SchemeRow {
-  const char* name;
-  int block_elems;
-  int block_bytes;
-  bool is_float;
-  int small_tile_rows = 1;  // rows per warp of its GEMV for tiles up to 4 tokens
-};
-constexpr SchemeRow kSchemes[] = {
-    {"f32", 1, 4, true},      {"f16", 1, 2, true},       {"bf16", 1, 2, true},      {"q8_0", 32, 34, false},
-    {"q4_0", 32, 18, false},  {"q4_k", 256, 144, false}, {"q5_k", 256, 176, false}, {"q6_k", 256, 210, false},
-    {"iq4_xs", 256, 136, false},
-    {"fp8", 128, 132, false, 2},  // per 128 columns a f32 scale + 128 codes; 2 rows per warp (matmul_fp8.cu)
-};
-
-
 bool prefill_precise() {
   const char* v = std::getenv("MEMRA_PREFILL_PRECISION");
   return !(v && std::strcmp(v, "bf16") == 0);
@@ -57,19 +41,9 @@ bool prefill_gemm_enabled() {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
-// Schemes with a GEMM path: bf16 streamed as it is, the others dequantized into bf16
-// planes (gemm_mma.cu). The operand loads are 16 bytes: rows of a multiple of 8.
-bool gemm_scheme(const std::string& name, int64_t cols) {
-  if (cols % 8 != 0 || cols > (int64_t{1} << 30)) return false;
-  return name == "bf16" || name == "f16" || name == "f32" || name == "q8_0" || name == "q4_0" || name == "q4_k" ||
-         name == "q5_k" || name == "q6_k" || name == "iq4_xs" || name == "fp8";
-}
-
-std::string lower(const char* s) {
-  std::string n(s ? s : "");
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
+// A GEMM path exists for schemes whose registered kernel says so; the operand loads
+// are 16 bytes, so rows of a multiple of 8.
+bool gemm_shape(int64_t cols) { return cols % 8 == 0 && cols <= (int64_t{1} << 30); }
 
 constexpr int64_t kGemmTile = 128;                  // gemm_mma.cuh kBM = kBN
 constexpr uint64_t kPlaneBudget = 256ull << 20;     // dequantized weight planes per chunk of rows
@@ -84,25 +58,59 @@ CudaBackend::GemmBuffer::~GemmBuffer() {
 
 Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
   if (!w->quant) return make_error(ErrorCode::invalid_argument, "weight has no quant scheme");
-  std::string name(w->quant);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string name = lower_scheme(w->quant);
   if (w->ndim != 2) return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " is not a matrix");
+  const KernelEntry* e = registry_->find("matmul", name, "f32");
+  if (!e) return no_kernel(name);
+  SchemeInfo info;
+  info.scheme = name;
+  info.entry = e;
+  if (!e->builtin) return info;  // a plugin's kernel: the plugin checks its own layout
+  const BuiltinMatmul& b = *e->builtin;
   const int64_t cols = w->shape[1];
-  for (const SchemeRow& s : kSchemes) {
-    if (name != s.name) continue;
-    if (cols <= 0 || cols % s.block_elems != 0)
-      return make_error(ErrorCode::invalid_argument, "weight row length breaks the " + name + " block size");
-    SchemeInfo info;
-    info.row_bytes = static_cast<uint64_t>(cols / s.block_elems) * static_cast<uint64_t>(s.block_bytes);
-    info.small_tile_rows = s.small_tile_rows;
-    info.module = s.is_float ? "matmul_float" : "matmul_" + name;
-    info.suffix = s.is_float ? name + (cols % 8 == 0 ? "_u8" : "_u1") : name;
-    if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
-      return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
-    return info;
-  }
-  return make_error(ErrorCode::unsupported, "the CUDA backend has no kernels for weight scheme '" + name +
-                                                "' (it streams f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs, fp8); use the CPU backend or requantize");
+  if (cols <= 0 || cols % b.block_elems != 0)
+    return make_error(ErrorCode::invalid_argument, "weight row length breaks the " + name + " block size");
+  info.row_bytes = static_cast<uint64_t>(cols / b.block_elems) * static_cast<uint64_t>(b.block_bytes);
+  info.small_tile_rows = b.small_tile_rows;
+  info.module = b.module;
+  info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
+  if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
+    return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
+  return info;
+}
+
+Error CudaBackend::no_kernel(const std::string& scheme) const {
+  std::string known;
+  for (const std::string& s : registry_->schemes("matmul")) known += (known.empty() ? "" : ", ") + s;
+  return make_error(ErrorCode::unsupported, "no matmul kernel is registered for weight scheme '" + scheme + "' (activations f32) on " +
+                                                registry_->device_arch() + " (registered: " + known +
+                                                "); install a quant plugin with CUDA kernels for it, use the CPU backend or requantize");
+}
+
+// A plugin's kernel: the plugin launches it through host->kernel_launch, which lands in
+// kernel_launch below and is recorded into the step like the backend's own launches.
+memra_status CudaBackend::matmul_plugin(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                        int64_t m, CUdeviceptr od) {
+  const PluginMatmul& p = *s.entry->plugin;
+  memra_matmul_args a{};
+  a.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
+  a.scheme = s.scheme.c_str();
+  a.backend = MEMRA_BACKEND_CUDA;
+  a.weight = reinterpret_cast<const void*>(wd);
+  a.rows = rows;
+  a.cols = cols;
+  a.m = m;
+  a.x = reinterpret_cast<const float*>(xd);
+  a.y = reinterpret_cast<float*>(od);
+  a.stream = nullptr;  // the backend's stream (kernel_launch with stream NULL)
+  a.kernel_data = p.kernel_data;
+  last_error_.clear();
+  ++plugin_matmuls_;
+  const memra_status st = p.matmul(p.ctx, &a);
+  if (st != MEMRA_OK)
+    return fail(st, s.entry->provider + ": matmul of " + s.scheme + " failed (" + memra_status_name(st) + ")" +
+                        (last_error_.empty() ? "" : ": " + last_error_));
+  return MEMRA_OK;
 }
 
 memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out) {
@@ -122,22 +130,27 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   if (xdim != cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + (w->name ? w->name : "?"));
   const int64_t m = tensor_numel(x) / cols;
   const CUdeviceptr xd = reinterpret_cast<CUdeviceptr>(x->data), od = reinterpret_cast<CUdeviceptr>(out->data);
-  const std::string name = lower(w->quant);
+  if (s->entry->plugin) {
+    // The plugin's kernel serves every row (its own reduction order, batch invariant).
+    if (bd) return fail(MEMRA_ERR_UNSUPPORTED, "matmul: " + s->entry->provider + "'s kernel for " + s->scheme + " takes no bias (weight " +
+                                                   (bias->name ? bias->name : "?") + ")");
+    return matmul_plugin(*s, wd, rows, cols, xd, m, od);
+  }
 
   // The path of each row follows its prompt flag; no flags, no prompt rows, or a
   // scheme without a GEMM: every row on the GEMV, exactly as before.
   const DeviceBatch::RowSplit* split = nullptr;
-  if (prefill_gemm_enabled() && gemm_scheme(name, cols)) {
+  if (prefill_gemm_enabled() && s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
     split = *r;
   }
   if (!split || split->prompt == 0) return matmul_gemv(*s, wd, rows, cols, xd, m, od, bd);
-  if (split->generated == 0) return matmul_gemm(name, *s, wd, rows, cols, xd, m, 0, od, bd);
+  if (split->generated == 0) return matmul_gemm(*s, wd, rows, cols, xd, m, 0, od, bd);
 
   // Mixed step: the prompt rows through the GEMM (gathered and scattered by index),
   // the generated rows gathered, through the GEMV on their own, scattered back.
-  if (const memra_status g = matmul_gemm(name, *s, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd); g != MEMRA_OK)
+  if (const memra_status g = matmul_gemm(*s, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd); g != MEMRA_OK)
     return g;
   const int64_t gen = split->generated;
   const uint64_t x_bytes = align_up(static_cast<uint64_t>(gen * cols) * 4u, 256);
@@ -233,11 +246,12 @@ memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
 
 // out[row_index[t]] (or out[t]) = x[row_index[t]] (or x[t]) . W^T + bias for t < m, on
 // the tensor cores (gemm_mma.cu).
-memra_status CudaBackend::matmul_gemm(const std::string& name, const SchemeInfo& s, CUdeviceptr wd, int64_t rows,
+memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64_t rows,
                                       int64_t cols, CUdeviceptr xd, int64_t m, CUdeviceptr row_index, CUdeviceptr od,
                                       CUdeviceptr bd) {
   const bool precise = prefill_precise();
-  const bool bf16 = name == "bf16";
+  const BuiltinMatmul& b = *s.entry->builtin;
+  const bool bf16 = b.gemm == BuiltinMatmul::Gemm::streams_bf16;
   const bool split_w = precise && !bf16;
   const char* kernel = !precise ? "memra_gemm_fast" : split_w ? "memra_gemm_precise_wsplit" : "memra_gemm_precise";
   const unsigned smem = !precise ? kSmemFast : split_w ? kSmemWsplit : kSmemPrecise;
@@ -279,8 +293,8 @@ memra_status CudaBackend::matmul_gemm(const std::string& name, const SchemeInfo&
   const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
   if (const memra_status b = gemm_buffer(gemm_w_, wplane * (split_w ? 2 : 1)); b != MEMRA_OK) return b;
   const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = split_w ? gemm_w_.ptr + wplane : 0;
-  const std::string dequant = "memra_gemm_dequant_" + name;
-  const int64_t unit = (name == "f16" || name == "f32") ? 8 : 32;
+  const std::string dequant = "memra_gemm_dequant_" + s.scheme;
+  const int64_t unit = b.gemm_unit;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t nr = std::min(chunk, rows - r0);
     const int64_t threads = nr * (cols / unit);

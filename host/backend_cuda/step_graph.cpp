@@ -2,6 +2,7 @@
 // and copies, then replay the previous step's graph when the records are identical
 // or capture a new one. Removes the per-launch gaps of a decode step (~1 ms of ~400
 // launches) without changing any kernel or argument, so results are bitwise eager.
+#include <algorithm>
 #include <cstring>
 
 #include "host/backend_cuda/cu_error.hpp"
@@ -9,7 +10,7 @@
 
 namespace memra::backend::cuda {
 
-memra_status CudaBackend::record_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
+const std::vector<std::pair<uint32_t, uint32_t>>& CudaBackend::param_layout(Kernel* k) {
   auto it = param_layouts_.find(k);
   if (it == param_layouts_.end()) {
     // The parameter layout from the driver, once per kernel.
@@ -21,21 +22,31 @@ memra_status CudaBackend::record_launch(Kernel* k, unsigned gx, unsigned gy, uns
     }
     it = param_layouts_.emplace(k, std::move(layout)).first;
   }
-  if (it->second.empty()) {
+  return it->second;
+}
+
+memra_status CudaBackend::record_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args,
+                                        bool plugin) {
+  const auto& layout = param_layout(k);
+  if (layout.empty()) {
     // No layout (a kernel without parameters, or a driver without the query): eager.
     const memra_status st = flush_recorded();
-    return st != MEMRA_OK ? st : launch_raw(k, gx, gy, block, shared, args);
+    if (st != MEMRA_OK) return st;
+    const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
+    if (plugin) ++plugin_launches_eager_;
+    return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   }
   StepOp op;
   op.kernel = k;
+  op.plugin = plugin;
   op.gx = gx;
   op.gy = gy;
   op.block = block;
   op.shared = shared;
-  const auto& [last_off, last_size] = it->second.back();
+  const auto& [last_off, last_size] = layout.back();
   op.args.assign(last_off + last_size, 0);
-  for (size_t i = 0; i < it->second.size(); ++i) {
-    const auto& [off, size] = it->second[i];
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const auto& [off, size] = layout[i];
     std::memcpy(op.args.data() + off, args[i], size);
     op.offsets.push_back(off);
   }
@@ -61,7 +72,9 @@ memra_status CudaBackend::issue(const StepOp& op) {
   }
   std::vector<void*> argv(op.offsets.size());
   for (size_t i = 0; i < argv.size(); ++i) argv[i] = const_cast<uint8_t*>(op.args.data()) + op.offsets[i];
-  return launch_raw(op.kernel, op.gx, op.gy, op.block, op.shared, argv.data());
+  const CUresult r = cuLaunchKernel(op.kernel->function, op.gx, op.gy, op.gz, op.block, op.by, op.bz, op.shared, ctx_.stream(),
+                                    argv.data(), nullptr);
+  return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + op.kernel->name).c_str()));
 }
 
 memra_status CudaBackend::flush_recorded() {
@@ -69,8 +82,10 @@ memra_status CudaBackend::flush_recorded() {
   recording_ = false;
   std::vector<StepOp> ops;
   ops.swap(step_ops_);
-  for (const StepOp& op : ops)
+  for (const StepOp& op : ops) {
     if (const memra_status st = issue(op); st != MEMRA_OK) return st;
+    if (op.plugin) ++plugin_launches_eager_;
+  }
   return MEMRA_OK;
 }
 
@@ -85,8 +100,10 @@ memra_status CudaBackend::run_step_graph() {
   std::vector<StepOp> ops;
   ops.swap(step_ops_);
   const CUstream s = ctx_.stream();
+  const auto plugin_ops = std::count_if(ops.begin(), ops.end(), [](const StepOp& op) { return op.plugin; });
   if (graph_exec_ && ops == graph_ops_) {
     ++graph_replays_;
+    plugin_launches_replayed_ += plugin_ops;
   } else {
     CUresult r = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuStreamBeginCapture (step graph)"));
@@ -116,6 +133,7 @@ memra_status CudaBackend::run_step_graph() {
     }
     graph_ops_ = std::move(ops);
     ++graph_captures_;
+    plugin_launches_captured_ += plugin_ops;
   }
   const CUresult r = cuGraphLaunch(graph_exec_, s);
   return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, "cuGraphLaunch (step graph)"));

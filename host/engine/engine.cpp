@@ -1,6 +1,7 @@
 #include "host/engine/engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -133,12 +134,30 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->prefix_cache_.disable();  // cached KV blocks carry no recurrent state
   }
 
+  // A single GPU opens first: quant plugins are scored against the device they will run on.
+  const bool single_cuda = options.pipeline_stages <= 1 && options.backend == MEMRA_BACKEND_CUDA;
+  memra_device_info device = plugins.device_info();
+  if (single_cuda) {
+    auto cuda = backend::CudaBackendHandle::create(options.cuda);
+    if (!cuda) return make_error(cuda.error().code, "cannot load " + e->source_->path + " on the GPU: " + cuda.error().message);
+    e->cuda_ = std::move(*cuda);
+    device = e->cuda_->device_info();
+  }
   std::set<std::string> schemes;
   for (const memra_weight& w : e->source_->weights) schemes.insert(w.quant);
   for (const std::string& s : schemes) {
-    auto q = plugins.quant_for(s, plugins.device_info());
+    auto q = plugins.quant_for(s, device);
     if (!q) return make_error(q.error().code, "cannot load " + e->source_->path + ": weights use quant scheme '" + s +
                                                    "' but " + q.error().message);
+    // The plugin vouches for its layout's size (a .memra reader cannot for a plugin scheme).
+    for (const memra_weight& w : e->source_->weights) {
+      if (w.quant != s || w.ndim != 2) continue;
+      auto b = q->weight_bytes(s, w.shape[0], w.shape[1]);
+      if (!b || *b > w.bytes)
+        return make_error(ErrorCode::invalid_argument, "cannot load " + e->source_->path + ": weight " + (w.name ? w.name : "?") + " (" + s +
+                                                           ") " + (b ? "holds fewer bytes than plugin '" + q->info().name + "' needs"
+                                                                     : "does not fit plugin '" + q->info().name + "': " + b.error().message));
+    }
     e->quant_tables_[s] = {&q->api(), q->ctx()};
     e->quant_plugins_.push_back(std::move(*q));
   }
@@ -178,10 +197,12 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
       e->pipeline_device_sampling_ = e->pipeline_->stage(st).cuda() && e->pipeline_->stage(st).cuda()->has_device_sampling();
     ops = e->pipeline_->ops();
   } else if (options.backend == MEMRA_BACKEND_CUDA) {
+    // Plugins' kernels join the backend's registry before the weights go up (upload
+    // refuses a scheme without a kernel); a refused plugin is one log line each.
+    e->cuda_kernels_ = std::make_unique<backend::CudaKernelServices>(e->cuda_->api(), e->cuda_->get());
+    for (const std::string& line : backend::register_plugin_kernels(e->cuda_->api(), e->cuda_->get(), *e->cuda_kernels_, e->quant_plugins_))
+      std::fprintf(stderr, "memra: %s\n", line.c_str());
     // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
-    auto cuda = backend::CudaBackendHandle::create(options.cuda);
-    if (!cuda) return make_error(cuda.error().code, "cannot load " + e->source_->path + " on the GPU: " + cuda.error().message);
-    e->cuda_ = std::move(*cuda);
     if (auto st = e->cuda_->upload_weights(set); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
     ops = e->cuda_->ops();
     // Device sampling unless MEMRA_DEVICE_SAMPLING=0 (host sampling of copied rows).

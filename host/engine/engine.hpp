@@ -13,6 +13,7 @@
 
 #include "host/backend_cpu/cpu_backend.hpp"
 #include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/backend_cuda/plugin_kernels.hpp"
 #include "core/common/result.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
@@ -150,6 +151,8 @@ class Engine {
   // Runs one forward pass over every request's new tokens; returns the logits rows
   // (all_logits: one per token, else one per request), request by request.
   Result<std::vector<std::vector<float>>> step(std::span<const StepRequest> requests);
+  // The CUDA backend of a single-GPU engine (nullptr otherwise): tests read its stats.
+  const backend::CudaBackendHandle* cuda_backend() const { return cuda_.get(); }
   // step() that also samples: each request with a RowSampling gets its tokens, and its
   // logits rows only when it asks for them. On a single CUDA backend (unless
   // MEMRA_DEVICE_SAMPLING=0) the rows are sampled on the GPU; on the CPU backend and
@@ -202,6 +205,7 @@ class Engine {
   uint64_t state_bytes_ = 0;
   std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
   std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
+  std::unique_ptr<backend::CudaKernelServices> cuda_kernels_;  // plugin kernels' services on cuda_
   std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)
   int32_t microbatches_ = 1;                             // EngineOptions::pipeline_microbatches
   bool pipeline_cuda_ = false;                           // the pipeline's stages are CUDA backends

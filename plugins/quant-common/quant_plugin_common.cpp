@@ -95,9 +95,10 @@ memra_status init(const memra_host_api* host, memra_plugin_api* out, const char*
 }
 
 int32_t score_cpu_and_cuda(const memra_device_info* device, const char*) {
-  // CPU paths exist for every scheme; CUDA kernels arrive with the CUDA backend.
+  // CPU paths exist for every scheme; on CUDA the backend's built-in kernels serve these
+  // schemes (its kernel registry), so the plugin supplies layout and quantiser there.
   if (!device) return -1;
-  return device->backend == MEMRA_BACKEND_CPU ? 10 : -1;
+  return device->backend == MEMRA_BACKEND_CPU || device->backend == MEMRA_BACKEND_CUDA ? 10 : -1;
 }
 
 memra_status weight_bytes(memra_plugin_ctx* ctx, const char* scheme, int64_t rows, int64_t cols, uint64_t* out) {

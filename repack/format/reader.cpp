@@ -50,13 +50,16 @@ Status validate_tensors(const MemraModel::State& s) {
     if (t.name.empty()) return damaged(s.dir, "a tensor has no name");
     if (t.blob >= m.blobs.size()) return damaged(s.dir, who + " names blob " + std::to_string(t.blob) + " of " + std::to_string(m.blobs.size()));
     const auto expected = tensor_bytes(t.scheme, t.layout, t.shape);
-    if (!expected) {
+    // A scheme memra does not know (a quant plugin's, layout 1): its plugin checks the
+    // size at load (weight_bytes); here only the blob bounds below.
+    const bool plugin_scheme = !expected && scheme_block_elements(t.scheme) == 0 && t.layout == 1 && !t.scheme.empty();
+    if (!expected && !plugin_scheme) {
       if (scheme_block_elements(t.scheme) == 0 || t.layout != 1)
         return make_error(ErrorCode::unsupported, s.dir.string() + ": " + who + " uses scheme '" + t.scheme + "' layout " +
                                                       std::to_string(t.layout) + ", which this memra cannot read (upgrade memra)");
       return damaged(s.dir, who + " has a shape that does not fit scheme " + t.scheme);
     }
-    if (*expected != t.bytes)
+    if (expected && *expected != t.bytes)
       return damaged(s.dir, who + " claims " + std::to_string(t.bytes) + " bytes; its shape and scheme need " + std::to_string(*expected));
     if (t.offset % m.alignment != 0) return damaged(s.dir, who + " is not aligned to " + std::to_string(m.alignment) + " bytes");
     const uint64_t size = m.blobs[t.blob].size;

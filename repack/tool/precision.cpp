@@ -37,13 +37,18 @@ bool overridable_scheme(const std::string& s) {
   return s == "f32" || s == "f16" || s == "bf16" || s == "q8_0" || s == "q4_k" || s == "q5_k" || s == "q6_k" || s == "fp8";
 }
 
-Result<PrecisionPlan> plan_precision(const Source& source, const std::string& req, const std::vector<SchemeOverride>& overrides) {
+Result<PrecisionPlan> plan_precision(const Source& source, const std::string& req, const std::vector<SchemeOverride>& overrides,
+                                     const PluginSchemeBytes& plugin_bytes) {
   for (const SchemeOverride& o : overrides)
     if (!overridable_scheme(o.scheme))
       return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme +
                                                          ": choose f32, f16, bf16, q8_0, q4_k, q5_k, q6_k or fp8");
-  if (std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end())
-    return make_error(ErrorCode::invalid_argument, "unknown --quant '" + req + "'; choose one of keep, bf16, f16, q8_0, q4_k, q5_k, q6_k, fp8");
+  // A scheme of a quant plugin: its quantiser writes the matrices it can hold.
+  const bool plugin_scheme = std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end() &&
+                             plugin_bytes && plugin_bytes(req, {1, 256}).has_value();
+  if (!plugin_scheme && std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end())
+    return make_error(ErrorCode::invalid_argument, "unknown --quant '" + req + "'; choose one of keep, bf16, f16, q8_0, q4_k, q5_k, q6_k, fp8 " +
+                                                       "or a scheme of an installed quant plugin");
   const bool low_bit = req == "q4_k" || req == "q5_k";
   const bool tied = source.config().tie_word_embeddings;
   PrecisionPlan plan;
@@ -64,6 +69,12 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
            req == "keep"  ? "--quant keep: carried as stored"
            : !convertible ? "memra has no exact conversion from " + t.scheme + ": carried as stored"
                           : "not a matrix: carried as stored"};
+    } else if (plugin_scheme) {
+      // The backends' embedding kernels are built in: the token table stays as stored.
+      const bool fits = t.name != "token_embd.weight" && !is_router_gate(t) && plugin_bytes(req, t.shape).has_value();
+      d = fits ? Decision{req, "matrices", "--quant " + req + ": quantized by the quant plugin's quantiser"}
+               : Decision{t.scheme, t.name == "token_embd.weight" ? "token_embd.weight" : "matrices the plugin cannot hold",
+                          "a plugin scheme serves matmul only: kept as stored"};
     } else if (req == "bf16" || req == "f16") {
       d = {req, "matrices", "--quant " + req + ": converted from their exact float32 values"};
     } else {
@@ -105,7 +116,7 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     tp.source_index = i;
     tp.scheme = d.scheme;
     tp.copy = d.scheme == t.scheme;
-    if (!tp.copy && !format::tensor_bytes(d.scheme, 1, t.shape))
+    if (!tp.copy && !format::tensor_bytes(d.scheme, 1, t.shape) && !(plugin_scheme && d.scheme == req))
       return make_error(ErrorCode::internal, "tensor '" + t.name + "' cannot be written as " + d.scheme);
     plan.tensors.push_back(tp);
     auto& r = rules[{d.rule, d.scheme}];

@@ -16,6 +16,8 @@
 //                   - a tensor already in its target scheme is carried as is.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,8 +48,14 @@ struct SchemeOverride {
   std::string scheme;
 };
 
+// A scheme memra does not know itself but a quant plugin handles (--quant NAME): its
+// plugin says whether a matrix of `shape` fits (weight_bytes); nullopt = it does not.
+using PluginSchemeBytes = std::function<std::optional<uint64_t>(const std::string& scheme, const std::vector<uint64_t>& shape)>;
+
+// `plugin_bytes` (may be empty): answers for schemes no built-in quantizer writes.
 Result<PrecisionPlan> plan_precision(const Source& source, const std::string& requested,
-                                     const std::vector<SchemeOverride>& overrides = {});
+                                     const std::vector<SchemeOverride>& overrides = {},
+                                     const PluginSchemeBytes& plugin_bytes = {});
 
 // Schemes an override may name: f32, f16, bf16 and the quantizers' schemes.
 bool overridable_scheme(const std::string& scheme);

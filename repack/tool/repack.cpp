@@ -45,6 +45,8 @@ struct Shared {
   std::vector<format::TensorEntry>& entries;
   Progress* progress;
   const std::atomic<bool>* cancel;
+  const plugins::QuantPlugin* plugin_quant = nullptr;  // quantises the scheme memra has no quantizer for
+  std::string plugin_scheme;
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
@@ -92,6 +94,18 @@ Status convert_tensor(Shared& sh, const SourceTensor& st, const format::TensorEn
       std::string err;
       if (!quant::quantize_rows(qs, f32.data(), rows, static_cast<int64_t>(cols), out.data(), out.size(), &err))
         return make_error(ErrorCode::invalid_argument, "tensor '" + st.source_name + "', rows from " + std::to_string(first / cols) + ": " + err);
+      bytes = out.data(), nbytes = out.size();
+    } else if (sh.plugin_quant && e.scheme == sh.plugin_scheme) {
+      // A quant plugin's scheme: its own quantiser (memra_quant_api.quantize).
+      const auto rows = static_cast<int64_t>(count / cols);
+      auto b = sh.plugin_quant->weight_bytes(e.scheme, rows, static_cast<int64_t>(cols));
+      if (!b) return make_error(b.error().code, "tensor '" + st.source_name + "': " + b.error().message);
+      out.resize(*b);
+      if (auto q = sh.plugin_quant->quantize(e.scheme, std::span<const float>(f32.data(), count), rows, static_cast<int64_t>(cols),
+                                             std::span<std::byte>(reinterpret_cast<std::byte*>(out.data()), out.size()));
+          !q)
+        return make_error(q.error().code, "tensor '" + st.source_name + "', rows from " + std::to_string(first / cols) + ": plugin '" +
+                                               sh.plugin_quant->info().name + "': " + q.error().message);
       bytes = out.data(), nbytes = out.size();
     } else if (e.scheme != "f32") {
       return make_error(ErrorCode::internal, "no conversion to " + e.scheme);
@@ -164,7 +178,18 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   auto source = Source::open(o.source, *o.plugins);
   if (!source) return source.error();
   const Source& src = **source;
-  auto plan = plan_precision(src, o.quant, o.overrides);
+  // A --quant scheme no built-in quantizer writes goes to the quant plugin handling it.
+  std::optional<plugins::QuantPlugin> plugin_quant;
+  if (std::find(quant_choices().begin(), quant_choices().end(), o.quant) == quant_choices().end())
+    if (auto q = o.plugins->quant_for(o.quant, o.plugins->device_info())) plugin_quant = std::move(*q);
+  PluginSchemeBytes plugin_bytes;
+  if (plugin_quant)
+    plugin_bytes = [&](const std::string& scheme, const std::vector<uint64_t>& shape) -> std::optional<uint64_t> {
+      if (scheme != o.quant || shape.size() != 2) return std::nullopt;
+      auto b = plugin_quant->weight_bytes(scheme, static_cast<int64_t>(shape[0]), static_cast<int64_t>(shape[1]));
+      return b ? std::optional<uint64_t>(*b) : std::nullopt;
+    };
+  auto plan = plan_precision(src, o.quant, o.overrides, plugin_bytes);
   if (!plan) return plan.error();
   std::vector<format::TensorEntry> entries;
   uint64_t total_tensor_bytes = 0, source_bytes = 0, parameters = 0;
@@ -177,7 +202,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
     e.scheme = tp.scheme;
     e.layout = e.scheme == "fp8" ? quant::kFp8LayoutVersion : 1;
     e.source_scheme = st.scheme;
-    const auto b = format::tensor_bytes(e.scheme, e.layout, e.shape);
+    const auto b = plugin_bytes && e.scheme == o.quant ? plugin_bytes(e.scheme, e.shape) : format::tensor_bytes(e.scheme, e.layout, e.shape);
     if (!b) return make_error(ErrorCode::internal, "no layout for tensor '" + e.name + "' as " + e.scheme);
     e.bytes = *b;
     entries.push_back(std::move(e));
@@ -212,6 +237,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   std::vector<format::SourceFile> digests(weight_files.size());
   std::optional<Error> hash_error;
   Shared sh(src, *plan, w, entries, progress, o.cancel);
+  if (plugin_quant) sh.plugin_quant = &*plugin_quant, sh.plugin_scheme = o.quant;
   const auto stop_hashing = [&] { return sh.stop(); };  // cancelled, or a worker failed
   std::thread hasher([&] {
     for (size_t i = 0; i < weight_files.size(); ++i) {

@@ -337,6 +337,7 @@ TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
   ro.plugins = &plugins();
   ro.source = dir;
   ro.output = out;
+  ro.plugins = &plugins();
   ro.quant = "fp8";
   ro.overwrite = true;
   ro.fsync = false;

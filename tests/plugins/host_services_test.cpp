@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/plugin_host/host_services.hpp"
+#include "core/plugin_host/kernel_services.hpp"
 #include "tests/plugins/test_support.hpp"
 
 namespace memra::plugins {
@@ -21,7 +22,7 @@ std::shared_ptr<const HostEnvironment> make_env(const LogCapture& log, ConfigLoo
   return std::make_shared<const HostEnvironment>(std::move(o));
 }
 
-TEST(PluginsServices, TableIsV1WithKernelSlotsEmptyOnCpu) {
+TEST(PluginsServices, TableIsCurrentWithKernelSlotsThatNeedABackend) {
   LogCapture log;
   HostServices s("p", make_env(log));
   const memra_host_api* api = s.api();
@@ -35,10 +36,81 @@ TEST(PluginsServices, TableIsV1WithKernelSlotsEmptyOnCpu) {
   EXPECT_NE(api->device_info_get, nullptr);
   EXPECT_NE(api->memory_alloc, nullptr);
   EXPECT_NE(api->memory_free, nullptr);
-  EXPECT_EQ(api->kernel_module_load, nullptr);
-  EXPECT_EQ(api->kernel_module_compile, nullptr);
-  EXPECT_EQ(api->kernel_get, nullptr);
-  EXPECT_EQ(api->kernel_launch, nullptr);
+  ASSERT_NE(api->kernel_module_load, nullptr);
+  ASSERT_NE(api->kernel_module_compile, nullptr);
+  ASSERT_NE(api->kernel_get, nullptr);
+  ASSERT_NE(api->kernel_launch, nullptr);
+  // No GPU backend bound to this thread: refused, and the plugin learns why.
+  memra_kernel_module* m = nullptr;
+  EXPECT_EQ(api->kernel_module_load(api->ctx, "mine", &m), MEMRA_ERR_UNSUPPORTED);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_THAT(s.last_error(), ::testing::HasSubstr("no GPU backend is registering kernels on this thread"));
+}
+
+// Records what the host's kernel slots asked of it.
+struct FakeKernelServices : memra::plugins::KernelServices {
+  std::string dir, name;
+  int launches = 0;
+  uint32_t last_num_args = 0;
+  memra_status module_load(const std::string& plugin_dir, const char* n, memra_kernel_module** out, std::string*) override {
+    dir = plugin_dir;
+    name = n;
+    *out = reinterpret_cast<memra_kernel_module*>(this);
+    return MEMRA_OK;
+  }
+  memra_status module_compile(const memra_nvrtc_request*, memra_kernel_module**, std::string* e) override {
+    *e = "no NVRTC here";
+    return MEMRA_ERR_UNSUPPORTED;
+  }
+  memra_status kernel_get(memra_kernel_module* m, const char* n, memra_kernel** out, std::string* e) override {
+    if (m != reinterpret_cast<memra_kernel_module*>(this)) {
+      *e = "foreign module";
+      return MEMRA_ERR_INVALID_ARGUMENT;
+    }
+    if (std::string(n) != "k") {
+      *e = std::string("no kernel ") + n;
+      return MEMRA_ERR_NOT_FOUND;
+    }
+    *out = reinterpret_cast<memra_kernel*>(&launches);
+    return MEMRA_OK;
+  }
+  memra_status kernel_launch(memra_kernel* k, const memra_launch_config* c, void**, std::string*) override {
+    if (k != reinterpret_cast<memra_kernel*>(&launches)) return MEMRA_ERR_INVALID_ARGUMENT;
+    ++launches;
+    last_num_args = c->num_args;
+    return MEMRA_OK;
+  }
+};
+
+TEST(PluginsServices, KernelSlotsActOnTheBackendThatLoadedTheModule) {
+  LogCapture log;
+  HostServices s("ex", make_env(log), "/plugins/ex");
+  const memra_host_api* api = s.api();
+  FakeKernelServices gpu;
+  memra_kernel_module* m = nullptr;
+  memra_kernel* k = nullptr;
+  {
+    memra::plugins::ScopedKernelServices bound(&gpu);
+    ASSERT_EQ(api->kernel_module_load(api->ctx, "ex_mod", &m), MEMRA_OK);
+    EXPECT_EQ(gpu.dir, "/plugins/ex");  // the plugin's own directory is searched first
+    EXPECT_EQ(gpu.name, "ex_mod");
+    EXPECT_EQ(api->kernel_get(api->ctx, m, "nope", &k), MEMRA_ERR_NOT_FOUND);
+    EXPECT_EQ(s.last_error(), "kernel_get(nope): no kernel nope");
+    ASSERT_EQ(api->kernel_get(api->ctx, m, "k", &k), MEMRA_OK);
+    memra_nvrtc_request r{MEMRA_NVRTC_REQUEST_STRUCT_SIZE, "x", "src", nullptr, 0};
+    memra_kernel_module* c = nullptr;
+    EXPECT_EQ(api->kernel_module_compile(api->ctx, &r, &c), MEMRA_ERR_UNSUPPORTED);
+    EXPECT_EQ(s.last_error(), "kernel_module_compile: no NVRTC here");
+  }
+  // Later launches (inside a matmul) go to the kernel's backend with no binding.
+  memra_launch_config cfg{};
+  cfg.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
+  const size_t sizes[] = {8, 4};
+  cfg.num_args = 2;
+  cfg.arg_sizes = sizes;
+  ASSERT_EQ(api->kernel_launch(api->ctx, k, &cfg, nullptr), MEMRA_OK);
+  EXPECT_EQ(gpu.launches, 1);
+  EXPECT_EQ(gpu.last_num_args, 2u);
 }
 
 TEST(PluginsServices, LogLinesArePrefixedWithThePluginName) {

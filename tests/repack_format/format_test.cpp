@@ -236,7 +236,9 @@ TEST(RepackFormat, ReaderRefusesEveryKindOfDamage) {
       {"past the end", [](const fs::path& d) { edit_manifest(d, [](auto& j) { j["tensors"][2]["offset"] = 1u << 20; }); }, "past the end"},
       {"wrong byte count", [](const fs::path& d) { edit_manifest(d, [](auto& j) { j["tensors"][0]["bytes"] = 100; }); }, "need 4096"},
       {"overlap", [](const fs::path& d) { edit_manifest(d, [](auto& j) { j["tensors"][1]["offset"] = 256; }); }, "overlap"},
-      {"unknown scheme", [](const fs::path& d) { edit_manifest(d, [](auto& j) { j["tensors"][0]["scheme"] = "q9_z"; }); }, "cannot read"},
+      // A scheme memra does not know at layout 1 is a quant plugin's (its plugin checks the
+      // bytes at load); at another layout nobody can read it.
+      {"unknown scheme and layout", [](const fs::path& d) { edit_manifest(d, [](auto& j) { j["tensors"][0]["scheme"] = "q9_z"; j["tensors"][0]["layout"] = 2; }); }, "cannot read"},
       {"blob escapes", [](const fs::path& d) { edit_manifest(d, [](auto& j) { j["blobs"][0]["file"] = "../x.bin"; }); }, "plain file name"},
       {"truncated blob",
        [](const fs::path& d) { fs::resize_file(d / "weights-00000.bin", fs::file_size(d / "weights-00000.bin") - 1); },

@@ -27,6 +27,8 @@
   X(memra_launch_config, block, 20)                            \
   X(memra_launch_config, shared_bytes, 32)                     \
   X(memra_launch_config, stream, 40)                           \
+  X(memra_launch_config, num_args, 48)                         \
+  X(memra_launch_config, arg_sizes, 56)                        \
   X(memra_nvrtc_request, struct_size, 0)                       \
   X(memra_nvrtc_request, name, 8)                              \
   X(memra_nvrtc_request, source, 16)                           \
@@ -116,11 +118,25 @@
   X(memra_matmul_args, x, 56)                                  \
   X(memra_matmul_args, y, 64)                                  \
   X(memra_matmul_args, stream, 72)                             \
+  X(memra_matmul_args, kernel_data, 80)                        \
+  X(memra_kernel_desc, struct_size, 0)                         \
+  X(memra_kernel_desc, op, 8)                                  \
+  X(memra_kernel_desc, scheme, 16)                             \
+  X(memra_kernel_desc, activation, 24)                         \
+  X(memra_kernel_desc, arch, 32)                               \
+  X(memra_kernel_desc, score, 40)                              \
+  X(memra_kernel_desc, matmul, 48)                             \
+  X(memra_kernel_desc, kernel_data, 56)                        \
+  X(memra_kernel_registrar, struct_size, 0)                    \
+  X(memra_kernel_registrar, registry, 8)                       \
+  X(memra_kernel_registrar, device, 16)                        \
+  X(memra_kernel_registrar, add, 24)                           \
   X(memra_quant_api, struct_size, 0)                           \
   X(memra_quant_api, weight_bytes, 8)                          \
   X(memra_quant_api, quantize, 16)                             \
   X(memra_quant_api, dequantize, 24)                           \
   X(memra_quant_api, matmul, 32)                               \
+  X(memra_quant_api, register_kernels, 40)                     \
   /* backend.h */                                              \
   X(memra_tensor, struct_size, 0)                              \
   X(memra_tensor, dtype, 8)                                    \
@@ -201,7 +217,7 @@
 #define MEMRA_ABI_SIZES(X)                                                           \
   X(memra_device_info, 48, MEMRA_DEVICE_INFO_STRUCT_SIZE, 48)                        \
   X(memra_buffer, 40, MEMRA_BUFFER_STRUCT_SIZE, 40)                                  \
-  X(memra_launch_config, 48, MEMRA_LAUNCH_CONFIG_STRUCT_SIZE, 48)                    \
+  X(memra_launch_config, 64, MEMRA_LAUNCH_CONFIG_STRUCT_SIZE, 64) /* 2.1 */                \
   X(memra_nvrtc_request, 40, MEMRA_NVRTC_REQUEST_STRUCT_SIZE, 40)                    \
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
@@ -211,8 +227,10 @@
   X(memra_plan_info, 72, MEMRA_PLAN_INFO_STRUCT_SIZE, 72) /* 2.1 */                  \
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
   X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
-  X(memra_matmul_args, 80, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 80)                        \
-  X(memra_quant_api, 40, MEMRA_QUANT_API_STRUCT_SIZE, 40)                            \
+  X(memra_matmul_args, 88, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 88) /* 2.1 */                \
+  X(memra_quant_api, 48, MEMRA_QUANT_API_STRUCT_SIZE, 48) /* 2.1 */ \
+  X(memra_kernel_desc, 64, MEMRA_KERNEL_DESC_STRUCT_SIZE, 64) /* 2.1 */ \
+  X(memra_kernel_registrar, 32, MEMRA_KERNEL_REGISTRAR_STRUCT_SIZE, 32) /* 2.1 */                \
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
   X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \
   X(memra_attention_params, 48, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 48)              \

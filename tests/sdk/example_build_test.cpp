@@ -88,6 +88,21 @@ TEST_F(SdkExample, InstallsOnlyTheHeadersAndBuildsAgainstThem) {
   EXPECT_TRUE(fs::exists(build_ / "libmemra-quant-example.so"));
 }
 
+TEST_F(SdkExample, BuildsItsCudaKernelAsAFatbinWhereNvccExists) {
+  const bool nvcc = !on_path("nvcc").empty() || fs::exists("/usr/local/cuda/bin/nvcc");
+  if (!nvcc) GTEST_SKIP() << "no nvcc: the example builds its CPU part only";
+  const fs::path fatbin = build_ / "example_i8.fatbin";
+  ASSERT_TRUE(fs::exists(fatbin)) << log_;
+  // A fatbin container starts with its magic 0xBA55ED50 (little endian).
+  std::ifstream in(fatbin, std::ios::binary);
+  unsigned char magic[4] = {};
+  in.read(reinterpret_cast<char*>(magic), 4);
+  EXPECT_EQ(magic[0], 0x50);
+  EXPECT_EQ(magic[1], 0xED);
+  EXPECT_EQ(magic[2], 0x55);
+  EXPECT_EQ(magic[3], 0xBA);
+}
+
 TEST_F(SdkExample, LoadsThroughThePluginHostAndMatchesTheReferenceMatmul) {
   std::vector<std::string> lines;
   plugins::PluginHostOptions o;
@@ -99,28 +114,35 @@ TEST_F(SdkExample, LoadsThroughThePluginHostAndMatchesTheReferenceMatmul) {
   ASSERT_EQ(host.discover(), 1u) << ::testing::PrintToString(lines);
   EXPECT_TRUE(host.refusals().empty());
 
-  auto q = host.quant_for("example_f32", host.device_info());
+  auto q = host.quant_for("example_i8", host.device_info());
   ASSERT_TRUE(q.ok()) << q.error().message;
-  EXPECT_EQ(q->info().name, "example-f32");
+  EXPECT_EQ(q->info().name, "example-i8");
+  EXPECT_NE(q->api().register_kernels, nullptr);
 
-  const int64_t rows = 7, cols = 13, m = 3;  // odd sizes: no accidental tiling
+  const int64_t rows = 7, cols = 68, m = 3;  // odd row count, more than two 32-lane strides
   std::vector<float> w(rows * cols), x(m * cols);
   for (int64_t i = 0; i < rows * cols; ++i) w[i] = float((i * 37) % 23) / 7.0f - 1.5f;
   for (int64_t i = 0; i < m * cols; ++i) x[i] = float((i * 11) % 17) / 5.0f - 1.0f;
+  EXPECT_FALSE(q->weight_bytes("example_i8", rows, 66).ok()) << "66 columns break the 4-column rule";
 
-  auto bytes = q->weight_bytes("example_f32", rows, cols);
+  auto bytes = q->weight_bytes("example_i8", rows, cols);
   ASSERT_TRUE(bytes.ok()) << bytes.error().message;
-  ASSERT_EQ(*bytes, uint64_t(rows * cols) * sizeof(float));
+  ASSERT_EQ(*bytes, uint64_t(rows * (4 + cols)));
   std::vector<std::byte> packed(*bytes);
-  ASSERT_TRUE(q->quantize("example_f32", w, rows, cols, packed).ok());
+  ASSERT_TRUE(q->quantize("example_i8", w, rows, cols, packed).ok());
   std::vector<float> back(rows * cols);
-  ASSERT_TRUE(q->dequantize("example_f32", packed, rows, cols, back).ok());
-  EXPECT_EQ(back, w);
+  ASSERT_TRUE(q->dequantize("example_i8", packed, rows, cols, back).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0;
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::abs(w[r * cols + c]));
+    for (int64_t c = 0; c < cols; ++c)  // round to nearest: at most half a step off
+      EXPECT_LE(std::abs(back[r * cols + c] - w[r * cols + c]), amax / 127.0f * 0.5f * (1 + 1e-6f)) << r << "," << c;
+  }
 
   std::vector<float> y(m * rows, 1e30f);
   memra_matmul_args args{};
   args.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
-  args.scheme = "example_f32";
+  args.scheme = "example_i8";
   args.backend = MEMRA_BACKEND_CPU;
   args.weight = packed.data();
   args.rows = rows;
@@ -132,21 +154,31 @@ TEST_F(SdkExample, LoadsThroughThePluginHostAndMatchesTheReferenceMatmul) {
   ASSERT_TRUE(st.ok()) << st.error().message;
   for (int64_t t = 0; t < m; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
-      double ref = 0;  // y = x · Wᵀ in double
-      for (int64_t c = 0; c < cols; ++c) ref += double(x[t * cols + c]) * double(w[r * cols + c]);
-      EXPECT_NEAR(y[t * rows + r], ref, 1e-4 * (1.0 + std::abs(ref))) << "t=" << t << " r=" << r;
+      double ref = 0;  // y = x · dequant(W)ᵀ in double
+      for (int64_t c = 0; c < cols; ++c) ref += double(x[t * cols + c]) * double(back[r * cols + c]);
+      EXPECT_NEAR(y[t * rows + r], ref, 1e-5 * (1.0 + std::abs(ref))) << "t=" << t << " r=" << r;
     }
   }
+  // Batch invariance: each token alone gives the same bits.
+  for (int64_t t = 0; t < m; ++t) {
+    std::vector<float> one(rows);
+    memra_matmul_args a1 = args;
+    a1.m = 1;
+    a1.x = x.data() + t * cols;
+    a1.y = one.data();
+    ASSERT_TRUE(q->matmul(a1).ok());
+    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(one[r], y[t * rows + r]);
+  }
 
-  // Its errors come back with its own message.
+  // On a GPU backend without a registered kernel it says so (no silent CPU run).
   args.backend = MEMRA_BACKEND_CUDA;
   auto cuda = q->matmul(args);
   ASSERT_FALSE(cuda.ok());
   EXPECT_EQ(cuda.error().code, ErrorCode::unsupported);
-  EXPECT_EQ(q->last_error(), "example-f32 has only a CPU matmul; its score is negative on other backends");
+  EXPECT_EQ(q->last_error(), "example-i8: no registered kernel for this backend");
 }
 
-TEST_F(SdkExample, IsNotSelectedForAGpuDevice) {
+TEST_F(SdkExample, IsSelectedOnGpusItsFatbinRunsOnOnly) {
   plugins::PluginHostOptions o;
   o.plugin_dirs = {build_};
   o.use_env_path = false;
@@ -157,11 +189,15 @@ TEST_F(SdkExample, IsNotSelectedForAGpuDevice) {
   memra_device_info gpu{};
   gpu.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
   gpu.backend = MEMRA_BACKEND_CUDA;
-  gpu.arch = "sm_90a";
   gpu.name = "test GPU";
-  auto q = host.quant_for("example_f32", gpu);
+  for (const char* arch : {"sm_90a", "sm_120a"}) {
+    gpu.arch = arch;
+    EXPECT_TRUE(host.quant_for("example_i8", gpu).ok()) << arch;
+  }
+  gpu.arch = "sm_80";
+  auto q = host.quant_for("example_i8", gpu);
   ASSERT_FALSE(q.ok());
-  EXPECT_THAT(q.error().message, ::testing::HasSubstr("example-f32 (score -1)"));
+  EXPECT_THAT(q.error().message, ::testing::HasSubstr("example-i8 (score -1)"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "host/tools/memra-kernel-check/harness.hpp"
 #include "repack/quant/ggml_type.hpp"
@@ -55,6 +56,10 @@ struct BenchOptions {
 // memra-kernel-check --bench (bench_int8_gemv.cpp): int8-activation vs today's GEMVs on
 // the Qwen3-8B decode shapes, GB/s and % of the measured copy bandwidth.
 void bench_int8_gemv(Device& d, const BenchOptions& o);
+
+// Quant plugins' own kernels (check_plugin_kernels.cpp, --plugin-dir): through the
+// backend's matmul op against the plugin's CPU matmul, and row invariance.
+void check_plugin_kernels(Device& d, Report& r, const CheckOptions& o, const std::vector<std::string>& plugin_dirs);
 
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);

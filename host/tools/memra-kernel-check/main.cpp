@@ -28,6 +28,7 @@ void usage() {
       "  --filter TEXT      only checks whose name contains TEXT\n"
       "  --quick            smaller shapes\n"
       "  --no-nvrtc         do not use NVRTC-specialised kernels in the ops\n"
+      "  --plugin-dir DIR   also check the kernels the quant plugins in DIR register (repeatable)\n"
       "  --bench            instead of the checks: time the int8-activation GEMVs against today's\n"
       "                     GEMVs on the Qwen3-8B decode shapes (GB/s, %% of the copy bandwidth)\n"
       "  --help             this text\n");
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   memra::kcheck::CheckOptions opts;
   std::string filter;
   bool bench = false;
+  std::vector<std::string> plugin_dirs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* flag) -> std::string {
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") opts.quick = true;
     else if (a == "--no-nvrtc") open.use_nvrtc = false;
     else if (a == "--bench") bench = true;
+    else if (a == "--plugin-dir") plugin_dirs.push_back(value("--plugin-dir"));
     else {
       std::fprintf(stderr, "memra-kernel-check: unknown option %s (see --help)\n", a.c_str());
       return 2;
@@ -108,6 +111,7 @@ int main(int argc, char** argv) {
   });
   report.filter = filter;
   memra::kcheck::run_all_checks(device, report, opts);
+  memra::kcheck::check_plugin_kernels(device, report, opts, plugin_dirs);
   std::error_code ec;
   std::filesystem::remove_all(opts.temp_dir, ec);
 

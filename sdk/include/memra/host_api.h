@@ -54,8 +54,14 @@ typedef struct memra_launch_config {
   uint32_t block[3];
   uint32_t shared_bytes;
   void* stream;       /* NULL = the host's current stream for this call */
+  /* 2.1: the kernel's parameters as `num_args` values of `arg_sizes[i]` bytes at args[i].
+   * With them the CUDA backend records the launch into the decode step's CUDA graph
+   * (it checks them against the kernel's own parameter layout); a launch without them
+   * ends the step's recording and runs eagerly. */
+  uint32_t num_args;
+  const size_t* arg_sizes;
 } memra_launch_config;
-#define MEMRA_LAUNCH_CONFIG_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_launch_config, stream)
+#define MEMRA_LAUNCH_CONFIG_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_launch_config, arg_sizes)
 
 /* A source to compile with NVRTC for the current device; the host caches the
  * CUBIN on disk keyed by (source hash, options, compute capability, NVRTC version). */
@@ -90,8 +96,11 @@ typedef struct memra_host_api {
                                uint64_t alignment, memra_buffer* out);
   void (*memory_free)(memra_host_ctx* ctx, memra_buffer* buffer);
 
-  /* Kernel modules: by name from lib/memra/kernels (fatbin picked by compute
-   * capability), or compiled from source with NVRTC. NULL on the CPU backend. */
+  /* Kernel modules: by name, <name>.fatbin from the calling plugin's own directory,
+   * else from lib/memra/kernels (SASS picked by compute capability), or compiled from
+   * source with NVRTC. They act on the CUDA backend the plugin is registering kernels
+   * for: call the first three inside memra_quant_api.register_kernels, kernel_launch
+   * inside a registered kernel's matmul (other times: MEMRA_ERR_UNSUPPORTED). */
   memra_status (*kernel_module_load)(memra_host_ctx* ctx, const char* module_name,
                                      memra_kernel_module** out);
   memra_status (*kernel_module_compile)(memra_host_ctx* ctx, const memra_nvrtc_request* request,

@@ -9,6 +9,7 @@
 #define MEMRA_QUANT_H
 
 #include "memra/abi.h"
+#include "memra/host_api.h"
 
 MEMRA_EXTERN_C_BEGIN
 
@@ -24,8 +25,44 @@ typedef struct memra_matmul_args {
   const float* x;
   float* y;
   void* stream;             /* CUDA stream, or NULL */
+  /* 2.1: on a GPU backend, the kernel_data of the memra_kernel_desc this call serves
+   * (the plugin's per-registration state: its kernel handles for that backend). */
+  void* kernel_data;
 } memra_matmul_args;
-#define MEMRA_MATMUL_ARGS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_matmul_args, stream)
+#define MEMRA_MATMUL_ARGS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_matmul_args, kernel_data)
+
+/* 2.1: a kernel a quant plugin registers in the host's kernel registry, keyed by
+ * (op, weight scheme, activation format, arch) with a score; for a key the backend
+ * runs the registered kernel with the highest score (the backend's built-ins
+ * register the same way). Ops: "matmul". Activation formats: "f32" (float32 rows in,
+ * float32 rows out). Arch: the device's memra_device_info.arch ("sm_90a", "sm_120a");
+ * a registration for another arch than the registrar's device is refused. */
+typedef struct memra_kernel_desc {
+  size_t struct_size;
+  const char* op;
+  const char* scheme;       /* one of the plugin's handles */
+  const char* activation;
+  const char* arch;
+  int32_t score;            /* >= 0 */
+  /* Runs y = x W^T with device pointers (args->backend = MEMRA_BACKEND_CUDA) on the
+   * backend's stream by host->kernel_launch with argument sizes, so a decode step stays
+   * one captured CUDA graph. Called with args->kernel_data = kernel_data below. */
+  memra_status (*matmul)(memra_plugin_ctx* ctx, const memra_matmul_args* args);
+  void* kernel_data;        /* plugin-owned, lives until the plugin's shutdown */
+} memra_kernel_desc;
+#define MEMRA_KERNEL_DESC_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_kernel_desc, kernel_data)
+
+typedef struct memra_kernel_registry memra_kernel_registry; /* opaque, host-owned */
+
+/* Handed to register_kernels: the device kernels are being registered for and the
+ * function that adds one (refused, with a message, for a bad op, scheme or arch). */
+typedef struct memra_kernel_registrar {
+  size_t struct_size;
+  memra_kernel_registry* registry;
+  const memra_device_info* device;
+  memra_status (*add)(memra_kernel_registry* registry, const memra_kernel_desc* desc);
+} memra_kernel_registrar;
+#define MEMRA_KERNEL_REGISTRAR_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_kernel_registrar, add)
 
 typedef struct memra_quant_api {
   size_t struct_size;
@@ -39,8 +76,13 @@ typedef struct memra_quant_api {
   memra_status (*dequantize)(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes,
                              int64_t rows, int64_t cols, float* dst);
   memra_status (*matmul)(memra_plugin_ctx* ctx, const memra_matmul_args* args);
+  /* 2.1, optional (NULL: no GPU kernels): called once per GPU backend before a model
+   * whose weights use one of this plugin's schemes is loaded on it. Load modules with
+   * host->kernel_module_load / kernel_module_compile and kernel_get here, then
+   * registrar->add one memra_kernel_desc per (op, scheme, activation, arch) served. */
+  memra_status (*register_kernels)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
 } memra_quant_api;
-#define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, matmul)
+#define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, register_kernels)
 
 MEMRA_EXTERN_C_END
 

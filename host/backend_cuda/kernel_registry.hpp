@@ -1,0 +1,100 @@
+// The kernel registry of a GPU backend: which kernel serves an op for a weight scheme,
+// an activation format and a device architecture. Entries come from the backend's
+// built-in kernels (builtin_kernels.cpp) and from quant plugins (memra_quant_api.
+// register_kernels, through the memra_kernel_registrar this builds); lookup picks the
+// highest score for the device, ties going to the earlier registration. Plain C++, no
+// driver calls, so the CPU test suite covers it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.hpp"
+#include "memra/quant.h"
+
+namespace memra::backend::cuda {
+
+struct KernelKey {
+  std::string op;          // "matmul"
+  std::string scheme;      // lower case, "q4_k", "example_i8"
+  std::string activation;  // "f32"
+  std::string arch;        // "sm_90a", "sm_120a"
+  bool operator==(const KernelKey&) const = default;
+};
+
+// A built-in matmul: the GEMV module and its kernels' geometry, and the prefill GEMM's
+// way in (none, the weight streamed as bf16 planes, or a dequantization kernel).
+struct BuiltinMatmul {
+  std::string module;                 // "matmul_q4_k"
+  std::string gemv_suffix;            // memra_gemv_<suffix>[_u8|_u1]_t<N>
+  bool suffix_by_alignment = false;   // float schemes: _u8 when a row is 8-element aligned, else _u1
+  int64_t block_elems = 1;
+  int64_t block_bytes = 4;
+  int small_tile_rows = 1;            // GEMV rows per warp for tiles of up to 4 tokens
+  enum class Gemm { none, streams_bf16, dequantized } gemm = Gemm::none;
+  int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
+};
+
+// A plugin's matmul for one key (memra_kernel_desc).
+struct PluginMatmul {
+  memra_status (*matmul)(memra_plugin_ctx*, const memra_matmul_args*) = nullptr;
+  memra_plugin_ctx* ctx = nullptr;
+  void* kernel_data = nullptr;
+};
+
+struct KernelEntry {
+  KernelKey key;
+  int32_t score = 0;
+  std::string provider;  // "built-in" or the plugin's name
+  std::optional<BuiltinMatmul> builtin;
+  std::optional<PluginMatmul> plugin;
+};
+
+// The operations and activation formats an entry may name today.
+bool known_kernel_op(const std::string& op);
+bool known_activation(const std::string& activation);
+
+class KernelRegistry {
+ public:
+  explicit KernelRegistry(std::string device_arch) : arch_(std::move(device_arch)) {}
+  const std::string& device_arch() const { return arch_; }
+
+  // Refuses (with the reason) an unknown op or activation, an empty scheme, a negative
+  // score, or an arch other than the device's: an entry the device could never run.
+  Status add(KernelEntry entry);
+  // add()'s checks alone (the entry, scheme lower-cased, as add would keep it).
+  Status check(KernelEntry& entry) const;
+  // The highest-scoring entry for (op, scheme, activation) on this device; nullptr if none.
+  const KernelEntry* find(const std::string& op, const std::string& scheme, const std::string& activation) const;
+  // Schemes with an entry for op on this device, sorted, for messages.
+  std::vector<std::string> schemes(const std::string& op) const;
+  size_t size() const { return entries_.size(); }
+
+  // A memra_kernel_registrar whose add() registers a plugin's descriptors here under
+  // `plugin_name`, with `ctx` as the plugin context its matmul is called with. The
+  // registrar (and the device info it points at) must outlive register_kernels.
+  struct PluginRegistrar {
+    memra_kernel_registrar registrar{};
+    KernelRegistry* registry = nullptr;
+    std::string plugin_name;
+    memra_plugin_ctx* plugin_ctx = nullptr;
+    std::string last_error;  // why an add() was refused (the first refusal)
+    std::vector<KernelEntry> staged;  // accepted, added by commit() once register_kernels succeeded
+    // A registration with a refused descriptor adds nothing: the plugin's kernels are
+    // all in or all out.
+    Status commit();
+  };
+  void make_registrar(PluginRegistrar& out, const memra_device_info* device, std::string plugin_name,
+                      memra_plugin_ctx* plugin_ctx);
+
+ private:
+  std::string arch_;
+  std::vector<KernelEntry> entries_;
+};
+
+// The lower-case form of a scheme name (weights carry it as stored in the manifest).
+std::string lower_scheme(const char* s);
+
+}  // namespace memra::backend::cuda
