@@ -18,7 +18,6 @@ namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::run_command;
 using repack_test::TempDir;
 

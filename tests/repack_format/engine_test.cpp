@@ -21,7 +21,6 @@ namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::TempDir;
 
 plugins::PluginHost& plugin_host() { return memra::testing::build_plugins(); }

@@ -19,7 +19,6 @@
 namespace {
 
 using namespace memra;
-using memra::repack_test::fixtures;
 
 quant::GgmlType ggml_of(quant::QuantScheme s) {
   switch (s) {

@@ -28,7 +28,6 @@ namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::TempDir;
 
 std::vector<std::string> fixture_sources() {

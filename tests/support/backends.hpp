@@ -60,15 +60,14 @@ struct BackendName {
   std::string operator()(const ::testing::TestParamInfo<memra_backend_kind>& info) const { return backend_name(info.param); }
 };
 
-// A suite over backends: skips (with the reason) where the backend cannot run.
+// A suite over backends (GetParam() is the kind): skips, with the reason, where the
+// backend cannot run.
 class BackendTest : public ::testing::TestWithParam<memra_backend_kind> {
  protected:
   void SetUp() override {
     if (const std::string why = backend_unavailable(GetParam()); !why.empty())
       GTEST_SKIP() << backend_name(GetParam()) << " backend unavailable: " << why;
   }
-  memra_backend_kind backend_kind() const { return GetParam(); }
-  engine::EngineOptions options() const { return engine_options(GetParam()); }
 };
 
 }  // namespace memra::testing
