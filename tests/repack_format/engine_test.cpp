@@ -16,6 +16,7 @@
 #include "repack/tool/repack.hpp"
 #include "tests/repack_format/helpers.hpp"
 #include "tests/support/build_plugins.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace {
 
@@ -25,10 +26,7 @@ using repack_test::TempDir;
 
 plugins::PluginHost& plugin_host() { return memra::testing::build_plugins(); }
 
-std::vector<int32_t> prompt() {
-  const auto ref = nlohmann::json::parse(std::ifstream(memra::testing::fixture("models/llama/reference.json")));
-  return ref["input_ids"].get<std::vector<int32_t>>();
-}
+std::vector<int32_t> prompt() { return memra::testing::reference_prompt(memra::testing::fixture("models/llama")); }
 
 // Prefill logits at every position, then 8 greedy decode steps' logits.
 Result<std::vector<std::vector<float>>> run_model(const fs::path& path, std::string* format) {
