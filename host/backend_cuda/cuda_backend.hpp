@@ -39,6 +39,7 @@ struct SchemeInfo {
   std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
   uint64_t row_bytes = 0;
   int small_tile_rows = 1;  // rows per warp of the GEMV for tiles up to 4 tokens (fp8: 2)
+  bool int8 = false;        // int8x32 activations (ref::matmul_activation): the int8 GEMV
 };
 
 // The batch arrays of one forward step, on the device.
@@ -253,7 +254,7 @@ class CudaBackend {
   // Plugin kernels: matmul calls into plugins, and their launches by how they ran.
   int64_t plugin_matmuls_ = 0, plugin_launches_replayed_ = 0, plugin_launches_captured_ = 0, plugin_launches_eager_ = 0;
   std::unique_ptr<KernelRegistry> registry_;
-  Error no_kernel(const std::string& scheme) const;
+  Error no_kernel(const std::string& scheme, const std::string& activation) const;
   std::string last_error_;
   memra_backend_ops ops_{};
 
@@ -274,6 +275,21 @@ class CudaBackend {
   memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                              CUdeviceptr y);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
+  // Integer-activation matmuls (ops_matmul.cpp): rows of x quantised into step scratch
+  // once and reused by the next matmuls over the same rows (q/k/v, gate/up) while no
+  // other write happened: write_epoch_ counts launches and copies into device memory.
+  struct QuantizedRows {
+    bool valid = false;
+    CUdeviceptr x = 0, row_index = 0, q = 0, meta = 0;
+    int64_t m = 0, cols = 0;
+    uint64_t epoch = 0;  // write_epoch_ after the matmul that last used them
+  };
+  Result<const QuantizedRows*> quantized_rows(CUdeviceptr x, int64_t cols, CUdeviceptr row_index, int64_t m,
+                                              uint64_t entry_epoch);
+  memra_status matmul_gemv8(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x,
+                            CUdeviceptr row_index, int64_t m, CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
+  QuantizedRows act_q8_;
+  uint64_t write_epoch_ = 0;
   std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
   // The logits tensor of this step's logits_output, kept on the device for sample_rows
   // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.

@@ -62,6 +62,11 @@ bool int8_scheme(const std::string& name, Int8Scheme* out) {
   return true;
 }
 
+bool int8_activation_matmul(const std::string& scheme, int64_t cols) {
+  Int8Scheme s;
+  return int8_scheme(scheme, &s) && cols > 0 && cols % 256 == 0;
+}
+
 int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols) {
   switch (s) {
     case Int8Scheme::q8_0: return cols / 32 * 34;
@@ -91,6 +96,14 @@ bool quantize_act_q8(const float* x, int64_t m, int64_t cols, int8_t* q, float* 
     meta[2 * b] = d;
     meta[2 * b + 1] = d * static_cast<float>(sum);
   }
+  return true;
+}
+
+bool dequantize_act_q8(const int8_t* q, const float* meta, int64_t m, int64_t cols, float* x) {
+  if (cols <= 0 || cols % kInt8Block != 0) return false;
+  const int64_t blocks = m * (cols / kInt8Block);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int i = 0; i < kInt8Block; ++i) x[b * kInt8Block + i] = static_cast<float>(q[b * kInt8Block + i]) * meta[2 * b];
   return true;
 }
 

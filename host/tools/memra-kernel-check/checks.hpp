@@ -99,4 +99,9 @@ struct RefWeight {
 };
 RefWeight ref_weight(const std::string& scheme, const std::vector<uint8_t>& w, int64_t rows, int64_t cols);
 
+// The backend matmul's reference for a scheme on int8 activations: each row of x
+// quantised (ref::quantize_act_q8), then ref::gemv_int8. False for other schemes.
+bool int8_matmul_ref(const std::string& scheme, const std::vector<uint8_t>& w, int64_t rows, int64_t cols,
+                     const std::vector<float>& x, int64_t m, const float* bias, float* y);
+
 }  // namespace memra::kcheck
