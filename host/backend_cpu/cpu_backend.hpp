@@ -68,6 +68,9 @@ class CpuBackend {
   memra_status allocate_kv();
   // Frees the previous step's scratch tensors; call before each model_forward.
   void begin_step();
+  // The step's batch, for ops that take none (matmul: its prompt rows). embedding and
+  // attention note it too; a pipeline stage that sees neither first calls this.
+  void prepare_batch(const memra_forward_batch* batch);
   // Detail of the last failing op (empty when none).
   const std::string& last_error() const { return last_error_; }
 
@@ -114,6 +117,11 @@ class CpuBackend {
   RecurrentStateConfig state_;
   std::vector<std::vector<uint8_t>> state_cache_;  // per layer: [slots][layer_bytes[l]]
   std::deque<std::vector<float>> scratch_;
+  // The step's row kinds (prepare_batch): prompt flag per token, the gathered logits rows.
+  std::vector<uint8_t> prompt_flags_;
+  std::vector<int32_t> logits_rows_;
+  std::vector<uint8_t> matmul_row_kinds(int64_t m) const;
+  memra_status matmul_prompt_rows_f32(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds);
   std::string last_error_;
   memra_backend_ops ops_{};
 };

@@ -48,8 +48,8 @@ BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes
 }
 
 // kernels/matmul/matmul8_<scheme>.cu: the integer-activation GEMVs (int8x32
-// activations, numeric contract v2); prompt rows take the same GEMM as the f32 entry,
-// on the quantised activations.
+// activations of generated rows, numeric contract v2); prompt rows take the same f32
+// GEMM as the f32 entry.
 BuiltinMatmul int8_gemv(const std::string& scheme, int64_t elems, int64_t bytes) {
   BuiltinMatmul m = block_gemv(scheme, elems, bytes);
   m.module = "matmul8_" + scheme;

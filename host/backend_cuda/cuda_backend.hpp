@@ -142,7 +142,8 @@ class CudaBackend {
   memra_status after_op(const char* what);
   // Device address of an uploaded weight (by its host address); 0 + error if absent.
   CUdeviceptr resolve(const memra_weight* w, memra_status* st);
-  Result<SchemeInfo> scheme(const memra_weight* w) const;
+  // activation: the format to look up; NULL = the weight's own (ref::matmul_activation).
+  Result<SchemeInfo> scheme(const memra_weight* w, const char* activation = nullptr) const;
   Result<const DeviceBatch*> device_batch(const memra_forward_batch* batch);
   Result<CUdeviceptr> rope_inv_freq(const memra_rope_params& p, float* attention_factor);
   Kernel* nvrtc_rms_norm(int64_t dim);
@@ -272,6 +273,8 @@ class CudaBackend {
                            CUdeviceptr y, CUdeviceptr bias);
   memra_status matmul_gemm(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t n,
+                                CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
   memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                              CUdeviceptr y);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;

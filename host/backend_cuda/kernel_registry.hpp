@@ -37,7 +37,7 @@ struct BuiltinMatmul {
   int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
   // int8x32 activations: the GEMV is memra_gemv8_<kernel>_r<R>_t<NT> of `module`
   // (kernels/matmul/matmul8_<scheme>.cu, launch table gemv_int8_launch.hpp), fed by
-  // memra_quantize_act_q8_rows; prompt rows go to the GEMM through memra_gemm_split_rows_q8.
+  // memra_quantize_act_q8_rows, for generated rows; prompt rows take the f32 GEMM as before.
   bool int8_activations = false;
 };
 

@@ -16,11 +16,11 @@
 // through the GEMV (as before the GEMM existed).
 //
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
-// ref::matmul_activation) take int8 activations on every row, as their CPU reference
-// does (docs/ARCHITECTURE.md, "Per-scheme numerics"): generated rows are quantised per
-// row (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows) and
-// run the int8 GEMV, bitwise the reference; prompt rows are quantised the same way
-// into the GEMM's operand planes (memra_gemm_split_rows_q8).
+// ref::matmul_activation) take int8 activations on their generated rows, as their CPU
+// reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
+// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows),
+// then the int8 GEMV, bitwise the reference. Their prompt rows keep f32 activations
+// (the GEMM; with MEMRA_PREFILL_GEMM=0 the f32 GEMV), whatever the GEMM setting.
 //
 // Which kernel serves a scheme comes from the backend's kernel registry
 // (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
@@ -65,11 +65,11 @@ CudaBackend::GemmBuffer::~GemmBuffer() {
   if (ptr) cuMemFree(ptr);
 }
 
-Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
+Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w, const char* activation) const {
   if (!w->quant) return make_error(ErrorCode::invalid_argument, "weight has no quant scheme");
   const std::string name = lower_scheme(w->quant);
   if (w->ndim != 2) return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " is not a matrix");
-  const char* activation = ref::matmul_activation(name, w->shape[1]);
+  if (!activation) activation = ref::matmul_activation(name, w->shape[1]);
   const KernelEntry* e = registry_->find("matmul", name, activation);
   if (!e) return no_kernel(name, activation);
   SchemeInfo info;
@@ -149,30 +149,38 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
     return matmul_plugin(*s, wd, rows, cols, xd, m, od);
   }
 
-  // The path of each row follows its prompt flag; no flags, no prompt rows, or a
-  // scheme without a GEMM: every row on the GEMV, exactly as before.
-  const DeviceBatch::RowSplit* split = nullptr;
-  if (prefill_gemm_enabled() && s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
+  if (s->int8) {
+    // Generated rows on the int8 GEMV (bitwise the CPU reference), prompt rows on f32
+    // activations: the GEMM, or the f32 GEMV with MEMRA_PREFILL_GEMM=0.
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
-    split = *r;
-  }
-  if (s->int8) {
+    const DeviceBatch::RowSplit* split = *r;
     memra_status st = MEMRA_OK;
     if (!split || split->prompt == 0) {
       st = matmul_gemv8(*s, wd, rows, cols, xd, 0, m, od, bd, entry_epoch);
-    } else if (split->generated == 0) {
-      st = matmul_gemm(*s, wd, rows, cols, xd, m, 0, od, bd);
     } else {
-      // Mixed step: the generated rows are quantised by index (no gather), their
-      // results scattered back; the prompt rows through the GEMM.
-      const int64_t gen = split->generated;
-      st = matmul_gemm(*s, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd);
-      if (st == MEMRA_OK) st = gemm_buffer(gemm_rows_, static_cast<uint64_t>(gen * rows) * 4u);
-      if (st == MEMRA_OK) st = matmul_gemv8(*s, wd, rows, cols, xd, split->generated_rows, gen, gemm_rows_.ptr, bd, entry_epoch);
-      if (st == MEMRA_OK)
-        st = launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, gemm_rows_.ptr, rows,
-                    split->generated_rows, od);
+      const bool all_prompt = split->generated == 0;
+      if (prefill_gemm_enabled()) {
+        st = matmul_gemm(*s, wd, rows, cols, xd, all_prompt ? m : split->prompt, all_prompt ? 0 : split->prompt_rows, od, bd);
+      } else if (auto f = scheme(w, ref::kActivationF32); !f) {
+        st = fail(f.error());
+      } else if (f->entry->plugin) {
+        st = fail(MEMRA_ERR_UNSUPPORTED, "matmul: MEMRA_PREFILL_GEMM=0 with " + f->entry->provider + "'s f32 kernel for " + s->scheme +
+                                             " prompt rows is not supported (unset MEMRA_PREFILL_GEMM)");
+      } else if (all_prompt) {
+        st = matmul_gemv(*f, wd, rows, cols, xd, m, od, bd);
+      } else {
+        st = matmul_rows_gemv(*f, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd);
+      }
+      if (st == MEMRA_OK && !all_prompt) {
+        // The generated rows are quantised by index (no gather), their results scattered back.
+        const int64_t gen = split->generated;
+        st = gemm_buffer(gemm_rows_, static_cast<uint64_t>(gen * rows) * 4u);
+        if (st == MEMRA_OK) st = matmul_gemv8(*s, wd, rows, cols, xd, split->generated_rows, gen, gemm_rows_.ptr, bd, entry_epoch);
+        if (st == MEMRA_OK)
+          st = launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, gemm_rows_.ptr, rows,
+                      split->generated_rows, od);
+      }
     }
     if (st != MEMRA_OK) return st;
     // The quantised rows stay valid for the next matmul unless this one wrote over x.
@@ -183,6 +191,15 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
     }
     return MEMRA_OK;
   }
+
+  // The path of each row follows its prompt flag; no flags, no prompt rows, or a
+  // scheme without a GEMM: every row on the GEMV, exactly as before.
+  const DeviceBatch::RowSplit* split = nullptr;
+  if (prefill_gemm_enabled() && s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
+    auto r = matmul_split(m);
+    if (!r) return fail(r.error());
+    split = *r;
+  }
   if (!split || split->prompt == 0) return matmul_gemv(*s, wd, rows, cols, xd, m, od, bd);
   if (split->generated == 0) return matmul_gemm(*s, wd, rows, cols, xd, m, 0, od, bd);
 
@@ -190,17 +207,22 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   // the generated rows gathered, through the GEMV on their own, scattered back.
   if (const memra_status g = matmul_gemm(*s, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd); g != MEMRA_OK)
     return g;
-  const int64_t gen = split->generated;
-  const uint64_t x_bytes = align_up(static_cast<uint64_t>(gen * cols) * 4u, 256);
-  if (const memra_status b = gemm_buffer(gemm_rows_, x_bytes + static_cast<uint64_t>(gen * rows) * 4u); b != MEMRA_OK) return b;
+  return matmul_rows_gemv(*s, wd, rows, cols, xd, split->generated, split->generated_rows, od, bd);
+}
+
+// out[row_index[i]] = the f32-activation GEMV of x[row_index[i]], i < n: the rows
+// gathered, run on their own (bitwise what they compute in any other batch), scattered back.
+memra_status CudaBackend::matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                           int64_t n, CUdeviceptr row_index, CUdeviceptr od, CUdeviceptr bd) {
+  const uint64_t x_bytes = align_up(static_cast<uint64_t>(n * cols) * 4u, 256);
+  if (const memra_status b = gemm_buffer(gemm_rows_, x_bytes + static_cast<uint64_t>(n * rows) * 4u); b != MEMRA_OK) return b;
   const CUdeviceptr xs = gemm_rows_.ptr, ys = gemm_rows_.ptr + x_bytes;
-  if (const memra_status g = launch("matmul_gemm", "memra_gemm_gather_rows", static_cast<unsigned>(gen), 1, 256, 0, xd, cols,
-                                    split->generated_rows, xs);
+  if (const memra_status g = launch("matmul_gemm", "memra_gemm_gather_rows", static_cast<unsigned>(n), 1, 256, 0, xd, cols,
+                                    row_index, xs);
       g != MEMRA_OK)
     return g;
-  if (const memra_status g = matmul_gemv(*s, wd, rows, cols, xs, gen, ys, bd); g != MEMRA_OK) return g;
-  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, ys, rows,
-                split->generated_rows, od);
+  if (const memra_status g = matmul_gemv(s, wd, rows, cols, xs, n, ys, bd); g != MEMRA_OK) return g;
+  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(n), 1, 256, 0, ys, rows, row_index, od);
 }
 
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
@@ -345,8 +367,7 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
   if (const memra_status b = gemm_buffer(gemm_x_, plane * (precise ? 2 : 1)); b != MEMRA_OK) return b;
   const CUdeviceptr a_hi = gemm_x_.ptr, a_lo = precise ? gemm_x_.ptr + plane : 0;
   const int64_t lda = cols;
-  const char* split_kernel = s.int8 ? "memra_gemm_split_rows_q8" : "memra_gemm_split_rows";
-  if (const memra_status g = launch("matmul_gemm", split_kernel, static_cast<unsigned>(m), 1, 256, 0, xd, cols,
+  if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
                                     row_index, static_cast<int32_t>(m), lda, a_hi, a_lo);
       g != MEMRA_OK)
     return g;

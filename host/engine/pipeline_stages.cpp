@@ -18,6 +18,10 @@ class CpuStage final : public PipelineStage {
     backend_.begin_step();
     return {};
   }
+  Status prepare_batch(const memra_forward_batch& batch) override {
+    backend_.prepare_batch(&batch);  // its matmuls' prompt rows
+    return {};
+  }
   Status copy_kv_block(int32_t from, int32_t to) override {
     const int64_t n = backend_.kv_config().num_blocks;
     if (from < 0 || to < 0 || from >= n || to >= n) return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");

@@ -1,9 +1,6 @@
 // Module matmul_gemm: the prefill GEMM (gemm_mma.cuh) and its operand passes.
 //  - memra_gemm_split_rows: f32 activation rows (optionally gathered by index) into
 //    bf16 hi/lo planes;
-//  - memra_gemm_split_rows_q8: the same for schemes with int8 activations: each row
-//    quantised in 32-element blocks exactly as the decode path does (gemv_int8.cuh),
-//    the planes holding (float)q * d;
 //  - memra_gemm_dequant_<scheme>: weight rows into bf16 hi/lo planes, each element
 //    the exact f32 value of the decode path's dequantizer (dequant_units.cuh, used
 //    as it is), then split;
@@ -13,7 +10,6 @@
 #include "kernels/matmul/dequant_units.cuh"
 #include "kernels/matmul/fp8_units.cuh"
 #include "kernels/matmul/gemm_mma.cuh"
-#include "kernels/matmul/gemv_int8.cuh"
 
 namespace {
 using namespace memra::cuda;
@@ -68,30 +64,6 @@ extern "C" __global__ void __launch_bounds__(256) memra_gemm_split_rows(const fl
     const float4 a = *reinterpret_cast<const float4*>(xr + c);
     const float4 b = *reinterpret_cast<const float4*>(xr + c + 4);
     const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    store_planes<8>(v, hi + i * lda + c, lo ? lo + i * lda + c : nullptr);
-  }
-}
-
-// As memra_gemm_split_rows for a scheme with int8 activations (gemv_int8_ref.hpp): the
-// planes hold x' = (float)q * d of each element's 32-block quantisation; k % 256 == 0
-// (whole warps take part in each block's shuffles).
-extern "C" __global__ void __launch_bounds__(256) memra_gemm_split_rows_q8(const float* x, int64_t k, const int32_t* rows,
-                                                                           int32_t m, int64_t lda, __nv_bfloat16* hi,
-                                                                           __nv_bfloat16* lo) {
-  const int32_t i = blockIdx.x;
-  if (i >= m) return;
-  const int64_t src = rows ? rows[i] : i;
-  const float* xr = x + src * k;
-  for (int64_t c = static_cast<int64_t>(threadIdx.x) * 8; c < k; c += 256 * 8) {
-    const float4 a = *reinterpret_cast<const float4*>(xr + c);
-    const float4 b = *reinterpret_cast<const float4*>(xr + c + 4);
-    const float e[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    float d;
-    int q[8], sum;
-    memra::cuda::i8::quantize_block8(e, d, q, sum);
-    float v[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = __fmul_rn(static_cast<float>(q[j]), d);
     store_planes<8>(v, hi + i * lda + c, lo ? lo + i * lda + c : nullptr);
   }
 }

@@ -99,14 +99,6 @@ bool quantize_act_q8(const float* x, int64_t m, int64_t cols, int8_t* q, float* 
   return true;
 }
 
-bool dequantize_act_q8(const int8_t* q, const float* meta, int64_t m, int64_t cols, float* x) {
-  if (cols <= 0 || cols % kInt8Block != 0) return false;
-  const int64_t blocks = m * (cols / kInt8Block);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int i = 0; i < kInt8Block; ++i) x[b * kInt8Block + i] = static_cast<float>(q[b * kInt8Block + i]) * meta[2 * b];
-  return true;
-}
-
 bool gemv_int8(Int8Scheme s, const uint8_t* w, int64_t rows, int64_t cols, const int8_t* xq, const float* xmeta,
                int64_t m, const float* bias, float* y) {
   if (cols <= 0 || cols % 256 != 0) return false;

@@ -37,11 +37,13 @@ enum class Int8Scheme { q8_0, q4_0, q4_k };
 // "q8_0" | "q4_0" | "q4_k"; false otherwise.
 bool int8_scheme(const std::string& name, Int8Scheme* out);
 
-// The activation format of a matmul: the one rule every backend follows (the CPU
-// reference in the quant plugins, the CUDA backend's registry lookup, kernel-check).
-// A weight of an integer scheme whose rows are whole 256-element runs takes int8
-// activations, every row of the matmul (prompt and generated alike); any other
-// weight takes f32 activations. The name is the kernel registry's activation key.
+// The activation format of a matmul's generated rows (decode, speculative verify): the
+// one rule every backend follows (the CPU reference in the quant plugins, the CUDA
+// backend's registry lookup, kernel-check). A weight of an integer scheme whose rows
+// are whole 256-element runs takes int8 activations; any other weight takes f32.
+// Prompt rows (memra_forward_batch.prompt_tokens) take f32 activations for every
+// scheme (docs/ARCHITECTURE.md, "Per-scheme numerics"). The name is the kernel
+// registry's activation key.
 constexpr const char* kActivationInt8 = "int8x32";
 constexpr const char* kActivationF32 = "f32";
 bool int8_activation_matmul(const std::string& scheme, int64_t cols);
@@ -55,10 +57,6 @@ constexpr int kInt8Partials = 128;  // the kernels' threads per row (4 warps)
 
 // x [m][cols] -> q [m][cols], meta [m][cols/32][2] = {d, s}. False when cols % 32 != 0.
 bool quantize_act_q8(const float* x, int64_t m, int64_t cols, int8_t* q, float* meta);
-
-// The f32 values the codes stand for, x'[t][i] = (float)q * d (one f32 multiply): the
-// operand of the prefill GEMM on quantised activations (its CPU model).
-bool dequantize_act_q8(const int8_t* q, const float* meta, int64_t m, int64_t cols, float* x);
 
 // y[t][r] = sum_u unit(t, r, u) (+ bias[r]) in the order above. False when cols % 256 != 0.
 bool gemv_int8(Int8Scheme s, const uint8_t* w, int64_t rows, int64_t cols, const int8_t* xq, const float* xmeta,

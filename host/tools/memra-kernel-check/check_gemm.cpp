@@ -11,16 +11,15 @@
 //    without flags), prompt rows bitwise equal to a pure-prompt step, and the same
 //    for a matmul over gathered logits rows.
 // Bounds (normalised MSE): precise (default) 1e-9 vs exact, fast (bf16) 1e-5 vs exact,
-// both 1e-10 vs the model. For schemes on int8 activations (q8_0, q4_0, q4_k) the GEMM's
-// operand is the quantised rows' values (memra_gemm_split_rows_q8), so exact and model
-// take those (gemm_operand).
+// both 1e-10 vs the model. Prompt rows take f32 activations for every scheme (the int8
+// schemes' generated rows in the mixed steps below run the int8 GEMV, bitwise a pure
+// decode step's).
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/matmul/gemm_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 
 namespace memra::kcheck {
@@ -129,18 +128,6 @@ class Gemm {
   memra_weight tbl_{};
 };
 
-// The activations the GEMM multiplies: x itself, or for a scheme on int8 activations
-// the values its quantisation stands for (ref::dequantize_act_q8), so "exact" is the
-// exact product of what the reference backend computes with.
-std::vector<float> gemm_operand(const std::string& scheme, const std::vector<float>& x, int64_t m, int64_t cols) {
-  if (!ref::int8_activation_matmul(scheme, cols)) return x;
-  std::vector<int8_t> q(x.size());
-  std::vector<float> meta(x.size() / 16), out(x.size());
-  if (!ref::quantize_act_q8(x.data(), m, cols, q.data(), meta.data()) || !ref::dequantize_act_q8(q.data(), meta.data(), m, cols, out.data()))
-    throw Failure("int8 activation reference refused the shape");
-  return out;
-}
-
 std::vector<float> row_of(const std::vector<float>& y, int64_t row, int64_t width) {
   return {y.begin() + row * width, y.begin() + (row + 1) * width};
 }
@@ -180,9 +167,8 @@ void check_gemm(Device& d, Report& r, const CheckOptions& o) {
           const float* bp = c.bias ? bias.data() : nullptr;
           std::vector<float> exact(static_cast<size_t>(c.m * c.rows)), model(exact.size());
           const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
-          const std::vector<float> xo = gemm_operand(s, x, c.m, c.cols);
-          if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, xo.data(), c.m, bp, exact.data()) ||
-              !ref::gemm_rows(rw.type, rw.bytes.data(), c.rows, c.cols, xo.data(), c.m, bp, prec, model.data()))
+          if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, bp, exact.data()) ||
+              !ref::gemm_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, bp, prec, model.data()))
             throw Failure("reference refused the shape");
           const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
           const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;
