@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "host/backend_cuda/builtin_kernels.hpp"
-#include "host/backend_cuda/kernel_registry.hpp"
+#include "host/backend/cuda/builtin_kernels.hpp"
+#include "host/backend/cuda/kernel_registry.hpp"
 #include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace {
