@@ -57,7 +57,7 @@ TEST(ServerModels, DefaultModelServesAndItsCurlExampleWorksAsPrinted) {
   auto doc = nlohmann::json::parse(answer, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << command << "\n->\n" << answer;
   EXPECT_EQ(doc["object"], "chat.completion") << answer;
-  EXPECT_EQ(doc["model"], "memra-tiny-random");
+  EXPECT_EQ(doc["model"], "memra-demo");
   // The example asks for 16 tokens; unseeded sampling may end early at the end-of-text token.
   EXPECT_GE(doc["usage"]["completion_tokens"].get<int>(), 1) << answer;
   EXPECT_LE(doc["usage"]["completion_tokens"].get<int>(), 16) << answer;
