@@ -121,13 +121,13 @@ void print_examples(const std::string& url, bool auth) {
             << "Try it with curl:\n"
             << "  curl -s " << url << "/v1/chat/completions -H 'Content-Type: application/json'" << header << " \\\n"
             << "    -d '{\"model\":\"" << model
-            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n"
+            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":48,\"temperature\":0.7}'\n"
             << "or with the openai client (Node, npm install openai):\n"
             << "  import OpenAI from \"openai\";\n"
             << "  const client = new OpenAI({ baseURL: \"" << url << "/v1\", apiKey: \""
             << (auth ? "YOUR_KEY" : "unused") << "\" });\n"
             << "  const r = await client.chat.completions.create({ model: \"" << model
-            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 16 });\n"
+            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 48, temperature: 0.7 });\n"
             << "  console.log(r.choices[0].message.content);\n"
             << "Serve a real model with --model PATH (docs/SERVING.md).\n"
             << std::flush;
