@@ -166,7 +166,7 @@ int run(const Args& a) {
                 std::to_string(a.ctx) + ": give a longer text or a smaller --ctx");
 
   engine::EngineOptions eo;
-  eo.backend = a.backend == "cuda" ? MEMRA_BACKEND_CUDA : MEMRA_BACKEND_CPU;
+  eo.backend.kind = a.backend == "cuda" ? MEMRA_BACKEND_CUDA : MEMRA_BACKEND_CPU;
   eo.max_context = a.ctx;
   eo.max_sequences = 1;
   eo.kv_dtype = *engine::parse_kv_dtype(a.kv_dtype);
