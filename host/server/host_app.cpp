@@ -102,8 +102,8 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_PP_SPLIT          as --pp-split\n"
          "  MEMRA_PP_DEVICES        as --pp-devices\n"
          "  MEMRA_PP_GROUPS         as --pp-groups\n"
-         "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
-         "served from <exe>/../share/memra/default_model.\n"
+         "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-demo, a 6M-parameter Qwen3 trained\n"
+         "on public-domain English) is served from <exe>/../share/memra/default_model.\n"
          "\nExit codes: 0 ok, 64 bad flag/env value, 66 a model cannot be loaded, 69 backend not in this build,\n"
          "70 internal error, 71 cannot listen, 75 drain cut short, 77 registry gate refused a model,\n"
          "78 bad key file or registry.\n"
@@ -115,17 +115,18 @@ void print_examples(const std::string& url, bool auth) {
   const std::string model = kDefaultModelAlias;
   const std::string header = auth ? " -H 'Authorization: Bearer YOUR_KEY'" : "";
   std::cout << "\nServing the embedded default model '" << model
-            << "' (random weights: it proves the path; its text is gibberish).\n"
+            << "' (a 6M-parameter Qwen3 trained on public-domain English: it answers in English sentences\n"
+            << "but knows nothing).\n"
             << "Try it with curl:\n"
             << "  curl -s " << url << "/v1/chat/completions -H 'Content-Type: application/json'" << header << " \\\n"
             << "    -d '{\"model\":\"" << model
-            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n"
+            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":48,\"temperature\":0.7}'\n"
             << "or with the openai client (Node, npm install openai):\n"
             << "  import OpenAI from \"openai\";\n"
             << "  const client = new OpenAI({ baseURL: \"" << url << "/v1\", apiKey: \""
             << (auth ? "YOUR_KEY" : "unused") << "\" });\n"
             << "  const r = await client.chat.completions.create({ model: \"" << model
-            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 16 });\n"
+            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 48, temperature: 0.7 });\n"
             << "  console.log(r.choices[0].message.content);\n"
             << "Serve a real model with --model PATH (docs/SERVING.md).\n"
             << std::flush;
@@ -175,7 +176,7 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("FILE"));
   options.addOption(Option("model", "",
                            "model to serve (Hugging Face directory or .gguf), repeatable; +DRAFT gives it a draft "
-                           "model for speculative decoding; default: the embedded memra-tiny-random")
+                           "model for speculative decoding; default: the embedded memra-demo")
                         .argument("[ALIAS=]PATH[+DRAFT]")
                         .repeatable(true));
   options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
@@ -368,8 +369,8 @@ int HostApp::main(const std::vector<std::string>& args) {
                   dir.string());
       return EXIT_NOINPUT;
     }
-    log().information("no --model / MEMRA_MODELS given: serving the embedded default model %s from %s (random "
-                      "weights: it proves the whole path, its text is gibberish)",
+    log().information("no --model / MEMRA_MODELS given: serving the embedded default model %s from %s (a small "
+                      "Qwen3 trained on public-domain English: it answers in English sentences but knows nothing)",
                       std::string(kDefaultModelAlias), dir.string());
     specs.push_back({kDefaultModelAlias, dir.string(), ""});
   }

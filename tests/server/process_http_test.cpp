@@ -32,7 +32,7 @@ constexpr int kBodyLimit = 4096;
 // "tiny" is not loaded (404); the embedded default model is.
 const std::string kChat = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}]})";
 const std::string kDefaultChat =
-    R"({"model":"memra-tiny-random","messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
+    R"({"model":"memra-demo","messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
 
 #define EXPECT_OPENAI_ERROR(res, status_code, code, ...)                                              \
   do {                                                                                            \
@@ -129,7 +129,7 @@ TEST_F(ServerHttp, ReadyOnceTheDefaultModelIsLoaded) {
   auto res = call(get("/ready"));  // open even with keys, for probes
   EXPECT_EQ(res.status, 200) << res.body;
   EXPECT_EQ(nlohmann::json::parse(res.body),
-            nlohmann::json::parse(R"({"status":"ready","models":["memra-tiny-random"]})"));
+            nlohmann::json::parse(R"({"status":"ready","models":["memra-demo"]})"));
 }
 
 TEST_F(ServerHttp, ModelsNeedsAKey) {
@@ -150,10 +150,10 @@ TEST_F(ServerHttp, ModelsNeedsAKey) {
     auto doc = nlohmann::json::parse(res.body);
     EXPECT_EQ(doc["object"], "list");
     ASSERT_EQ(doc["data"].size(), 1u) << res.body;
-    EXPECT_EQ(doc["data"][0]["id"], "memra-tiny-random");
+    EXPECT_EQ(doc["data"][0]["id"], "memra-demo");
     EXPECT_EQ(doc["data"][0]["object"], "model");
     EXPECT_EQ(doc["data"][0]["owned_by"], "memra");
-    EXPECT_EQ(doc["data"][0]["max_model_len"], 4096);
+    EXPECT_EQ(doc["data"][0]["max_model_len"], 1024);  // memra-demo's max_position_embeddings
     EXPECT_GT(doc["data"][0]["created"].get<std::int64_t>(), 1600000000);
   }
 }
@@ -243,7 +243,7 @@ TEST_F(ServerHttp, UnknownModelIs404AndTheLoadedOneAnswers) {
   EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"tiny","prompt":"hi"})", kOther)), 404, "model_not_found",
                       "model");
   EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", kDefaultChat, kDisabled)), 403, "api_key_disabled");
-  EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"memra-tiny-random","prompt":"hi"})")), 401,
+  EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"memra-demo","prompt":"hi"})")), 401,
                       "missing_api_key");
   auto res = call(post("/v1/chat/completions", kDefaultChat, kGood));
   ASSERT_EQ(res.status, 200) << res.body;
@@ -390,7 +390,7 @@ TEST(ServerHttpOpen, WithoutKeysEverythingIsOpenAndTheLogSaysSo) {
   EXPECT_OPENAI_ERROR(http(host->port(), get("/debug/throw")), 404, "unknown_route");  // test routes off
   const std::string log = host->log();
   EXPECT_NE(log.find("auth: off"), std::string::npos) << log;
-  EXPECT_NE(log.find("no --model / MEMRA_MODELS given: serving the embedded default model memra-tiny-random"),
+  EXPECT_NE(log.find("no --model / MEMRA_MODELS given: serving the embedded default model memra-demo"),
             std::string::npos)
       << log;
 }

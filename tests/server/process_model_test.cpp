@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -57,10 +58,34 @@ TEST(ServerModels, DefaultModelServesAndItsCurlExampleWorksAsPrinted) {
   auto doc = nlohmann::json::parse(answer, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << command << "\n->\n" << answer;
   EXPECT_EQ(doc["object"], "chat.completion") << answer;
-  EXPECT_EQ(doc["model"], "memra-tiny-random");
-  // The example asks for 16 tokens; unseeded sampling may end early at the end-of-text token.
+  EXPECT_EQ(doc["model"], "memra-demo");
+  // The example asks for 48 tokens; the model usually ends its answer before, at <|im_end|>.
   EXPECT_GE(doc["usage"]["completion_tokens"].get<int>(), 1) << answer;
-  EXPECT_LE(doc["usage"]["completion_tokens"].get<int>(), 16) << answer;
+  EXPECT_LE(doc["usage"]["completion_tokens"].get<int>(), 48) << answer;
+  EXPECT_FALSE(doc["choices"][0]["message"]["content"].get<std::string>().empty()) << answer;
+}
+
+// The default model answers "Hello" greedily with the sentence transformers' greedy
+// decoding of the same checkpoint gave (scripts/demo_model/train_results.json, "samples"):
+// English, ended by the model itself at <|im_end|>.
+TEST(ServerModels, TheDefaultModelAnswersInEnglishAsTransformersDoes) {
+  const auto results = nlohmann::json::parse(
+      std::ifstream(std::filesystem::path(MEMRA_SOURCE_ROOT) / "scripts/demo_model/train_results.json"));
+  const auto& sample = results["samples"][0];
+  ASSERT_EQ(sample["user"], "Hello");
+  std::string want = sample["greedy"].get<std::string>();
+  ASSERT_TRUE(want.ends_with("<|im_end|>")) << want;
+  want.resize(want.size() - std::string("<|im_end|>").size());
+  std::string why;
+  auto host = HostProcess::start({}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  const auto res = http(host->port(), post("/v1/chat/completions",
+                                           R"({"model":"memra-demo","messages":[{"role":"user","content":"Hello"}],)"
+                                           R"("max_tokens":48,"temperature":0})"));
+  ASSERT_EQ(res.status, 200) << res.body;
+  const auto doc = nlohmann::json::parse(res.body);
+  EXPECT_EQ(doc["choices"][0]["message"]["content"], want) << res.body;
+  EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop") << res.body;
 }
 
 TEST(ServerModels, RegistryGate) {

@@ -190,7 +190,7 @@ std::vector<Case> cases() {
 
 TEST(ServingBadInput, HundredsOfMalformedRequestsGetClientErrorsAndTheServerSurvives) {
   std::string why;
-  auto host = HostProcess::start({"--max-body-bytes", std::to_string(kBodyLimit)}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--max-body-bytes", std::to_string(kBodyLimit)}), {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
   const std::vector<Case> all = cases();
