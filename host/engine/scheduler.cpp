@@ -29,6 +29,11 @@ bool SequenceHandle::wait(SequenceUpdate& out, std::chrono::milliseconds timeout
   return news;
 }
 
+bool SequenceHandle::wait_admitted(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return admitted_ || finish_ != FinishReason::none; });
+}
+
 void SequenceHandle::publish(const GeneratedToken* token, FinishReason finish, std::string error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -78,6 +83,7 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     return make_error(ErrorCode::invalid_argument, "the request needs more KV cache than this server has");
   auto job = std::make_unique<Job>();
   job->req = std::move(request);
+  job->queued_at = std::chrono::steady_clock::now();
   job->handle = std::make_shared<SequenceHandle>();
   job->handle->prompt_tokens_ = static_cast<int64_t>(job->req.prompt.size());
   auto handle = job->handle;
@@ -101,11 +107,18 @@ SchedulerStats Scheduler::stats() const {
 }
 
 void Scheduler::admit_locked() {
-  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_running) {
-    Job& job = *waiting_.front();
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int64_t>(running_.size()) < options_.max_running;) {
+    Job& job = **it;
+    if (!engine_.can_open_sequence()) break;  // recurrent-state slots: nobody can open
     const int64_t need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
-    if (reserved_blocks_ + need > stats_.kv_blocks_total) break;  // FIFO: wait for room
-    if (!engine_.can_open_sequence()) break;                      // ... and for recurrent-state slots
+    if (reserved_blocks_ + need > stats_.kv_blocks_total) {
+      // It does not fit yet. Smaller ones behind it may start (backfill) until it has
+      // waited the window; then they wait for it, so it cannot be starved.
+      if (now - job.queued_at >= options_.backfill_window) break;
+      ++it;
+      continue;
+    }
     reserved_blocks_ += need;
     job.reserved_blocks = need;
     std::vector<int32_t> prefix;
@@ -120,14 +133,16 @@ void Scheduler::admit_locked() {
     {
       std::lock_guard<std::mutex> hl(job.handle->mu_);
       job.handle->cached_tokens_ = job.prompt_done;
+      job.handle->admitted_ = true;
     }
+    job.handle->cv_.notify_all();
     stats_.prefix_hit_tokens += job.prompt_done;
     stats_.prompt_tokens += static_cast<int64_t>(job.req.prompt.size());
     int64_t in_group[2] = {0, 0};
     for (const auto& r : running_) ++in_group[r->group & 1];
     job.group = in_group[1] < in_group[0] ? 1 : 0;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+    running_.push_back(std::move(*it));
+    it = waiting_.erase(it);
   }
 }
 

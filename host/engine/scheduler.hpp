@@ -1,7 +1,10 @@
 // The serving scheduler: continuous batching over one Engine.
 //
-// Requests wait in a FIFO queue until the KV cache can hold their worst case
-// (prompt + max_tokens), so a running sequence never fails for lack of memory.
+// Requests wait in a queue (priority, then arrival) until the KV cache can hold
+// their worst case (prompt + max_tokens), so a running sequence never fails for
+// lack of memory. A queued sequence that does not fit yet does not block smaller
+// ones behind it that do (backfill) until it has waited backfill_window; from then
+// on nothing behind it starts before it does (starvation protection for the large).
 // Every iteration builds one engine step from all running sequences: a prefill
 // chunk for those still reading their prompt (bounded by a per-step token
 // budget) and one token for each decoding sequence. Sampling is keyed by (seed,
@@ -44,6 +47,8 @@ struct SchedulerOptions {
   int64_t max_step_tokens = 512;   // prefill chunk budget per step (decode tokens count too)
   int64_t max_running = 16;        // sequences decoding at once
   int64_t max_waiting = 256;       // queue bound; beyond it submit() fails with conflict
+  // How long a queued sequence that does not fit may be passed by later ones that do.
+  std::chrono::milliseconds backfill_window{5000};
   // Speculative decoding: off while make_drafter is empty. Called on the scheduler
   // thread, once per admitted sequence.
   std::function<std::unique_ptr<Drafter>()> make_drafter{};
@@ -96,6 +101,9 @@ class SequenceHandle {
   bool wait(SequenceUpdate& out, std::chrono::milliseconds timeout);
   // Stops the sequence; its KV is freed at the scheduler's next iteration.
   void cancel() { cancelled_.store(true); }
+  // Waits until the scheduler admitted the sequence (its KV is reserved) or it ended;
+  // false when `timeout` passed first.
+  bool wait_admitted(std::chrono::milliseconds timeout);
 
  private:
   friend class Scheduler;
@@ -105,6 +113,7 @@ class SequenceHandle {
   std::condition_variable cv_;
   std::vector<GeneratedToken> pending_;
   bool started_ = false;
+  bool admitted_ = false;
   FinishReason finish_ = FinishReason::none;
   std::string error_;
   int64_t prompt_tokens_ = 0;
@@ -152,6 +161,7 @@ class Scheduler {
     SequenceRequest req;
     std::shared_ptr<SequenceHandle> handle;
     int32_t seq = -1;
+    std::chrono::steady_clock::time_point queued_at;
     int64_t reserved_blocks = 0;
     int64_t prompt_done = 0;          // prompt tokens already in the KV cache
     std::vector<int32_t> output;

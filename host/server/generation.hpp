@@ -55,6 +55,11 @@ class GenerationRun {
   // is full (nothing stays submitted), invalid_argument when it can never run.
   static Result<std::unique_ptr<GenerationRun>> start(ServedModel& model, const GenerationSpec& spec);
   ~GenerationRun();
+
+  // Waits until the scheduler admitted every sequence (the device gate), polling
+  // `client_gone` every 50 ms. On timed_out or client_gone everything is cancelled.
+  enum class Admission { admitted, timed_out, client_gone };
+  Admission wait_admitted(std::chrono::milliseconds timeout, const std::function<bool()>& client_gone);
   GenerationRun(const GenerationRun&) = delete;
   GenerationRun& operator=(const GenerationRun&) = delete;
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -116,6 +117,9 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_MAX_WAITING       as --max-waiting\n"
          "  MEMRA_MAX_STEP_TOKENS   as --max-step-tokens\n"
          "  MEMRA_TENANT_QUEUE      as --tenant-queue\n"
+         "  MEMRA_DEFAULT_MAX_TOKENS as --default-max-tokens\n"
+         "  MEMRA_QUEUE_TIMEOUT_MS  as --queue-timeout-ms\n"
+         "  MEMRA_BACKFILL_MS       as --backfill-ms\n"
          "  MEMRA_SPEC              as --spec\n"
          "  MEMRA_SPEC_K            as --spec-k\n"
          "  MEMRA_DRAFT             as --draft\n"
@@ -219,6 +223,17 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("N"));
   options.addOption(Option("max-step-tokens", "", "prompt tokens per scheduler step, chunked prefill (default 512)")
                         .argument("N"));
+  options.addOption(Option("default-max-tokens", "",
+                           "tokens a request without max_tokens generates at most (also capped by the context left "
+                           "and the key's max_kv_tokens; default 1024, 0 = the context left)")
+                        .argument("N"));
+  options.addOption(Option("queue-timeout-ms", "",
+                           "longest wait in a model's scheduler queue before 503 (default 30000; 0 = no limit)")
+                        .argument("MS"));
+  options.addOption(Option("backfill-ms", "",
+                           "a queued request that does not fit yet is passed by smaller ones that do for this long, "
+                           "then they wait for it (default 5000; 0 = strict order)")
+                        .argument("MS"));
   options.addOption(Option("tenant-queue", "",
                            "requests per tenant waiting for admission before 429 at once (default 64)")
                         .argument("N"));
@@ -462,6 +477,8 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   config.admission = &admission;
   config.models_ready = !models.empty();  // loaded before serving; each scheduler thread runs from its creation
   config.version = MEMRA_VERSION;
+  config.default_max_tokens = options.default_max_tokens;
+  config.queue_timeout_ms = options.queue_timeout_ms > 0 ? options.queue_timeout_ms : std::numeric_limits<int>::max();
   Router router(config, keys, metrics, state);
   if (keys != nullptr) keys->watch(options.keys_reload_ms);
 

@@ -61,6 +61,9 @@ constexpr Setting kSettings[] = {
     {"max-waiting", "MEMRA_MAX_WAITING"},
     {"max-step-tokens", "MEMRA_MAX_STEP_TOKENS"},
     {"tenant-queue", "MEMRA_TENANT_QUEUE"},
+    {"default-max-tokens", "MEMRA_DEFAULT_MAX_TOKENS"},
+    {"queue-timeout-ms", "MEMRA_QUEUE_TIMEOUT_MS"},
+    {"backfill-ms", "MEMRA_BACKFILL_MS"},
     {"spec", "MEMRA_SPEC"},
     {"spec-k", "MEMRA_SPEC_K"},
     {"draft", "MEMRA_DRAFT"},
@@ -169,6 +172,18 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 0, 1 << 20);
     if (!n) return n.error();
     o.tenant_queue = *n;
+  } else if (name == "default-max-tokens") {
+    auto n = parse_int(value, what, 0, 1 << 20);
+    if (!n) return n.error();
+    o.default_max_tokens = *n;
+  } else if (name == "queue-timeout-ms") {
+    auto ms = parse_int(value, what, 0, 3600000);
+    if (!ms) return ms.error();
+    o.queue_timeout_ms = static_cast<int>(*ms);
+  } else if (name == "backfill-ms") {
+    auto ms = parse_int(value, what, 0, 3600000);
+    if (!ms) return ms.error();
+    o.backfill_ms = static_cast<int>(*ms);
   } else if (name == "spec") {
     auto kind = parse_spec_kind(value);
     if (!kind) return usage(what + ": " + kind.error().message);

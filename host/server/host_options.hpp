@@ -50,6 +50,9 @@ struct HostOptions {
   std::int64_t max_waiting = 256;
   std::int64_t max_step_tokens = 512;
   std::int64_t tenant_queue = 64;      // waiting requests per tenant before 429 at once
+  std::int64_t default_max_tokens = 1024;  // a request without max_tokens (token_budget.hpp); 0 = the context left
+  int queue_timeout_ms = 30000;        // longest wait in a scheduler's queue before 503; 0 = no limit
+  int backfill_ms = 5000;              // a queued sequence that does not fit is passed by smaller ones this long
   // Speculative decoding (docs/SERVING.md). spec "" = per model: draft where the
   // model has one (ALIAS=PATH+DRAFT, or --draft), else off.
   std::string spec;                    // "", off, ngram, draft, mtp

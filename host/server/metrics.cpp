@@ -127,6 +127,10 @@ struct Metrics::Impl {
         .Register(registry)
         .Add({{"version", MEMRA_VERSION}})
         .Set(1);
+    // Every refusal reason from the start at 0, so a rate() sees the first one.
+    for (const char* reason : {"header_timeout", "body_timeout", "slow_client", "bad_request", "connection_limit",
+                               "client_connection_limit", "overloaded"})
+      http_refused.Add({{"reason", reason}});
   }
 };
 

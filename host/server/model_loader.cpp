@@ -207,6 +207,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   so.max_running = options.max_running;
   so.max_waiting = options.max_waiting;
   so.max_step_tokens = options.max_step_tokens;
+  so.backfill_window = std::chrono::milliseconds(options.backfill_ms);
   so.pipeline_groups = options.pp_groups > 0 ? options.pp_groups : options.pipeline_stages > 1 ? 2 : 1;
   so.spec_k = static_cast<int>(options.spec_k);
   so.spec_max_batch = options.spec_max_batch;

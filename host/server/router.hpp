@@ -34,6 +34,8 @@ struct RouterConfig {
   TenantAdmission* admission = nullptr;  // per-tenant limits (null: none)
   bool models_ready = false;             // every model loaded and its scheduler running
   std::string version = "unknown";       // system_fingerprint in completions
+  std::int64_t default_max_tokens = 1024;  // --default-max-tokens (token_budget.hpp)
+  int queue_timeout_ms = 30000;            // --queue-timeout-ms: the scheduler's queue, per request
 };
 
 // What a route knows about the request beyond HTTP.
