@@ -10,6 +10,7 @@ const char* to_string(FinishReason r) {
     case FinishReason::length: return "length";
     case FinishReason::cancelled: return "cancelled";
     case FinishReason::error: return "error";
+    case FinishReason::aborted: return "aborted";
     default: return "none";
   }
 }
@@ -89,6 +90,7 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
   auto handle = job->handle;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!abort_reason_.empty()) return make_error(ErrorCode::conflict, abort_reason_);
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_waiting)
       return make_error(ErrorCode::conflict, "the server's queue is full");
     // Behind every queued job of the same or higher priority.
@@ -99,6 +101,14 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
   }
   cv_.notify_all();
   return handle;
+}
+
+void Scheduler::abort_all(std::string reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_reason_ = reason.empty() ? std::string("aborted by the server") : std::move(reason);
+  }
+  cv_.notify_all();
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -163,12 +173,17 @@ void Scheduler::update_stats_locked() {
 }
 
 void Scheduler::cancel_locked() {
-  // A client went away: free its KV within this iteration (a job in flight once its step is collected).
+  // A client went away: free its KV within this iteration (a job in flight once its step is
+  // collected). After abort_all(), every job goes the same way, as aborted.
+  const bool abort = !abort_reason_.empty();
   for (auto& j : running_)
-    if (!j->in_flight && j->handle->cancelled_.load()) finish(*j, FinishReason::cancelled);
+    if (!j->in_flight && (abort || j->handle->cancelled_.load()))
+      finish(*j, abort ? FinishReason::aborted : FinishReason::cancelled, abort ? abort_reason_ : std::string());
   std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
   for (auto& j : waiting_)
-    if (j->handle->cancelled_.load()) j->handle->publish(nullptr, FinishReason::cancelled, {});
+    if (abort || j->handle->cancelled_.load())
+      j->handle->publish(nullptr, abort ? FinishReason::aborted : FinishReason::cancelled, abort ? abort_reason_ : std::string());
+  if (abort) waiting_.clear();
   std::erase_if(waiting_, [](const auto& j) { return j->handle->cancelled_.load(); });
 }
 
@@ -374,8 +389,8 @@ void Scheduler::run() {
       update_stats_locked();
     }
   }
-  for (auto& j : running_) finish(*j, FinishReason::cancelled, "the server is shutting down");
-  for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::cancelled, "the server is shutting down");
+  for (auto& j : running_) finish(*j, FinishReason::aborted, "the server is shutting down");
+  for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::aborted, "the server is shutting down");
   running_.clear();
   waiting_.clear();
 }

@@ -74,7 +74,8 @@ struct SequenceRequest {
   int64_t priority = 0;            // waits ahead of queued requests of lower priority (FIFO among equals)
 };
 
-enum class FinishReason { none, stop, length, cancelled, error };
+// cancelled: by its consumer (SequenceHandle::cancel); aborted: by the server (abort_all, shutdown).
+enum class FinishReason { none, stop, length, cancelled, error, aborted };
 const char* to_string(FinishReason r);
 
 struct GeneratedToken {
@@ -153,6 +154,10 @@ class Scheduler {
   // cache; (conflict) when the waiting queue is full.
   Result<std::shared_ptr<SequenceHandle>> submit(SequenceRequest request);
   SchedulerStats stats() const;
+  // Ends every sequence, running or queued, with FinishReason::aborted and `reason`
+  // (at the scheduler's next iteration; a step in flight first completes). Later
+  // submissions fail. For a drain that runs out of time.
+  void abort_all(std::string reason);
   // Blocks needed to guarantee a request's completion (for admission decisions).
   int64_t blocks_for(int64_t tokens) const;
 
@@ -218,6 +223,7 @@ class Scheduler {
   int64_t reserved_blocks_ = 0;
   SchedulerStats stats_;
   bool stop_ = false;
+  std::string abort_reason_;  // set: abort_all() was called
   StepCostModel step_costs_;  // decode steps' wall time against their tokens (spec fallback)
   std::thread thread_;
 };

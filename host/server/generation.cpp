@@ -178,6 +178,7 @@ void GenerationRun::process(Choice& c, const engine::SequenceUpdate& u, std::chr
       case engine::FinishReason::stop: finish = "stop"; break;
       case engine::FinishReason::length: finish = "length"; break;
       default:
+        if (u.finish == engine::FinishReason::aborted) aborted_ = true;
         if (!error_) error_ = u.error.empty() ? std::string("the sequence was cancelled by the server") : u.error;
         finish = "error";
         break;

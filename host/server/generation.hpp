@@ -69,6 +69,8 @@ class GenerationRun {
   bool done() const;
   // Set when a sequence failed in the engine or was cancelled by the server (shutdown).
   const std::optional<std::string>& error() const { return error_; }
+  // The server ended it (a drain out of time, shutdown), not the engine failing.
+  bool aborted() const { return aborted_; }
   void cancel();
 
   std::size_t choices() const { return choices_.size(); }
@@ -92,6 +94,7 @@ class GenerationRun {
   GenerationSpec spec_;
   std::vector<std::unique_ptr<Choice>> choices_;
   std::optional<std::string> error_;
+  bool aborted_ = false;
   std::chrono::steady_clock::time_point start_;
 };
 

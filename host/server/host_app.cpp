@@ -85,6 +85,17 @@ void raise_descriptor_limit(int max_connections) {
   std::_Exit(code);
 }
 
+// The drain ran out of time: every scheduler ends its sequences as aborted, so each
+// stream sends an error event (server_shutting_down) and [DONE] and each JSON request
+// a 503; they get a moment to write it, then the process exits 75 without them.
+[[noreturn]] void cut_and_exit(ModelSet& models, ServerState& state) {
+  for (const auto& m : models.all()) m->scheduler->abort_all("the server is shutting down (the drain timeout passed)");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (state.admitted() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  exit_now(Poco::Util::Application::EXIT_TEMPFAIL);
+}
+
 std::string join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
@@ -543,9 +554,10 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   while (state.admitted() > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      log().error("drain timeout (%s ms) passed with %s request(s) still running; exiting without them",
+      log().error("drain timeout (%s ms) passed with %s request(s) still running; ending them (streams get an error "
+                  "event and [DONE]) and exiting",
                   std::to_string(options.drain_timeout_ms), std::to_string(state.admitted()));
-      exit_now(EXIT_TEMPFAIL);
+      cut_and_exit(models, state);
     }
     if (wait_for_termination_signal_for(static_cast<int>(std::min<long>(left.count(), 50)))) {
       log().warning("second termination signal: exiting now without %s running request(s)",

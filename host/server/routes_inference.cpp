@@ -121,7 +121,10 @@ void stream_answer(StreamJob& job, StreamSink& sink) {
   }
   record_end(*job.metrics, *job.model, job.tenant, run, finish);
   std::string tail;
-  if (run.error()) {
+  if (run.error() && run.aborted()) {
+    logger().warning("request %s: stream cut by the server: %s", std::to_string(job.request_id), *run.error());
+    tail += error_event(errors::shutting_down());
+  } else if (run.error()) {
     logger().error("request %s: generation failed mid-stream: %s", std::to_string(job.request_id), *run.error());
     tail += error_event(errors::generation_failed(*run.error()));
   } else if (job.include_usage) {
@@ -294,6 +297,7 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     }
   }
   record_end(metrics, *model, tenant, *run, finish);
+  if (run->error() && run->aborted()) return error_reply(errors::shutting_down());
   if (run->error()) {
     logger().error("request %s: generation failed: %s", std::to_string(ctx.request_id), *run->error());
     return error_reply(errors::generation_failed(*run->error()));

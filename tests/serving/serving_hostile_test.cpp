@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -225,6 +227,44 @@ TEST(ServingHostile, ProbesAnswerInUnderASecondBeside100Streams) {
   // The load was real: every worker held a stream and more waited.
   EXPECT_GT(most_queued, 0.0);
   if (HasFailure()) std::cerr << host->log();
+}
+
+// SIGTERM with a stream running and a drain timeout shorter than it: the stream ends
+// with an error event (server_shutting_down) and [DONE], not a cut connection, and
+// the process exits 75.
+TEST(ServingHostile, AStreamCutByTheDrainTimeoutGetsAnErrorEventAndDone) {
+  std::string why;
+  auto host = HostProcess::start({"--drain-timeout-ms", "300"}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  const std::string body = nlohmann::json{{"model", kModel},
+                                          {"messages", {{{"role", "user"}, {"content", "go on"}}}},
+                                          {"max_tokens", 4000},
+                                          {"ignore_eos", true},
+                                          {"stream", true}}
+                               .dump();
+  std::promise<void> first_text;
+  bool told = false;
+  auto stream = std::async(std::launch::async, [&] {
+    return sse_post(host->port(), "/v1/chat/completions", body, "", [&](const std::string& data) {
+      if (!told && data.find("\"content\":\"\"") == std::string::npos) {
+        told = true;
+        first_text.set_value();
+      }
+      return true;
+    });
+  });
+  first_text.get_future().wait();
+  host->signal(SIGTERM);
+  const SseResult r = stream.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.done) << "the stream was cut without [DONE]";
+  ASSERT_FALSE(r.events.empty());
+  const nlohmann::json last = nlohmann::json::parse(r.events.back());
+  EXPECT_EQ(last["error"]["code"], "server_shutting_down") << r.events.back();
+  EXPECT_LT(r.events.size(), 4000u) << "the stream was not cut";
+  const auto code = host->wait_exit(10000);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 75) << host->log();
 }
 
 }  // namespace
