@@ -87,10 +87,10 @@ void raise_descriptor_limit(int max_connections) {
 
 // The drain ran out of time: every scheduler ends its sequences as aborted, so each
 // stream sends an error event (server_shutting_down) and [DONE] and each JSON request
-// a 503; they get a moment to write it, then the process exits 75 without them.
+// a 503; they get up to 1 s to write it, then the process exits 75 without them.
 [[noreturn]] void cut_and_exit(ModelSet& models, ServerState& state) {
   for (const auto& m : models.all()) m->scheduler->abort_all("the server is shutting down (the drain timeout passed)");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (state.admitted() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   exit_now(Poco::Util::Application::EXIT_TEMPFAIL);
