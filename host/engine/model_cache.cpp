@@ -116,8 +116,7 @@ class ProgressLog {
 }  // namespace
 
 fs::path repack_lock_path(const fs::path& cache_dir, const fs::path& source) {
-  const std::string text = fs::absolute(source).lexically_normal().string();
-  return cache_dir / ".locks" / (format::sha256_hex(text.data(), text.size()).substr(0, 16) + ".lock");
+  return format::first_load_lock_path(cache_dir, source);
 }
 
 Result<PreparedModel> prepare_model(const std::string& source_text, const ModelCacheOptions& options) {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include "repack/format/sha256.hpp"
+
 namespace memra::format {
 
 FileLock& FileLock::operator=(FileLock&& o) noexcept {
@@ -21,6 +23,23 @@ FileLock& FileLock::operator=(FileLock&& o) noexcept {
 
 FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+std::filesystem::path first_load_lock_path(const std::filesystem::path& cache_dir, const std::filesystem::path& source) {
+  const std::string text = std::filesystem::absolute(source).lexically_normal().string();
+  return cache_dir / ".locks" / (sha256_hex(text.data(), text.size()).substr(0, 16) + ".lock");
+}
+
+Result<std::optional<FileLock>> FileLock::try_acquire(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return std::optional<FileLock>(FileLock(-1));  // nobody ever took it
+  if (fd < 0)
+    return make_error(ErrorCode::io, "cannot open the lock file " + file.string() + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return std::optional<FileLock>(FileLock(fd));
+  const int e = errno;
+  ::close(fd);
+  if (e == EWOULDBLOCK) return std::optional<FileLock>();
+  return make_error(ErrorCode::io, "cannot lock " + file.string() + ": " + std::strerror(e));
 }
 
 Result<FileLock> FileLock::acquire(const std::filesystem::path& file, const std::atomic<bool>* cancel,

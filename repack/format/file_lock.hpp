@@ -8,10 +8,15 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "core/common/result.hpp"
 
 namespace memra::format {
+
+// The lock that serialises first-load repacks of `source` in a repack cache (and that
+// memra-registry prune takes before it removes an unrecorded repack of that source).
+std::filesystem::path first_load_lock_path(const std::filesystem::path& cache_dir, const std::filesystem::path& source);
 
 class FileLock {
  public:
@@ -19,6 +24,9 @@ class FileLock {
   // `on_wait` once if another process holds it. Fails when `cancel` is set while waiting.
   static Result<FileLock> acquire(const std::filesystem::path& file, const std::atomic<bool>* cancel = nullptr,
                                   const std::function<void()>& on_wait = {});
+  // Without waiting: nullopt when another holder has it. A lock file that does not exist
+  // is free (and is not created).
+  static Result<std::optional<FileLock>> try_acquire(const std::filesystem::path& file);
   FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   FileLock& operator=(FileLock&& o) noexcept;
   FileLock(const FileLock&) = delete;

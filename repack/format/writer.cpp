@@ -84,16 +84,23 @@ uint64_t tree_bytes(const fs::path& dir) {
 
 }  // namespace
 
-StaleTempDirs remove_stale_temp_dirs(const fs::path& dir) {
-  StaleTempDirs out;
+std::vector<fs::path> stale_temp_dirs(const fs::path& dir) {
+  std::vector<fs::path> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    const long pid = temp_dir_pid(name);
+    const long pid = temp_dir_pid(e.path().filename().string());
     std::error_code e2;
-    if (pid == 0 || !e.is_directory(e2) || writer_alive(e.path(), pid)) continue;
-    const uint64_t bytes = tree_bytes(e.path());
-    if (fs::remove_all(e.path(), e2) > 0 && !e2) {
+    if (pid != 0 && e.is_directory(e2) && !writer_alive(e.path(), pid)) out.push_back(e.path());
+  }
+  return out;
+}
+
+StaleTempDirs remove_stale_temp_dirs(const fs::path& dir) {
+  StaleTempDirs out;
+  for (const fs::path& p : stale_temp_dirs(dir)) {
+    const uint64_t bytes = tree_bytes(p);
+    std::error_code ec;
+    if (fs::remove_all(p, ec) > 0 && !ec) {
       ++out.removed;
       out.bytes += bytes;
     }

@@ -118,6 +118,8 @@ struct StaleTempDirs {
   std::uint64_t bytes = 0;
 };
 StaleTempDirs remove_stale_temp_dirs(const std::filesystem::path& dir);
+// The same directories, listed and not removed.
+std::vector<std::filesystem::path> stale_temp_dirs(const std::filesystem::path& dir);
 
 // Current time as ISO-8601 UTC ("2026-01-02T03:04:05Z").
 std::string utc_now_iso8601();
