@@ -9,7 +9,10 @@
 #include "host/engine/draft_model.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
+#include "repack/format/reader.hpp"
 #include "repack/tool/fault_hook.hpp"
+#include "repack/tool/source.hpp"
+#include "repack/tool/validate.hpp"
 
 namespace memra::server {
 namespace {
@@ -130,6 +133,14 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   log.information("%s: loading the tokenizer and chat template", what);
   auto text = engine::load_text_model(spec.path, config);
   if (!text) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + text.error().message);
+
+  // Served in place: no repack checks its weights, so they are checked here (one pass).
+  if (!options.repack_on_load && !format::is_memra_dir(spec.path)) {
+    auto checked = repack::Source::open(spec.path, plugins);
+    if (!checked) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + checked.error().message);
+    if (auto finite = repack::check_all_finite(**checked); !finite)
+      return failure(LoadFailure::bad_model, "cannot load " + what + ": " + finite.error().message);
+  }
 
   // First load: repack into .memra once (after the gate, so nothing is written for a
   // refused model) and record provenance; later loads reuse the repack.

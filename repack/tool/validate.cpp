@@ -2,7 +2,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -141,6 +145,30 @@ Status check_finite(const Source& source, const SourceTensor& t, const std::func
     MEMRA_TRY(source.to_f32(t, first, count, f32.data()));
     MEMRA_TRY(check_finite(source, t, f32.data(), first, count));
   }
+  return {};
+}
+
+Status check_all_finite(const Source& source, int threads) {
+  const auto& ts = source.tensors();
+  const size_t n = std::max<size_t>(1, threads > 0 ? static_cast<size_t>(threads) : std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::optional<Error> first;
+  auto work = [&] {
+    for (size_t i = next++; i < ts.size() && !failed.load(); i = next++) {
+      if (auto st = check_finite(source, ts[i], [&] { return failed.load(); }); !st) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = st.error();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < std::min(n, ts.size()); ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (first) return *first;
   return {};
 }
 

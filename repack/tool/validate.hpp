@@ -25,4 +25,8 @@ Status check_finite(const Source& source, const SourceTensor& t, const float* va
 // Tensors of a scheme memra cannot convert (integers, some GGUF types) pass unchecked.
 Status check_finite(const Source& source, const SourceTensor& t, const std::function<bool()>& stop = {});
 
+// Every tensor of the source, on `threads` threads (0 = all cores): for a checkpoint
+// served in place (memra-host --no-repack), which no repack checks.
+Status check_all_finite(const Source& source, int threads = 0);
+
 }  // namespace memra::repack

@@ -136,6 +136,12 @@ TEST(ServerModels, ACheckpointThatCannotLoadIsRefusedWithNothingRepackedOrRecord
     auto reg = registry::Registry::open(home / "registry.db");
     ASSERT_TRUE(reg) << reg.error().message;
     EXPECT_TRUE(reg->list_checkpoints()->empty()) << "a checkpoint was recorded";
+    if (c.name == "a NaN weight") {  // served in place, it is refused too
+      const auto in_place = run_host({"--port", "0", "--no-repack", "--model", "m=" + model.string()},
+                                     {{"MEMRA_HOME", home.string()}});
+      EXPECT_EQ(in_place.exit_code, 66) << in_place.err;
+      EXPECT_NE(in_place.err.find(c.expected), std::string::npos) << in_place.err;
+    }
   }
 }
 
