@@ -55,6 +55,11 @@ class GenerationRun {
   // is full (nothing stays submitted), invalid_argument when it can never run.
   static Result<std::unique_ptr<GenerationRun>> start(ServedModel& model, const GenerationSpec& spec);
   ~GenerationRun();
+
+  // Waits until the scheduler admitted every sequence (the device gate), polling
+  // `client_gone` every 50 ms. On timed_out or client_gone everything is cancelled.
+  enum class Admission { admitted, timed_out, client_gone };
+  Admission wait_admitted(std::chrono::milliseconds timeout, const std::function<bool()>& client_gone);
   GenerationRun(const GenerationRun&) = delete;
   GenerationRun& operator=(const GenerationRun&) = delete;
 
@@ -64,6 +69,8 @@ class GenerationRun {
   bool done() const;
   // Set when a sequence failed in the engine or was cancelled by the server (shutdown).
   const std::optional<std::string>& error() const { return error_; }
+  // The server ended it (a drain out of time, shutdown), not the engine failing.
+  bool aborted() const { return aborted_; }
   void cancel();
 
   std::size_t choices() const { return choices_.size(); }
@@ -87,6 +94,7 @@ class GenerationRun {
   GenerationSpec spec_;
   std::vector<std::unique_ptr<Choice>> choices_;
   std::optional<std::string> error_;
+  bool aborted_ = false;
   std::chrono::steady_clock::time_point start_;
 };
 

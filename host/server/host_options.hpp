@@ -32,7 +32,13 @@ struct HostOptions {
   std::string registry_path;             // "" = the registry's default path
   std::size_t max_body_bytes = std::size_t{8} << 20;
   int drain_timeout_ms = 30000;
-  int threads = 64;
+  int threads = 0;  // HTTP workers; 0 = by design: every model's max_running + max_waiting, plus 32
+  // The HTTP front end (docs/SERVING.md, "Threads and connections").
+  int header_timeout_ms = 10000;           // a request's head, from its first byte
+  int body_timeout_ms = 60000;             // its body, from the end of the head
+  std::int64_t min_receive_rate = 1024;    // bytes/s over a request's read, after 2 s; 0 = off
+  int max_connections = 4096;
+  int max_client_connections = 256;        // per client address; 0 = no limit
   // Engine and scheduler (docs/FLAGS.md).
   BackendChoice backend = BackendChoice::auto_select;
   bool allow_generic = false;
@@ -44,6 +50,9 @@ struct HostOptions {
   std::int64_t max_waiting = 256;
   std::int64_t max_step_tokens = 512;
   std::int64_t tenant_queue = 64;      // waiting requests per tenant before 429 at once
+  std::int64_t default_max_tokens = 1024;  // a request without max_tokens (token_budget.hpp); 0 = the context left
+  int queue_timeout_ms = 30000;        // longest wait in a scheduler's queue before 503; 0 = no limit
+  int backfill_ms = 5000;              // a queued sequence that does not fit is passed by smaller ones this long
   // Speculative decoding (docs/SERVING.md). spec "" = per model: draft where the
   // model has one (ALIAS=PATH+DRAFT, or --draft), else off.
   std::string spec;                    // "", off, ngram, draft, mtp

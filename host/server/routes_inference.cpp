@@ -16,6 +16,7 @@
 #include "host/server/request_validation.hpp"
 #include "host/server/router.hpp"
 #include "host/server/served_model.hpp"
+#include "host/server/token_budget.hpp"
 
 namespace memra::server {
 namespace {
@@ -120,7 +121,10 @@ void stream_answer(StreamJob& job, StreamSink& sink) {
   }
   record_end(*job.metrics, *job.model, job.tenant, run, finish);
   std::string tail;
-  if (run.error()) {
+  if (run.error() && run.aborted()) {
+    logger().warning("request %s: stream cut by the server: %s", std::to_string(job.request_id), *run.error());
+    tail += error_event(errors::shutting_down());
+  } else if (run.error()) {
     logger().error("request %s: generation failed mid-stream: %s", std::to_string(job.request_id), *run.error());
     tail += error_event(errors::generation_failed(*run.error()));
   } else if (job.include_usage) {
@@ -142,28 +146,19 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
   BuiltPrompts built = build_prompts(*model, req);
   if (built.error) return error_reply(*built.error);
 
-  // The context: prompt + max_tokens must fit; without max_tokens, whatever is left.
-  const std::int64_t context = model->max_context();
-  std::int64_t longest = 0;
-  for (const auto& p : built.prompts) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(p.size()));
-  const char* prompt_param = kind == CompletionKind::chat ? "messages" : "prompt";
-  if (longest >= context) {
-    return error_reply(errors::context_length_exceeded(
-        "the prompt is " + std::to_string(longest) + " tokens but the context of '" + model->alias + "' is " +
-            std::to_string(context) + " tokens, leaving no room to generate; shorten the prompt",
-        prompt_param));
-  }
-  std::int64_t max_tokens = context - longest;
-  if (req.max_tokens) {
-    if (*req.max_tokens > context - longest) {
-      return error_reply(errors::context_length_exceeded(
-          "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" + std::to_string(*req.max_tokens) +
-              ") is over the context of '" + model->alias + "' (" + std::to_string(context) +
-              " tokens); lower max_tokens to at most " + std::to_string(context - longest) + " or shorten the prompt",
-          "max_tokens"));
-    }
-    max_tokens = *req.max_tokens;
-  }
+  // How many tokens: given, or the documented default rule (token_budget.hpp).
+  TokenBudgetInput tb;
+  tb.requested = req.max_tokens;
+  for (const auto& p : built.prompts) tb.prompt_tokens.push_back(static_cast<std::int64_t>(p.size()));
+  tb.n = req.n;
+  tb.context = model->max_context();
+  tb.default_max_tokens = router.config().default_max_tokens;
+  if (ctx.key != nullptr) tb.tenant_kv_tokens = ctx.key->limits.max_kv_tokens;
+  tb.prompt_param = kind == CompletionKind::chat ? "messages" : "prompt";
+  tb.model = model->alias;
+  const TokenBudget budget = token_budget(tb);
+  if (budget.error) return error_reply(*budget.error);
+  const std::int64_t max_tokens = budget.max_tokens;
 
   GenerationSpec spec;
   spec.prompts = std::move(built.prompts);
@@ -179,8 +174,7 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
   }
 
   // Tenant admission: worst-case KV tokens of every sequence of this request.
-  std::int64_t kv_tokens = 0;
-  for (const auto& p : spec.prompts) kv_tokens += (static_cast<std::int64_t>(p.size()) + max_tokens) * req.n;
+  const std::int64_t kv_tokens = budget.kv_tokens;
   Metrics& metrics = router.metrics();
   const std::string& tenant = ctx.tenant();
   TenantAdmission::Ticket ticket;
@@ -225,6 +219,20 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     return error_reply(errors::invalid_request("invalid_value", started.error().message, std::nullopt));
   }
   std::unique_ptr<GenerationRun> run = std::move(*started);
+  // The device gate: wait until the scheduler admitted every sequence, so a refusal
+  // is still an ordinary HTTP answer (nothing of the reply is sent yet).
+  switch (run->wait_admitted(std::chrono::milliseconds(router.config().queue_timeout_ms), ctx.client_gone)) {
+    case GenerationRun::Admission::admitted:
+      break;
+    case GenerationRun::Admission::timed_out:
+      metrics.add_rejection(tenant, "device_queue_timeout");
+      return with_retry_after(error_reply(errors::server_overloaded(
+                                  "not admitted by the scheduler of '" + model->alias + "' within " +
+                                  std::to_string(router.config().queue_timeout_ms) + " ms (memra-host --queue-timeout-ms)")),
+                              1);
+    case GenerationRun::Admission::client_gone:
+      return error_reply(errors::client_closed());
+  }
   const std::string alias = model->alias;
   run->on_first_token = [&metrics, alias](double s) { metrics.observe_ttft(alias, s); };
   run->on_token_gap = [&metrics, alias](double s) { metrics.observe_inter_token(alias, s); };
@@ -289,6 +297,7 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     }
   }
   record_end(metrics, *model, tenant, *run, finish);
+  if (run->error() && run->aborted()) return error_reply(errors::shutting_down());
   if (run->error()) {
     logger().error("request %s: generation failed: %s", std::to_string(ctx.request_id), *run->error());
     return error_reply(errors::generation_failed(*run->error()));

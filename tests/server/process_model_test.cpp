@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,6 +90,129 @@ TEST(ServerModels, TheDefaultModelAnswersInEnglishAsTransformersDoes) {
   const auto doc = nlohmann::json::parse(res.body);
   EXPECT_EQ(doc["choices"][0]["message"]["content"], want) << res.body;
   EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop") << res.body;
+}
+
+// A copy of the embedded default model that a test may edit.
+std::filesystem::path copy_default_model(const std::filesystem::path& to) {
+  std::filesystem::create_directories(to);
+  for (const auto& f : std::filesystem::directory_iterator(kDefaultModel)) {
+    std::filesystem::copy(f.path(), to / f.path().filename());
+    std::filesystem::permissions(to / f.path().filename(), std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::add);
+  }
+  return to;
+}
+
+void edit_file(const std::filesystem::path& p, const std::function<void(std::string&)>& edit) {
+  std::ifstream in(p, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  edit(text);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+// Checkpoints valid on disk that cannot load — config and weights of different models,
+// a broken tokenizer.json, a NaN weight — stop the start (exit 66) with an error naming
+// the user's file, and nothing is repacked or recorded.
+TEST(ServerModels, ACheckpointThatCannotLoadIsRefusedWithNothingRepackedOrRecorded) {
+  struct Case {
+    std::string name;
+    std::function<void(const std::filesystem::path&)> damage;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"config of another model",
+       [](const std::filesystem::path& d) {
+         edit_file(d / "config.json", [](std::string& t) { const std::string from = "\"intermediate_size\": 512";
+           t.replace(t.find(from), from.size(), "\"intermediate_size\": 256"); });
+       },
+       "model.safetensors has shape [512, 256], but "},
+      {"broken tokenizer.json",
+       [](const std::filesystem::path& d) { std::filesystem::resize_file(d / "tokenizer.json", 500); }, "tokenizer.json"},
+      {"a NaN weight",
+       [](const std::filesystem::path& d) {
+         edit_file(d / "model.safetensors", [](std::string& t) {
+           std::uint64_t n = 0;
+           std::memcpy(&n, t.data(), 8);
+           const auto header = nlohmann::json::parse(t.substr(8, n));
+           const std::uint64_t at = 8 + n + header["model.layers.0.mlp.up_proj.weight"]["data_offsets"][0].get<std::uint64_t>();
+           t[at + 10] = '\xc0';  // bf16 0x7fc0: NaN, at element 5
+           t[at + 11] = '\x7f';
+         });
+       },
+       "tensor 'model.layers.0.mlp.up_proj.weight' in "},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    const auto model = copy_default_model(dir.path() / "model");
+    c.damage(model);
+    const auto home = dir.path() / "home";
+    const auto r = run_host({"--port", "0", "--model", "m=" + model.string()}, {{"MEMRA_HOME", home.string()}});
+    EXPECT_EQ(r.exit_code, 66) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(model.string()), std::string::npos) << "the error does not name the user's files: " << r.err;
+    EXPECT_EQ(r.err.find(".memra"), std::string::npos) << "the error names a repack: " << r.err;
+    std::vector<std::string> repacks;
+    if (std::filesystem::exists(home / "repacks"))
+      for (const auto& e : std::filesystem::directory_iterator(home / "repacks"))
+        if (e.path().filename() != ".locks") repacks.push_back(e.path().filename().string());
+    EXPECT_TRUE(repacks.empty()) << ::testing::PrintToString(repacks);
+    auto reg = registry::Registry::open(home / "registry.db");
+    ASSERT_TRUE(reg) << reg.error().message;
+    EXPECT_TRUE(reg->list_checkpoints()->empty()) << "a checkpoint was recorded";
+    if (c.name == "a NaN weight") {  // served in place, it is refused too
+      const auto in_place = run_host({"--port", "0", "--no-repack", "--model", "m=" + model.string()},
+                                     {{"MEMRA_HOME", home.string()}});
+      EXPECT_EQ(in_place.exit_code, 66) << in_place.err;
+      EXPECT_NE(in_place.err.find(c.expected), std::string::npos) << in_place.err;
+    }
+  }
+}
+
+// Three hosts sharing a MEMRA_HOME, started together on a model none has repacked yet:
+// all three serve, one repack is written and recorded, the others reuse it.
+TEST(ServerModels, HostsSharingMemraHomeMakeOneFirstLoadRepack) {
+  TempDir dir;
+  const auto home = dir.path() / "shared-home";
+  const std::string model = "m=" + kDefaultModel.string();
+  std::vector<std::future<std::unique_ptr<HostProcess>>> starting;
+  std::vector<std::string> why(3);
+  for (int i = 0; i < 3; ++i)
+    starting.push_back(std::async(std::launch::async, [&, i] {
+      return HostProcess::start({"--model", model}, {{"MEMRA_HOME", home.string()}}, &why[static_cast<size_t>(i)]);
+    }));
+  std::vector<std::unique_ptr<HostProcess>> hosts;
+  for (auto& f : starting) hosts.push_back(f.get());
+  int reused = 0, repacked = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(hosts[static_cast<size_t>(i)]) << why[static_cast<size_t>(i)];
+    EXPECT_EQ(http(hosts[static_cast<size_t>(i)]->port(), post("/v1/chat/completions", chat_body("m", 2))).status, 200);
+    const std::string log = hosts[static_cast<size_t>(i)]->log();
+    reused += log.find("reusing the repack") != std::string::npos;
+    repacked += log.find("provenance recorded") != std::string::npos;
+  }
+  EXPECT_EQ(repacked, 1);
+  EXPECT_EQ(reused, 2);
+  int dirs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(home / "repacks")) dirs += e.path().extension() == ".memra";
+  EXPECT_EQ(dirs, 1);
+  auto reg = registry::Registry::open(home / "registry.db");
+  ASSERT_TRUE(reg) << reg.error().message;
+  EXPECT_EQ(reg->list_repacks()->size(), 1u);
+}
+
+// The first load says what it does while it does it: validation, repack progress (a
+// line every 2 s; the repack's test hook holds it at its 3rd tensor for 2.5 s), and the
+// engine set-up.
+TEST(ServerModels, AFirstLoadLogsItsProgress) {
+  std::string why;
+  auto host = HostProcess::start({}, {{"MEMRA_REPACK_FAULT", "pause-tensor:3:2500"}}, &why);
+  ASSERT_TRUE(host) << why;
+  const std::string log = host->log();
+  for (const char* line : {"loading the tokenizer and chat template", "first load of ", "validating it, then repacking",
+                           "% (", " tensors)", "repacked ", "setting up the engine (CPU backend", "engine ready in "})
+    EXPECT_NE(log.find(line), std::string::npos) << "'" << line << "' is not in the log:\n" << log;
 }
 
 TEST(ServerModels, RegistryGate) {
