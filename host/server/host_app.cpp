@@ -15,6 +15,7 @@
 #include <Poco/Util/OptionException.h>
 #include <Poco/Util/OptionSet.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -178,6 +179,11 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                            "model to serve (Hugging Face directory or .gguf), repeatable; +DRAFT gives it a draft "
                            "model for speculative decoding; default: the embedded memra-tiny-random")
                         .argument("[ALIAS=]PATH[+DRAFT]")
+                        .repeatable(true));
+  options.addOption(Option("chat-template", "",
+                           "Jinja chat template file used instead of the model's own (or where it has none); "
+                           "ALIAS=FILE for one model, repeatable")
+                        .argument("[ALIAS=]FILE")
                         .repeatable(true));
   options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
   options.addOption(Option("no-repack", "",
@@ -376,6 +382,13 @@ int HostApp::main(const std::vector<std::string>& args) {
                       "weights: it proves the whole path, its text is gibberish)",
                       std::string(kDefaultModelAlias), dir.string());
     specs.push_back({kDefaultModelAlias, dir.string(), ""});
+  }
+  for (const auto& t : options.chat_templates) {
+    if (!t.alias.empty() && std::none_of(specs.begin(), specs.end(), [&](const auto& m) { return m.alias == t.alias; })) {
+      log().error("--chat-template %s=%s names no served model; the aliases are those of --model ALIAS=PATH", t.alias,
+                  t.path);
+      return EXIT_USAGE;
+    }
   }
   ModelSet models;
   {

@@ -150,6 +150,12 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
 
   auto text = engine::load_text_model(spec.path, config);
   if (!text) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + text.error().message);
+  if (const std::string tpl = chat_template_for(options, spec.alias); !tpl.empty()) {
+    auto replaced = engine::load_chat_template_file(tpl);
+    if (!replaced) return failure(LoadFailure::bad_model, "cannot load " + what + ": --chat-template " + replaced.error().message);
+    text->chat_template = std::move(*replaced);
+    log.information("%s: chat template from %s (--chat-template)", what, tpl);
+  }
 
   engine::EngineOptions eo;
   eo.max_context = options.max_context;
