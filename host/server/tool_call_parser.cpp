@@ -90,7 +90,7 @@ ojson typed_value(const ToolDef* tool, const std::string& name, const std::strin
       type = props[name]["type"].get<std::string>();
   }
   if (type == "string") return text;
-  ojson v = ojson::parse(text, nullptr, false);
+  ojson v = ojson::parse(trim(text), nullptr, false);
   if (!v.is_discarded()) return v;
   return text;
 }
