@@ -143,6 +143,9 @@ inline constexpr std::size_t kMaxTools = 128;
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body);
+// Every top-level field a route knows, with what the validator does with it:
+// "honoured", "harmless" or "neutral only" (docs/SERVING.md, "Every field at a glance").
+std::vector<std::pair<std::string, std::string>> field_policies(CompletionKind kind);
 Parsed<TokenizeRequest> parse_tokenize_body(std::string_view body);
 Parsed<DetokenizeRequest> parse_detokenize_body(std::string_view body);
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
+
 namespace memra::server {
 namespace {
 
@@ -242,6 +246,40 @@ TEST(ServerValidation, DeepNestingIsRefusedBeforeParsing) {
 
 TEST(ServerValidation, InvalidUtf8IsInvalidJson) {
   expect_error(CompletionKind::chat, {"{\"model\":\"\xff\xfe\"}", "invalid_json", ""});
+}
+
+// docs/SERVING.md's field table is the validator's, and each policy is what the validator does.
+TEST(ServerValidation, TheDocumentedFieldListIsTheValidators) {
+  std::ifstream doc(std::string(MEMRA_SOURCE_ROOT) + "/docs/SERVING.md");
+  ASSERT_TRUE(doc) << "docs/SERVING.md";
+  std::map<std::string, std::map<std::string, std::string>> documented;  // route -> field -> policy
+  const std::regex row(R"(^\| (chat|completions) \| `([a-z_]+)` \| (honoured|harmless|neutral only) \|$)");
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) documented[m[1]][m[2]] = m[3];
+  }
+  for (const auto& [route, kind] : {std::pair{std::string("chat"), CompletionKind::chat}, std::pair{std::string("completions"), CompletionKind::text}}) {
+    std::map<std::string, std::string> actual;
+    for (const auto& [f, p] : field_policies(kind)) actual[f] = p;
+    EXPECT_EQ(documented[route], actual) << route << ": docs/SERVING.md \"Every field at a glance\" and the validator differ";
+    const std::string base = kind == CompletionKind::chat ? R"("model":"m","messages":[{"role":"user","content":"x"}])"
+                                                          : R"("model":"m","prompt":"x")";
+    for (const auto& [field, policy] : actual) {
+      if (field == "model" || field == "messages" || field == "prompt") continue;
+      // A value no field accepts: a known field is never unknown; a neutral-only one is unsupported.
+      auto v = validate_completion_body(kind, "{" + base + ",\"" + field + "\":{\"__junk__\":[1]}}");
+      if (!v.error) {  // fields whose value is any object
+        EXPECT_TRUE(field == "chat_template_kwargs" || field == "metadata" || field == "stream_options") << route << " " << field << " took junk";
+        continue;
+      }
+      EXPECT_NE(v.error->code, "unknown_parameter") << route << " " << field;
+      if (policy == "neutral only") EXPECT_EQ(v.error->code, "unsupported_parameter") << route << " " << field;
+      if (policy == "harmless" && field != "metadata") EXPECT_EQ(v.error->code, "invalid_type") << route << " " << field;
+    }
+    auto bogus = validate_completion_body(kind, "{" + base + ",\"frobnicate\":1}");
+    ASSERT_TRUE(bogus.error);
+    EXPECT_EQ(bogus.error->code, "unknown_parameter");
+  }
 }
 
 }  // namespace
