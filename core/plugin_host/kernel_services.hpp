@@ -1,6 +1,6 @@
 // What the host's kernel slots (memra_host_api kernel_module_load / _compile /
 // kernel_get / kernel_launch) act on: a GPU backend. The CUDA backend's host side
-// implements it (host/backend_cuda/plugin_kernels.cpp); core/ knows no CUDA.
+// implements it (host/backend/cuda/module_backend.cpp); core/ knows no CUDA.
 //
 // Modules are loaded while a backend registers a plugin's kernels: the backend binds
 // itself to the calling thread for that call (ScopedKernelServices), and the module and

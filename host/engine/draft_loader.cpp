@@ -44,7 +44,7 @@ Result<std::unique_ptr<Engine>> open_draft_engine(const std::string& draft_path,
   options.max_context = context;
   // A draft model is small: one backend (the first stage's device), never a pipeline.
   if (options.pipeline_stages > 1 && !options.pipeline_devices.empty())
-    options.cuda.device = options.pipeline_devices.front();
+    options.backend.device = options.pipeline_devices.front();
   options.pipeline_stages = 1;
   options.pipeline_split.clear();
   options.pipeline_devices.clear();

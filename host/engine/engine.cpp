@@ -8,18 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "host/engine/pipeline_build.hpp"
+#include "host/backend/pipeline/pipeline_build.hpp"
+#include "host/backend/plugin_kernels.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
 #include "host/ops/op_registry.hpp"
 #include "kernels/sampling/sampling_ref.hpp"
 
 namespace memra::engine {
 namespace {
-// MEMRA_DEVICE_SAMPLING=0 samples copied logits rows on the host instead (docs/FLAGS.md).
-bool device_sampling_allowed() {
-  const char* v = std::getenv("MEMRA_DEVICE_SAMPLING");
-  return !(v && std::strcmp(v, "0") == 0);
-}
 // The state the plan's groups ask for. Every backend holds one KV geometry for all
 // layers today, so PAGED_KV groups must agree on it (a sliding window only limits what
 // is read); RECURRENT groups give each of their layers bytes_per_sequence per sequence.
@@ -108,13 +104,10 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   if (!plan) return make_error(plan.error().code, "cannot load " + source->path + ": " + plan.error().message);
   auto state = state_from_plan(*plan, c);
   if (!state) return make_error(state.error().code, "cannot load " + source->path + ": " + state.error().message);
-  // Ops by name and recurrent state: refused here, before any device is opened, on a
-  // backend that lacks them (host/ops/op_registry.hpp says which backend has which op).
-  if (const std::string why = ops::check_required_ops(plan->plugin_name(), state->required_ops, options.backend); !why.empty())
+  // Ops by name: refused here, before any device is opened, on a backend that lacks
+  // them (host/ops/op_registry.hpp says which backend has which op).
+  if (const std::string why = ops::check_required_ops(plan->plugin_name(), state->required_ops, options.backend.kind); !why.empty())
     return make_error(ErrorCode::unsupported, "cannot load " + source->path + ": " + why);
-  if (state->recurrent && options.backend != MEMRA_BACKEND_CPU)
-    return make_error(ErrorCode::unsupported, "cannot load " + source->path + ": family plugin '" + plan->plugin_name() +
-                                                  "' needs RECURRENT state, which the cuda backend does not hold yet");
 
   int64_t max_context = options.max_context;
   if (max_context <= 0) max_context = std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
@@ -123,107 +116,84 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   const auto num_blocks = static_cast<int32_t>(blocks_per_seq * std::max<int64_t>(1, options.max_sequences));
 
   std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, num_blocks));
+  const std::string& path = e->source_->path;
+  backend::StateConfig sc;
+  sc.kv = state->kv;
+  sc.kv.block_size = bs;
+  sc.kv.num_blocks = num_blocks;
+  sc.kv.dtype = options.kv_dtype;
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
   // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
-  backend::RecurrentStateConfig rstate;
   if (state->recurrent) {
-    rstate.slots = 2 * std::max<int64_t>(1, options.max_sequences);
-    rstate.layer_bytes = state->state_bytes;
-    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(rstate.slots));
-    e->state_bytes_ = rstate.bytes();
+    sc.recurrent.slots = 2 * std::max<int64_t>(1, options.max_sequences);
+    sc.recurrent.layer_bytes = state->state_bytes;
+    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(sc.recurrent.slots));
+    e->state_bytes_ = sc.recurrent.bytes();
     e->prefix_cache_.disable();  // cached KV blocks carry no recurrent state
   }
 
-  // A single GPU opens first: quant plugins are scored against the device they will run on.
-  const bool single_cuda = options.pipeline_stages <= 1 && options.backend == MEMRA_BACKEND_CUDA;
-  memra_device_info device = plugins.device_info();
-  if (single_cuda) {
-    auto cuda = backend::CudaBackendHandle::create(options.cuda);
-    if (!cuda) return make_error(cuda.error().code, "cannot load " + e->source_->path + " on the GPU: " + cuda.error().message);
-    e->cuda_ = std::move(*cuda);
-    device = e->cuda_->device_info();
+  // The backend opens first: quant plugins are scored against the device they will run on.
+  Engine* self = e.get();
+  backend::BackendOptions bo = options.backend;
+  bo.quant_lookup = [self](const char* scheme) -> backend::QuantTable {
+    auto it = self->quant_tables_.find(scheme);
+    return it == self->quant_tables_.end() ? backend::QuantTable{} : it->second;
+  };
+  if (options.pipeline_stages > 1) {
+    // Stage backends over layer ranges behind one op table (pipeline_backend.hpp).
+    backend::PipelineOptions po;
+    po.stages = options.pipeline_stages;
+    po.split = options.pipeline_split;
+    po.devices = options.pipeline_devices;
+    po.stage = bo;
+    po.kv = sc.kv;
+    auto p = backend::make_pipeline_backend(e->source_->weights, po);
+    if (!p)
+      return make_error(p.error().code, "cannot load " + path + " as a " + std::to_string(options.pipeline_stages) +
+                                            "-stage pipeline: " + p.error().message);
+    e->backend_ = std::move(*p);
+    e->microbatches_ = std::max(1, options.pipeline_microbatches);
+  } else {
+    auto b = backend::open_backend(bo);
+    if (!b) return make_error(b.error().code, "cannot load " + path + ": " + b.error().message);
+    e->backend_ = std::move(*b);
   }
+  backend::Backend& backend = *e->backend_;
+  const memra_device_info device = backend.device_info();
   std::set<std::string> schemes;
   for (const memra_weight& w : e->source_->weights) schemes.insert(w.quant);
   for (const std::string& s : schemes) {
     auto q = plugins.quant_for(s, device);
-    if (!q) return make_error(q.error().code, "cannot load " + e->source_->path + ": weights use quant scheme '" + s +
-                                                   "' but " + q.error().message);
+    if (!q) return make_error(q.error().code, "cannot load " + path + ": weights use quant scheme '" + s + "' but " + q.error().message);
     // The plugin vouches for its layout's size (a .memra reader cannot for a plugin scheme).
     for (const memra_weight& w : e->source_->weights) {
       if (w.quant != s || w.ndim != 2) continue;
       auto b = q->weight_bytes(s, w.shape[0], w.shape[1]);
       if (!b || *b > w.bytes)
-        return make_error(ErrorCode::invalid_argument, "cannot load " + e->source_->path + ": weight " + (w.name ? w.name : "?") + " (" + s +
+        return make_error(ErrorCode::invalid_argument, "cannot load " + path + ": weight " + (w.name ? w.name : "?") + " (" + s +
                                                            ") " + (b ? "holds fewer bytes than plugin '" + q->info().name + "' needs"
                                                                      : "does not fit plugin '" + q->info().name + "': " + b.error().message));
     }
     e->quant_tables_[s] = {&q->api(), q->ctx()};
     e->quant_plugins_.push_back(std::move(*q));
   }
-
-  backend::KvCacheConfig kv = state->kv;
-  kv.block_size = bs;
-  kv.num_blocks = num_blocks;
-  kv.dtype = options.kv_dtype;
-  Engine* self = e.get();
+  // Plugins' kernels join the backend's registry before the weights go up (upload
+  // refuses a scheme without a kernel); a refused plugin is one log line each.
+  for (const std::string& line : backend::register_plugin_kernels(backend, e->quant_plugins_))
+    std::fprintf(stderr, "memra: %s\n", line.c_str());
   const memra_weight_set set = e->source_->weight_set();
-  const memra_backend_ops* ops = nullptr;
-  auto quant_lookup = [self](const char* scheme) -> backend::QuantTable {
-    auto it = self->quant_tables_.find(scheme);
-    return it == self->quant_tables_.end() ? backend::QuantTable{} : it->second;
-  };
-  if (options.pipeline_stages > 1) {
-    // Stage backends over layer ranges behind one op table (pipeline_backend.hpp).
-    PipelineBuildOptions po;
-    po.stages = options.pipeline_stages;
-    po.split = options.pipeline_split;
-    po.backend = options.backend;
-    po.cuda = options.cuda;
-    po.devices = options.pipeline_devices;
-    po.kv = kv;
-    po.quant_lookup = quant_lookup;
-    po.state = rstate;
-    auto p = make_pipeline_backend(e->source_->weights, po);
-    if (!p)
-      return make_error(p.error().code, "cannot load " + e->source_->path + " as a " + std::to_string(options.pipeline_stages) +
-                                            "-stage pipeline: " + p.error().message);
-    e->pipeline_ = std::move(*p);
-    e->microbatches_ = std::max(1, options.pipeline_microbatches);
-    e->pipeline_cuda_ = options.backend == MEMRA_BACKEND_CUDA;
-    // Rolling steps sample on the last stage's GPU unless MEMRA_DEVICE_SAMPLING=0.
-    e->pipeline_device_sampling_ = e->pipeline_cuda_ && device_sampling_allowed();
-    for (int32_t st = 0; st < e->pipeline_->num_stages() && e->pipeline_device_sampling_; ++st)
-      e->pipeline_device_sampling_ = e->pipeline_->stage(st).cuda() && e->pipeline_->stage(st).cuda()->has_device_sampling();
-    ops = e->pipeline_->ops();
-  } else if (options.backend == MEMRA_BACKEND_CUDA) {
-    // Plugins' kernels join the backend's registry before the weights go up (upload
-    // refuses a scheme without a kernel); a refused plugin is one log line each.
-    e->cuda_kernels_ = std::make_unique<backend::CudaKernelServices>(e->cuda_->api(), e->cuda_->get());
-    for (const std::string& line : backend::register_plugin_kernels(e->cuda_->api(), e->cuda_->get(), *e->cuda_kernels_, e->quant_plugins_))
-      std::fprintf(stderr, "memra: %s\n", line.c_str());
-    // Weights go to the GPU once, here; the ops resolve their host addresses to the copies.
-    if (auto st = e->cuda_->upload_weights(set); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
-    ops = e->cuda_->ops();
-    // Device sampling unless MEMRA_DEVICE_SAMPLING=0 (host sampling of copied rows).
-    e->device_sampling_ = e->cuda_->has_device_sampling() && device_sampling_allowed();
-  } else {
-    e->backend_ = std::make_unique<backend::CpuBackend>(kv, quant_lookup, rstate);
-    ops = e->backend_->ops();
-  }
+  if (auto st = backend.upload_weights(set); !st) return make_error(st.error().code, "cannot load " + path + ": " + st.error().message);
 
   e->plan_ = std::make_unique<plugins::ModelPlan>(std::move(*plan));
-  auto model = e->plan_->create_model(set, ops);
-  if (!model) return make_error(model.error().code, "cannot load " + e->source_->path + ": " + model.error().message);
+  auto model = e->plan_->create_model(set, backend.ops());
+  if (!model) return make_error(model.error().code, "cannot load " + path + ": " + model.error().message);
   e->model_ = std::make_unique<plugins::Model>(std::move(*model));
   // Only once the weights are known to fit the plan.
-  if (e->pipeline_) {
-    if (auto st = e->pipeline_->allocate_kv(); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
-  } else if (e->cuda_) {
-    memra_cuda_kv_config ckv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, kv.layers, kv.kv_heads, kv.head_dim, kv.block_size, kv.num_blocks, kv.dtype};
-    if (auto st = e->cuda_->allocate_kv(ckv); !st) return make_error(st.error().code, "cannot load " + e->source_->path + ": " + st.error().message);
-  } else if (e->backend_->allocate_kv() != MEMRA_OK) {
-    return make_error(ErrorCode::unsupported, "cannot load " + e->source_->path + ": " + e->backend_->last_error());
+  if (auto st = backend.allocate_state(sc); !st) {
+    std::string why = st.error().message;
+    if (state->recurrent && st.error().code == ErrorCode::unsupported)
+      why = "family plugin '" + e->plan_->plugin_name() + "' needs RECURRENT state: " + why;
+    return make_error(st.error().code, "cannot load " + path + ": " + why);
   }
   return e;
 }
@@ -354,27 +324,14 @@ Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
   return {};
 }
 
-Status Engine::copy_state_slot(int32_t from, int32_t to) {
-  if (pipeline_) return pipeline_->copy_state_slot(from, to);
-  if (!backend_) return make_error(ErrorCode::unsupported, "recurrent state needs the CPU backend");
-  if (backend_->copy_state_slot(from, to) != MEMRA_OK) return make_error(ErrorCode::invalid_argument, backend_->last_error());
-  return {};
-}
+Status Engine::copy_state_slot(int32_t from, int32_t to) { return backend_->copy_state_slot(from, to); }
 
-Status Engine::reset_state_slot(int32_t slot) {
-  if (pipeline_) return pipeline_->reset_state_slot(slot);
-  if (!backend_) return make_error(ErrorCode::unsupported, "recurrent state needs the CPU backend");
-  if (backend_->reset_state_slot(slot) != MEMRA_OK) return make_error(ErrorCode::invalid_argument, backend_->last_error());
-  return {};
-}
+Status Engine::reset_state_slot(int32_t slot) { return backend_->reset_state_slot(slot); }
 
 Status Engine::copy_kv_block(int32_t from, int32_t to) {
   if (from < 0 || to < 0 || from >= blocks_.num_blocks() || to >= blocks_.num_blocks())
     return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");
-  if (pipeline_) return pipeline_->copy_kv_block(from, to);
-  if (cuda_) return cuda_->copy_kv_block(from, to);
-  backend_->copy_kv_block(from, to);
-  return {};
+  return backend_->copy_kv_block(from, to);
 }
 
 Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest> requests) {
@@ -486,45 +443,36 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
   batch.state_slots = p.state_slots.empty() ? nullptr : p.state_slots.data();
-  if (keep_logits_on_device_ && (cuda_ || pipeline_)) {
-    // Sampled on the GPU: the logits stay on the device (cuda_backend_api.h sample_rows).
+  if (keep_logits_on_device_) {
+    // Sampled on the device: the logits stay there (backend.hpp sample_rows).
     logits.clear();
     batch.logits = nullptr;
   }
 
-  // A rolling step on a pipeline: its slot's scratch, logits collected later.
-  p.deferred = pipeline_ != nullptr && slot >= 0;
-  if (pipeline_) {
-    if (const Status b = pipeline_->begin_step(p.deferred ? slot : -1); !b) {
-      undo();
-      return b.error();
-    }
-  } else if (cuda_) {
-    if (const Status b = cuda_->begin_step(); !b) {
-      undo();
-      return b.error();
-    }
-  } else {
-    backend_->begin_step();
+  // A rolling step: its slot's scratch, and on a backend that defers them, the logits
+  // collected later.
+  p.deferred = slot >= 0 && backend_->defers_slot_logits();
+  if (const Status b = backend_->begin_step(slot); !b) {
+    undo();
+    return b.error();
   }
   Status st;
-  if (pipeline_ && !p.deferred && microbatches_ > 1 && requests.size() > 1) {
-    // Micro-batches through the stages, logits deferred until all are issued.
+  if (microbatched(requests.size(), slot)) {
+    // Micro-batches back to back, logits deferred until all are issued.
     p.parts = split_microbatches(batch, microbatches_, vocab_);
     const std::vector<MicroBatch>& parts = p.parts;
-    pipeline_->set_defer_logits(true);
+    backend_->set_defer_logits(true);
     for (const MicroBatch& m : parts)
       if (st = model_->forward(m.batch); !st) break;
-    pipeline_->set_defer_logits(false);
-    if (st) st = pipeline_->flush_logits();
+    backend_->set_defer_logits(false);
+    if (st) st = backend_->flush_logits();
   } else {
     st = model_->forward(batch);
   }
   if (!st) {
     undo();
     std::string msg = st.error().message;
-    const std::string backend_error = pipeline_ ? pipeline_->last_error() : cuda_ ? cuda_->last_error() : backend_->last_error();
-    if (!backend_error.empty()) msg += " (backend: " + backend_error + ")";
+    if (const std::string backend_error = backend_->last_error(); !backend_error.empty()) msg += " (backend: " + backend_error + ")";
     return make_error(st.error().code, msg);
   }
   for (const StepRequest& r : requests) {
@@ -542,9 +490,9 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
 Result<std::vector<std::vector<float>>> Engine::step_collect(PendingStep& p) {
   if (p.deferred) {
     p.deferred = false;
-    if (const Status w = pipeline_->wait_logits(p.slot); !w) {
+    if (const Status w = backend_->wait_logits(p.slot); !w) {
       std::string msg = w.error().message;
-      if (!pipeline_->last_error().empty()) msg += " (backend: " + pipeline_->last_error() + ")";
+      if (const std::string backend_error = backend_->last_error(); !backend_error.empty()) msg += " (backend: " + backend_error + ")";
       return make_error(w.error().code, msg);
     }
   }
@@ -610,13 +558,13 @@ void sample_on_host(std::span<const StepRequest> requests, const RowLayout& l, i
 
 }  // namespace
 
-// A step's sampling request for the GPU (cuda_backend_api.h sample_rows), with the
-// arrays it points into.
+// A step's sampling request for the device (backend.hpp sample_rows), with the arrays
+// it points into.
 struct Engine::DeviceSamples {
   std::vector<int32_t> rows, offsets{0};
-  std::vector<memra_cuda_sample_params> params;
-  std::vector<memra_cuda_penalty> pens;
-  memra_cuda_sample_request request{};
+  std::vector<sampling::RowParams> params;
+  std::vector<sampling::PenaltyEntry> pens;
+  backend::SampleRequest request;
 };
 
 std::unique_ptr<Engine::DeviceSamples> Engine::device_samples(std::span<const StepRequest> requests, const RowLayout& l) const {
@@ -626,24 +574,18 @@ std::unique_ptr<Engine::DeviceSamples> Engine::device_samples(std::span<const St
     if (!s) continue;
     for (int32_t t = 0; t < s->rows; ++t) {
       d->rows.push_back(static_cast<int32_t>(l.first[i] + l.count[i] - static_cast<size_t>(s->rows) + static_cast<size_t>(t)));
-      const sampling::RowParams rp = row_params(*s->params, s->position + static_cast<uint64_t>(t));
-      memra_cuda_sample_params cp{};
-      static_assert(sizeof cp == sizeof rp, "memra_cuda_sample_params must have RowParams' layout");
-      std::memcpy(&cp, &rp, sizeof cp);
-      d->params.push_back(cp);
-      for (const sampling::PenaltyEntry& e : row_penalties(*s, t)) d->pens.push_back({e.id, e.count});
+      d->params.push_back(row_params(*s->params, s->position + static_cast<uint64_t>(t)));
+      for (const sampling::PenaltyEntry& e : row_penalties(*s, t)) d->pens.push_back(e);
       d->offsets.push_back(static_cast<int32_t>(d->pens.size()));
     }
   }
-  memra_cuda_sample_request& req = d->request;
-  req.struct_size = MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE;
+  backend::SampleRequest& req = d->request;
   req.logits = nullptr;  // this step's, kept on the device
   req.vocab = vocab_;
-  req.num_samples = static_cast<int32_t>(d->rows.size());
-  req.rows = d->rows.data();
-  req.params = d->params.data();
-  req.penalty_offsets = d->offsets.data();
-  req.penalties = d->pens.data();
+  req.rows = d->rows;
+  req.params = d->params;
+  req.penalty_offsets = d->offsets;
+  req.penalties = d->pens;
   return d;
 }
 
@@ -664,7 +606,8 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
   if (!layout) return layout.error();
   const RowLayout& l = *layout;
 
-  const bool device = device_sampling_ && cuda_ != nullptr;
+  // Micro-batches hand over their logits one by one: those are sampled on the host.
+  const bool device = backend_->samples_on_device() && !microbatched(requests.size(), -1);
   keep_logits_on_device_ = device;
   auto pending = step_issue(requests, -1);
   keep_logits_on_device_ = false;
@@ -684,8 +627,7 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
       for (size_t k = 0; k < l.count[i]; ++k) host_rows.push_back(static_cast<int32_t>(l.first[i] + k));
   if (!host_rows.empty()) {
     std::vector<float> buf(host_rows.size() * static_cast<size_t>(vocab_));
-    if (Status st = cuda_->logits_rows_to_host(host_rows.data(), static_cast<int32_t>(host_rows.size()), buf.data()); !st)
-      return st.error();
+    if (Status st = backend_->logits_rows_to_host(host_rows, buf.data()); !st) return st.error();
     size_t at = 0;
     for (size_t i = 0; i < requests.size(); ++i)
       if (wants_rows(requests[i]))
@@ -696,7 +638,7 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
   const auto samples = device_samples(requests, l);
   if (samples->rows.empty()) return out;
   std::vector<int32_t> tokens(samples->rows.size(), -1);
-  if (Status st = cuda_->sample_rows(samples->request, tokens.data()); !st) return st.error();
+  if (Status st = backend_->sample_rows(samples->request, tokens.data()); !st) return st.error();
   deal_tokens(requests, tokens, out);
   return out;
 }
@@ -704,9 +646,9 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
 Result<std::unique_ptr<PendingStep>> Engine::step_issue_sampled(std::span<const StepRequest> requests, int32_t slot) {
   auto layout = row_layout(requests);
   if (!layout) return layout.error();
-  // On the pipeline's last stage when every row is only sampled (rows a request wants
-  // as logits come to the host with the step, and then it is sampled there).
-  const bool device = pipeline_device_sampling_ && slot >= 0 &&
+  // On the device (a pipeline's last stage) when every row is only sampled (rows a
+  // request wants as logits come to the host with the step, and then it is sampled there).
+  const bool device = backend_->samples_on_device() && slot >= 0 && !microbatched(requests.size(), slot) &&
                       std::none_of(requests.begin(), requests.end(), [](const StepRequest& r) { return wants_rows(r); });
   keep_logits_on_device_ = device;
   auto pending = step_issue(requests, slot);
@@ -717,7 +659,7 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue_sampled(std::span<const 
   p.sampled_on_device = true;
   p.tokens.assign(samples->rows.size(), -1);
   if (!samples->rows.empty())
-    if (Status st = pipeline_->sample_rows(samples->request, p.tokens.data()); !st) {
+    if (Status st = backend_->sample_rows(samples->request, p.tokens.data()); !st) {
       (void)step_collect(p);  // let the step finish before its arrays go
       return st.error();
     }

@@ -1,6 +1,6 @@
 // memra::engine::Engine — one loaded model on one backend: the family plugin's
-// model, the backend (CPU reference for now), the paged KV cache and the
-// sequences living in it. A step runs any mix of sequences' new tokens (prefill
+// model, the backend (host/backend/backend.hpp: CPU, CUDA or a pipeline of stages),
+// the paged KV cache and the sequences living in it. A step runs any mix of sequences' new tokens (prefill
 // chunks and decode tokens) through one forward pass.
 #pragma once
 
@@ -11,13 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "host/backend_cpu/cpu_backend.hpp"
-#include "host/backend_cuda/cuda_backend_loader.hpp"
-#include "host/backend_cuda/plugin_kernels.hpp"
 #include "core/common/result.hpp"
+#include "host/backend/backend.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
-#include "host/engine/pipeline_backend.hpp"
 #include "host/engine/pipeline_microbatch.hpp"
 #include "host/engine/prefix_cache.hpp"
 #include "host/engine/sampler.hpp"
@@ -29,10 +26,10 @@ struct EngineOptions {
   int64_t block_size = 16;      // tokens per KV block
   int64_t max_context = 0;      // 0 = min(model's max positions, 4096)
   int64_t max_sequences = 8;    // sequences the KV cache is sized for at full context
-  // MEMRA_BACKEND_CPU (the reference) or MEMRA_BACKEND_CUDA (libmemra-backend-cuda.so,
-  // opened at run time; fails with the reason when there is no driver or module).
-  memra_backend_kind backend = MEMRA_BACKEND_CPU;
-  backend::CudaBackendOpenOptions cuda;  // used when backend == MEMRA_BACKEND_CUDA
+  // The backend: kind MEMRA_BACKEND_CPU (the reference) or MEMRA_BACKEND_CUDA
+  // (libmemra-backend-cuda.so, opened at run time; fails with the reason when there is no
+  // driver or module), and its settings. quant_lookup is the engine's to fill.
+  backend::BackendOptions backend;
   // Pipeline parallelism (docs/ARCHITECTURE.md, "Pipeline stages"): the layers split into
   // this many contiguous ranges, each on its own backend of `backend`'s kind. 1 = one backend.
   int32_t pipeline_stages = 1;
@@ -40,7 +37,7 @@ struct EngineOptions {
   // (`--pp-split 18` = 18 layers on stage 0). Empty = balanced by weight + KV bytes.
   std::vector<int64_t> pipeline_split;
   // CUDA device of each stage; empty = 0, 1, ..., stages-1. Repeats are allowed (two
-  // stages on one GPU: separate backends and streams). `cuda.device` is ignored then.
+  // stages on one GPU: separate backends and streams). `backend.device` is ignored then.
   std::vector<int> pipeline_devices;
   // >1: a step's sequences go through the stages as this many micro-batches, issued
   // before the host waits, so stage 0 computes one while stage 1 computes another
@@ -68,8 +65,8 @@ struct StepRequest {
 };
 
 // How Engine::step_sampled samples a request's rows: with the canonical sampler
-// (sampler.hpp), on the GPU when the backend is CUDA (one int32 per row comes back),
-// else on the host; the tokens are the same either way (docs/ARCHITECTURE.md, "Sampling").
+// (sampler.hpp), on the device when the backend samples there (one int32 per row comes
+// back), else on the host; the tokens are the same either way (docs/ARCHITECTURE.md, "Sampling").
 struct RowSampling {
   const SamplingParams* params = nullptr;
   uint64_t position = 0;                    // sequence position of the first sampled row's token
@@ -145,21 +142,19 @@ class Engine {
   Status truncate_sequence(int32_t seq, int64_t new_length);
   // Copies one KV block's contents to another in every layer (on every pipeline stage).
   Status copy_kv_block(int32_t from, int32_t to);
-  // The pipeline backend when pipeline_stages > 1 (its plan: layer ranges, bytes), else null.
-  const PipelineBackend* pipeline() const { return pipeline_.get(); }
+  // The backend the model runs on (tests and tools read its name, description and stats).
+  const backend::Backend& backend() const { return *backend_; }
 
   // Runs one forward pass over every request's new tokens; returns the logits rows
   // (all_logits: one per token, else one per request), request by request.
   Result<std::vector<std::vector<float>>> step(std::span<const StepRequest> requests);
-  // The CUDA backend of a single-GPU engine (nullptr otherwise): tests read its stats.
-  const backend::CudaBackendHandle* cuda_backend() const { return cuda_.get(); }
   // step() that also samples: each request with a RowSampling gets its tokens, and its
-  // logits rows only when it asks for them. On a single CUDA backend (unless
-  // MEMRA_DEVICE_SAMPLING=0) the rows are sampled on the GPU; on the CPU backend and
-  // pipelines on the host, with the same canonical sampler.
+  // logits rows only when it asks for them. On a backend that samples on its device
+  // (CUDA, unless BackendOptions::device_sampling is off) the rows are sampled there; on
+  // the CPU backend (and micro-batched steps) on the host, with the same canonical sampler.
   Result<std::vector<StepRows>> step_sampled(std::span<const StepRequest> requests);
-  // Whether step_sampled samples on the GPU.
-  bool samples_on_device() const { return device_sampling_; }
+  // Whether step_sampled samples on the device.
+  bool samples_on_device() const { return backend_->samples_on_device(); }
 
   // Rolling steps (docs/ARCHITECTURE.md, "Pipeline stages"): step() in two halves, so
   // a pipeline keeps two groups of sequences in flight. step_issue(requests, slot)
@@ -171,9 +166,9 @@ class Engine {
   // other sequences) may be issued in between.
   Result<std::unique_ptr<PendingStep>> step_issue(std::span<const StepRequest> requests, int32_t slot);
   Result<std::vector<std::vector<float>>> step_collect(PendingStep& step);
-  // step_sampled in two halves, for rolling steps: on a pipeline of CUDA stages the last
-  // stage samples on its GPU right after the step (unless a request wants logits rows,
-  // or MEMRA_DEVICE_SAMPLING=0), and the tokens arrive with the step; elsewhere the rows
+  // step_sampled in two halves, for rolling steps: on a backend that samples on its
+  // device (a pipeline of CUDA stages: the last stage) the rows are sampled right after
+  // the step (unless a request wants logits rows), and the tokens arrive with the step; elsewhere the rows
   // are sampled on the host at collect. `requests` (and what their RowSampling point
   // to) must stay valid until step_collect_sampled, which takes the same span.
   Result<std::unique_ptr<PendingStep>> step_issue_sampled(std::span<const StepRequest> requests, int32_t slot);
@@ -194,6 +189,8 @@ class Engine {
   };
   Status copy_state_slot(int32_t from, int32_t to);
   Status reset_state_slot(int32_t slot);
+  // Whether a step of this many requests goes through the backend as micro-batches.
+  bool microbatched(size_t requests, int32_t slot) const { return microbatches_ > 1 && requests > 1 && slot < 0; }
 
   std::unique_ptr<ModelSource> source_;
   int64_t vocab_ = 0;
@@ -203,21 +200,15 @@ class Engine {
   PrefixCache prefix_cache_;
   KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
   uint64_t state_bytes_ = 0;
-  std::unique_ptr<backend::CpuBackend> backend_;         // CPU path
-  std::unique_ptr<backend::CudaBackendHandle> cuda_;     // CUDA path (then backend_ is null)
-  std::unique_ptr<backend::CudaKernelServices> cuda_kernels_;  // plugin kernels' services on cuda_
-  std::unique_ptr<PipelineBackend> pipeline_;            // pipeline_stages > 1 (then both above are null)
-  int32_t microbatches_ = 1;                             // EngineOptions::pipeline_microbatches
-  bool pipeline_cuda_ = false;                           // the pipeline's stages are CUDA backends
+  std::unique_ptr<backend::Backend> backend_;
+  int32_t microbatches_ = 1;  // EngineOptions::pipeline_microbatches (a pipeline's)
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, backend::QuantTable> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;
   std::unique_ptr<plugins::Model> model_;
   std::map<int32_t, Sequence> sequences_;
   int32_t next_seq_ = 0;
-  bool device_sampling_ = false;        // step_sampled samples on the GPU (cuda_ only)
   bool keep_logits_on_device_ = false;  // step_issue: no host copy of the logits (step_sampled)
-  bool pipeline_device_sampling_ = false;  // rolling pipeline steps sample on the last stage's GPU
   struct DeviceSamples;
   std::unique_ptr<DeviceSamples> device_samples(std::span<const StepRequest> requests, const RowLayout& layout) const;
 };

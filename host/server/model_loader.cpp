@@ -4,7 +4,7 @@
 #include <map>
 
 #include "core/plugin_host/plugin_host.hpp"
-#include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/backend/backend.hpp"
 #include "host/engine/draft_loader.hpp"
 #include "host/engine/draft_model.hpp"
 #include "host/engine/model_cache.hpp"
@@ -55,7 +55,9 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   std::string arch = "cpu";
   memra_backend_kind backend_kind = MEMRA_BACKEND_CPU;
   if (options.backend != BackendChoice::cpu) {
-    auto probe = backend::CudaBackendHandle::create({});
+    backend::BackendOptions cuda;
+    cuda.kind = MEMRA_BACKEND_CUDA;
+    auto probe = backend::open_backend(cuda);
     if (probe) {
       const memra_device_info info = (*probe)->device_info();
       arch = info.arch ? info.arch : "unknown";
@@ -159,7 +161,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
 
   engine::EngineOptions eo;
   eo.max_context = options.max_context;
-  eo.backend = backend_kind;
+  eo.backend.kind = backend_kind;
   eo.pipeline_stages = options.pipeline_stages;
   eo.pipeline_split = options.pp_split;
   eo.pipeline_devices = options.pp_devices;
@@ -181,7 +183,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
 
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
-  if ((*eng)->pipeline()) log.information("%s: pipeline stages: %s", what, (*eng)->pipeline()->plan().describe());
+  if (options.pipeline_stages > 1) log.information("%s: pipeline stages: %s", what, (*eng)->backend().describe());
   std::unique_ptr<engine::Engine> draft_engine;
   if (spec_kind == "draft") {
     // Served in place (no repack, no registry row): a draft only changes speed, never

@@ -135,7 +135,7 @@ __device__ __forceinline__ void gemv_fp8(const uint8_t* __restrict__ w, int64_t 
       gemv_fp8<NT, 4, R>(w, row_bytes, rows, cols, x, m, y, bias);                                               \
   }
 
-// Two rows per warp up to 4 tokens (host/backend_cuda/ops_matmul.cpp kSchemes small_tile_rows: the launch matches).
+// Two rows per warp up to 4 tokens (host/backend/cuda/ops_matmul.cpp kSchemes small_tile_rows: the launch matches).
 MEMRA_DEFINE_GEMV_FP8_NT(1, 2)
 MEMRA_DEFINE_GEMV_FP8_NT(2, 2)
 MEMRA_DEFINE_GEMV_FP8_NT(4, 2)

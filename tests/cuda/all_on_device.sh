@@ -14,13 +14,13 @@ L=$(mktemp -d); R=$OUT/summary.txt
 S=$(mktemp -d); tar xJf "$D/syslib.tar.xz" -C "$S"
 [ -f "$D/bin.tar.xz" ] && tar xJf "$D/bin.tar.xz" -C "$D"  # binaries and modules (carry_all.sh)
 export LD_LIBRARY_PATH=$S/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} MEMRA_HOME=$(mktemp -d)
-export MEMRA_FIXTURES_DIR=$D/fixtures NCCL_NVLS_ENABLE=0
+export MEMRA_FIXTURES_DIR=$D/fixtures MEMRA_EXAMPLE_PLUGIN_DIR=$D/lib/sdk-example NCCL_NVLS_ENABLE=0
 say() { echo "$@" | tee -a "$R"; }
 trap 'tar czf "$OUT/logs.tar.gz" -C "$L" . 2>/dev/null' EXIT
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$R"
 timeout 300 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1; say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
 grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
-for t in cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test; do
+for t in cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test cuda_plugin_kernel_test; do
   timeout 180 "$D/bin/$t" > "$L/$t.log" 2>&1
   say "$t rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/$t.log" | tr '\n' ' ')"
   grep -E "^\[  FAILED|Failure" "$L/$t.log" | head -5 | tee -a "$R"

@@ -9,13 +9,15 @@ set -eu
 B=${1:?build dir}
 D=${2:-.device/all}
 F=${MEMRA_FIXTURES_DIR:-$(dirname "$0")/../../../shared/fixtures}
-BINS="memra-kernel-check memra-bench memra-gen cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test"
-cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $BINS memra_family_llama memra_quant_float \
+BINS="memra-kernel-check memra-bench memra-gen cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test cuda_plugin_kernel_test"
+cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $BINS memra_sdk_example memra_family_llama memra_quant_float \
   memra_quant_q8_0 memra_quant_q4_0 memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_iq4_xs memra_quant_fp8
 rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib" "$D/syslib" "$D/fixtures/models" "$D/fixtures/gguf"
 for b in $BINS; do cp "$B/bin/$b" "$D/bin/"; done
 cp -r "$B/lib/memra" "$D/lib/"
+# The SDK example quant plugin (built out of tree) for cuda_plugin_kernel_test.
+mkdir -p "$D/lib/sdk-example" && cp "$B"/sdk-example/*.so "$B"/sdk-example/*.fatbin "$D/lib/sdk-example/"
 strip "$D"/bin/* "$D"/lib/memra/*.so "$D"/lib/memra/plugins/*.so
 cp -r "$F/models/llama" "$F/models/qwen3" "$D/fixtures/models/"
 cp -r "$F/gguf/llama" "$D/fixtures/gguf/"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "host/backend_cuda/fatbin_info.hpp"
+#include "host/backend/cuda/fatbin_info.hpp"
 #include "tests/cuda/cuda_test_env.hpp"
 
 namespace fs = std::filesystem;
@@ -46,8 +46,11 @@ TEST(CudaFatbin, RejectsGarbage) {
 TEST(CudaBackendLoader, ExplainsWhyItCannotLoad) {
   // Without a driver the loader says so (and never crashes); with one, a missing
   // module path is reported by name.
-  auto api = memra::backend::load_cuda_backend_api("/nonexistent/libmemra-backend-cuda.so");
-  ASSERT_FALSE(api.ok());
-  const std::string& m = api.error().message;
+  memra::backend::BackendOptions o;
+  o.kind = MEMRA_BACKEND_CUDA;
+  o.module_path = "/nonexistent/libmemra-backend-cuda.so";
+  auto b = memra::backend::open_backend(o);
+  ASSERT_FALSE(b.ok());
+  const std::string& m = b.error().message;
   EXPECT_TRUE(m.find("no NVIDIA driver") != std::string::npos || m.find("/nonexistent/libmemra-backend-cuda.so") != std::string::npos) << m;
 }

@@ -49,9 +49,9 @@ std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memr
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   memra::engine::EngineOptions o;
-  o.backend = kind;
+  o.backend.kind = kind;
   o.kv_dtype = kv_dtype;
-  o.cuda.module_path = memra::cuda_test::module_path();
+  o.backend.module_path = memra::cuda_test::module_path();
   o.max_context = 512;
   auto e = Engine::create(std::move(*src), plugins(), o);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);

@@ -74,8 +74,8 @@ memra::Result<std::unique_ptr<Engine>> load(const fs::path& path, memra_backend_
   auto src = memra::engine::open_model_source(path.string(), host());
   if (!src) return src.error();
   memra::engine::EngineOptions o;
-  o.backend = kind;
-  o.cuda.module_path = memra::cuda_test::module_path();
+  o.backend.kind = kind;
+  o.backend.module_path = memra::cuda_test::module_path();
   o.max_context = 256;
   return Engine::create(std::move(*src), host(), o);
 }
@@ -147,12 +147,7 @@ TEST_F(CudaPluginKernel, ServesGreedyDecodeInsideReplayedStepGraphs) {
     clast = (*o2)[0];
     worst = std::max(worst, row_rel_diff(glast, clast));
   }
-  memra_cuda_backend_stats st{};
-  st.struct_size = MEMRA_CUDA_BACKEND_STATS_STRUCT_SIZE;
-  const memra::backend::CudaBackendHandle* h = (*gpu)->cuda_backend();
-  ASSERT_NE(h, nullptr);
-  ASSERT_TRUE(MEMRA_STRUCT_HAS(&h->api(), memra_cuda_backend_api, stats));
-  ASSERT_EQ(h->api().stats(h->get(), &st), MEMRA_OK);
+  const memra::backend::BackendStats st = (*gpu)->backend().stats();
   std::cout << "[ example_i8 ] " << plugin_tensors_ << " plugin tensors; " << kDecodeSteps << " decode steps: graph replays "
             << st.graph_replays << ", captures " << st.graph_captures << "; plugin matmuls " << st.plugin_matmuls
             << ", plugin launches replayed " << st.plugin_launches_replayed << ", captured " << st.plugin_launches_captured
@@ -166,7 +161,7 @@ TEST_F(CudaPluginKernel, ServesGreedyDecodeInsideReplayedStepGraphs) {
 }
 
 TEST_F(CudaPluginKernel, KernelForAnArchTheDeviceCannotRunIsRefusedAndTheHostGoesOn) {
-  auto probe = memra::backend::CudaBackendHandle::create(memra::backend::CudaBackendOpenOptions{memra::cuda_test::module_path()});
+  auto probe = memra::backend::open_backend(memra::cuda_test::options());
   ASSERT_TRUE(probe.ok()) << probe.error().message;
   const std::string arch = (*probe)->device_info().arch;
   probe->reset();

@@ -31,8 +31,8 @@ std::unique_ptr<memra::engine::Engine> load_llama(bool device_sampling) {
   EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
   memra::engine::EngineOptions eo;
-  eo.backend = MEMRA_BACKEND_CUDA;
-  eo.cuda.module_path = memra::cuda_test::module_path();
+  eo.backend.kind = MEMRA_BACKEND_CUDA;
+  eo.backend.module_path = memra::cuda_test::module_path();
   eo.max_context = 256;
   eo.max_sequences = 4;
   if (!device_sampling) ::setenv("MEMRA_DEVICE_SAMPLING", "0", 1);

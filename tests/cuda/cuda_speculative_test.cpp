@@ -29,8 +29,8 @@ fs::path q8() { return memra::cuda_test::fixtures_dir() / "gguf/llama/llama-Q8_0
 
 EngineOptions options() {
   EngineOptions eo;
-  eo.backend = MEMRA_BACKEND_CUDA;
-  eo.cuda.module_path = memra::cuda_test::module_path();
+  eo.backend.kind = MEMRA_BACKEND_CUDA;
+  eo.backend.module_path = memra::cuda_test::module_path();
   eo.max_context = 256;
   eo.max_sequences = 12;
   return eo;

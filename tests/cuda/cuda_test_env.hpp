@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/backend/backend.hpp"
 #include "core/plugin_host/plugin_host.hpp"
 #include "tests/support/build_plugins.hpp"
 
@@ -30,18 +30,25 @@ inline std::filesystem::path fixtures_dir() {
 inline std::string module_path() { return (binary_root() / "lib" / "memra" / "libmemra-backend-cuda.so").string(); }
 inline std::string kernel_dir() { return (binary_root() / "lib" / "memra" / "kernels").string(); }
 
+// The build's CUDA backend on device 0.
+inline backend::BackendOptions options() {
+  backend::BackendOptions o;
+  o.kind = MEMRA_BACKEND_CUDA;
+  o.module_path = module_path();
+  o.kernel_dir = kernel_dir();
+  return o;
+}
+
 // Why the CUDA backend cannot be used here ("" when it can): no driver, no module
 // in this build, or no GPU. Tests GTEST_SKIP with it.
 inline std::string unavailable_reason() {
   static const std::string reason = [] {
-    auto api = backend::load_cuda_backend_api(module_path());
-    if (!api) return api.error().message;
-    backend::CudaBackendOpenOptions o;
-    o.module_path = module_path();
-    auto b = backend::CudaBackendHandle::create(o);
+    auto b = backend::open_backend(options());
     if (!b) {
       const std::string& m = b.error().message;
-      if (m.find("cuInit") != std::string::npos || m.find("(0 visible)") != std::string::npos) return m;
+      if (m.rfind("no NVIDIA driver", 0) == 0 || m.find("cannot load the CUDA backend module") != std::string::npos ||
+          m.find("cuInit") != std::string::npos || m.find("(0 visible)") != std::string::npos)
+        return m;
       return std::string();  // a real failure: let the test run and report it
     }
     return std::string();

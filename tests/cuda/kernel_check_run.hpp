@@ -18,16 +18,16 @@ namespace memra::cuda_test {
 inline void run_kernel_checks(void (*fn)(kcheck::Device&, kcheck::Report&, const kcheck::CheckOptions&)) {
   const std::string why = unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why;
-  backend::CudaBackendOpenOptions o;
-  o.module_path = module_path();
-  auto b = backend::CudaBackendHandle::create(o);
+  backend::BackendOptions o = options();
+  o.apply_environment();
+  auto b = backend::open_backend(o);
   ASSERT_TRUE(b.ok()) << b.error().message;
   kcheck::CheckOptions opts;
   opts.quick = true;
   opts.kernel_dir = kernel_dir();
   opts.temp_dir = (std::filesystem::temp_directory_path() / ("memra-cuda-test-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(opts.temp_dir);
-  kcheck::Device d(&(*b)->api(), (*b)->get());
+  kcheck::Device d(std::move(*b), o);
   kcheck::Report r(nullptr);
   fn(d, r, opts);
   std::error_code ec;

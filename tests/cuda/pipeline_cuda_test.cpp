@@ -38,10 +38,9 @@ memra::plugins::PluginHost& plugins() { return memra::cuda_test::build_plugins()
 
 // "" when device 1 exists, else why not.
 std::string second_device_missing() {
-  memra::backend::CudaBackendOpenOptions o;
-  o.module_path = memra::cuda_test::module_path();
+  memra::backend::BackendOptions o = memra::cuda_test::options();
   o.device = 1;
-  auto b = memra::backend::CudaBackendHandle::create(o);
+  auto b = memra::backend::open_backend(o);
   return b ? std::string() : b.error().message;
 }
 
@@ -57,14 +56,14 @@ std::unique_ptr<ModelSource> open_source(const std::string& rel, int64_t widen_t
 
 std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, std::vector<int> devices) {
   EngineOptions o;
-  o.backend = MEMRA_BACKEND_CUDA;
-  o.cuda.module_path = memra::cuda_test::module_path();
-  o.cuda.kernel_dir = memra::cuda_test::kernel_dir();
+  o.backend.kind = MEMRA_BACKEND_CUDA;
+  o.backend.module_path = memra::cuda_test::module_path();
+  o.backend.kernel_dir = memra::cuda_test::kernel_dir();
   o.max_context = 512;
   o.max_sequences = 4;
   o.pipeline_stages = static_cast<int32_t>(std::max<size_t>(1, devices.size()));
   if (devices.size() > 1) o.pipeline_devices = devices;
-  else if (devices.size() == 1) o.cuda.device = devices[0];
+  else if (devices.size() == 1) o.backend.device = devices[0];
   auto e = Engine::create(std::move(src), plugins(), o);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
   return e ? std::move(*e) : nullptr;
@@ -88,13 +87,12 @@ void check_model(const std::string& rel, const std::vector<int>& devices, int64_
   auto one = make_engine(open_source(rel, widen_to), {devices[0]});
   auto pp = make_engine(open_source(rel, widen_to), devices);
   ASSERT_TRUE(one && pp);
-  ASSERT_NE(pp->pipeline(), nullptr);
-  std::cout << "[ " << rel << " ] " << pp->pipeline()->plan().describe() << "\n";
+  std::cout << "[ " << rel << " ] " << pp->backend().describe() << "\n";
   const auto ref = prefill_and_decode(*one, prompt, 24);
   const auto got = prefill_and_decode(*pp, prompt, 24);
   EXPECT_EQ(compare(ref, got), "") << rel << " on " << devices.size() << " stages differs from one CUDA backend";
-  std::cout << "[ " << rel << " ] hand-offs in the last decode step: " << pp->pipeline()->handoffs() << " ("
-            << pp->pipeline()->handoff_bytes() << " bytes)\n";
+  std::cout << "[ " << rel << " ] hand-offs in the last decode step: " << pp->backend().stats().handoffs << " ("
+            << pp->backend().stats().handoff_bytes << " bytes)\n";
 }
 
 }  // namespace
@@ -178,9 +176,9 @@ TEST(PipelineCuda, RollingGroupsServeOneBackendsTokens) {
   };
   auto make = [&](std::vector<int> devices) {
     EngineOptions o;
-    o.backend = MEMRA_BACKEND_CUDA;
-    o.cuda.module_path = memra::cuda_test::module_path();
-    o.cuda.kernel_dir = memra::cuda_test::kernel_dir();
+    o.backend.kind = MEMRA_BACKEND_CUDA;
+    o.backend.module_path = memra::cuda_test::module_path();
+    o.backend.kernel_dir = memra::cuda_test::kernel_dir();
     o.max_context = 256;
     o.max_sequences = 8;
     o.block_size = 8;

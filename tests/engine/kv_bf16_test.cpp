@@ -16,7 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "host/backend_cpu/cpu_backend.hpp"
+#include "host/backend/cpu/cpu_backend.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/engine/scheduler.hpp"
@@ -246,13 +246,16 @@ TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
 }
 
 TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
-  memra::backend::KvCacheConfig kv{1, 2, 8, 16, 4, MEMRA_DTYPE_F16};
-  memra::backend::CpuBackend cpu(kv, [](const char*) { return memra::backend::QuantTable{}; });
-  EXPECT_EQ(cpu.allocate_kv(), MEMRA_ERR_UNSUPPORTED);
-  EXPECT_NE(cpu.last_error().find("KV cache dtype"), std::string::npos) << cpu.last_error();
-  kv.dtype = MEMRA_DTYPE_BF16;
-  memra::backend::CpuBackend ok(kv, [](const char*) { return memra::backend::QuantTable{}; });
-  EXPECT_EQ(ok.allocate_kv(), MEMRA_OK);
+  memra::backend::StateConfig state;
+  state.kv = {1, 2, 8, 16, 4, MEMRA_DTYPE_F16};
+  memra::backend::CpuBackend cpu([](const char*) { return memra::backend::QuantTable{}; });
+  const memra::Status refused = cpu.allocate_state(state);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, memra::ErrorCode::unsupported);
+  EXPECT_NE(refused.error().message.find("KV cache dtype"), std::string::npos) << refused.error().message;
+  state.kv.dtype = MEMRA_DTYPE_BF16;
+  memra::backend::CpuBackend ok([](const char*) { return memra::backend::QuantTable{}; });
+  EXPECT_TRUE(ok.allocate_state(state).ok());
 
   const fs::path dir = kFixtures / "models/llama";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";

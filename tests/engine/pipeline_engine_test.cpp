@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 
+#include "host/backend/cpu/cpu_backend.hpp"
+#include "host/backend/pipeline/pipeline_backend.hpp"
 #include "host/engine/generate.hpp"
 #include "tests/engine/pipeline_test_models.hpp"
 #include "tests/engine/pipeline_test_run.hpp"
@@ -78,8 +80,9 @@ TEST(PipelineCpu, TwoStagesAreBitwiseOneBackendOnTheFixtures) {
     auto one = make_engine(open_source(model), 1);
     auto two = make_engine(open_source(model), 2);
     ASSERT_TRUE(one && two);
-    ASSERT_NE(two->pipeline(), nullptr);
-    EXPECT_EQ(two->pipeline()->plan().num_layers, (std::vector<int64_t>{1, 1})) << two->pipeline()->plan().describe();
+    const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&two->backend());
+    ASSERT_NE(pipeline, nullptr);
+    EXPECT_EQ(pipeline->plan().num_layers, (std::vector<int64_t>{1, 1})) << pipeline->describe();
     const auto ref = prefill_and_decode(*one, prompt, 24);
     std::vector<int64_t> handoffs;
     const auto got = prefill_and_decode(*two, prompt, 24, &handoffs);
@@ -105,9 +108,11 @@ TEST(PipelineCpu, EveryLayerBoundaryWithTwoThreeAndFourStages) {
   for (const auto& [stages, split] : splits) {
     auto pp = make_engine(widened(), stages, split);
     ASSERT_TRUE(pp) << split_name(stages, split);
-    EXPECT_EQ(pp->pipeline()->num_stages(), stages);
+    const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&pp->backend());
+    ASSERT_NE(pipeline, nullptr);
+    EXPECT_EQ(pipeline->num_stages(), stages);
     EXPECT_TRUE(bitwise_equal(ref, prefill_and_decode(*pp, prompt, 8)))
-        << split_name(stages, split) << " (" << pp->pipeline()->plan().describe() << ") differs from one CPU backend";
+        << split_name(stages, split) << " (" << pipeline->describe() << ") differs from one CPU backend";
   }
 }
 
@@ -138,7 +143,9 @@ TEST(PipelineCpu, TiedEmbeddingsLiveOnTheFirstAndLastStage) {
   auto one = make_engine(tied(), 1);
   auto two = make_engine(tied(), 2);
   ASSERT_TRUE(one && two);
-  const PipelinePlan& plan = two->pipeline()->plan();
+  const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&two->backend());
+  ASSERT_NE(pipeline, nullptr);
+  const memra::backend::PipelinePlan& plan = pipeline->plan();
   EXPECT_TRUE(plan.tied_output);
   EXPECT_EQ(plan.weight_stages("token_embd.weight"), 3u);
   EXPECT_TRUE(bitwise_equal(prefill_and_decode(*one, prompt, 16), prefill_and_decode(*two, prompt, 16)));
@@ -261,8 +268,8 @@ namespace {
 // A CPU stage whose op table logs "<stage>:<op>" before forwarding, and logs
 // "<stage>:prepare" when given the step's batch: shows what the pipeline asks of
 // each stage and in which order (the CUDA stages need the batch before a matmul).
-struct LoggingStage final : PipelineStage {
-  LoggingStage(int32_t id, std::unique_ptr<PipelineStage> inner, std::vector<std::string>* log)
+struct LoggingStage final : memra::backend::Backend {
+  LoggingStage(int32_t id, std::unique_ptr<memra::backend::Backend> inner, std::vector<std::string>* log)
       : id(id), inner(std::move(inner)), log(log) {
     const memra_backend_ops& in = *this->inner->ops();
     table = in;
@@ -313,14 +320,22 @@ struct LoggingStage final : PipelineStage {
     return this;
   }
   const memra_backend_ops* ops() const override { return &table; }
-  Status allocate_kv() override { return inner->allocate_kv(); }
-  Status begin_step() override { return inner->begin_step(); }
+  memra_device_info device_info() const override { return inner->device_info(); }
+  Status upload_weights(const memra_weight_set& w) override { return inner->upload_weights(w); }
+  Status allocate_state(const memra::backend::StateConfig& s) override { return inner->allocate_state(s); }
+  Status begin_step(int32_t slot) override { return inner->begin_step(slot); }
   Status copy_kv_block(int32_t f, int32_t t) override { return inner->copy_kv_block(f, t); }
+  Status copy_state_slot(int32_t f, int32_t t) override { return inner->copy_state_slot(f, t); }
+  Status reset_state_slot(int32_t s) override { return inner->reset_state_slot(s); }
   std::string last_error() const override { return inner->last_error(); }
-  Status copy_from(PipelineStage& from, void* dst, const void* src, uint64_t bytes) override {
+  Status copy_from(memra::backend::Backend& from, void* dst, const void* src, uint64_t bytes) override {
     note("copy_from_" + std::to_string(static_cast<LoggingStage&>(from).id));
     return inner->copy_from(*static_cast<LoggingStage&>(from).inner, dst, src, bytes);
   }
+  Status copy_to_host(void* d, const void* s, uint64_t n) override { return inner->copy_to_host(d, s, n); }
+  Status copy_to_device(void* d, const void* s, uint64_t n) override { return inner->copy_to_device(d, s, n); }
+  memra::Result<memra_buffer> memory_alloc(memra_memory_location l, uint64_t n) override { return inner->memory_alloc(l, n); }
+  void memory_free(memra_buffer& b) override { inner->memory_free(b); }
   Status prepare_batch(const memra_forward_batch& b) override {
     note("prepare");
     prepared.push_back(&b);
@@ -329,7 +344,7 @@ struct LoggingStage final : PipelineStage {
   std::string name() const override { return "logging cpu"; }
 
   int32_t id;
-  std::unique_ptr<PipelineStage> inner;
+  std::unique_ptr<memra::backend::Backend> inner;
   std::vector<std::string>* log;
   std::vector<const memra_forward_batch*> prepared;
   memra_backend_ops table{};
@@ -359,20 +374,22 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
     auto it = tables.find(s);
     return it == tables.end() ? memra::backend::QuantTable{} : it->second;
   };
-  auto plan = plan_pipeline(src->weights, 2, {2, {}, 0});
+  auto plan = memra::backend::plan_pipeline(src->weights, 2, {2, {}, 0});
   ASSERT_TRUE(plan.ok());
   std::vector<std::string> log;
-  std::vector<std::unique_ptr<PipelineStage>> stages;
+  std::vector<std::unique_ptr<memra::backend::Backend>> stages;
   std::vector<LoggingStage*> logging;
   for (int32_t s = 0; s < 2; ++s) {
-    memra::backend::KvCacheConfig kv{1, src->config.num_kv_heads, src->config.head_dim, 16, 4};
-    auto st = std::make_unique<LoggingStage>(s, make_cpu_stage(kv, lookup), &log);
+    auto st = std::make_unique<LoggingStage>(s, std::make_unique<memra::backend::CpuBackend>(lookup), &log);
     logging.push_back(st.get());
     stages.push_back(std::move(st));
   }
-  auto pp = PipelineBackend::create(std::move(stages), *plan, src->weights);
+  auto pp = memra::backend::PipelineBackend::create(std::move(stages), *plan, src->weights);
   ASSERT_TRUE(pp.ok()) << pp.error().message;
-  ASSERT_TRUE((*pp)->allocate_kv().ok());
+  memra::backend::StateConfig state;
+  state.kv = {2, src->config.num_kv_heads, src->config.head_dim, 16, 4};
+  ASSERT_TRUE((*pp)->upload_weights(src->weight_set()).ok());
+  ASSERT_TRUE((*pp)->allocate_state(state).ok());
   auto family = host.family_for(src->config.architecture, host.device_info());
   ASSERT_TRUE(family.ok());
   auto mplan = family->plan_create(src->config_json);
@@ -398,7 +415,7 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   b.logits_rows = &row;
   b.logits = logits.data();
   b.prompt_tokens = &generated;
-  ASSERT_TRUE((*pp)->begin_step().ok());
+  ASSERT_TRUE((*pp)->begin_step(-1).ok());
   ASSERT_TRUE(model->forward(b).ok()) << (*pp)->last_error();
 
   for (int32_t s = 0; s < 2; ++s) {
@@ -421,7 +438,7 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   EXPECT_EQ(std::vector<std::string>(handoff, handoff + 4),
             (std::vector<std::string>{"1:copy_from_0", "1:copy_from_0", "1:prepare", "1:add_rms_norm"}));
   EXPECT_EQ(log.back(), "1:logits_output");
-  EXPECT_EQ((*pp)->handoffs(), 2);
+  EXPECT_EQ((*pp)->stats().handoffs, 2);
 }
 
 // Micro-batched steps (the stages overlap on a GPU; here the mechanism) compute the

@@ -12,11 +12,11 @@
 #include <string>
 
 #include "host/engine/pipeline_microbatch.hpp"
-#include "host/engine/pipeline_split.hpp"
+#include "host/backend/pipeline/pipeline_split.hpp"
 
-using memra::engine::PipelinePlan;
-using memra::engine::PipelineSplitOptions;
-using memra::engine::plan_pipeline;
+using memra::backend::PipelinePlan;
+using memra::backend::PipelineSplitOptions;
+using memra::backend::plan_pipeline;
 
 namespace {
 
@@ -86,12 +86,12 @@ uint64_t best_by_brute_force(const FakeModel& m, int64_t layers, int32_t stages,
 }  // namespace
 
 TEST(PipelineSplit, WeightLayerParsesBlockNames) {
-  EXPECT_EQ(memra::engine::weight_layer("blk.0.attn_q.weight"), 0);
-  EXPECT_EQ(memra::engine::weight_layer("blk.35.ffn_down.weight"), 35);
-  EXPECT_EQ(memra::engine::weight_layer("blk.x.attn_q.weight"), -1);
-  EXPECT_EQ(memra::engine::weight_layer("blk.3"), -1);
-  EXPECT_EQ(memra::engine::weight_layer("token_embd.weight"), -1);
-  EXPECT_EQ(memra::engine::weight_layer("output.weight"), -1);
+  EXPECT_EQ(memra::backend::weight_layer("blk.0.attn_q.weight"), 0);
+  EXPECT_EQ(memra::backend::weight_layer("blk.35.ffn_down.weight"), 35);
+  EXPECT_EQ(memra::backend::weight_layer("blk.x.attn_q.weight"), -1);
+  EXPECT_EQ(memra::backend::weight_layer("blk.3"), -1);
+  EXPECT_EQ(memra::backend::weight_layer("token_embd.weight"), -1);
+  EXPECT_EQ(memra::backend::weight_layer("output.weight"), -1);
 }
 
 TEST(PipelineSplit, MemorySplitIsTheBestContiguousSplit) {

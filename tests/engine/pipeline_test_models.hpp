@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "host/engine/model_source.hpp"
-#include "host/engine/pipeline_split.hpp"
+#include "host/backend/pipeline/pipeline_split.hpp"
 #include "repack/checkpoint/model_config.hpp"
 
 namespace memra::pipeline_test {
@@ -21,7 +21,7 @@ inline void widen(engine::ModelSource& s, int64_t layers) {
   std::vector<memra_weight> extra;
   for (int64_t l = base; l < layers; ++l)
     for (const memra_weight& w : s.weights) {
-      const int64_t src = engine::weight_layer(w.name);
+      const int64_t src = backend::weight_layer(w.name);
       if (src != l % base) continue;
       const std::string prefix = "blk." + std::to_string(src) + ".";
       s.strings.push_back("blk." + std::to_string(l) + "." + std::string(w.name).substr(prefix.size()));

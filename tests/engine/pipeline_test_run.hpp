@@ -39,7 +39,7 @@ inline std::vector<std::vector<float>> prefill_and_decode(engine::Engine& e, con
     EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
     if (!o) break;
     rows.push_back((*o)[0]);
-    if (handoffs && e.pipeline()) handoffs->push_back(e.pipeline()->handoffs());
+    if (handoffs) handoffs->push_back(e.backend().stats().handoffs);
   }
   e.close_sequence(seq);
   return rows;

@@ -9,7 +9,8 @@
 #include <cmath>
 #include <vector>
 
-#include "host/backend_cpu/cpu_backend.hpp"
+#include "host/backend/cpu/cpu_backend.hpp"
+#include "host/backend/pipeline/pipeline_backend.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/generate.hpp"
@@ -298,8 +299,9 @@ TEST(RecurrentState, PipelineStagesRouteTheStateToItsLayer) {
   two.pipeline_stages = 2;
   auto one = load(), split = load(two);
   ASSERT_TRUE(one && split);
-  ASSERT_NE(split->pipeline(), nullptr);
-  EXPECT_EQ(split->pipeline()->plan().layer_stage[1], 1);  // the recurrent layer is on stage 1
+  const auto* pipeline = dynamic_cast<const backend::PipelineBackend*>(&split->backend());
+  ASSERT_NE(pipeline, nullptr);
+  EXPECT_EQ(pipeline->plan().layer_stage[1], 1);  // the recurrent layer is on stage 1
   const int32_t a = one->open_sequence(), b = split->open_sequence();
   EXPECT_EQ(step(*split, b, kPrompt), step(*one, a, kPrompt));
   auto fa = one->fork_sequence(a);
@@ -333,14 +335,14 @@ TEST(RecurrentState, BadPlansAreRefusedNamingThePlugin) {
   EXPECT_NE(version.find("requires op 'decay_scan' v7, which this host does not have (it has v1)"), std::string::npos) << version;
   // CUDA implements no named op yet: refused at load, before any device is opened.
   EngineOptions cuda;
-  cuda.backend = MEMRA_BACKEND_CUDA;
+  cuda.backend.kind = MEMRA_BACKEND_CUDA;
   const std::string gpu = refusal("{}", cuda);
   EXPECT_NE(gpu.find("'recurrent-test' requires op 'decay_scan' v1, which the cuda backend does not implement"), std::string::npos)
       << gpu;
 }
 
 TEST(OpRegistry, EveryCpuOpIsFoundByNameAndVersion) {
-  backend::CpuBackend cpu({}, nullptr);
+  backend::CpuBackend cpu(nullptr);
   const memra_backend_ops& o = *cpu.ops();
   ASSERT_TRUE(MEMRA_STRUCT_HAS(&o, memra_backend_ops, op_run));
   ASSERT_FALSE(ops::registered_ops().empty());

@@ -2,7 +2,9 @@
 // - the host has no per-architecture knowledge: no architecture a family plugin
 //   serves (nor any Hugging Face model class) is named in host/ or repack/ code;
 // - repack/ and registry/ include nothing from host/, core/ nothing from the modules
-//   above it (memra-repack and the registry link no engine).
+//   above it (memra-repack and the registry link no engine);
+// - the engine and the server run on the one Backend interface (host/backend/
+//   backend.hpp): they include no backend's internals and branch on no backend kind.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -95,6 +97,24 @@ TEST(Layering, RepackAndRegistryIncludeNothingFromTheHost) {
 TEST(Layering, CoreIncludesOnlyItselfAndTheSdk) {
   const auto found = includes_from("core", {"host", "repack", "registry", "kernels", "plugins"});
   EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);
+}
+
+// Everything above the backends sees backend.hpp, the pipeline builder and plugin
+// kernel registration, never a backend's own headers, and names no backend kind
+// outside choosing which one to open.
+TEST(Layering, EngineAndServerUseOneBackendInterface) {
+  static const std::regex kInternal(R"(#include\s+"host/backend/(cpu|cuda)/)");
+  static const std::regex kKindBranch(R"((==|!=)\s*MEMRA_BACKEND_(CPU|CUDA)\b|MEMRA_BACKEND_(CPU|CUDA)\s*(==|!=))");
+  std::vector<std::string> found;
+  for (const char* dir : {"host/engine", "host/server"}) {
+    for (const fs::path& f : code_files(dir)) {
+      const std::string code = code_only(read(f));
+      std::smatch m;
+      if (std::regex_search(code, m, kInternal)) found.push_back(rel(f) + ": " + m.str());
+      if (std::regex_search(code, m, kKindBranch)) found.push_back(rel(f) + ": branches on " + m.str());
+    }
+  }
+  EXPECT_TRUE(found.empty()) << "use backend::Backend (host/backend/backend.hpp); found:\n" << ::testing::PrintToString(found);
 }
 
 }  // namespace

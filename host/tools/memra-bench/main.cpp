@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
               model_path.empty() ? model.c_str() : model_path.c_str(), model_path.empty() ? quant.c_str() : "as stored", matrix_bytes / 1e9, embd_bytes / 1e9, now_s() - t0);
 
   memra::engine::EngineOptions eo;
-  eo.backend = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
+  eo.backend.kind = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
   eo.max_context = std::max<int64_t>(prompt + std::max(decode, gen) + 16, memra::bench::standard_bench_context(sb));
   eo.max_sequences = max_batch;
   eo.pipeline_stages = pp;
@@ -211,15 +211,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(info, "engine created (weights uploaded, %s KV cache) in %.1f s\n", memra::engine::kv_dtype_name(kv_dtype), now_s() - t0);
-  if (const auto* pl = (*engine)->pipeline())
-    for (int32_t s = 0; s < pl->num_stages(); ++s) {
-      const auto k = static_cast<size_t>(s);
-      const auto& plan = pl->plan();
-      std::fprintf(info, "pipeline stage %d on %s: layers %lld-%lld, %.2f GB weights + %.2f GB KV cache\n", s,
-                   pl->stage(s).name().c_str(),
-                   static_cast<long long>(plan.first_layer[k]), static_cast<long long>(plan.first_layer[k] + plan.num_layers[k] - 1),
-                   plan.weight_bytes[k] / 1e9, plan.kv_bytes[k] / 1e9);
-    }
+  if (pp > 1) std::fprintf(info, "%s\n", (*engine)->backend().describe().c_str());
 
   if (!spec.empty()) {
     sbo.drafter = spec;

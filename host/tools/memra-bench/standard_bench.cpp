@@ -9,7 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "core/plugin_host/kernel_services.hpp"
+#include "host/backend/backend.hpp"
 
 namespace memra::bench {
 namespace {
@@ -62,27 +63,30 @@ uint64_t device_memory_used() {
 // 1 GiB buffer, through a copy kernel compiled with NVRTC on a separate backend
 // instance (same primary context). Median of 10 copies after 2 warm-ups.
 Result<double> measure_copy_gbps() {
-  backend::CudaBackendOpenOptions oo;
-  auto h = backend::CudaBackendHandle::create(oo);
-  if (!h) return h.error();
-  const memra_cuda_backend_api& api = (*h)->api();
-  memra_cuda_backend* b = (*h)->get();
+  backend::BackendOptions bo;
+  bo.kind = MEMRA_BACKEND_CUDA;
+  auto opened = backend::open_backend(bo);
+  if (!opened) return opened.error();
+  backend::Backend& b = **opened;
+  plugins::KernelServices* k_services = b.kernel_services();
+  if (!k_services) return make_error(ErrorCode::unsupported, "copy benchmark: " + b.name() + " has no kernel services");
   const uint64_t bytes = 1ull << 30;
-  memra_buffer src{}, dst{};
-  src.struct_size = dst.struct_size = MEMRA_BUFFER_STRUCT_SIZE;
-  if (api.memory_alloc(b, MEMRA_MEMORY_DEVICE, bytes, &src) != MEMRA_OK ||
-      api.memory_alloc(b, MEMRA_MEMORY_DEVICE, bytes, &dst) != MEMRA_OK)
-    return make_error(ErrorCode::io, "copy benchmark: " + (*h)->last_error());
+  auto src = b.memory_alloc(MEMRA_MEMORY_DEVICE, bytes);
+  if (!src) return src.error();
+  auto dst = b.memory_alloc(MEMRA_MEMORY_DEVICE, bytes);
+  if (!dst) {
+    b.memory_free(*src);
+    return dst.error();
+  }
   struct Free {
-    const memra_cuda_backend_api& api;
-    memra_cuda_backend* b;
-    memra_buffer* s;
-    memra_buffer* d;
+    backend::Backend& b;
+    memra_buffer& s;
+    memra_buffer& d;
     ~Free() {
-      api.memory_free(b, s);
-      api.memory_free(b, d);
+      b.memory_free(s);
+      b.memory_free(d);
     }
-  } release{api, b, &src, &dst};
+  } release{b, *src, *dst};
   static const char* kSource =
       "extern \"C\" __global__ void memra_bench_copy(const float4* s, float4* d, unsigned long long n) {\n"
       "  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;\n"
@@ -91,12 +95,13 @@ Result<double> measure_copy_gbps() {
   memra_nvrtc_request req{MEMRA_NVRTC_REQUEST_STRUCT_SIZE, "memra_bench_copy", kSource, nullptr, 0};
   memra_kernel_module* mod = nullptr;
   memra_kernel* k = nullptr;
-  if (api.kernel_module_compile(b, &req, &mod) != MEMRA_OK || api.kernel_get(b, mod, "memra_bench_copy", &k) != MEMRA_OK)
-    return make_error(ErrorCode::internal, "copy benchmark: " + (*h)->last_error());
-  const memra_device_info info = (*h)->device_info();
+  std::string why;
+  if (k_services->module_compile(&req, &mod, &why) != MEMRA_OK || k_services->kernel_get(mod, "memra_bench_copy", &k, &why) != MEMRA_OK)
+    return make_error(ErrorCode::internal, "copy benchmark: " + why);
+  const memra_device_info info = b.device_info();
   unsigned long long n = bytes / 16;
-  void* sp = src.ptr;
-  void* dp = dst.ptr;
+  void* sp = src->ptr;
+  void* dp = dst->ptr;
   void* args[] = {&sp, &dp, &n};
   memra_launch_config lc{};
   lc.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
@@ -106,10 +111,10 @@ Result<double> measure_copy_gbps() {
   lc.block[1] = lc.block[2] = 1;
   std::vector<double> times;
   for (int i = 0; i < 12; ++i) {
-    if (api.synchronize(b) != MEMRA_OK) return make_error(ErrorCode::internal, "copy benchmark: " + (*h)->last_error());
+    if (auto st = b.synchronize(); !st) return make_error(ErrorCode::internal, "copy benchmark: " + st.error().message);
     const double t0 = now_s();
-    if (api.kernel_launch(b, k, &lc, args) != MEMRA_OK || api.synchronize(b) != MEMRA_OK)
-      return make_error(ErrorCode::internal, "copy benchmark: " + (*h)->last_error());
+    if (k_services->kernel_launch(k, &lc, args, &why) != MEMRA_OK) return make_error(ErrorCode::internal, "copy benchmark: " + why);
+    if (auto st = b.synchronize(); !st) return make_error(ErrorCode::internal, "copy benchmark: " + st.error().message);
     if (i >= 2) times.push_back(now_s() - t0);
   }
   return 2.0 * static_cast<double>(bytes) / median(times) / 1e9;

@@ -165,15 +165,17 @@ class GenApp : public Application {
     }
     if (backend != "cpu") {
       // The CUDA backend opens only where a driver is present; auto falls back to the CPU.
-      auto api = backend::load_cuda_backend_api();
-      if (api) {
-        eo.backend = MEMRA_BACKEND_CUDA;
+      backend::BackendOptions cuda;
+      cuda.kind = MEMRA_BACKEND_CUDA;
+      auto probe = backend::open_backend(cuda);
+      if (probe) {
+        eo.backend.kind = MEMRA_BACKEND_CUDA;
       } else if (backend == "cuda") {
-        std::cerr << "memra-gen: the CUDA backend is not available: " << api.error().message << "\n";
+        std::cerr << "memra-gen: the CUDA backend is not available: " << probe.error().message << "\n";
         return EXIT_UNAVAILABLE;
       }
     }
-    std::cerr << "memra-gen: backend " << (eo.backend == MEMRA_BACKEND_CUDA ? "cuda" : "cpu") << "\n";
+    std::cerr << "memra-gen: backend " << (eo.backend.kind == MEMRA_BACKEND_CUDA ? "cuda" : "cpu") << "\n";
     eo.pipeline_stages = number<int32_t>("pp", opt("pp", "1"), 1, 64);
     auto list = [](const std::string& flag, const std::string& text, int64_t lo) {
       std::vector<int64_t> v;

@@ -139,9 +139,7 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
   Kernels k(d);
   Timer timer(cu, k, o.device);
   Rng rng(o.seed);
-  memra_device_info info{};
-  info.struct_size = sizeof info;
-  d.check(d.api().device_info(d.backend(), &info), "device_info");
+  const memra_device_info info = d.device_info();
   void* st = timer.stream();
 
   // Copy ceiling: 512 MiB -> 512 MiB, bytes read + written.

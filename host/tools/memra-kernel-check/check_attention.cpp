@@ -55,8 +55,8 @@ class Scenario {
   Scenario(Device& d, const Config& c, int32_t layers, int32_t block_size, int32_t max_blocks, int32_t seqs, Rng& rng)
       : d_(d), c_(c), layers_(layers), bs_(block_size), max_blocks_(max_blocks) {
     num_blocks_ = seqs * max_blocks;
-    memra_cuda_kv_config kv{MEMRA_CUDA_KV_CONFIG_STRUCT_SIZE, layers, c.kv_heads, c.head_dim, block_size, num_blocks_, c.kv};
-    d.check(d.api().allocate_kv(d.backend(), &kv), "allocate_kv");
+    const backend::KvCacheConfig kv{layers, c.kv_heads, c.head_dim, block_size, num_blocks_, c.kv};
+    d.check(d.allocate_kv(kv), "allocate_kv");
     const size_t n = static_cast<size_t>(layers) * num_blocks_ * block_size * c.kv_heads * c.head_dim;
     kc_.assign(n * kv_bytes(c.kv), 0);
     vc_.assign(n * kv_bytes(c.kv), 0);

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/plugin_host/plugin_host.hpp"
-#include "host/backend_cuda/plugin_kernels.hpp"
+#include "host/backend/plugin_kernels.hpp"
 #include "host/tools/memra-kernel-check/checks.hpp"
 
 namespace memra::kcheck {
@@ -28,8 +28,7 @@ void check_plugin_kernels(Device& d, Report& r, const CheckOptions& o, const std
     r.add("plugin kernels: a quant plugin with register_kernels in the plugin dirs", false, "none found");
     return;
   }
-  backend::CudaKernelServices services(d.api(), d.backend());
-  for (const std::string& line : backend::register_plugin_kernels(d.api(), d.backend(), services, quants))
+  for (const std::string& line : backend::register_plugin_kernels(d.backend(), quants))
     r.add("plugin kernels: registration", false, line);
   const int64_t rows = o.quick ? 72 : 1027, cols = o.quick ? 256 : 4096;
   for (const plugins::QuantPlugin& q : quants) {

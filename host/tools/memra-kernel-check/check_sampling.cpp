@@ -18,9 +18,9 @@ using sampling::RowParams;
 
 memra_kernel* sampling_kernel(Device& d, const char* name) {
   memra_kernel_module* m = nullptr;
-  d.check(d.api().kernel_module_load(d.backend(), "sampling", &m), "kernel_module_load(sampling)");
+  d.check(d.kernel_module_load("sampling", &m), "kernel_module_load(sampling)");
   memra_kernel* k = nullptr;
-  d.check(d.api().kernel_get(d.backend(), m, name, &k), std::string("kernel_get(") + name + ")");
+  d.check(d.kernel_get(m, name, &k), std::string("kernel_get(") + name + ")");
   return k;
 }
 
@@ -31,7 +31,7 @@ void launch_1d(Device& d, memra_kernel* k, int64_t n, void** args) {
   c.grid[1] = c.grid[2] = 1;
   c.block[0] = 256;
   c.block[1] = c.block[2] = 1;
-  d.check(d.api().kernel_launch(d.backend(), k, &c, args), "kernel_launch");
+  d.check(d.kernel_launch(k, &c, args), "kernel_launch");
 }
 
 // Device tokens of `params.size()` samples of rows `rows` of the device tensor `logits`.
@@ -43,19 +43,15 @@ std::vector<int32_t> device_tokens(Device& d, const memra_tensor& logits, int64_
     flat.insert(flat.end(), p.begin(), p.end());
     offsets.push_back(static_cast<int32_t>(flat.size()));
   }
-  memra_cuda_sample_request r{};
-  r.struct_size = MEMRA_CUDA_SAMPLE_REQUEST_STRUCT_SIZE;
+  backend::SampleRequest r;
   r.logits = static_cast<const float*>(logits.data);
   r.vocab = vocab;
-  r.num_samples = static_cast<int32_t>(rows.size());
-  r.rows = rows.data();
-  r.params = reinterpret_cast<const memra_cuda_sample_params*>(params.data());
-  r.penalty_offsets = offsets.data();
-  r.penalties = reinterpret_cast<const memra_cuda_penalty*>(flat.data());
+  r.rows = rows;
+  r.params = params;
+  r.penalty_offsets = offsets;
+  r.penalties = flat;
   std::vector<int32_t> tokens(rows.size(), -1);
-  if (!MEMRA_STRUCT_HAS(&d.api(), memra_cuda_backend_api, logits_rows_to_host) || !d.api().sample_rows)
-    throw Failure("the backend module has no sample_rows");
-  d.check(d.api().sample_rows(d.backend(), &r, tokens.data()), "sample_rows");
+  d.check(d.sample_rows(r, tokens.data()), "sample_rows");
   return tokens;
 }
 

@@ -18,27 +18,22 @@ namespace {
 
 // A backend of its own (other kernel/cache directory), destroyed at scope exit.
 struct Extra {
-  const memra_cuda_backend_api* api = nullptr;
-  memra_cuda_backend* b = nullptr;
+  std::unique_ptr<Device> d;
   std::string log;
   std::string error;
-  memra_status st = MEMRA_OK;
-  Extra(const memra_cuda_backend_api* a, const std::string& kernel_dir, const std::string& cache_dir, bool allow_ptx) : api(a) {
-    memra_cuda_backend_options o{};
-    o.struct_size = MEMRA_CUDA_BACKEND_OPTIONS_STRUCT_SIZE;
-    o.allow_ptx_jit = allow_ptx ? 1 : 0;
-    o.use_nvrtc = 1;
-    o.kernel_dir = kernel_dir.c_str();
-    o.cache_dir = cache_dir.c_str();
+  Extra(const Device& base, const std::string& kernel_dir, const std::string& cache_dir, bool allow_ptx) {
+    backend::BackendOptions o = base.options();
+    o.allow_ptx_jit = allow_ptx;
+    o.use_nvrtc = true;
+    o.kernel_dir = kernel_dir;
+    o.cache_dir = cache_dir;
     o.log = [](void* user, memra_log_level, const char* m) { static_cast<Extra*>(user)->log += std::string(m) + "\n"; };
     o.log_user = this;
-    char err[2048] = {};
-    st = api->create(&o, &b, err, sizeof err);
-    error = err;
+    auto b = backend::open_backend(o);
+    if (b) d = std::make_unique<Device>(std::move(*b), o);
+    else error = b.error().message;
   }
-  ~Extra() {
-    if (b) api->destroy(b);
-  }
+  bool ok() const { return d != nullptr; }
 };
 
 std::string read_file(const fs::path& p) {
@@ -82,16 +77,15 @@ std::string ptx_only(const std::string& fb) {
   return out;
 }
 
-void launch1d(const memra_cuda_backend_api* api, memra_cuda_backend* b, memra_kernel* k, unsigned grid, unsigned block,
-              void** args, const char* what) {
+void launch1d(Device& d, memra_kernel* k, unsigned grid, unsigned block, void** args, const char* what) {
   memra_launch_config c{};
   c.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
   c.grid[0] = grid;
   c.grid[1] = c.grid[2] = 1;
   c.block[0] = block;
   c.block[1] = c.block[2] = 1;
-  if (api->kernel_launch(b, k, &c, args) != MEMRA_OK || api->synchronize(b) != MEMRA_OK)
-    throw Failure(std::string(what) + ": " + api->last_error(b));
+  d.check(d.kernel_launch(k, &c, args), what);
+  d.check(d.synchronize(), what);
 }
 
 constexpr const char* kProbe = R"(
@@ -105,14 +99,13 @@ extern "C" __global__ void memra_nvrtc_probe(const float* x, float* y, int n) {
 
 void check_services(Device& d, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0x73657276);
-  const memra_cuda_backend_api* api = &d.api();
 
   r.guard("kernel services: fatbin module gather by name", [&] {
     d.begin_step();
     memra_kernel_module* m = nullptr;
     memra_kernel* k = nullptr;
-    d.check(api->kernel_module_load(d.backend(), "gather", &m), "kernel_module_load(gather)");
-    d.check(api->kernel_get(d.backend(), m, "memra_gather_rows", &k), "kernel_get");
+    d.check(d.kernel_module_load("gather", &m), "kernel_module_load(gather)");
+    d.check(d.kernel_get(m, "memra_gather_rows", &k), "kernel_get");
     const int64_t dim = 300;
     const std::vector<float> x = rng.floats(10 * dim);
     std::vector<int32_t> rows = {9, 3, 3};
@@ -120,21 +113,22 @@ void check_services(Device& d, Report& r, const CheckOptions& o) {
     ref::gather_rows(x.data(), dim, rows.data(), 3, ref.data());
     memra_tensor xt = d.upload(x, {10, dim}), out = d.tensor({3, dim});
     memra_buffer rb{};
-    d.check(api->memory_alloc(d.backend(), MEMRA_MEMORY_DEVICE, 12, &rb), "memory_alloc");
-    d.check(api->copy_to_device(d.backend(), rb.ptr, rows.data(), 12), "copy_to_device");
+    d.check(d.memory_alloc(MEMRA_MEMORY_DEVICE, 12, &rb), "memory_alloc");
+    d.check(d.copy_to_device(rb.ptr, rows.data(), 12), "copy_to_device");
     int64_t dim_arg = dim;
     void* args[] = {&xt.data, &dim_arg, &rb.ptr, &out.data};
-    launch1d(api, d.backend(), k, 3, 128, args, "kernel_launch");
+    launch1d(d, k, 3, 128, args, "kernel_launch");
     const Comparison c = compare(d.download(out), ref);
-    api->memory_free(d.backend(), &rb);
+    d.memory_free(&rb);
     r.bitwise("kernel services: fatbin module gather by name", c);
   });
 
   r.guard("nvrtc compile-and-cache", [&] {
     const fs::path cache = fs::path(o.temp_dir) / "nvrtc-cache";
     fs::remove_all(cache);
-    Extra e(api, o.kernel_dir, cache.string(), false);
-    if (e.st != MEMRA_OK) throw Failure("backend with a fresh cache: " + e.error);
+    Extra extra(d, o.kernel_dir, cache.string(), false);
+    if (!extra.ok()) throw Failure("backend with a fresh cache: " + extra.error);
+    Device& e = *extra.d;
     const std::vector<float> x = rng.floats(1000);
     std::vector<float> ref(x.size());
     for (size_t i = 0; i < x.size(); ++i) ref[i] = x[i] * 3.0f + 1.0f;
@@ -145,20 +139,21 @@ void check_services(Device& d, Report& r, const CheckOptions& o) {
       memra_nvrtc_request req{MEMRA_NVRTC_REQUEST_STRUCT_SIZE, "probe", kProbe, opts, 1};
       memra_kernel_module* m = nullptr;
       memra_kernel* k = nullptr;
-      if (api->kernel_module_compile(e.b, &req, &m) != MEMRA_OK) throw Failure("kernel_module_compile: " + std::string(api->last_error(e.b)));
-      hits[round] = api->nvrtc_last_cache_hit(e.b) != 0;
-      if (api->kernel_get(e.b, m, "memra_nvrtc_probe", &k) != MEMRA_OK) throw Failure(api->last_error(e.b));
+      const int64_t hits_before = e.backend().stats().nvrtc_cache_hits;
+      e.check(e.kernel_module_compile(&req, &m), "kernel_module_compile");
+      hits[round] = e.backend().stats().nvrtc_cache_hits > hits_before;
+      e.check(e.kernel_get(m, "memra_nvrtc_probe", &k), "kernel_get");
       memra_buffer xb{}, yb{};
-      api->memory_alloc(e.b, MEMRA_MEMORY_DEVICE, x.size() * 4, &xb);
-      api->memory_alloc(e.b, MEMRA_MEMORY_DEVICE, x.size() * 4, &yb);
-      api->copy_to_device(e.b, xb.ptr, x.data(), x.size() * 4);
+      e.check(e.memory_alloc(MEMRA_MEMORY_DEVICE, x.size() * 4, &xb), "memory_alloc");
+      e.check(e.memory_alloc(MEMRA_MEMORY_DEVICE, x.size() * 4, &yb), "memory_alloc");
+      e.check(e.copy_to_device(xb.ptr, x.data(), x.size() * 4), "copy_to_device");
       int n = static_cast<int>(x.size());
       void* args[] = {&xb.ptr, &yb.ptr, &n};
-      launch1d(api, e.b, k, 8, 128, args, "launch probe");
+      launch1d(e, k, 8, 128, args, "launch probe");
       ys[round].resize(x.size());
-      api->copy_to_host(e.b, ys[round].data(), yb.ptr, x.size() * 4);
-      api->memory_free(e.b, &xb);
-      api->memory_free(e.b, &yb);
+      e.check(e.copy_to_host(ys[round].data(), yb.ptr, x.size() * 4), "copy_to_host");
+      e.memory_free(&xb);
+      e.memory_free(&yb);
     }
     size_t files = 0;
     for (const auto& f : fs::directory_iterator(cache)) files += f.path().extension() == ".cubin";
@@ -173,10 +168,10 @@ void check_services(Device& d, Report& r, const CheckOptions& o) {
     fs::create_directories(dir);
     const std::string fb = ptx_only(read_file(fs::path(o.kernel_dir) / "norm.fatbin"));
     std::ofstream(dir / "norm.fatbin", std::ios::binary) << fb;
-    Extra refused(api, dir.string(), "", false);
-    const bool refused_ok = refused.st != MEMRA_OK && refused.error.find("no SASS") != std::string::npos;
-    Extra degraded(api, dir.string(), "", true);
-    bool degraded_ok = degraded.st == MEMRA_OK && degraded.log.find("DEGRADED") != std::string::npos;
+    Extra refused(d, dir.string(), "", false);
+    const bool refused_ok = !refused.ok() && refused.error.find("no SASS") != std::string::npos;
+    Extra degraded(d, dir.string(), "", true);
+    bool degraded_ok = degraded.ok() && degraded.log.find("DEGRADED") != std::string::npos;
     Comparison c;
     if (degraded_ok) {
       // The JIT-compiled PTX still computes RMSNorm within its bound.
@@ -186,21 +181,22 @@ void check_services(Device& d, Report& r, const CheckOptions& o) {
       ref::rms_norm(x.data(), w.data(), rows, dim, 1e-6f, 0.0f, ref.data());
       memra_kernel_module* m = nullptr;
       memra_kernel* k = nullptr;
-      api->kernel_module_load(degraded.b, "norm", &m);
-      if (!m || api->kernel_get(degraded.b, m, "memra_rms_norm", &k) != MEMRA_OK) throw Failure(api->last_error(degraded.b));
+      Device& g = *degraded.d;
+      g.check(g.kernel_module_load("norm", &m), "kernel_module_load(norm)");
+      g.check(g.kernel_get(m, "memra_rms_norm", &k), "kernel_get");
       memra_buffer xb{}, wb{}, yb{};
-      api->memory_alloc(degraded.b, MEMRA_MEMORY_DEVICE, x.size() * 4, &xb);
-      api->memory_alloc(degraded.b, MEMRA_MEMORY_DEVICE, w.size() * 4, &wb);
-      api->memory_alloc(degraded.b, MEMRA_MEMORY_DEVICE, x.size() * 4, &yb);
-      api->copy_to_device(degraded.b, xb.ptr, x.data(), x.size() * 4);
-      api->copy_to_device(degraded.b, wb.ptr, w.data(), w.size() * 4);
+      g.check(g.memory_alloc(MEMRA_MEMORY_DEVICE, x.size() * 4, &xb), "memory_alloc");
+      g.check(g.memory_alloc(MEMRA_MEMORY_DEVICE, w.size() * 4, &wb), "memory_alloc");
+      g.check(g.memory_alloc(MEMRA_MEMORY_DEVICE, x.size() * 4, &yb), "memory_alloc");
+      g.check(g.copy_to_device(xb.ptr, x.data(), x.size() * 4), "copy_to_device");
+      g.check(g.copy_to_device(wb.ptr, w.data(), w.size() * 4), "copy_to_device");
       int64_t dim_arg = dim;
       float eps = 1e-6f, off = 0.0f;
       void* args[] = {&xb.ptr, &wb.ptr, &dim_arg, &eps, &off, &yb.ptr};
-      launch1d(api, degraded.b, k, rows, 256, args, "launch degraded rms_norm");
+      launch1d(g, k, rows, 256, args, "launch degraded rms_norm");
       std::vector<float> y(x.size());
-      api->copy_to_host(degraded.b, y.data(), yb.ptr, y.size() * 4);
-      for (memra_buffer* bb : {&xb, &wb, &yb}) api->memory_free(degraded.b, bb);
+      g.check(g.copy_to_host(y.data(), yb.ptr, y.size() * 4), "copy_to_host");
+      for (memra_buffer* bb : {&xb, &wb, &yb}) g.memory_free(bb);
       c = compare(y, ref);
       degraded_ok = c.nmse <= kNormBound;
     }

@@ -1,4 +1,4 @@
-// Step graphs (on by default; MEMRA_CUDA_GRAPH=0 turns them off): a small decode step (embedding, norms, quant and
+// Step graphs (on by default; BackendOptions::step_graphs): a small decode step (embedding, norms, quant and
 // float matmuls, gated activation, logits gather and copy) run eagerly, then captured
 // as a graph, then replayed with other token ids: every logit must be bitwise the
 // eager one for the same ids (a graph may not change a launch or its order), and
@@ -10,6 +10,7 @@
 #include "host/tools/memra-kernel-check/checks.hpp"
 
 namespace memra::kcheck {
+using backend::BackendStats;
 namespace {
 
 struct StepWeights {
@@ -64,41 +65,46 @@ void check_step_graph(Device& d, Report& r, const CheckOptions& o) {
   r.guard(name, [&] {
     Rng rng(o.seed ^ 0x67726170);
     const int64_t dim = 512, ffn = 1536, vocab = 3000;
-    auto wt = [&](const char* n, const std::string& s, int64_t rows, int64_t cols) {
-      return d.weight(n, s, dtype_of(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
+    // Graphs are a backend setting: the eager steps run on a second backend without them,
+    // holding the same weights.
+    const std::unique_ptr<Device> eager = d.reopen([](backend::BackendOptions& b) { b.step_graphs = false; });
+    if (!d.options().step_graphs) throw Failure("step graphs are turned off for this run (MEMRA_CUDA_GRAPH=0)");
+    StepWeights w{}, we{};
+    auto wt = [&](const memra_weight** graph, const memra_weight** plain, const char* n, const std::string& s, int64_t rows, int64_t cols) {
+      std::vector<uint8_t> bytes = random_weight(rng, s, rows, cols, "random");
+      *plain = eager->weight(n, s, dtype_of(s), {rows, cols}, bytes);
+      *graph = d.weight(n, s, dtype_of(s), {rows, cols}, std::move(bytes));
     };
-    StepWeights w{};
-    w.emb = wt("g.emb", "bf16", vocab, dim);
-    w.norm1 = d.f32_weight("g.norm1", rng.floats(static_cast<size_t>(dim)));
-    w.norm2 = d.f32_weight("g.norm2", rng.floats(static_cast<size_t>(dim)));
-    w.gate = wt("g.gate", "q4_k", ffn, dim);
-    w.up = wt("g.up", "q8_0", ffn, dim);
-    w.down = wt("g.down", "q6_k", dim, ffn);
-    w.head = wt("g.head", "bf16", vocab, dim);
+    auto norm = [&](const memra_weight** graph, const memra_weight** plain, const char* n) {
+      const std::vector<float> v = rng.floats(static_cast<size_t>(dim));
+      *plain = eager->f32_weight(n, v);
+      *graph = d.f32_weight(n, v);
+    };
+    wt(&w.emb, &we.emb, "g.emb", "bf16", vocab, dim);
+    norm(&w.norm1, &we.norm1, "g.norm1");
+    norm(&w.norm2, &we.norm2, "g.norm2");
+    wt(&w.gate, &we.gate, "g.gate", "q4_k", ffn, dim);
+    wt(&w.up, &we.up, "g.up", "q8_0", ffn, dim);
+    wt(&w.down, &we.down, "g.down", "q6_k", dim, ffn);
+    wt(&w.head, &we.head, "g.head", "bf16", vocab, dim);
     const std::vector<int32_t> ids1 = {17}, ids2 = {2999}, ids4 = {5, 9, 1234, 17};
 
-    setenv("MEMRA_CUDA_GRAPH", "0", 1);  // eager
-    const std::vector<float> e1 = run_step(d, w, ids1, 3, dim, ffn, vocab);
-    const std::vector<float> e2 = run_step(d, w, ids2, 4, dim, ffn, vocab);
-    const std::vector<float> e4 = run_step(d, w, ids4, 5, dim, ffn, vocab);
-    setenv("MEMRA_CUDA_GRAPH", "1", 1);
+    const std::vector<float> e1 = run_step(*eager, we, ids1, 3, dim, ffn, vocab);
+    const std::vector<float> e2 = run_step(*eager, we, ids2, 4, dim, ffn, vocab);
+    const std::vector<float> e4 = run_step(*eager, we, ids4, 5, dim, ffn, vocab);
     std::vector<std::vector<float>> g;
-    try {
-      g.push_back(run_step(d, w, ids1, 3, dim, ffn, vocab));  // capture
-      g.push_back(run_step(d, w, ids2, 4, dim, ffn, vocab));  // replay, new ids
-      g.push_back(run_step(d, w, ids1, 3, dim, ffn, vocab));  // replay
-      g.push_back(run_step(d, w, ids4, 5, dim, ffn, vocab));  // M=4: new graph
-      g.push_back(run_step(d, w, ids2, 4, dim, ffn, vocab));  // M=1 again
-    } catch (...) {
-      unsetenv("MEMRA_CUDA_GRAPH");  // back to the default (graphs on)
-      throw;
-    }
-    unsetenv("MEMRA_CUDA_GRAPH");
+    g.push_back(run_step(d, w, ids1, 3, dim, ffn, vocab));  // capture
+    g.push_back(run_step(d, w, ids2, 4, dim, ffn, vocab));  // replay, new ids
+    g.push_back(run_step(d, w, ids1, 3, dim, ffn, vocab));  // replay
+    g.push_back(run_step(d, w, ids4, 5, dim, ffn, vocab));  // M=4: new graph
+    g.push_back(run_step(d, w, ids2, 4, dim, ffn, vocab));  // M=1 again
+    const BackendStats stats = d.backend().stats();
     const std::vector<const std::vector<float>*> want = {&e1, &e2, &e1, &e4, &e2};
     std::string bad;
     for (size_t i = 0; i < g.size(); ++i)
       if (!compare(g[i], *want[i]).bitwise) bad += " step " + std::to_string(i);
     if (compare(e1, e2).bitwise) bad += " (eager logits do not depend on the ids: the check cannot fail)";
+    if (stats.graph_replays < 2) bad += " (only " + std::to_string(stats.graph_replays) + " graph replays: the graph path did not run)";
     r.add(name, bad.empty(), bad.empty() ? "5 graph steps (M=1 capture, 2 replays, M=4, M=1) bitwise equal" : "differs at" + bad);
   });
 }

@@ -6,11 +6,73 @@
 
 namespace memra::kcheck {
 
-Device::Device(const memra_cuda_backend_api* api, memra_cuda_backend* backend)
-    : api_(api), b_(backend), ops_(api->ops(backend)) {}
+Device::Device(std::unique_ptr<backend::Backend> backend, backend::BackendOptions options)
+    : b_(std::move(backend)), options_(std::move(options)), ops_(b_->ops()) {}
+
+std::unique_ptr<Device> Device::reopen(const std::function<void(backend::BackendOptions&)>& change) const {
+  backend::BackendOptions o = options_;
+  change(o);
+  auto b = backend::open_backend(o);
+  if (!b) throw Failure("opening a second backend: " + b.error().message);
+  return std::make_unique<Device>(std::move(*b), o);
+}
 
 void Device::check(memra_status st, const std::string& what) const {
-  if (st != MEMRA_OK) throw Failure(what + " returned " + memra_status_name(st) + ": " + api_->last_error(b_));
+  if (st != MEMRA_OK) {
+    const std::string why = !last_error_.empty() ? last_error_ : b_->last_error();
+    throw Failure(what + " returned " + memra_status_name(st) + ": " + why);
+  }
+}
+
+void Device::check(const Status& st, const std::string& what) const {
+  if (!st) throw Failure(what + ": " + st.error().message);
+}
+
+memra_status Device::status(const Status& st) {
+  if (st) return MEMRA_OK;
+  last_error_ = st.error().message;
+  switch (st.error().code) {
+    case ErrorCode::invalid_argument: return MEMRA_ERR_INVALID_ARGUMENT;
+    case ErrorCode::not_found: return MEMRA_ERR_NOT_FOUND;
+    case ErrorCode::unsupported: return MEMRA_ERR_UNSUPPORTED;
+    default: return MEMRA_ERR_INTERNAL;
+  }
+}
+
+memra_status Device::service(memra_status st, std::string why) {
+  if (st != MEMRA_OK) last_error_ = std::move(why);
+  return st;
+}
+
+memra_status Device::memory_alloc(memra_memory_location location, uint64_t bytes, memra_buffer* out) {
+  auto b = b_->memory_alloc(location, bytes);
+  if (!b) return status(b.error());
+  *out = *b;
+  return MEMRA_OK;
+}
+void Device::memory_free(memra_buffer* buffer) { b_->memory_free(*buffer); }
+memra_status Device::copy_to_device(void* dst, const void* src, uint64_t bytes) { return status(b_->copy_to_device(dst, src, bytes)); }
+memra_status Device::copy_to_host(void* dst, const void* src, uint64_t bytes) { return status(b_->copy_to_host(dst, src, bytes)); }
+memra_status Device::synchronize() { return status(b_->synchronize()); }
+memra_status Device::allocate_kv(const backend::KvCacheConfig& kv) { return status(b_->allocate_state({kv, {}})); }
+memra_status Device::sample_rows(const backend::SampleRequest& request, int32_t* tokens) {
+  return status(b_->sample_rows(request, tokens));
+}
+memra_status Device::kernel_module_load(const char* name, memra_kernel_module** out) {
+  std::string why;
+  return service(b_->kernel_services()->module_load("", name, out, &why), why);
+}
+memra_status Device::kernel_module_compile(const memra_nvrtc_request* request, memra_kernel_module** out) {
+  std::string why;
+  return service(b_->kernel_services()->module_compile(request, out, &why), why);
+}
+memra_status Device::kernel_get(memra_kernel_module* module, const char* name, memra_kernel** out) {
+  std::string why;
+  return service(b_->kernel_services()->kernel_get(module, name, out, &why), why);
+}
+memra_status Device::kernel_launch(memra_kernel* kernel, const memra_launch_config* config, void** args) {
+  std::string why;
+  return service(b_->kernel_services()->kernel_launch(kernel, config, args, &why), why);
 }
 
 memra_tensor Device::tensor(const std::vector<int64_t>& shape) {
@@ -21,7 +83,7 @@ memra_tensor Device::tensor(const std::vector<int64_t>& shape) {
 
 memra_tensor Device::upload(const std::vector<float>& host, const std::vector<int64_t>& shape) {
   memra_tensor t = tensor(shape);
-  check(api_->copy_to_device(b_, t.data, host.data(), host.size() * sizeof(float)), "copy_to_device");
+  check(copy_to_device(t.data, host.data(), host.size() * sizeof(float)), "copy_to_device");
   return t;
 }
 
@@ -29,7 +91,7 @@ std::vector<float> Device::download(const memra_tensor& t) {
   int64_t n = 1;
   for (int32_t i = 0; i < t.ndim; ++i) n *= t.shape[i];
   std::vector<float> out(static_cast<size_t>(n));
-  check(api_->copy_to_host(b_, out.data(), t.data, out.size() * sizeof(float)), "copy_to_host (or an earlier kernel)");
+  check(copy_to_host(out.data(), t.data, out.size() * sizeof(float)), "copy_to_host (or an earlier kernel)");
   return out;
 }
 
@@ -50,7 +112,7 @@ const memra_weight* Device::weight(const std::string& name, const std::string& q
   w.data = bytes_.back().data();
   weights_.push_back(w);
   const memra_weight_set set{MEMRA_WEIGHT_SET_STRUCT_SIZE, 1, &weights_.back()};
-  check(api_->upload_weights(b_, &set), "upload_weights(" + name + ")");
+  check(b_->upload_weights(set), "upload_weights(" + name + ")");
   return &weights_.back();
 }
 
@@ -60,7 +122,7 @@ const memra_weight* Device::f32_weight(const std::string& name, const std::vecto
   return weight(name, "f32", MEMRA_DTYPE_F32, {static_cast<int64_t>(values.size())}, std::move(b));
 }
 
-void Device::begin_step() { check(api_->begin_step(b_), "begin_step"); }
+void Device::begin_step() { check(b_->begin_step(-1), "begin_step"); }
 
 Comparison compare(const std::vector<float>& out, const std::vector<float>& ref) {
   Comparison c;

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "host/backend_cuda/cuda_backend_api.h"
+#include <memory>
+
+#include "core/plugin_host/kernel_services.hpp"
+#include "host/backend/backend.hpp"
 
 namespace memra::kcheck {
 
@@ -18,16 +21,36 @@ struct Failure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A CUDA backend under test (opened with `options`) and what the checks do on it.
 class Device {
  public:
-  Device(const memra_cuda_backend_api* api, memra_cuda_backend* backend);
-  const memra_cuda_backend_api& api() const { return *api_; }
-  memra_cuda_backend* backend() const { return b_; }
+  Device(std::unique_ptr<backend::Backend> backend, backend::BackendOptions options);
+  backend::Backend& backend() const { return *b_; }
+  const backend::BackendOptions& options() const { return options_; }
   const memra_backend_ops& ops() const { return *ops_; }
   memra_backend_ctx* ctx() const { return ops_->ctx; }
+  // Another backend on the same device with changed options (settings are fixed at open:
+  // eager vs graph steps, precise vs fast prefill). Throws Failure when it cannot open.
+  std::unique_ptr<Device> reopen(const std::function<void(backend::BackendOptions&)>& change) const;
 
   // Throws Failure naming `what` and the backend's last error when st != OK.
   void check(memra_status st, const std::string& what) const;
+  void check(const Status& st, const std::string& what) const;
+
+  // The backend's memory and kernel services, as status codes (the detail: last_error()).
+  memra_status memory_alloc(memra_memory_location location, uint64_t bytes, memra_buffer* out);
+  void memory_free(memra_buffer* buffer);
+  memra_status copy_to_device(void* dst, const void* src, uint64_t bytes);
+  memra_status copy_to_host(void* dst, const void* src, uint64_t bytes);
+  memra_status synchronize();
+  memra_status kernel_module_load(const char* name, memra_kernel_module** out);
+  memra_status kernel_module_compile(const memra_nvrtc_request* request, memra_kernel_module** out);
+  memra_status kernel_get(memra_kernel_module* module, const char* name, memra_kernel** out);
+  memra_status kernel_launch(memra_kernel* kernel, const memra_launch_config* config, void** args);
+  memra_status allocate_kv(const backend::KvCacheConfig& kv);
+  memra_status sample_rows(const backend::SampleRequest& request, int32_t* tokens);
+  memra_device_info device_info() const { return b_->device_info(); }
+  const std::string& last_error() const { return last_error_; }
   memra_tensor tensor(const std::vector<int64_t>& shape);
   memra_tensor upload(const std::vector<float>& host, const std::vector<int64_t>& shape);
   std::vector<float> download(const memra_tensor& t);
@@ -39,9 +62,12 @@ class Device {
   void begin_step();
 
  private:
-  const memra_cuda_backend_api* api_;
-  memra_cuda_backend* b_;
+  memra_status status(const Status& st);
+  memra_status service(memra_status st, std::string why);
+  std::unique_ptr<backend::Backend> b_;
+  backend::BackendOptions options_;
   const memra_backend_ops* ops_;
+  std::string last_error_;
   std::deque<std::vector<uint8_t>> bytes_;
   std::deque<std::string> strings_;
   std::deque<memra_weight> weights_;

@@ -17,10 +17,10 @@ namespace memra::kcheck::i8 {
 class DevBuf {
  public:
   DevBuf(Device& d, uint64_t bytes) : d_(&d) {
-    d.check(d.api().memory_alloc(d.backend(), MEMRA_MEMORY_DEVICE, bytes ? bytes : 16, &b_), "memory_alloc");
+    d.check(d.memory_alloc(MEMRA_MEMORY_DEVICE, bytes ? bytes : 16, &b_), "memory_alloc");
   }
   ~DevBuf() {
-    if (b_.ptr) d_->api().memory_free(d_->backend(), &b_);
+    if (b_.ptr) d_->memory_free(&b_);
   }
   DevBuf(const DevBuf&) = delete;
   DevBuf& operator=(const DevBuf&) = delete;
@@ -28,12 +28,12 @@ class DevBuf {
   char* at(uint64_t off) const { return static_cast<char*>(b_.ptr) + off; }
   uint64_t bytes() const { return b_.bytes; }
   void put(const void* src, uint64_t n, uint64_t off = 0) {
-    d_->check(d_->api().copy_to_device(d_->backend(), at(off), src, n), "copy_to_device");
+    d_->check(d_->copy_to_device(at(off), src, n), "copy_to_device");
   }
   template <class T>
   std::vector<T> get(size_t n, uint64_t off = 0) const {
     std::vector<T> v(n);
-    d_->check(d_->api().copy_to_host(d_->backend(), v.data(), at(off), n * sizeof(T)), "copy_to_host (or an earlier kernel)");
+    d_->check(d_->copy_to_host(v.data(), at(off), n * sizeof(T)), "copy_to_host (or an earlier kernel)");
     return v;
   }
 
@@ -48,9 +48,9 @@ class Kernels {
   explicit Kernels(Device& d) : d_(d) {}
   memra_kernel* get(const std::string& module, const std::string& name) {
     auto& m = modules_[module];
-    if (!m) d_.check(d_.api().kernel_module_load(d_.backend(), module.c_str(), &m), "kernel_module_load(" + module + ")");
+    if (!m) d_.check(d_.kernel_module_load(module.c_str(), &m), "kernel_module_load(" + module + ")");
     memra_kernel* k = nullptr;
-    d_.check(d_.api().kernel_get(d_.backend(), m, name.c_str(), &k), "kernel_get(" + name + ")");
+    d_.check(d_.kernel_get(m, name.c_str(), &k), "kernel_get(" + name + ")");
     return k;
   }
   void launch(memra_kernel* k, unsigned gx, unsigned gy, unsigned block, void** args, void* stream = nullptr) {
@@ -62,7 +62,7 @@ class Kernels {
     c.block[0] = block;
     c.block[1] = c.block[2] = 1;
     c.stream = stream;
-    d_.check(d_.api().kernel_launch(d_.backend(), k, &c, args), "kernel_launch");
+    d_.check(d_.kernel_launch(k, &c, args), "kernel_launch");
   }
 
  private:

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "host/backend_cuda/cuda_backend_loader.hpp"
+#include "host/backend/backend.hpp"
 #include "host/tools/memra-kernel-check/checks.hpp"
 
 namespace {
@@ -37,7 +37,8 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  memra::backend::CudaBackendOpenOptions open;
+  memra::backend::BackendOptions open;
+  open.kind = MEMRA_BACKEND_CUDA;
   memra::kcheck::CheckOptions opts;
   std::string filter;
   bool bench = false;
@@ -71,18 +72,14 @@ int main(int argc, char** argv) {
   if (open.module_path.empty()) open.module_path = memra::backend::default_cuda_backend_path();
   if (open.kernel_dir.empty()) open.kernel_dir = (std::filesystem::path(open.module_path).parent_path() / "kernels").string();
 
-  auto api = memra::backend::load_cuda_backend_api(open.module_path);
-  if (!api) {
-    const bool no_driver = api.error().message.rfind("no NVIDIA driver", 0) == 0;
-    std::printf("%s: %s\n", no_driver ? "SKIPPED" : "FAILED", api.error().message.c_str());
-    return no_driver ? 0 : 1;
-  }
-  auto backend = memra::backend::CudaBackendHandle::create(open);
+  open.apply_environment();  // once, here: the checks' second backends copy these options
+  auto backend = memra::backend::open_backend(open);
   if (!backend) {
     const std::string& m = backend.error().message;
+    const bool no_driver = m.rfind("no NVIDIA driver", 0) == 0;
     const bool no_gpu = m.find("cuInit") != std::string::npos || m.find("(0 visible)") != std::string::npos;
-    std::printf("%s: %s\n", no_gpu ? "SKIPPED (no usable GPU)" : "FAILED", m.c_str());
-    return no_gpu ? 0 : 1;
+    std::printf("%s: %s\n", no_driver ? "SKIPPED" : no_gpu ? "SKIPPED (no usable GPU)" : "FAILED", m.c_str());
+    return no_driver || no_gpu ? 0 : 1;
   }
   const memra_device_info info = (*backend)->device_info();
   std::printf("device: %s (%s, %d SMs, %.1f GiB), kernels from %s\n", info.name, info.arch, info.multiprocessor_count,
@@ -92,7 +89,7 @@ int main(int argc, char** argv) {
   opts.temp_dir = (std::filesystem::temp_directory_path() / ("memra-kernel-check-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(opts.temp_dir);
 
-  memra::kcheck::Device device(&(*backend)->api(), (*backend)->get());
+  memra::kcheck::Device device(std::move(*backend), open);
   if (bench) {
     int rc = 0;
     try {

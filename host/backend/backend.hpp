@@ -1,0 +1,223 @@
+// memra::backend::Backend — the one interface the engine runs a model on: the CPU
+// reference (cpu/), a CUDA device (cuda/, a module opened at run time) or a pipeline
+// of stage backends, each holding a range of layers (pipeline/). The engine holds one
+// Backend and never asks which kind it is.
+//
+// A backend gives the family plugin its op table (memra_backend_ops, the SDK ABI),
+// holds the model's weights and state (paged KV cache, recurrent-state slots), runs a
+// step between begin_step and the logits, and can sample the step's rows on the
+// device. Everything here is C++ inside one build: the CUDA module is built with the
+// host and checked against kBackendInterfaceVersion when it opens.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/common/result.hpp"
+#include "kernels/sampling/sampling_math.cuh"
+#include "memra/backend.h"
+#include "memra/host_api.h"
+#include "memra/quant.h"
+
+namespace memra::plugins {
+class KernelServices;
+}
+
+namespace memra::backend {
+
+// Bumped whenever anything in this header changes shape: the CUDA module reports the
+// version it was built with and a different one is refused at open.
+inline constexpr uint32_t kBackendInterfaceVersion = 1;
+
+// Geometry of the paged KV cache (uniform across layers) and its element type:
+// MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after RoPE and V rounded to bf16 when
+// written; docs/ARCHITECTURE.md, "KV cache element type").
+struct KvCacheConfig {
+  int64_t layers = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 16;
+  int64_t num_blocks = 0;
+  memra_dtype dtype = MEMRA_DTYPE_F32;
+};
+
+// Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
+inline uint64_t kv_element_bytes(memra_dtype dtype) {
+  return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
+}
+
+// Recurrent state (the plan's RECURRENT groups, docs/ARCHITECTURE.md "State manager"):
+// `slots` rows per layer; layer_bytes[l] is what one slot of backend layer l takes
+// (0: the layer keeps no recurrent state). Slots are the engine's to assign.
+struct RecurrentStateConfig {
+  int64_t slots = 0;
+  std::vector<uint64_t> layer_bytes;
+  uint64_t bytes() const {
+    uint64_t n = 0;
+    for (uint64_t b : layer_bytes) n += b * static_cast<uint64_t>(slots);
+    return n;
+  }
+};
+
+// What a backend holds for a model: its KV cache and recurrent state.
+struct StateConfig {
+  KvCacheConfig kv;
+  RecurrentStateConfig recurrent;
+};
+
+// A quant plugin's table and its context for this host.
+struct QuantTable {
+  const memra_quant_api* api = nullptr;
+  memra_plugin_ctx* ctx = nullptr;
+};
+// Finds the quant plugin that owns a scheme ("bf16", "q4_k", ...); api NULL when none does.
+using QuantLookup = std::function<QuantTable(const char* scheme)>;
+
+// Every setting of a backend, fixed when it opens (nothing is read per step).
+struct BackendOptions {
+  memra_backend_kind kind = MEMRA_BACKEND_CPU;
+  QuantLookup quant_lookup;  // the CPU reference's matmul calls the scheme's plugin
+
+  // CUDA
+  std::string module_path;  // "" = default_cuda_backend_path()
+  int device = 0;
+  bool allow_ptx_jit = false;  // run a module from PTX when the fatbin has no SASS for the device (degraded)
+  bool use_nvrtc = true;       // NVRTC shape-specialised kernels where the backend has them
+  std::string kernel_dir;      // "" = <module dir>/kernels
+  std::string cache_dir;       // NVRTC cache; "" = $MEMRA_HOME/kernel-cache
+  bool step_graphs = true;     // decode steps captured and replayed as CUDA graphs
+  bool sync_each_op = false;   // wait after every op (debugging: errors at the op that failed)
+  bool device_sampling = true; // sample rows on the GPU (else copied rows on the host)
+  bool prefill_gemm = true;    // prompt rows through the tensor-core GEMM (else the GEMV)
+  bool prefill_precise = true; // the GEMM's f32-faithful split operands (else single bf16)
+  void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
+  void* log_user = nullptr;
+
+  // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
+  // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
+  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16.
+  void apply_environment();
+};
+
+// Sampling on the device (sample_rows): one entry per sampled logits row.
+struct SampleRequest {
+  // Device [rows][vocab] f32 logits, or nullptr for the logits this step kept on the
+  // device (valid until the next begin_step); vocab 0 = the kept tensor's.
+  const float* logits = nullptr;
+  int64_t vocab = 0;
+  std::span<const int32_t> rows;                 // logits row of each sample (of this step's kept logits)
+  std::span<const sampling::RowParams> params;   // per sample
+  std::span<const int32_t> penalty_offsets;      // [samples + 1] into penalties
+  std::span<const sampling::PenaltyEntry> penalties;
+};
+
+// Counters (tests and tools read them); a backend without the event reports 0.
+struct BackendStats {
+  int64_t graph_replays = 0;             // steps issued as a replayed step graph
+  int64_t graph_captures = 0;            // steps captured into a new (or updated) graph
+  int64_t plugin_matmuls = 0;            // matmul ops served by a plugin's registered kernel
+  int64_t plugin_launches_replayed = 0;  // plugin kernel_launch launches inside a replayed graph
+  int64_t plugin_launches_captured = 0;  // ... inside a newly captured graph
+  int64_t plugin_launches_eager = 0;     // ... outside any graph
+  int64_t nvrtc_cache_hits = 0;          // NVRTC compiles served from the on-disk cache
+  int64_t handoffs = 0;                  // pipeline: activation copies between stages, since the last step began
+  uint64_t handoff_bytes = 0;
+};
+
+// A quant plugin's memra_quant_api.register_kernels.
+using RegisterKernelsFn = memra_status (*)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;  // "cpu", "cuda:0", "pipeline(cuda:0,cuda:1)"
+  // One line for logs: the name, and for a pipeline its stages' layers and bytes.
+  virtual std::string describe() const { return name(); }
+  virtual memra_device_info device_info() const = 0;
+  // The op table the family plugin's model runs on (valid while the backend lives).
+  virtual const memra_backend_ops* ops() const = 0;
+  // Detail of the last failing op or call ("" when none).
+  virtual std::string last_error() const = 0;
+
+  // Model lifetime, in this order. A quant plugin's kernels join the backend's kernel
+  // registry (a backend that runs no plugin kernels refuses none and adds none) ...
+  virtual Status register_kernels(const std::string& plugin, memra_plugin_ctx* ctx, RegisterKernelsFn fn, int32_t* added) {
+    (void)plugin, (void)ctx, (void)fn;
+    if (added) *added = 0;
+    return {};
+  }
+  // ... the services plugin kernels load and launch through (nullptr: none) ...
+  virtual plugins::KernelServices* kernel_services() { return nullptr; }
+  // ... the weights once (their data are host addresses; ops given those descriptors
+  // resolve them to the backend's copies; a scheme without a kernel is refused) ...
+  virtual Status upload_weights(const memra_weight_set& weights) = 0;
+  // ... then the KV cache and recurrent state, zeroed.
+  virtual Status allocate_state(const StateConfig& state) = 0;
+
+  // A step: begin_step reclaims the previous step's scratch (slot -1) or, for rolling
+  // steps, one of two step slots (0/1) whose previous step must have been collected;
+  // then the model's forward pass; a slot step's logits arrive with wait_logits(slot).
+  virtual Status begin_step(int32_t slot) = 0;
+  virtual Status wait_logits(int32_t slot) {
+    (void)slot;
+    return {};
+  }
+  // Whether a slot step returns before its logits exist (wait_logits then waits).
+  virtual bool defers_slot_logits() const { return false; }
+  // Micro-batches (pipeline_microbatch.hpp): while set, logits_output only notes its
+  // tensor and flush_logits hands them over in order, so several micro-batches are in
+  // flight before the host waits. Backends that gain nothing keep the plain behaviour.
+  virtual void set_defer_logits(bool on) { (void)on; }
+  virtual Status flush_logits() { return {}; }
+  // Called with the step's batch before the backend's first op of a step (ops without a
+  // batch argument may depend on it: the CUDA prompt-row matmul path).
+  virtual Status prepare_batch(const memra_forward_batch& batch) {
+    (void)batch;
+    return {};
+  }
+
+  // State: prefix-cache copy-on-write of one KV block in every layer; recurrent slots
+  // copied (fork, snapshot, restore) or zeroed (a new sequence).
+  virtual Status copy_kv_block(int32_t from, int32_t to) = 0;
+  virtual Status copy_state_slot(int32_t from, int32_t to) = 0;
+  virtual Status reset_state_slot(int32_t slot) = 0;
+
+  // Sampling on the device. When true, a step whose batch has logits == NULL keeps its
+  // logits tensor on the device; sample_rows draws the requested rows (in a slot step
+  // the tokens arrive with wait_logits) and logits_rows_to_host copies rows out.
+  virtual bool samples_on_device() const { return false; }
+  virtual Status sample_rows(const SampleRequest& request, int32_t* tokens) {
+    (void)request, (void)tokens;
+    return make_error(ErrorCode::unsupported, name() + " backend does not sample on a device");
+  }
+  virtual Status logits_rows_to_host(std::span<const int32_t> rows, float* dst) {
+    (void)rows, (void)dst;
+    return make_error(ErrorCode::unsupported, name() + " backend does not keep logits on a device");
+  }
+
+  // Memory of this backend (tensor data of its ops): for pipeline hand-offs, tools and
+  // tests. copy_from copies `bytes` at `src` (memory of `from`) to `dst` (this
+  // backend's), ordered after the work `from` has been given so far.
+  virtual Status copy_from(Backend& from, void* dst, const void* src, uint64_t bytes) = 0;
+  virtual Status copy_to_host(void* dst, const void* src, uint64_t bytes) = 0;
+  virtual Status copy_to_device(void* dst, const void* src, uint64_t bytes) = 0;
+  virtual Result<memra_buffer> memory_alloc(memra_memory_location location, uint64_t bytes) = 0;
+  virtual void memory_free(memra_buffer& buffer) = 0;
+  virtual Status synchronize() { return {}; }
+
+  virtual BackendStats stats() const { return {}; }
+};
+
+// Opens a backend of options.kind (CPU or CUDA) after options.apply_environment().
+// CUDA fails with `unsupported` and the reason when there is no driver or module.
+Result<std::unique_ptr<Backend>> open_backend(BackendOptions options);
+
+// $MEMRA_CUDA_BACKEND, else <executable dir>/../lib/memra/libmemra-backend-cuda.so.
+std::string default_cuda_backend_path();
+
+}  // namespace memra::backend

@@ -1,0 +1,324 @@
+#include "core/common/tensor_shape.hpp"
+#include "host/backend/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "kernels/activation/gated_activation_ref.hpp"
+#include "kernels/attention/attention_ref.hpp"
+#include "kernels/norm/rms_norm_ref.hpp"
+#include "kernels/rope/rope_ref.hpp"
+
+namespace memra::backend {
+namespace {
+
+int64_t rows(const memra_tensor* t) { return tensor_numel(t) / std::max<int64_t>(1, tensor_last_dim(t)); }
+float* f32(const memra_tensor* t) { return static_cast<float*>(t->data); }
+
+CpuBackend* self(memra_backend_ctx* ctx) { return reinterpret_cast<CpuBackend*>(ctx); }
+
+// Every op body runs inside this: no exception ever crosses the C boundary.
+template <class F>
+memra_status guarded(memra_backend_ctx* ctx, F&& f) {
+  try {
+    return f(self(ctx));
+  } catch (const std::exception& e) {
+    return self(ctx)->fail(MEMRA_ERR_INTERNAL, std::string("CPU backend: ") + e.what());
+  } catch (...) {
+    return self(ctx)->fail(MEMRA_ERR_INTERNAL, "CPU backend: unknown exception");
+  }
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(QuantLookup quant_lookup) : quant_lookup_(std::move(quant_lookup)) {
+  ops_.struct_size = MEMRA_BACKEND_OPS_STRUCT_SIZE;
+  ops_.ctx = reinterpret_cast<memra_backend_ctx*>(this);
+  ops_.tensor_create = [](memra_backend_ctx* c, int32_t nd, const int64_t* s, memra_tensor* o) {
+    return guarded(c, [&](CpuBackend* b) { return b->tensor_create(nd, s, o); });
+  };
+  ops_.embedding = [](memra_backend_ctx* c, const memra_weight* t, const memra_forward_batch* bt, float sc,
+                      memra_tensor* o) { return guarded(c, [&](CpuBackend* b) { return b->embedding(t, bt, sc, o); }); };
+  ops_.rms_norm = [](memra_backend_ctx* c, const memra_tensor* x, const memra_weight* w, float eps, float off,
+                     memra_tensor* o) { return guarded(c, [&](CpuBackend* b) { return b->rms_norm(x, w, eps, off, o); }); };
+  ops_.add_rms_norm = [](memra_backend_ctx* c, const memra_tensor* x, memra_tensor* r, const memra_weight* w,
+                         float eps, float off, memra_tensor* o) {
+    return guarded(c, [&](CpuBackend* b) { return b->add_rms_norm(x, r, w, eps, off, o); });
+  };
+  ops_.add = [](memra_backend_ctx* c, const memra_tensor* a, const memra_tensor* bb, memra_tensor* o) {
+    return guarded(c, [&](CpuBackend* b) { return b->add(a, bb, o); });
+  };
+  ops_.matmul = [](memra_backend_ctx* c, const memra_tensor* x, const memra_weight* w, const memra_weight* bias,
+                   memra_tensor* o) { return guarded(c, [&](CpuBackend* b) { return b->matmul(x, w, bias, o); }); };
+  ops_.gated_activation = [](memra_backend_ctx* c, memra_activation a, const memra_tensor* g, const memra_tensor* u,
+                             memra_tensor* o) { return guarded(c, [&](CpuBackend* b) { return b->gated_activation(a, g, u, o); }); };
+  ops_.attention = [](memra_backend_ctx* c, const memra_attention_params* p, const memra_forward_batch* bt,
+                      memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* o) {
+    return guarded(c, [&](CpuBackend* b) { return b->attention(p, bt, q, k, v, o); });
+  };
+  ops_.gather_logit_rows = [](memra_backend_ctx* c, const memra_tensor* x, const memra_forward_batch* bt,
+                              memra_tensor* o) { return guarded(c, [&](CpuBackend* b) { return b->gather_logit_rows(x, bt, o); }); };
+  ops_.logits_output = [](memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
+    return guarded(c, [&](CpuBackend* b) { return b->logits_output(l, bt); });
+  };
+  ops_.op_find = [](memra_backend_ctx* c, const char* name, uint32_t version, const memra_op** o) {
+    return guarded(c, [&](CpuBackend* b) { return b->op_find(name, version, o); });
+  };
+  ops_.op_run = [](memra_backend_ctx* c, const memra_op* op, const memra_op_args* a) {
+    return guarded(c, [&](CpuBackend* b) { return b->op_run(op, a); });
+  };
+}
+
+memra_device_info CpuBackend::device_info() const {
+  memra_device_info d{};
+  d.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
+  d.backend = MEMRA_BACKEND_CPU;
+  d.arch = "cpu";
+  d.name = "CPU reference";
+  return d;
+}
+
+Status CpuBackend::allocate_state(const StateConfig& state) {
+  const uint64_t elem = kv_element_bytes(state.kv.dtype);
+  if (elem == 0)
+    return make_error(ErrorCode::unsupported, "KV cache dtype " + std::to_string(state.kv.dtype) +
+                                                  " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
+  kv_ = state.kv;
+  state_ = state.recurrent;
+  const size_t n = static_cast<size_t>(kv_.layers * kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim);
+  // Zeroed: +0.0 in both element types.
+  k_cache_.assign(n * elem, 0);
+  v_cache_.assign(n * elem, 0);
+  state_cache_.clear();
+  for (uint64_t b : state_.layer_bytes) state_cache_.emplace_back(static_cast<size_t>(b * static_cast<uint64_t>(state_.slots)), 0);
+  return {};
+}
+
+uint8_t* CpuBackend::state_block(int32_t layer, int32_t slot) {
+  if (layer < 0 || static_cast<size_t>(layer) >= state_cache_.size() || slot < 0 || slot >= state_.slots) return nullptr;
+  const uint64_t b = state_.layer_bytes[static_cast<size_t>(layer)];
+  if (b == 0) return nullptr;
+  return state_cache_[static_cast<size_t>(layer)].data() + b * static_cast<uint64_t>(slot);
+}
+
+Status CpuBackend::copy_state_slot(int32_t from, int32_t to) {
+  if (from < 0 || to < 0 || from >= state_.slots || to >= state_.slots)
+    return make_error(ErrorCode::invalid_argument, "copy_state_slot: slot out of range");
+  for (size_t l = 0; l < state_cache_.size(); ++l) {
+    const uint64_t b = state_.layer_bytes[l];
+    if (b && from != to) std::memcpy(state_cache_[l].data() + b * to, state_cache_[l].data() + b * from, b);
+  }
+  return {};
+}
+
+Status CpuBackend::reset_state_slot(int32_t slot) {
+  if (slot < 0 || slot >= state_.slots) return make_error(ErrorCode::invalid_argument, "reset_state_slot: slot out of range");
+  for (size_t l = 0; l < state_cache_.size(); ++l)
+    if (const uint64_t b = state_.layer_bytes[l]) std::memset(state_cache_[l].data() + b * slot, 0, b);
+  return {};
+}
+
+Status CpuBackend::begin_step(int32_t) {
+  scratch_.clear();
+  last_error_.clear();
+  return {};
+}
+
+Status CpuBackend::copy_to_host(void* dst, const void* src, uint64_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return {};
+}
+
+Status CpuBackend::copy_to_device(void* dst, const void* src, uint64_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return {};
+}
+
+Result<memra_buffer> CpuBackend::memory_alloc(memra_memory_location location, uint64_t bytes) {
+  memra_buffer b{};
+  b.struct_size = MEMRA_BUFFER_STRUCT_SIZE;
+  b.location = location;
+  b.bytes = bytes;
+  b.ptr = std::calloc(1, bytes ? bytes : 1);
+  if (!b.ptr) return make_error(ErrorCode::internal, "out of host memory (" + std::to_string(bytes) + " bytes)");
+  return b;
+}
+
+void CpuBackend::memory_free(memra_buffer& buffer) {
+  std::free(buffer.ptr);
+  buffer.ptr = nullptr;
+}
+
+memra_status CpuBackend::fail(memra_status code, std::string message) {
+  last_error_ = std::move(message);
+  return code;
+}
+
+Status CpuBackend::copy_kv_block(int32_t from, int32_t to) {
+  if (from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
+    return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");
+  const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
+  for (int64_t l = 0; l < kv_.layers; ++l) {
+    const int64_t base = l * kv_.num_blocks * block_bytes;
+    std::copy_n(k_cache_.begin() + base + from * block_bytes, block_bytes, k_cache_.begin() + base + to * block_bytes);
+    std::copy_n(v_cache_.begin() + base + from * block_bytes, block_bytes, v_cache_.begin() + base + to * block_bytes);
+  }
+  return {};
+}
+
+memra_status CpuBackend::tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out) {
+  if (ndim < 1 || ndim > 4 || !shape || !out) return fail(MEMRA_ERR_INVALID_ARGUMENT, "tensor_create: bad rank");
+  int64_t n = 1;
+  for (int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] <= 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "tensor_create: non-positive dimension");
+    n *= shape[i];
+  }
+  scratch_.emplace_back(static_cast<size_t>(n), 0.0f);
+  *out = memra_tensor{};
+  out->struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+  out->dtype = MEMRA_DTYPE_F32;
+  out->ndim = ndim;
+  for (int32_t i = 0; i < ndim; ++i) out->shape[i] = shape[i];
+  out->data = scratch_.back().data();
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
+                                   memra_tensor* out) {
+  const QuantTable qt = quant_lookup_(table->quant);
+  const memra_quant_api* q = qt.api;
+  if (!q) return fail(MEMRA_ERR_UNSUPPORTED, std::string("embedding: no quant plugin for scheme ") + table->quant);
+  const int64_t vocab = table->shape[0];
+  const int64_t dim = table->shape[1];
+  uint64_t row_bytes = 0;
+  if (q->weight_bytes(qt.ctx, table->quant, 1, dim, &row_bytes) != MEMRA_OK)
+    return fail(MEMRA_ERR_UNSUPPORTED, "embedding: scheme cannot size a row");
+  const auto* base = static_cast<const uint8_t*>(table->data);
+  for (int32_t t = 0; t < batch->num_tokens; ++t) {
+    const int32_t id = batch->token_ids[t];
+    if (id < 0 || id >= vocab) return fail(MEMRA_ERR_INVALID_ARGUMENT, "embedding: token id out of range");
+    float* row = f32(out) + static_cast<int64_t>(t) * dim;
+    if (q->dequantize(qt.ctx, table->quant, base + row_bytes * static_cast<uint64_t>(id), row_bytes, 1, dim, row) != MEMRA_OK)
+      return fail(MEMRA_ERR_INTERNAL, "embedding: dequantize failed");
+    if (scale != 1.0f)
+      for (int64_t i = 0; i < dim; ++i) row[i] *= scale;
+  }
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
+                                  memra_tensor* out) {
+  if (w->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "rms_norm: weight must be F32");
+  ref::rms_norm(f32(x), static_cast<const float*>(w->data), rows(x), tensor_last_dim(x), eps, unit_offset, f32(out));
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w,
+                                      float eps, float unit_offset, memra_tensor* out) {
+  if (w->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "add_rms_norm: weight must be F32");
+  ref::add_rms_norm(f32(x), f32(residual), static_cast<const float*>(w->data), rows(x), tensor_last_dim(x), eps,
+                    unit_offset, f32(out));
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
+  const int64_t n = tensor_numel(a);
+  for (int64_t i = 0; i < n; ++i) f32(out)[i] = f32(a)[i] + f32(b)[i];
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias,
+                                memra_tensor* out) {
+  const QuantTable qt = quant_lookup_(w->quant);
+  const memra_quant_api* q = qt.api;
+  if (!q || !q->matmul) return fail(MEMRA_ERR_UNSUPPORTED, std::string("matmul: no quant plugin for scheme ") + w->quant);
+  memra_matmul_args args{};
+  args.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
+  args.scheme = w->quant;
+  args.backend = 0;  // MEMRA_BACKEND_CPU
+  args.weight = w->data;
+  args.rows = w->shape[0];
+  args.cols = w->shape[1];
+  args.m = rows(x);
+  args.x = f32(x);
+  args.y = f32(out);
+  if (tensor_last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
+  const memra_status st = q->matmul(qt.ctx, &args);
+  if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
+  if (bias) {
+    const auto* bv = static_cast<const float*>(bias->data);
+    for (int64_t r = 0; r < args.m; ++r)
+      for (int64_t c = 0; c < args.rows; ++c) args.y[r * args.rows + c] += bv[c];
+  }
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
+                                          memra_tensor* out) {
+  const int64_t n = tensor_numel(gate);
+  if (act == MEMRA_ACTIVATION_SILU) ref::silu_mul(f32(gate), f32(up), n, f32(out));
+  else if (act == MEMRA_ACTIVATION_GELU_TANH) ref::gelu_tanh_mul(f32(gate), f32(up), n, f32(out));
+  else return fail(MEMRA_ERR_UNSUPPORTED, "gated_activation: unknown activation");
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch,
+                                   memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
+  if (k_cache_.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
+  if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
+  const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
+  ref::PagedKvLayer layer;
+  layer.k = k_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
+  layer.v = v_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
+  layer.element = kv_.dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
+  layer.block_size = kv_.block_size;
+  layer.kv_heads = kv_.kv_heads;
+  layer.head_dim = kv_.head_dim;
+  ref::RopeTable rope;
+  if (p->rope) rope = ref::rope_table(*p->rope);
+  const int64_t qw = static_cast<int64_t>(p->num_heads) * p->head_dim;
+  const int64_t kw = static_cast<int64_t>(p->num_kv_heads) * p->head_dim;
+  // RoPE and the KV write for every token first, so later tokens of a sequence see earlier ones.
+  for (int32_t t = 0; t < batch->num_tokens; ++t) {
+    const int32_t s = batch->seq_index[t];
+    const int64_t pos = batch->positions[t];
+    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
+    if (pos / kv_.block_size >= batch->max_blocks_per_seq) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: position beyond block table");
+    if (p->rope) {
+      ref::rope_apply(rope, *p->rope, pos, f32(q) + t * qw, p->num_heads, p->head_dim);
+      ref::rope_apply(rope, *p->rope, pos, f32(k) + t * kw, p->num_kv_heads, p->head_dim);
+    }
+    for (int64_t b = 0; b <= pos / kv_.block_size; ++b)
+      if (table[b] < 0 || table[b] >= kv_.num_blocks) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad KV block id");
+    ref::paged_kv_write(layer, table, pos, f32(k) + t * kw, f32(v) + t * kw);
+  }
+  for (int32_t t = 0; t < batch->num_tokens; ++t) {
+    const int32_t s = batch->seq_index[t];
+    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
+    ref::paged_attention(layer, table, batch->positions[t], f32(q) + t * qw, p->num_heads, p->scale,
+                         p->sliding_window, p->logit_softcap, f32(out) + t * qw);
+  }
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch,
+                                           memra_tensor* out) {
+  const int64_t d = tensor_last_dim(x);
+  for (int32_t i = 0; i < batch->num_logits; ++i) {
+    const int32_t r = batch->logits_rows[i];
+    if (r < 0 || r >= batch->num_tokens) return fail(MEMRA_ERR_INVALID_ARGUMENT, "gather_logit_rows: row out of range");
+    std::memcpy(f32(out) + i * d, f32(x) + static_cast<int64_t>(r) * d, static_cast<size_t>(d) * sizeof(float));
+  }
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
+  std::memcpy(batch->logits, logits->data, static_cast<size_t>(tensor_numel(logits)) * sizeof(float));
+  return MEMRA_OK;
+}
+
+}  // namespace memra::backend

@@ -1,0 +1,92 @@
+// The CPU reference backend: memra_backend_ops implemented with the kernels'
+// CPU references (kernels/*/*_ref.cpp), float32 activations and accumulation.
+// It is the oracle for the CUDA backend and lets CI run the engine without a GPU;
+// it is deliberately plain, not tuned.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "host/backend/backend.hpp"
+#include "memra/backend.h"
+#include "memra/quant.h"
+
+namespace memra::backend {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(QuantLookup quant_lookup);
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+
+  // Backend
+  std::string name() const override { return "cpu"; }
+  memra_device_info device_info() const override;
+  const memra_backend_ops* ops() const override { return &ops_; }
+  std::string last_error() const override { return last_error_; }
+  // Weights stay where they are: the ops read the host copies.
+  Status upload_weights(const memra_weight_set&) override { return {}; }
+  // The KV cache and the recurrent state, zeroed. Refuses a KV dtype other than F32 or BF16.
+  Status allocate_state(const StateConfig& state) override;
+  // Frees the previous step's scratch tensors (every op computes at once: slots need nothing else).
+  Status begin_step(int32_t slot) override;
+  Status copy_kv_block(int32_t from, int32_t to) override;
+  // Recurrent state slots, every layer that keeps state: copy (fork, snapshot, restore)
+  // and zero (a new sequence). invalid_argument for a slot out of range.
+  Status copy_state_slot(int32_t from, int32_t to) override;
+  Status reset_state_slot(int32_t slot) override;
+  // Host memory: another backend's tensors come through its copy_to_host.
+  Status copy_from(Backend& from, void* dst, const void* src, uint64_t bytes) override {
+    return from.copy_to_host(dst, src, bytes);
+  }
+  Status copy_to_host(void* dst, const void* src, uint64_t bytes) override;
+  Status copy_to_device(void* dst, const void* src, uint64_t bytes) override;
+  Result<memra_buffer> memory_alloc(memra_memory_location location, uint64_t bytes) override;
+  void memory_free(memra_buffer& buffer) override;
+
+  const KvCacheConfig& kv_config() const { return kv_; }
+  const RecurrentStateConfig& state_config() const { return state_; }
+  // Layer `layer`'s state of `slot`, or nullptr (no state there, or out of range).
+  uint8_t* state_block(int32_t layer, int32_t slot);
+
+  // Op implementations (public so the C trampolines can reach them).
+  memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
+  memra_status embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
+                         memra_tensor* out);
+  memra_status rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
+                        memra_tensor* out);
+  memra_status add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                            float unit_offset, memra_tensor* out);
+  memra_status add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out);
+  memra_status matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias,
+                      memra_tensor* out);
+  memra_status gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
+                                memra_tensor* out);
+  memra_status attention(const memra_attention_params* params, const memra_forward_batch* batch,
+                         memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out);
+  memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
+  memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Ops by name (cpu_named_ops.cpp: the CPU implementations of host/ops/op_registry.hpp).
+  memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
+  memra_status op_run(const memra_op* op, const memra_op_args* args);
+  memra_status decay_scan(const memra_op_args& args);
+
+  memra_status fail(memra_status code, std::string message);
+
+ private:
+  KvCacheConfig kv_;
+  QuantLookup quant_lookup_;
+  // [layers][num_blocks][block_size][kv_heads][head_dim] elements of kv_.dtype, as bytes.
+  std::vector<uint8_t> k_cache_;
+  std::vector<uint8_t> v_cache_;
+  RecurrentStateConfig state_;
+  std::vector<std::vector<uint8_t>> state_cache_;  // per layer: [slots][layer_bytes[l]]
+  std::deque<std::vector<float>> scratch_;
+  std::string last_error_;
+  memra_backend_ops ops_{};
+};
+
+}  // namespace memra::backend

@@ -1,0 +1,65 @@
+// The CUDA backend's own matmul kernels, registered in its kernel registry like any
+// plugin's: each kernels/matmul module states the scheme it streams, its block
+// geometry and its prefill-GEMM entry. A scheme not registered here or by a plugin has
+// no CUDA matmul (refused at upload_weights, never a silent fallback).
+#include "host/backend/cuda/builtin_kernels.hpp"
+
+namespace memra::backend::cuda {
+namespace {
+
+using Gemm = BuiltinMatmul::Gemm;
+constexpr int32_t kBuiltinScore = 100;  // a plugin outbids it with a higher score
+
+Status add_gemv(KernelRegistry& r, const std::string& scheme, BuiltinMatmul m) {
+  KernelEntry e;
+  e.key = {"matmul", scheme, "f32", r.device_arch()};
+  e.score = kBuiltinScore;
+  e.provider = "the CUDA backend";
+  e.builtin = std::move(m);
+  return r.add(std::move(e));
+}
+
+// kernels/matmul/matmul_float.cu: one module, a kernel pair per float type (row
+// alignment picks the 16-byte or the scalar loads).
+BuiltinMatmul float_gemv(const std::string& type, int64_t bytes, Gemm gemm) {
+  BuiltinMatmul m;
+  m.module = "matmul_float";
+  m.gemv_suffix = type;
+  m.suffix_by_alignment = true;
+  m.block_elems = 1;
+  m.block_bytes = bytes;
+  m.gemm = gemm;
+  m.gemm_unit = 8;
+  return m;
+}
+
+// kernels/matmul/matmul_<scheme>.cu: one module per block scheme.
+BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes, int small_tile_rows = 1) {
+  BuiltinMatmul m;
+  m.module = "matmul_" + scheme;
+  m.gemv_suffix = scheme;
+  m.block_elems = elems;
+  m.block_bytes = bytes;
+  m.small_tile_rows = small_tile_rows;
+  m.gemm = Gemm::dequantized;
+  return m;
+}
+
+}  // namespace
+
+Status register_builtin_kernels(KernelRegistry& r) {
+  MEMRA_TRY(add_gemv(r, "f32", float_gemv("f32", 4, Gemm::dequantized)));
+  MEMRA_TRY(add_gemv(r, "f16", float_gemv("f16", 2, Gemm::dequantized)));
+  MEMRA_TRY(add_gemv(r, "bf16", float_gemv("bf16", 2, Gemm::streams_bf16)));
+  MEMRA_TRY(add_gemv(r, "q8_0", block_gemv("q8_0", 32, 34)));
+  MEMRA_TRY(add_gemv(r, "q4_0", block_gemv("q4_0", 32, 18)));
+  MEMRA_TRY(add_gemv(r, "q4_k", block_gemv("q4_k", 256, 144)));
+  MEMRA_TRY(add_gemv(r, "q5_k", block_gemv("q5_k", 256, 176)));
+  MEMRA_TRY(add_gemv(r, "q6_k", block_gemv("q6_k", 256, 210)));
+  MEMRA_TRY(add_gemv(r, "iq4_xs", block_gemv("iq4_xs", 256, 136)));
+  // fp8: per 128 columns an f32 scale + 128 codes; 2 rows per warp (matmul_fp8.cu).
+  MEMRA_TRY(add_gemv(r, "fp8", block_gemv("fp8", 128, 132, 2)));
+  return {};
+}
+
+}  // namespace memra::backend::cuda

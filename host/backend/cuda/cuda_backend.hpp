@@ -1,0 +1,302 @@
+// The CUDA backend: memra_backend_ops on one device through the driver API.
+// Lives inside libmemra-backend-cuda.so; module_backend.cpp wraps it as a backend::Backend.
+//
+// Memory: weights are uploaded once (one allocation, pinned double-buffered copies)
+// and found again by their host address; activations are f32 step scratch; the
+// paged KV cache is f32 [layers][blocks][block_size][kv_heads][head_dim], the CPU
+// backend's layout. Everything runs on one stream; a step's only host wait is the
+// logits copy (and begin_step, which waits for the previous step).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "host/backend/backend.hpp"
+#include "host/backend/cuda/device_context.hpp"
+#include "host/backend/cuda/device_memory.hpp"
+#include "host/backend/cuda/kernel_modules.hpp"
+#include "host/backend/cuda/kernel_registry.hpp"
+#include "host/backend/cuda/nvrtc_compiler.hpp"
+#include "memra/backend.h"
+
+namespace memra::backend::cuda {
+
+// Fills the C op table with trampolines into `ctx` (a CudaBackend*).
+void fill_ops(memra_backend_ops& ops, memra_backend_ctx* ctx);
+
+// The kernel registered for a weight's scheme; for a built-in one also its module,
+// kernel suffix and row geometry.
+struct SchemeInfo {
+  std::string scheme;  // lower case
+  const KernelEntry* entry = nullptr;
+  std::string module;  // "matmul_q4_k"
+  std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
+  uint64_t row_bytes = 0;
+  int small_tile_rows = 1;  // rows per warp of the GEMV for tiles up to 4 tokens (fp8: 2)
+};
+
+// The batch arrays of one forward step, on the device.
+struct DeviceBatch {
+  const memra_forward_batch* source = nullptr;
+  const int32_t* source_ids = nullptr;
+  int32_t num_tokens = 0;
+  CUdeviceptr ids = 0, positions = 0, seq_index = 0, block_tables = 0, logits_rows = 0;
+  // Prompt and generated rows of a matmul over this batch (ops_matmul.cpp), built at
+  // first use: [0] the batch's token rows, [1] its gathered logits rows. Device lists
+  // (prompt rows, then generated rows) only when both kinds are present.
+  struct RowSplit {
+    bool built = false;
+    int32_t prompt = 0, generated = 0;
+    CUdeviceptr prompt_rows = 0, generated_rows = 0;
+  };
+  RowSplit row_split[2];
+  // Prefill attention (ops_attention.cpp): the step's prompt rows as the tasks of
+  // kernels/attention/prefill_attention_mma.cu and the other rows for the decode
+  // kernel, built at first use for a (heads, kv_heads) layout.
+  struct AttentionPlan {
+    bool built = false;
+    int32_t heads = 0, kv_heads = 0, ctas = 0, generated = 0;
+    CUdeviceptr tasks = 0, generated_rows = 0;
+  };
+  AttentionPlan attention_plan;
+};
+
+class CudaBackend {
+ public:
+  explicit CudaBackend(const BackendOptions& options);
+  ~CudaBackend();
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Status open();
+  const memra_backend_ops* ops() const { return &ops_; }
+  const std::string& last_error() const { return last_error_; }
+  memra_status fail(memra_status code, std::string message);
+  memra_status fail(const Error& e);
+  void log(memra_log_level level, const std::string& message) const;
+
+  memra_status device_info(memra_device_info* out);
+  memra_status upload_weights(const memra_weight_set* set);
+  memra_status allocate_kv(const KvCacheConfig& kv);
+  memra_status begin_step();
+  // Step slots (backend.hpp begin_step): two sets of step scratch so a
+  // pipeline stage can take the next step of one group of sequences while the other
+  // group's step is still running on its stream.
+  memra_status begin_step_slot(int32_t slot);
+  memra_status wait_logits(int32_t slot);
+  memra_status copy_kv_block(int32_t from, int32_t to);
+  // Pipeline hand-off from another backend's tensor (peer_copy.cpp).
+  memra_status copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
+  memra_status prepare_batch(const memra_forward_batch* batch);  // peer_copy.cpp
+  memra_status make_current();
+
+  // Memory and kernel services.
+  memra_status memory_alloc(memra_memory_location location, uint64_t bytes, memra_buffer* out);
+  void memory_free(memra_buffer* buffer);
+  memra_status copy_to_device(void* dst, const void* src, uint64_t bytes);
+  memra_status copy_to_host(void* dst, const void* src, uint64_t bytes);
+  memra_status synchronize();
+  memra_status kernel_module_load(const char* name, memra_kernel_module** out);
+  memra_status kernel_module_compile(const memra_nvrtc_request* request, memra_kernel_module** out);
+  memra_status kernel_get(memra_kernel_module* module, const char* name, memra_kernel** out);
+  memra_status kernel_launch(memra_kernel* kernel, const memra_launch_config* config, void** args);
+  // <path> (a plugin's own fatbin), loaded once; same rules as the kernel directory's.
+  memra_status kernel_module_load_file(const char* path, memra_kernel_module** out);
+  bool nvrtc_last_cache_hit() const { return nvrtc_.last_cache_hit(); }
+  // A plugin's kernel descriptors go into the registry (backend.hpp register_kernels).
+  memra_status register_plugin_kernels(const char* plugin_name, memra_plugin_ctx* ctx, RegisterKernelsFn fn, int32_t* added);
+  const KernelRegistry& registry() const { return *registry_; }
+  // Counters for tests and tools.
+  BackendStats stats() const;
+
+  // Ops (ops_*.cpp).
+  memra_status tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out);
+  memra_status embedding(const memra_weight* table, const memra_forward_batch* batch, float scale, memra_tensor* out);
+  memra_status rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset, memra_tensor* out);
+  memra_status add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                            float unit_offset, memra_tensor* out);
+  memra_status add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out);
+  memra_status matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out);
+  memra_status gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up, memra_tensor* out);
+  memra_status attention(const memra_attention_params* p, const memra_forward_batch* batch, memra_tensor* q,
+                         memra_tensor* k, const memra_tensor* v, memra_tensor* out);
+  memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
+  memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Device sampling (ops_sampling.cpp, backend.hpp sample_rows).
+  memra_status sample_rows(const SampleRequest& request, int32_t* tokens);
+  memra_status logits_rows_to_host(const int32_t* rows, int32_t n, float* dst);
+
+ private:
+  template <class... A>
+  memra_status launch(const char* module, const char* kernel, unsigned gx, unsigned gy, unsigned block,
+                      unsigned shared, A... args);
+  memra_status launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  memra_status after_op(const char* what);
+  // Device address of an uploaded weight (by its host address); 0 + error if absent.
+  CUdeviceptr resolve(const memra_weight* w, memra_status* st);
+  Result<SchemeInfo> scheme(const memra_weight* w) const;
+  Result<const DeviceBatch*> device_batch(const memra_forward_batch* batch);
+  Result<CUdeviceptr> rope_inv_freq(const memra_rope_params& p, float* attention_factor);
+  Kernel* nvrtc_rms_norm(int64_t dim);
+
+  // Step graphs (step_graph.cpp). With BackendOptions::step_graphs a step's launches and copies are recorded instead of issued; logits_output then
+  // replays the previous step's CUDA graph when the records are identical (same
+  // kernels, grids and argument bytes, same copy addresses: a decode step at fixed
+  // shapes), else captures the records into a new graph (updating the old one in
+  // place when it can). A graph runs the same kernels on the same arguments in the
+  // same order, so the logits are bitwise the eager ones. Anything that needs the
+  // host to wait or a foreign launch mid-step flushes the records and runs the rest
+  // of the step eagerly.
+  struct StepOp {
+    Kernel* kernel = nullptr;  // nullptr: a copy
+    unsigned gx = 0, gy = 0, block = 0, shared = 0;
+    unsigned gz = 1, by = 1, bz = 1;  // 3-D launches (plugins' kernel_launch)
+    std::vector<uint8_t> args;      // parameter bytes at their offsets (padding zero)
+    std::vector<uint32_t> offsets;  // of each parameter
+    CUdeviceptr device = 0;
+    void* host = nullptr;
+    uint64_t bytes = 0;
+    bool to_device = false;
+    bool plugin = false;  // launched by a plugin through kernel_launch
+    bool operator==(const StepOp&) const = default;
+  };
+  bool recording() const { return recording_; }
+  memra_status record_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args,
+                             bool plugin = false);
+  // The parameter layout (offset, size) of k from the driver, cached; empty if unknown.
+  const std::vector<std::pair<uint32_t, uint32_t>>& param_layout(Kernel* k);
+  memra_status record_copy(CUdeviceptr device, void* host, uint64_t bytes, bool to_device);
+  memra_status issue(const StepOp& op);
+  memra_status flush_recorded();  // issues the recorded ops eagerly; the step goes on eagerly
+  memra_status run_step_graph();  // issues the step as a graph (replayed or captured)
+  void release_graph();
+
+  bool graph_enabled_ = false, recording_ = false;
+  std::vector<StepOp> step_ops_, graph_ops_;
+  CUgraphExec graph_exec_ = nullptr;
+  std::unordered_map<Kernel*, std::vector<std::pair<uint32_t, uint32_t>>> param_layouts_;  // offset, size
+
+  BackendOptions options_;
+  std::string kernel_dir_, cache_dir_;
+  DeviceContext ctx_;
+  std::unique_ptr<KernelModules> modules_;
+  NvrtcCompiler nvrtc_{"", ""};
+  std::unique_ptr<StepArena> arena_;
+  std::unique_ptr<PinnedStaging> staging_;
+  bool sync_each_op_ = false;
+
+  struct WeightCopy {
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<CUdeviceptr> weight_blobs_;
+  std::unordered_map<const void*, WeightCopy> weights_;
+
+  KvCacheConfig kv_{};  // dtype F32 or BF16
+  CUdeviceptr k_cache_ = 0, v_cache_ = 0;
+  uint64_t kv_element_bytes() const { return kv_.dtype == MEMRA_DTYPE_BF16 ? 2u : 4u; }
+
+  std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's
+  struct RopeEntry {
+    std::vector<char> key;
+    CUdeviceptr inv_freq = 0;
+    float attention_factor = 1.0f;
+  };
+  std::vector<RopeEntry> ropes_;
+  std::map<int64_t, Kernel*> nvrtc_norms_;  // dim -> kernel (nullptr: not available)
+  std::vector<void*> host_buffers_;
+
+  // Step slots (step_slots.cpp). arena_, staging_ and batches_ are the current slot's;
+  // the other slot's are parked in slots_, step graph included (each slot replays its own
+  // decode step). Slot steps hand their logits over asynchronously: logits_output
+  // queues the copy after the step, wait_logits(slot) waits for it.
+  static constexpr int32_t kStepSlots = 2;
+  struct StepSlot {
+    std::unique_ptr<StepArena> arena;
+    std::unique_ptr<PinnedStaging> staging;
+    std::vector<std::unique_ptr<DeviceBatch>> batches;
+    CUevent done = nullptr;          // recorded when the backend moved on to the other slot
+    bool done_pending = false;
+    CUevent logits_ready = nullptr;  // after the slot's last queued logits copy
+    struct Pending {
+      const void* src;               // pinned host memory the queued copy fills
+      void* dst;                     // the batch's host logits, or sample_rows' tokens
+      uint64_t bytes;
+    };
+    std::vector<Pending> pending;
+    std::vector<std::pair<void*, uint64_t>> logits_host;  // pinned, reused step to step
+    std::vector<StepOp> graph_ops;   // the slot's step graph, parked while the other slot runs
+    CUgraphExec graph_exec = nullptr;
+  };
+  memra_status switch_slot(int32_t slot);
+  // A step's start: the current slot's scratch and batch uploads reclaimed, recording
+  // (a step graph) on unless options_.step_graphs is off or sync_each_op on.
+  void reset_step_scratch();
+  memra_status queue_logits(CUdeviceptr logits, void* dst, uint64_t bytes);
+  // A slot step's device-to-host copy into `staged` (pinned, valid until the slot's next
+  // step), delivered to `dst` by wait_logits.
+  memra_status queue_to_host(void* staged, CUdeviceptr src, void* dst, uint64_t bytes);
+  void release_slots();
+  StepSlot slots_[kStepSlots];
+  int32_t slot_ = 0;
+  bool async_logits_ = false;
+
+  int64_t graph_replays_ = 0, graph_captures_ = 0;
+  // Plugin kernels: matmul calls into plugins, and their launches by how they ran.
+  int64_t plugin_matmuls_ = 0, plugin_launches_replayed_ = 0, plugin_launches_captured_ = 0, plugin_launches_eager_ = 0;
+  std::unique_ptr<KernelRegistry> registry_;
+  Error no_kernel(const std::string& scheme) const;
+  std::string last_error_;
+  memra_backend_ops ops_{};
+
+  // Prefill GEMM (ops_matmul.cpp): prompt rows through the tensor-core GEMM,
+  // generated rows through the GEMV. Scratch buffers live across steps (freed
+  // stream-ordered when they grow) so a long prefill does not grow the step arena.
+  struct GemmBuffer {
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+    ~GemmBuffer();
+  };
+  memra_status gemm_buffer(GemmBuffer& b, uint64_t bytes);
+  Result<const DeviceBatch::RowSplit*> matmul_split(int64_t m);
+  memra_status matmul_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
+                           CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_gemm(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
+                           CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
+                             CUdeviceptr y);
+  GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
+  std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
+  // The logits tensor of this step's logits_output, kept on the device for sample_rows
+  // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.
+  CUdeviceptr kept_logits_ = 0;
+  int64_t kept_rows_ = 0, kept_vocab_ = 0;
+
+  // Prefill attention (ops_attention.cpp): prompt rows through the tensor-core kernel,
+  // the others through the decode kernel.
+  Result<const DeviceBatch::AttentionPlan*> attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads);
+  Result<CUdeviceptr> upload_step_ints(const int32_t* data, size_t count);
+  memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries, CUdeviceptr rows,
+                                int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
+  std::vector<Kernel*> attention_smem_ready_;  // prefill attention kernels whose shared memory limit is raised
+  unsigned decode_bf16_smem_limit_ = 48 * 1024;  // memra_attention_chunk_bf16's dynamic shared memory limit
+};
+
+// Launches module/kernel on the backend's stream with the given arguments (by value).
+template <class... A>
+memra_status CudaBackend::launch(const char* module, const char* kernel, unsigned gx, unsigned gy, unsigned block,
+                                 unsigned shared, A... args) {
+  auto k = modules_->kernel(module, kernel);
+  if (!k) return fail(k.error());
+  void* argv[] = {static_cast<void*>(&args)...};
+  const memra_status st = launch_raw(*k, gx, gy, block, shared, argv);
+  return st != MEMRA_OK ? st : after_op(kernel);
+}
+
+}  // namespace memra::backend::cuda

@@ -1,0 +1,228 @@
+// Attention of the CUDA backend: RoPE fused with the paged-KV write (every row,
+// first), then per row by its prompt flag (memra_forward_batch.prompt_tokens), as the
+// matmul does:
+//  - prompt rows: the tensor-core prefill kernel (kernels/attention/
+//    prefill_attention_mma.cu, head_dim 64 or 128), whose rows are bitwise the same
+//    however the prompt is chunked and whatever else the step holds;
+//  - generated rows (decode, verify; every row when the flags are absent, and prompt
+//    rows of other head sizes): split-KV attention (fixed chunks
+//    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
+//    over those rows only (a row list), bitwise what a decode-only step computes.
+// A bf16 KV cache (kv_.dtype) takes each kernel's _bf16 twin: the write rounds K and V
+// to bf16 (round to nearest even), the readers convert them exactly to f32.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "host/backend/cuda/cu_error.hpp"
+#include "host/backend/cuda/cuda_backend.hpp"
+#include "kernels/attention/prefill_attention_plan.hpp"
+#include "kernels/rope/rope_ref.hpp"
+
+namespace memra::backend::cuda {
+namespace {
+constexpr int32_t kChunk = 64;  // kAttnChunk in paged_attention.cu
+CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
+
+int32_t chunks_of(int32_t pos, int32_t window) {
+  const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
+  return (pos - first + 1 + kChunk - 1) / kChunk;
+}
+}  // namespace
+
+// Step-scoped device copy of `count` int32 (staging + arena; recorded when a graph is
+// being recorded).
+Result<CUdeviceptr> CudaBackend::upload_step_ints(const int32_t* data, size_t count) {
+  const uint64_t bytes = std::max<uint64_t>(4, static_cast<uint64_t>(count) * 4u);
+  if (recording_ && !staging_->fits(bytes))
+    if (flush_recorded() != MEMRA_OK) return make_error(ErrorCode::internal, last_error_);
+  auto host = staging_->alloc(bytes);
+  if (!host) return host.error();
+  std::memcpy(*host, data, count * 4u);
+  auto dev = arena_->alloc(bytes);
+  if (!dev) return dev.error();
+  if (recording_) {
+    (void)record_copy(*dev, *host, bytes, true);
+  } else {
+    const CUresult r = cuMemcpyHtoDAsync(*dev, *host, bytes, ctx_.stream());
+    if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "attention plan upload"));
+  }
+  return *dev;
+}
+
+Result<const DeviceBatch::AttentionPlan*> CudaBackend::attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads) {
+  DeviceBatch::AttentionPlan& ap = db.attention_plan;
+  if (ap.built && ap.heads == heads && ap.kv_heads == kv_heads) return &ap;
+  const memra_forward_batch* b = db.source;
+  attn::PrefillPlan plan;
+  const std::string err = attn::build_prefill_plan(b->num_tokens, b->positions, b->seq_index, b->prompt_tokens, heads,
+                                                   kv_heads, plan);
+  if (!err.empty()) return make_error(ErrorCode::invalid_argument, "attention: " + err);
+  ap = DeviceBatch::AttentionPlan{};
+  ap.heads = heads;
+  ap.kv_heads = kv_heads;
+  ap.ctas = plan.ctas;
+  ap.generated = static_cast<int32_t>(plan.generated.size());
+  if (ap.ctas > 0) {
+    auto t = upload_step_ints(plan.tasks.data(), plan.tasks.size());
+    if (!t) return t.error();
+    ap.tasks = *t;
+    if (ap.generated > 0) {
+      auto g = upload_step_ints(plan.generated.data(), plan.generated.size());
+      if (!g) return g.error();
+      ap.generated_rows = *g;
+    }
+  }
+  ap.built = true;
+  return &ap;
+}
+
+// Split-KV decode attention over `entries` rows: rows[i] (or i when rows is 0).
+memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries,
+                                           CUdeviceptr rows, int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc,
+                                           CUdeviceptr vc, CUdeviceptr out) {
+  const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
+  const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = db.source->max_blocks_per_seq;
+  const uint64_t n = static_cast<uint64_t>(entries) * static_cast<uint64_t>(heads);
+  auto part_o = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
+  if (!part_o) return fail(part_o.error());
+  auto part_ml = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
+  if (!part_ml) return fail(part_ml.error());
+  // One block per (row, kv head, chunk) serves the kv head's whole q-head group. Shared
+  // memory (paged_attention.cu): q and scores, the output partials; bf16 also stages the
+  // chunk's K rows (the partials reuse them) and V rows.
+  const int32_t group = heads / kv_heads;
+  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
+  if (bf16 && head_dim % 8 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: a bf16 KV cache needs head_dim a multiple of 8");
+  const uint64_t partials = 4 * 8 * 128 * 4, tile = static_cast<uint64_t>(kChunk) * static_cast<uint64_t>(head_dim) * 2u;
+  const uint64_t shared64 = static_cast<uint64_t>(group) * static_cast<uint64_t>(head_dim + kChunk) * 4u +
+                            (bf16 ? std::max(tile, partials) + tile : partials);
+  const auto shared = static_cast<unsigned>(shared64);
+  const char* chunk_kernel = bf16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
+  if (shared64 > 48 * 1024) {
+    // The f32 kernel stays within the default limit; bf16 with long heads raises it (once per size).
+    if (!bf16) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
+    if (shared > decode_bf16_smem_limit_) {
+      auto k = modules_->kernel("attention", chunk_kernel);
+      if (!k) return fail(k.error());
+      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
+      if (r != CUDA_SUCCESS)
+        return fail(MEMRA_ERR_UNSUPPORTED, cu_error(r, "cuFuncSetAttribute (bf16 decode attention shared memory)") +
+                                               " for head_dim " + std::to_string(head_dim));
+      decode_bf16_smem_limit_ = shared;
+    }
+  }
+  const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
+  memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks), 128, shared, q,
+                           kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables,
+                           max_blocks, p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows);
+  if (st != MEMRA_OK) return st;
+  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n), 1, 128, 0, *part_o, *part_ml, db.positions,
+                heads, head_dim, p->sliding_window, max_chunks, out, rows);
+}
+
+Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {
+  // The table depends on every field: key on the struct's bytes (up to what the caller filled).
+  const size_t n = std::min(p.struct_size, sizeof(memra_rope_params));
+  std::vector<char> key(reinterpret_cast<const char*>(&p), reinterpret_cast<const char*>(&p) + n);
+  for (const RopeEntry& e : ropes_)
+    if (e.key == key) {
+      *attention_factor = e.attention_factor;
+      return e.inv_freq;
+    }
+  memra_rope_params full{};
+  std::memcpy(&full, &p, n);
+  const ref::RopeTable table = ref::rope_table(full);
+  RopeEntry e;
+  e.key = std::move(key);
+  e.attention_factor = table.attention_factor;
+  const uint64_t bytes = std::max<size_t>(1, table.inv_freq.size()) * 4u;
+  CUresult r = cuMemAlloc(&e.inv_freq, bytes);
+  if (r == CUDA_SUCCESS) r = cuMemcpyHtoD(e.inv_freq, table.inv_freq.data(), table.inv_freq.size() * 4u);
+  if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "RoPE table upload"));
+  ropes_.push_back(std::move(e));
+  *attention_factor = ropes_.back().attention_factor;
+  return ropes_.back().inv_freq;
+}
+
+memra_status CudaBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch, memra_tensor* q,
+                                    memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
+  if (!k_cache_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
+  if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
+  if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
+  if (p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads != 0)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads must be a multiple of kv_heads");
+  // Host-side checks the CPU backend makes too, and the chunk count of the longest row.
+  int32_t max_chunks = 1;
+  for (int32_t t = 0; t < batch->num_tokens; ++t) {
+    const int32_t s = batch->seq_index[t];
+    const int32_t pos = batch->positions[t];
+    if (s < 0 || s >= batch->num_seqs || pos < 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad sequence index or position");
+    if (pos / kv_.block_size >= batch->max_blocks_per_seq) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: position beyond block table");
+    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
+    for (int64_t b = 0; b <= pos / kv_.block_size; ++b)
+      if (table[b] < 0 || table[b] >= kv_.num_blocks) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad KV block id");
+    max_chunks = std::max(max_chunks, chunks_of(pos, p->sliding_window));
+  }
+  auto b = device_batch(batch);
+  if (!b) return fail(b.error());
+  const DeviceBatch& db = **b;
+
+  const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
+  const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
+  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
+  const uint64_t layer_bytes = static_cast<uint64_t>(kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim) * kv_element_bytes();
+  const CUdeviceptr kc = k_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
+  const CUdeviceptr vc = v_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
+
+  CUdeviceptr inv_freq = 0;
+  float attention_factor = 1.0f;
+  int32_t rotary_dim = 0, neox = 1;
+  if (p->rope) {
+    auto f = rope_inv_freq(*p->rope, &attention_factor);
+    if (!f) return fail(f.error());
+    inv_freq = *f;
+    rotary_dim = p->rope->rotary_dim;
+    neox = p->rope->neox_style;
+    if (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad rotary_dim");
+  }
+  const auto tokens = static_cast<unsigned>(batch->num_tokens);
+  memra_status st = launch("rope", bf16 ? "memra_rope_kv_write_bf16" : "memra_rope_kv_write", tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
+                           head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
+                           db.block_tables, max_blocks, kc, vc, block_size);
+  if (st != MEMRA_OK) return st;
+
+  // Prompt rows to the prefill kernel, the others to the decode kernel.
+  const bool flagged = MEMRA_STRUCT_HAS(batch, memra_forward_batch, prompt_tokens) && batch->prompt_tokens;
+  const DeviceBatch::AttentionPlan* plan = nullptr;
+  if (flagged && (head_dim == 64 || head_dim == 128)) {
+    // device_batch hands out the step's (non-const) DeviceBatch; the plan is cached in it.
+    auto ap = attention_plan(const_cast<DeviceBatch&>(db), heads, kv_heads);
+    if (!ap) return fail(ap.error());
+    plan = *ap;
+  }
+  if (!plan || plan->ctas == 0) return decode_attention(p, db, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
+
+  const char* kernel = head_dim == 64 ? (bf16 ? "memra_prefill_attention_hd64_bf16" : "memra_prefill_attention_hd64")
+                                      : (bf16 ? "memra_prefill_attention_hd128_bf16" : "memra_prefill_attention_hd128");
+  const auto smem = static_cast<unsigned>(attn::prefill_attention_smem_bytes(head_dim));
+  auto pk = modules_->kernel("attention_prefill", kernel);
+  if (!pk) return fail(pk.error());
+  if (std::find(attention_smem_ready_.begin(), attention_smem_ready_.end(), *pk) == attention_smem_ready_.end()) {
+    const CUresult r = cuFuncSetAttribute((*pk)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
+    if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (prefill attention shared memory)"));
+    attention_smem_ready_.push_back(*pk);
+  }
+  st = launch("attention_prefill", kernel, static_cast<unsigned>(plan->ctas), 1, static_cast<unsigned>(attn::kPrefillThreads),
+              smem, dptr(q), kc, vc, heads, kv_heads, block_size, db.positions, db.block_tables, max_blocks, p->scale,
+              p->sliding_window, p->logit_softcap, plan->tasks, dptr(out));
+  if (st != MEMRA_OK || plan->generated == 0) return st;
+  int32_t gen_chunks = 1;
+  for (int32_t t = 0; t < batch->num_tokens; ++t)
+    if (!batch->prompt_tokens[t]) gen_chunks = std::max(gen_chunks, chunks_of(batch->positions[t], p->sliding_window));
+  return decode_attention(p, db, plan->generated, plan->generated_rows, gen_chunks, dptr(q), kc, vc, dptr(out));
+}
+
+}  // namespace memra::backend::cuda

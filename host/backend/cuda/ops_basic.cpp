@@ -1,0 +1,147 @@
+// Elementwise, norm, embedding and row ops of the CUDA backend.
+#include <algorithm>
+#include <cstring>
+
+#include "core/common/tensor_shape.hpp"
+#include "host/backend/cuda/cu_error.hpp"
+#include "host/backend/cuda/cuda_backend.hpp"
+
+namespace memra::backend::cuda {
+namespace {
+
+CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
+unsigned elementwise_grid(int64_t n) { return static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 8192)); }
+
+}  // namespace
+
+memra_status CudaBackend::tensor_create(int32_t ndim, const int64_t* shape, memra_tensor* out) {
+  if (ndim < 1 || ndim > 4 || !shape || !out) return fail(MEMRA_ERR_INVALID_ARGUMENT, "tensor_create: bad rank");
+  int64_t n = 1;
+  for (int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] <= 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "tensor_create: non-positive dimension");
+    n *= shape[i];
+  }
+  auto p = arena_->alloc(static_cast<uint64_t>(n) * 4u);
+  if (!p) return fail(MEMRA_ERR_OUT_OF_MEMORY, p.error().message);
+  *out = memra_tensor{};
+  out->struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+  out->dtype = MEMRA_DTYPE_F32;
+  out->ndim = ndim;
+  for (int32_t i = 0; i < ndim; ++i) out->shape[i] = shape[i];
+  out->data = reinterpret_cast<void*>(*p);
+  return MEMRA_OK;
+}
+
+memra_status CudaBackend::embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
+                                    memra_tensor* out) {
+  memra_status st = MEMRA_OK;
+  const CUdeviceptr w = resolve(table, &st);
+  if (st != MEMRA_OK) return st;
+  auto s = scheme(table);
+  if (!s) return fail(s.error());
+  if (!s->entry->builtin)
+    return fail(MEMRA_ERR_UNSUPPORTED, "embedding: the CUDA backend has no embedding kernel for plugin scheme '" + s->scheme +
+                                           "' (keep token_embd.weight in a built-in scheme)");
+  const int64_t vocab = table->shape[0];
+  const int64_t dim = table->shape[1];
+  for (int32_t t = 0; t < batch->num_tokens; ++t)
+    if (batch->token_ids[t] < 0 || batch->token_ids[t] >= vocab) return fail(MEMRA_ERR_INVALID_ARGUMENT, "embedding: token id out of range");
+  auto b = device_batch(batch);
+  if (!b) return fail(b.error());
+  const std::string kernel = "memra_embedding_" + s->suffix;
+  const int64_t row_bytes = static_cast<int64_t>(s->row_bytes);
+  return launch("embedding", kernel.c_str(), static_cast<unsigned>(batch->num_tokens), 1, 256, 0, w, row_bytes, dim,
+                (*b)->ids, scale, dptr(out));
+}
+
+memra_status CudaBackend::rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
+                                   memra_tensor* out) {
+  if (w->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "rms_norm: weight must be F32");
+  memra_status st = MEMRA_OK;
+  const CUdeviceptr wd = resolve(w, &st);
+  if (st != MEMRA_OK) return st;
+  const int64_t dim = tensor_last_dim(x);
+  const int64_t rows = tensor_numel(x) / dim;
+  if (w->shape[0] != dim) return fail(MEMRA_ERR_INVALID_ARGUMENT, "rms_norm: weight length differs from the row length");
+  CUdeviceptr xd = dptr(x), od = dptr(out);
+  if (Kernel* k = nvrtc_rms_norm(dim)) {
+    CUdeviceptr wv = wd;
+    void* argv[] = {&xd, &wv, &eps, &unit_offset, &od};
+    const memra_status s2 = launch_raw(k, static_cast<unsigned>(rows), 1, 128, 0, argv);
+    return s2 != MEMRA_OK ? s2 : after_op("rms_norm (nvrtc)");
+  }
+  return launch("norm", "memra_rms_norm", static_cast<unsigned>(rows), 1, 256, 0, xd, wd, dim, eps, unit_offset, od);
+}
+
+memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* residual, const memra_weight* w, float eps,
+                                       float unit_offset, memra_tensor* out) {
+  if (w->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "add_rms_norm: weight must be F32");
+  memra_status st = MEMRA_OK;
+  const CUdeviceptr wd = resolve(w, &st);
+  if (st != MEMRA_OK) return st;
+  const int64_t dim = tensor_last_dim(x);
+  const int64_t rows = tensor_numel(x) / dim;
+  return launch("norm", "memra_add_rms_norm", static_cast<unsigned>(rows), 1, 256, 0, dptr(x), dptr(residual), wd, dim,
+                eps, unit_offset, dptr(out));
+}
+
+memra_status CudaBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
+  const int64_t n = tensor_numel(a);
+  return launch("activation", "memra_add", elementwise_grid(n), 1, 256, 0, dptr(a), dptr(b), n, dptr(out));
+}
+
+memra_status CudaBackend::gated_activation(memra_activation act, const memra_tensor* gate, const memra_tensor* up,
+                                           memra_tensor* out) {
+  const int64_t n = tensor_numel(gate);
+  const char* k = act == MEMRA_ACTIVATION_SILU ? "memra_silu_mul" : act == MEMRA_ACTIVATION_GELU_TANH ? "memra_gelu_tanh_mul" : nullptr;
+  if (!k) return fail(MEMRA_ERR_UNSUPPORTED, "gated_activation: unknown activation");
+  return launch("activation", k, elementwise_grid(n), 1, 256, 0, dptr(gate), dptr(up), n, dptr(out));
+}
+
+memra_status CudaBackend::gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out) {
+  if (batch->num_logits <= 0) return MEMRA_OK;
+  for (int32_t i = 0; i < batch->num_logits; ++i)
+    if (batch->logits_rows[i] < 0 || batch->logits_rows[i] >= batch->num_tokens)
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, "gather_logit_rows: row out of range");
+  auto b = device_batch(batch);
+  if (!b) return fail(b.error());
+  return launch("gather", "memra_gather_rows", static_cast<unsigned>(batch->num_logits), 1, 256, 0, dptr(x), tensor_last_dim(x),
+                (*b)->logits_rows, dptr(out));
+}
+
+memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
+  const uint64_t bytes = static_cast<uint64_t>(tensor_numel(logits)) * 4u;
+  // Kept on the device for sample_rows / logits_rows_to_host (ops_sampling.cpp).
+  kept_logits_ = dptr(logits);
+  kept_vocab_ = tensor_last_dim(logits);
+  kept_rows_ = tensor_numel(logits) / std::max<int64_t>(1, kept_vocab_);
+  if (!batch->logits && !async_logits_) {
+    // No host copy wanted (the engine samples on the device): end the step without a wait.
+    return recording() ? run_step_graph() : MEMRA_OK;
+  }
+  // A slot step (pipeline stages): queue the copy, wait_logits(slot) collects it; with
+  // no host logits wanted, they stay on the device for sample_rows.
+  if (async_logits_) {
+    if (recording())
+      if (const memra_status g = run_step_graph(); g != MEMRA_OK) return g;  // the step, then the copy
+    return batch->logits ? queue_logits(dptr(logits), batch->logits, bytes) : MEMRA_OK;
+  }
+  if (recording() && !staging_->fits(bytes))
+    if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
+  auto host = staging_->alloc(bytes);
+  if (!host) return fail(host.error());
+  CUresult r = CUDA_SUCCESS;
+  if (recording()) {
+    // The step's end: run it as a graph (replayed or captured), then wait.
+    (void)record_copy(dptr(logits), *host, bytes, false);
+    if (const memra_status g = run_step_graph(); g != MEMRA_OK) return g;
+  } else {
+    r = cuMemcpyDtoHAsync(*host, dptr(logits), bytes, ctx_.stream());
+  }
+  if (r == CUDA_SUCCESS) r = cuStreamSynchronize(ctx_.stream());
+  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "logits copy (or an earlier kernel of this step)"));
+  std::memcpy(batch->logits, *host, bytes);
+  return MEMRA_OK;
+}
+
+}  // namespace memra::backend::cuda

@@ -1,0 +1,301 @@
+// Matmul of the CUDA backend.
+//
+// Prompt rows and generated rows (memra_forward_batch.prompt_tokens) take two paths,
+// chosen per row by its flag, never by the batch size:
+//  - generated rows (decode, speculative verify; every row when the flags are absent)
+//    run the dequant-on-the-fly GEMV of kernels/matmul/gemv*.cuh, bitwise the same
+//    for any M;
+//  - prompt rows run the tensor-core GEMM of kernels/matmul/gemm_mma.cu, also bitwise
+//    the same for any M, any chunking and any position in the batch (fixed tiles and
+//    k order), so a prompt's KV does not depend on how it was batched or chunked.
+// In a mixed step the prompt rows are gathered into the GEMM's operand planes and
+// its results scattered back by index; the generated rows are gathered, run through
+// the GEMV on their own and scattered back (bitwise copies). MEMRA_PREFILL_PRECISION=
+// bf16 selects the fast GEMM (one bf16 pass); the default splits each activation
+// into bf16 hi + lo (and non-bf16 weights too). MEMRA_PREFILL_GEMM=0 runs every row
+// through the GEMV (as before the GEMM existed).
+//
+// Which kernel serves a scheme comes from the backend's kernel registry
+// (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
+// quant plugin's kernel (memra_quant_api.register_kernels), which then serves every
+// row of the matmul and launches through the host's kernel services.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/common/tensor_shape.hpp"
+#include "host/backend/cuda/cu_error.hpp"
+
+#include "host/backend/cuda/cuda_backend.hpp"
+
+namespace memra::backend::cuda {
+namespace {
+
+// A GEMM path exists for schemes whose registered kernel says so; the operand loads
+// are 16 bytes, so rows of a multiple of 8.
+bool gemm_shape(int64_t cols) { return cols % 8 == 0 && cols <= (int64_t{1} << 30); }
+
+constexpr int64_t kGemmTile = 128;                  // gemm_mma.cuh kBM = kBN
+constexpr uint64_t kPlaneBudget = 256ull << 20;     // dequantized weight planes per chunk of rows
+constexpr unsigned kGemmThreads = 256;
+constexpr unsigned kSmemPrecise = 3 * 8192 * 4, kSmemWsplit = 4 * 8192 * 3, kSmemFast = 2 * 8192 * 4;
+
+}  // namespace
+
+CudaBackend::GemmBuffer::~GemmBuffer() {
+  if (ptr) cuMemFree(ptr);
+}
+
+Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
+  if (!w->quant) return make_error(ErrorCode::invalid_argument, "weight has no quant scheme");
+  const std::string name = lower_scheme(w->quant);
+  if (w->ndim != 2) return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " is not a matrix");
+  const KernelEntry* e = registry_->find("matmul", name, "f32");
+  if (!e) return no_kernel(name);
+  SchemeInfo info;
+  info.scheme = name;
+  info.entry = e;
+  if (!e->builtin) return info;  // a plugin's kernel: the plugin checks its own layout
+  const BuiltinMatmul& b = *e->builtin;
+  const int64_t cols = w->shape[1];
+  if (cols <= 0 || cols % b.block_elems != 0)
+    return make_error(ErrorCode::invalid_argument, "weight row length breaks the " + name + " block size");
+  info.row_bytes = static_cast<uint64_t>(cols / b.block_elems) * static_cast<uint64_t>(b.block_bytes);
+  info.small_tile_rows = b.small_tile_rows;
+  info.module = b.module;
+  info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
+  if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
+    return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
+  return info;
+}
+
+Error CudaBackend::no_kernel(const std::string& scheme) const {
+  std::string known;
+  for (const std::string& s : registry_->schemes("matmul")) known += (known.empty() ? "" : ", ") + s;
+  return make_error(ErrorCode::unsupported, "no matmul kernel is registered for weight scheme '" + scheme + "' (activations f32) on " +
+                                                registry_->device_arch() + " (registered: " + known +
+                                                "); install a quant plugin with CUDA kernels for it, use the CPU backend or requantize");
+}
+
+// A plugin's kernel: the plugin launches it through host->kernel_launch, which lands in
+// kernel_launch below and is recorded into the step like the backend's own launches.
+memra_status CudaBackend::matmul_plugin(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                        int64_t m, CUdeviceptr od) {
+  const PluginMatmul& p = *s.entry->plugin;
+  memra_matmul_args a{};
+  a.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
+  a.scheme = s.scheme.c_str();
+  a.backend = MEMRA_BACKEND_CUDA;
+  a.weight = reinterpret_cast<const void*>(wd);
+  a.rows = rows;
+  a.cols = cols;
+  a.m = m;
+  a.x = reinterpret_cast<const float*>(xd);
+  a.y = reinterpret_cast<float*>(od);
+  a.stream = nullptr;  // the backend's stream (kernel_launch with stream NULL)
+  a.kernel_data = p.kernel_data;
+  last_error_.clear();
+  ++plugin_matmuls_;
+  const memra_status st = p.matmul(p.ctx, &a);
+  if (st != MEMRA_OK)
+    return fail(st, s.entry->provider + ": matmul of " + s.scheme + " failed (" + memra_status_name(st) + ")" +
+                        (last_error_.empty() ? "" : ": " + last_error_));
+  return MEMRA_OK;
+}
+
+memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias, memra_tensor* out) {
+  memra_status st = MEMRA_OK;
+  const CUdeviceptr wd = resolve(w, &st);
+  if (st != MEMRA_OK) return st;
+  CUdeviceptr bd = 0;
+  if (bias) {
+    if (bias->dtype != MEMRA_DTYPE_F32) return fail(MEMRA_ERR_INVALID_ARGUMENT, "matmul: bias must be F32");
+    bd = resolve(bias, &st);
+    if (st != MEMRA_OK) return st;
+  }
+  auto s = scheme(w);
+  if (!s) return fail(s.error());
+  const int64_t rows = w->shape[0], cols = w->shape[1];
+  const int64_t xdim = x->ndim > 0 ? x->shape[x->ndim - 1] : 1;
+  if (xdim != cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + (w->name ? w->name : "?"));
+  const int64_t m = tensor_numel(x) / cols;
+  const CUdeviceptr xd = reinterpret_cast<CUdeviceptr>(x->data), od = reinterpret_cast<CUdeviceptr>(out->data);
+  if (s->entry->plugin) {
+    // The plugin's kernel serves every row (its own reduction order, batch invariant).
+    if (bd) return fail(MEMRA_ERR_UNSUPPORTED, "matmul: " + s->entry->provider + "'s kernel for " + s->scheme + " takes no bias (weight " +
+                                                   (bias->name ? bias->name : "?") + ")");
+    return matmul_plugin(*s, wd, rows, cols, xd, m, od);
+  }
+
+  // The path of each row follows its prompt flag; no flags, no prompt rows, or a
+  // scheme without a GEMM: every row on the GEMV, exactly as before.
+  const DeviceBatch::RowSplit* split = nullptr;
+  if (options_.prefill_gemm && s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
+    auto r = matmul_split(m);
+    if (!r) return fail(r.error());
+    split = *r;
+  }
+  if (!split || split->prompt == 0) return matmul_gemv(*s, wd, rows, cols, xd, m, od, bd);
+  if (split->generated == 0) return matmul_gemm(*s, wd, rows, cols, xd, m, 0, od, bd);
+
+  // Mixed step: the prompt rows through the GEMM (gathered and scattered by index),
+  // the generated rows gathered, through the GEMV on their own, scattered back.
+  if (const memra_status g = matmul_gemm(*s, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd); g != MEMRA_OK)
+    return g;
+  const int64_t gen = split->generated;
+  const uint64_t x_bytes = align_up(static_cast<uint64_t>(gen * cols) * 4u, 256);
+  if (const memra_status b = gemm_buffer(gemm_rows_, x_bytes + static_cast<uint64_t>(gen * rows) * 4u); b != MEMRA_OK) return b;
+  const CUdeviceptr xs = gemm_rows_.ptr, ys = gemm_rows_.ptr + x_bytes;
+  if (const memra_status g = launch("matmul_gemm", "memra_gemm_gather_rows", static_cast<unsigned>(gen), 1, 256, 0, xd, cols,
+                                    split->generated_rows, xs);
+      g != MEMRA_OK)
+    return g;
+  if (const memra_status g = matmul_gemv(*s, wd, rows, cols, xs, gen, ys, bd); g != MEMRA_OK) return g;
+  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, ys, rows,
+                split->generated_rows, od);
+}
+
+memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                      int64_t m, CUdeviceptr od, CUdeviceptr bd) {
+  constexpr int64_t kTile = 16, kWarps = 4;  // kernels/matmul/gemv.cuh
+  // Accumulators per lane: the smallest of 1, 2, 4, 8, 16 that holds min(m, 16)
+  // tokens. Every variant computes a token identically (gemv.cuh), so the choice,
+  // which depends on the batch, cannot change any token's bits.
+  int64_t nt = 1;
+  while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
+  const int64_t rows_per_block = kWarps * (nt <= 4 ? s.small_tile_rows : 1);
+  const auto gx = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+  const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
+  const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
+  const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
+  return launch(s.module.c_str(), kernel.c_str(), gx, gy, 32 * kWarps, 0, wd, row_bytes, rows, cols, xd, m, od, bd);
+}
+
+// The prompt/generated split of a matmul's m rows, from the step's batch: the batch's
+// token rows when m is its token count, its gathered logits rows when m is its
+// logits count. (When both counts are equal the token reading is used; the engine's
+// logits rows are then the identity.) nullptr: no flags, every row generated.
+Result<const DeviceBatch::RowSplit*> CudaBackend::matmul_split(int64_t m) {
+  if (batches_.empty()) return static_cast<const DeviceBatch::RowSplit*>(nullptr);
+  DeviceBatch& db = *batches_.back();
+  const memra_forward_batch* b = db.source;
+  if (!b || !MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) || !b->prompt_tokens)
+    return static_cast<const DeviceBatch::RowSplit*>(nullptr);
+  int which = -1;
+  if (m == b->num_tokens) which = 0;
+  else if (b->logits_rows && m == b->num_logits) which = 1;
+  if (which < 0) return static_cast<const DeviceBatch::RowSplit*>(nullptr);
+  DeviceBatch::RowSplit& rs = db.row_split[which];
+  if (rs.built) return &rs;
+  std::vector<int32_t> prompt, generated;
+  for (int32_t i = 0; i < static_cast<int32_t>(m); ++i) {
+    const int32_t src = which == 0 ? i : b->logits_rows[i];
+    if (src < 0 || src >= b->num_tokens) return make_error(ErrorCode::invalid_argument, "matmul: logits row out of range");
+    (b->prompt_tokens[src] ? prompt : generated).push_back(i);
+  }
+  rs.prompt = static_cast<int32_t>(prompt.size());
+  rs.generated = static_cast<int32_t>(generated.size());
+  if (rs.prompt > 0 && rs.generated > 0) {
+    const uint64_t bytes = static_cast<uint64_t>(m) * 4u;
+    if (recording_ && !staging_->fits(bytes))
+      if (flush_recorded() != MEMRA_OK) return make_error(ErrorCode::internal, last_error_);
+    auto host = staging_->alloc(bytes);
+    if (!host) return host.error();
+    auto* h = static_cast<int32_t*>(*host);
+    std::memcpy(h, prompt.data(), prompt.size() * 4);
+    std::memcpy(h + prompt.size(), generated.data(), generated.size() * 4);
+    auto dev = arena_->alloc(bytes);
+    if (!dev) return dev.error();
+    if (recording_) {
+      (void)record_copy(*dev, h, bytes, true);
+    } else {
+      const CUresult r = cuMemcpyHtoDAsync(*dev, h, bytes, ctx_.stream());
+      if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "row split upload"));
+    }
+    rs.prompt_rows = *dev;
+    rs.generated_rows = *dev + prompt.size() * 4;
+  }
+  rs.built = true;
+  return &rs;
+}
+
+memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
+  if (b.bytes >= bytes) return MEMRA_OK;
+  // Recorded (not yet issued) launches may use the old buffer: issue them first.
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
+  bytes = align_up(bytes, 32ull << 20);
+  if (b.ptr) cuMemFreeAsync(b.ptr, ctx_.stream());
+  b.ptr = 0;
+  b.bytes = 0;
+  const CUresult r = cuMemAllocAsync(&b.ptr, bytes, ctx_.stream());
+  if (r != CUDA_SUCCESS)
+    return fail(MEMRA_ERR_OUT_OF_MEMORY, cu_error(r, "cuMemAllocAsync (prefill GEMM scratch)") + ": lower the prefill chunk size");
+  b.bytes = bytes;
+  return MEMRA_OK;
+}
+
+// out[row_index[t]] (or out[t]) = x[row_index[t]] (or x[t]) . W^T + bias for t < m, on
+// the tensor cores (gemm_mma.cu).
+memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64_t rows,
+                                      int64_t cols, CUdeviceptr xd, int64_t m, CUdeviceptr row_index, CUdeviceptr od,
+                                      CUdeviceptr bd) {
+  const bool precise = options_.prefill_precise;
+  const BuiltinMatmul& b = *s.entry->builtin;
+  const bool bf16 = b.gemm == BuiltinMatmul::Gemm::streams_bf16;
+  const bool split_w = precise && !bf16;
+  const char* kernel = !precise ? "memra_gemm_fast" : split_w ? "memra_gemm_precise_wsplit" : "memra_gemm_precise";
+  const unsigned smem = !precise ? kSmemFast : split_w ? kSmemWsplit : kSmemPrecise;
+  auto k = modules_->kernel("matmul_gemm", kernel);
+  if (!k) return fail(k.error());
+  if (std::find(gemm_smem_ready_.begin(), gemm_smem_ready_.end(), *k) == gemm_smem_ready_.end()) {
+    const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
+    if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (GEMM shared memory)"));
+    gemm_smem_ready_.push_back(*k);
+  }
+
+  // Activation planes [m][cols]: hi, then lo (precise).
+  const uint64_t plane = align_up(static_cast<uint64_t>(m * cols) * 2u, 256);
+  if (const memra_status b = gemm_buffer(gemm_x_, plane * (precise ? 2 : 1)); b != MEMRA_OK) return b;
+  const CUdeviceptr a_hi = gemm_x_.ptr, a_lo = precise ? gemm_x_.ptr + plane : 0;
+  const int64_t lda = cols;
+  if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
+                                    row_index, static_cast<int32_t>(m), lda, a_hi, a_lo);
+      g != MEMRA_OK)
+    return g;
+
+  const int32_t mi = static_cast<int32_t>(m), ki = static_cast<int32_t>(cols);
+  const auto gx = static_cast<unsigned>((m + kGemmTile - 1) / kGemmTile);
+  auto product = [&](CUdeviceptr b_hi, CUdeviceptr b_lo, int64_t r0, int64_t nr) {
+    const CUdeviceptr o = od + static_cast<CUdeviceptr>(r0) * 4u;
+    const CUdeviceptr bias = bd ? bd + static_cast<CUdeviceptr>(r0) * 4u : 0;
+    const auto gy = static_cast<unsigned>((nr + kGemmTile - 1) / kGemmTile);
+    return launch("matmul_gemm", kernel, gx, gy, kGemmThreads, smem, a_hi, a_lo, lda, mi, b_hi, b_lo, cols,
+                  static_cast<int32_t>(nr), ki, o, rows, row_index, bias);
+  };
+  if (bf16) return product(wd, 0, 0, rows);
+
+  // Other schemes: chunks of weight rows dequantized into bf16 planes, then the product
+  // over that chunk. The chunking depends on the weight's shape only.
+  const uint64_t plane_row = static_cast<uint64_t>(cols) * 2u;
+  const uint64_t row_bytes = plane_row * (split_w ? 2 : 1);
+  int64_t chunk = static_cast<int64_t>(kPlaneBudget / row_bytes) / kGemmTile * kGemmTile;
+  chunk = std::min(std::max<int64_t>(chunk, kGemmTile), rows);
+  const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
+  if (const memra_status b = gemm_buffer(gemm_w_, wplane * (split_w ? 2 : 1)); b != MEMRA_OK) return b;
+  const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = split_w ? gemm_w_.ptr + wplane : 0;
+  const std::string dequant = "memra_gemm_dequant_" + s.scheme;
+  const int64_t unit = b.gemm_unit;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t nr = std::min(chunk, rows - r0);
+    const int64_t threads = nr * (cols / unit);
+    const CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
+    if (const memra_status g = launch("matmul_gemm", dequant.c_str(), static_cast<unsigned>((threads + 255) / 256), 1, 256, 0,
+                                      wr, static_cast<int64_t>(s.row_bytes), static_cast<int32_t>(nr), cols, cols, w_hi, w_lo);
+        g != MEMRA_OK)
+      return g;
+    if (const memra_status g = product(w_hi, w_lo, r0, nr); g != MEMRA_OK) return g;
+  }
+  return MEMRA_OK;
+}
+
+}  // namespace memra::backend::cuda
