@@ -2,7 +2,7 @@
 // token constraints, host/engine/token_constraint.hpp), on the CPU backend: the token
 // is the canonical sampler's on the biased row computed here from the engine's own
 // logits; constrained tokens stay inside the mask; and a constrained sequence's tokens
-// are the same alone, batched with chunked prefill, and with speculative decoding
+// are the same alone, batched with chunked prefill, with a prefix-cache hit, and with speculative decoding
 // (drafts checked under the mask).
 #include <gtest/gtest.h>
 
@@ -159,6 +159,20 @@ TEST(ConstrainedSampling, MaskedTokensStayInTheMaskAloneBatchedAndSpeculating) {
       }
       for (int v = 0; v < 8; ++v) EXPECT_EQ(drain(*hs[static_cast<size_t>(v)]), alone[static_cast<size_t>(v)]) << v;
       for (auto& h : others) drain(*h);
+    }
+    // With a prefix-cache hit: the second run of each prompt reads its blocks from the cache.
+    {
+      auto engine = load();
+      Scheduler s(*engine, {});
+      for (int v = 0; v < 8; ++v) {
+        SequenceRequest r = constrained(v, sampled, engine->vocab_size());
+        r.cache_namespace = "m\x1ft\x1f";
+        const Outcome cold = drain(**s.submit(r));
+        const Outcome warm = drain(**s.submit(r));
+        EXPECT_EQ(cold, alone[static_cast<size_t>(v)]) << v;
+        EXPECT_EQ(warm, alone[static_cast<size_t>(v)]) << v;
+        EXPECT_GT(warm.cached, 0) << "no prefix-cache hit: the path was not exercised";
+      }
     }
     // Speculative decoding with the n-gram drafter (the cyclic output repeats, so drafts
     // are fed, some of them refused by the mask).
