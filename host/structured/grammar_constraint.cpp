@@ -3,20 +3,9 @@
 namespace memra::structured {
 namespace {
 
-constexpr size_t kMaxCachedMasks = 4096;
+constexpr size_t kMaxStates = 200000;  // interned states kept per request (then the tables restart)
 
 void set_bit(std::vector<uint64_t>& bits, int32_t id) { bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
-
-// Marks every token whose bytes the grammar takes from `state`, walking the trie depth first.
-void walk(const Grammar& g, const TokenVocabulary& v, uint32_t node, const MatchState& state, std::vector<uint64_t>& bits) {
-  const auto& trie = v.trie();
-  for (const auto& [byte, child] : trie[node].children) {
-    MatchState next = state.advance(g, byte);
-    if (next.dead()) continue;
-    for (int32_t id : trie[child].tokens) set_bit(bits, id);
-    if (!trie[child].children.empty()) walk(g, v, child, next, bits);
-  }
-}
 
 }  // namespace
 
@@ -25,20 +14,54 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVoc
   start_ = MatchState::start(grammar_);
 }
 
-std::shared_ptr<const std::vector<uint64_t>> CompiledGrammar::mask(const MatchState& state) const {
+int32_t CompiledGrammar::intern(MatchState state) const {
   std::string key = state.key();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = masks_.find(key); it != masks_.end()) return it->second;
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  const auto id = static_cast<int32_t>(states_.size());
+  ids_.emplace(std::move(key), id);
+  states_.push_back(std::move(state));
+  std::array<int32_t, 256> unknown;
+  unknown.fill(-2);
+  next_.push_back(unknown);
+  return id;
+}
+
+int32_t CompiledGrammar::step(int32_t state, uint8_t byte) const {
+  int32_t next = next_[static_cast<size_t>(state)][byte];
+  if (next != -2) return next;
+  MatchState m = states_[static_cast<size_t>(state)].advance(grammar_, byte);
+  next = m.dead() ? -1 : intern(std::move(m));
+  next_[static_cast<size_t>(state)][byte] = next;
+  return next;
+}
+
+// Marks every token whose bytes the grammar takes from `state`, walking the trie depth first.
+void CompiledGrammar::walk(uint32_t node, int32_t state, std::vector<uint64_t>& bits) const {
+  const auto& trie = vocab_->trie();
+  for (const auto& [byte, child] : trie[node].children) {
+    const int32_t next = step(state, byte);
+    if (next < 0) continue;
+    for (int32_t id : trie[child].tokens) set_bit(bits, id);
+    if (!trie[child].children.empty()) walk(child, next, bits);
   }
-  auto bits = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>((vocab_->size() + 63) / 64), 0);
-  if (state.can_continue()) walk(grammar_, *vocab_, 0, state, *bits);
-  if (state.complete())
-    for (int32_t id : vocab_->stop_ids())
-      if (id >= 0 && id < vocab_->size()) set_bit(*bits, id);
+}
+
+std::shared_ptr<const std::vector<uint64_t>> CompiledGrammar::mask(const MatchState& state) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
-  masks_.emplace(std::move(key), bits);
+  if (states_.size() > kMaxStates) {  // a pathological request: start the tables over
+    ids_.clear();
+    states_.clear();
+    next_.clear();
+    masks_.clear();
+  }
+  const int32_t id = intern(state);
+  if (auto it = masks_.find(id); it != masks_.end()) return it->second;
+  auto bits = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>((vocab_->size() + 63) / 64), 0);
+  if (state.can_continue()) walk(0, id, *bits);
+  if (state.complete())
+    for (int32_t t : vocab_->stop_ids())
+      if (t >= 0 && t < vocab_->size()) set_bit(*bits, t);
+  masks_.emplace(id, bits);
   return bits;
 }
 

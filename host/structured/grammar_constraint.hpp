@@ -5,6 +5,7 @@
 // shared by every sequence of one request.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,9 @@
 namespace memra::structured {
 
 // A grammar bound to a vocabulary, with its mask cache; shared by a request's sequences.
+// States are interned and their byte transitions memoised, so the trie walk of a mask
+// costs a table lookup per trie node (inside a JSON string nearly every byte leads back
+// to the same state).
 class CompiledGrammar {
  public:
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab);
@@ -31,11 +35,18 @@ class CompiledGrammar {
   std::unique_ptr<engine::TokenConstraint> constraint(std::shared_ptr<const CompiledGrammar> self) const;
 
  private:
+  int32_t intern(MatchState state) const;  // under mu_
+  int32_t step(int32_t state, uint8_t byte) const;  // under mu_; -1: dead
+  void walk(uint32_t node, int32_t state, std::vector<uint64_t>& bits) const;
+
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   MatchState start_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<uint64_t>>> masks_;
+  mutable std::unordered_map<std::string, int32_t> ids_;
+  mutable std::vector<MatchState> states_;
+  mutable std::vector<std::array<int32_t, 256>> next_;  // -2: not computed yet
+  mutable std::unordered_map<int32_t, std::shared_ptr<const std::vector<uint64_t>>> masks_;
 };
 
 class GrammarConstraint : public engine::TokenConstraint {

@@ -10,13 +10,19 @@ namespace {
 // Resolves rule references and finished alternatives on top of `stack` until every
 // resulting stack has a byte set on top (or is empty), adding them to `out`.
 void expand(const Grammar& g, Stack stack, std::vector<Stack>& out) {
+  // Most advances land on a byte set: no expansion, no bookkeeping.
+  if (!stack.empty() && g.elements[stack.back()].kind == Element::Kind::bytes) {
+    out.push_back(std::move(stack));
+    return;
+  }
   std::vector<Stack> work{std::move(stack)};
-  std::set<Stack> seen;  // guards cycles through nullable rules
+  std::vector<Stack> seen;  // guards cycles through nullable rules (few entries: linear search)
   while (!work.empty()) {
     Stack s = std::move(work.back());
     work.pop_back();
     if (s.size() > kMaxStackDepth || out.size() > kMaxStacks) continue;
-    if (!seen.insert(s).second) continue;
+    if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
+    seen.push_back(s);
     if (s.empty()) {
       out.push_back(std::move(s));
       continue;
