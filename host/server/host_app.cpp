@@ -102,7 +102,6 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_PP                as --pp\n"
          "  MEMRA_PP_SPLIT          as --pp-split\n"
          "  MEMRA_PP_DEVICES        as --pp-devices\n"
-         "  MEMRA_PP_MICROBATCHES   as --pp-microbatches\n"
          "  MEMRA_PP_GROUPS         as --pp-groups\n"
          "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
          "served from <exe>/../share/memra/default_model.\n"
@@ -229,9 +228,6 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                                            "weight + KV bytes)")
                         .argument("LIST"));
   options.addOption(Option("pp-devices", "", "CUDA device of each pipeline stage, e.g. 0,1 (default 0..N-1)").argument("LIST"));
-  options.addOption(Option("pp-microbatches", "", "a batched step crosses the stages as K micro-batches so stages "
-                                                  "overlap (default 1)")
-                        .argument("K"));
   options.addOption(Option("pp-groups", "", "with --pp: 2 = the running sequences form two groups whose steps "
                                             "alternate, one group's next step entering stage 0 while the other's is "
                                             "in stage 1; 1 = one step at a time (default 2 with --pp, else 1)")

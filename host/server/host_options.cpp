@@ -64,7 +64,6 @@ constexpr Setting kSettings[] = {
     {"pp", "MEMRA_PP"},
     {"pp-split", "MEMRA_PP_SPLIT"},
     {"pp-devices", "MEMRA_PP_DEVICES"},
-    {"pp-microbatches", "MEMRA_PP_MICROBATCHES"},
     {"pp-groups", "MEMRA_PP_GROUPS"},
 };
 
@@ -178,10 +177,6 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto v = parse_int_list(value, what + " (CUDA device per stage, e.g. 0,1)", 0, 1023);
     if (!v) return v.error();
     o.pp_devices.assign(v->begin(), v->end());
-  } else if (name == "pp-microbatches") {
-    auto n = parse_int(value, what, 1, 64);
-    if (!n) return n.error();
-    o.pp_microbatches = static_cast<std::int32_t>(*n);
   } else if (name == "pp-groups") {
     auto n = parse_int(value, what, 1, 2);
     if (!n) return n.error();

@@ -64,7 +64,6 @@ struct HostOptions {
   std::int32_t pipeline_stages = 1;
   std::vector<std::int64_t> pp_split;  // layers per stage; empty = balanced by memory
   std::vector<int> pp_devices;         // device of each stage; empty = 0..N-1
-  std::int32_t pp_microbatches = 1;
   std::int32_t pp_groups = 0;          // rolling scheduler groups; 0 = 2 with pipeline stages, else 1
   int keys_reload_ms = 1000;           // key file mtime poll period
   std::string log_level = "information";

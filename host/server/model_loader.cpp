@@ -165,7 +165,6 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   eo.pipeline_stages = options.pipeline_stages;
   eo.pipeline_split = options.pp_split;
   eo.pipeline_devices = options.pp_devices;
-  eo.pipeline_microbatches = options.pp_microbatches;
   eo.kv_dtype = options.kv_dtype;
   if (options.max_context > 0 && config.max_position_embeddings > 0 &&
       options.max_context > config.max_position_embeddings) {

@@ -1,5 +1,5 @@
 // Serving across pipeline stages: the continuous-batching scheduler over a pipeline
-// engine (CPU stages; whole steps, micro-batched steps and rolling groups whose steps
+// engine (CPU stages; whole steps and rolling groups whose steps
 // alternate in the engine's two step slots) gives every request the
 // tokens and logprobs it gets over one backend, with chunked prefill, a prefix-cache
 // hit on the second round, and speculative decoding.
@@ -19,7 +19,7 @@ namespace {
 
 const fs::path kQwen3 = fs::path(MEMRA_FIXTURES_DIR) / "models/qwen3";
 
-std::unique_ptr<Engine> load(int32_t stages, int32_t micro) {
+std::unique_ptr<Engine> load(int32_t stages) {
   auto src = open_model_source(kQwen3.string(), test_plugins());
   EXPECT_TRUE(src.ok());
   if (!src) return nullptr;
@@ -29,7 +29,6 @@ std::unique_ptr<Engine> load(int32_t stages, int32_t micro) {
   eo.max_sequences = 12;
   eo.block_size = 8;
   eo.pipeline_stages = stages;
-  eo.pipeline_microbatches = micro;
   auto e = Engine::create(std::move(*src), test_plugins(), eo);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
   return e ? std::move(*e) : nullptr;
@@ -77,22 +76,22 @@ std::vector<Outcome> serve(Engine& e, bool speculative, int32_t groups = 1) {
 
 TEST(PipelineServing, SchedulerGivesOneBackendsTokens) {
   if (!fs::exists(kQwen3)) GTEST_SKIP() << "fixture " << kQwen3 << " absent (expects ../shared/fixtures)";
-  auto one = load(1, 1);
+  auto one = load(1);
   ASSERT_TRUE(one);
   const auto ref = serve(*one, false);
   int64_t cached = 0;
   for (size_t i = 8; i < ref.size(); ++i) cached += ref[i].cached;
   EXPECT_GT(cached, 0) << "the second round should hit the prefix cache";
   struct Case {
-    int32_t stages, micro, groups;
+    int32_t stages, groups;
   };
-  for (auto [stages, micro, groups] : {Case{2, 1, 1}, Case{2, 2, 1}, Case{3, 3, 1}, Case{2, 1, 2}, Case{1, 1, 2}}) {
-    auto pp = load(stages, micro);
+  for (auto [stages, groups] : {Case{2, 1}, Case{3, 1}, Case{2, 2}, Case{1, 2}}) {
+    auto pp = load(stages);
     ASSERT_TRUE(pp);
     const auto got = serve(*pp, false, groups);
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) {
-      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << micro << " micro-batches, " << groups << " groups: request " << i;
+      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << groups << " groups: request " << i;
       EXPECT_EQ(got[i].cached, ref[i].cached) << "request " << i;
     }
   }
@@ -100,8 +99,8 @@ TEST(PipelineServing, SchedulerGivesOneBackendsTokens) {
 
 TEST(PipelineServing, SpeculativeServingAcrossStagesGivesPlainTokens) {
   if (!fs::exists(kQwen3)) GTEST_SKIP() << "fixture " << kQwen3 << " absent (expects ../shared/fixtures)";
-  auto one = load(1, 1);
-  auto pp = load(2, 2);
+  auto one = load(1);
+  auto pp = load(2);
   ASSERT_TRUE(one && pp);
   const auto plain = serve(*one, false);
   for (int32_t groups : {1, 2}) {

@@ -267,13 +267,14 @@ memra_status CpuBackend::gated_activation(memra_activation act, const memra_tens
 memra_status CpuBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch,
                                    memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   if (k_cache_.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
-  if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  const int64_t local = p->layer - kv_.first_layer;  // the cache holds layers from first_layer on
+  if (local < 0 || local >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " is not in this KV cache");
   if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
   const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
   ref::PagedKvLayer layer;
-  layer.k = k_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
-  layer.v = v_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
+  layer.k = k_cache_.data() + local * kv_.num_blocks * block_bytes;
+  layer.v = v_cache_.data() + local * kv_.num_blocks * block_bytes;
   layer.element = kv_.dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
   layer.block_size = kv_.block_size;
   layer.kv_heads = kv_.kv_heads;

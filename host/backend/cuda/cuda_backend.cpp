@@ -61,6 +61,8 @@ CudaBackend::~CudaBackend() {
   for (RopeEntry& r : ropes_) cuMemFree(r.inv_freq);
   if (k_cache_) cuMemFree(k_cache_);
   if (v_cache_) cuMemFree(v_cache_);
+  for (CUdeviceptr p : state_cache_)
+    if (p) cuMemFree(p);
   for (void* p : host_buffers_) cuMemFreeHost(p);
 }
 

@@ -128,6 +128,13 @@ class CudaBackend {
                          memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Ops by name and recurrent state (ops_named.cpp).
+  memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
+  memra_status op_run(const memra_op* op, const memra_op_args* args);
+  memra_status decay_scan(const memra_op_args& args);
+  memra_status allocate_state(const RecurrentStateConfig& state);
+  memra_status copy_state_slot(int32_t from, int32_t to);
+  memra_status reset_state_slot(int32_t slot);
   // Device sampling (ops_sampling.cpp, backend.hpp sample_rows).
   memra_status sample_rows(const SampleRequest& request, int32_t* tokens);
   memra_status logits_rows_to_host(const int32_t* rows, int32_t n, float* dst);
@@ -200,6 +207,8 @@ class CudaBackend {
 
   KvCacheConfig kv_{};  // dtype F32 or BF16
   CUdeviceptr k_cache_ = 0, v_cache_ = 0;
+  RecurrentStateConfig state_;
+  std::vector<CUdeviceptr> state_cache_;  // per layer: [slots][state_.layer_bytes[l]] (0: none)
   uint64_t kv_element_bytes() const { return kv_.dtype == MEMRA_DTYPE_BF16 ? 2u : 4u; }
 
   std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's

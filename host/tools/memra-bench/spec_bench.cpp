@@ -139,7 +139,6 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
     d.pipeline_stages = 1;
     d.pipeline_split.clear();
     d.pipeline_devices.clear();
-    d.pipeline_microbatches = 1;
     auto e = engine::Engine::create(std::move(*src), plugins, d);
     if (!e) {
       std::fprintf(stderr, "memra-bench: draft model: %s\n", e.error().message.c_str());

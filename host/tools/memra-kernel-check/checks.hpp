@@ -61,6 +61,9 @@ void bench_int8_gemv(Device& d, const BenchOptions& o);
 // backend's matmul op against the plugin's CPU matmul, and row invariance.
 void check_plugin_kernels(Device& d, Report& r, const CheckOptions& o, const std::vector<std::string>& plugin_dirs);
 
+// Ops by name (check_recurrent.cpp): decay_scan over recurrent-state slots, bitwise.
+void check_recurrent(Device& d, Report& r, const CheckOptions& o);
+
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);
 
@@ -79,6 +82,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_step_graph(d, r, o);
   check_services(d, r, o);
   check_sampling(d, r, o);
+  check_recurrent(d, r, o);
 }
 
 // The weight dtype a scheme is uploaded with (f32/f16/bf16, else ggml blocks), and its
