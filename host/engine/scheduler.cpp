@@ -136,6 +136,7 @@ void Scheduler::admit_locked() {
     job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
     job.seq = engine_.open_sequence(std::move(prefix));
     job.context = job.req.prompt;
+    if (job.req.constraint) job.constraint = job.req.constraint();
     if (options_.make_drafter) {
       job.drafter = options_.make_drafter();
       if (job.drafter) job.gate = SpecGate(options_.spec_policy, job.drafter->draft_token_cost());
@@ -237,16 +238,18 @@ void Scheduler::attach_sampling(Flight& f) {
     rs.output = j.output;
     rs.position = j.req.prompt.size() + j.output.size();
     const bool logprobs = p.logprobs || p.top_logprobs > 0;
+    // Rows under logit_bias or a grammar come to the host and are sampled in sample_here.
+    const bool here = host_sampled(j);
     if (f.chunk[i] > 0) {
       // A prompt chunk: only the one that ends the prompt yields a token.
       const bool last = j.prompt_done + f.chunk[i] >= static_cast<int64_t>(j.req.prompt.size());
-      rs.rows = last ? 1 : 0;
-      rs.want_logits = last && logprobs;
+      rs.rows = last && !here ? 1 : 0;
+      rs.want_logits = last && (logprobs || here);
     } else {
       // The fed token plus drafts: row t assumes the drafts before it were emitted.
       rs.assumed = std::span<const int32_t>(j.feed).subspan(1);
-      rs.rows = static_cast<int32_t>(j.feed.size());
-      rs.want_logits = logprobs;
+      rs.rows = here ? 0 : static_cast<int32_t>(j.feed.size());
+      rs.want_logits = logprobs || here;
     }
     f.reqs[i].sampling = &rs;
   }
@@ -262,8 +265,25 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
     Job& j = *f.jobs[i];
     if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     StepRows& r = (*out)[i];
-    const FinishReason end = consume(j, r.logits, r.tokens);
-    if (end != FinishReason::none) finish(j, end);
+    if (host_sampled(j)) {
+      auto tokens = sample_here(j, r.logits);
+      if (!tokens) {
+        finish(j, FinishReason::error, tokens.error().message);
+        continue;
+      }
+      r.tokens = std::move(*tokens);
+    }
+    const size_t before = j.output.size();
+    FinishReason end = consume(j, r.logits, r.tokens);
+    if (j.seq < 0) continue;  // consume failed the sequence
+    if (j.constraint && end != FinishReason::stop)
+      for (size_t t = before; t < j.output.size(); ++t)
+        if (!j.constraint->advance(j.output[t])) {
+          end = FinishReason::error;
+          break;
+        }
+    if (end == FinishReason::error) finish(j, end, "a sampled token broke the sequence's grammar (a bug)");
+    else if (end != FinishReason::none) finish(j, end);
   }
 }
 
@@ -422,6 +442,38 @@ void Scheduler::draft_all(const std::vector<Job*>& decoding, int k) {
       continue;  // a broken drafter costs nothing but its time
     owners[i]->feed.insert(owners[i]->feed.end(), d.begin(), d.end());
   }
+}
+
+Result<std::vector<int32_t>> Scheduler::sample_here(Job& j, const std::vector<std::vector<float>>& rows) {
+  std::vector<int32_t> tokens;
+  std::unique_ptr<TokenConstraint> probe;  // the constraint after the drafts before row t
+  TokenConstraint* c = j.constraint.get();
+  const int64_t vocab = engine_.vocab_size();
+  const uint64_t position = j.req.prompt.size() + j.output.size();
+  for (size_t t = 0; t < rows.size(); ++t) {
+    if (t > 0 && c != nullptr) {
+      if (!probe) probe = c->clone();
+      // A draft the grammar refuses: row t-1's token (masked) differs from it, so the
+      // rows from t on are never read; any token fills them.
+      if (!probe->advance(j.feed[t])) {
+        tokens.resize(rows.size(), 0);
+        break;
+      }
+      c = probe.get();
+    }
+    RowAdjust adjust;
+    adjust.bias = j.req.logit_bias;
+    if (c != nullptr) adjust.allowed = &c->allowed();
+    if (!any_allowed(adjust, vocab))
+      return make_error(ErrorCode::invalid_argument,
+                        "the sequence's grammar allows no token of the vocabulary here (the model cannot spell what the "
+                        "schema requires)");
+    const std::vector<sampling::PenaltyEntry> pen =
+        penalty_entries(j.req.sampling, j.req.prompt, j.output,
+                        std::span<const int32_t>(j.feed).subspan(j.feed.empty() ? 0 : 1, j.feed.empty() ? 0 : t));
+    tokens.push_back(sample_adjusted(rows[t], j.req.sampling, position + t, pen, adjust));
+  }
+  return tokens;
 }
 
 FinishReason Scheduler::consume(Job& j, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens) {

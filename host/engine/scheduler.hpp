@@ -40,6 +40,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/engine/spec_policy.hpp"
+#include "host/engine/token_constraint.hpp"
 
 namespace memra::engine {
 
@@ -72,6 +73,11 @@ struct SequenceRequest {
   std::vector<int32_t> stop_ids;
   std::string cache_namespace;     // (model, tenant, salt); empty = no prefix caching
   int64_t priority = 0;            // waits ahead of queued requests of lower priority (FIFO among equals)
+  // Step 0 of the canonical sampler (sampler.hpp RowAdjust): logit_bias (ids unique, in
+  // the vocabulary) and a grammar (made once per sequence at admission). Such sequences'
+  // rows are sampled on the host, whatever the backend.
+  std::vector<LogitBias> logit_bias;
+  TokenConstraintFactory constraint;
 };
 
 // cancelled: by its consumer (SequenceHandle::cancel); aborted: by the server (abort_all, shutdown).
@@ -172,6 +178,7 @@ class Scheduler {
     std::vector<int32_t> output;
     std::vector<int32_t> context;     // prompt + output (what drafters read)
     std::unique_ptr<Drafter> drafter; // speculative decoding, when on
+    std::unique_ptr<TokenConstraint> constraint;  // req.constraint's, made at admission
     SpecGate gate;
     std::vector<int32_t> feed;        // this step's decode tokens: the last one + drafts
     int64_t drafted = 0, accepted = 0;
@@ -213,6 +220,11 @@ class Scheduler {
   // Takes the tokens the engine sampled for one step of `job` (one per row; rows holds
   // logits rows only where logprobs were asked); returns what ended it (none = running).
   FinishReason consume(Job& job, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens);
+  // Whether a job's rows are sampled here (logit_bias or a grammar) rather than by the engine.
+  static bool host_sampled(const Job& job) { return job.constraint || !job.req.logit_bias.empty(); }
+  // The tokens of a host-sampled job's rows (step 0 applied; row t masked by the
+  // constraint after the drafts before it). Error: the grammar allows no token.
+  Result<std::vector<int32_t>> sample_here(Job& job, const std::vector<std::vector<float>>& rows);
 
   Engine& engine_;
   SchedulerOptions options_;

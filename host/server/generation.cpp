@@ -45,6 +45,8 @@ Result<std::unique_ptr<GenerationRun>> GenerationRun::start(ServedModel& model, 
       req.stop_ids = stop_ids;
       req.cache_namespace = spec.cache_namespace;
       req.priority = spec.priority;
+      req.logit_bias = spec.logit_bias;
+      req.constraint = spec.constraint;
       auto handle = model.scheduler->submit(std::move(req));
       if (!handle) return handle.error();  // the destructor cancels what was submitted
       auto c = std::make_unique<Choice>(model.text.tokenizer);

@@ -16,6 +16,7 @@
 
 #include "core/common/result.hpp"
 #include "host/engine/sampler.hpp"
+#include "host/engine/token_constraint.hpp"
 #include "host/server/served_model.hpp"
 #include "host/tokenizer/tokenizer.hpp"
 
@@ -30,6 +31,8 @@ struct GenerationSpec {
   bool ignore_eos = false;
   std::string cache_namespace;
   std::int64_t priority = 0;  // the tenant's: orders the scheduler's queue
+  std::vector<engine::LogitBias> logit_bias;
+  engine::TokenConstraintFactory constraint;  // structured output / forced tool call; empty = none
 };
 
 // A generated token and where its text sits in the choice's text.
@@ -44,7 +47,7 @@ struct TokenRecord {
 // What is new for one choice since the last poll.
 struct ChoiceDelta {
   std::size_t index = 0;
-  std::string text;
+  std::string text;                          // chat: the content part
   std::vector<TokenRecord> tokens;           // tokens whose text is now released
   std::optional<std::string> finish_reason;  // "stop" or "length" when the choice ended
 };

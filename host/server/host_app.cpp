@@ -217,6 +217,11 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                            "model for speculative decoding; default: the embedded memra-demo")
                         .argument("[ALIAS=]PATH[+DRAFT]")
                         .repeatable(true));
+  options.addOption(Option("chat-template", "",
+                           "Jinja chat template file used instead of the model's own (or where it has none); "
+                           "ALIAS=FILE for one model, repeatable")
+                        .argument("[ALIAS=]FILE")
+                        .repeatable(true));
   options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
   options.addOption(Option("no-repack", "",
                            "serve checkpoints in place instead of repacking them into $MEMRA_HOME/repacks on first load"));
@@ -440,6 +445,13 @@ int HostApp::main(const std::vector<std::string>& args) {
                       "Qwen3 trained on public-domain English: it answers in English sentences but knows nothing)",
                       std::string(kDefaultModelAlias), dir.string());
     specs.push_back({kDefaultModelAlias, dir.string(), ""});
+  }
+  for (const auto& t : options.chat_templates) {
+    if (!t.alias.empty() && std::none_of(specs.begin(), specs.end(), [&](const auto& m) { return m.alias == t.alias; })) {
+      log().error("--chat-template %s=%s names no served model; the aliases are those of --model ALIAS=PATH", t.alias,
+                  t.path);
+      return EXIT_USAGE;
+    }
   }
   ModelSet models;
   {

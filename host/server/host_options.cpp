@@ -310,6 +310,29 @@ Result<std::vector<ModelSpec>> parse_model_list(std::string_view text) {
   return out;
 }
 
+Result<ChatTemplateSpec> parse_chat_template_spec(std::string_view text) {
+  ChatTemplateSpec spec;
+  const std::size_t eq = text.find('=');
+  if (eq != std::string_view::npos && text.substr(0, eq).find('/') == std::string_view::npos) {
+    spec.alias = std::string(text.substr(0, eq));
+    spec.path = std::string(text.substr(eq + 1));
+    if (spec.alias.empty()) return usage("--chat-template '" + std::string(text) + "': the alias before '=' is empty");
+  } else {
+    spec.path = std::string(text);
+  }
+  if (spec.path.empty()) return usage("--chat-template '" + std::string(text) + "': the file is empty; use [ALIAS=]FILE");
+  return spec;
+}
+
+std::string chat_template_for(const HostOptions& options, const std::string& alias) {
+  std::string any;
+  for (const auto& t : options.chat_templates) {
+    if (t.alias == alias) return t.path;
+    if (t.alias.empty()) any = t.path;
+  }
+  return any;
+}
+
 Status apply_environment(HostOptions& options, const EnvLookup& env) {
   for (const auto& s : kSettings) {
     if (auto value = env(s.env)) MEMRA_TRY(set_value(options, s.flag, *value, std::string(s.env)));
@@ -330,6 +353,18 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
     if (!spec) return usage("--model: " + spec.error().message);
     options.models.push_back(std::move(*spec));
     return check_unique_aliases(options.models);
+  }
+  if (name == "chat-template") {
+    auto spec = parse_chat_template_spec(value);
+    if (!spec) return spec.error();
+    for (const auto& t : options.chat_templates) {
+      if (t.alias == spec->alias) {
+        return usage("--chat-template is given twice for " +
+                     (spec->alias.empty() ? std::string("every model") : "model '" + spec->alias + "'"));
+      }
+    }
+    options.chat_templates.push_back(std::move(*spec));
+    return {};
   }
   if (name == "plugin-dir") {
     if (value.empty()) return usage("--plugin-dir must not be empty");

@@ -21,6 +21,13 @@ struct ModelSpec {
   std::string draft;  // its draft model for speculative decoding ("" = none): ALIAS=PATH+DRAFT
 };
 
+// --chat-template [ALIAS=]FILE: a Jinja chat template used instead of the one the
+// model ships (or where it ships none). No alias: every model without its own.
+struct ChatTemplateSpec {
+  std::string alias;  // "" = every model
+  std::string path;
+};
+
 enum class BackendChoice { auto_select, cpu, cuda };
 
 struct HostOptions {
@@ -28,6 +35,7 @@ struct HostOptions {
   std::uint16_t port = 8080;
   std::string api_keys_file;  // "" = auth off
   std::vector<ModelSpec> models;
+  std::vector<ChatTemplateSpec> chat_templates;  // --chat-template, in the order given
   std::vector<std::string> plugin_dirs;  // --plugin-dir (MEMRA_PLUGIN_PATH is read by the plugin host)
   std::string registry_path;             // "" = the registry's default path
   std::size_t max_body_bytes = std::size_t{8} << 20;
@@ -90,6 +98,12 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
 // .gguf/.memra/.safetensors. "+DRAFT" (split at the last '+') names the model's
 // draft model for speculative decoding; a path holding '+' needs --draft instead.
 Result<ModelSpec> parse_model_spec(std::string_view text);
+// "[ALIAS=]FILE" (--chat-template). An '=' before the first '/' separates an alias.
+Result<ChatTemplateSpec> parse_chat_template_spec(std::string_view text);
+// The template file for `alias`: its own --chat-template ALIAS=FILE, else the
+// alias-less one, else "" (the model's own template).
+std::string chat_template_for(const HostOptions& options, const std::string& alias);
+
 // "alias=path,alias2=path2" (MEMRA_MODELS).
 Result<std::vector<ModelSpec>> parse_model_list(std::string_view text);
 // "off", "ngram", "draft" or "mtp".

@@ -135,6 +135,12 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   log.information("%s: loading the tokenizer and chat template", what);
   auto text = engine::load_text_model(spec.path, config);
   if (!text) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + text.error().message);
+  if (const std::string tpl = chat_template_for(options, spec.alias); !tpl.empty()) {
+    auto replaced = engine::load_chat_template_file(tpl);
+    if (!replaced) return failure(LoadFailure::bad_model, "cannot load " + what + ": --chat-template " + replaced.error().message);
+    text->chat_template = std::move(*replaced);
+    log.information("%s: chat template from %s (--chat-template)", what, tpl);
+  }
 
   // Served in place: no repack checks its weights, so they are checked here (one pass).
   if (!options.repack_on_load && !format::is_memra_dir(spec.path)) {

@@ -246,6 +246,40 @@ TEST(ServerModels, RegistryGate) {
   EXPECT_EQ(host->log().find("UNVERIFIED"), std::string::npos) << host->log();
 }
 
+// --chat-template replaces a model's template (per alias or for all); a broken file or
+// an alias no model has stops the start with the reason.
+TEST(ServerModels, ChatTemplateFlag) {
+  TempDir dir;
+  const auto tpl = dir.write("t.jinja", "X{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}Y");
+  const auto broken = dir.write("broken.jinja", "{% for m in messages %}never closed");
+  std::string why;
+  auto host = HostProcess::start({"--model", "a=" + kDefaultModel.string(), "--model", "b=" + kDefaultModel.string(),
+                                  "--chat-template", "a=" + tpl.string()},
+                                 {}, &why);
+  ASSERT_TRUE(host) << why;
+  // The rendered chat is exactly the template's text (its tokens: those of the text).
+  const std::string chat = R"("messages":[{"role":"user","content":"hello"}])";
+  auto want = http(host->port(), post("/tokenize", R"({"model":"a","prompt":"X[user:hello]Y","add_special_tokens":false})"));
+  auto got = http(host->port(), post("/tokenize", "{\"model\":\"a\"," + chat + "}"));
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(nlohmann::json::parse(got.body)["tokens"], nlohmann::json::parse(want.body)["tokens"]);
+  auto other = http(host->port(), post("/tokenize", "{\"model\":\"b\"," + chat + "}"));
+  EXPECT_NE(nlohmann::json::parse(other.body)["tokens"], nlohmann::json::parse(want.body)["tokens"]) << "b keeps its own";
+  EXPECT_NE(host->log().find("chat template from " + tpl.string()), std::string::npos) << host->log();
+
+  auto r = run_host({"--port", "0", "--model", "a=" + kDefaultModel.string(), "--chat-template", broken.string()});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find(broken.string() + " is not a usable chat template"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--model", "a=" + kDefaultModel.string(), "--chat-template", (dir.path() / "none.jinja").string()});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("cannot be read"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--model", "a=" + kDefaultModel.string(), "--chat-template", "zz=" + tpl.string()});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_NE(r.err.find("names no served model"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--chat-template", tpl.string(), "--chat-template", tpl.string()});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+}
+
 TEST(ServerModels, SeveralModelsByAliasAndTheContextKnob) {
   std::string why;
   auto host = HostProcess::start({"--model", "a=" + kDefaultModel.string(), "--max-context", "64"},
