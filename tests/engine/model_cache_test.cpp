@@ -14,14 +14,16 @@
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
 #include "tests/support/build_plugins.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
 TEST(EngineModelCache, RepackOnceThenReuseUntilTheSourceChanges) {
-  const fs::path fixture = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+  const fs::path fixture = memra::testing::fixture("models/llama");
   if (!fs::exists(fixture)) GTEST_SKIP() << "fixtures absent";
-  const fs::path dir = fs::temp_directory_path() / ("memra-model-cache-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const memra::testing::TempDir tmp("memra-model-cache");
+  const fs::path& dir = tmp.path();
   fs::create_directories(dir / "src");
   for (const auto& f : fs::directory_iterator(fixture)) fs::copy(f.path(), dir / "src" / f.path().filename());
   for (const auto& f : fs::directory_iterator(dir / "src")) fs::permissions(f.path(), fs::perms::owner_write, fs::perm_options::add);

@@ -21,7 +21,6 @@ namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::run_command;
 using repack_test::TempDir;
 
@@ -40,7 +39,7 @@ TEST(MemraRepackCli, HelpDescribesUsage) {
 
 TEST(MemraRepackCli, UsageErrorsExitTwo) {
   TempDir tmp;
-  const std::string src = q(fixtures() / "gguf/llama/llama-Q8_0.gguf");
+  const std::string src = q(memra::testing::fixture("gguf/llama/llama-Q8_0.gguf"));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "missing SRC"},
       {src, "missing -o DST"},
@@ -61,16 +60,16 @@ TEST(MemraRepackCli, UsageErrorsExitTwo) {
 }
 
 TEST(MemraRepackCli, RepacksFixturesAndRecordsProvenance) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   struct Run {
     fs::path src;
     std::string quant;
   };
-  const std::vector<Run> runs = {{fixtures() / "gguf/llama/llama-Q6_K.gguf", "keep"},
-                                 {fixtures() / "models/llama", "q4_k"},
-                                 {fixtures() / "models/qwen3", "bf16"}};
+  const std::vector<Run> runs = {{memra::testing::fixture("gguf/llama/llama-Q6_K.gguf"), "keep"},
+                                 {memra::testing::fixture("models/llama"), "q4_k"},
+                                 {memra::testing::fixture("models/qwen3"), "bf16"}};
   int n = 0;
   for (const Run& r : runs) {
     const fs::path dst = tmp / ("out" + std::to_string(n++) + ".memra");
@@ -98,9 +97,9 @@ TEST(MemraRepackCli, RepacksFixturesAndRecordsProvenance) {
 }
 
 TEST(MemraRepackCli, ExistingDestinationNeedsForce) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
-  const std::string src = q(fixtures() / "gguf/llama/llama-Q8_0.gguf");
+  const std::string src = q(memra::testing::fixture("gguf/llama/llama-Q8_0.gguf"));
   const fs::path dst = tmp / "m.memra";
   std::string out;
   ASSERT_EQ(run_command(kTool + " " + src + " -o " + q(dst) + " --no-registry --quiet", &out), 0) << out;
@@ -116,14 +115,14 @@ TEST(MemraRepackCli, ExistingDestinationNeedsForce) {
 // Failures injected midway (MEMRA_REPACK_FAULT) and a corrupt source: exit 1, nothing
 // under DST, no temporary directory, no registry row.
 TEST(MemraRepackCli, FailuresLeaveNothingAndRecordNothing) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   const fs::path out_dir = tmp / "out";
   fs::create_directories(out_dir);
-  const auto gguf = repack_test::read_bytes(fixtures() / "gguf/llama/llama-Q4_K_M.gguf");
+  const auto gguf = repack_test::read_bytes(memra::testing::fixture("gguf/llama/llama-Q4_K_M.gguf"));
   repack_test::write_bytes(tmp / "truncated.gguf", gguf.data(), gguf.size() / 2);
-  const std::string good = q(fixtures() / "models/llama");
+  const std::string good = q(memra::testing::fixture("models/llama"));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"MEMRA_REPACK_FAULT=tensor:5 " + kTool + " " + good, "injected failure"},
       {"MEMRA_REPACK_FAULT=manifest " + kTool + " " + good, "injected failure"},
@@ -249,13 +248,13 @@ bool wait_for_temp(const fs::path& dir) {
 }
 
 TEST(MemraRepackCli, KilledMidwayNeverLeavesAHalfWrittenOutput) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   const fs::path out_dir = tmp / "out";
   fs::create_directories(out_dir);
   const std::string env = "MEMRA_REPACK_FAULT=pause-tensor:3:20000";
-  const std::string cmd = kTool + " " + q(fixtures() / "models/llama") + " -o " +
+  const std::string cmd = kTool + " " + q(memra::testing::fixture("models/llama")) + " -o " +
                           q(out_dir / "m.memra") + " --registry " + q(reg);
   // SIGTERM: the tool stops, removes its temporary directory and exits 130.
   pid_t pid = spawn(env, cmd);
@@ -280,16 +279,16 @@ TEST(MemraRepackCli, KilledMidwayNeverLeavesAHalfWrittenOutput) {
   }
   // ...and the next run for the same destination removes the dead writer's leftovers.
   std::string out;
-  ASSERT_EQ(run_command(kTool + " " + q(fixtures() / "models/llama") + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
+  ASSERT_EQ(run_command(kTool + " " + q(memra::testing::fixture("models/llama")) + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
   EXPECT_EQ(repack_test::list_dir(out_dir), std::vector<std::string>{"m.memra"});
 }
 
 TEST(MemraRepackCli, BenchRunsOnSmallInputs) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   std::string out;
-  ASSERT_EQ(run_command(kTool + " --bench --bench-gguf " + q(fixtures() / "gguf/llama/llama-Q4_K_M.gguf") + " --bench-safetensors " +
-                            q(fixtures() / "models/llama") + " --bench-repeats 1",
+  ASSERT_EQ(run_command(kTool + " --bench --bench-gguf " + q(memra::testing::fixture("gguf/llama/llama-Q4_K_M.gguf")) + " --bench-safetensors " +
+                            q(memra::testing::fixture("models/llama")) + " --bench-repeats 1",
                         &out),
             0)
       << out;

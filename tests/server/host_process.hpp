@@ -11,21 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace memra::server::testing {
 
+using memra::testing::TempDir;
+
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
-
-// A temporary directory removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const;
-
- private:
-  std::filesystem::path path_;
-};
 
 struct RunResult {
   int exit_code = -1;  // 128+N when killed by signal N
