@@ -31,11 +31,13 @@ namespace memra::backend {
 
 // Bumped whenever anything in this header changes shape: the CUDA module reports the
 // version it was built with and a different one is refused at open.
-inline constexpr uint32_t kBackendInterfaceVersion = 1;
+inline constexpr uint32_t kBackendInterfaceVersion = 2;
 
 // Geometry of the paged KV cache (uniform across layers) and its element type:
 // MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after RoPE and V rounded to bf16 when
-// written; docs/ARCHITECTURE.md, "KV cache element type").
+// written; docs/ARCHITECTURE.md, "KV cache element type"). The cache holds the model's
+// layers [first_layer, first_layer + layers) (a pipeline stage holds a range); ops
+// name layers by the model's index.
 struct KvCacheConfig {
   int64_t layers = 0;
   int64_t kv_heads = 0;
@@ -43,6 +45,7 @@ struct KvCacheConfig {
   int64_t block_size = 16;
   int64_t num_blocks = 0;
   memra_dtype dtype = MEMRA_DTYPE_F32;
+  int64_t first_layer = 0;
 };
 
 // Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
@@ -131,6 +134,10 @@ struct BackendStats {
 // A quant plugin's memra_quant_api.register_kernels.
 using RegisterKernelsFn = memra_status (*)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
 
+// Runs the family plugin's model number `table` (the one bound to op_tables()[table])
+// over `batch`.
+using ForwardFn = std::function<Status(size_t table, const memra_forward_batch& batch)>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -141,6 +148,13 @@ class Backend {
   virtual memra_device_info device_info() const = 0;
   // The op table the family plugin's model runs on (valid while the backend lives).
   virtual const memra_backend_ops* ops() const = 0;
+  // Every op table a model is bound to, one model each: this backend's, or a
+  // pipeline's stages' (each runs its range of layers).
+  virtual std::vector<const memra_backend_ops*> op_tables() const { return {ops()}; }
+  // A step's forward pass: forward(0, batch) here; a pipeline runs each stage's model
+  // over its layer range (memra_forward_batch.layer_begin, ABI 2.2), handing the carried
+  // tensors from stage to stage.
+  virtual Status forward(const memra_forward_batch& batch, const ForwardFn& fn) { return fn(0, batch); }
   // Detail of the last failing op or call ("" when none).
   virtual std::string last_error() const = 0;
 
@@ -169,11 +183,6 @@ class Backend {
   }
   // Whether a slot step returns before its logits exist (wait_logits then waits).
   virtual bool defers_slot_logits() const { return false; }
-  // Micro-batches (pipeline_microbatch.hpp): while set, logits_output only notes its
-  // tensor and flush_logits hands them over in order, so several micro-batches are in
-  // flight before the host waits. Backends that gain nothing keep the plain behaviour.
-  virtual void set_defer_logits(bool on) { (void)on; }
-  virtual Status flush_logits() { return {}; }
   // Called with the step's batch before the backend's first op of a step (ops without a
   // batch argument may depend on it: the CUDA prompt-row matmul path).
   virtual Status prepare_batch(const memra_forward_batch& batch) {

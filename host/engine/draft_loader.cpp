@@ -48,7 +48,6 @@ Result<std::unique_ptr<Engine>> open_draft_engine(const std::string& draft_path,
   options.pipeline_stages = 1;
   options.pipeline_split.clear();
   options.pipeline_devices.clear();
-  options.pipeline_microbatches = 1;
   auto engine = Engine::create(std::move(*source), plugins, options);
   if (!engine) return fail(engine.error());
   if (auto st = check_draft_vocab(target, **engine); !st) return fail(st.error());

@@ -10,7 +10,6 @@
 
 #include "host/backend/pipeline/pipeline_build.hpp"
 #include "host/backend/plugin_kernels.hpp"
-#include "host/engine/pipeline_microbatch.hpp"
 #include "host/ops/op_registry.hpp"
 #include "kernels/sampling/sampling_ref.hpp"
 
@@ -25,6 +24,7 @@ struct PlanState {
   std::vector<uint64_t> state_bytes;  // per model layer: recurrent bytes per sequence (0: none)
   bool recurrent = false;
   std::vector<memra_op_requirement> required_ops;
+  bool layer_ranges = false;  // the family runs layer ranges (pipeline stages, ABI 2.2)
 };
 
 Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c) {
@@ -76,6 +76,7 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
     if (!info->required_ops) return make_error(ErrorCode::invalid_argument, who + " lists required ops but no array");
     ps.required_ops.assign(info->required_ops, info->required_ops + info->num_required_ops);
   }
+  ps.layer_ranges = MEMRA_STRUCT_HAS(&*info, memra_plan_info, layer_ranges) && info->layer_ranges == 1;
   return ps;
 }
 
@@ -88,7 +89,7 @@ Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_c
 
 Engine::~Engine() {
   // The model references the backend's op table and the source's weights: drop it first.
-  model_.reset();
+  models_.clear();
   plan_.reset();
 }
 
@@ -140,7 +141,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     return it == self->quant_tables_.end() ? backend::QuantTable{} : it->second;
   };
   if (options.pipeline_stages > 1) {
-    // Stage backends over layer ranges behind one op table (pipeline_backend.hpp).
+    // Stage backends, each running the model over its layer range (pipeline_backend.hpp).
+    if (!state->layer_ranges)
+      return make_error(ErrorCode::unsupported, "cannot load " + path + " as a " + std::to_string(options.pipeline_stages) +
+                                                    "-stage pipeline: family plugin '" + plan->plugin_name() +
+                                                    "' does not run layer ranges (memra_plan_info.layer_ranges, ABI 2.2)");
     backend::PipelineOptions po;
     po.stages = options.pipeline_stages;
     po.split = options.pipeline_split;
@@ -152,7 +157,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
       return make_error(p.error().code, "cannot load " + path + " as a " + std::to_string(options.pipeline_stages) +
                                             "-stage pipeline: " + p.error().message);
     e->backend_ = std::move(*p);
-    e->microbatches_ = std::max(1, options.pipeline_microbatches);
   } else {
     auto b = backend::open_backend(bo);
     if (!b) return make_error(b.error().code, "cannot load " + path + ": " + b.error().message);
@@ -185,9 +189,12 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   if (auto st = backend.upload_weights(set); !st) return make_error(st.error().code, "cannot load " + path + ": " + st.error().message);
 
   e->plan_ = std::make_unique<plugins::ModelPlan>(std::move(*plan));
-  auto model = e->plan_->create_model(set, backend.ops());
-  if (!model) return make_error(model.error().code, "cannot load " + path + ": " + model.error().message);
-  e->model_ = std::make_unique<plugins::Model>(std::move(*model));
+  // One model per op table: a pipeline's stages each run theirs over their layers.
+  for (const memra_backend_ops* ops : backend.op_tables()) {
+    auto model = e->plan_->create_model(set, ops);
+    if (!model) return make_error(model.error().code, "cannot load " + path + ": " + model.error().message);
+    e->models_.push_back(std::make_unique<plugins::Model>(std::move(*model)));
+  }
   // Only once the weights are known to fit the plan.
   if (auto st = backend.allocate_state(sc); !st) {
     std::string why = st.error().message;
@@ -456,19 +463,7 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
     undo();
     return b.error();
   }
-  Status st;
-  if (microbatched(requests.size(), slot)) {
-    // Micro-batches back to back, logits deferred until all are issued.
-    p.parts = split_microbatches(batch, microbatches_, vocab_);
-    const std::vector<MicroBatch>& parts = p.parts;
-    backend_->set_defer_logits(true);
-    for (const MicroBatch& m : parts)
-      if (st = model_->forward(m.batch); !st) break;
-    backend_->set_defer_logits(false);
-    if (st) st = backend_->flush_logits();
-  } else {
-    st = model_->forward(batch);
-  }
+  const Status st = backend_->forward(batch, [this](size_t table, const memra_forward_batch& b) { return models_[table]->forward(b); });
   if (!st) {
     undo();
     std::string msg = st.error().message;
@@ -606,8 +601,7 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
   if (!layout) return layout.error();
   const RowLayout& l = *layout;
 
-  // Micro-batches hand over their logits one by one: those are sampled on the host.
-  const bool device = backend_->samples_on_device() && !microbatched(requests.size(), -1);
+  const bool device = backend_->samples_on_device();
   keep_logits_on_device_ = device;
   auto pending = step_issue(requests, -1);
   keep_logits_on_device_ = false;
@@ -648,7 +642,7 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue_sampled(std::span<const 
   if (!layout) return layout.error();
   // On the device (a pipeline's last stage) when every row is only sampled (rows a
   // request wants as logits come to the host with the step, and then it is sampled there).
-  const bool device = backend_->samples_on_device() && slot >= 0 && !microbatched(requests.size(), slot) &&
+  const bool device = backend_->samples_on_device() && slot >= 0 &&
                       std::none_of(requests.begin(), requests.end(), [](const StepRequest& r) { return wants_rows(r); });
   keep_logits_on_device_ = device;
   auto pending = step_issue(requests, slot);

@@ -15,7 +15,6 @@
 #include "host/backend/backend.hpp"
 #include "host/engine/kv_blocks.hpp"
 #include "host/engine/model_source.hpp"
-#include "host/engine/pipeline_microbatch.hpp"
 #include "host/engine/prefix_cache.hpp"
 #include "host/engine/sampler.hpp"
 #include "core/plugin_host/plugin_host.hpp"
@@ -39,10 +38,6 @@ struct EngineOptions {
   // CUDA device of each stage; empty = 0, 1, ..., stages-1. Repeats are allowed (two
   // stages on one GPU: separate backends and streams). `backend.device` is ignored then.
   std::vector<int> pipeline_devices;
-  // >1: a step's sequences go through the stages as this many micro-batches, issued
-  // before the host waits, so stage 0 computes one while stage 1 computes another
-  // (pipeline_microbatch.hpp). Same logits (batch invariance). 1 = the whole batch at once.
-  int32_t pipeline_microbatches = 1;
   // KV cache element type on every backend: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after
   // RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache element
   // type"). Anything else fails at load.
@@ -98,7 +93,6 @@ struct PendingStep {
   std::vector<int32_t> state_slots;  // per request: its recurrent-state slot (none without)
   std::vector<float> logits;
   memra_forward_batch batch{};
-  std::vector<MicroBatch> parts;
   bool sampled_on_device = false;  // step_issue_sampled: tokens come with the step
   std::vector<int32_t> tokens;     // ... here, at step_collect
 };
@@ -189,8 +183,6 @@ class Engine {
   };
   Status copy_state_slot(int32_t from, int32_t to);
   Status reset_state_slot(int32_t slot);
-  // Whether a step of this many requests goes through the backend as micro-batches.
-  bool microbatched(size_t requests, int32_t slot) const { return microbatches_ > 1 && requests > 1 && slot < 0; }
 
   std::unique_ptr<ModelSource> source_;
   int64_t vocab_ = 0;
@@ -201,11 +193,10 @@ class Engine {
   KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
   uint64_t state_bytes_ = 0;
   std::unique_ptr<backend::Backend> backend_;
-  int32_t microbatches_ = 1;  // EngineOptions::pipeline_microbatches (a pipeline's)
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, backend::QuantTable> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;
-  std::unique_ptr<plugins::Model> model_;
+  std::vector<std::unique_ptr<plugins::Model>> models_;  // one per backend op table (Backend::op_tables)
   std::map<int32_t, Sequence> sequences_;
   int32_t next_seq_ = 0;
   bool keep_logits_on_device_ = false;  // step_issue: no host copy of the logits (step_sampled)

@@ -7,7 +7,7 @@ namespace {
 
 // Append-only, like the ABI: an entry's meaning never changes; a new version is a new entry.
 constexpr OpSpec kOps[] = {
-    {MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1, sizeof(memra_decay_scan_attrs_v1), kCpu,
+    {MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1, sizeof(memra_decay_scan_attrs_v1), kCpu | kCuda,
      "decayed running sum over a sequence, in RECURRENT state decay_scan.v1"},
 };
 

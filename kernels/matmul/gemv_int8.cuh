@@ -427,42 +427,54 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
 
 // ---- activation quantisation (gemv_int8_ref.hpp: quantize_act_q8) ---------------------
 
-// 8 elements per thread, 4 threads per 32-element block; x [m][cols] -> q, meta {d, s}.
-__device__ __forceinline__ void quantize_act_q8(const float* __restrict__ x, int64_t n_groups, int64_t cols,
-                                                int8_t* __restrict__ q, float2* __restrict__ meta) {
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // group of 8
-  const bool active = g < n_groups;  // inactive lanes still join the shuffles (whole blocks of 4)
-  float e[8];
-  if (active) {
-    const float4 v0 = reinterpret_cast<const float4*>(x)[2 * g];
-    const float4 v1 = reinterpret_cast<const float4*>(x)[2 * g + 1];
-    e[0] = v0.x; e[1] = v0.y; e[2] = v0.z; e[3] = v0.w;
-    e[4] = v1.x; e[5] = v1.y; e[6] = v1.z; e[7] = v1.w;
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) e[i] = 0.0f;
-  }
+// One 32-element block held by 4 consecutive lanes (8 elements each, lanes 4k..4k+3 of a
+// warp; every lane of the warp calls this): d, the lane's codes and the block's code sum.
+__device__ __forceinline__ void quantize_block8(const float (&e)[8], float& d, int (&q)[8], int& sum) {
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(e[i]));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-  const float d = __fdiv_rn(amax, 127.0f);
-  int sum = 0;
-  uint32_t packed[2] = {0u, 0u};
+  d = __fdiv_rn(amax, 127.0f);
+  sum = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     int qi = d != 0.0f ? __float2int_rn(__fdiv_rn(e[i], d)) : 0;
     qi = max(-127, min(127, qi));
+    q[i] = qi;
     sum += qi;
-    packed[i >> 2] |= (static_cast<uint32_t>(qi) & 0xffu) << (8 * (i & 3));
   }
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+}
+
+// 8 elements per thread, 4 threads per 32-element block; x [*][cols] -> q [m][cols], meta
+// [m][cols/32] {d, s}. Row i of the output is row rows[i] of x (i when rows is NULL).
+// Element loads are scalar, so x needs only 4-byte alignment.
+__device__ __forceinline__ void quantize_act_q8(const float* __restrict__ x, int64_t n_groups, int64_t cols,
+                                                const int32_t* __restrict__ rows, int8_t* __restrict__ q,
+                                                float2* __restrict__ meta) {
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // group of 8
+  const bool active = g < n_groups;  // inactive lanes still join the shuffles (whole blocks of 4)
+  float e[8];
+  if (active) {
+    const int64_t per_row = cols / 8, i = g / per_row;
+    const float* src = x + (rows ? static_cast<int64_t>(rows[i]) : i) * cols + (g - i * per_row) * 8;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) e[k] = src[k];
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) e[k] = 0.0f;
+  }
+  float d;
+  int qi[8], sum;
+  quantize_block8(e, d, qi, sum);
   if (!active) return;
+  uint32_t packed[2] = {0u, 0u};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) packed[k >> 2] |= (static_cast<uint32_t>(qi[k]) & 0xffu) << (8 * (k & 3));
   reinterpret_cast<uint2*>(q)[g] = make_uint2(packed[0], packed[1]);
   if ((threadIdx.x & 3) == 0) meta[g >> 2] = make_float2(d, __fmul_rn(d, static_cast<float>(sum)));
-  (void)cols;
 }
 
 }  // namespace memra::cuda::i8

@@ -1,14 +1,14 @@
-// Launch choice for the integer-activation GEMVs (gemv_int8.cuh), for the host that
-// wires them (not yet the engine). Every choice computes the same bits: the kernel
-// variant (q4_k / q4_k2), R and the number of persistent blocks change who computes
-// what, never the order of a row's sums (memra-kernel-check checks each R, one block
-// per group and 5 persistent blocks, both q4_k variants, bitwise against the reference).
-// So the table may depend on M freely; it only picks speed.
+// Launch choice for the integer-activation GEMVs (gemv_int8.cuh): the CUDA backend's
+// matmul (host/backend/cuda/ops_matmul.cpp, matmul_gemv8) and memra-kernel-check.
+// Every choice computes the same bits: the kernel variant (q4_k / q4_k2), R and the
+// number of persistent blocks change who computes what, never the order of a row's
+// sums (memra-kernel-check checks each R, one block per group and 5 persistent blocks,
+// both q4_k variants, bitwise against the reference). So the table may depend on M
+// freely; it only picks speed.
 //
-// The figures behind it: docs/PERFORMANCE.md, "int8-activation GEMV (not yet in the
-// engine)" (H200, Qwen3-8B shapes): per scheme and token tile, the one configuration
-// with the smallest summed time over a layer's 7 matrices; within 3 % of picking the
-// best configuration per matrix.
+// The figures behind it: docs/PERFORMANCE.md, "int8-activation GEMV" (H200, Qwen3-8B
+// shapes): per scheme and token tile, the one configuration with the smallest summed
+// time over a layer's 7 matrices; within 3 % of picking the best configuration per matrix.
 #pragma once
 
 #include <cstdint>

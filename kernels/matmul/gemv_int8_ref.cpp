@@ -62,6 +62,11 @@ bool int8_scheme(const std::string& name, Int8Scheme* out) {
   return true;
 }
 
+bool int8_activation_matmul(const std::string& scheme, int64_t cols) {
+  Int8Scheme s;
+  return int8_scheme(scheme, &s) && cols > 0 && cols % 256 == 0;
+}
+
 int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols) {
   switch (s) {
     case Int8Scheme::q8_0: return cols / 32 * 34;

@@ -36,6 +36,20 @@ enum class Int8Scheme { q8_0, q4_0, q4_k };
 
 // "q8_0" | "q4_0" | "q4_k"; false otherwise.
 bool int8_scheme(const std::string& name, Int8Scheme* out);
+
+// The activation format of a matmul's generated rows (decode, speculative verify): the
+// one rule every backend follows (the CPU reference in the quant plugins, the CUDA
+// backend's registry lookup, kernel-check). A weight of an integer scheme whose rows
+// are whole 256-element runs takes int8 activations; any other weight takes f32.
+// Prompt rows (memra_forward_batch.prompt_tokens) take f32 activations for every
+// scheme (docs/ARCHITECTURE.md, "Per-scheme numerics"). The name is the kernel
+// registry's activation key.
+constexpr const char* kActivationInt8 = "int8x32";
+constexpr const char* kActivationF32 = "f32";
+bool int8_activation_matmul(const std::string& scheme, int64_t cols);
+inline const char* matmul_activation(const std::string& scheme, int64_t cols) {
+  return int8_activation_matmul(scheme, cols) ? kActivationInt8 : kActivationF32;
+}
 int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols);
 
 constexpr int kInt8Block = 32;      // activation block (elements)

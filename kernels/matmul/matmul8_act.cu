@@ -3,11 +3,19 @@
 // uses to measure the copy ceiling the GEMVs are compared with.
 #include "kernels/matmul/gemv_int8.cuh"
 
-// x [m][cols] f32 (cols % 32 == 0, 16-byte aligned) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
+// x [m][cols] f32 (cols % 32 == 0) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
 // One thread per 8 elements: grid = ceil(m*cols/8 / 256) blocks of 256.
 extern "C" __global__ void __launch_bounds__(256) memra_quantize_act_q8(const float* x, int64_t m, int64_t cols,
                                                                        int8_t* q, float2* meta) {
-  memra::cuda::i8::quantize_act_q8(x, m * cols / 8, cols, q, meta);
+  memra::cuda::i8::quantize_act_q8(x, m * cols / 8, cols, nullptr, q, meta);
+}
+
+// The engine's form: output row i from x row rows[i] (i when rows is NULL), so a mixed
+// step's generated rows are quantised without a gather. Same grid (m rows).
+extern "C" __global__ void __launch_bounds__(256) memra_quantize_act_q8_rows(const float* x, int64_t cols,
+                                                                            const int32_t* rows, int64_t m,
+                                                                            int8_t* q, float2* meta) {
+  memra::cuda::i8::quantize_act_q8(x, m * cols / 8, cols, rows, q, meta);
 }
 
 // dst[i] = src[i] for n 16-byte vectors, grid-stride, 4 loads in flight per thread.

@@ -15,6 +15,12 @@ bool scheme_type(const char* scheme, quant::GgmlType* out) {
   return quant::ggml_type_from_name(upper, out);
 }
 
+float dot_f32(const float* x, const float* w, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) acc += x[i] * w[i];
+  return acc;
+}
+
 bool matmul_rows(quant::GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m,
                  const float* bias, float* y) {
   uint64_t row_bytes = 0;

@@ -11,6 +11,11 @@ namespace memra::ref {
 // "bf16", "q4_k", ... -> ggml type; false for names memra's kernels do not know.
 bool scheme_type(const char* scheme, quant::GgmlType* out);
 
+// sum_i x[i] * w[i] in float32, in index order from +0 (one rounding per multiply and
+// per add): the f32-activation CPU matmul of the quant plugins and the CPU backend's
+// prompt rows of integer schemes, one function so both round alike.
+float dot_f32(const float* x, const float* w, int64_t n);
+
 // False when the type has no exact dequantizer or cols breaks its block size.
 bool matmul_rows(quant::GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m,
                  const float* bias, float* y);

@@ -76,6 +76,21 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   const Plan& p = m.plan;
   const int64_t T = batch.num_tokens;
   const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
+  // A layer range (ABI 2.2, a pipeline stage): layers [first, last) only. A range after
+  // layer 0 continues from the residual stream and the last MLP output the range before
+  // left (carry 0 and 1); one before the end leaves them, so the stages together run
+  // exactly the ops one backend runs.
+  const bool ranged = MEMRA_STRUCT_HAS(&batch, memra_forward_batch, num_carry_out) && batch.layer_end > 0;
+  const int64_t first = ranged ? batch.layer_begin : 0, last = ranged ? batch.layer_end : p.layers;
+  if (first < 0 || first >= last || last > p.layers) {
+    error = "llama forward: layer range " + std::to_string(first) + "-" + std::to_string(last) + " is outside the model's " +
+            std::to_string(p.layers) + " layers";
+    return MEMRA_ERR_INVALID_ARGUMENT;
+  }
+  if ((first > 0 && (!batch.carry_in || batch.num_carry_in != 2)) || (last < p.layers && (!batch.carry_out || !batch.num_carry_out))) {
+    error = "llama forward: a layer range needs the 2 carried tensors in (after layer 0) and room for them out (before the end)";
+    return MEMRA_ERR_INVALID_ARGUMENT;
+  }
 
   auto make = [&](int64_t rows, int64_t cols, memra_tensor& t) {
     const int64_t shape[2] = {rows, cols};
@@ -94,8 +109,14 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   LLAMA_OP(make(T, p.intermediate, act), "alloc");
   LLAMA_OP(make(T, p.hidden, down), "alloc");
 
-  LLAMA_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
-  LLAMA_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, 0.0f, &h), "attn_norm");
+  if (first == 0) {
+    LLAMA_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
+    LLAMA_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, 0.0f, &h), "attn_norm");
+  } else {
+    residual = batch.carry_in[0];
+    down = batch.carry_in[1];
+    LLAMA_OP(o.add_rms_norm(c, &down, &residual, m.layers[static_cast<size_t>(first)].attn_norm, p.norm_eps, 0.0f, &h), "norm");
+  }
 
   memra_attention_params ap{};
   ap.struct_size = MEMRA_ATTENTION_PARAMS_STRUCT_SIZE;
@@ -105,7 +126,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   ap.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   ap.rope = &p.rope;
 
-  for (int64_t l = 0; l < p.layers; ++l) {
+  for (int64_t l = first; l < last; ++l) {
     const Layer& L = m.layers[static_cast<size_t>(l)];
     LLAMA_OP(o.matmul(c, &h, L.wq, L.bq, &q), "attn_q");
     LLAMA_OP(o.matmul(c, &h, L.wk, L.bk, &k), "attn_k");
@@ -129,6 +150,12 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     LLAMA_OP(o.matmul(c, &h, L.w_up, nullptr, &up), "ffn_up");
     LLAMA_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &gate, &up, &act), "silu");
     LLAMA_OP(o.matmul(c, &act, L.w_down, nullptr, &down), "ffn_down");
+    if (l + 1 == last && last < p.layers) {
+      batch.carry_out[0] = residual;
+      batch.carry_out[1] = down;
+      *batch.num_carry_out = 2;
+      return MEMRA_OK;
+    }
     const memra_weight* next_norm = l + 1 < p.layers ? m.layers[static_cast<size_t>(l + 1)].attn_norm : m.output_norm;
     LLAMA_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, 0.0f, &h), "norm");
   }

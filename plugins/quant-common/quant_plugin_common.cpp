@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "kernels/matmul/matmul_ref.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "repack/quant/ggml_type.hpp"
@@ -165,15 +167,25 @@ memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
     Scheme s;
     uint64_t rb = 0;
     if (!lookup(ctx, a->scheme, s) || !row_bytes(s, a->cols, &rb)) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: bad scheme or shape");
+    if (ref::int8_activation_matmul(a->scheme, a->cols)) {
+      // Integer schemes (numeric contract v2, docs/ARCHITECTURE.md "Per-scheme numerics"):
+      // each activation row quantised to int8 blocks, integer dots, the kernels' f32 order.
+      // (The CPU backend sends prompt rows to its f32 path instead: host/backend/cpu.)
+      ref::Int8Scheme is;
+      ref::int8_scheme(a->scheme, &is);
+      std::vector<int8_t> q(static_cast<size_t>(a->m * a->cols));
+      std::vector<float> meta(static_cast<size_t>(a->m * (a->cols / ref::kInt8Block) * 2));
+      if (!ref::quantize_act_q8(a->x, a->m, a->cols, q.data(), meta.data()) ||
+          !ref::gemv_int8(is, static_cast<const uint8_t*>(a->weight), a->rows, a->cols, q.data(), meta.data(), a->m, nullptr, a->y))
+        return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: bad int8 shape");
+      return MEMRA_OK;
+    }
     std::vector<float> w(static_cast<size_t>(a->cols));
     const auto* base = static_cast<const uint8_t*>(a->weight);
     for (int64_t r = 0; r < a->rows; ++r) {
       dequantize_one_row(s, base + rb * static_cast<uint64_t>(r), a->cols, w.data());
       for (int64_t t = 0; t < a->m; ++t) {
-        const float* x = a->x + t * a->cols;
-        float acc = 0.0f;
-        for (int64_t c = 0; c < a->cols; ++c) acc += x[c] * w[static_cast<size_t>(c)];
-        a->y[t * a->rows + r] = acc;
+        a->y[t * a->rows + r] = ref::dot_f32(a->x + t * a->cols, w.data(), a->cols);
       }
     }
     return MEMRA_OK;

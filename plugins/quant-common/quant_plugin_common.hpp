@@ -1,9 +1,12 @@
 // Shared implementation of memra's built-in quant plugins. Each built-in plugin
 // (.so) is a thin file naming its schemes; weight layouts are the GGUF block
 // layouts carried bit-exactly (f32/f16/bf16 and the ggml block types), plus
-// memra's "fp8" layout. The CPU matmul dequantizes one weight row exactly
-// (memra_quant_ref, the oracle) and accumulates in float32 in a fixed order, so a
-// row's result never depends on how many tokens share the call.
+// memra's "fp8" layout. The CPU matmul is the scheme's reference arithmetic
+// (docs/ARCHITECTURE.md, "Per-scheme numerics"): integer schemes on int8 activations
+// (kernels/matmul/gemv_int8_ref: each row quantised, integer dots, the CUDA kernels'
+// f32 order, so CPU and GPU rows are bitwise equal); the others dequantize one weight
+// row exactly (memra_quant_ref, the oracle) and accumulate in float32 in a fixed
+// order. Either way a row's result never depends on how many tokens share the call.
 #pragma once
 
 #include <cstdint>

@@ -59,5 +59,4 @@ bench --quant bf16 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repe
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   bench --quant bf16 --pp 2 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
   bench --quant bf16 --pp 2 --prompt-tokens 512 --gen-tokens 64 --batches 1,8 --decode 16
-  bench --quant bf16 --pp 2 --pp-microbatches 2 --prompt-tokens 64 --gen-tokens 16 --repeats 1 --batches 8 --decode 16
 fi

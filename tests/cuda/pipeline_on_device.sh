@@ -41,6 +41,4 @@ bench "q4_k PP-2 (GPUs 0,1)" --quant q4_k --pp 2
 bench "bf16 PP-2 on GPU 0 only" --quant bf16 --pp 2 --pp-devices 0,0
 # Micro-batched steps (stage 0 on one half of the batch while stage 1 on the other):
 # only the batch table matters here.
-bench "bf16 PP-2, 2 micro-batches" --quant bf16 --pp 2 --pp-microbatches 2
-bench "q4_k PP-2, 2 micro-batches" --quant q4_k --pp 2 --pp-microbatches 2
 exit $rc

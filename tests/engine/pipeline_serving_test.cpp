@@ -5,8 +5,8 @@
 //    are), rolling groups whose steps alternate in the stages' two step slots (two
 //    groups' steps in flight at once), with logprobs (rows sampled on the host) and
 //    without (on CUDA the rolling steps sample on the last stage's GPU);
-//  - on CPU stages, whole steps, micro-batched steps and rolling groups in every
-//    combination, and speculative decoding.
+//  - on CPU stages, whole steps and rolling groups in every combination, and
+//    speculative decoding.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -25,13 +25,12 @@ namespace {
 fs::path qwen3() { return memra::testing::fixture("models/qwen3"); }
 
 // The qwen3 fixture widened to 4 layers on `stages` stages of `kind`.
-std::unique_ptr<Engine> load(int32_t stages, int32_t micro, memra_backend_kind kind = MEMRA_BACKEND_CPU) {
+std::unique_ptr<Engine> load(int32_t stages, memra_backend_kind kind = MEMRA_BACKEND_CPU) {
   EngineOptions eo = memra::testing::engine_options(kind);
   eo.max_context = 256;
   eo.max_sequences = 12;
   eo.block_size = 8;
   memra::testing::set_pipeline_stages(eo, stages, memra::testing::StageDevices::spread);
-  eo.pipeline_microbatches = micro;
   return memra::pipeline_test::make_engine(memra::pipeline_test::open_source(qwen3(), 4), eo);
 }
 
@@ -81,8 +80,8 @@ using PipelineServing = memra::testing::BackendTest;
 // scratch, results waited on per slot), against one backend serving one step at a time.
 TEST_P(PipelineServing, RollingGroupsServeOneBackendsTokens) {
   MEMRA_SKIP_WITHOUT_FIXTURE(qwen3());
-  auto one = load(1, 1, GetParam());
-  auto pp = load(2, 1, GetParam());
+  auto one = load(1, GetParam());
+  auto pp = load(2, GetParam());
   ASSERT_TRUE(one && pp);
   std::cout << "[ rolling groups ] " << pp->backend().describe() << "\n";
   for (bool logprobs : {false, true}) {
@@ -101,22 +100,22 @@ MEMRA_INSTANTIATE_BACKENDS(PipelineServing);
 
 TEST(PipelineServingCpu, SchedulerGivesOneBackendsTokens) {
   MEMRA_SKIP_WITHOUT_FIXTURE(qwen3());
-  auto one = load(1, 1);
+  auto one = load(1);
   ASSERT_TRUE(one);
   const auto ref = serve(*one, false);
   int64_t cached = 0;
   for (size_t i = 8; i < ref.size(); ++i) cached += ref[i].cached;
   EXPECT_GT(cached, 0) << "the second round should hit the prefix cache";
   struct Case {
-    int32_t stages, micro, groups;
+    int32_t stages, groups;
   };
-  for (auto [stages, micro, groups] : {Case{2, 1, 1}, Case{2, 2, 1}, Case{3, 3, 1}, Case{2, 1, 2}, Case{1, 1, 2}}) {
-    auto pp = load(stages, micro);
+  for (auto [stages, groups] : {Case{2, 1}, Case{3, 1}, Case{2, 2}, Case{1, 2}}) {
+    auto pp = load(stages);
     ASSERT_TRUE(pp);
     const auto got = serve(*pp, false, groups);
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) {
-      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << micro << " micro-batches, " << groups << " groups: request " << i;
+      EXPECT_TRUE(got[i] == ref[i]) << stages << " stages, " << groups << " groups: request " << i;
       EXPECT_EQ(got[i].cached, ref[i].cached) << "request " << i;
     }
   }
@@ -124,8 +123,8 @@ TEST(PipelineServingCpu, SchedulerGivesOneBackendsTokens) {
 
 TEST(PipelineServingCpu, SpeculativeServingAcrossStagesGivesPlainTokens) {
   MEMRA_SKIP_WITHOUT_FIXTURE(qwen3());
-  auto one = load(1, 1);
-  auto pp = load(2, 2);
+  auto one = load(1);
+  auto pp = load(2);
   ASSERT_TRUE(one && pp);
   const auto plain = serve(*one, false);
   for (int32_t groups : {1, 2}) {

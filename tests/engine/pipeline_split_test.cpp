@@ -11,7 +11,6 @@
 #include <random>
 #include <string>
 
-#include "host/engine/pipeline_microbatch.hpp"
 #include "host/backend/pipeline/pipeline_split.hpp"
 
 using memra::backend::PipelinePlan;
@@ -191,69 +190,3 @@ TEST(PipelineSplit, WeightsLiveWhereTheyAreUsed) {
   EXPECT_EQ(t->weight_stages("token_embd.weight"), 3u);  // the lookup on stage 0, the head on stage 1
 }
 
-// Micro-batches: whole sequences, in order, every token and logits row exactly once,
-// indices rebased, about equal token counts.
-TEST(PipelineMicrobatch, SplitsWholeSequencesAndRebasesIndices) {
-  using memra::engine::split_microbatches;
-  // Four sequences with 3, 1, 1 and 5 new tokens; logits for each last token, and for
-  // every token of the last sequence.
-  const std::vector<int32_t> counts = {3, 1, 1, 5};
-  std::vector<int32_t> ids, pos, seq_index, rows, lens, tables;
-  std::vector<uint8_t> prompt;
-  for (int32_t s = 0; s < 4; ++s) {
-    for (int32_t t = 0; t < counts[static_cast<size_t>(s)]; ++t) {
-      if (s == 3 || t + 1 == counts[static_cast<size_t>(s)]) rows.push_back(static_cast<int32_t>(ids.size()));
-      ids.push_back(100 + static_cast<int32_t>(ids.size()));
-      pos.push_back(t);
-      seq_index.push_back(s);
-      prompt.push_back(s % 2);
-    }
-    lens.push_back(counts[static_cast<size_t>(s)]);
-    tables.push_back(10 * s);
-    tables.push_back(10 * s + 1);
-  }
-  const int64_t vocab = 7;
-  std::vector<float> logits(rows.size() * vocab);
-  memra_forward_batch b{};
-  b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
-  b.num_tokens = static_cast<int32_t>(ids.size());
-  b.token_ids = ids.data();
-  b.positions = pos.data();
-  b.seq_index = seq_index.data();
-  b.num_seqs = 4;
-  b.seq_lens = lens.data();
-  b.block_tables = tables.data();
-  b.max_blocks_per_seq = 2;
-  b.num_logits = static_cast<int32_t>(rows.size());
-  b.logits_rows = rows.data();
-  b.logits = logits.data();
-  b.prompt_tokens = prompt.data();
-  for (int32_t parts : {1, 2, 3, 4, 9}) {
-    const auto mb = split_microbatches(b, parts, vocab);
-    ASSERT_EQ(static_cast<int32_t>(mb.size()), std::min(parts, 4)) << parts;
-    int32_t tokens = 0, seqs = 0, logit_rows = 0;
-    for (const auto& m : mb) {
-      const memra_forward_batch& x = m.batch;
-      ASSERT_GT(x.num_seqs, 0);
-      ASSERT_GT(x.num_tokens, 0);
-      EXPECT_EQ(x.token_ids, ids.data() + tokens);
-      EXPECT_EQ(x.positions, pos.data() + tokens);
-      EXPECT_EQ(x.prompt_tokens, prompt.data() + tokens);
-      EXPECT_EQ(x.seq_lens, lens.data() + seqs);
-      EXPECT_EQ(x.block_tables, tables.data() + 2 * seqs);
-      EXPECT_EQ(x.logits, logits.data() + logit_rows * vocab);
-      for (int32_t t = 0; t < x.num_tokens; ++t) EXPECT_EQ(x.seq_index[t], seq_index[static_cast<size_t>(tokens + t)] - seqs);
-      for (int32_t l = 0; l < x.num_logits; ++l) EXPECT_EQ(x.logits_rows[l], rows[static_cast<size_t>(logit_rows + l)] - tokens);
-      tokens += x.num_tokens;
-      seqs += x.num_seqs;
-      logit_rows += x.num_logits;
-    }
-    EXPECT_EQ(tokens, b.num_tokens);
-    EXPECT_EQ(seqs, 4);
-    EXPECT_EQ(logit_rows, b.num_logits);
-  }
-  // Two parts: 10 tokens split at the sequence boundary nearest the middle (3+1+1 | 5).
-  const auto two = split_microbatches(b, 2, vocab);
-  EXPECT_EQ(two[0].batch.num_tokens, 5);
-  EXPECT_EQ(two[1].batch.num_tokens, 5);
-}

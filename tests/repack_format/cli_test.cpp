@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "registry/registry.hpp"
@@ -137,6 +140,91 @@ TEST(MemraRepackCli, FailuresLeaveNothingAndRecordNothing) {
       EXPECT_TRUE(db->list_checkpoints()->empty()) << cmd;
       EXPECT_TRUE(db->list_repacks()->empty()) << cmd;
     }
+  }
+}
+
+// A copy of the llama fixture that can be edited.
+fs::path copy_fixture(const fs::path& to) {
+  fs::create_directories(to);
+  for (const auto& f : fs::directory_iterator(fixtures() / "models/llama")) {
+    fs::copy(f.path(), to / f.path().filename());
+    fs::permissions(to / f.path().filename(), fs::perms::owner_write, fs::perm_options::add);
+  }
+  return to;
+}
+
+void replace_in_file(const fs::path& p, const std::string& from, const std::string& to) {
+  std::string text = repack_test::read_text(p);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " not in " << p;
+  text.replace(at, from.size(), to);
+  repack_test::write_bytes(p, text.data(), text.size());
+}
+
+// Byte offset of a tensor's data in a .safetensors file (8-byte header length, header JSON).
+std::uint64_t tensor_offset(const fs::path& file, const std::string& name) {
+  const auto bytes = repack_test::read_bytes(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n)));
+  return 8 + n + header[name]["data_offsets"][0].get<std::uint64_t>();
+}
+
+// Checkpoints whose files are well formed but that cannot load — config and weights of
+// different models, a broken tokenizer.json, a NaN or an Inf in a weight — are refused
+// before anything is written or recorded, exit 1, and the error names the user's file.
+TEST(MemraRepackCli, CheckpointsThatCannotLoadAreRefusedBeforeAnythingIsWritten) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const fs::path reg = tmp / "reg.db";
+  const fs::path out_dir = tmp / "out";
+  fs::create_directories(out_dir);
+  struct Case {
+    std::string name;
+    std::function<void(const fs::path&)> damage;
+    std::vector<std::string> expected;  // in the error
+  };
+  const std::string bf16_nan = std::string("\xc0\x7f", 2), bf16_inf = std::string("\x80\x7f", 2);
+  const std::vector<Case> cases = {
+      {"more layers than the weights", [](const fs::path& d) { replace_in_file(d / "config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3"); },
+       {"config.json", "blk.2.", "not in its weight files"}},
+      {"another intermediate size", [](const fs::path& d) { replace_in_file(d / "config.json", "\"intermediate_size\": 512", "\"intermediate_size\": 384"); },
+       {"model.safetensors", "has shape [512, 256]", "asks for [384, 256]", "mlp"}},
+      {"broken tokenizer.json", [](const fs::path& d) { fs::resize_file(d / "tokenizer.json", 1000); },
+       {"tokenizer.json", "is not valid JSON"}},
+      {"a NaN", [&](const fs::path& d) {
+         const auto file = d / "model.safetensors";
+         auto bytes = repack_test::read_bytes(file);
+         std::memcpy(bytes.data() + tensor_offset(file, "model.layers.1.mlp.down_proj.weight") + 2 * 300, bf16_nan.data(), 2);
+         repack_test::write_bytes(file, bytes.data(), bytes.size());
+       },
+       {"'model.layers.1.mlp.down_proj.weight'", "model.safetensors", "holds NaN at element 300 (row 0, column 300)"}},
+      {"an infinity in a norm", [&](const fs::path& d) {
+         const auto file = d / "model.safetensors";
+         auto bytes = repack_test::read_bytes(file);
+         std::memcpy(bytes.data() + tensor_offset(file, "model.norm.weight") + 2 * 7, bf16_inf.data(), 2);
+         repack_test::write_bytes(file, bytes.data(), bytes.size());
+       },
+       {"'model.norm.weight'", "holds an infinity at element 7"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path src = copy_fixture(tmp / ("src-" + std::to_string(&c - cases.data())));
+    c.damage(src);
+    for (const std::string quant : {"keep", "q8_0"}) {  // copied as stored, and converted
+      std::string out;
+      EXPECT_EQ(run_command(kTool + " " + q(src) + " --quant " + quant + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg), &out), 1)
+          << out;
+      for (const auto& e : c.expected) EXPECT_NE(out.find(e), std::string::npos) << "'" << e << "' not in: " << out;
+      EXPECT_EQ(out.find(".tmp-"), std::string::npos) << "the error names an internal path: " << out;
+      EXPECT_TRUE(repack_test::list_dir(out_dir).empty()) << ::testing::PrintToString(repack_test::list_dir(out_dir));
+    }
+  }
+  if (fs::exists(reg)) {
+    auto db = registry::Registry::open(reg);
+    ASSERT_TRUE(db.ok());
+    EXPECT_TRUE(db->list_checkpoints()->empty());
+    EXPECT_TRUE(db->list_repacks()->empty());
   }
 }
 

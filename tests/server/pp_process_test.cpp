@@ -58,7 +58,6 @@ TEST(ServerPipeline, BadSettingsNameTheFlag) {
   EXPECT_FALSE(apply_flag(o, "pp", "0"));
   EXPECT_FALSE(apply_flag(o, "pp-split", "4,x"));
   EXPECT_FALSE(apply_flag(o, "pp-devices", "-1"));
-  EXPECT_FALSE(apply_flag(o, "pp-microbatches", "0"));
   ASSERT_TRUE(apply_flag(o, "pp", "2"));
   ASSERT_TRUE(apply_flag(o, "pp-split", "1,1"));
   ASSERT_TRUE(apply_flag(o, "pp-devices", "0,1"));

@@ -2,12 +2,15 @@
 #include "host/backend/cpu/cpu_backend.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 
 #include "kernels/activation/gated_activation_ref.hpp"
 #include "kernels/attention/attention_ref.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "kernels/matmul/matmul_ref.hpp"
 #include "kernels/norm/rms_norm_ref.hpp"
 #include "kernels/rope/rope_ref.hpp"
 
@@ -123,6 +126,8 @@ Status CpuBackend::reset_state_slot(int32_t slot) {
 Status CpuBackend::begin_step(int32_t) {
   scratch_.clear();
   last_error_.clear();
+  prompt_flags_.clear();
+  logits_rows_.clear();
   return {};
 }
 
@@ -149,6 +154,37 @@ Result<memra_buffer> CpuBackend::memory_alloc(memra_memory_location location, ui
 void CpuBackend::memory_free(memra_buffer& buffer) {
   std::free(buffer.ptr);
   buffer.ptr = nullptr;
+}
+
+Status CpuBackend::prepare_batch(const memra_forward_batch& batch) {
+  note_batch(&batch);
+  return {};
+}
+
+void CpuBackend::note_batch(const memra_forward_batch* b) {
+  prompt_flags_.clear();
+  logits_rows_.clear();
+  if (!b || !MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) || !b->prompt_tokens || b->num_tokens <= 0) return;
+  prompt_flags_.assign(b->prompt_tokens, b->prompt_tokens + b->num_tokens);
+  if (b->logits_rows && b->num_logits > 0) logits_rows_.assign(b->logits_rows, b->logits_rows + b->num_logits);
+}
+
+// Which of a matmul's m rows are prompt rows (1) — the CUDA backend's rule
+// (ops_matmul.cpp, matmul_split): the batch's token rows when m is its token count, its
+// gathered logits rows when m is its logits count; empty (all generated) otherwise or
+// without flags.
+std::vector<uint8_t> CpuBackend::matmul_row_kinds(int64_t m) const {
+  if (prompt_flags_.empty()) return {};
+  if (m == static_cast<int64_t>(prompt_flags_.size())) return prompt_flags_;
+  if (!logits_rows_.empty() && m == static_cast<int64_t>(logits_rows_.size())) {
+    std::vector<uint8_t> kinds(static_cast<size_t>(m));
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      const int32_t r = logits_rows_[i];
+      kinds[i] = r >= 0 && r < static_cast<int32_t>(prompt_flags_.size()) ? prompt_flags_[static_cast<size_t>(r)] : 0;
+    }
+    return kinds;
+  }
+  return {};
 }
 
 memra_status CpuBackend::fail(memra_status code, std::string message) {
@@ -187,6 +223,7 @@ memra_status CpuBackend::tensor_create(int32_t ndim, const int64_t* shape, memra
 
 memra_status CpuBackend::embedding(const memra_weight* table, const memra_forward_batch* batch, float scale,
                                    memra_tensor* out) {
+  note_batch(batch);
   const QuantTable qt = quant_lookup_(table->quant);
   const memra_quant_api* q = qt.api;
   if (!q) return fail(MEMRA_ERR_UNSUPPORTED, std::string("embedding: no quant plugin for scheme ") + table->quant);
@@ -245,12 +282,51 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   args.x = f32(x);
   args.y = f32(out);
   if (tensor_last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
-  const memra_status st = q->matmul(qt.ctx, &args);
+  // Integer schemes take int8 activations on generated rows only (the plugin's matmul);
+  // their prompt rows keep f32 activations (docs/ARCHITECTURE.md, "Per-scheme numerics").
+  std::string scheme(w->quant);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::vector<uint8_t> kinds;
+  if (ref::int8_activation_matmul(scheme, args.cols)) kinds = matmul_row_kinds(args.m);
+  const memra_status st = std::find(kinds.begin(), kinds.end(), uint8_t{1}) == kinds.end() ? q->matmul(qt.ctx, &args)
+                                                                                        : matmul_prompt_rows_f32(qt, args, kinds);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
   if (bias) {
     const auto* bv = static_cast<const float*>(bias->data);
     for (int64_t r = 0; r < args.m; ++r)
       for (int64_t c = 0; c < args.rows; ++c) args.y[r * args.rows + c] += bv[c];
+  }
+  return MEMRA_OK;
+}
+
+// A matmul with prompt rows of an integer scheme: the generated rows through the
+// plugin's matmul (int8 activations) on their own, the prompt rows on f32 activations
+// (each weight row dequantised by the plugin, ref::dot_f32: the f32 matmul's arithmetic).
+memra_status CpuBackend::matmul_prompt_rows_f32(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds) {
+  const int64_t cols = a.cols, rows = a.rows;
+  std::vector<int64_t> generated;
+  for (int64_t i = 0; i < a.m; ++i)
+    if (!kinds[static_cast<size_t>(i)]) generated.push_back(i);
+  if (!generated.empty()) {
+    const auto n = static_cast<int64_t>(generated.size());
+    std::vector<float> xg(static_cast<size_t>(n * cols)), yg(static_cast<size_t>(n * rows));
+    for (int64_t j = 0; j < n; ++j) std::copy_n(a.x + generated[static_cast<size_t>(j)] * cols, cols, xg.data() + j * cols);
+    memra_matmul_args g = a;
+    g.m = n;
+    g.x = xg.data();
+    g.y = yg.data();
+    if (const memra_status st = qt.api->matmul(qt.ctx, &g); st != MEMRA_OK) return st;
+    for (int64_t j = 0; j < n; ++j) std::copy_n(yg.data() + j * rows, rows, a.y + generated[static_cast<size_t>(j)] * rows);
+  }
+  uint64_t row_bytes = 0;
+  if (qt.api->weight_bytes(qt.ctx, a.scheme, 1, cols, &row_bytes) != MEMRA_OK) return fail(MEMRA_ERR_UNSUPPORTED, "matmul: scheme cannot size a row");
+  std::vector<float> wr(static_cast<size_t>(cols));
+  const auto* base = static_cast<const uint8_t*>(a.weight);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (qt.api->dequantize(qt.ctx, a.scheme, base + row_bytes * static_cast<uint64_t>(r), row_bytes, 1, cols, wr.data()) != MEMRA_OK)
+      return fail(MEMRA_ERR_INTERNAL, "matmul: dequantize failed");
+    for (int64_t t = 0; t < a.m; ++t)
+      if (kinds[static_cast<size_t>(t)]) a.y[t * rows + r] = ref::dot_f32(a.x + t * cols, wr.data(), cols);
   }
   return MEMRA_OK;
 }
@@ -266,14 +342,16 @@ memra_status CpuBackend::gated_activation(memra_activation act, const memra_tens
 
 memra_status CpuBackend::attention(const memra_attention_params* p, const memra_forward_batch* batch,
                                    memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
+  note_batch(batch);
   if (k_cache_.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
-  if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  const int64_t local = p->layer - kv_.first_layer;  // the cache holds layers from first_layer on
+  if (local < 0 || local >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " is not in this KV cache");
   if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
   const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
   ref::PagedKvLayer layer;
-  layer.k = k_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
-  layer.v = v_cache_.data() + p->layer * kv_.num_blocks * block_bytes;
+  layer.k = k_cache_.data() + local * kv_.num_blocks * block_bytes;
+  layer.v = v_cache_.data() + local * kv_.num_blocks * block_bytes;
   layer.element = kv_.dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
   layer.block_size = kv_.block_size;
   layer.kv_heads = kv_.kv_heads;

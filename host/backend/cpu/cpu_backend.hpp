@@ -33,6 +33,10 @@ class CpuBackend final : public Backend {
   Status allocate_state(const StateConfig& state) override;
   // Frees the previous step's scratch tensors (every op computes at once: slots need nothing else).
   Status begin_step(int32_t slot) override;
+  // The step's row kinds for matmul, which takes no batch (its prompt rows); embedding
+  // and attention note the batch too, a pipeline stage whose first ops are matmuls
+  // gets it here.
+  Status prepare_batch(const memra_forward_batch& batch) override;
   Status copy_kv_block(int32_t from, int32_t to) override;
   // Recurrent state slots, every layer that keeps state: copy (fork, snapshot, restore)
   // and zero (a new sequence). invalid_argument for a slot out of range.
@@ -85,6 +89,12 @@ class CpuBackend final : public Backend {
   RecurrentStateConfig state_;
   std::vector<std::vector<uint8_t>> state_cache_;  // per layer: [slots][layer_bytes[l]]
   std::deque<std::vector<float>> scratch_;
+  // The step's row kinds (note_batch): prompt flag per token, the gathered logits rows.
+  std::vector<uint8_t> prompt_flags_;
+  std::vector<int32_t> logits_rows_;
+  void note_batch(const memra_forward_batch* batch);
+  std::vector<uint8_t> matmul_row_kinds(int64_t m) const;
+  memra_status matmul_prompt_rows_f32(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds);
   std::string last_error_;
   memra_backend_ops ops_{};
 };

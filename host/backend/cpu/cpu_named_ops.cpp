@@ -70,8 +70,9 @@ memra_status CpuBackend::decay_scan(const memra_op_args& a) {
   if (w <= 0 || tensor_last_dim(x) != w || tensor_last_dim(y) != w || tensor_numel(x) != w * batch->num_tokens ||
       tensor_numel(y) != tensor_numel(x))
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "decay_scan: x and y must be [tokens][width]");
-  if (a.layer < 0 || static_cast<size_t>(a.layer) >= state_.layer_bytes.size() ||
-      state_.layer_bytes[static_cast<size_t>(a.layer)] != static_cast<uint64_t>(w) * sizeof(float))
+  const int64_t local = a.layer - kv_config().first_layer;  // this backend's layers start there
+  if (local < 0 || static_cast<size_t>(local) >= state_.layer_bytes.size() ||
+      state_.layer_bytes[static_cast<size_t>(local)] != static_cast<uint64_t>(w) * sizeof(float))
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "decay_scan: layer " + std::to_string(a.layer) +
                                                 " keeps no recurrent state of width " + std::to_string(w));
   const auto* xs = static_cast<const float*>(x->data);
@@ -79,7 +80,7 @@ memra_status CpuBackend::decay_scan(const memra_op_args& a) {
   // Rows in batch order: a sequence's rows are in position order, each sees the previous.
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
     const int32_t s = batch->seq_index[t];
-    auto* state = reinterpret_cast<float*>(state_block(a.layer, batch->state_slots[s]));
+    auto* state = reinterpret_cast<float*>(state_block(static_cast<int32_t>(local), batch->state_slots[s]));
     if (!state) return fail(MEMRA_ERR_INVALID_ARGUMENT, "decay_scan: sequence " + std::to_string(s) + " has a bad state slot");
     ref::decay_scan_row(attrs.decay, xs + t * w, w, state, ys + t * w);
   }

@@ -4,15 +4,17 @@
 // no CUDA matmul (refused at upload_weights, never a silent fallback).
 #include "host/backend/cuda/builtin_kernels.hpp"
 
+#include "kernels/matmul/gemv_int8_ref.hpp"
+
 namespace memra::backend::cuda {
 namespace {
 
 using Gemm = BuiltinMatmul::Gemm;
 constexpr int32_t kBuiltinScore = 100;  // a plugin outbids it with a higher score
 
-Status add_gemv(KernelRegistry& r, const std::string& scheme, BuiltinMatmul m) {
+Status add_gemv(KernelRegistry& r, const std::string& scheme, BuiltinMatmul m, const std::string& activation = "f32") {
   KernelEntry e;
-  e.key = {"matmul", scheme, "f32", r.device_arch()};
+  e.key = {"matmul", scheme, activation, r.device_arch()};
   e.score = kBuiltinScore;
   e.provider = "the CUDA backend";
   e.builtin = std::move(m);
@@ -45,6 +47,16 @@ BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes
   return m;
 }
 
+// kernels/matmul/matmul8_<scheme>.cu: the integer-activation GEMVs (int8x32
+// activations of generated rows, numeric contract v2); prompt rows take the same f32
+// GEMM as the f32 entry.
+BuiltinMatmul int8_gemv(const std::string& scheme, int64_t elems, int64_t bytes) {
+  BuiltinMatmul m = block_gemv(scheme, elems, bytes);
+  m.module = "matmul8_" + scheme;
+  m.int8_activations = true;
+  return m;
+}
+
 }  // namespace
 
 Status register_builtin_kernels(KernelRegistry& r) {
@@ -59,6 +71,11 @@ Status register_builtin_kernels(KernelRegistry& r) {
   MEMRA_TRY(add_gemv(r, "iq4_xs", block_gemv("iq4_xs", 256, 136)));
   // fp8: per 128 columns an f32 scale + 128 codes; 2 rows per warp (matmul_fp8.cu).
   MEMRA_TRY(add_gemv(r, "fp8", block_gemv("fp8", 128, 132, 2)));
+  // Integer schemes whose rows are whole 256-element runs take int8 activations
+  // (ref::matmul_activation); the f32 entries above serve their other row lengths.
+  MEMRA_TRY(add_gemv(r, "q8_0", int8_gemv("q8_0", 32, 34), ref::kActivationInt8));
+  MEMRA_TRY(add_gemv(r, "q4_0", int8_gemv("q4_0", 32, 18), ref::kActivationInt8));
+  MEMRA_TRY(add_gemv(r, "q4_k", int8_gemv("q4_k", 256, 144), ref::kActivationInt8));
   return {};
 }
 

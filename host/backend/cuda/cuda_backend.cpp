@@ -61,6 +61,8 @@ CudaBackend::~CudaBackend() {
   for (RopeEntry& r : ropes_) cuMemFree(r.inv_freq);
   if (k_cache_) cuMemFree(k_cache_);
   if (v_cache_) cuMemFree(v_cache_);
+  for (CUdeviceptr p : state_cache_)
+    if (p) cuMemFree(p);
   for (void* p : host_buffers_) cuMemFreeHost(p);
 }
 
@@ -229,6 +231,7 @@ memra_status CudaBackend::begin_step() {
 
 void CudaBackend::reset_step_scratch() {
   batches_.clear();
+  act_q8_ = {};  // its buffers were step scratch
   arena_->reset();
   staging_->reset();
   // Step graphs unless turned off (eager launches, for debugging).
@@ -288,6 +291,7 @@ void CudaBackend::memory_free(memra_buffer* b) {
 }
 
 memra_status CudaBackend::copy_to_device(void* dst, const void* src, uint64_t bytes) {
+  ++write_epoch_;
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   const CUresult r = cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "copy_to_device"));
@@ -344,6 +348,7 @@ memra_status CudaBackend::kernel_launch(memra_kernel* kernel, const memra_launch
   if (!kernel || !MEMRA_STRUCT_HAS(c, memra_launch_config, stream))
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch: bad kernel or launch config");
   auto* k = reinterpret_cast<Kernel*>(kernel);
+  ++write_epoch_;
   const bool sized = MEMRA_STRUCT_HAS(c, memra_launch_config, arg_sizes) && c->num_args > 0;
   if (sized && (!c->arg_sizes || !args)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch " + k->name + ": num_args without arg_sizes or args");
   const auto& layout = param_layout(k);
@@ -423,6 +428,7 @@ BackendStats CudaBackend::stats() const {
 }
 
 memra_status CudaBackend::launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
+  ++write_epoch_;
   if (recording_) return record_launch(k, gx, gy, block, shared, args);
   const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));

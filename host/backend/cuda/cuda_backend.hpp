@@ -39,6 +39,7 @@ struct SchemeInfo {
   std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
   uint64_t row_bytes = 0;
   int small_tile_rows = 1;  // rows per warp of the GEMV for tiles up to 4 tokens (fp8: 2)
+  bool int8 = false;        // int8x32 activations (ref::matmul_activation): the int8 GEMV
 };
 
 // The batch arrays of one forward step, on the device.
@@ -128,6 +129,13 @@ class CudaBackend {
                          memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Ops by name and recurrent state (ops_named.cpp).
+  memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
+  memra_status op_run(const memra_op* op, const memra_op_args* args);
+  memra_status decay_scan(const memra_op_args& args);
+  memra_status allocate_state(const RecurrentStateConfig& state);
+  memra_status copy_state_slot(int32_t from, int32_t to);
+  memra_status reset_state_slot(int32_t slot);
   // Device sampling (ops_sampling.cpp, backend.hpp sample_rows).
   memra_status sample_rows(const SampleRequest& request, int32_t* tokens);
   memra_status logits_rows_to_host(const int32_t* rows, int32_t n, float* dst);
@@ -140,7 +148,8 @@ class CudaBackend {
   memra_status after_op(const char* what);
   // Device address of an uploaded weight (by its host address); 0 + error if absent.
   CUdeviceptr resolve(const memra_weight* w, memra_status* st);
-  Result<SchemeInfo> scheme(const memra_weight* w) const;
+  // activation: the format to look up; NULL = the weight's own (ref::matmul_activation).
+  Result<SchemeInfo> scheme(const memra_weight* w, const char* activation = nullptr) const;
   Result<const DeviceBatch*> device_batch(const memra_forward_batch* batch);
   Result<CUdeviceptr> rope_inv_freq(const memra_rope_params& p, float* attention_factor);
   Kernel* nvrtc_rms_norm(int64_t dim);
@@ -200,6 +209,8 @@ class CudaBackend {
 
   KvCacheConfig kv_{};  // dtype F32 or BF16
   CUdeviceptr k_cache_ = 0, v_cache_ = 0;
+  RecurrentStateConfig state_;
+  std::vector<CUdeviceptr> state_cache_;  // per layer: [slots][state_.layer_bytes[l]] (0: none)
   uint64_t kv_element_bytes() const { return kv_.dtype == MEMRA_DTYPE_BF16 ? 2u : 4u; }
 
   std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's
@@ -251,7 +262,7 @@ class CudaBackend {
   // Plugin kernels: matmul calls into plugins, and their launches by how they ran.
   int64_t plugin_matmuls_ = 0, plugin_launches_replayed_ = 0, plugin_launches_captured_ = 0, plugin_launches_eager_ = 0;
   std::unique_ptr<KernelRegistry> registry_;
-  Error no_kernel(const std::string& scheme) const;
+  Error no_kernel(const std::string& scheme, const std::string& activation) const;
   std::string last_error_;
   memra_backend_ops ops_{};
 
@@ -269,9 +280,26 @@ class CudaBackend {
                            CUdeviceptr y, CUdeviceptr bias);
   memra_status matmul_gemm(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t n,
+                                CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
   memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                              CUdeviceptr y);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
+  // Integer-activation matmuls (ops_matmul.cpp): rows of x quantised into step scratch
+  // once and reused by the next matmuls over the same rows (q/k/v, gate/up) while no
+  // other write happened: write_epoch_ counts launches and copies into device memory.
+  struct QuantizedRows {
+    bool valid = false;
+    CUdeviceptr x = 0, row_index = 0, q = 0, meta = 0;
+    int64_t m = 0, cols = 0;
+    uint64_t epoch = 0;  // write_epoch_ after the matmul that last used them
+  };
+  Result<const QuantizedRows*> quantized_rows(CUdeviceptr x, int64_t cols, CUdeviceptr row_index, int64_t m,
+                                              uint64_t entry_epoch);
+  memra_status matmul_gemv8(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x,
+                            CUdeviceptr row_index, int64_t m, CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
+  QuantizedRows act_q8_;
+  uint64_t write_epoch_ = 0;
   std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
   // The logits tensor of this step's logits_output, kept on the device for sample_rows
   // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.

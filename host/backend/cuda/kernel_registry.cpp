@@ -7,7 +7,9 @@
 namespace memra::backend::cuda {
 
 bool known_kernel_op(const std::string& op) { return op == "matmul"; }
-bool known_activation(const std::string& activation) { return activation == "f32"; }
+bool known_activation(const std::string& activation) {
+  return activation == "f32" || activation == "bf16" || activation == "int8x32";
+}
 
 std::string lower_scheme(const char* s) {
   std::string n(s ? s : "");
@@ -25,7 +27,11 @@ Status KernelRegistry::check(KernelEntry& e) const {
   const std::string who = e.provider.empty() ? "a kernel" : e.provider + "'s kernel";
   if (!known_kernel_op(e.key.op)) return make_error(ErrorCode::invalid_argument, who + " names unknown op '" + e.key.op + "' (known: matmul)");
   if (!known_activation(e.key.activation))
-    return make_error(ErrorCode::invalid_argument, who + " for " + e.key.scheme + " takes unknown activation format '" + e.key.activation + "' (known: f32)");
+    return make_error(ErrorCode::invalid_argument, who + " for " + e.key.scheme + " takes unknown activation format '" + e.key.activation +
+                                                       "' (known: f32, bf16, int8x32)");
+  if (e.plugin && e.key.activation != "f32")
+    return make_error(ErrorCode::unsupported, who + " for " + e.key.scheme + " takes '" + e.key.activation +
+                                                  "' activations; a plugin's matmul gets f32 activations (memra_matmul_args.x)");
   if (e.key.scheme.empty()) return make_error(ErrorCode::invalid_argument, who + " names no weight scheme");
   if (e.key.arch != arch_)
     return make_error(ErrorCode::unsupported, who + " for " + e.key.scheme + " is for arch '" + e.key.arch + "', which this device (" +

@@ -19,7 +19,7 @@ namespace memra::backend::cuda {
 struct KernelKey {
   std::string op;          // "matmul"
   std::string scheme;      // lower case, "q4_k", "example_i8"
-  std::string activation;  // "f32"
+  std::string activation;  // "f32", "bf16", "int8x32" (kernels/matmul/gemv_int8_ref.hpp)
   std::string arch;        // "sm_90a", "sm_120a"
   bool operator==(const KernelKey&) const = default;
 };
@@ -35,6 +35,10 @@ struct BuiltinMatmul {
   int small_tile_rows = 1;            // GEMV rows per warp for tiles of up to 4 tokens
   enum class Gemm { none, streams_bf16, dequantized } gemm = Gemm::none;
   int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
+  // int8x32 activations: the GEMV is memra_gemv8_<kernel>_r<R>_t<NT> of `module`
+  // (kernels/matmul/matmul8_<scheme>.cu, launch table gemv_int8_launch.hpp), fed by
+  // memra_quantize_act_q8_rows, for generated rows; prompt rows take the f32 GEMM as before.
+  bool int8_activations = false;
 };
 
 // A plugin's matmul for one key (memra_kernel_desc).
@@ -52,7 +56,8 @@ struct KernelEntry {
   std::optional<PluginMatmul> plugin;
 };
 
-// The operations and activation formats an entry may name today.
+// The operations and activation formats an entry may name today. A plugin's kernel
+// takes f32 activations (memra_matmul_args.x); the others are the built-in kernels'.
 bool known_kernel_op(const std::string& op);
 bool known_activation(const std::string& activation);
 

@@ -47,9 +47,8 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
     return call("uploading the weights to the GPU", [&](CudaBackend* b) { return b->upload_weights(&weights); });
   }
   Status allocate_state(const StateConfig& state) override {
-    if (state.recurrent.bytes() > 0)
-      return make_error(ErrorCode::unsupported, "the cuda backend does not hold RECURRENT state yet");
-    return call("allocating the KV cache", [&](CudaBackend* b) { return b->allocate_kv(state.kv); });
+    MEMRA_TRY(call("allocating the KV cache", [&](CudaBackend* b) { return b->allocate_kv(state.kv); }));
+    return call("allocating the recurrent state", [&](CudaBackend* b) { return b->allocate_state(state.recurrent); });
   }
 
   Status begin_step(int32_t slot) override {
@@ -68,8 +67,12 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
   Status copy_kv_block(int32_t from, int32_t to) override {
     return call("copying a KV block", [&](CudaBackend* b) { return b->copy_kv_block(from, to); });
   }
-  Status copy_state_slot(int32_t, int32_t) override { return no_recurrent(); }
-  Status reset_state_slot(int32_t) override { return no_recurrent(); }
+  Status copy_state_slot(int32_t from, int32_t to) override {
+    return call("copying a recurrent-state slot", [&](CudaBackend* b) { return b->copy_state_slot(from, to); });
+  }
+  Status reset_state_slot(int32_t slot) override {
+    return call("zeroing a recurrent-state slot", [&](CudaBackend* b) { return b->reset_state_slot(slot); });
+  }
 
   bool samples_on_device() const override { return device_sampling_; }
   Status sample_rows(const SampleRequest& request, int32_t* tokens) override {
@@ -162,7 +165,6 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
     if (st != MEMRA_OK && error) *error = impl_.last_error();
     return st;
   }
-  Status no_recurrent() const { return make_error(ErrorCode::unsupported, "the cuda backend does not hold RECURRENT state yet"); }
 
   CudaBackend impl_;
   int device_;

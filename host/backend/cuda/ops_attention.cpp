@@ -149,7 +149,8 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
                                     memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   if (!k_cache_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
   if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
-  if (p->layer < 0 || p->layer >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer out of range");
+  const int64_t local = p->layer - kv_.first_layer;  // the cache holds layers from first_layer on
+  if (local < 0 || local >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " is not in this KV cache");
   if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
   if (p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads != 0)
@@ -174,8 +175,8 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
   const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
   const uint64_t layer_bytes = static_cast<uint64_t>(kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim) * kv_element_bytes();
-  const CUdeviceptr kc = k_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
-  const CUdeviceptr vc = v_cache_ + static_cast<uint64_t>(p->layer) * layer_bytes;
+  const CUdeviceptr kc = k_cache_ + static_cast<uint64_t>(local) * layer_bytes;
+  const CUdeviceptr vc = v_cache_ + static_cast<uint64_t>(local) * layer_bytes;
 
   CUdeviceptr inv_freq = 0;
   float attention_factor = 1.0f;

@@ -15,6 +15,13 @@
 // into bf16 hi + lo (and non-bf16 weights too). MEMRA_PREFILL_GEMM=0 runs every row
 // through the GEMV (as before the GEMM existed).
 //
+// Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
+// ref::matmul_activation) take int8 activations on their generated rows, as their CPU
+// reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
+// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows),
+// then the int8 GEMV, bitwise the reference. Their prompt rows keep f32 activations
+// (the GEMM; with MEMRA_PREFILL_GEMM=0 the f32 GEMV), whatever the GEMM setting.
+//
 // Which kernel serves a scheme comes from the backend's kernel registry
 // (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
 // quant plugin's kernel (memra_quant_api.register_kernels), which then serves every
@@ -27,6 +34,8 @@
 #include "host/backend/cuda/cu_error.hpp"
 
 #include "host/backend/cuda/cuda_backend.hpp"
+#include "kernels/matmul/gemv_int8_launch.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
@@ -46,12 +55,13 @@ CudaBackend::GemmBuffer::~GemmBuffer() {
   if (ptr) cuMemFree(ptr);
 }
 
-Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
+Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w, const char* activation) const {
   if (!w->quant) return make_error(ErrorCode::invalid_argument, "weight has no quant scheme");
   const std::string name = lower_scheme(w->quant);
   if (w->ndim != 2) return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " is not a matrix");
-  const KernelEntry* e = registry_->find("matmul", name, "f32");
-  if (!e) return no_kernel(name);
+  if (!activation) activation = ref::matmul_activation(name, w->shape[1]);
+  const KernelEntry* e = registry_->find("matmul", name, activation);
+  if (!e) return no_kernel(name, activation);
   SchemeInfo info;
   info.scheme = name;
   info.entry = e;
@@ -63,16 +73,17 @@ Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
   info.row_bytes = static_cast<uint64_t>(cols / b.block_elems) * static_cast<uint64_t>(b.block_bytes);
   info.small_tile_rows = b.small_tile_rows;
   info.module = b.module;
+  info.int8 = b.int8_activations;
   info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
   if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
     return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
   return info;
 }
 
-Error CudaBackend::no_kernel(const std::string& scheme) const {
+Error CudaBackend::no_kernel(const std::string& scheme, const std::string& activation) const {
   std::string known;
   for (const std::string& s : registry_->schemes("matmul")) known += (known.empty() ? "" : ", ") + s;
-  return make_error(ErrorCode::unsupported, "no matmul kernel is registered for weight scheme '" + scheme + "' (activations f32) on " +
+  return make_error(ErrorCode::unsupported, "no matmul kernel is registered for weight scheme '" + scheme + "' (activations " + activation + ") on " +
                                                 registry_->device_arch() + " (registered: " + known +
                                                 "); install a quant plugin with CUDA kernels for it, use the CPU backend or requantize");
 }
@@ -120,11 +131,55 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   if (xdim != cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + (w->name ? w->name : "?"));
   const int64_t m = tensor_numel(x) / cols;
   const CUdeviceptr xd = reinterpret_cast<CUdeviceptr>(x->data), od = reinterpret_cast<CUdeviceptr>(out->data);
+  const uint64_t entry_epoch = write_epoch_;
   if (s->entry->plugin) {
     // The plugin's kernel serves every row (its own reduction order, batch invariant).
     if (bd) return fail(MEMRA_ERR_UNSUPPORTED, "matmul: " + s->entry->provider + "'s kernel for " + s->scheme + " takes no bias (weight " +
                                                    (bias->name ? bias->name : "?") + ")");
     return matmul_plugin(*s, wd, rows, cols, xd, m, od);
+  }
+
+  if (s->int8) {
+    // Generated rows on the int8 GEMV (bitwise the CPU reference), prompt rows on f32
+    // activations: the GEMM, or the f32 GEMV with MEMRA_PREFILL_GEMM=0.
+    auto r = matmul_split(m);
+    if (!r) return fail(r.error());
+    const DeviceBatch::RowSplit* split = *r;
+    memra_status st = MEMRA_OK;
+    if (!split || split->prompt == 0) {
+      st = matmul_gemv8(*s, wd, rows, cols, xd, 0, m, od, bd, entry_epoch);
+    } else {
+      const bool all_prompt = split->generated == 0;
+      if (options_.prefill_gemm) {
+        st = matmul_gemm(*s, wd, rows, cols, xd, all_prompt ? m : split->prompt, all_prompt ? 0 : split->prompt_rows, od, bd);
+      } else if (auto f = scheme(w, ref::kActivationF32); !f) {
+        st = fail(f.error());
+      } else if (f->entry->plugin) {
+        st = fail(MEMRA_ERR_UNSUPPORTED, "matmul: MEMRA_PREFILL_GEMM=0 with " + f->entry->provider + "'s f32 kernel for " + s->scheme +
+                                             " prompt rows is not supported (unset MEMRA_PREFILL_GEMM)");
+      } else if (all_prompt) {
+        st = matmul_gemv(*f, wd, rows, cols, xd, m, od, bd);
+      } else {
+        st = matmul_rows_gemv(*f, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd);
+      }
+      if (st == MEMRA_OK && !all_prompt) {
+        // The generated rows are quantised by index (no gather), their results scattered back.
+        const int64_t gen = split->generated;
+        st = gemm_buffer(gemm_rows_, static_cast<uint64_t>(gen * rows) * 4u);
+        if (st == MEMRA_OK) st = matmul_gemv8(*s, wd, rows, cols, xd, split->generated_rows, gen, gemm_rows_.ptr, bd, entry_epoch);
+        if (st == MEMRA_OK)
+          st = launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, gemm_rows_.ptr, rows,
+                      split->generated_rows, od);
+      }
+    }
+    if (st != MEMRA_OK) return st;
+    // The quantised rows stay valid for the next matmul unless this one wrote over x.
+    const uint64_t x_end = xd + static_cast<uint64_t>(m * cols) * 4u, o_end = od + static_cast<uint64_t>(m * rows) * 4u;
+    if (act_q8_.valid) {
+      if (od < x_end && xd < o_end) act_q8_.valid = false;
+      else act_q8_.epoch = write_epoch_;
+    }
+    return MEMRA_OK;
   }
 
   // The path of each row follows its prompt flag; no flags, no prompt rows, or a
@@ -142,17 +197,22 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   // the generated rows gathered, through the GEMV on their own, scattered back.
   if (const memra_status g = matmul_gemm(*s, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd); g != MEMRA_OK)
     return g;
-  const int64_t gen = split->generated;
-  const uint64_t x_bytes = align_up(static_cast<uint64_t>(gen * cols) * 4u, 256);
-  if (const memra_status b = gemm_buffer(gemm_rows_, x_bytes + static_cast<uint64_t>(gen * rows) * 4u); b != MEMRA_OK) return b;
+  return matmul_rows_gemv(*s, wd, rows, cols, xd, split->generated, split->generated_rows, od, bd);
+}
+
+// out[row_index[i]] = the f32-activation GEMV of x[row_index[i]], i < n: the rows
+// gathered, run on their own (bitwise what they compute in any other batch), scattered back.
+memra_status CudaBackend::matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                           int64_t n, CUdeviceptr row_index, CUdeviceptr od, CUdeviceptr bd) {
+  const uint64_t x_bytes = align_up(static_cast<uint64_t>(n * cols) * 4u, 256);
+  if (const memra_status b = gemm_buffer(gemm_rows_, x_bytes + static_cast<uint64_t>(n * rows) * 4u); b != MEMRA_OK) return b;
   const CUdeviceptr xs = gemm_rows_.ptr, ys = gemm_rows_.ptr + x_bytes;
-  if (const memra_status g = launch("matmul_gemm", "memra_gemm_gather_rows", static_cast<unsigned>(gen), 1, 256, 0, xd, cols,
-                                    split->generated_rows, xs);
+  if (const memra_status g = launch("matmul_gemm", "memra_gemm_gather_rows", static_cast<unsigned>(n), 1, 256, 0, xd, cols,
+                                    row_index, xs);
       g != MEMRA_OK)
     return g;
-  if (const memra_status g = matmul_gemv(*s, wd, rows, cols, xs, gen, ys, bd); g != MEMRA_OK) return g;
-  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, ys, rows,
-                split->generated_rows, od);
+  if (const memra_status g = matmul_gemv(s, wd, rows, cols, xs, n, ys, bd); g != MEMRA_OK) return g;
+  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(n), 1, 256, 0, ys, rows, row_index, od);
 }
 
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
@@ -169,6 +229,45 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
   return launch(s.module.c_str(), kernel.c_str(), gx, gy, 32 * kWarps, 0, wd, row_bytes, rows, cols, xd, m, od, bd);
+}
+
+// Rows of x (row_index[i], or i when 0) quantised to int8 blocks (gemv_int8_ref.hpp),
+// in step scratch. The previous matmul's quantisation is reused when it covered the
+// same rows of the same x and nothing was written to the device since that matmul
+// (entry_epoch: write_epoch_ when this matmul began): q, k and v, or gate and up,
+// read one normed activation tensor and quantise it once.
+Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(CUdeviceptr x, int64_t cols, CUdeviceptr row_index,
+                                                                      int64_t m, uint64_t entry_epoch) {
+  QuantizedRows& c = act_q8_;
+  if (c.valid && c.x == x && c.row_index == row_index && c.m == m && c.cols == cols && c.epoch == entry_epoch) return &c;
+  const uint64_t q_bytes = align_up(static_cast<uint64_t>(m * cols), 256);
+  auto buf = arena_->alloc(q_bytes + static_cast<uint64_t>(m * (cols / 32)) * 8u);
+  if (!buf) return buf.error();
+  c = QuantizedRows{true, x, row_index, *buf, *buf + q_bytes, m, cols, 0};
+  const uint64_t groups = static_cast<uint64_t>(m * cols / 8);
+  if (launch("matmul8_act", "memra_quantize_act_q8_rows", static_cast<unsigned>((groups + 255) / 256), 1, 256, 0, x, cols,
+             row_index, m, c.q, c.meta) != MEMRA_OK) {
+    c.valid = false;
+    return make_error(ErrorCode::internal, last_error_);
+  }
+  return &c;
+}
+
+// y [m][rows] = the int8 GEMV over quantized_rows(x, ...): bitwise ref::gemv_int8 for
+// any m and any launch shape (gemv_int8.cuh), so the table may pick by m freely.
+memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                       CUdeviceptr row_index, int64_t m, CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
+  auto q = quantized_rows(xd, cols, row_index, m, entry_epoch);
+  if (!q) return fail(q.error());
+  const ref::Int8GemvLaunch l = ref::int8_gemv_launch(s.scheme.c_str(), m);
+  int64_t nt = 1;
+  while (nt < std::min<int64_t>(m, 16)) nt *= 2;
+  const int64_t groups = (rows + l.rows_per_block - 1) / l.rows_per_block;
+  const int64_t persistent = static_cast<int64_t>(l.blocks_per_sm) * ctx_.multiprocessors();
+  const int64_t gx = l.blocks_per_sm > 0 && persistent > 0 ? std::min(groups, persistent) : groups;
+  const std::string kernel = std::string("memra_gemv8_") + l.kernel + "_r" + std::to_string(l.rows_per_block) + "_t" + std::to_string(nt);
+  return launch(s.module.c_str(), kernel.c_str(), static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt), 128, 0, wd,
+                static_cast<int64_t>(s.row_bytes), rows, cols, (*q)->q, (*q)->meta, m, od, bd);
 }
 
 // The prompt/generated split of a matmul's m rows, from the step's batch: the batch's

@@ -55,17 +55,11 @@ memra_status op_gather(memra_backend_ctx* c, const memra_tensor* x, const memra_
 memra_status op_logits(memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
   return guarded_op(self(c), [&](CudaBackend* b) { return b->logits_output(l, bt); });
 }
-// Ops by name: none on CUDA yet (host/ops/op_registry.hpp marks each op's backends, so
-// the engine refuses a plan needing one at load, before a step could reach these).
 memra_status op_find(memra_backend_ctx* c, const char* name, uint32_t version, const memra_op** out) {
-  if (out) *out = nullptr;
-  return guarded_op(self(c), [&](CudaBackend* b) {
-    return b->fail(MEMRA_ERR_UNSUPPORTED, std::string("op_find: the CUDA backend does not implement op '") + (name ? name : "") +
-                                              "' v" + std::to_string(version));
-  });
+  return guarded_op(self(c), [&](CudaBackend* b) { return b->op_find(name, version, out); });
 }
-memra_status op_run(memra_backend_ctx* c, const memra_op*, const memra_op_args*) {
-  return guarded_op(self(c), [&](CudaBackend* b) { return b->fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: not an op of the CUDA backend"); });
+memra_status op_run(memra_backend_ctx* c, const memra_op* op, const memra_op_args* a) {
+  return guarded_op(self(c), [&](CudaBackend* b) { return b->op_run(op, a); });
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ void enable_peer_access(CUdevice owner, CUcontext owner_ctx, CUdevice peer, CUco
 }  // namespace
 
 memra_status CudaBackend::copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
+  ++write_epoch_;  // dst is one of this backend's tensors
   if (bytes == 0) return MEMRA_OK;
   if (!dst || !src) return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_from_backend: NULL address");
   // Step graphs: the copy must follow the sender's recorded ops, so they are launched

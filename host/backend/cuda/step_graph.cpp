@@ -55,6 +55,7 @@ memra_status CudaBackend::record_launch(Kernel* k, unsigned gx, unsigned gy, uns
 }
 
 memra_status CudaBackend::record_copy(CUdeviceptr device, void* host, uint64_t bytes, bool to_device) {
+  if (to_device) ++write_epoch_;
   StepOp op;
   op.device = device;
   op.host = host;

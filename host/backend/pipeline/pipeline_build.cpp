@@ -35,7 +35,7 @@ Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector
     }
     stages.push_back(std::move(*b));
   }
-  return PipelineBackend::create(std::move(stages), std::move(*plan), weights);
+  return PipelineBackend::create(std::move(stages), std::move(*plan));
 }
 
 }  // namespace memra::backend

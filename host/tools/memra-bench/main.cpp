@@ -52,6 +52,7 @@ void usage() {
       "  --gen N                 tokens generated in --spec mode (default 128)\n"
       "  --prompt N              also the --spec prompt length (default 64)\n"
       "  --spec-pattern N        --spec prompt: an N-token random unit repeated (default 16; 0 = random)\n"
+      "  --prompt-file FILE      --spec prompt with MODEL: the first --prompt tokens of FILE (real text)\n"
       "  --draft-quant SCHEME    --spec draft on the random model: the draft is the target's own weights\n"
       "                          requantized to q8_0, q4_k (default), q5_k or q6_k (needs --quant bf16)\n"
       "  --draft PATH            --spec draft with MODEL: a draft checkpoint with MODEL's vocabulary\n"
@@ -63,7 +64,6 @@ void usage() {
       "  --pp-split LIST         layers per stage, e.g. 18 (stage 0; the rest on stage 1) or 12,12,12;\n"
       "                          default: balanced by weight + KV bytes\n"
       "  --pp-devices LIST       CUDA device of each stage, e.g. 0,0 for two stages on one GPU\n"
-      "  --pp-microbatches K     a batched step goes through the stages as K micro-batches that overlap\n"
       "  --concurrency LIST      also: serving throughput through the scheduler with N concurrent greedy\n"
       "                          requests (--prompt tokens each, --decode generated): the aggregate decode\n"
       "                          rate while all N decode, median of --repeats runs\n"
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   std::string spec;
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
-  int pp = 1, pp_micro = 1;
+  int pp = 1;
   memra_dtype kv_dtype = MEMRA_DTYPE_F32;
   std::string pp_split, pp_devices, concurrency_arg, groups_arg;
   for (int i = 1; i < argc; ++i) {
@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
     else if (a == "--spec") spec = value();
     else if (a == "--spec-k") spec_k = std::atoi(value().c_str());
     else if (a == "--spec-pattern") sbo.pattern = std::atoi(value().c_str());
+    else if (a == "--prompt-file") sbo.prompt_file = value();
     else if (a == "--draft-quant") sbo.draft_quant = value();
     else if (a == "--draft") sbo.draft_path = value();
     else if (a == "--oracle-accept") sbo.oracle_accept = std::atof(value().c_str());
@@ -126,7 +127,6 @@ int main(int argc, char** argv) {
     else if (a == "--pp") pp = std::atoi(value().c_str());
     else if (a == "--pp-split") pp_split = value();
     else if (a == "--pp-devices") pp_devices = value();
-    else if (a == "--pp-microbatches") pp_micro = std::atoi(value().c_str());
     else if (a == "--concurrency") concurrency_arg = value();
     else if (a == "--pp-groups") groups_arg = value();
     else if (a == "--kv-dtype") {
@@ -202,7 +202,6 @@ int main(int argc, char** argv) {
   if (!pp_split.empty())
     for (int c : int_list(pp_split)) eo.pipeline_split.push_back(c);
   if (!pp_devices.empty()) eo.pipeline_devices = int_list(pp_devices);
-  eo.pipeline_microbatches = pp_micro;
   eo.kv_dtype = kv_dtype;
   t0 = now_s();
   auto engine = memra::engine::Engine::create(std::move(*src), plugins, eo);

@@ -11,7 +11,9 @@
 //    without flags), prompt rows bitwise equal to a pure-prompt step, and the same
 //    for a matmul over gathered logits rows.
 // Bounds (normalised MSE): precise (default) 1e-9 vs exact, fast (bf16) 1e-5 vs exact,
-// both 1e-10 vs the model.
+// both 1e-10 vs the model. Prompt rows take f32 activations for every scheme (the int8
+// schemes' generated rows in the mixed steps below run the int8 GEMV, bitwise a pure
+// decode step's).
 #include <cstdlib>
 #include <cstring>
 #include <optional>

@@ -1,10 +1,13 @@
 // Matmul (every scheme, random and adversarial inputs, long rows, bias, tiled M)
-// with batch-invariance bit checks; embedding and row gather bitwise.
+// with batch-invariance bit checks; embedding and row gather bitwise. Integer schemes
+// whose rows take int8 activations (ref::int8_activation_matmul) are held bitwise to
+// their reference (quantize_act_q8 + gemv_int8); the others to the exact product.
 #include <cstring>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/embedding/embedding_ref.hpp"
 #include "kernels/gather/gather_rows_ref.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 
@@ -35,6 +38,16 @@ std::string shape_str(int64_t m, int64_t rows, int64_t cols) {
 }
 
 }  // namespace
+
+bool int8_matmul_ref(const std::string& scheme, const std::vector<uint8_t>& w, int64_t rows, int64_t cols,
+                     const std::vector<float>& x, int64_t m, const float* bias, float* y) {
+  ref::Int8Scheme is;
+  if (!ref::int8_scheme(scheme, &is)) return false;
+  std::vector<int8_t> q(static_cast<size_t>(m * cols));
+  std::vector<float> meta(static_cast<size_t>(m * (cols / 32) * 2));
+  return ref::quantize_act_q8(x.data(), m, cols, q.data(), meta.data()) &&
+         ref::gemv_int8(is, w.data(), rows, cols, q.data(), meta.data(), m, bias, y);
+}
 
 RefWeight ref_weight(const std::string& s, const std::vector<uint8_t>& w, int64_t rows, int64_t cols) {
   if (s != "fp8") return {type_of(s), w};
@@ -153,14 +166,18 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
         const std::vector<float> bias = rng.floats(static_cast<size_t>(c.rows));
         std::vector<float> ref(static_cast<size_t>(c.m * c.rows));
         const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
-        if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
+        // Integer schemes on int8 activations: the reference of the same arithmetic, bitwise.
+        const bool int8 = ref::int8_activation_matmul(s, c.cols);
+        if (int8 ? !int8_matmul_ref(s, wb, c.rows, c.cols, x, c.m, c.bias ? bias.data() : nullptr, ref.data())
+                 : !ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
           throw Failure("reference matmul refused the shape");
         const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
         const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;
         const memra_tensor xt = d.upload(x, {c.m, c.cols});
         memra_tensor yt = d.upload(std::vector<float>(ref.size(), NAN), {c.m, c.rows});  // poisoned
         d.check(d.ops().matmul(d.ctx(), &xt, w, bw, &yt), "matmul");
-        r.nmse(name, compare(d.download(yt), ref), kMatmulBound);
+        if (int8) r.bitwise(name + " (int8 activations)", compare(d.download(yt), ref));
+        else r.nmse(name, compare(d.download(yt), ref), kMatmulBound);
       });
     }
     // Batch invariance: the target row's output is bitwise the same alone, at any

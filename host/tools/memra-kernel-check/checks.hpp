@@ -61,6 +61,9 @@ void bench_int8_gemv(Device& d, const BenchOptions& o);
 // backend's matmul op against the plugin's CPU matmul, and row invariance.
 void check_plugin_kernels(Device& d, Report& r, const CheckOptions& o, const std::vector<std::string>& plugin_dirs);
 
+// Ops by name (check_recurrent.cpp): decay_scan over recurrent-state slots, bitwise.
+void check_recurrent(Device& d, Report& r, const CheckOptions& o);
+
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);
 
@@ -79,6 +82,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_step_graph(d, r, o);
   check_services(d, r, o);
   check_sampling(d, r, o);
+  check_recurrent(d, r, o);
 }
 
 // The weight dtype a scheme is uploaded with (f32/f16/bf16, else ggml blocks), and its
@@ -98,5 +102,10 @@ struct RefWeight {
   std::vector<uint8_t> bytes;
 };
 RefWeight ref_weight(const std::string& scheme, const std::vector<uint8_t>& w, int64_t rows, int64_t cols);
+
+// The backend matmul's reference for a scheme on int8 activations: each row of x
+// quantised (ref::quantize_act_q8), then ref::gemv_int8. False for other schemes.
+bool int8_matmul_ref(const std::string& scheme, const std::vector<uint8_t>& w, int64_t rows, int64_t cols,
+                     const std::vector<float>& x, int64_t m, const float* bias, float* y);
 
 }  // namespace memra::kcheck

@@ -39,6 +39,8 @@ typedef struct memra_weight_set {
 } memra_weight_set;
 #define MEMRA_WEIGHT_SET_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_weight_set, weights)
 
+struct memra_tensor; /* memra/backend.h */
+
 /* One step of the forward pass over a batch of tokens from one or more sequences. */
 typedef struct memra_forward_batch {
   size_t struct_size;
@@ -62,8 +64,22 @@ typedef struct memra_forward_batch {
    * RECURRENT layer's state the ops read and update); NULL when the plan has no
    * RECURRENT group. Slots are the host's; a plugin only passes the batch on. */
   const int32_t* state_slots;
+  /* ABI 2.2: layer ranges (pipeline stages), for a family whose plan says it runs them
+   * (memra_plan_info.layer_ranges). layer_end 0: the whole model. Otherwise only layers
+   * [layer_begin, layer_end) run, on this batch's backend: a range that starts after
+   * layer 0 continues from carry_in (what the range before it left, copied to this
+   * backend); one that ends before the last layer writes what the next range needs into
+   * carry_out[0..MEMRA_MAX_CARRY) (tensors of this backend, step scoped), sets
+   * *num_carry_out and produces no logits. Layer indices stay the model's. */
+  int32_t layer_begin;
+  int32_t layer_end;
+  const struct memra_tensor* carry_in;
+  int32_t num_carry_in;
+  struct memra_tensor* carry_out;
+  int32_t* num_carry_out;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, state_slots)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, num_carry_out)
+#define MEMRA_MAX_CARRY 4
 
 /* The state a group of layers needs (the plan's contract with the host's state
  * manager, which sizes and allocates state only from these). */
@@ -115,8 +131,11 @@ typedef struct memra_plan_info {
   /* ABI 2.1 (a plugin writes these only when out->struct_size covers them): */
   size_t num_required_ops;
   const memra_op_requirement* required_ops;
+  /* ABI 2.2: 1 when model_forward runs layer ranges (memra_forward_batch.layer_begin),
+   * so the host may split the model into pipeline stages; 0 refuses a split. */
+  int32_t layer_ranges;
 } memra_plan_info;
-#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, required_ops)
+#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, layer_ranges)
 
 /* Output strings use the buffer protocol: the callee copies at most buf_size bytes
  * including the NUL and always sets *needed to the full size including the NUL; a

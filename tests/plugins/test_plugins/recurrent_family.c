@@ -105,6 +105,7 @@ static memra_status plan_info(const memra_model_plan* plan, memra_plan_info* out
   out->encoders = NULL;
   out->num_required_ops = 1;
   out->required_ops = &plan->op;
+  out->layer_ranges = 1;
   return MEMRA_OK;
 }
 
@@ -153,6 +154,15 @@ static memra_status model_forward(memra_model* m, const memra_forward_batch* b) 
   memra_tensor x, q, k, v, a, x1, h, x2, g, lg;
   memra_tensor* all[] = {&x, &q, &k, &v, &a, &x1, &h, &x2};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) TRY(o->tensor_create(o->ctx, 2, rows, all[i]));
+  /* Layer ranges (ABI 2.2): layer 0 (attention) leaves x1, layer 1 (decay_scan) takes it. */
+  const int ranged = MEMRA_STRUCT_HAS(b, memra_forward_batch, num_carry_out) && b->layer_end > 0;
+  const int first = ranged ? b->layer_begin : 0, last = ranged ? b->layer_end : 2;
+  if (first < 0 || first >= last || last > 2) return fail(m->ctx, MEMRA_ERR_INVALID_ARGUMENT, "recurrent-test: bad layer range");
+  if (first == 1) {
+    if (b->num_carry_in != 1 || b->carry_in == NULL) return fail(m->ctx, MEMRA_ERR_INVALID_ARGUMENT, "recurrent-test: no carry");
+    x1 = b->carry_in[0];
+    goto layer1;
+  }
   TRY(o->embedding(o->ctx, m->w[W_EMB], b, 1.0f, &x));
   TRY(o->matmul(o->ctx, &x, m->w[W_Q], NULL, &q));
   TRY(o->matmul(o->ctx, &x, m->w[W_K], NULL, &k));
@@ -160,6 +170,13 @@ static memra_status model_forward(memra_model* m, const memra_forward_batch* b) 
   const memra_attention_params ap = {MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 0, 1, 1, DIM, 0.35355339f, 0, 0.0f, NULL};
   TRY(o->attention(o->ctx, &ap, b, &q, &k, &v, &a));
   TRY(o->add(o->ctx, &x, &a, &x1));
+  if (last == 1) {
+    if (b->carry_out == NULL || b->num_carry_out == NULL) return fail(m->ctx, MEMRA_ERR_INVALID_ARGUMENT, "recurrent-test: no carry out");
+    b->carry_out[0] = x1;
+    *b->num_carry_out = 1;
+    return MEMRA_OK;
+  }
+layer1:;
   const memra_decay_scan_attrs_v1 attrs = {MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE, DECAY, DIM};
   const memra_tensor* ins[1] = {&x1};
   memra_tensor* outs[1] = {&h};
