@@ -19,6 +19,7 @@
 
 #include "host/tokenizer/utf8.hpp"
 #include "host/tools/memra-perplexity/perplexity.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 namespace ppl = memra::perplexity;
@@ -43,7 +44,8 @@ std::string slurp(const fs::path& p) {
 
 // Runs memra-perplexity with `args` (already shell-quoted where needed).
 ToolRun run_tool(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / ("memra-ppl-err-" + std::to_string(::getpid()));
+  const memra::testing::TempDir tmp("memra-ppl-err");
+  const fs::path err = tmp / "stderr";
   const std::string cmd = std::string(MEMRA_PERPLEXITY_BIN) + " " + args + " 2>" + err.string();
   ToolRun r;
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -52,21 +54,17 @@ ToolRun run_tool(const std::string& args) {
   const int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.err = slurp(err);
-  fs::remove(err);
   return r;
 }
 
+// A text file holding `bytes` (in its own temp dir, removed with it).
 class TempFile {
  public:
-  explicit TempFile(const std::string& bytes)
-      : path_(fs::temp_directory_path() / ("memra-ppl-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ".txt")) {
-    std::ofstream(path_, std::ios::binary) << bytes;
-  }
-  ~TempFile() { fs::remove(path_); }
+  explicit TempFile(const std::string& bytes) : path_(dir_.write("text.txt", bytes)) {}
   std::string str() const { return path_.string(); }
 
  private:
-  static inline int counter_ = 0;
+  memra::testing::TempDir dir_{"memra-ppl"};
   fs::path path_;
 };
 

@@ -77,25 +77,21 @@ TEST(EngineModelCache, RepackOnceThenReuseUntilTheSourceChanges) {
   EXPECT_NE(fourth->path, first->path);
   EXPECT_FALSE(fs::exists(first->path)) << "the stale repack stayed";
   EXPECT_EQ(reg->list_repacks()->size(), 1u);
-  fs::remove_all(dir);
 }
 
 namespace {
 
 struct Cache {
-  fs::path dir;
+  memra::testing::TempDir tmp;
+  const fs::path& dir = tmp.path();
   memra::engine::ModelCacheOptions options;
   std::vector<std::string> lines;
-  explicit Cache(const std::string& name) {
-    dir = fs::temp_directory_path() / ("memra-model-cache-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+  explicit Cache(const std::string& name) : tmp("memra-model-cache-" + name) {
     options.plugins = &memra::testing::build_plugins();
     options.registry_path = dir / "registry.db";
     options.cache_dir = dir / "repacks";
     options.log = [this](const std::string& l) { lines.push_back(l); };
   }
-  ~Cache() { fs::remove_all(dir); }
   bool logged(const std::string& text) const {
     for (const auto& l : lines)
       if (l.find(text) != std::string::npos) return true;
@@ -122,7 +118,7 @@ std::map<std::string, std::vector<char>> files_of(const fs::path& dir) {
 // a truncated blob, a manifest that is not the recorded one — is found on reuse,
 // removed with its registry row, and made again, identical to the first.
 TEST(EngineModelCache, ADamagedRepackIsRemovedAndMadeAgain) {
-  const fs::path fixture = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+  const fs::path fixture = memra::testing::fixture("models/llama");
   if (!fs::exists(fixture)) GTEST_SKIP() << "fixtures absent";
   Cache c("damaged");
   auto first = memra::engine::prepare_model(fixture.string(), c.options);
@@ -166,7 +162,7 @@ TEST(EngineModelCache, ADamagedRepackIsRemovedAndMadeAgain) {
 // Temporary directories of repacks that were killed (kill -9: their lock is free) are
 // removed at the next start, whatever repack they were for.
 TEST(EngineModelCache, TemporaryDirectoriesOfKilledRepacksAreRemovedAtStart) {
-  const fs::path fixture = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+  const fs::path fixture = memra::testing::fixture("models/llama");
   if (!fs::exists(fixture)) GTEST_SKIP() << "fixtures absent";
   Cache c("stale");
   for (const char* name : {".llama-0123456789abcdef.memra.tmp-999999999-00000001", ".other.memra.tmp-999999998-00000002"}) {
@@ -186,7 +182,7 @@ TEST(EngineModelCache, TemporaryDirectoriesOfKilledRepacksAreRemovedAtStart) {
 // Three loads of one source at once (separate lock descriptors, as separate processes
 // have) make one repack: one writes it, the others wait for the lock and reuse it.
 TEST(EngineModelCache, ConcurrentFirstLoadsShareOneRepack) {
-  const fs::path fixture = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+  const fs::path fixture = memra::testing::fixture("models/llama");
   if (!fs::exists(fixture)) GTEST_SKIP() << "fixtures absent";
   Cache c("concurrent");
   std::vector<memra::Result<memra::engine::PreparedModel>> results(3, memra::make_error(memra::ErrorCode::internal, ""));

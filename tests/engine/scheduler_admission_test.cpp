@@ -9,7 +9,7 @@
 
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
-#include "tests/engine/test_plugins.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
@@ -17,19 +17,15 @@ using memra::engine::test_support::drain;
 
 namespace {
 
-const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+const fs::path kLlama = memra::testing::fixture("models/llama");
 
 // 2 contexts of 64 tokens in 16-token blocks: 8 blocks in all.
 std::unique_ptr<Engine> load() {
-  auto src = open_model_source(kLlama.string(), test_plugins());
-  EXPECT_TRUE(src.ok());
   EngineOptions eo;
   eo.max_context = 64;
   eo.max_sequences = 2;
   eo.block_size = 16;
-  auto e = Engine::create(std::move(*src), test_plugins(), eo);
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return std::move(*e);
+  return memra::testing::open_engine(kLlama, eo);
 }
 
 SequenceRequest request(int variant, int64_t max_tokens) {

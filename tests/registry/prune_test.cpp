@@ -11,6 +11,7 @@
 
 #include "registry/registry.hpp"
 #include "tests/registry/test_util.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace memra::registry {
 namespace {
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 using test::run_cli;
 using test::TempDir;
 
-const fs::path kFixture = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+const fs::path kFixture = memra::testing::fixture("models/llama");
 
 fs::path copy_source(const fs::path& to) {
   fs::create_directories(to);

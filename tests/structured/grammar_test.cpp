@@ -11,6 +11,7 @@
 #include "host/structured/grammar_constraint.hpp"
 #include "host/structured/json_grammar.hpp"
 #include "host/tokenizer/tokenizer.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::structured;
@@ -110,7 +111,7 @@ TEST(JsonGrammar, UnsupportedKeywordsAreNamedWithTheirPlace) {
 }
 
 TEST(TokenMask, TrieWalkEqualsBruteForceOnARealVocabulary) {
-  const fs::path dir = fs::path(MEMRA_FIXTURES_DIR) / "tokenizer/tiny-bpe-1024";
+  const fs::path dir = memra::testing::fixture("tokenizer/tiny-bpe-1024");
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
   auto tok = memra::tokenizer::Tokenizer::from_hf_dir(dir);
   ASSERT_TRUE(tok.ok()) << tok.error().message;
@@ -147,7 +148,7 @@ TEST(TokenMask, TrieWalkEqualsBruteForceOnARealVocabulary) {
 }
 
 TEST(TokenMask, RandomAllowedWalksSpellValidJson) {
-  const fs::path dir = fs::path(MEMRA_FIXTURES_DIR) / "tokenizer/tiny-bpe-1024";
+  const fs::path dir = memra::testing::fixture("tokenizer/tiny-bpe-1024");
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
   auto tok = memra::tokenizer::Tokenizer::from_hf_dir(dir);
   ASSERT_TRUE(tok.ok());
