@@ -171,6 +171,35 @@ Result<Repack> Registry::record_repack(const RepackInfo& info) {
   return repack;
 }
 
+namespace {
+
+Result<bool> delete_where(sql::Db& db, const std::string& sql, std::int64_t id) {
+  auto tx = sql::Transaction::begin(db);
+  if (!tx.ok()) return tx.error();
+  auto stmt = sql::Stmt::prepare(db, sql + " RETURNING id");
+  if (!stmt.ok()) return stmt.error();
+  stmt->bind(1, id);
+  auto row = stmt->step();
+  if (!row.ok()) return row.error();
+  const bool found = *row;
+  MEMRA_TRY(stmt->run());
+  MEMRA_TRY(tx->commit());
+  return found;
+}
+
+}  // namespace
+
+Result<bool> Registry::delete_repack(std::int64_t id) {
+  std::lock_guard lock(impl_->mu);
+  return delete_where(impl_->db, "DELETE FROM repacks WHERE id = ?1", id);
+}
+
+Result<bool> Registry::delete_checkpoint(std::int64_t id) {
+  std::lock_guard lock(impl_->mu);
+  // ON DELETE CASCADE (foreign keys are on) takes its repacks.
+  return delete_where(impl_->db, "DELETE FROM checkpoints WHERE id = ?1", id);
+}
+
 Result<std::vector<Checkpoint>> Registry::list_checkpoints() const {
   std::lock_guard lock(impl_->mu);
   auto stmt = sql::Stmt::prepare(impl_->db, "SELECT " + std::string(kCheckpointColumns) +

@@ -175,6 +175,11 @@ class Registry {
   // All repacks, or those of one checkpoint.
   Result<std::vector<Repack>> list_repacks(std::optional<std::int64_t> checkpoint_id = std::nullopt) const;
 
+  // Removes one repack row (its output is not touched). False when there was none.
+  Result<bool> delete_repack(std::int64_t id);
+  // Removes one checkpoint row and the rows of its repacks. False when there was none.
+  Result<bool> delete_checkpoint(std::int64_t id);
+
   // key: a decimal id, a 64-hex sha256, or a path. A path matches a checkpoint's
   // source_path first, then a repack's output_path (giving that repack's
   // checkpoint). ErrorCode::not_found when nothing matches.

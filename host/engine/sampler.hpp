@@ -38,6 +38,26 @@ struct SampleResult {
   std::vector<TokenLogprob> top;        // top alternatives, best first (when asked)
 };
 
+// logit_bias: added to a token's logit before everything else the sampler does.
+struct LogitBias {
+  int32_t id = 0;
+  float bias = 0.0f;
+};
+
+// Step 0 of the canonical sampler (docs/ARCHITECTURE.md, "Sampling"): a request's
+// logit_bias and its grammar's token mask. Each biased logit is one IEEE add
+// (logit + bias); a token the mask leaves out becomes -inf. The CUDA kernel has no
+// step 0 yet, so the scheduler samples such rows on the host (same tokens: the kernel
+// is bitwise the reference on the adjusted row).
+struct RowAdjust {
+  std::span<const LogitBias> bias;              // ids unique
+  const std::vector<uint64_t>* allowed = nullptr;  // bit id%64 of word id/64; null = every token
+  bool empty() const { return bias.empty() && allowed == nullptr; }
+};
+std::vector<float> adjusted_row(std::span<const float> logits, const RowAdjust& adjust);
+// Whether `adjust` leaves at least one token of a `vocab`-sized row.
+bool any_allowed(const RowAdjust& adjust, int64_t vocab);
+
 // Returns an error message when params are out of range, else nullopt.
 std::optional<const char*> validate(const SamplingParams& params);
 
@@ -55,6 +75,12 @@ sampling::RowParams row_params(const SamplingParams& params, uint64_t position);
 std::vector<sampling::PenaltyEntry> penalty_entries(const SamplingParams& params, std::span<const int32_t> prompt,
                                                     std::span<const int32_t> output,
                                                     std::span<const int32_t> assumed = {});
+
+// The canonical sampler's token for a row under `adjust` (step 0, then the row's
+// penalties, then steps 1-8); what the scheduler computes on the host for biased or
+// grammar-constrained rows.
+int32_t sample_adjusted(std::span<const float> logits, const SamplingParams& params, uint64_t position,
+                        std::span<const sampling::PenaltyEntry> penalties, const RowAdjust& adjust);
 
 // Logprobs of the chosen token (and the top alternatives) under the raw logits, as
 // sample() reports them, for a token sampled elsewhere (on the device).

@@ -10,6 +10,7 @@ const char* to_string(FinishReason r) {
     case FinishReason::length: return "length";
     case FinishReason::cancelled: return "cancelled";
     case FinishReason::error: return "error";
+    case FinishReason::aborted: return "aborted";
     default: return "none";
   }
 }
@@ -27,6 +28,11 @@ bool SequenceHandle::wait(SequenceUpdate& out, std::chrono::milliseconds timeout
   out.drafted_tokens = drafted_tokens_;
   out.accepted_tokens = accepted_tokens_;
   return news;
+}
+
+bool SequenceHandle::wait_admitted(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return admitted_ || finish_ != FinishReason::none; });
 }
 
 void SequenceHandle::publish(const GeneratedToken* token, FinishReason finish, std::string error) {
@@ -78,11 +84,13 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     return make_error(ErrorCode::invalid_argument, "the request needs more KV cache than this server has");
   auto job = std::make_unique<Job>();
   job->req = std::move(request);
+  job->queued_at = std::chrono::steady_clock::now();
   job->handle = std::make_shared<SequenceHandle>();
   job->handle->prompt_tokens_ = static_cast<int64_t>(job->req.prompt.size());
   auto handle = job->handle;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!abort_reason_.empty()) return make_error(ErrorCode::conflict, abort_reason_);
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_waiting)
       return make_error(ErrorCode::conflict, "the server's queue is full");
     // Behind every queued job of the same or higher priority.
@@ -95,17 +103,32 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
   return handle;
 }
 
+void Scheduler::abort_all(std::string reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_reason_ = reason.empty() ? std::string("aborted by the server") : std::move(reason);
+  }
+  cv_.notify_all();
+}
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 
 void Scheduler::admit_locked() {
-  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_running) {
-    Job& job = *waiting_.front();
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int64_t>(running_.size()) < options_.max_running;) {
+    Job& job = **it;
+    if (!engine_.can_open_sequence()) break;  // recurrent-state slots: nobody can open
     const int64_t need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
-    if (reserved_blocks_ + need > stats_.kv_blocks_total) break;  // FIFO: wait for room
-    if (!engine_.can_open_sequence()) break;                      // ... and for recurrent-state slots
+    if (reserved_blocks_ + need > stats_.kv_blocks_total) {
+      // It does not fit yet. Smaller ones behind it may start (backfill) until it has
+      // waited the window; then they wait for it, so it cannot be starved.
+      if (now - job.queued_at >= options_.backfill_window) break;
+      ++it;
+      continue;
+    }
     reserved_blocks_ += need;
     job.reserved_blocks = need;
     std::vector<int32_t> prefix;
@@ -113,6 +136,7 @@ void Scheduler::admit_locked() {
     job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
     job.seq = engine_.open_sequence(std::move(prefix));
     job.context = job.req.prompt;
+    if (job.req.constraint) job.constraint = job.req.constraint();
     if (options_.make_drafter) {
       job.drafter = options_.make_drafter();
       if (job.drafter) job.gate = SpecGate(options_.spec_policy, job.drafter->draft_token_cost());
@@ -120,14 +144,16 @@ void Scheduler::admit_locked() {
     {
       std::lock_guard<std::mutex> hl(job.handle->mu_);
       job.handle->cached_tokens_ = job.prompt_done;
+      job.handle->admitted_ = true;
     }
+    job.handle->cv_.notify_all();
     stats_.prefix_hit_tokens += job.prompt_done;
     stats_.prompt_tokens += static_cast<int64_t>(job.req.prompt.size());
     int64_t in_group[2] = {0, 0};
     for (const auto& r : running_) ++in_group[r->group & 1];
     job.group = in_group[1] < in_group[0] ? 1 : 0;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+    running_.push_back(std::move(*it));
+    it = waiting_.erase(it);
   }
 }
 
@@ -148,12 +174,17 @@ void Scheduler::update_stats_locked() {
 }
 
 void Scheduler::cancel_locked() {
-  // A client went away: free its KV within this iteration (a job in flight once its step is collected).
+  // A client went away: free its KV within this iteration (a job in flight once its step is
+  // collected). After abort_all(), every job goes the same way, as aborted.
+  const bool abort = !abort_reason_.empty();
   for (auto& j : running_)
-    if (!j->in_flight && j->handle->cancelled_.load()) finish(*j, FinishReason::cancelled);
+    if (!j->in_flight && (abort || j->handle->cancelled_.load()))
+      finish(*j, abort ? FinishReason::aborted : FinishReason::cancelled, abort ? abort_reason_ : std::string());
   std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
   for (auto& j : waiting_)
-    if (j->handle->cancelled_.load()) j->handle->publish(nullptr, FinishReason::cancelled, {});
+    if (abort || j->handle->cancelled_.load())
+      j->handle->publish(nullptr, abort ? FinishReason::aborted : FinishReason::cancelled, abort ? abort_reason_ : std::string());
+  if (abort) waiting_.clear();
   std::erase_if(waiting_, [](const auto& j) { return j->handle->cancelled_.load(); });
 }
 
@@ -207,16 +238,18 @@ void Scheduler::attach_sampling(Flight& f) {
     rs.output = j.output;
     rs.position = j.req.prompt.size() + j.output.size();
     const bool logprobs = p.logprobs || p.top_logprobs > 0;
+    // Rows under logit_bias or a grammar come to the host and are sampled in sample_here.
+    const bool here = host_sampled(j);
     if (f.chunk[i] > 0) {
       // A prompt chunk: only the one that ends the prompt yields a token.
       const bool last = j.prompt_done + f.chunk[i] >= static_cast<int64_t>(j.req.prompt.size());
-      rs.rows = last ? 1 : 0;
-      rs.want_logits = last && logprobs;
+      rs.rows = last && !here ? 1 : 0;
+      rs.want_logits = last && (logprobs || here);
     } else {
       // The fed token plus drafts: row t assumes the drafts before it were emitted.
       rs.assumed = std::span<const int32_t>(j.feed).subspan(1);
-      rs.rows = static_cast<int32_t>(j.feed.size());
-      rs.want_logits = logprobs;
+      rs.rows = here ? 0 : static_cast<int32_t>(j.feed.size());
+      rs.want_logits = logprobs || here;
     }
     f.reqs[i].sampling = &rs;
   }
@@ -232,8 +265,25 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
     Job& j = *f.jobs[i];
     if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     StepRows& r = (*out)[i];
-    const FinishReason end = consume(j, r.logits, r.tokens);
-    if (end != FinishReason::none) finish(j, end);
+    if (host_sampled(j)) {
+      auto tokens = sample_here(j, r.logits);
+      if (!tokens) {
+        finish(j, FinishReason::error, tokens.error().message);
+        continue;
+      }
+      r.tokens = std::move(*tokens);
+    }
+    const size_t before = j.output.size();
+    FinishReason end = consume(j, r.logits, r.tokens);
+    if (j.seq < 0) continue;  // consume failed the sequence
+    if (j.constraint && end != FinishReason::stop)
+      for (size_t t = before; t < j.output.size(); ++t)
+        if (!j.constraint->advance(j.output[t])) {
+          end = FinishReason::error;
+          break;
+        }
+    if (end == FinishReason::error) finish(j, end, "a sampled token broke the sequence's grammar (a bug)");
+    else if (end != FinishReason::none) finish(j, end);
   }
 }
 
@@ -359,8 +409,8 @@ void Scheduler::run() {
       update_stats_locked();
     }
   }
-  for (auto& j : running_) finish(*j, FinishReason::cancelled, "the server is shutting down");
-  for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::cancelled, "the server is shutting down");
+  for (auto& j : running_) finish(*j, FinishReason::aborted, "the server is shutting down");
+  for (auto& j : waiting_) j->handle->publish(nullptr, FinishReason::aborted, "the server is shutting down");
   running_.clear();
   waiting_.clear();
 }
@@ -392,6 +442,38 @@ void Scheduler::draft_all(const std::vector<Job*>& decoding, int k) {
       continue;  // a broken drafter costs nothing but its time
     owners[i]->feed.insert(owners[i]->feed.end(), d.begin(), d.end());
   }
+}
+
+Result<std::vector<int32_t>> Scheduler::sample_here(Job& j, const std::vector<std::vector<float>>& rows) {
+  std::vector<int32_t> tokens;
+  std::unique_ptr<TokenConstraint> probe;  // the constraint after the drafts before row t
+  TokenConstraint* c = j.constraint.get();
+  const int64_t vocab = engine_.vocab_size();
+  const uint64_t position = j.req.prompt.size() + j.output.size();
+  for (size_t t = 0; t < rows.size(); ++t) {
+    if (t > 0 && c != nullptr) {
+      if (!probe) probe = c->clone();
+      // A draft the grammar refuses: row t-1's token (masked) differs from it, so the
+      // rows from t on are never read; any token fills them.
+      if (!probe->advance(j.feed[t])) {
+        tokens.resize(rows.size(), 0);
+        break;
+      }
+      c = probe.get();
+    }
+    RowAdjust adjust;
+    adjust.bias = j.req.logit_bias;
+    if (c != nullptr) adjust.allowed = &c->allowed();
+    if (!any_allowed(adjust, vocab))
+      return make_error(ErrorCode::invalid_argument,
+                        "the sequence's grammar allows no token of the vocabulary here (the model cannot spell what the "
+                        "schema requires)");
+    const std::vector<sampling::PenaltyEntry> pen =
+        penalty_entries(j.req.sampling, j.req.prompt, j.output,
+                        std::span<const int32_t>(j.feed).subspan(j.feed.empty() ? 0 : 1, j.feed.empty() ? 0 : t));
+    tokens.push_back(sample_adjusted(rows[t], j.req.sampling, position + t, pen, adjust));
+  }
+  return tokens;
 }
 
 FinishReason Scheduler::consume(Job& j, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens) {

@@ -1,7 +1,10 @@
 // The serving scheduler: continuous batching over one Engine.
 //
-// Requests wait in a FIFO queue until the KV cache can hold their worst case
-// (prompt + max_tokens), so a running sequence never fails for lack of memory.
+// Requests wait in a queue (priority, then arrival) until the KV cache can hold
+// their worst case (prompt + max_tokens), so a running sequence never fails for
+// lack of memory. A queued sequence that does not fit yet does not block smaller
+// ones behind it that do (backfill) until it has waited backfill_window; from then
+// on nothing behind it starts before it does (starvation protection for the large).
 // Every iteration builds one engine step from all running sequences: a prefill
 // chunk for those still reading their prompt (bounded by a per-step token
 // budget) and one token for each decoding sequence. Sampling is keyed by (seed,
@@ -37,6 +40,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/engine/spec_policy.hpp"
+#include "host/engine/token_constraint.hpp"
 
 namespace memra::engine {
 
@@ -44,6 +48,8 @@ struct SchedulerOptions {
   int64_t max_step_tokens = 512;   // prefill chunk budget per step (decode tokens count too)
   int64_t max_running = 16;        // sequences decoding at once
   int64_t max_waiting = 256;       // queue bound; beyond it submit() fails with conflict
+  // How long a queued sequence that does not fit may be passed by later ones that do.
+  std::chrono::milliseconds backfill_window{5000};
   // Speculative decoding: off while make_drafter is empty. Called on the scheduler
   // thread, once per admitted sequence.
   std::function<std::unique_ptr<Drafter>()> make_drafter{};
@@ -67,9 +73,15 @@ struct SequenceRequest {
   std::vector<int32_t> stop_ids;
   std::string cache_namespace;     // (model, tenant, salt); empty = no prefix caching
   int64_t priority = 0;            // waits ahead of queued requests of lower priority (FIFO among equals)
+  // Step 0 of the canonical sampler (sampler.hpp RowAdjust): logit_bias (ids unique, in
+  // the vocabulary) and a grammar (made once per sequence at admission). Such sequences'
+  // rows are sampled on the host, whatever the backend.
+  std::vector<LogitBias> logit_bias;
+  TokenConstraintFactory constraint;
 };
 
-enum class FinishReason { none, stop, length, cancelled, error };
+// cancelled: by its consumer (SequenceHandle::cancel); aborted: by the server (abort_all, shutdown).
+enum class FinishReason { none, stop, length, cancelled, error, aborted };
 const char* to_string(FinishReason r);
 
 struct GeneratedToken {
@@ -96,6 +108,9 @@ class SequenceHandle {
   bool wait(SequenceUpdate& out, std::chrono::milliseconds timeout);
   // Stops the sequence; its KV is freed at the scheduler's next iteration.
   void cancel() { cancelled_.store(true); }
+  // Waits until the scheduler admitted the sequence (its KV is reserved) or it ended;
+  // false when `timeout` passed first.
+  bool wait_admitted(std::chrono::milliseconds timeout);
 
  private:
   friend class Scheduler;
@@ -105,6 +120,7 @@ class SequenceHandle {
   std::condition_variable cv_;
   std::vector<GeneratedToken> pending_;
   bool started_ = false;
+  bool admitted_ = false;
   FinishReason finish_ = FinishReason::none;
   std::string error_;
   int64_t prompt_tokens_ = 0;
@@ -144,6 +160,10 @@ class Scheduler {
   // cache; (conflict) when the waiting queue is full.
   Result<std::shared_ptr<SequenceHandle>> submit(SequenceRequest request);
   SchedulerStats stats() const;
+  // Ends every sequence, running or queued, with FinishReason::aborted and `reason`
+  // (at the scheduler's next iteration; a step in flight first completes). Later
+  // submissions fail. For a drain that runs out of time.
+  void abort_all(std::string reason);
   // Blocks needed to guarantee a request's completion (for admission decisions).
   int64_t blocks_for(int64_t tokens) const;
 
@@ -152,11 +172,13 @@ class Scheduler {
     SequenceRequest req;
     std::shared_ptr<SequenceHandle> handle;
     int32_t seq = -1;
+    std::chrono::steady_clock::time_point queued_at;
     int64_t reserved_blocks = 0;
     int64_t prompt_done = 0;          // prompt tokens already in the KV cache
     std::vector<int32_t> output;
     std::vector<int32_t> context;     // prompt + output (what drafters read)
     std::unique_ptr<Drafter> drafter; // speculative decoding, when on
+    std::unique_ptr<TokenConstraint> constraint;  // req.constraint's, made at admission
     SpecGate gate;
     std::vector<int32_t> feed;        // this step's decode tokens: the last one + drafts
     int64_t drafted = 0, accepted = 0;
@@ -198,6 +220,11 @@ class Scheduler {
   // Takes the tokens the engine sampled for one step of `job` (one per row; rows holds
   // logits rows only where logprobs were asked); returns what ended it (none = running).
   FinishReason consume(Job& job, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens);
+  // Whether a job's rows are sampled here (logit_bias or a grammar) rather than by the engine.
+  static bool host_sampled(const Job& job) { return job.constraint || !job.req.logit_bias.empty(); }
+  // The tokens of a host-sampled job's rows (step 0 applied; row t masked by the
+  // constraint after the drafts before it). Error: the grammar allows no token.
+  Result<std::vector<int32_t>> sample_here(Job& job, const std::vector<std::vector<float>>& rows);
 
   Engine& engine_;
   SchedulerOptions options_;
@@ -208,6 +235,7 @@ class Scheduler {
   int64_t reserved_blocks_ = 0;
   SchedulerStats stats_;
   bool stop_ = false;
+  std::string abort_reason_;  // set: abort_all() was called
   StepCostModel step_costs_;  // decode steps' wall time against their tokens (spec fallback)
   std::thread thread_;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "repack/checkpoint/gguf.hpp"
@@ -84,6 +86,16 @@ Result<std::shared_ptr<const tokenizer::Tokenizer>> load_tokenizer(const std::st
     return tokenizer::Tokenizer::from_hf_files(p, fs::exists(config) ? config : fs::path());
   }
   return gguf_tokenizer(path);
+}
+
+Result<chat_template::Template> load_chat_template_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::not_found, path + " cannot be read");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty()) return make_error(ErrorCode::invalid_argument, path + " is empty");
+  auto tpl = chat_template::compile(text);
+  if (!tpl) return make_error(tpl.error().code, path + " is not a usable chat template: " + tpl.error().message);
+  return std::move(*tpl);
 }
 
 Result<TextModel> load_text_model(const std::string& path, const ModelConfig& config) {

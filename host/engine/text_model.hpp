@@ -30,6 +30,9 @@ struct TextModel {
 // tokenizer.json, a tokenizer.json file itself, or a .gguf (its embedded vocabulary).
 Result<std::shared_ptr<const tokenizer::Tokenizer>> load_tokenizer(const std::string& path);
 
+// A chat template read from a Jinja file (--chat-template), compiled; errors name the file.
+Result<chat_template::Template> load_chat_template_file(const std::string& path);
+
 // `path` is what the engine opened: a Hugging Face directory or a .gguf file.
 Result<TextModel> load_text_model(const std::string& path, const ModelConfig& config);
 

@@ -139,5 +139,20 @@ ApiError internal(std::string_view what) {
                   "); this is a bug in memra-host, please report it with the server log");
 }
 
+ApiError framing(int status, std::string code, std::string message) {
+  return make(status, kInvalidRequest, std::move(code), std::move(message));
+}
+
+ApiError request_timeout(std::string code, std::string_view what) {
+  return make(408, kInvalidRequest, std::move(code),
+              std::string(what) + "; the connection is closed (memra-host --header-timeout-ms, --body-timeout-ms, "
+                                  "--min-receive-rate)");
+}
+
+ApiError too_many_connections(std::string_view detail) {
+  return make(503, kUnavailable, "too_many_connections",
+              "the server has too many open connections (" + std::string(detail) + "); retry later");
+}
+
 }  // namespace errors
 }  // namespace memra::server

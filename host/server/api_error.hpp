@@ -46,6 +46,10 @@ ApiError generation_failed(std::string_view detail);
 ApiError not_ready(std::string code, std::string_view reason);
 ApiError shutting_down();
 ApiError internal(std::string_view what);
+// Refused by the HTTP front end before routing (http_frontend.cpp).
+ApiError framing(int status, std::string code, std::string message);
+ApiError request_timeout(std::string code, std::string_view what);
+ApiError too_many_connections(std::string_view detail);
 }  // namespace errors
 
 }  // namespace memra::server

@@ -45,6 +45,8 @@ Result<std::unique_ptr<GenerationRun>> GenerationRun::start(ServedModel& model, 
       req.stop_ids = stop_ids;
       req.cache_namespace = spec.cache_namespace;
       req.priority = spec.priority;
+      req.logit_bias = spec.logit_bias;
+      req.constraint = spec.constraint;
       auto handle = model.scheduler->submit(std::move(req));
       if (!handle) return handle.error();  // the destructor cancels what was submitted
       auto c = std::make_unique<Choice>(model.text.tokenizer);
@@ -58,6 +60,24 @@ Result<std::unique_ptr<GenerationRun>> GenerationRun::start(ServedModel& model, 
 }
 
 GenerationRun::~GenerationRun() { cancel(); }
+
+GenerationRun::Admission GenerationRun::wait_admitted(std::chrono::milliseconds timeout,
+                                                      const std::function<bool()>& client_gone) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& c : choices_) {
+    while (!c->handle->wait_admitted(std::chrono::milliseconds(50))) {
+      if (client_gone && client_gone()) {
+        cancel();
+        return Admission::client_gone;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        cancel();
+        return Admission::timed_out;
+      }
+    }
+  }
+  return Admission::admitted;
+}
 
 void GenerationRun::cancel() {
   for (auto& c : choices_) {
@@ -160,6 +180,7 @@ void GenerationRun::process(Choice& c, const engine::SequenceUpdate& u, std::chr
       case engine::FinishReason::stop: finish = "stop"; break;
       case engine::FinishReason::length: finish = "length"; break;
       default:
+        if (u.finish == engine::FinishReason::aborted) aborted_ = true;
         if (!error_) error_ = u.error.empty() ? std::string("the sequence was cancelled by the server") : u.error;
         finish = "error";
         break;

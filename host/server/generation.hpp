@@ -16,6 +16,7 @@
 
 #include "core/common/result.hpp"
 #include "host/engine/sampler.hpp"
+#include "host/engine/token_constraint.hpp"
 #include "host/server/served_model.hpp"
 #include "host/tokenizer/tokenizer.hpp"
 
@@ -30,6 +31,8 @@ struct GenerationSpec {
   bool ignore_eos = false;
   std::string cache_namespace;
   std::int64_t priority = 0;  // the tenant's: orders the scheduler's queue
+  std::vector<engine::LogitBias> logit_bias;
+  engine::TokenConstraintFactory constraint;  // structured output / forced tool call; empty = none
 };
 
 // A generated token and where its text sits in the choice's text.
@@ -44,7 +47,7 @@ struct TokenRecord {
 // What is new for one choice since the last poll.
 struct ChoiceDelta {
   std::size_t index = 0;
-  std::string text;
+  std::string text;                          // chat: the content part
   std::vector<TokenRecord> tokens;           // tokens whose text is now released
   std::optional<std::string> finish_reason;  // "stop" or "length" when the choice ended
 };
@@ -55,6 +58,11 @@ class GenerationRun {
   // is full (nothing stays submitted), invalid_argument when it can never run.
   static Result<std::unique_ptr<GenerationRun>> start(ServedModel& model, const GenerationSpec& spec);
   ~GenerationRun();
+
+  // Waits until the scheduler admitted every sequence (the device gate), polling
+  // `client_gone` every 50 ms. On timed_out or client_gone everything is cancelled.
+  enum class Admission { admitted, timed_out, client_gone };
+  Admission wait_admitted(std::chrono::milliseconds timeout, const std::function<bool()>& client_gone);
   GenerationRun(const GenerationRun&) = delete;
   GenerationRun& operator=(const GenerationRun&) = delete;
 
@@ -64,6 +72,8 @@ class GenerationRun {
   bool done() const;
   // Set when a sequence failed in the engine or was cancelled by the server (shutdown).
   const std::optional<std::string>& error() const { return error_; }
+  // The server ended it (a drain out of time, shutdown), not the engine failing.
+  bool aborted() const { return aborted_; }
   void cancel();
 
   std::size_t choices() const { return choices_.size(); }
@@ -87,6 +97,7 @@ class GenerationRun {
   GenerationSpec spec_;
   std::vector<std::unique_ptr<Choice>> choices_;
   std::optional<std::string> error_;
+  bool aborted_ = false;
   std::chrono::steady_clock::time_point start_;
 };
 

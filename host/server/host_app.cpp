@@ -3,34 +3,35 @@
 #include <Poco/AutoPtr.h>
 #include <Poco/ConsoleChannel.h>
 #include <Poco/FormattingChannel.h>
-#include <Poco/Net/HTTPServer.h>
-#include <Poco/Net/HTTPServerParams.h>
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
 #include <Poco/PatternFormatter.h>
 #include <Poco/Process.h>
-#include <Poco/ThreadPool.h>
 #include <Poco/Util/HelpFormatter.h>
 #include <Poco/Util/Option.h>
 #include <Poco/Util/OptionException.h>
 #include <Poco/Util/OptionSet.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <thread>
+
+#include <sys/resource.h>
 
 #include "host/server/admission.hpp"
 #include "host/server/api_keys.hpp"
 #include "host/server/key_ring.hpp"
 #include "host/server/metrics.hpp"
 #include "host/server/served_model.hpp"
-#include "host/server/poco_adapter.hpp"
+#include "host/server/http_frontend.hpp"
 #include "host/server/router.hpp"
 #include "host/server/server_state.hpp"
 #include "host/server/signals.hpp"
@@ -57,6 +58,24 @@ void setup_logging(const std::string& level) {
   Poco::Logger::setLevel("", Poco::Logger::parseLevel(level));
 }
 
+// Each connection is a descriptor: lift the soft limit towards the hard one so
+// --max-connections can be reached (the loop stops accepting briefly when it runs out).
+void raise_descriptor_limit(int max_connections) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t want = static_cast<rlim_t>(max_connections) + 256;
+  if (limit.rlim_cur >= want) return;
+  const rlim_t soft = limit.rlim_max == RLIM_INFINITY ? want : std::min(want, limit.rlim_max);
+  if (soft > limit.rlim_cur) {
+    limit.rlim_cur = soft;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (soft < want)
+    log().warning("the descriptor limit (%s) is below --max-connections %s plus what the server needs; new connections "
+                  "are refused while it is reached (raise ulimit -n)",
+                  std::to_string(soft), std::to_string(max_connections));
+}
+
 // Exit without running destructors: used when requests are still running and
 // must not hold the process (their threads would be joined otherwise).
 [[noreturn]] void exit_now(int code) {
@@ -64,6 +83,17 @@ void setup_logging(const std::string& level) {
   std::cerr.flush();
   std::fflush(nullptr);
   std::_Exit(code);
+}
+
+// The drain ran out of time: every scheduler ends its sequences as aborted, so each
+// stream sends an error event (server_shutting_down) and [DONE] and each JSON request
+// a 503; they get up to 1 s to write it, then the process exits 75 without them.
+[[noreturn]] void cut_and_exit(ModelSet& models, ServerState& state) {
+  for (const auto& m : models.all()) m->scheduler->abort_all("the server is shutting down (the drain timeout passed)");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (state.admitted() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  exit_now(Poco::Util::Application::EXIT_TEMPFAIL);
 }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -84,6 +114,11 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_MAX_BODY_BYTES    as --max-body-bytes\n"
          "  MEMRA_DRAIN_TIMEOUT_MS  as --drain-timeout-ms\n"
          "  MEMRA_THREADS           as --threads\n"
+         "  MEMRA_HEADER_TIMEOUT_MS as --header-timeout-ms\n"
+         "  MEMRA_BODY_TIMEOUT_MS   as --body-timeout-ms\n"
+         "  MEMRA_MIN_RECEIVE_RATE  as --min-receive-rate\n"
+         "  MEMRA_MAX_CONNECTIONS   as --max-connections\n"
+         "  MEMRA_MAX_CLIENT_CONNECTIONS as --max-client-connections\n"
          "  MEMRA_LOG_LEVEL         as --log-level\n"
          "  MEMRA_BACKEND           as --backend\n"
          "  MEMRA_MAX_CONTEXT       as --max-context\n"
@@ -93,6 +128,9 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_MAX_WAITING       as --max-waiting\n"
          "  MEMRA_MAX_STEP_TOKENS   as --max-step-tokens\n"
          "  MEMRA_TENANT_QUEUE      as --tenant-queue\n"
+         "  MEMRA_DEFAULT_MAX_TOKENS as --default-max-tokens\n"
+         "  MEMRA_QUEUE_TIMEOUT_MS  as --queue-timeout-ms\n"
+         "  MEMRA_BACKFILL_MS       as --backfill-ms\n"
          "  MEMRA_SPEC              as --spec\n"
          "  MEMRA_SPEC_K            as --spec-k\n"
          "  MEMRA_DRAFT             as --draft\n"
@@ -102,8 +140,8 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_PP_SPLIT          as --pp-split\n"
          "  MEMRA_PP_DEVICES        as --pp-devices\n"
          "  MEMRA_PP_GROUPS         as --pp-groups\n"
-         "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-tiny-random, random weights) is\n"
-         "served from <exe>/../share/memra/default_model.\n"
+         "\nWithout --model or MEMRA_MODELS, the embedded default model (memra-demo, a 6M-parameter Qwen3 trained\n"
+         "on public-domain English) is served from <exe>/../share/memra/default_model.\n"
          "\nExit codes: 0 ok, 64 bad flag/env value, 66 a model cannot be loaded, 69 backend not in this build,\n"
          "70 internal error, 71 cannot listen, 75 drain cut short, 77 registry gate refused a model,\n"
          "78 bad key file or registry.\n"
@@ -115,17 +153,18 @@ void print_examples(const std::string& url, bool auth) {
   const std::string model = kDefaultModelAlias;
   const std::string header = auth ? " -H 'Authorization: Bearer YOUR_KEY'" : "";
   std::cout << "\nServing the embedded default model '" << model
-            << "' (random weights: it proves the path; its text is gibberish).\n"
+            << "' (a 6M-parameter Qwen3 trained on public-domain English: it answers in English sentences\n"
+            << "but knows nothing).\n"
             << "Try it with curl:\n"
             << "  curl -s " << url << "/v1/chat/completions -H 'Content-Type: application/json'" << header << " \\\n"
             << "    -d '{\"model\":\"" << model
-            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n"
+            << "\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":48,\"temperature\":0.7}'\n"
             << "or with the openai client (Node, npm install openai):\n"
             << "  import OpenAI from \"openai\";\n"
             << "  const client = new OpenAI({ baseURL: \"" << url << "/v1\", apiKey: \""
             << (auth ? "YOUR_KEY" : "unused") << "\" });\n"
             << "  const r = await client.chat.completions.create({ model: \"" << model
-            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 16 });\n"
+            << "\", messages: [{ role: \"user\", content: \"Hello\" }], max_tokens: 48, temperature: 0.7 });\n"
             << "  console.log(r.choices[0].message.content);\n"
             << "Serve a real model with --model PATH (docs/SERVING.md).\n"
             << std::flush;
@@ -175,8 +214,13 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("FILE"));
   options.addOption(Option("model", "",
                            "model to serve (Hugging Face directory or .gguf), repeatable; +DRAFT gives it a draft "
-                           "model for speculative decoding; default: the embedded memra-tiny-random")
+                           "model for speculative decoding; default: the embedded memra-demo")
                         .argument("[ALIAS=]PATH[+DRAFT]")
+                        .repeatable(true));
+  options.addOption(Option("chat-template", "",
+                           "Jinja chat template file used instead of the model's own (or where it has none); "
+                           "ALIAS=FILE for one model, repeatable")
+                        .argument("[ALIAS=]FILE")
                         .repeatable(true));
   options.addOption(Option("backend", "", "auto, cpu or cuda (default auto: cpu in this build)").argument("NAME"));
   options.addOption(Option("no-repack", "",
@@ -195,6 +239,17 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                         .argument("N"));
   options.addOption(Option("max-step-tokens", "", "prompt tokens per scheduler step, chunked prefill (default 512)")
                         .argument("N"));
+  options.addOption(Option("default-max-tokens", "",
+                           "tokens a request without max_tokens generates at most (also capped by the context left "
+                           "and the key's max_kv_tokens; default 1024, 0 = the context left)")
+                        .argument("N"));
+  options.addOption(Option("queue-timeout-ms", "",
+                           "longest wait in a model's scheduler queue before 503 (default 30000; 0 = no limit)")
+                        .argument("MS"));
+  options.addOption(Option("backfill-ms", "",
+                           "a queued request that does not fit yet is passed by smaller ones that do for this long, "
+                           "then they wait for it (default 5000; 0 = strict order)")
+                        .argument("MS"));
   options.addOption(Option("tenant-queue", "",
                            "requests per tenant waiting for admission before 429 at once (default 64)")
                         .argument("N"));
@@ -237,7 +292,25 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("drain-timeout-ms", "",
                            "on SIGTERM/SIGINT, how long to let running requests finish (default 30000)")
                         .argument("MS"));
-  options.addOption(Option("threads", "", "HTTP worker threads, i.e. concurrent connections (default 64)")
+  options.addOption(Option("threads", "",
+                           "HTTP worker threads: requests answered at once, a stream holding one until it ends; "
+                           "reading requests and /health, /ready, /metrics need none of them (default auto: every "
+                           "model's --max-running + --max-waiting, plus 32)")
+                        .argument("N"));
+  options.addOption(Option("header-timeout-ms", "",
+                           "a request's head must arrive within this of its first byte, else 408 (default 10000)")
+                        .argument("MS"));
+  options.addOption(Option("body-timeout-ms", "",
+                           "a request's body must arrive within this of its head, else 408 (default 60000)")
+                        .argument("MS"));
+  options.addOption(Option("min-receive-rate", "",
+                           "a request must arrive at this many bytes/s on average once it is 2 s old, else 408 "
+                           "(default 1024; 0 = off)")
+                        .argument("BYTES"));
+  options.addOption(Option("max-connections", "", "open client connections in all; more get 503 (default 4096)")
+                        .argument("N"));
+  options.addOption(Option("max-client-connections", "",
+                           "open connections per client address; more get 503 (default 256; 0 = no limit)")
                         .argument("N"));
   options.addOption(Option("log-level", "", "error, warning, information, debug or trace (default information)")
                         .argument("LEVEL"));
@@ -368,10 +441,17 @@ int HostApp::main(const std::vector<std::string>& args) {
                   dir.string());
       return EXIT_NOINPUT;
     }
-    log().information("no --model / MEMRA_MODELS given: serving the embedded default model %s from %s (random "
-                      "weights: it proves the whole path, its text is gibberish)",
+    log().information("no --model / MEMRA_MODELS given: serving the embedded default model %s from %s (a small "
+                      "Qwen3 trained on public-domain English: it answers in English sentences but knows nothing)",
                       std::string(kDefaultModelAlias), dir.string());
     specs.push_back({kDefaultModelAlias, dir.string(), ""});
+  }
+  for (const auto& t : options.chat_templates) {
+    if (!t.alias.empty() && std::none_of(specs.begin(), specs.end(), [&](const auto& m) { return m.alias == t.alias; })) {
+      log().error("--chat-template %s=%s names no served model; the aliases are those of --model ALIAS=PATH", t.alias,
+                  t.path);
+      return EXIT_USAGE;
+    }
   }
   ModelSet models;
   {
@@ -417,6 +497,8 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   config.admission = &admission;
   config.models_ready = !models.empty();  // loaded before serving; each scheduler thread runs from its creation
   config.version = MEMRA_VERSION;
+  config.default_max_tokens = options.default_max_tokens;
+  config.queue_timeout_ms = options.queue_timeout_ms > 0 ? options.queue_timeout_ms : std::numeric_limits<int>::max();
   Router router(config, keys, metrics, state);
   if (keys != nullptr) keys->watch(options.keys_reload_ms);
 
@@ -432,14 +514,28 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
     return EXIT_OSERR;
   }
 
-  Poco::ThreadPool pool("memra-http", 2, options.threads, 60);
-  Poco::Net::HTTPServerParams::Ptr params = new Poco::Net::HTTPServerParams;
-  params->setMaxThreads(options.threads);
-  params->setMaxQueued(256);
-  params->setKeepAlive(true);
-  params->setSoftwareVersion(std::string("memra-host/") + MEMRA_VERSION);
-  Poco::Net::HTTPServer server(new HandlerFactory(router, state), pool, socket, params);
-  server.start();
+  raise_descriptor_limit(options.max_connections);
+  // A request holds its worker while it waits in a scheduler's queue and while it
+  // streams, so by default there is a worker for every sequence the schedulers can hold
+  // (running + waiting): the HTTP queue then never stands in front of the schedulers'
+  // priority order. One choice per request: n > 1 choices share one worker.
+  int threads = options.threads;
+  if (threads <= 0) {
+    std::int64_t want = 32;
+    for (std::size_t i = 0; i < models.all().size(); ++i) want += options.max_running + options.max_waiting;
+    threads = static_cast<int>(std::clamp<std::int64_t>(want, 16, 4096));
+  }
+  FrontendOptions fo;
+  fo.worker_threads = threads;
+  fo.max_body_bytes = options.max_body_bytes;
+  fo.header_timeout_ms = options.header_timeout_ms;
+  fo.body_timeout_ms = options.body_timeout_ms;
+  fo.min_receive_rate = options.min_receive_rate;
+  fo.max_connections = options.max_connections;
+  fo.max_client_connections = options.max_client_connections;
+  fo.server_header = std::string("memra-host/") + MEMRA_VERSION;
+  HttpFrontend frontend(router, state, socket.impl()->sockfd(), fo);
+  frontend.start();
 
   const Poco::Net::SocketAddress bound = socket.address();
   const std::string host = bound.family() == Poco::Net::SocketAddress::IPv6 ? "[" + bound.host().toString() + "]"
@@ -447,8 +543,13 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   const std::string url = "http://" + host + ":" + std::to_string(bound.port());
   // The one machine-readable line on stdout; tests and scripts parse it.
   std::cout << "memra-host listening on " << url << std::endl;
-  log().information("listening on %s with %s worker threads; body limit %s bytes", url, std::to_string(options.threads),
-                    std::to_string(options.max_body_bytes));
+  log().information("listening on %s: %s worker threads (a stream holds one until it ends), /health and /ready "
+                    "answered by the connection loop, /metrics by 2 threads of its own; up to %s connections (%s per "
+                    "client); request heads within %s ms, bodies within %s ms, at least %s bytes/s; body limit %s bytes",
+                    url, std::to_string(threads), std::to_string(options.max_connections),
+                    options.max_client_connections > 0 ? std::to_string(options.max_client_connections) : std::string("any"),
+                    std::to_string(options.header_timeout_ms), std::to_string(options.body_timeout_ms),
+                    std::to_string(options.min_receive_rate), std::to_string(options.max_body_bytes));
   if (default_model) print_examples(url, keys != nullptr);
 
   const int sig = wait_for_termination_signal();
@@ -462,9 +563,10 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   while (state.admitted() > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      log().error("drain timeout (%s ms) passed with %s request(s) still running; exiting without them",
+      log().error("drain timeout (%s ms) passed with %s request(s) still running; ending them (streams get an error "
+                  "event and [DONE]) and exiting",
                   std::to_string(options.drain_timeout_ms), std::to_string(state.admitted()));
-      exit_now(EXIT_TEMPFAIL);
+      cut_and_exit(models, state);
     }
     if (wait_for_termination_signal_for(static_cast<int>(std::min<long>(left.count(), 50)))) {
       log().warning("second termination signal: exiting now without %s running request(s)",
@@ -473,11 +575,7 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
     }
   }
   // Nothing admitted is running: close the listener and idle keep-alive connections.
-  server.stopAll(/*abortCurrent=*/true);
-  const auto close_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (server.currentConnections() > 0 && std::chrono::steady_clock::now() < close_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  frontend.stop();
   log().information("drained: every admitted request finished; exiting");
   return EXIT_OK;
 }

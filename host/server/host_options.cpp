@@ -47,6 +47,11 @@ constexpr Setting kSettings[] = {
     {"max-body-bytes", "MEMRA_MAX_BODY_BYTES"},
     {"drain-timeout-ms", "MEMRA_DRAIN_TIMEOUT_MS"},
     {"threads", "MEMRA_THREADS"},
+    {"header-timeout-ms", "MEMRA_HEADER_TIMEOUT_MS"},
+    {"body-timeout-ms", "MEMRA_BODY_TIMEOUT_MS"},
+    {"min-receive-rate", "MEMRA_MIN_RECEIVE_RATE"},
+    {"max-connections", "MEMRA_MAX_CONNECTIONS"},
+    {"max-client-connections", "MEMRA_MAX_CLIENT_CONNECTIONS"},
     {"log-level", "MEMRA_LOG_LEVEL"},
     {"backend", "MEMRA_BACKEND"},
     {"max-context", "MEMRA_MAX_CONTEXT"},
@@ -56,6 +61,9 @@ constexpr Setting kSettings[] = {
     {"max-waiting", "MEMRA_MAX_WAITING"},
     {"max-step-tokens", "MEMRA_MAX_STEP_TOKENS"},
     {"tenant-queue", "MEMRA_TENANT_QUEUE"},
+    {"default-max-tokens", "MEMRA_DEFAULT_MAX_TOKENS"},
+    {"queue-timeout-ms", "MEMRA_QUEUE_TIMEOUT_MS"},
+    {"backfill-ms", "MEMRA_BACKFILL_MS"},
     {"spec", "MEMRA_SPEC"},
     {"spec-k", "MEMRA_SPEC_K"},
     {"draft", "MEMRA_DRAFT"},
@@ -104,9 +112,33 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     if (!ms) return ms.error();
     o.drain_timeout_ms = static_cast<int>(*ms);
   } else if (name == "threads") {
-    auto n = parse_int(value, what, 2, 1024);
+    if (value == "auto") {
+      o.threads = 0;
+      return {};
+    }
+    auto n = parse_int(value, what, 2, 4096);
     if (!n) return n.error();
     o.threads = static_cast<int>(*n);
+  } else if (name == "header-timeout-ms") {
+    auto ms = parse_int(value, what, 100, 600000);
+    if (!ms) return ms.error();
+    o.header_timeout_ms = static_cast<int>(*ms);
+  } else if (name == "body-timeout-ms") {
+    auto ms = parse_int(value, what, 100, 3600000);
+    if (!ms) return ms.error();
+    o.body_timeout_ms = static_cast<int>(*ms);
+  } else if (name == "min-receive-rate") {
+    auto n = parse_int(value, what, 0, std::int64_t{1} << 30);
+    if (!n) return n.error();
+    o.min_receive_rate = *n;
+  } else if (name == "max-connections") {
+    auto n = parse_int(value, what, 16, 1 << 20);
+    if (!n) return n.error();
+    o.max_connections = static_cast<int>(*n);
+  } else if (name == "max-client-connections") {
+    auto n = parse_int(value, what, 0, 1 << 20);
+    if (!n) return n.error();
+    o.max_client_connections = static_cast<int>(*n);
   } else if (name == "backend") {
     auto backend = parse_backend(value);
     if (!backend) return usage(what + ": " + backend.error().message);
@@ -139,6 +171,18 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 0, 1 << 20);
     if (!n) return n.error();
     o.tenant_queue = *n;
+  } else if (name == "default-max-tokens") {
+    auto n = parse_int(value, what, 0, 1 << 20);
+    if (!n) return n.error();
+    o.default_max_tokens = *n;
+  } else if (name == "queue-timeout-ms") {
+    auto ms = parse_int(value, what, 0, 3600000);
+    if (!ms) return ms.error();
+    o.queue_timeout_ms = static_cast<int>(*ms);
+  } else if (name == "backfill-ms") {
+    auto ms = parse_int(value, what, 0, 3600000);
+    if (!ms) return ms.error();
+    o.backfill_ms = static_cast<int>(*ms);
   } else if (name == "spec") {
     auto kind = parse_spec_kind(value);
     if (!kind) return usage(what + ": " + kind.error().message);
@@ -266,6 +310,29 @@ Result<std::vector<ModelSpec>> parse_model_list(std::string_view text) {
   return out;
 }
 
+Result<ChatTemplateSpec> parse_chat_template_spec(std::string_view text) {
+  ChatTemplateSpec spec;
+  const std::size_t eq = text.find('=');
+  if (eq != std::string_view::npos && text.substr(0, eq).find('/') == std::string_view::npos) {
+    spec.alias = std::string(text.substr(0, eq));
+    spec.path = std::string(text.substr(eq + 1));
+    if (spec.alias.empty()) return usage("--chat-template '" + std::string(text) + "': the alias before '=' is empty");
+  } else {
+    spec.path = std::string(text);
+  }
+  if (spec.path.empty()) return usage("--chat-template '" + std::string(text) + "': the file is empty; use [ALIAS=]FILE");
+  return spec;
+}
+
+std::string chat_template_for(const HostOptions& options, const std::string& alias) {
+  std::string any;
+  for (const auto& t : options.chat_templates) {
+    if (t.alias == alias) return t.path;
+    if (t.alias.empty()) any = t.path;
+  }
+  return any;
+}
+
 Status apply_environment(HostOptions& options, const EnvLookup& env) {
   for (const auto& s : kSettings) {
     if (auto value = env(s.env)) MEMRA_TRY(set_value(options, s.flag, *value, std::string(s.env)));
@@ -286,6 +353,18 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
     if (!spec) return usage("--model: " + spec.error().message);
     options.models.push_back(std::move(*spec));
     return check_unique_aliases(options.models);
+  }
+  if (name == "chat-template") {
+    auto spec = parse_chat_template_spec(value);
+    if (!spec) return spec.error();
+    for (const auto& t : options.chat_templates) {
+      if (t.alias == spec->alias) {
+        return usage("--chat-template is given twice for " +
+                     (spec->alias.empty() ? std::string("every model") : "model '" + spec->alias + "'"));
+      }
+    }
+    options.chat_templates.push_back(std::move(*spec));
+    return {};
   }
   if (name == "plugin-dir") {
     if (value.empty()) return usage("--plugin-dir must not be empty");

@@ -21,6 +21,13 @@ struct ModelSpec {
   std::string draft;  // its draft model for speculative decoding ("" = none): ALIAS=PATH+DRAFT
 };
 
+// --chat-template [ALIAS=]FILE: a Jinja chat template used instead of the one the
+// model ships (or where it ships none). No alias: every model without its own.
+struct ChatTemplateSpec {
+  std::string alias;  // "" = every model
+  std::string path;
+};
+
 enum class BackendChoice { auto_select, cpu, cuda };
 
 struct HostOptions {
@@ -28,11 +35,18 @@ struct HostOptions {
   std::uint16_t port = 8080;
   std::string api_keys_file;  // "" = auth off
   std::vector<ModelSpec> models;
+  std::vector<ChatTemplateSpec> chat_templates;  // --chat-template, in the order given
   std::vector<std::string> plugin_dirs;  // --plugin-dir (MEMRA_PLUGIN_PATH is read by the plugin host)
   std::string registry_path;             // "" = the registry's default path
   std::size_t max_body_bytes = std::size_t{8} << 20;
   int drain_timeout_ms = 30000;
-  int threads = 64;
+  int threads = 0;  // HTTP workers; 0 = by design: every model's max_running + max_waiting, plus 32
+  // The HTTP front end (docs/SERVING.md, "Threads and connections").
+  int header_timeout_ms = 10000;           // a request's head, from its first byte
+  int body_timeout_ms = 60000;             // its body, from the end of the head
+  std::int64_t min_receive_rate = 1024;    // bytes/s over a request's read, after 2 s; 0 = off
+  int max_connections = 4096;
+  int max_client_connections = 256;        // per client address; 0 = no limit
   // Engine and scheduler (docs/FLAGS.md).
   BackendChoice backend = BackendChoice::auto_select;
   bool allow_generic = false;
@@ -44,6 +58,9 @@ struct HostOptions {
   std::int64_t max_waiting = 256;
   std::int64_t max_step_tokens = 512;
   std::int64_t tenant_queue = 64;      // waiting requests per tenant before 429 at once
+  std::int64_t default_max_tokens = 1024;  // a request without max_tokens (token_budget.hpp); 0 = the context left
+  int queue_timeout_ms = 30000;        // longest wait in a scheduler's queue before 503; 0 = no limit
+  int backfill_ms = 5000;              // a queued sequence that does not fit is passed by smaller ones this long
   // Speculative decoding (docs/SERVING.md). spec "" = per model: draft where the
   // model has one (ALIAS=PATH+DRAFT, or --draft), else off.
   std::string spec;                    // "", off, ngram, draft, mtp
@@ -81,6 +98,12 @@ Status apply_flag(HostOptions& options, const std::string& name, const std::stri
 // .gguf/.memra/.safetensors. "+DRAFT" (split at the last '+') names the model's
 // draft model for speculative decoding; a path holding '+' needs --draft instead.
 Result<ModelSpec> parse_model_spec(std::string_view text);
+// "[ALIAS=]FILE" (--chat-template). An '=' before the first '/' separates an alias.
+Result<ChatTemplateSpec> parse_chat_template_spec(std::string_view text);
+// The template file for `alias`: its own --chat-template ALIAS=FILE, else the
+// alias-less one, else "" (the model's own template).
+std::string chat_template_for(const HostOptions& options, const std::string& alias);
+
 // "alias=path,alias2=path2" (MEMRA_MODELS).
 Result<std::vector<ModelSpec>> parse_model_list(std::string_view text);
 // "off", "ngram", "draft" or "mtp".

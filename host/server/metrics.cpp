@@ -26,6 +26,14 @@ struct Metrics::Impl {
   const prometheus::Histogram::BucketBoundaries latency_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                                 0.1,    0.25,  0.5,    1,     2.5,  5,     10, 30};
 
+  prometheus::Family<prometheus::Counter>& http_refused = counter("memra_http_refused_total",
+      "Connections or requests the HTTP front end refused before routing, by reason");
+  prometheus::Gauge& http_connections =
+      gauge("memra_http_connections", "Open client connections").Add({});
+  prometheus::Gauge& http_workers_busy =
+      gauge("memra_http_workers_busy", "HTTP worker threads handling a request (a stream holds one until it ends)").Add({});
+  prometheus::Gauge& http_queued =
+      gauge("memra_http_requests_queued", "Complete requests waiting for a free HTTP worker thread").Add({});
   prometheus::Family<prometheus::Counter>& prompt_tokens = counter("memra_prompt_tokens_total",
       "Prompt tokens of completed and cancelled requests, by model and tenant");
   prometheus::Family<prometheus::Counter>& generated_tokens = counter("memra_generation_tokens_total",
@@ -119,6 +127,10 @@ struct Metrics::Impl {
         .Register(registry)
         .Add({{"version", MEMRA_VERSION}})
         .Set(1);
+    // Every refusal reason from the start at 0, so a rate() sees the first one.
+    for (const char* reason : {"header_timeout", "body_timeout", "slow_client", "bad_request", "connection_limit",
+                               "client_connection_limit", "overloaded"})
+      http_refused.Add({{"reason", reason}});
   }
 };
 
@@ -137,6 +149,14 @@ void Metrics::add_in_flight(int delta) { impl_->in_flight.Increment(delta); }
 void Metrics::set_draining(bool draining) { impl_->draining.Set(draining ? 1 : 0); }
 void Metrics::set_models_loaded(int count) { impl_->models_loaded.Set(count); }
 void Metrics::set_plugins_loaded(int count) { impl_->plugins_loaded.Set(count); }
+
+void Metrics::add_http_refusal(const std::string& reason) { impl_->http_refused.Add({{"reason", reason}}).Increment(); }
+
+void Metrics::set_http_load(std::int64_t connections, std::int64_t workers_busy, std::int64_t queued) {
+  impl_->http_connections.Set(static_cast<double>(connections));
+  impl_->http_workers_busy.Set(static_cast<double>(workers_busy));
+  impl_->http_queued.Set(static_cast<double>(queued));
+}
 
 void Metrics::add_tokens(const std::string& model, const std::string& tenant, std::int64_t prompt,
                          std::int64_t generated, std::int64_t cached) {

@@ -25,6 +25,11 @@ class Metrics {
   void set_draining(bool draining);
   void set_models_loaded(int count);
   void set_plugins_loaded(int count);
+  // ---- the HTTP front end (http_frontend.cpp) ----
+  // reason: header_timeout, body_timeout, slow_client, bad_request, connection_limit,
+  // client_connection_limit, overloaded (every worker busy and the queue full)
+  void add_http_refusal(const std::string& reason);
+  void set_http_load(std::int64_t connections, std::int64_t workers_busy, std::int64_t queued);
 
   // ---- serving (labels: model alias, tenant name or "anonymous") ----
   void add_tokens(const std::string& model, const std::string& tenant, std::int64_t prompt, std::int64_t generated,

@@ -9,7 +9,10 @@
 #include "host/engine/draft_model.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
+#include "repack/format/reader.hpp"
 #include "repack/tool/fault_hook.hpp"
+#include "repack/tool/source.hpp"
+#include "repack/tool/validate.hpp"
 
 namespace memra::server {
 namespace {
@@ -127,6 +130,26 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     }
   }
 
+  // The tokenizer and chat template, from the checkpoint itself: before any repack, so a
+  // broken tokenizer.json stops the load with nothing written.
+  log.information("%s: loading the tokenizer and chat template", what);
+  auto text = engine::load_text_model(spec.path, config);
+  if (!text) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + text.error().message);
+  if (const std::string tpl = chat_template_for(options, spec.alias); !tpl.empty()) {
+    auto replaced = engine::load_chat_template_file(tpl);
+    if (!replaced) return failure(LoadFailure::bad_model, "cannot load " + what + ": --chat-template " + replaced.error().message);
+    text->chat_template = std::move(*replaced);
+    log.information("%s: chat template from %s (--chat-template)", what, tpl);
+  }
+
+  // Served in place: no repack checks its weights, so they are checked here (one pass).
+  if (!options.repack_on_load && !format::is_memra_dir(spec.path)) {
+    auto checked = repack::Source::open(spec.path, plugins);
+    if (!checked) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + checked.error().message);
+    if (auto finite = repack::check_all_finite(**checked); !finite)
+      return failure(LoadFailure::bad_model, "cannot load " + what + ": " + finite.error().message);
+  }
+
   // First load: repack into .memra once (after the gate, so nothing is written for a
   // refused model) and record provenance; later loads reuse the repack.
   if (options.repack_on_load) {
@@ -141,6 +164,19 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     cache.plugins = &plugins;
     cache.cancel = stop;
     cache.fault = repack::fault_from_env(stop);
+    // Before a repack is written: the family binds the model to the checkpoint's weights
+    // (on the CPU reference backend, a one-block KV cache), as the real load will.
+    cache.validate = [&]() -> Status {
+      auto probe = engine::open_model_source(spec.path, plugins);
+      if (!probe) return probe.error();
+      engine::EngineOptions po;
+      po.backend.kind = MEMRA_BACKEND_CPU;
+      po.max_context = 16;
+      po.max_sequences = 1;
+      auto bound = engine::Engine::create(std::move(*probe), plugins, po);
+      if (!bound) return bound.error();
+      return {};
+    };
     auto prepared = engine::prepare_model(spec.path, cache);
     if (!prepared) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + prepared.error().message);
     if (prepared->path != spec.path) {
@@ -149,9 +185,6 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
       source = std::move(repacked);
     }
   }
-
-  auto text = engine::load_text_model(spec.path, config);
-  if (!text) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + text.error().message);
 
   engine::EngineOptions eo;
   eo.max_context = options.max_context;
@@ -174,8 +207,15 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     eo.max_sequences = std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context);
   }
 
+  const auto setup_start = std::chrono::steady_clock::now();
+  log.information("%s: setting up the engine (%s backend, context %s tokens, KV cache for %s sequence(s)%s)", what,
+                  std::string(backend_kind == MEMRA_BACKEND_CUDA ? "CUDA" : "CPU"), std::to_string(context),
+                  std::to_string(eo.max_sequences),
+                  options.pipeline_stages > 1 ? ", " + std::to_string(options.pipeline_stages) + " pipeline stages" : std::string());
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
+  log.information("%s: engine ready in %s ms (weights in place, KV cache allocated)", what,
+                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - setup_start).count()));
   if (options.pipeline_stages > 1) log.information("%s: pipeline stages: %s", what, (*eng)->backend().describe());
   std::unique_ptr<engine::Engine> draft_engine;
   if (spec_kind == "draft") {
@@ -208,6 +248,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   so.max_running = options.max_running;
   so.max_waiting = options.max_waiting;
   so.max_step_tokens = options.max_step_tokens;
+  so.backfill_window = std::chrono::milliseconds(options.backfill_ms);
   so.pipeline_groups = options.pp_groups > 0 ? options.pp_groups : options.pipeline_stages > 1 ? 2 : 1;
   so.spec_k = static_cast<int>(options.spec_k);
   so.spec_max_batch = options.spec_max_batch;

@@ -24,7 +24,7 @@ class Registry;
 namespace memra::server {
 
 // The alias of the embedded default model and where it lives relative to the binary.
-inline constexpr const char* kDefaultModelAlias = "memra-tiny-random";
+inline constexpr const char* kDefaultModelAlias = "memra-demo";
 // <dir of the running executable>/../share/memra/default_model.
 std::filesystem::path default_model_dir();
 

@@ -79,9 +79,13 @@ ojson usage_json(const UsageCounts& u) {
               {"completion_tokens", u.completion},
               {"total_tokens", u.prompt + u.completion},
               {"prompt_tokens_details", {{"cached_tokens", u.cached}}}};
-  if (u.speculative)
-    usage["completion_tokens_details"] = {{"speculative_drafted_tokens", u.drafted},
-                                          {"speculative_accepted_tokens", u.accepted}};
+  ojson details = ojson::object();
+  if (u.reasoning) details["reasoning_tokens"] = u.reasoning_tokens;
+  if (u.speculative) {
+    details["speculative_drafted_tokens"] = u.drafted;
+    details["speculative_accepted_tokens"] = u.accepted;
+  }
+  if (!details.empty()) usage["completion_tokens_details"] = std::move(details);
   return usage;
 }
 
@@ -92,6 +96,13 @@ ojson head(const ResponseMeta& meta, const char* object) {
 
 bool is_chat(const ResponseMeta& meta) { return meta.kind == CompletionKind::chat; }
 
+ojson tool_calls_json(const std::vector<ToolCallOut>& calls) {
+  ojson list = ojson::array();
+  for (const auto& c : calls)
+    list.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return list;
+}
+
 }  // namespace
 
 std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
@@ -101,7 +112,13 @@ std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceRe
   for (const auto& c : choices) {
     ojson choice = {{"index", c.index}};
     if (is_chat(meta)) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      ojson message = {{"role", "assistant"}};
+      // A turn that only calls tools has no content (null), as OpenAI answers it.
+      message["content"] = c.text.empty() && !c.tool_calls.empty() ? ojson(nullptr) : ojson(c.text);
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) message["tool_calls"] = tool_calls_json(c.tool_calls);
+      message["refusal"] = nullptr;
+      choice["message"] = std::move(message);
       choice["logprobs"] = meta.logprobs ? chat_logprobs(meta, c.tokens) : ojson(nullptr);
     } else {
       choice["text"] = c.prefix + c.text;
@@ -126,7 +143,7 @@ std::string chat_role_event(const ResponseMeta& meta, std::size_t index, bool us
 }
 
 std::string delta_event(const ResponseMeta& meta, const ChoiceDelta& delta, const std::string& prefix,
-                        std::size_t echo_bytes, bool usage_null) {
+                        std::size_t echo_bytes, bool usage_null, const ChatDeltaExtras* extras) {
   std::string out;
   const char* object = is_chat(meta) ? "chat.completion.chunk" : "text_completion";
   auto emit = [&](ojson choice) {
@@ -135,10 +152,14 @@ std::string delta_event(const ResponseMeta& meta, const ChoiceDelta& delta, cons
     if (usage_null) body["usage"] = nullptr;
     out += event(body);
   };
-  if (!delta.text.empty() || !delta.tokens.empty() || !prefix.empty()) {
+  const bool reasoning = extras != nullptr && !extras->reasoning.empty();
+  if (!delta.text.empty() || !delta.tokens.empty() || !prefix.empty() || reasoning) {
     ojson choice = {{"index", delta.index}};
     if (is_chat(meta)) {
-      choice["delta"] = {{"content", delta.text}};
+      ojson d = ojson::object();
+      if (reasoning) d["reasoning_content"] = extras->reasoning;
+      if (!delta.text.empty() || !reasoning) d["content"] = delta.text;
+      choice["delta"] = std::move(d);
       choice["logprobs"] = meta.logprobs ? chat_logprobs(meta, delta.tokens) : ojson(nullptr);
     } else {
       choice["text"] = prefix + delta.text;
@@ -147,6 +168,20 @@ std::string delta_event(const ResponseMeta& meta, const ChoiceDelta& delta, cons
     }
     choice["finish_reason"] = nullptr;
     emit(std::move(choice));
+  }
+  if (extras != nullptr) {
+    // Each call: its index, id and name first, then its arguments.
+    for (const auto& c : extras->tool_calls) {
+      emit({{"index", delta.index},
+            {"delta", {{"tool_calls", ojson::array({{{"index", c.index}, {"id", c.id}, {"type", "function"},
+                                                     {"function", {{"name", c.name}, {"arguments", ""}}}}})}}},
+            {"logprobs", nullptr},
+            {"finish_reason", nullptr}});
+      emit({{"index", delta.index},
+            {"delta", {{"tool_calls", ojson::array({{{"index", c.index}, {"function", {{"arguments", c.arguments}}}}})}}},
+            {"logprobs", nullptr},
+            {"finish_reason", nullptr}});
+    }
   }
   if (delta.finish_reason) {
     ojson choice = {{"index", delta.index}};

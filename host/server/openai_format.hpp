@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/server/api_error.hpp"
+#include "host/server/chat_output.hpp"
 #include "host/server/generation.hpp"
 #include "host/server/request_validation.hpp"
 #include "host/tokenizer/tokenizer.hpp"
@@ -36,15 +37,26 @@ struct UsageCounts {
   bool speculative = false;
   std::int64_t drafted = 0;
   std::int64_t accepted = 0;
+  // Models that think: completion_tokens_details.reasoning_tokens.
+  bool reasoning = false;
+  std::int64_t reasoning_tokens = 0;
 };
 
 // One choice of a non-streamed answer, accumulated from ChoiceDeltas.
 struct ChoiceResult {
   std::size_t index = 0;
   std::string prefix;  // echoed prompt (completions with echo)
-  std::string text;
+  std::string text;                      // chat: the content
+  std::string reasoning;                 // chat: reasoning_content
+  std::vector<ToolCallOut> tool_calls;   // chat
   std::vector<TokenRecord> tokens;
   std::string finish_reason;
+};
+
+// What a chat stream event carries for one choice besides ChoiceDelta's content.
+struct ChatDeltaExtras {
+  std::string reasoning;
+  std::vector<ToolCallOut> tool_calls;
 };
 
 std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
@@ -57,7 +69,7 @@ std::string chat_role_event(const ResponseMeta& meta, std::size_t index, bool us
 // in this event (the echoed prompt, first event only); `echo_bytes`: the echoed
 // prompt's length, which completions' text_offset counts from.
 std::string delta_event(const ResponseMeta& meta, const ChoiceDelta& delta, const std::string& prefix,
-                        std::size_t echo_bytes, bool usage_null);
+                        std::size_t echo_bytes, bool usage_null, const ChatDeltaExtras* extras = nullptr);
 // stream_options.include_usage: the last event before [DONE], with "choices": [].
 std::string usage_event(const ResponseMeta& meta, const UsageCounts& usage);
 // An error after the stream started: {"error":{...}}.

@@ -4,8 +4,41 @@
 
 namespace memra::server {
 
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// A message as Hugging Face chat templates expect it: tool call arguments as an object
+// (templates apply tojson to them) when they are JSON, a tool result with its call's name.
+ojson template_message(const ChatMessage& m) {
+  ojson msg = {{"role", m.role}, {"content", m.content.value_or("")}};
+  if (!m.name.empty()) msg["name"] = m.name;
+  if (m.reasoning_content) msg["reasoning_content"] = *m.reasoning_content;
+  if (!m.tool_calls.empty()) {
+    ojson calls = ojson::array();
+    for (const auto& c : m.tool_calls) {
+      ojson args = ojson::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+      if (args.is_discarded()) args = c.arguments;
+      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", std::move(args)}}}});
+    }
+    msg["tool_calls"] = std::move(calls);
+  }
+  if (!m.tool_call_id.empty()) msg["tool_call_id"] = m.tool_call_id;
+  return msg;
+}
+
+}  // namespace
+
+ChatExtras chat_extras(const CompletionRequest& request) {
+  ChatExtras e;
+  if (request.tool_choice.mode != ToolChoiceMode::none) e.tools = &request.tools;
+  e.kwargs = request.chat_template_kwargs;
+  e.reasoning_effort = request.reasoning_effort;
+  return e;
+}
+
 RenderedChat render_chat(const ServedModel& model, const std::vector<ChatMessage>& messages,
-                         bool add_generation_prompt, const char* param) {
+                         bool add_generation_prompt, const char* param, const ChatExtras& extras) {
   RenderedChat out;
   if (!model.text.chat_template) {
     out.error = errors::invalid_request("chat_template_missing",
@@ -15,13 +48,34 @@ RenderedChat render_chat(const ServedModel& model, const std::vector<ChatMessage
                                         std::string(param));
     return out;
   }
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const auto& m : messages) {
-    nlohmann::ordered_json msg = {{"role", m.role}, {"content", m.content.value_or("")}};
-    if (!m.name.empty()) msg["name"] = m.name;
-    list.push_back(std::move(msg));
+  ojson list = ojson::array();
+  for (const auto& m : messages) list.push_back(template_message(m));
+  ojson context = {{"messages", std::move(list)}, {"add_generation_prompt", add_generation_prompt}};
+  for (const auto& [key, value] : extras.kwargs.items()) context[key] = value;
+  if (extras.reasoning_effort) {
+    if (!context.contains("reasoning_effort")) context["reasoning_effort"] = *extras.reasoning_effort;
+    // Templates with a thinking switch (Qwen3 & co.) read enable_thinking.
+    if (!context.contains("enable_thinking"))
+      context["enable_thinking"] = *extras.reasoning_effort != "none" && *extras.reasoning_effort != "minimal";
   }
-  auto rendered = model.text.render_chat({{"messages", std::move(list)}, {"add_generation_prompt", add_generation_prompt}});
+  const bool with_tools = extras.tools != nullptr && !extras.tools->empty();
+  std::optional<Result<std::string>> without_tools;
+  if (with_tools) {
+    without_tools = model.text.render_chat(context);
+    ojson tools = ojson::array();
+    for (const auto& t : *extras.tools) tools.push_back(t.raw);
+    context["tools"] = std::move(tools);
+  }
+  auto rendered = model.text.render_chat(context);
+  if (rendered && without_tools && *without_tools && **without_tools == *rendered) {
+    out.error = errors::invalid_request("unsupported_parameter",
+                                        "the chat template of '" + model.alias +
+                                            "' does not render tools (its output is the same without them), so the "
+                                            "model would never see them; serve it with a template that does "
+                                            "(--chat-template)",
+                                        "tools");
+    return out;
+  }
   if (!rendered) {
     out.error = errors::invalid_request("chat_template_error",
                                         "the model's chat template refused these messages: " +
@@ -51,7 +105,7 @@ BuiltPrompts build_prompts(const ServedModel& model, const CompletionRequest& re
   BuiltPrompts out;
   const auto& tok = *model.text.tokenizer;
   if (request.kind == CompletionKind::chat) {
-    RenderedChat chat = render_chat(model, request.messages, true);
+    RenderedChat chat = render_chat(model, request.messages, true, "messages", chat_extras(request));
     if (chat.error) {
       out.error = std::move(chat.error);
       return out;

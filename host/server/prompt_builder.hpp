@@ -26,8 +26,16 @@ struct RenderedChat {
   std::string text;
   std::optional<ApiError> error;
 };
+// What a chat request adds to the template's variables besides the messages.
+struct ChatExtras {
+  const std::vector<ToolDef>* tools = nullptr;  // rendered when non-empty
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs
+  std::optional<std::string> reasoning_effort;
+};
+ChatExtras chat_extras(const CompletionRequest& request);
+
 RenderedChat render_chat(const ServedModel& model, const std::vector<ChatMessage>& messages,
-                         bool add_generation_prompt, const char* param = "messages");
+                         bool add_generation_prompt, const char* param = "messages", const ChatExtras& extras = {});
 
 // A 400 naming `param` when an id is outside the model's vocabulary, else nullopt.
 std::optional<ApiError> check_token_ids(const ServedModel& model, const std::vector<std::int32_t>& ids,

@@ -1,5 +1,6 @@
 #include "host/server/request_validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -9,7 +10,7 @@
 namespace memra::server {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // What the server does with a top-level field it knows.
 enum class Policy {
@@ -32,13 +33,14 @@ const std::map<std::string, Policy, std::less<>>& chat_fields() {
       {"user", Policy::honoured},           {"cache_salt", Policy::honoured},
       {"ignore_eos", Policy::honoured},
       {"metadata", Policy::harmless},       {"store", Policy::harmless},
-      {"service_tier", Policy::harmless},   {"parallel_tool_calls", Policy::harmless},
+      {"service_tier", Policy::harmless},   {"parallel_tool_calls", Policy::honoured},
       {"prompt_cache_key", Policy::harmless}, {"safety_identifier", Policy::harmless},
-      {"tools", Policy::default_only},      {"tool_choice", Policy::default_only},
+      {"tools", Policy::honoured},          {"tool_choice", Policy::honoured},
       {"functions", Policy::default_only},  {"function_call", Policy::default_only},
-      {"response_format", Policy::default_only}, {"logit_bias", Policy::default_only},
+      {"response_format", Policy::honoured}, {"logit_bias", Policy::honoured},
+      {"chat_template_kwargs", Policy::honoured},
       {"modalities", Policy::default_only}, {"audio", Policy::default_only},
-      {"prediction", Policy::default_only}, {"reasoning_effort", Policy::default_only},
+      {"prediction", Policy::default_only}, {"reasoning_effort", Policy::honoured},
       {"web_search_options", Policy::default_only}, {"verbosity", Policy::default_only},
   };
   return k;
@@ -57,7 +59,7 @@ const std::map<std::string, Policy, std::less<>>& text_fields() {
       {"echo", Policy::honoured},           {"user", Policy::honoured},
       {"cache_salt", Policy::honoured},     {"ignore_eos", Policy::honoured},
       {"best_of", Policy::honoured},        {"metadata", Policy::harmless},
-      {"suffix", Policy::default_only},     {"logit_bias", Policy::default_only},
+      {"suffix", Policy::default_only},     {"logit_bias", Policy::honoured},
   };
   return k;
 }
@@ -165,9 +167,6 @@ struct Checker {
     // Harmless fields still get a type check, so garbage is not accepted silently.
     if (const json* v = field("metadata"); v && !v->is_object()) wrong_type("metadata", "an object");
     if (const json* v = field("store"); v && !v->is_boolean()) wrong_type("store", "true or false");
-    if (const json* v = field("parallel_tool_calls"); v && !v->is_boolean()) {
-      wrong_type("parallel_tool_calls", "true or false");
-    }
     for (const char* s : {"service_tier", "prompt_cache_key", "safety_identifier"}) {
       if (const json* v = field(s); v && !v->is_string()) wrong_type(s, "a string");
     }
@@ -313,10 +312,16 @@ struct Checker {
           msg.name = value.get<std::string>();
         } else if (key == "tool_call_id") {
           if (!value.is_string()) return wrong_type(p, "a string");
+          msg.tool_call_id = value.get<std::string>();
         } else if (key == "tool_calls") {
-          if (!value.is_null() && !(value.is_array() && value.empty())) {
-            return fail("unsupported_parameter", p, quoted(p) + ": tool calls are not supported by memra-host");
-          }
+          if (value.is_null()) continue;
+          if (msg.role != "assistant") return fail("invalid_value", p, quoted(p) + ": only assistant messages carry tool calls");
+          message_tool_calls(value, p, msg.tool_calls);
+        } else if (key == "reasoning_content") {
+          if (value.is_null()) continue;
+          if (!value.is_string()) return wrong_type(p, "a string or null");
+          if (msg.role != "assistant") return fail("invalid_value", p, quoted(p) + ": only assistant messages carry reasoning");
+          msg.reasoning_content = value.get<std::string>();
         } else if (key == "function_call" || key == "audio") {
           if (!value.is_null()) return fail("unsupported_parameter", p, quoted(p) + " is not supported by memra-host");
         } else if (key == "refusal") {
@@ -334,7 +339,255 @@ struct Checker {
         content(*c, at + ".content", msg.content);
       }
       if (msg.role == "developer") msg.role = "system";  // templates know "system"
+      if (msg.role == "tool" && !failed()) {
+        if (msg.tool_call_id.empty()) {
+          return fail("missing_required_parameter", at + ".tool_call_id",
+                      quoted(at + ".tool_call_id") + " is required: the id of the tool call this message answers");
+        }
+        // It must answer a call of an earlier assistant turn.
+        const ToolCallIn* call = nullptr;
+        for (const auto& earlier : out)
+          for (const auto& c : earlier.tool_calls)
+            if (c.id == msg.tool_call_id) call = &c;
+        if (call == nullptr) {
+          return fail("invalid_value", at + ".tool_call_id",
+                      quoted(at + ".tool_call_id") + " is '" + msg.tool_call_id +
+                          "', which no earlier assistant message's tool_calls has");
+        }
+        if (msg.name.empty()) msg.name = call->name;
+      }
       out.push_back(std::move(msg));
+    }
+  }
+
+  // An assistant message's tool_calls: [{"id","type":"function","function":{"name","arguments"}}].
+  void message_tool_calls(const json& v, const std::string& at, std::vector<ToolCallIn>& out) {
+    if (!v.is_array()) return wrong_type(at, "an array of tool calls");
+    for (std::size_t k = 0; k < v.size() && !failed(); ++k) {
+      const std::string p = at + "[" + std::to_string(k) + "]";
+      const json& c = v[k];
+      if (!c.is_object()) return wrong_type(p, "an object {\"id\",\"type\":\"function\",\"function\":{...}}");
+      ToolCallIn call;
+      for (const auto& [key, value] : c.items()) {
+        if (key == "id") {
+          if (!value.is_string()) return wrong_type(p + ".id", "a string");
+          call.id = value.get<std::string>();
+        } else if (key == "type") {
+          if (value != "function") return fail("invalid_value", p + ".type", quoted(p + ".type") + " must be \"function\"");
+        } else if (key == "function") {
+          if (!value.is_object()) return wrong_type(p + ".function", "an object {\"name\",\"arguments\"}");
+          for (const auto& [fk, fv] : value.items()) {
+            const std::string fp = p + ".function." + fk;
+            if (fk == "name") {
+              if (!fv.is_string()) return wrong_type(fp, "a string");
+              call.name = fv.get<std::string>();
+            } else if (fk == "arguments") {
+              if (!fv.is_string()) return wrong_type(fp, "a string (the arguments as JSON text)");
+              call.arguments = fv.get<std::string>();
+            } else {
+              return fail("unknown_parameter", fp, "Unrecognized tool call field: " + fp);
+            }
+          }
+        } else {
+          return fail("unknown_parameter", p + "." + key, "Unrecognized tool call field: " + p + "." + key);
+        }
+      }
+      if (call.id.empty()) return fail("missing_required_parameter", p + ".id", quoted(p + ".id") + " is required");
+      if (call.name.empty()) {
+        return fail("missing_required_parameter", p + ".function.name", quoted(p + ".function.name") + " is required");
+      }
+      out.push_back(std::move(call));
+    }
+  }
+
+  // "logit_bias": {"<token id>": bias in [-100, 100], ...}.
+  void logit_bias(std::vector<engine::LogitBias>& out) {
+    const json* v = field("logit_bias");
+    if (!v || failed()) return;
+    if (!v->is_object()) return wrong_type("logit_bias", "an object mapping token ids to biases");
+    if (v->size() > kMaxLogitBias) {
+      return fail("invalid_value", "logit_bias", "'logit_bias' may hold at most " + std::to_string(kMaxLogitBias) + " tokens");
+    }
+    for (const auto& [key, value] : v->items()) {
+      const std::string p = "logit_bias." + key;
+      std::int64_t id = -1;
+      if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoll(key);
+      if (id < 0 || id > INT32_MAX) {
+        return fail("invalid_value", "logit_bias", "'logit_bias' keys must be token ids (decimal integers), got '" + key + "'");
+      }
+      if (!value.is_number()) return wrong_type(p, "a number from -100 to 100");
+      const double b = value.get<double>();
+      if (!(b >= -100.0 && b <= 100.0)) return fail("invalid_value", p, quoted(p) + " must be between -100 and 100");
+      out.push_back({static_cast<std::int32_t>(id), static_cast<float>(b)});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    for (std::size_t i = 1; i < out.size(); ++i)
+      if (out[i].id == out[i - 1].id) return fail("invalid_value", "logit_bias", "'logit_bias' names token " + std::to_string(out[i].id) + " twice");
+  }
+
+  void template_kwargs(json& out) {
+    const json* v = field("chat_template_kwargs");
+    if (!v || failed()) return;
+    if (!v->is_object()) return wrong_type("chat_template_kwargs", "an object of template variables");
+    for (const auto& [key, value] : v->items()) {
+      if (key == "messages" || key == "tools" || key == "add_generation_prompt") {
+        return fail("invalid_value", "chat_template_kwargs." + key,
+                    "'chat_template_kwargs." + key + "' is set by memra-host from the request; use the request field instead");
+      }
+    }
+    out = *v;
+  }
+
+  void reasoning(std::optional<std::string>& out) {
+    const json* v = field("reasoning_effort");
+    if (!v || failed()) return;
+    static const std::set<std::string, std::less<>> kEfforts = {"none", "minimal", "low", "medium", "high"};
+    if (!v->is_string() || kEfforts.count(v->get_ref<const std::string&>()) == 0) {
+      return fail("invalid_value", "reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium or high");
+    }
+    out = v->get<std::string>();
+  }
+
+  static bool valid_function_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    return name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == std::string::npos;
+  }
+
+  void tools(std::vector<ToolDef>& out) {
+    const json* v = field("tools");
+    if (!v || failed()) return;
+    if (!v->is_array()) return wrong_type("tools", "an array of {\"type\":\"function\",\"function\":{...}}");
+    if (v->size() > kMaxTools) return fail("invalid_value", "tools", "'tools' may hold at most " + std::to_string(kMaxTools) + " tools");
+    for (std::size_t i = 0; i < v->size() && !failed(); ++i) {
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      const json& t = (*v)[i];
+      if (!t.is_object()) return wrong_type(at, "an object {\"type\":\"function\",\"function\":{...}}");
+      ToolDef def;
+      const json* fn = nullptr;
+      for (const auto& [key, value] : t.items()) {
+        if (key == "type") {
+          if (value != "function") {
+            return fail("invalid_value", at + ".type", quoted(at + ".type") + " must be \"function\" (the only tool type memra-host runs)");
+          }
+        } else if (key == "function") {
+          fn = &value;
+        } else {
+          return fail("unknown_parameter", at + "." + key, "Unrecognized tool field: " + at + "." + key);
+        }
+      }
+      if (fn == nullptr) return fail("missing_required_parameter", at + ".function", quoted(at + ".function") + " is required");
+      if (!fn->is_object()) return wrong_type(at + ".function", "an object {\"name\",\"description\",\"parameters\"}");
+      for (const auto& [key, value] : fn->items()) {
+        const std::string p = at + ".function." + key;
+        if (key == "name") {
+          if (!value.is_string()) return wrong_type(p, "a string");
+          def.name = value.get<std::string>();
+          if (!valid_function_name(def.name)) {
+            return fail("invalid_value", p, quoted(p) + " must be 1-64 letters, digits, '_', '-' or '.'");
+          }
+        } else if (key == "description") {
+          if (!value.is_null() && !value.is_string()) return wrong_type(p, "a string");
+        } else if (key == "parameters") {
+          if (value.is_null()) continue;
+          if (!value.is_object()) return wrong_type(p, "a JSON Schema object");
+          if (auto type = value.find("type"); type != value.end() && *type != "object") {
+            return fail("invalid_value", p + ".type", quoted(p + ".type") + " must be \"object\" (arguments are a JSON object)");
+          }
+          def.parameters = value;
+        } else if (key == "strict") {
+          if (!value.is_null() && !value.is_boolean()) return wrong_type(p, "true or false");
+          def.strict = value.is_boolean() && value.get<bool>();
+        } else {
+          return fail("unknown_parameter", p, "Unrecognized function field: " + p);
+        }
+      }
+      if (def.name.empty()) return fail("missing_required_parameter", at + ".function.name", quoted(at + ".function.name") + " is required");
+      for (const auto& other : out)
+        if (other.name == def.name) return fail("invalid_value", at + ".function.name", "two tools are named '" + def.name + "'");
+      if (def.parameters.is_null()) def.parameters = json::object();
+      def.raw = t;
+      out.push_back(std::move(def));
+    }
+  }
+
+  void tool_choice(const std::vector<ToolDef>& defs, ToolChoice& out) {
+    out.mode = defs.empty() ? ToolChoiceMode::none : ToolChoiceMode::automatic;
+    const json* v = field("tool_choice");
+    if (!v || failed()) return;
+    if (v->is_string()) {
+      const auto& s = v->get_ref<const std::string&>();
+      if (s == "none") out.mode = ToolChoiceMode::none;
+      else if (s == "auto") out.mode = defs.empty() ? ToolChoiceMode::none : ToolChoiceMode::automatic;
+      else if (s == "required") out.mode = ToolChoiceMode::required;
+      else return fail("invalid_value", "tool_choice", "'tool_choice' must be none, auto, required or {\"type\":\"function\",\"function\":{\"name\"}}");
+    } else if (v->is_object()) {
+      auto fn = v->find("function");
+      if (v->value("type", json()) != "function" || fn == v->end() || !fn->is_object() || !fn->contains("name") ||
+          !(*fn)["name"].is_string()) {
+        return fail("invalid_value", "tool_choice", "'tool_choice' as an object must be {\"type\":\"function\",\"function\":{\"name\":...}}");
+      }
+      out.mode = ToolChoiceMode::named;
+      out.name = (*fn)["name"].get<std::string>();
+      if (std::none_of(defs.begin(), defs.end(), [&](const ToolDef& d) { return d.name == out.name; })) {
+        return fail("invalid_value", "tool_choice", "'tool_choice' names '" + out.name + "', which is not in 'tools'");
+      }
+    } else {
+      return wrong_type("tool_choice", "a string or an object");
+    }
+    if ((out.mode == ToolChoiceMode::required || out.mode == ToolChoiceMode::named) && defs.empty()) {
+      return fail("invalid_value", "tool_choice", "'tool_choice' asks for a tool call but 'tools' is empty");
+    }
+  }
+
+  void response_format(ResponseFormat& out) {
+    const json* v = field("response_format");
+    if (!v || failed()) return;
+    if (!v->is_object()) return wrong_type("response_format", "an object {\"type\": ...}");
+    auto type = v->find("type");
+    if (type == v->end() || !type->is_string()) {
+      return fail("missing_required_parameter", "response_format.type", "'response_format.type' is required: text, json_object or json_schema");
+    }
+    const auto& t = type->get_ref<const std::string&>();
+    for (const auto& [key, unused] : v->items()) {
+      if (key != "type" && !(t == "json_schema" && key == "json_schema")) {
+        return fail("unknown_parameter", "response_format." + key, "Unrecognized field: response_format." + key);
+      }
+    }
+    if (t == "text") {
+      out.type = ResponseFormatType::text;
+    } else if (t == "json_object") {
+      out.type = ResponseFormatType::json_object;
+    } else if (t == "json_schema") {
+      out.type = ResponseFormatType::json_schema;
+      auto js = v->find("json_schema");
+      if (js == v->end() || js->is_null()) {
+        return fail("missing_required_parameter", "response_format.json_schema", "'response_format.json_schema' is required");
+      }
+      if (!js->is_object()) return wrong_type("response_format.json_schema", "an object {\"name\",\"schema\",\"strict\"}");
+      for (const auto& [key, value] : js->items()) {
+        const std::string p = "response_format.json_schema." + key;
+        if (key == "name") {
+          if (!value.is_string()) return wrong_type(p, "a string");
+          out.name = value.get<std::string>();
+          if (!valid_function_name(out.name)) return fail("invalid_value", p, quoted(p) + " must be 1-64 letters, digits, '_', '-' or '.'");
+        } else if (key == "description") {
+          if (!value.is_null() && !value.is_string()) return wrong_type(p, "a string");
+        } else if (key == "schema") {
+          if (!value.is_object() && !value.is_boolean()) return wrong_type(p, "a JSON Schema (an object)");
+          out.schema = value;
+        } else if (key == "strict") {
+          if (!value.is_null() && !value.is_boolean()) return wrong_type(p, "true or false");
+          out.strict = value.is_boolean() && value.get<bool>();
+        } else {
+          return fail("unknown_parameter", p, "Unrecognized field: " + p);
+        }
+      }
+      if (out.name.empty()) {
+        return fail("missing_required_parameter", "response_format.json_schema.name", "'response_format.json_schema.name' is required");
+      }
+      if (out.schema.is_null()) out.schema = json::object();
+    } else {
+      return fail("invalid_value", "response_format.type", "'response_format.type' must be text, json_object or json_schema");
     }
   }
 
@@ -437,6 +690,14 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit) {
   return deepest;
 }
 
+std::vector<std::pair<std::string, std::string>> field_policies(CompletionKind kind) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, policy] : kind == CompletionKind::chat ? chat_fields() : text_fields()) {
+    out.emplace_back(name, policy == Policy::honoured ? "honoured" : policy == Policy::harmless ? "harmless" : "neutral only");
+  }
+  return out;
+}
+
 Validation validate_completion_body(CompletionKind kind, std::string_view body) {
   Validation out;
   auto doc = parse_object(body, out.error);
@@ -458,6 +719,20 @@ Validation validate_completion_body(CompletionKind kind, std::string_view body) 
       r.max_tokens = mct;
     }
     check.boolean("logprobs", r.logprobs);
+    check.logit_bias(r.logit_bias);
+    check.template_kwargs(r.chat_template_kwargs);
+    check.reasoning(r.reasoning_effort);
+    check.tools(r.tools);
+    check.tool_choice(r.tools, r.tool_choice);
+    check.boolean("parallel_tool_calls", r.parallel_tool_calls);
+    check.response_format(r.response_format);
+    if (!check.failed() && r.ignore_eos &&
+        (r.response_format.type != ResponseFormatType::text || r.tool_choice.mode == ToolChoiceMode::required ||
+         r.tool_choice.mode == ToolChoiceMode::named)) {
+      check.fail("unsupported_parameter", "ignore_eos",
+                 "'ignore_eos' cannot be combined with a constrained output (response_format or a required tool call), "
+                 "which ends at the model's end-of-text token");
+    }
     std::int64_t top = 0;
     if (check.integer("top_logprobs", 0, kMaxTopLogprobs, top)) {
       r.top_logprobs = static_cast<std::int32_t>(top);
@@ -470,6 +745,7 @@ Validation validate_completion_body(CompletionKind kind, std::string_view body) 
     check.prompt(r.prompts);
     check.sampling(r);
     check.boolean("echo", r.echo);
+    check.logit_bias(r.logit_bias);
     std::int64_t lp = 0;
     if (check.integer("logprobs", 0, kMaxTopLogprobs, lp)) {
       r.logprobs = true;

@@ -13,16 +13,51 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "host/engine/sampler.hpp"
 #include "host/server/api_error.hpp"
 
 namespace memra::server {
 
 enum class CompletionKind { chat, text };  // /v1/chat/completions, /v1/completions
 
+// A tool call of an earlier assistant turn, as the client sends it back.
+struct ToolCallIn {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text, as the API carries it
+};
+
 struct ChatMessage {
   std::string role;                    // "developer" is passed to the template as "system"
   std::optional<std::string> content;  // text parts joined with "\n"; absent only for assistant turns
   std::string name;                    // optional participant name ("" = none)
+  std::vector<ToolCallIn> tool_calls;  // assistant turns
+  std::string tool_call_id;            // tool turns: the call this answers
+  std::optional<std::string> reasoning_content;  // assistant turns: their thinking, for templates that show it
+};
+
+// One entry of "tools" (type "function").
+struct ToolDef {
+  std::string name;
+  nlohmann::ordered_json parameters;  // a JSON Schema object ({} when absent)
+  bool strict = false;
+  nlohmann::ordered_json raw;         // {"type":"function","function":{...}} as sent: what the template sees
+};
+
+enum class ToolChoiceMode { none, automatic, required, named };
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::none;  // default: automatic when tools are given, else none
+  std::string name;                            // named
+};
+
+enum class ResponseFormatType { text, json_object, json_schema };
+struct ResponseFormat {
+  ResponseFormatType type = ResponseFormatType::text;
+  std::string name;                // json_schema.name
+  nlohmann::ordered_json schema;   // json_schema.schema ({} when absent: any JSON value)
+  bool strict = false;
 };
 
 // One prompt of /v1/completions: text or token ids.
@@ -56,6 +91,13 @@ struct CompletionRequest {
   bool ignore_eos = false;               // extension: keep generating past the model's end-of-text
   std::string user;
   std::string cache_salt;
+  std::vector<engine::LogitBias> logit_bias;          // ascending ids (in the vocabulary: checked by the route)
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // extra template variables
+  std::optional<std::string> reasoning_effort;        // none, minimal, low, medium, high
+  std::vector<ToolDef> tools;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
+  ResponseFormat response_format;
 };
 
 struct Validation {
@@ -93,12 +135,17 @@ inline constexpr std::size_t kMaxStops = 4;
 inline constexpr std::size_t kMaxStopBytes = 256;
 inline constexpr std::size_t kMaxMessages = 4096;
 inline constexpr std::int32_t kMaxTopLogprobs = 20;
+inline constexpr std::size_t kMaxLogitBias = 1024;     // logit_bias entries
+inline constexpr std::size_t kMaxTools = 128;
 
 // The deepest nesting of arrays/objects in `text` (strings are skipped); stops
 // counting once `limit` is passed.
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body);
+// Every top-level field a route knows, with what the validator does with it:
+// "honoured", "harmless" or "neutral only" (docs/SERVING.md, "Every field at a glance").
+std::vector<std::pair<std::string, std::string>> field_policies(CompletionKind kind);
 Parsed<TokenizeRequest> parse_tokenize_body(std::string_view body);
 Parsed<DetokenizeRequest> parse_detokenize_body(std::string_view body);
 

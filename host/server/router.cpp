@@ -110,7 +110,11 @@ Reply Router::reject_draining(const Poco::Net::HTTPRequest& request) {
   return reply;
 }
 
-Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& request, std::istream& body) {
+// The checks before the body is read, in the documented order: a refusal, or the
+// route (auth filled into ctx). `log` is false for reads_body(), which only asks.
+std::optional<Reply> Router::precheck(RequestContext& ctx, const Poco::Net::HTTPRequest& request, const Route*& route,
+                                      bool log) const {
+  route = nullptr;
   std::string path;
   try {
     path = Poco::URI(request.getURI()).getPath();
@@ -121,7 +125,8 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
   const std::string& method = request.getMethod();
 
   // Ambiguous body framing is how requests are smuggled past a proxy: refuse it, and
-  // close the connection, since where this request's body ends is not known.
+  // close the connection, since where this request's body ends is not known. (The
+  // HTTP front end refuses it before routing; this keeps the router safe on its own.)
   {
     std::string length;
     int lengths = 0;
@@ -144,13 +149,12 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
     }
   }
 
-  const Route* route = nullptr;
   std::vector<std::string> allowed;
   for (const auto& r : routes_) {
     if (r.path != path) continue;
     allowed.push_back(r.method);
-    // HEAD is GET without the body (RFC 9110 9.3.2): the GET route answers it and Poco
-    // sends the status and headers only.
+    // HEAD is GET without the body (RFC 9110 9.3.2): the GET route answers it and the
+    // front end sends the status and headers only.
     if (r.method == "GET") allowed.push_back("HEAD");
     if (r.method == method || (method == "HEAD" && r.method == "GET")) route = &r;
   }
@@ -173,8 +177,9 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
         ctx.key = auth.key;
         break;
       case AuthOutcome::disabled:
-        logger().information("request %s: refused a disabled API key (tenant %s, keys[%s])",
-                             std::to_string(ctx.request_id), auth.key->tenant, std::to_string(auth.key->index));
+        if (log)
+          logger().information("request %s: refused a disabled API key (tenant %s, keys[%s])",
+                               std::to_string(ctx.request_id), auth.key->tenant, std::to_string(auth.key->index));
         return error_reply(errors::api_key_disabled());
       case AuthOutcome::missing:
       case AuthOutcome::unknown: {
@@ -185,11 +190,35 @@ Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& reques
       }
     }
   }
-
-  std::string text;
   if (route->has_body) {
     const std::string content_type = request.getContentType();
     if (!is_json_content_type(content_type)) return error_reply(errors::unsupported_media_type(content_type));
+    if (request.hasContentLength() && !request.getChunkedTransferEncoding() &&
+        static_cast<std::uint64_t>(request.getContentLength64()) > config_.max_body_bytes)
+      return error_reply(errors::body_too_large(config_.max_body_bytes, "declares Content-Length " +
+                                                                             std::to_string(request.getContentLength64()) +
+                                                                             ", over"));
+  }
+  return std::nullopt;
+}
+
+bool Router::reads_body(const Poco::Net::HTTPRequest& request) const {
+  if (state_.draining()) return false;  // answered 503 without reading
+  RequestContext ctx;
+  const Route* route = nullptr;
+  try {
+    return !precheck(ctx, request, route, /*log=*/false) && route != nullptr && route->has_body;
+  } catch (const std::exception&) {
+    return false;  // handle() reports it
+  }
+}
+
+Reply Router::dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& request, std::istream& body) {
+  const Route* route = nullptr;
+  if (auto refused = precheck(ctx, request, route, /*log=*/true)) return std::move(*refused);
+
+  std::string text;
+  if (route->has_body) {
     std::optional<std::uint64_t> length;
     if (request.hasContentLength()) length = static_cast<std::uint64_t>(request.getContentLength64());
     BodyRead read = read_body(body, length, request.getChunkedTransferEncoding(), config_.max_body_bytes);

@@ -1,7 +1,7 @@
 // Routing for memra-host: match the route, check the method, authenticate,
 // read and bound the body, call the route, and turn every failure into an
 // OpenAI-shaped error. Works on Poco's HTTPRequest and a body stream, so tests
-// can drive it without a socket; poco_adapter.cpp plugs it into HTTPServer.
+// can drive it without a socket; http_frontend.cpp feeds it complete requests.
 #pragma once
 
 #include <Poco/Net/HTTPRequest.h>
@@ -12,6 +12,7 @@
 #include <functional>
 #include <istream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct RouterConfig {
   TenantAdmission* admission = nullptr;  // per-tenant limits (null: none)
   bool models_ready = false;             // every model loaded and its scheduler running
   std::string version = "unknown";       // system_fingerprint in completions
+  std::int64_t default_max_tokens = 1024;  // --default-max-tokens (token_budget.hpp)
+  int queue_timeout_ms = 30000;            // --queue-timeout-ms: the scheduler's queue, per request
 };
 
 // What a route knows about the request beyond HTTP.
@@ -70,6 +73,10 @@ class Router {
   // the client has disconnected, so long requests can stop early.
   Reply handle(const Poco::Net::HTTPRequest& request, std::istream& body,
                std::function<bool()> client_gone = {});
+  // Whether handle() would read this request's body (route, method, key, Content-Type
+  // and a declared length all pass): the HTTP front end reads a body only then, so an
+  // unauthenticated or misrouted client never makes the server read its body.
+  bool reads_body(const Poco::Net::HTTPRequest& request) const;
   // The 503 for a request that arrives while the server drains.
   Reply reject_draining(const Poco::Net::HTTPRequest& request);
 
@@ -81,6 +88,8 @@ class Router {
 
  private:
   Reply dispatch(RequestContext& ctx, const Poco::Net::HTTPRequest& request, std::istream& body);
+  std::optional<Reply> precheck(RequestContext& ctx, const Poco::Net::HTTPRequest& request, const Route*& route,
+                                bool log) const;
 
   RouterConfig config_;
   const KeyRing* keys_;

@@ -11,11 +11,14 @@
 
 #include "host/server/admission.hpp"
 #include "host/server/generation.hpp"
+#include "host/server/chat_output.hpp"
 #include "host/server/openai_format.hpp"
+#include "host/server/output_constraint.hpp"
 #include "host/server/prompt_builder.hpp"
 #include "host/server/request_validation.hpp"
 #include "host/server/router.hpp"
 #include "host/server/served_model.hpp"
+#include "host/server/token_budget.hpp"
 
 namespace memra::server {
 namespace {
@@ -67,14 +70,31 @@ struct StreamJob {
   Metrics* metrics = nullptr;
   std::string tenant;
   std::uint64_t request_id = 0;
+  // Chat: each choice's text split into reasoning, content and tool calls.
+  std::vector<ToolDef> tools;  // what output.tool_defs points to
+  ChatOutputConfig output;
+  std::vector<std::unique_ptr<ChatOutputParser>> parsers;
+  std::vector<std::vector<std::size_t>> token_starts;  // per choice: where each token's text starts
 };
 
-UsageCounts usage_of(const ServedModel& model, const GenerationRun& run) {
+UsageCounts usage_of(const ServedModel& model, const GenerationRun& run, const ChatOutputConfig* output = nullptr,
+                     std::int64_t reasoning_tokens = 0) {
   UsageCounts u{run.prompt_tokens(), run.completion_tokens(), run.cached_tokens()};
   u.speculative = model.spec != "off";
   u.drafted = run.drafted_tokens();
   u.accepted = run.accepted_tokens();
+  u.reasoning = output != nullptr && output->reasoning.has_value();
+  u.reasoning_tokens = reasoning_tokens;
   return u;
+}
+
+// A choice's finish_reason as the client sees it: tool_calls when the answer called tools.
+std::string client_finish(const std::string& engine_reason, std::size_t calls) {
+  return calls > 0 && engine_reason == "stop" ? "tool_calls" : engine_reason;
+}
+
+std::int64_t count_below(const std::vector<std::size_t>& starts, std::size_t bytes) {
+  return static_cast<std::int64_t>(std::count_if(starts.begin(), starts.end(), [&](std::size_t s) { return s < bytes; }));
 }
 
 void record_end(Metrics& metrics, const ServedModel& model, const std::string& tenant, const GenerationRun& run,
@@ -113,18 +133,41 @@ void stream_answer(StreamJob& job, StreamSink& sink) {
       const std::size_t echo_bytes = job.echo.empty() ? 0 : job.echo[d.index / static_cast<std::size_t>(job.n)].size();
       if (d.finish_reason) finish[d.index] = *d.finish_reason;
       if (d.finish_reason && *d.finish_reason == "error") continue;  // reported once, below
-      out += delta_event(job.meta, d, "", echo_bytes, job.include_usage);
+      if (!chat) {
+        out += delta_event(job.meta, d, "", echo_bytes, job.include_usage);
+        continue;
+      }
+      ChatOutputParser& parser = *job.parsers[d.index];
+      for (const auto& t : d.tokens) job.token_starts[d.index].push_back(t.text_start);
+      ChatPieces pieces = parser.push(d.text);
+      ChoiceDelta cd = d;
+      if (d.finish_reason) {
+        ChatPieces rest = parser.finish();
+        pieces.reasoning += rest.reasoning;
+        pieces.content += rest.content;
+        pieces.tool_calls.insert(pieces.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+        cd.finish_reason = client_finish(*d.finish_reason, parser.calls());
+      }
+      cd.text = std::move(pieces.content);
+      ChatDeltaExtras extras{std::move(pieces.reasoning), std::move(pieces.tool_calls)};
+      out += delta_event(job.meta, cd, "", 0, job.include_usage, &extras);
     }
     if (!out.empty() && !sink.write(out)) return gone();
     if (out.empty() && sink.client_gone()) return gone();
   }
   record_end(*job.metrics, *job.model, job.tenant, run, finish);
   std::string tail;
-  if (run.error()) {
+  if (run.error() && run.aborted()) {
+    logger().warning("request %s: stream cut by the server: %s", std::to_string(job.request_id), *run.error());
+    tail += error_event(errors::shutting_down());
+  } else if (run.error()) {
     logger().error("request %s: generation failed mid-stream: %s", std::to_string(job.request_id), *run.error());
     tail += error_event(errors::generation_failed(*run.error()));
   } else if (job.include_usage) {
-    tail += usage_event(job.meta, usage_of(*job.model, run));
+    std::int64_t reasoning_tokens = 0;
+    for (std::size_t i = 0; i < job.parsers.size(); ++i)
+      reasoning_tokens += count_below(job.token_starts[i], job.parsers[i]->reasoning_bytes());
+    tail += usage_event(job.meta, usage_of(*job.model, run, chat ? &job.output : nullptr, reasoning_tokens));
   }
   tail += kDoneEvent;
   sink.write(tail);
@@ -133,37 +176,68 @@ void stream_answer(StreamJob& job, StreamSink& sink) {
 Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, const std::string& body) {
   Validation v = validate_completion_body(kind, body);
   if (v.error) return error_reply(*v.error);
-  const CompletionRequest& req = *v.request;
+  CompletionRequest& req = *v.request;
   ModelSet* models = router.config().models;
   if (models == nullptr || models->empty()) return error_reply(errors::model_not_loaded());
   ServedModel* model = models->find(req.model);
   if (model == nullptr) return error_reply(errors::model_not_found(req.model));
 
+  for (const auto& b : req.logit_bias) {
+    if (b.id >= model->vocab_size()) {
+      return error_reply(errors::invalid_request(
+          "invalid_value",
+          "'logit_bias' names token " + std::to_string(b.id) + ", outside the vocabulary of '" + model->alias +
+              "' (0 to " + std::to_string(model->vocab_size() - 1) + ")",
+          std::string("logit_bias")));
+    }
+  }
+
+  // Chat: how the answer is split (the model's thinking markers, its tool-call format).
+  ChatOutputConfig output;
+  ToolFormat tool_format = ToolFormat::none;
+  if (kind == CompletionKind::chat && model->text.chat_template) {
+    const std::string& source = model->text.chat_template->source();
+    output.reasoning = reasoning_markers(source);
+    if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::none) {
+      tool_format = tool_format_for_template(source);
+      if (tool_format == ToolFormat::none) tool_format = ToolFormat::hermes;
+    }
+    output.tools = tool_format;
+    output.parallel_tool_calls = req.parallel_tool_calls;
+    // A constrained output starts at once: a model that can think is asked not to (the
+    // grammar has no room for the thinking), unless the request says otherwise.
+    if (wants_constraint(req) && output.reasoning && !req.chat_template_kwargs.contains("enable_thinking") &&
+        !req.reasoning_effort)
+      req.chat_template_kwargs["enable_thinking"] = false;
+  }
+
   BuiltPrompts built = build_prompts(*model, req);
   if (built.error) return error_reply(*built.error);
+  if (output.reasoning) output.starts_in_reasoning = prompt_opens_reasoning(built.texts[0], *output.reasoning);
+  if (output.starts_in_reasoning && wants_constraint(req)) {
+    return error_reply(errors::invalid_request(
+        "unsupported_parameter",
+        "the chat template of '" + model->alias + "' opens the model's thinking in the prompt, and constrained outputs "
+                                                  "(response_format, a required or named tool_choice) cannot follow "
+                                                  "thinking yet",
+        std::string(req.response_format.type != ResponseFormatType::text ? "response_format" : "tool_choice")));
+  }
+  OutputConstraint constraint = output_constraint(*model, req, tool_format);
+  if (constraint.error) return error_reply(*constraint.error);
 
-  // The context: prompt + max_tokens must fit; without max_tokens, whatever is left.
-  const std::int64_t context = model->max_context();
-  std::int64_t longest = 0;
-  for (const auto& p : built.prompts) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(p.size()));
-  const char* prompt_param = kind == CompletionKind::chat ? "messages" : "prompt";
-  if (longest >= context) {
-    return error_reply(errors::context_length_exceeded(
-        "the prompt is " + std::to_string(longest) + " tokens but the context of '" + model->alias + "' is " +
-            std::to_string(context) + " tokens, leaving no room to generate; shorten the prompt",
-        prompt_param));
-  }
-  std::int64_t max_tokens = context - longest;
-  if (req.max_tokens) {
-    if (*req.max_tokens > context - longest) {
-      return error_reply(errors::context_length_exceeded(
-          "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" + std::to_string(*req.max_tokens) +
-              ") is over the context of '" + model->alias + "' (" + std::to_string(context) +
-              " tokens); lower max_tokens to at most " + std::to_string(context - longest) + " or shorten the prompt",
-          "max_tokens"));
-    }
-    max_tokens = *req.max_tokens;
-  }
+  // How many tokens: given, or the documented default rule (token_budget.hpp).
+  TokenBudgetInput tb;
+  tb.requested = req.max_tokens;
+  for (const auto& p : built.prompts) tb.prompt_tokens.push_back(static_cast<std::int64_t>(p.size()));
+  tb.n = req.n;
+  tb.context = model->max_context();
+  tb.default_max_tokens = router.config().default_max_tokens;
+  if (ctx.key != nullptr) tb.tenant_kv_tokens = ctx.key->limits.max_kv_tokens;
+  tb.prompt_param = kind == CompletionKind::chat ? "messages" : "prompt";
+  tb.model = model->alias;
+  const TokenBudget budget = token_budget(tb);
+  if (budget.error) return error_reply(*budget.error);
+  const std::int64_t max_tokens = budget.max_tokens;
 
   GenerationSpec spec;
   spec.prompts = std::move(built.prompts);
@@ -172,6 +246,8 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
   spec.max_tokens = max_tokens;
   spec.stop = req.stop;
   spec.ignore_eos = req.ignore_eos;
+  spec.logit_bias = req.logit_bias;
+  spec.constraint = std::move(constraint.factory);
   spec.cache_namespace = model->alias + '\x1f' + ctx.tenant() + '\x1f' + req.cache_salt;
   if (ctx.key != nullptr) spec.priority = ctx.key->limits.priority;
   if (auto bad = engine::validate(spec.sampling)) {
@@ -179,8 +255,7 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
   }
 
   // Tenant admission: worst-case KV tokens of every sequence of this request.
-  std::int64_t kv_tokens = 0;
-  for (const auto& p : spec.prompts) kv_tokens += (static_cast<std::int64_t>(p.size()) + max_tokens) * req.n;
+  const std::int64_t kv_tokens = budget.kv_tokens;
   Metrics& metrics = router.metrics();
   const std::string& tenant = ctx.tenant();
   TenantAdmission::Ticket ticket;
@@ -225,6 +300,20 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     return error_reply(errors::invalid_request("invalid_value", started.error().message, std::nullopt));
   }
   std::unique_ptr<GenerationRun> run = std::move(*started);
+  // The device gate: wait until the scheduler admitted every sequence, so a refusal
+  // is still an ordinary HTTP answer (nothing of the reply is sent yet).
+  switch (run->wait_admitted(std::chrono::milliseconds(router.config().queue_timeout_ms), ctx.client_gone)) {
+    case GenerationRun::Admission::admitted:
+      break;
+    case GenerationRun::Admission::timed_out:
+      metrics.add_rejection(tenant, "device_queue_timeout");
+      return with_retry_after(error_reply(errors::server_overloaded(
+                                  "not admitted by the scheduler of '" + model->alias + "' within " +
+                                  std::to_string(router.config().queue_timeout_ms) + " ms (memra-host --queue-timeout-ms)")),
+                              1);
+    case GenerationRun::Admission::client_gone:
+      return error_reply(errors::client_closed());
+  }
   const std::string alias = model->alias;
   run->on_first_token = [&metrics, alias](double s) { metrics.observe_ttft(alias, s); };
   run->on_token_gap = [&metrics, alias](double s) { metrics.observe_inter_token(alias, s); };
@@ -253,6 +342,13 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     job->metrics = &metrics;
     job->tenant = tenant;
     job->request_id = ctx.request_id;
+    if (kind == CompletionKind::chat) {
+      job->tools = std::move(req.tools);
+      job->output = output;
+      job->output.tool_defs = &job->tools;
+      for (std::size_t i = 0; i < job->run->choices(); ++i) job->parsers.push_back(std::make_unique<ChatOutputParser>(job->output));
+      job->token_starts.resize(job->run->choices());
+    }
     Reply reply;
     reply.status = 200;
     reply.content_type = "text/event-stream";
@@ -289,13 +385,30 @@ Reply complete(CompletionKind kind, const Router& router, RequestContext& ctx, c
     }
   }
   record_end(metrics, *model, tenant, *run, finish);
+  if (run->error() && run->aborted()) return error_reply(errors::shutting_down());
   if (run->error()) {
     logger().error("request %s: generation failed: %s", std::to_string(ctx.request_id), *run->error());
     return error_reply(errors::generation_failed(*run->error()));
   }
+  std::int64_t reasoning_tokens = 0;
+  if (kind == CompletionKind::chat) {
+    output.tool_defs = &req.tools;
+    for (auto& r : results) {
+      ChatOutputParser parser(output);
+      ChatPieces a = parser.push(r.text);
+      ChatPieces b = parser.finish();
+      r.reasoning = a.reasoning + b.reasoning;
+      r.text = a.content + b.content;
+      r.tool_calls = std::move(a.tool_calls);
+      r.tool_calls.insert(r.tool_calls.end(), b.tool_calls.begin(), b.tool_calls.end());
+      r.finish_reason = client_finish(r.finish_reason, r.tool_calls.size());
+      for (const auto& t : r.tokens) reasoning_tokens += t.text_start < parser.reasoning_bytes() ? 1 : 0;
+    }
+  }
   Reply reply;
   reply.status = 200;
-  reply.body = completion_body(meta, results, usage_of(*model, *run));
+  reply.body = completion_body(meta, results, usage_of(*model, *run, kind == CompletionKind::chat ? &output : nullptr,
+                                                       reasoning_tokens));
   return reply;
 }
 

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/scheduler.hpp"
 #include "host/engine/text_model.hpp"
+#include "host/structured/token_vocabulary.hpp"
 
 namespace memra::server {
 
@@ -29,8 +31,20 @@ struct ServedModel {
   std::unique_ptr<engine::Engine> engine;        // declared before the scheduler: destroyed after it
   std::unique_ptr<engine::Scheduler> scheduler;
 
+  // The vocabulary as structured outputs mask it, built on first use.
+  std::shared_ptr<const structured::TokenVocabulary> token_vocabulary() {
+    std::call_once(vocabulary_once_, [this] {
+      vocabulary_ = structured::TokenVocabulary::build(*text.tokenizer, vocab_size(), text.stop_ids);
+    });
+    return vocabulary_;
+  }
+
   std::int64_t max_context() const { return engine->max_context(); }
   std::int64_t vocab_size() const { return engine->vocab_size(); }
+
+ private:
+  std::once_flag vocabulary_once_;
+  std::shared_ptr<const structured::TokenVocabulary> vocabulary_;
 };
 
 // The loaded models, in the order they were given. Immutable once serving starts.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "registry/cli/prune.hpp"
 #include "registry/cli/table.hpp"
 #include "registry/json.hpp"
 #include "registry/registry.hpp"
@@ -72,6 +73,29 @@ void print_repacks(const std::vector<Repack>& repacks) {
     t.add({std::to_string(r.id), std::to_string(r.checkpoint_id), r.tool_version, short_hash(r.output_hash),
            r.created_at, r.output_path});
   t.print(std::cout);
+}
+
+// ---- prune ---------------------------------------------------------------------
+int run_prune(const Parsed& args) {
+  auto reg = open_registry(args, args.has("dry-run") ? Access::read : Access::write);
+  if (!reg.ok()) return fail(reg.error());
+  PruneOptions o;
+  o.dry_run = args.has("dry-run");
+  o.verify = args.has("verify");
+  if (args.values.count("repacks")) {
+    o.repacks_dir = args.get("repacks");
+  } else {
+    auto home = memra_home();
+    if (!home.ok()) return fail(home.error());
+    o.repacks_dir = *home / "repacks";
+  }
+  auto report = prune(*reg, o);
+  if (!report.ok()) return fail(report.error());
+  for (const auto& line : report->lines) std::cout << line << "\n";
+  std::cout << (o.dry_run ? "would prune " : "pruned ") << report->repack_rows << " repack row(s), "
+            << report->checkpoint_rows << " checkpoint row(s) and " << report->directories << " director"
+            << (report->directories == 1 ? "y" : "ies") << " (" << report->bytes / 1000000 << " MB)\n";
+  return kExitOk;
 }
 
 // ---- list ----------------------------------------------------------------------
@@ -265,6 +289,19 @@ std::vector<Command> build() {
                    "Exit status: 0 supported, 3 generic, 4 rejected, 1 registry error, 2 usage error.\n"
                    "Example: memra-registry check --family llama --quant q4_k --arch cpu\n"},
                   run_check});
+  cmds.push_back({{"prune",
+                   "Remove registry rows and repack directories that no longer match: repacks whose directory "
+                   "is gone, whose manifest is not the recorded one or does not validate, or whose source "
+                   "changed; checkpoints left without repacks; and in the repack cache, temporary directories of "
+                   "killed repacks and repacks no row names.",
+                   {},
+                   {{"dry-run", "", "print what would go, change nothing"},
+                    {"verify", "", "also check every tensor's CRC-32C (reads every repack whole)"},
+                    {"repacks", "DIR", "the first-load repack cache (default $MEMRA_HOME/repacks)"},
+                    kDbFlag},
+                   "Directories are removed only inside the repack cache; a repack written elsewhere with\n"
+                   "memra-repack -o loses its row only. Example: memra-registry prune --dry-run\n"},
+                  run_prune});
   cmds.push_back({{"import",
                    "Import a combos file ({\"format\":\"memra-combos\",\"version\":N,\"combos\":[...]}). Rows "
                    "recorded by record-gate are kept unless --force.",

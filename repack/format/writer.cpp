@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,22 +52,63 @@ Status fsync_path(const fs::path& p, bool directory) {
 }
 
 std::string temp_prefix(const fs::path& dst) { return "." + dst.filename().string() + ".tmp-"; }
+constexpr const char* kWriterLock = ".writer.lock";
 
-// Temporary directories of this destination whose writer process is gone.
-void remove_stale(const fs::path& dst) {
+// ".<name>.tmp-<pid>-<random>": the pid, or 0 when the name is not a temporary directory's.
+long temp_dir_pid(const std::string& name) {
+  if (name.empty() || name[0] != '.') return 0;
+  const std::size_t at = name.rfind(".tmp-");
+  if (at == std::string::npos || at == 0) return 0;
+  return std::strtol(name.c_str() + at + 5, nullptr, 10);
+}
+
+// A writer holds the lock; a dead writer's lock is free. No lock file yet (the window
+// between mkdir and flock, or an older memra): the pid decides.
+bool writer_alive(const fs::path& tmp, long pid) {
+  const int fd = ::open((tmp / kWriterLock).c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return pid > 0 && !(::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock taken for the test, if any
+  return held;
+}
+
+uint64_t tree_bytes(const fs::path& dir) {
+  uint64_t n = 0;
   std::error_code ec;
-  const std::string prefix = temp_prefix(dst);
-  for (const auto& e : fs::directory_iterator(dst.parent_path(), ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string rest = name.substr(prefix.size());
-    const long pid = std::strtol(rest.c_str(), nullptr, 10);
-    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
-      std::error_code ec2;
-      fs::remove_all(e.path(), ec2);
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_regular_file(e2)) n += it->file_size(e2);
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<fs::path> stale_temp_dirs(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const long pid = temp_dir_pid(e.path().filename().string());
+    std::error_code e2;
+    if (pid != 0 && e.is_directory(e2) && !writer_alive(e.path(), pid)) out.push_back(e.path());
+  }
+  return out;
+}
+
+StaleTempDirs remove_stale_temp_dirs(const fs::path& dir) {
+  StaleTempDirs out;
+  for (const fs::path& p : stale_temp_dirs(dir)) {
+    const uint64_t bytes = tree_bytes(p);
+    std::error_code ec;
+    if (fs::remove_all(p, ec) > 0 && !ec) {
+      ++out.removed;
+      out.bytes += bytes;
     }
   }
+  return out;
 }
+
+namespace {
 
 bool safe_relative(std::string_view name) {
   if (name.empty() || name.front() == '/') return false;
@@ -96,9 +138,10 @@ Result<std::unique_ptr<Writer>> Writer::create(const fs::path& destination, Writ
   const fs::path parent = w->dst_.parent_path();
   if (!fs::is_directory(parent, ec))
     return make_error(ErrorCode::not_found, "the output's parent directory " + parent.string() + " does not exist; create it first");
-  if (fs::symlink_status(w->dst_, ec).type() != fs::file_type::not_found && !w->options_.overwrite)
+  if (!w->options_.name_at_commit && fs::symlink_status(w->dst_, ec).type() != fs::file_type::not_found &&
+      !w->options_.overwrite)
     return make_error(ErrorCode::conflict, w->dst_.string() + " already exists; remove it or pass --force to replace it");
-  remove_stale(w->dst_);
+  remove_stale_temp_dirs(parent);
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
     char suffix[32];
@@ -106,6 +149,9 @@ Result<std::unique_ptr<Writer>> Writer::create(const fs::path& destination, Writ
     const fs::path tmp = parent / (temp_prefix(w->dst_) + suffix);
     if (::mkdir(tmp.c_str(), 0755) == 0) {
       w->tmp_ = tmp;
+      w->lock_fd_ = ::open((tmp / kWriterLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (w->lock_fd_ < 0 || ::flock(w->lock_fd_, LOCK_EX | LOCK_NB) != 0)
+        return io_error("cannot lock the temporary directory", tmp, errno);
       return w;
     }
     if (errno != EEXIST) return io_error("cannot create the temporary directory", tmp, errno);
@@ -115,6 +161,7 @@ Result<std::unique_ptr<Writer>> Writer::create(const fs::path& destination, Writ
 
 Writer::~Writer() {
   if (!committed_) abort();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void Writer::abort() {
@@ -240,6 +287,14 @@ Status Writer::copy_file(const fs::path& from, std::string_view name) {
   return write_file(name, data);
 }
 
+Result<std::string> Writer::commit(Manifest& m, const fs::path& destination) {
+  const fs::path dst = fs::absolute(destination).lexically_normal();
+  if (dst.parent_path() != dst_.parent_path())
+    return make_error(ErrorCode::internal, "Writer::commit: " + dst.string() + " is not beside " + dst_.string());
+  dst_ = dst;
+  return commit(m);
+}
+
 Result<std::string> Writer::commit(Manifest& m) {
   if (committed_ || aborted_) return make_error(ErrorCode::internal, "Writer::commit after commit or abort");
   m.blobs = blobs_;
@@ -252,6 +307,9 @@ Result<std::string> Writer::commit(Manifest& m) {
   blob_fds_.clear();
   const std::string text = manifest_to_json(m);
   MEMRA_TRY(write_file(kManifestFile, text));
+  // The lock file stays out of the finished directory; the lock itself is held (on the
+  // open descriptor) until this Writer goes.
+  ::unlink((tmp_ / kWriterLock).c_str());
   if (options_.fsync) {
     for (const fs::path& d : subdirs_) MEMRA_TRY(fsync_path(d, true));
     MEMRA_TRY(fsync_path(tmp_, true));
@@ -268,8 +326,10 @@ Result<std::string> Writer::commit(Manifest& m) {
     committed_ = true;
     fs::remove_all(tmp_, ec);
   } else {
-    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dst_.c_str(), RENAME_NOREPLACE) != 0)
+    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dst_.c_str(), RENAME_NOREPLACE) != 0) {
+      if (errno == EEXIST) return make_error(ErrorCode::conflict, dst_.string() + " appeared while writing");
       return io_error("cannot rename the finished output to", dst_, errno);
+    }
     committed_ = true;
   }
   if (options_.fsync) MEMRA_TRY(fsync_path(dst_.parent_path(), true));

@@ -5,8 +5,10 @@
 // the directory, and renames it to the destination (RENAME_NOREPLACE, or an atomic
 // exchange with an existing destination when overwriting), then fsyncs the parent. A
 // reader therefore sees either no destination or a complete one. Any failure, abort() or
-// destruction before commit removes the temporary directory; a temporary directory left
-// by a killed process is removed by the next Writer for the same destination.
+// destruction before commit removes the temporary directory. While it writes, a Writer
+// holds an flock on ".writer.lock" inside its temporary directory, so a temporary
+// directory whose lock is free belongs to a process that died (kill -9, power loss):
+// remove_stale_temp_dirs() removes those, and every Writer does so in its parent.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,10 @@ struct WriterOptions {
   bool fsync = true;
   // Replace an existing destination (atomically); otherwise its existence is an error.
   bool overwrite = false;
+  // The final name is given to commit() (content-named repacks, whose name needs the
+  // source digest computed while writing); `destination` only places the temporary
+  // directory, and its existence is not checked at create().
+  bool name_at_commit = false;
   // Test hook, called at "tensor" (before each tensor write), "manifest" and "rename";
   // an error it returns fails the write exactly as an I/O error there would.
   std::function<Status(std::string_view point)> fault;
@@ -82,6 +88,10 @@ class Writer {
   // and renames into place. Returns the sha256 of manifest.json (the repack's output
   // hash in the registry).
   Result<std::string> commit(Manifest& manifest);
+  // The same with the final directory named now (in the same parent). A destination that
+  // exists already (and no overwrite) fails with ErrorCode::conflict, the temporary
+  // directory kept until abort() or destruction.
+  Result<std::string> commit(Manifest& manifest, const std::filesystem::path& destination);
 
   // Removes the temporary directory. Idempotent.
   void abort();
@@ -94,10 +104,22 @@ class Writer {
   WriterOptions options_;
   std::vector<BlobInfo> blobs_;
   std::vector<int> blob_fds_;
+  int lock_fd_ = -1;  // flock on tmp_/.writer.lock while writing
   std::vector<std::filesystem::path> subdirs_;
   bool committed_ = false;
   bool aborted_ = false;
 };
+
+// Removes the temporary directories in `dir` left by writers that died (their lock is
+// free, or, for a directory without one, their pid is gone). Returns how many, and
+// their bytes.
+struct StaleTempDirs {
+  std::size_t removed = 0;
+  std::uint64_t bytes = 0;
+};
+StaleTempDirs remove_stale_temp_dirs(const std::filesystem::path& dir);
+// The same directories, listed and not removed.
+std::vector<std::filesystem::path> stale_temp_dirs(const std::filesystem::path& dir);
 
 // Current time as ISO-8601 UTC ("2026-01-02T03:04:05Z").
 std::string utc_now_iso8601();

@@ -18,6 +18,8 @@
 #include "repack/quantize/quantize.hpp"
 #include "repack/tool/precision.hpp"
 #include "repack/tool/source.hpp"
+#include "repack/tool/validate.hpp"
+#include <nlohmann/json.hpp>
 
 #ifndef MEMRA_REPACK_VERSION
 #define MEMRA_REPACK_VERSION "0.0.0"
@@ -79,6 +81,7 @@ Status convert_tensor(Shared& sh, const SourceTensor& st, const format::TensorEn
     const uint64_t count = std::min(rows_per_chunk * cols, n - first);
     f32.resize(count);
     MEMRA_TRY(sh.source.to_f32(st, first, count, f32.data()));
+    MEMRA_TRY(check_finite(sh.source, st, f32.data(), first, count));
     const void* bytes = f32.data();
     uint64_t nbytes = count * 4;
     if (e.scheme == "bf16" || e.scheme == "f16") {
@@ -128,6 +131,11 @@ void worker(Shared& sh, const std::vector<size_t>& order) {
     std::string sha;
     Status st_ok;
     if (tp.copy) {
+      // Copied as stored: its values are checked first (converted chunk by chunk).
+      if (auto finite = check_finite(sh.source, st, [&] { return sh.stop(); }); !finite) {
+        sh.fail(finite.error());
+        return;
+      }
       auto h = sh.writer.write_tensor(e, st.data, [&] { return sh.stop(); });
       if (h) sha = std::move(*h), sh.advance(st.bytes);
       else st_ok = h.error();
@@ -158,6 +166,21 @@ std::string dominant_scheme(const Source& s) {
 
 std::string tool_version() { return std::string(kToolName) + " " + MEMRA_REPACK_VERSION; }
 
+std::string content_options_json(const RepackOptions& o) {
+  nlohmann::ordered_json j;
+  j["quant"] = o.quant;
+  nlohmann::ordered_json ov = nlohmann::ordered_json::array();
+  for (const SchemeOverride& x : o.overrides) ov.push_back(x.pattern + "=" + x.scheme);
+  j["tensor_scheme"] = ov;
+  j["format_version"] = format::kFormatVersion;
+  return j.dump();
+}
+
+std::string content_key(const std::string& source_sha256, const RepackOptions& o) {
+  const std::string text = source_sha256 + "\n" + content_options_json(o);
+  return format::sha256_hex(text.data(), text.size()).substr(0, 16);
+}
+
 std::string combined_digest(const std::vector<format::SourceFile>& files) {
   if (files.size() == 1) return files[0].sha256;
   std::vector<format::SourceFile> sorted = files;
@@ -178,6 +201,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   auto source = Source::open(o.source, *o.plugins);
   if (!source) return source.error();
   const Source& src = **source;
+  MEMRA_TRY(validate_source(src, *o.plugins));
   // A --quant scheme no built-in quantizer writes goes to the quant plugin handling it.
   std::optional<plugins::QuantPlugin> plugin_quant;
   if (std::find(quant_choices().begin(), quant_choices().end(), o.quant) == quant_choices().end())
@@ -228,7 +252,9 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   wo.fsync = o.fsync;
   wo.overwrite = o.overwrite;
   wo.fault = o.fault;
-  auto writer = format::Writer::create(o.output, wo);
+  wo.name_at_commit = o.name_by_content;
+  const std::string stem = o.name_stem.empty() ? std::string("model") : o.name_stem;
+  auto writer = format::Writer::create(o.name_by_content ? o.output / (stem + ".memra") : o.output, wo);
   if (!writer) return writer.error();
   format::Writer& w = **writer;
   MEMRA_TRY(w.layout(entries));
@@ -317,12 +343,26 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   }
   m.precision = plan->precision;
   m.tensors = entries;
-  auto manifest_sha = w.commit(m);
+  RepackResult r;
+  Result<std::string> manifest_sha = std::string();
+  if (o.name_by_content) {
+    const std::filesystem::path named = o.output / (stem + "-" + content_key(m.source.sha256, o) + ".memra");
+    manifest_sha = w.commit(m, named);
+    if (!manifest_sha && manifest_sha.error().code == ErrorCode::conflict) {
+      // The same checkpoint repacked the same way is there already (another path to the
+      // same bytes, or a run whose registry record was lost): the caller verifies it.
+      w.abort();
+      r.output = named;
+      r.existing = true;
+      manifest_sha = std::string();
+    }
+  } else {
+    manifest_sha = w.commit(m);
+  }
   if (!manifest_sha) return manifest_sha.error();
   progress->phase = 3;
 
-  RepackResult r;
-  r.output = w.destination();
+  if (!r.existing) r.output = w.destination();
   r.manifest_sha256 = *manifest_sha;
   r.manifest = std::move(m);
   r.config = src.config();

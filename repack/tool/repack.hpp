@@ -33,7 +33,14 @@ struct RepackOptions {
   // Family plugins (config normalisation, tensor names) and quant plugins; required.
   const plugins::PluginHost* plugins = nullptr;
   std::filesystem::path source;
+  // The .memra directory to write; with name_by_content, the directory to write it in.
   std::filesystem::path output;
+  // Name the output "<stem>-<key>.memra" in `output`, key = the first 16 hex digits of
+  // sha256(source digest + the options that change the bytes): the same checkpoint
+  // repacked the same way always gets the same name (first-load repacks). When that
+  // directory exists already, nothing is replaced: the result names it (existing).
+  bool name_by_content = false;
+  std::string name_stem;
   std::string quant = "keep";
   std::vector<SchemeOverride> overrides;  // --tensor-scheme
   int threads = 0;        // tensor workers; 0 = hardware concurrency
@@ -46,6 +53,7 @@ struct RepackOptions {
 
 struct RepackResult {
   std::filesystem::path output;   // absolute
+  bool existing = false;          // name_by_content: a repack of this name was there; ours was dropped
   std::string manifest_sha256;    // the repack's output hash
   format::Manifest manifest;
   ModelConfig config;
@@ -55,6 +63,11 @@ struct RepackResult {
 };
 
 Result<RepackResult> repack_checkpoint(const RepackOptions& options);
+
+// The options that change a repack's bytes (quant, --tensor-scheme, format version), as
+// JSON: with the source digest they make a content-named repack's key.
+std::string content_options_json(const RepackOptions& options);
+std::string content_key(const std::string& source_sha256, const RepackOptions& options);
 
 // The checkpoint digest of several files: sha256 of "<sha256>  <name>\n" lines sorted by
 // name (sha256sum's format); for one file, that file's sha256.

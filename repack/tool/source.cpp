@@ -117,6 +117,7 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
       st.scheme = lower(safetensors::dtype_name(t.dtype));
       st.data = t.data;
       st.bytes = t.nbytes;
+      st.file = fs::absolute(shared->shard_paths().at(t.shard)).lexically_normal();
       s->tensors_.push_back(std::move(st));
     }
     // Index file (sharded checkpoints), config, tokenizer and template files travel along.
@@ -152,6 +153,7 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
       st.scheme = format::scheme_of_ggml_type(t.info->type);
       st.data = t.data;
       st.bytes = t.info->nbytes;
+      st.file = s->path_;
       if (st.scheme.empty())
         return make_error(ErrorCode::unsupported, "tensor '" + st.name + "' of " + s->path_.string() + " has ggml type " +
                                                       std::to_string(t.info->type) + ", which memra does not know");

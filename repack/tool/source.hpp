@@ -25,6 +25,7 @@ struct SourceTensor {
   std::string scheme;           // lower-case: bf16, f32, q4_k, i64, ...
   const uint8_t* data = nullptr;  // into the source's memory map
   uint64_t bytes = 0;
+  std::filesystem::path file;     // the user's file that holds it (a shard, the .gguf)
 };
 
 class Source {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine (nvidia-h200-x2 for the two-GPU parts), from tests/cuda/carry_all.sh's
-# folder: memra-kernel-check, every tests/cuda suite (eager too), memra-gen CUDA vs CPU,
+# folder: memra-kernel-check, every tests/cuda suite and the CUDA instances of the suites
+# over backends (the fixture oracles eager too), memra-gen CUDA vs CPU,
 # then the memra-bench figures of docs/PERFORMANCE.md. A summary goes to $OUT/summary.txt,
 # the logs to $OUT/logs.tar.gz. Each part has its own time limit; the order is by value.
 # Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick | only:<regex>]
@@ -20,13 +21,21 @@ trap 'tar czf "$OUT/logs.tar.gz" -C "$L" . 2>/dev/null' EXIT
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$R"
 timeout 300 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1; say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
 grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
-for t in cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_speculative_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test cuda_plugin_kernel_test; do
-  timeout 180 "$D/bin/$t" > "$L/$t.log" 2>&1
-  say "$t rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/$t.log" | tr '\n' ' ')"
-  grep -E "^\[  FAILED|Failure" "$L/$t.log" | head -5 | tee -a "$R"
-done
-MEMRA_CUDA_GRAPH=0 timeout 180 "$D/bin/cuda_fixture_test" > "$L/cuda_fixture_test_eager.log" 2>&1
-say "cuda_fixture_test (MEMRA_CUDA_GRAPH=0) rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/cuda_fixture_test_eager.log" | tr '\n' ' ')"
+# The tests/cuda suites (cuda_*), then the CUDA instances of the suites over backends
+# (engine_*, tests/support/backends.hpp; their CPU instances run in CI): whichever
+# carry_all.sh carried.
+run_test() {  # <binary> <log name> [gtest args...]
+  local t=$1 log=$2; shift 2
+  timeout 180 "$D/bin/$t" "$@" > "$L/$log.log" 2>&1
+  say "$log rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/$log.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$L/$log.log" | head -5 | tee -a "$R"
+}
+for t in $(cd "$D/bin" && ls cuda_*_test); do run_test "$t" "$t"; done
+for t in $(cd "$D/bin" && ls engine_*_test); do run_test "$t" "$t" --gtest_filter='*/cuda*'; done
+export MEMRA_CUDA_GRAPH=0  # the fixture oracles again, decode steps eager
+run_test cuda_fixture_test cuda_fixture_test_eager
+run_test engine_fixture_test engine_fixture_test_eager --gtest_filter='*/cuda*'
+unset MEMRA_CUDA_GRAPH
 for be in cpu cuda; do
   timeout 60 "$D/bin/memra-gen" "$D/fixtures/models/llama" --prompt "The capital of France is" --max-tokens 12 \
     --backend $be --json > "$L/memra-gen-$be.log" 2>&1

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "host/backend/cuda/fatbin_info.hpp"
-#include "tests/cuda/cuda_test_env.hpp"
+#include "tests/support/cuda_env.hpp"
 
 namespace fs = std::filesystem;
 

@@ -14,16 +14,14 @@
 // Skips with the reason when there is no driver, GPU or CUDA build.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <unistd.h>
-#include <nlohmann/json.hpp>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 #include "repack/tool/repack.hpp"
-#include "tests/cuda/cuda_test_env.hpp"
+#include "tests/support/cuda_env.hpp"
+#include "tests/support/fixture_engine.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using memra::engine::Engine;
@@ -62,14 +60,6 @@ memra::plugins::PluginHost& host() {
   return *h;
 }
 
-double row_rel_diff(const std::vector<float>& a, const std::vector<float>& ref) {
-  float scale = 0;
-  for (float v : ref) scale = std::max(scale, std::fabs(v));
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - ref[i]) / static_cast<double>(scale));
-  return worst;
-}
-
 memra::Result<std::unique_ptr<Engine>> load(const fs::path& path, memra_backend_kind kind) {
   auto src = memra::engine::open_model_source(path.string(), host());
   if (!src) return src.error();
@@ -85,9 +75,10 @@ class CudaPluginKernel : public ::testing::Test {
   static void SetUpTestSuite() {
     why_ = memra::cuda_test::unavailable_reason();
     if (!why_.empty()) return;
-    const fs::path dir = memra::cuda_test::fixtures_dir() / "models/llama";
-    if (!fs::exists(dir / "reference.json")) return;
-    out_ = fs::temp_directory_path() / ("memra-example-i8-" + std::to_string(::getpid()));
+    const fs::path dir = memra::testing::fixture("models/llama");
+    if (!memra::testing::has_reference(dir)) return;
+    tmp_ = new memra::testing::TempDir("memra-example-i8");
+    out_ = *tmp_ / "llama-example-i8";
     memra::repack::RepackOptions ro;
     ro.plugins = &host();
     ro.source = dir;
@@ -101,8 +92,9 @@ class CudaPluginKernel : public ::testing::Test {
       for (const auto& t : r->manifest.tensors) plugin_tensors_ += t.scheme == "example_i8";
   }
   static void TearDownTestSuite() {
-    std::error_code ec;
-    if (!out_.empty()) fs::remove_all(out_, ec);
+    delete tmp_;
+    tmp_ = nullptr;
+    out_.clear();
   }
   void SetUp() override {
     if (!why_.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why_;
@@ -112,6 +104,7 @@ class CudaPluginKernel : public ::testing::Test {
     g_arch_override.clear();
   }
   static inline std::string why_, repack_error_;
+  static inline memra::testing::TempDir* tmp_ = nullptr;
   static inline fs::path out_;
   static inline int plugin_tensors_ = 0;
 };
@@ -122,8 +115,7 @@ TEST_F(CudaPluginKernel, ServesGreedyDecodeInsideReplayedStepGraphs) {
   ASSERT_TRUE(gpu.ok()) << gpu.error().message;
   auto cpu = load(out_, MEMRA_BACKEND_CPU);
   ASSERT_TRUE(cpu.ok()) << cpu.error().message;
-  const auto ref = nlohmann::json::parse(std::ifstream(memra::cuda_test::fixtures_dir() / "models/llama/reference.json"));
-  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
+  const std::vector<int32_t> input = memra::testing::reference_prompt(memra::testing::fixture("models/llama"));
 
   const int32_t gs = (*gpu)->open_sequence(), cs = (*cpu)->open_sequence();
   StepRequest g{gs, input, false, true}, c{cs, input, false, true};
@@ -132,7 +124,7 @@ TEST_F(CudaPluginKernel, ServesGreedyDecodeInsideReplayedStepGraphs) {
   ASSERT_TRUE(go.ok()) << go.error().message;
   ASSERT_TRUE(co.ok()) << co.error().message;
   std::vector<float> glast = go->back(), clast = co->back();
-  double worst = row_rel_diff(glast, clast);
+  double worst = memra::testing::max_rel_diff(glast, clast);
   std::vector<int32_t> gtok, ctok;
   for (int s = 0; s < kDecodeSteps; ++s) {
     gtok.push_back(memra::engine::argmax(glast));
@@ -145,7 +137,7 @@ TEST_F(CudaPluginKernel, ServesGreedyDecodeInsideReplayedStepGraphs) {
     ASSERT_TRUE(o2.ok()) << o2.error().message;
     glast = (*o1)[0];
     clast = (*o2)[0];
-    worst = std::max(worst, row_rel_diff(glast, clast));
+    worst = std::max(worst, memra::testing::max_rel_diff(glast, clast));
   }
   const memra::backend::BackendStats st = (*gpu)->backend().stats();
   std::cout << "[ example_i8 ] " << plugin_tensors_ << " plugin tensors; " << kDecodeSteps << " decode steps: graph replays "

@@ -25,7 +25,7 @@
 #include "kernels/attention/attention_ref.hpp"
 #include "kernels/attention/prefill_attention_plan.hpp"
 #include "repack/quant/fp_convert.hpp"
-#include "tests/cuda/cuda_test_env.hpp"
+#include "tests/support/cuda_env.hpp"
 #include "tests/cuda/kernel_check_run.hpp"
 #include "tests/cuda/prefill_attention_emulator.hpp"
 

@@ -4,52 +4,40 @@
 // host sampling. Skips without a driver/GPU (or the llama fixture).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "host/engine/drafter.hpp"
 #include "host/engine/generate.hpp"
 
 #include "host/tools/memra-kernel-check/checks.hpp"
-#include "tests/cuda/cuda_test_env.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/fixture_engine.hpp"
 #include "tests/cuda/kernel_check_run.hpp"
 
 TEST(CudaSampling, DeviceTokensEqualTheReference) { memra::cuda_test::run_kernel_checks(memra::kcheck::check_sampling); }
 
 // End to end: generation on the CUDA backend gives the same tokens whether the GPU
 // samples (one int32 per row comes back) or the host samples copied rows
-// (MEMRA_DEVICE_SAMPLING=0), greedy, seeded with every filter, with penalties, plain
+// (BackendOptions::device_sampling off, what MEMRA_DEVICE_SAMPLING=0 sets), greedy, seeded with every filter, with penalties, plain
 // and through the scheduler-style verify path (generate_speculative, n-gram drafts).
 namespace {
 
+std::filesystem::path llama() { return memra::testing::fixture("models/llama"); }
+
 std::unique_ptr<memra::engine::Engine> load_llama(bool device_sampling) {
-  const auto dir = memra::cuda_test::fixtures_dir() / "models/llama";
-  auto src = memra::engine::open_model_source(dir.string(), memra::cuda_test::build_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
-  if (!src) return nullptr;
-  memra::engine::EngineOptions eo;
-  eo.backend.kind = MEMRA_BACKEND_CUDA;
-  eo.backend.module_path = memra::cuda_test::module_path();
+  memra::engine::EngineOptions eo = memra::testing::engine_options(MEMRA_BACKEND_CUDA);
+  eo.backend.device_sampling = device_sampling;
   eo.max_context = 256;
   eo.max_sequences = 4;
-  if (!device_sampling) ::setenv("MEMRA_DEVICE_SAMPLING", "0", 1);
-  auto e = memra::engine::Engine::create(std::move(*src), memra::cuda_test::build_plugins(), eo);
-  ::unsetenv("MEMRA_DEVICE_SAMPLING");
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return e ? std::move(*e) : nullptr;
+  return memra::testing::open_engine(llama(), eo);
 }
 
 }  // namespace
 
 TEST(CudaSampling, GenerationTokensEqualHostSampling) {
-  const std::string why = memra::cuda_test::unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why;
-  const auto dir = memra::cuda_test::fixtures_dir() / "models/llama";
-  if (!std::filesystem::exists(dir / "reference.json")) GTEST_SKIP() << "fixture absent: " << dir;
-  const auto prompt = nlohmann::json::parse(std::ifstream(dir / "reference.json"))["input_ids"].get<std::vector<int32_t>>();
+  MEMRA_SKIP_WITHOUT_CUDA();
+  if (!memra::testing::has_reference(llama())) GTEST_SKIP() << "fixture absent: " << llama();
+  const auto prompt = memra::testing::reference_prompt(llama());
   auto device = load_llama(true), host = load_llama(false);
   ASSERT_TRUE(device && host);
   EXPECT_TRUE(device->samples_on_device());

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine (nvidia-h200), from tests/cuda/carry_all.sh's folder: the bf16 KV
 # cache's checks and figures in one call (~100 s): memra-kernel-check's attention and
-# step-graph checks, cuda_fixture_test's transformers and bf16-KV cases, memra-gen CPU
+# step-graph checks, the fixture oracles' transformers and bf16-KV cases on CUDA, memra-gen CPU
 # vs CUDA ids with each KV dtype, and memra-bench decode at depth 0 and 4096 with
 # --kv-dtype bf16 and f32 (docs/PERFORMANCE.md, "bf16 KV cache"). Summary in
 # $OUT/summary.txt, logs in $OUT/logs.
@@ -21,9 +21,11 @@ for f in attention "step graph"; do
   say "$(el) memra-kernel-check --filter '$f' rc=$? $(tail -1 "$L/kernel-check-${f// /-}.log")"
   grep -E "^FAIL" "$L/kernel-check-${f// /-}.log" | head -12 | cut -c1-250 | tee -a "$R"
 done
-timeout 60 "$D/bin/cuda_fixture_test" --gtest_filter='*Bf16*:*MatchesTransformers*' > "$L/cuda_fixture_test.log" 2>&1
-say "$(el) cuda_fixture_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/cuda_fixture_test.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED|Failure|bf16 KV:|bitwise equal" "$L/cuda_fixture_test.log" | head -10 | tee -a "$R"
+for t in cuda_fixture_test engine_fixture_test; do
+  timeout 60 "$D/bin/$t" --gtest_filter='CudaFixture.*Bf16*:*Bf16*/cuda:*MatchesTransformers/cuda' > "$L/$t.log" 2>&1
+  say "$(el) $t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/$t.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure|bf16 KV:|bitwise equal" "$L/$t.log" | head -10 | tee -a "$R"
+done
 for kv in f32 bf16; do for be in cpu cuda; do
   timeout 30 "$D/bin/memra-gen" "$D/fixtures/models/llama" --prompt "The capital of France is" --max-tokens 12 \
     --backend $be --kv-dtype $kv --json > "$L/memra-gen-$be-$kv.log" 2>&1

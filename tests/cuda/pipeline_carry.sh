@@ -6,11 +6,12 @@ set -eu
 B=${1:?build dir}
 D=${2:-.device/pp}
 F=${MEMRA_FIXTURES_DIR:-$(dirname "$0")/../../../shared/fixtures}
-cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules cuda_pipeline_test memra-bench \
+TESTS="cuda_pipeline_test engine_pipeline_test engine_pipeline_serving_test"
+cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $TESTS memra-bench \
   memra_family_llama memra_quant_float memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_q8_0
 rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib" "$D/syslib" "$D/fixtures/models" "$D/fixtures/gguf/llama"
-cp "$B/bin/cuda_pipeline_test" "$B/bin/memra-bench" "$D/bin/"
+for t in $TESTS memra-bench; do cp "$B/bin/$t" "$D/bin/"; done
 cp -r "$B/lib/memra" "$D/lib/"
 strip "$D"/bin/* "$D"/lib/memra/*.so "$D"/lib/memra/plugins/*.so
 cp -r "$F/models/llama" "$F/models/qwen3" "$D/fixtures/models/"

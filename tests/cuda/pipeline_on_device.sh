@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Pipeline stages (PP) on a GPU machine from a carried folder (built elsewhere with
-# -DMEMRA_CUDA=ON; see tests/cuda/DEVICE-NOTES.md): tests/cuda/pipeline_cuda_test with
-# step graphs (default) and eagerly, then memra-bench on the Qwen3-8B shape, one GPU
+# -DMEMRA_CUDA=ON; see tests/cuda/DEVICE-NOTES.md): tests/cuda/pipeline_cuda_test and the
+# CUDA instances of the pipeline suites over backends with step graphs (default) and eagerly, then memra-bench on the Qwen3-8B shape, one GPU
 # vs --pp 2 on devices 0 and 1 (and two stages on device 0), batch 1 and 8.
 # Usage: tests/cuda/pipeline_on_device.sh <carried-dir>   (logs into $OUT or ./device-logs)
-# Carried dir: bin/{cuda_pipeline_test,memra-bench}, lib/memra/ (backend module, kernels,
+# Carried dir: bin/{cuda_pipeline_test,engine_pipeline_test,engine_pipeline_serving_test,
+# memra-bench}, lib/memra/ (backend module, kernels,
 # plugins), fixtures/{models/llama,models/qwen3,gguf/llama/llama-Q4_K_M.gguf}, syslib/
 # (host libraries the image may lack, e.g. libcrypto.so.3).
 set -u
@@ -17,14 +18,16 @@ export LD_LIBRARY_PATH="$D/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/nvidia-smi.txt"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
 rc=0
-run_test() {  # name, log, env...
-  local log=$1; shift
-  env "$@" timeout 100 "$D/bin/cuda_pipeline_test" > "$OUT/$log" 2>&1 || rc=1
+run_test() {  # test, log, env...
+  local t=$1 log=$2; shift 2
+  env "$@" timeout 100 "$D/bin/$t" --gtest_filter='PipelineCuda.*:*/cuda*' > "$OUT/$log" 2>&1 || rc=1
   echo "== $log: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$log" | tr '\n' ' ')"
   grep -E "^\[  FAILED|^\[ [a-z].* \] |Failure|rror|Skipped|unavailable" "$OUT/$log" | head -30
 }
-run_test cuda_pipeline_test.log MEMRA_CUDA_GRAPH=1
-run_test cuda_pipeline_test_eager.log MEMRA_CUDA_GRAPH=0
+for t in cuda_pipeline_test engine_pipeline_test engine_pipeline_serving_test; do
+  run_test $t $t.log MEMRA_CUDA_GRAPH=1
+  run_test $t ${t}_eager.log MEMRA_CUDA_GRAPH=0
+done
 BENCH="--prompt-tokens 128 --gen-tokens 64 --repeats 2 --batches 1,8 --prompt 64 --decode 32"
 bench() {  # label, args...
   local label=$1; shift

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks on a GPU machine from a carried build (see tests/cuda/README
 # notes in the lead's report): memra-kernel-check, then the tests/cuda suites and the
-# CPU oracle, logs into $OUT (or ./device-logs). Usage: tests/cuda/run_on_device.sh <build-dir> <fixtures-dir>
+# fixture oracles on both backends (engine_fixture_test), logs into $OUT (or ./device-logs). Usage: tests/cuda/run_on_device.sh <build-dir> <fixtures-dir>
 set -u
 BUILD=${1:-.device/build}
 export MEMRA_FIXTURES_DIR=$(readlink -f "${2:-.device/fixtures}")
@@ -21,7 +21,9 @@ for t in cuda_fatbin_test cuda_kernels_test cuda_fixture_test engine_fixture_tes
 done
 # The model fixtures again with eager launches (step graphs are the default): both
 # must match transformers and keep every invariance the test checks.
-MEMRA_CUDA_GRAPH=0 "$BUILD/bin/cuda_fixture_test" > "$OUT/cuda_fixture_test_eager.log" 2>&1 || rc=1
-echo "== cuda_fixture_test (MEMRA_CUDA_GRAPH=0): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/cuda_fixture_test_eager.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED|Failure|rror" "$OUT/cuda_fixture_test_eager.log" | head -30
+for t in cuda_fixture_test engine_fixture_test; do
+  MEMRA_CUDA_GRAPH=0 "$BUILD/bin/$t" --gtest_filter='CudaFixture.*:*/cuda*' > "$OUT/${t}_eager.log" 2>&1 || rc=1
+  echo "== $t (MEMRA_CUDA_GRAPH=0): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/${t}_eager.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure|rror" "$OUT/${t}_eager.log" | head -30
+done
 exit $rc

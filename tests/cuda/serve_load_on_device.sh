@@ -17,13 +17,13 @@ one() {
   local i=$1
   local kind=$((i % 4))
   case $kind in
-    0) body='{"model":"memra-tiny-random","messages":[{"role":"user","content":"Hello '$i'"}],"max_tokens":24,"seed":'$i',"temperature":0.8}'
+    0) body='{"model":"memra-demo","messages":[{"role":"user","content":"Hello '$i'"}],"max_tokens":24,"seed":'$i',"temperature":0.8}'
        curl -s -o "$OUT/r$i" -w "%{http_code}\n" -H 'Content-Type: application/json' -d "$body" $B/v1/chat/completions ;;
-    1) body='{"model":"memra-tiny-random","messages":[{"role":"user","content":"Stream '$i'"}],"max_tokens":24,"stream":true,"stream_options":{"include_usage":true}}'
+    1) body='{"model":"memra-demo","messages":[{"role":"user","content":"Stream '$i'"}],"max_tokens":24,"stream":true,"stream_options":{"include_usage":true}}'
        curl -s -N -o "$OUT/r$i" -w "%{http_code}\n" -H 'Content-Type: application/json' -d "$body" $B/v1/chat/completions ;;
-    2) body='{"model":"memra-tiny-random","prompt":"Once upon a time '$i'","max_tokens":24,"stop":["e"]}'
+    2) body='{"model":"memra-demo","prompt":"Once upon a time '$i'","max_tokens":24,"stop":["e"]}'
        curl -s -o "$OUT/r$i" -w "%{http_code}\n" -H 'Content-Type: application/json' -d "$body" $B/v1/completions ;;
-    3) body='{"model":"memra-tiny-random","prompt":"Cancel '$i'","max_tokens":400,"stream":true,"ignore_eos":true}'
+    3) body='{"model":"memra-demo","prompt":"Cancel '$i'","max_tokens":400,"stream":true,"ignore_eos":true}'
        curl -s -N -m 0.3 -o "$OUT/r$i" -w "%{http_code}\n" -H 'Content-Type: application/json' -d "$body" $B/v1/completions ;;
   esac
 }

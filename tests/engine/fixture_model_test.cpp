@@ -1,115 +1,248 @@
-// Oracle: the engine on the CPU reference backend against transformers' float32
-// reference (fixtures made from the bf16 checkpoints reloaded as float32) and
-// against llama.cpp's error budget on its quantized GGUF files.
+// Oracle tests of the engine on each backend (tests/support/backends.hpp: the CPU
+// reference everywhere, CUDA where it can run) against transformers' float32 reference
+// (fixtures made from the bf16 checkpoints reloaded as float32) and against llama.cpp's
+// error budget on its quantized GGUF files:
+//  - models/llama and models/qwen3: logits at every prefill position (on CUDA the prompt
+//    rows take the tensor-core GEMM in its default precise mode) and 24 greedy decode
+//    steps (on CUDA the GEMV) within 1e-4 of transformers, relative to each row's max
+//    |logit| (measured differences are printed), greedy ids equal;
+//  - gguf/llama/*.gguf: rmse and top-1 agreement against transformers no worse than
+//    llama.cpp's own on the same file (llamacpp_vs_hf.json, its CPU run);
+//  - batch invariance, bitwise, with f32 and bf16 KV: a prompt's rows alone, beside 3
+//    others, and chunked differently (alone and in mixed prompt/decode steps); decode
+//    rows alone vs in a mixed step beside prompt chunks; a multi-token verify step equal
+//    to plain decode. (On CUDA prompt rows and decode rows take different paths, so a
+//    prompt row is not bitwise a decode row of the same token; each is invariant on its
+//    own path.)
+// CUDA against the CPU backend (bf16 KV, fp8) is tests/cuda/cuda_fixture_test.cpp.
 //
-// Bound for the float32 path: for every position, max |memra - ref| <= 1e-4 * max |ref|
-// of that row (a relative bound on the row's scale). Both sides compute in float32
-// from the same exactly-upcast weights; only the summation order differs, which
-// moves logits by ~1e-6 of their scale, so 1e-4 leaves a wide margin while still
-// catching any real mistake (a missing norm, a wrong RoPE pair, a bias) that moves
-// logits by percent.
+// Bound for the float32 path: both sides compute in float32 from the same exactly-upcast
+// weights; only the summation order differs, which moves logits by ~1e-6 of their scale,
+// so 1e-4 leaves a wide margin while still catching any real mistake (a missing norm, a
+// wrong RoPE pair, a bias) that moves logits by percent.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
 using memra::engine::Engine;
+using memra::engine::StepRequest;
+using memra::testing::bitwise_equal;
+using memra::testing::max_rel_diff;
 
 namespace {
 
-const fs::path kFixtures = MEMRA_FIXTURES_DIR;
+constexpr double kTransformersBound = 1e-4;
 
-using memra::testing::max_rel_diff;
-using memra::testing::read_f32;
-
-std::unique_ptr<Engine> load(const fs::path& path) { return memra::testing::open_engine(path); }
+std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memra_dtype kv_dtype = MEMRA_DTYPE_F32) {
+  memra::engine::EngineOptions eo = memra::testing::engine_options(kind);
+  eo.kv_dtype = kv_dtype;
+  eo.max_context = 512;
+  return memra::testing::open_engine(path, eo);
+}
 
 // Prefill logits at every position and 24 greedy steps against the reference.
-void check_against_transformers(const std::string& model) {
-  const fs::path dir = kFixtures / "models" / model;
+void check_against_transformers(const std::string& model, memra_backend_kind kind) {
+  const fs::path dir = memra::testing::fixture("models/" + model);
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
   const memra::testing::TransformersReference ref = memra::testing::read_reference(dir);
   const std::vector<int32_t>& input = ref.input_ids;
   const std::vector<int32_t>& greedy = ref.greedy_ids;
   const size_t vocab = ref.vocab;
+  const std::string what = model + " on " + memra::testing::backend_name(kind);
 
-  auto engine = load(dir);
+  auto engine = load(dir, kind);
   ASSERT_TRUE(engine);
   const int32_t seq = engine->open_sequence();
-  memra::engine::StepRequest req{seq, input, true};
+  StepRequest req{seq, input, true, true};
   auto out = engine->step({&req, 1});
   ASSERT_TRUE(out.ok()) << out.error().message;
   ASSERT_EQ(out->size(), input.size());
   double worst = 0;
   for (size_t i = 0; i < input.size(); ++i) worst = std::max(worst, max_rel_diff((*out)[i], ref.prefill.data() + i * vocab, vocab));
-  EXPECT_LE(worst, 1e-4) << model << ": prefill logits differ from transformers";
-  std::cout << "[ " << model << " ] prefill max rel diff " << worst << "\n";
+  std::cout << "[ " << what << " ] prefill max rel diff vs transformers " << worst << "\n";
+  EXPECT_LE(worst, kTransformersBound) << what << ": prefill logits differ from transformers";
 
   // Greedy decode, one token per step, comparing each step's logits too.
   std::vector<int32_t> produced;
-  std::vector<float> last = (*out).back();
+  std::vector<float> last = out->back();
   double worst_step = 0;
   for (size_t s = 0; s < greedy.size(); ++s) {
     worst_step = std::max(worst_step, max_rel_diff(last, ref.steps.data() + s * vocab, vocab));
-    const int32_t tok = memra::engine::argmax(last);
-    produced.push_back(tok);
-    memra::engine::StepRequest d{seq, {&produced.back(), 1}, false};
+    produced.push_back(memra::engine::argmax(last));
+    StepRequest d{seq, {&produced.back(), 1}, false};
     auto o = engine->step({&d, 1});
     ASSERT_TRUE(o.ok()) << o.error().message;
     last = (*o)[0];
   }
-  EXPECT_EQ(produced, greedy) << model << ": greedy continuation differs";
-  EXPECT_LE(worst_step, 1e-4) << model << ": decode-step logits differ from transformers";
-  std::cout << "[ " << model << " ] decode max rel diff " << worst_step << "\n";
+  std::cout << "[ " << what << " ] decode max rel diff vs transformers " << worst_step << "\n";
+  EXPECT_EQ(produced, greedy) << what << ": greedy continuation differs";
+  EXPECT_LE(worst_step, kTransformersBound) << what << ": decode-step logits differ from transformers";
+}
+
+// A sequence's logits alone, beside three other sequences, chunked differently and
+// through a verify step: bit for bit.
+void check_batch_invariance(const std::string& model, memra_backend_kind kind, memra_dtype kv_dtype) {
+  const fs::path dir = memra::testing::fixture("models/" + model);
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
+  const std::string what = model + " on " + memra::testing::backend_name(kind) + (kv_dtype == MEMRA_DTYPE_BF16 ? ", bf16 KV" : "");
+  auto e = load(dir, kind, kv_dtype);
+  ASSERT_TRUE(e);
+  constexpr int kSteps = 8;
+
+  // Alone: prefill, then kSteps greedy decode steps.
+  const int32_t x = e->open_sequence();
+  StepRequest p{x, prompt, true, true};
+  auto alone_prefill = e->step({&p, 1});
+  ASSERT_TRUE(alone_prefill.ok()) << alone_prefill.error().message;
+  std::vector<int32_t> toks;
+  std::vector<std::vector<float>> alone_steps;
+  std::vector<float> last = alone_prefill->back();
+  for (int s = 0; s < kSteps; ++s) {
+    toks.push_back(memra::engine::argmax(last));
+    StepRequest d{x, {&toks.back(), 1}, false};
+    auto o = e->step({&d, 1});
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    last = (*o)[0];
+    alone_steps.push_back(last);
+  }
+
+  // Beside three others: different prompts and lengths, X not first in the batch.
+  const int32_t y1 = e->open_sequence(), y2 = e->open_sequence(), x2 = e->open_sequence(), y3 = e->open_sequence();
+  std::vector<int32_t> r1(prompt.rbegin(), prompt.rend()), r2(prompt.begin(), prompt.begin() + 5), r3 = {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
+  std::vector<StepRequest> batch = {{y1, r1, true, true}, {y2, r2, false, true}, {x2, prompt, true, true}, {y3, r3, true, true}};
+  auto bp = e->step(batch);
+  ASSERT_TRUE(bp.ok()) << bp.error().message;
+  // Rows: y1's r1.size(), y2's 1, then x2's prompt.size().
+  const size_t x_first = r1.size() + 1;
+  int prefill_equal = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) prefill_equal += bitwise_equal((*bp)[x_first + i], (*alone_prefill)[i]);
+  EXPECT_EQ(prefill_equal, static_cast<int>(prompt.size())) << what << ": prefill rows differ beside other sequences";
+
+  int decode_equal = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const int32_t other = 100 + s;
+    std::vector<int32_t> chunk = {other, other + 1, other + 2};  // y3 prefills a 3-token prompt chunk (mixed step)
+    std::vector<StepRequest> step = {{y1, {&other, 1}, false}, {x2, {&toks[static_cast<size_t>(s)], 1}, false},
+                                     {y3, chunk, false, true}, {y2, {&other, 1}, false}};
+    auto o = e->step(step);
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    decode_equal += bitwise_equal((*o)[1], alone_steps[static_cast<size_t>(s)]);
+  }
+  EXPECT_EQ(decode_equal, kSteps) << what << ": decode logits differ beside other sequences";
+
+  // Verify step: the prompt, then the kSteps tokens in one step; its logits equal
+  // plain decode's, token by token (speculative decoding's contract).
+  const int32_t x3 = e->open_sequence();
+  StepRequest p3{x3, prompt, false, true};
+  ASSERT_TRUE(e->step({&p3, 1}).ok());
+  StepRequest v{x3, toks, true};
+  auto vo = e->step({&v, 1});
+  ASSERT_TRUE(vo.ok()) << vo.error().message;
+  int verify_equal = 0;
+  for (int s = 0; s < kSteps; ++s) verify_equal += bitwise_equal((*vo)[static_cast<size_t>(s)], alone_steps[static_cast<size_t>(s)]);
+  EXPECT_EQ(verify_equal, kSteps) << what << ": a verify step's logits differ from plain decode";
+
+  // The same prompt chunked differently: 3 tokens, then the rest beside another
+  // sequence's decode row (a mixed step); and chunks of 5 alone. Every prefill row
+  // is bitwise the unchunked one (a prompt's KV does not depend on its chunking).
+  int chunked_equal = 0, chunked_total = 0;
+  {
+    const int32_t c1 = e->open_sequence();
+    const size_t first = std::min<size_t>(3, prompt.size());
+    StepRequest a{c1, {prompt.data(), first}, true, true};
+    auto oa = e->step({&a, 1});
+    ASSERT_TRUE(oa.ok()) << oa.error().message;
+    const int32_t other = 42;
+    std::vector<StepRequest> mixed = {{y1, {&other, 1}, false},
+                                      {c1, {prompt.data() + first, prompt.size() - first}, true, true}};
+    auto ob = e->step(mixed);
+    ASSERT_TRUE(ob.ok()) << ob.error().message;
+    for (size_t i = 0; i < first; ++i) chunked_equal += bitwise_equal((*oa)[i], (*alone_prefill)[i]);
+    for (size_t i = first; i < prompt.size(); ++i) chunked_equal += bitwise_equal((*ob)[1 + i - first], (*alone_prefill)[i]);
+    chunked_total += static_cast<int>(prompt.size());
+
+    const int32_t c2 = e->open_sequence();
+    for (size_t at = 0; at < prompt.size(); at += 5) {
+      const size_t len = std::min<size_t>(5, prompt.size() - at);
+      StepRequest c{c2, {prompt.data() + at, len}, true, true};
+      auto oc = e->step({&c, 1});
+      ASSERT_TRUE(oc.ok()) << oc.error().message;
+      for (size_t i = 0; i < len; ++i) chunked_equal += bitwise_equal((*oc)[i], (*alone_prefill)[at + i]);
+    }
+    chunked_total += static_cast<int>(prompt.size());
+  }
+  EXPECT_EQ(chunked_equal, chunked_total) << what << ": prefill rows depend on how the prompt was chunked";
+  std::cout << "[ " << what << " ] bitwise equal: prefill rows " << prefill_equal << "/" << prompt.size() << ", chunked prefill rows "
+            << chunked_equal << "/" << chunked_total << ", decode steps " << decode_equal << "/" << kSteps << ", verify rows "
+            << verify_equal << "/" << kSteps << "\n";
 }
 
 }  // namespace
 
-TEST(EngineFixture, LlamaMatchesTransformers) { check_against_transformers("llama"); }
-TEST(EngineFixture, Qwen3MatchesTransformers) { check_against_transformers("qwen3"); }
+using EngineFixture = memra::testing::BackendTest;
 
-// Quantized GGUFs made by llama.cpp from the same llama model: memra's error against
-// the transformers float32 reference must be no worse than llama.cpp's own error on
-// the same file (gguf/llama/llamacpp_vs_hf.json, its CPU run), by rmse over every
-// prefill position and by top-1 agreement.
-class EngineGguf : public ::testing::TestWithParam<std::string> {};
+TEST_P(EngineFixture, LlamaMatchesTransformers) { check_against_transformers("llama", GetParam()); }
+TEST_P(EngineFixture, Qwen3MatchesTransformers) { check_against_transformers("qwen3", GetParam()); }
+TEST_P(EngineFixture, LlamaBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_F32); }
+TEST_P(EngineFixture, Qwen3BatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F32); }
+TEST_P(EngineFixture, LlamaBf16KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_BF16); }
+TEST_P(EngineFixture, Qwen3Bf16KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_BF16); }
+
+MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
+
+// Quantized GGUFs made by llama.cpp from the same llama model, on each backend: memra's
+// error against the transformers float32 reference must be no worse than llama.cpp's own
+// error on the same file (gguf/llama/llamacpp_vs_hf.json, its CPU run), by rmse over
+// every prefill position and by top-1 agreement.
+class EngineGguf : public ::testing::TestWithParam<std::tuple<memra_backend_kind, std::string>> {};
 
 TEST_P(EngineGguf, NoWorseThanLlamaCpp) {
-  const std::string type = GetParam();
-  const fs::path gguf = kFixtures / "gguf/llama" / ("llama-" + type + ".gguf");
-  const fs::path ref_dir = kFixtures / "models/llama";
-  if (!fs::exists(gguf) || !fs::exists(ref_dir / "reference.json")) GTEST_SKIP() << "fixture " << gguf << " absent";
-  const auto ref = nlohmann::json::parse(std::ifstream(ref_dir / "reference.json"));
-  const auto budget = nlohmann::json::parse(std::ifstream(kFixtures / "gguf/llama/llamacpp_vs_hf.json"))["llama-" + type + ".ngl0"]["prefill_vs_hf"];
-  const std::vector<int32_t> input = ref["input_ids"].get<std::vector<int32_t>>();
-  const size_t vocab = 1024;
-  const auto prefill = read_f32(ref_dir / "reference.bin", 0, input.size() * vocab);
+  const auto& [kind, type] = GetParam();
+  MEMRA_SKIP_UNLESS_BACKEND(kind);
+  const fs::path gguf = memra::testing::fixture("gguf/llama/llama-" + type + ".gguf");
+  const fs::path ref_dir = memra::testing::fixture("models/llama");
+  if (!fs::exists(gguf) || !memra::testing::has_reference(ref_dir)) GTEST_SKIP() << "fixture " << gguf << " absent";
+  const memra::testing::TransformersReference ref = memra::testing::read_reference(ref_dir);
+  const auto budget = nlohmann::json::parse(std::ifstream(memra::testing::fixture("gguf/llama/llamacpp_vs_hf.json")))
+      ["llama-" + type + ".ngl0"]["prefill_vs_hf"];
+  const std::vector<int32_t>& input = ref.input_ids;
+  const size_t vocab = ref.vocab;
 
-  auto engine = load(gguf);
+  auto engine = load(gguf, kind);
   ASSERT_TRUE(engine);
   const int32_t seq = engine->open_sequence();
-  memra::engine::StepRequest req{seq, input, true};
+  StepRequest req{seq, input, true, true};
   auto out = engine->step({&req, 1});
   ASSERT_TRUE(out.ok()) << out.error().message;
   double se = 0;
   int top1 = 0;
   for (size_t i = 0; i < input.size(); ++i) {
-    const float* r = prefill.data() + i * vocab;
+    const float* r = ref.prefill.data() + i * vocab;
     for (size_t v = 0; v < vocab; ++v) se += std::pow((*out)[i][v] - r[v], 2.0);
     top1 += memra::engine::argmax((*out)[i]) == memra::engine::argmax(std::span<const float>(r, vocab));
   }
   const double rmse = std::sqrt(se / static_cast<double>(input.size() * vocab));
-  std::cout << "[ " << type << " ] memra rmse " << rmse << " (llama.cpp " << budget["rmse"].get<double>() << "), top1 "
-            << top1 << "/" << input.size() << " (llama.cpp " << budget["top1_agree"].get<int>() << ")\n";
+  std::cout << "[ " << type << " on " << memra::testing::backend_name(kind) << " ] memra rmse " << rmse << " (llama.cpp "
+            << budget["rmse"].get<double>() << "), top1 " << top1 << "/" << input.size() << " (llama.cpp "
+            << budget["top1_agree"].get<int>() << ")\n";
   EXPECT_LE(rmse, budget["rmse"].get<double>());
   EXPECT_GE(top1, budget["top1_agree"].get<int>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, EngineGguf, ::testing::Values("BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"));
+INSTANTIATE_TEST_SUITE_P(Types, EngineGguf,
+                         ::testing::Combine(::testing::ValuesIn(memra::testing::all_backends()),
+                                            ::testing::Values("BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS")),
+                         [](const auto& info) {
+                           return std::string(memra::testing::backend_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+                         });

@@ -21,7 +21,6 @@
 #include "host/engine/sampler.hpp"
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
-#include "tests/engine/test_plugins.hpp"
 #include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
@@ -29,7 +28,7 @@ using namespace memra::engine;
 
 namespace {
 
-const fs::path kFixtures = MEMRA_FIXTURES_DIR;
+const fs::path kFixtures = memra::testing::fixtures_dir();
 
 // Max |memra - ref| / max |ref| per row. bf16 keeps 8 significant bits (relative
 // rounding error <= 2^-9 per K/V element); measured 2.8e-3 / 1.4e-3 (llama prefill /
@@ -46,14 +45,8 @@ EngineOptions bf16_options() {
   return eo;
 }
 
+using memra::testing::bitwise_equal;
 using memra::testing::max_rel_diff;
-
-bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
-  return true;
-}
 
 // Prefill (every position) and the greedy continuation, logits of each step.
 struct Run {
@@ -241,8 +234,8 @@ TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
     }
   }
   EXPECT_NE(rows[0], rows[1]) << "the block copy changed nothing (test has no teeth)";
-  EXPECT_TRUE(bitwise_equal({rows[0]}, {rows[2]})) << "2 stages with bf16 KV differ from one backend";
-  EXPECT_TRUE(bitwise_equal({rows[1]}, {rows[3]})) << "after copy_kv_block, 2 stages differ from one backend";
+  EXPECT_TRUE(bitwise_equal(rows[0], rows[2])) << "2 stages with bf16 KV differ from one backend";
+  EXPECT_TRUE(bitwise_equal(rows[1], rows[3])) << "after copy_kv_block, 2 stages differ from one backend";
 }
 
 TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
@@ -260,12 +253,12 @@ TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
   const fs::path dir = kFixtures / "models/llama";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
   for (int32_t stages : {1, 2}) {
-    auto src = open_model_source(dir.string(), test_plugins());
+    auto src = open_model_source(dir.string(), memra::testing::build_plugins());
     ASSERT_TRUE(src.ok());
     EngineOptions eo;
     eo.kv_dtype = MEMRA_DTYPE_F16;
     eo.pipeline_stages = stages;
-    auto e = Engine::create(std::move(*src), test_plugins(), eo);
+    auto e = Engine::create(std::move(*src), memra::testing::build_plugins(), eo);
     ASSERT_FALSE(e.ok()) << stages << " stage(s)";
     EXPECT_NE(e.error().message.find("KV cache dtype"), std::string::npos) << e.error().message;
   }

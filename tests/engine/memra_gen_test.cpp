@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "memra_gen_process.hpp"
-#include <sstream>
+#include "tests/support/fixtures.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -25,12 +27,13 @@ const std::string& kPluginDir = memra::testing::build_plugin_dir();
 class MemraGen : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MemraGen, GreedyIdsAndDumpedLogitsMatchTransformers) {
-  const fs::path dir = fs::path(MEMRA_FIXTURES_DIR) / "models" / GetParam();
+  const fs::path dir = memra::testing::fixture("models/" + GetParam());
   if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
   const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
   const auto input = ref["input_ids"].get<std::vector<int32_t>>();
   const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
-  const fs::path dump = fs::temp_directory_path() / ("memra-gen-dump-" + GetParam() + "-" + std::to_string(::getpid()));
+  const memra::testing::TempDir tmp("memra-gen-dump");
+  const fs::path dump = tmp / "logits.f32";
   int status = 0;
   const std::string out = run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
                                   " --max-tokens " + std::to_string(greedy.size()) + " --json --dump-logits " + dump.string() +
@@ -56,7 +59,6 @@ TEST_P(MemraGen, GreedyIdsAndDumpedLogitsMatchTransformers) {
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
   EXPECT_LT(worst, 1e-4);
-  fs::remove(dump);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MemraGen, ::testing::Values("llama", "qwen3"));
@@ -98,7 +100,7 @@ TEST(MemraGenCli, BadNumbersAreNamedWithTheirFlag) {
 }
 
 TEST(MemraGenCli, SpeculativeNgramGivesTheReferenceGreedyIds) {
-  const fs::path dir = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+  const fs::path dir = memra::testing::fixture("models/llama");
   if (!fs::exists(dir / "reference.json")) GTEST_SKIP() << "fixture " << dir << " absent";
   const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
   const auto input = ref["input_ids"].get<std::vector<int32_t>>();

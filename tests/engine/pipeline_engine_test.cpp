@@ -1,9 +1,16 @@
-// The pipeline backend on CPU stages against one CPU backend (the oracle) on the
-// fixture models: the same logits bit for bit (prefill rows and decode steps) for
-// two, three and four stages at every layer boundary, with tied embeddings, for
-// seeded and speculative generation, after a prefix-cache hit and after a KV block
-// copy; splits leaving a stage without layers are refused. The 2-layer fixtures
-// are also widened to 4 layers (layers repeated) so that three and four stages exist.
+// The pipeline backend against one backend of its stages' kind (the oracle) on the
+// fixture models: the same logits bit for bit (prefill rows and decode steps, which on
+// CUDA run as step graphs unless MEMRA_CUDA_GRAPH=0).
+// On each backend (tests/support/backends.hpp; CUDA stages on device 0, two or more
+// backends and streams on one GPU): two stages on the fixtures and a Q4_K_M GGUF
+// (exactly two tensors handed over per decode step), two, three and four stages at
+// every layer boundary, seeded and speculative generation (multi-token verify steps
+// cross the stages; CUDA stages spread over the GPUs there are).
+// On the CPU: splits leaving a stage without layers are refused, tied embeddings, a
+// prefix-cache hit and a KV block copy across the split, what each stage is asked in
+// which order, micro-batched and rolling steps. The 2-layer fixtures are widened to 4
+// layers (layers repeated) so that three and four stages exist.
+// Two CUDA devices: tests/cuda/pipeline_cuda_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,26 +23,24 @@
 #include "host/engine/generate.hpp"
 #include "tests/engine/pipeline_test_models.hpp"
 #include "tests/engine/pipeline_test_run.hpp"
-#include "tests/engine/test_plugins.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
 using memra::Status;
+using memra::testing::bitwise_equal;
+using memra::testing::build_plugins;
+using memra::testing::StageDevices;
 
 namespace {
 
-const fs::path kModels = fs::path(MEMRA_FIXTURES_DIR) / "models";
+fs::path model_path(const std::string& rel) { return memra::testing::fixture(rel); }
 
-#define SKIP_WITHOUT_FIXTURE(name)                                                                   \
-  do {                                                                                               \
-    if (!fs::exists(kModels / (name) / "config.json"))                                               \
-      GTEST_SKIP() << "fixture " << (kModels / (name)) << " absent (expects ../shared/fixtures)"; \
-  } while (0)
+#define SKIP_WITHOUT_FIXTURE(name) MEMRA_SKIP_WITHOUT_FIXTURE(model_path("models/" + std::string(name)) / "config.json")
 
-std::unique_ptr<ModelSource> open_source(const std::string& name) {
-  auto src = open_model_source((kModels / name).string(), test_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
-  return src ? std::move(*src) : nullptr;
+std::unique_ptr<ModelSource> open_source(const std::string& name, int64_t widen_to = 0) {
+  return memra::pipeline_test::open_source(model_path("models/" + name), widen_to);
 }
 
 using memra::pipeline_test::prefill_and_decode;
@@ -43,24 +48,20 @@ using memra::pipeline_test::test_prompt;
 using memra::pipeline_test::tie;
 using memra::pipeline_test::widen;
 
-std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, int32_t stages, std::vector<int64_t> split = {},
-                                    int64_t block_size = 16) {
-  EngineOptions o;
+EngineOptions pipeline_options(memra_backend_kind kind, int32_t stages, std::vector<int64_t> split = {}, int64_t block_size = 16,
+                               StageDevices where = StageDevices::same) {
+  EngineOptions o = memra::testing::engine_options(kind);
   o.max_context = 256;
   o.max_sequences = 4;
   o.block_size = block_size;
-  o.pipeline_stages = stages;
+  memra::testing::set_pipeline_stages(o, stages, where);
   o.pipeline_split = std::move(split);
-  auto e = Engine::create(std::move(src), test_plugins(), o);
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return e ? std::move(*e) : nullptr;
+  return o;
 }
 
-bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  if (a.size() != b.size() || a.empty()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
-  return true;
+std::unique_ptr<Engine> make_engine(std::unique_ptr<ModelSource> src, int32_t stages, std::vector<int64_t> split = {},
+                                    int64_t block_size = 16) {
+  return memra::pipeline_test::make_engine(std::move(src), pipeline_options(MEMRA_BACKEND_CPU, stages, std::move(split), block_size));
 }
 
 std::string split_name(int32_t stages, const std::vector<int64_t>& split) {
@@ -71,96 +72,58 @@ std::string split_name(int32_t stages, const std::vector<int64_t>& split) {
 
 }  // namespace
 
-// Two stages on the 2-layer fixtures: bitwise the single backend, and exactly two
-// tensors (the last layer's MLP output and the residual) handed over per decode step.
-TEST(PipelineCpu, TwoStagesAreBitwiseOneBackendOnTheFixtures) {
-  for (const char* model : {"llama", "qwen3"}) {
-    SKIP_WITHOUT_FIXTURE(model);
+using Pipeline = memra::testing::BackendTest;
+
+// Two stages on the 2-layer fixtures and a GGUF: bitwise the single backend, and
+// exactly two tensors (the last layer's MLP output and the residual) handed over per
+// decode step.
+TEST_P(Pipeline, TwoStagesAreBitwiseOneBackend) {
+  for (const char* rel : {"models/llama", "models/qwen3", "gguf/llama/llama-Q4_K_M.gguf"}) {
+    if (!fs::exists(model_path(rel))) GTEST_SKIP() << "fixture " << model_path(rel) << " absent (expects ../shared/fixtures)";
     const auto prompt = test_prompt(24);
-    auto one = make_engine(open_source(model), 1);
-    auto two = make_engine(open_source(model), 2);
+    auto one = memra::pipeline_test::make_engine(memra::pipeline_test::open_source(model_path(rel)), pipeline_options(GetParam(), 1));
+    auto two = memra::pipeline_test::make_engine(memra::pipeline_test::open_source(model_path(rel)), pipeline_options(GetParam(), 2));
     ASSERT_TRUE(one && two);
     const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&two->backend());
     ASSERT_NE(pipeline, nullptr);
+    std::cout << "[ " << rel << " ] " << pipeline->describe() << "\n";
     EXPECT_EQ(pipeline->plan().num_layers, (std::vector<int64_t>{1, 1})) << pipeline->describe();
     const auto ref = prefill_and_decode(*one, prompt, 24);
     std::vector<int64_t> handoffs;
     const auto got = prefill_and_decode(*two, prompt, 24, &handoffs);
-    EXPECT_TRUE(bitwise_equal(ref, got)) << model << ": 2 CPU stages differ from one CPU backend";
-    for (int64_t h : handoffs) EXPECT_EQ(h, 2) << model << ": hand-offs per decode step";
+    EXPECT_EQ(memra::testing::rows_differing(ref, got), "")
+        << rel << ": 2 " << memra::testing::backend_name(GetParam()) << " stages differ from one backend";
+    for (int64_t h : handoffs) EXPECT_EQ(h, 2) << rel << ": hand-offs per decode step";
   }
 }
 
-TEST(PipelineCpu, EveryLayerBoundaryWithTwoThreeAndFourStages) {
+TEST_P(Pipeline, EveryLayerBoundaryWithTwoThreeAndFourStages) {
   SKIP_WITHOUT_FIXTURE("qwen3");
-  auto widened = [] {
-    auto s = open_source("qwen3");
-    widen(*s, 4);
-    return s;
-  };
-  const auto prompt = test_prompt(20);
-  auto one = make_engine(widened(), 1);
+  const auto prompt = test_prompt(24);
+  auto one = memra::pipeline_test::make_engine(open_source("qwen3", 4), pipeline_options(GetParam(), 1));
   ASSERT_TRUE(one);
-  const auto ref = prefill_and_decode(*one, prompt, 8);
+  const auto ref = prefill_and_decode(*one, prompt, 24);
   const std::vector<std::pair<int32_t, std::vector<int64_t>>> splits = {
       {2, {1}}, {2, {2}}, {2, {3}}, {2, {}},  {3, {1, 1, 2}}, {3, {1, 2, 1}},
       {3, {2, 1, 1}}, {3, {}}, {4, {1, 1, 1, 1}}, {4, {}}};
   for (const auto& [stages, split] : splits) {
-    auto pp = make_engine(widened(), stages, split);
+    auto pp = memra::pipeline_test::make_engine(open_source("qwen3", 4), pipeline_options(GetParam(), stages, split));
     ASSERT_TRUE(pp) << split_name(stages, split);
     const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&pp->backend());
     ASSERT_NE(pipeline, nullptr);
     EXPECT_EQ(pipeline->num_stages(), stages);
-    EXPECT_TRUE(bitwise_equal(ref, prefill_and_decode(*pp, prompt, 8)))
-        << split_name(stages, split) << " (" << pipeline->describe() << ") differs from one CPU backend";
+    EXPECT_EQ(memra::testing::rows_differing(ref, prefill_and_decode(*pp, prompt, 24)), "")
+        << split_name(stages, split) << " (" << pipeline->describe() << ") differs from one backend";
   }
 }
 
-TEST(PipelineCpu, SplitsLeavingAStageWithoutLayersAreRefused) {
+TEST_P(Pipeline, SeededAndSpeculativeGenerationGiveTheSameTokens) {
   SKIP_WITHOUT_FIXTURE("llama");
-  for (const auto& [stages, split] : std::vector<std::pair<int32_t, std::vector<int64_t>>>{
-           {2, {0}}, {2, {2}}, {2, {3}}, {3, {}}, {3, {1, 1}}}) {
-    EngineOptions o;
-    o.max_context = 64;
-    o.pipeline_stages = stages;
-    o.pipeline_split = split;
-    auto e = Engine::create(open_source("llama"), test_plugins(), o);
-    ASSERT_FALSE(e.ok()) << split_name(stages, split) << " of 2 layers was accepted";
-    EXPECT_NE(e.error().message.find("at least one layer"), std::string::npos) << e.error().message;
-    EXPECT_NE(e.error().message.find("pipeline"), std::string::npos) << e.error().message;
-  }
-}
-
-// Tied embeddings: the table is the lookup on stage 0 and the head on the last stage.
-TEST(PipelineCpu, TiedEmbeddingsLiveOnTheFirstAndLastStage) {
-  SKIP_WITHOUT_FIXTURE("llama");
-  auto tied = [] {
-    auto s = open_source("llama");
-    tie(*s);
-    return s;
-  };
-  const auto prompt = test_prompt(24, 9);
-  auto one = make_engine(tied(), 1);
-  auto two = make_engine(tied(), 2);
-  ASSERT_TRUE(one && two);
-  const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&two->backend());
-  ASSERT_NE(pipeline, nullptr);
-  const memra::backend::PipelinePlan& plan = pipeline->plan();
-  EXPECT_TRUE(plan.tied_output);
-  EXPECT_EQ(plan.weight_stages("token_embd.weight"), 3u);
-  EXPECT_TRUE(bitwise_equal(prefill_and_decode(*one, prompt, 16), prefill_and_decode(*two, prompt, 16)));
-}
-
-TEST(PipelineCpu, SeededAndSpeculativeGenerationGiveTheSameTokens) {
-  SKIP_WITHOUT_FIXTURE("llama");
-  auto widened = [] {
-    auto s = open_source("llama");
-    widen(*s, 4);
-    return s;
-  };
-  auto one = make_engine(widened(), 1);
-  auto three = make_engine(widened(), 3);
+  auto one = memra::pipeline_test::make_engine(open_source("llama", 4), pipeline_options(GetParam(), 1));
+  auto three = memra::pipeline_test::make_engine(open_source("llama", 4),
+                                                 pipeline_options(GetParam(), 3, {}, 16, StageDevices::spread));
   ASSERT_TRUE(one && three);
+  std::cout << "[ llama widened to 4 layers ] " << three->backend().describe() << "\n";
   const auto prompt = test_prompt(24, 5);
   for (bool sampled : {false, true}) {
     GenerateOptions g;
@@ -190,6 +153,43 @@ TEST(PipelineCpu, SeededAndSpeculativeGenerationGiveTheSameTokens) {
     EXPECT_GT(c->drafted, 0);
   }
   EXPECT_EQ(three->kv_blocks().num_free(), three->kv_blocks().num_blocks()) << "rollback leaked KV blocks";
+}
+
+MEMRA_INSTANTIATE_BACKENDS(Pipeline);
+
+TEST(PipelineCpu, SplitsLeavingAStageWithoutLayersAreRefused) {
+  SKIP_WITHOUT_FIXTURE("llama");
+  for (const auto& [stages, split] : std::vector<std::pair<int32_t, std::vector<int64_t>>>{
+           {2, {0}}, {2, {2}}, {2, {3}}, {3, {}}, {3, {1, 1}}}) {
+    EngineOptions o;
+    o.max_context = 64;
+    o.pipeline_stages = stages;
+    o.pipeline_split = split;
+    auto e = Engine::create(open_source("llama"), build_plugins(), o);
+    ASSERT_FALSE(e.ok()) << split_name(stages, split) << " of 2 layers was accepted";
+    EXPECT_NE(e.error().message.find("at least one layer"), std::string::npos) << e.error().message;
+    EXPECT_NE(e.error().message.find("pipeline"), std::string::npos) << e.error().message;
+  }
+}
+
+// Tied embeddings: the table is the lookup on stage 0 and the head on the last stage.
+TEST(PipelineCpu, TiedEmbeddingsLiveOnTheFirstAndLastStage) {
+  SKIP_WITHOUT_FIXTURE("llama");
+  auto tied = [] {
+    auto s = open_source("llama");
+    tie(*s);
+    return s;
+  };
+  const auto prompt = test_prompt(24, 9);
+  auto one = make_engine(tied(), 1);
+  auto two = make_engine(tied(), 2);
+  ASSERT_TRUE(one && two);
+  const auto* pipeline = dynamic_cast<const memra::backend::PipelineBackend*>(&two->backend());
+  ASSERT_NE(pipeline, nullptr);
+  const memra::backend::PipelinePlan& plan = pipeline->plan();
+  EXPECT_TRUE(plan.tied_output);
+  EXPECT_EQ(plan.weight_stages("token_embd.weight"), 3u);
+  EXPECT_TRUE(bitwise_equal(prefill_and_decode(*one, prompt, 16), prefill_and_decode(*two, prompt, 16)));
 }
 
 // A prompt whose first blocks come from the prefix cache (each stage holds those
@@ -259,8 +259,8 @@ TEST(PipelineCpu, KvBlockCopyReachesEveryStage) {
   }
   // rows: {1 stage plain, 1 stage copied, 3 stages plain, 3 stages copied}
   EXPECT_NE(rows[0], rows[1]) << "the block copy changed nothing (test has no teeth)";
-  EXPECT_TRUE(bitwise_equal({rows[0]}, {rows[2]}));
-  EXPECT_TRUE(bitwise_equal({rows[1]}, {rows[3]})) << "after copy_kv_block, 3 stages differ from one backend";
+  EXPECT_TRUE(bitwise_equal(rows[0], rows[2]));
+  EXPECT_TRUE(bitwise_equal(rows[1], rows[3])) << "after copy_kv_block, 3 stages differ from one backend";
 }
 
 namespace {
@@ -361,7 +361,7 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   SKIP_WITHOUT_FIXTURE("llama");
   auto src = open_source("llama");
   ASSERT_TRUE(src);
-  auto& host = test_plugins();
+  auto& host = build_plugins();
   std::vector<memra::plugins::QuantPlugin> quants;
   std::map<std::string, memra::backend::QuantTable> tables;
   for (const memra_weight& w : src->weights)

@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "tests/engine/pipeline_test_models.hpp"
+#include "tests/support/build_plugins.hpp"
 
 namespace memra::pipeline_test {
 
@@ -43,6 +47,23 @@ inline std::vector<std::vector<float>> prefill_and_decode(engine::Engine& e, con
   }
   e.close_sequence(seq);
   return rows;
+}
+
+// The model at `path` as a source, widened to `widen_to` layers when > 0 (null after a
+// test failure).
+inline std::unique_ptr<engine::ModelSource> open_source(const std::filesystem::path& path, int64_t widen_to = 0) {
+  auto src = engine::open_model_source(path.string(), testing::build_plugins());
+  EXPECT_TRUE(src.ok()) << path << ": " << (src.ok() ? "" : src.error().message);
+  if (!src) return nullptr;
+  if (widen_to) widen(**src, widen_to);
+  return std::move(*src);
+}
+
+inline std::unique_ptr<engine::Engine> make_engine(std::unique_ptr<engine::ModelSource> src, const engine::EngineOptions& eo) {
+  if (!src) return nullptr;
+  auto e = engine::Engine::create(std::move(src), testing::build_plugins(), eo);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e ? std::move(*e) : nullptr;
 }
 
 }  // namespace memra::pipeline_test

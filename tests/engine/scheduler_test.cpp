@@ -7,25 +7,21 @@
 
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
-#include "tests/engine/test_plugins.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
 
 namespace {
 
-const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
+const fs::path kLlama = memra::testing::fixture("models/llama");
 
 std::unique_ptr<Engine> load() {
-  auto src = open_model_source(kLlama.string(), test_plugins());
-  EXPECT_TRUE(src.ok());
   EngineOptions eo;
   eo.max_context = 256;
   eo.max_sequences = 20;
   eo.block_size = 8;
-  auto e = Engine::create(std::move(*src), test_plugins(), eo);
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return std::move(*e);
+  return memra::testing::open_engine(kLlama, eo);
 }
 
 using Outcome = memra::engine::test_support::DrainedSequence;

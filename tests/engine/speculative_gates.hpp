@@ -1,6 +1,5 @@
-// The speculative-decoding identity gates, shared by the CPU suite
-// (tests/engine/speculative_scheduler_test.cpp) and the CUDA suite
-// (tests/cuda/cuda_speculative_test.cpp): the serving scheduler's output with
+// The speculative-decoding identity gates of tests/engine/speculative_scheduler_test.cpp
+// (one suite over the CPU and CUDA backends): the serving scheduler's output with
 // speculation equals its output without, token for token and logprob for logprob,
 // for K = 1..8, greedy and seeded sampling, each sequence alone and batched with
 // others (chunked prefill in the same steps), for the n-gram and the draft-model

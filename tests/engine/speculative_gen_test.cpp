@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memra_gen_process.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace fs = std::filesystem;
 
@@ -19,8 +20,8 @@ using memra::testing::join_ids;
 using memra::testing::run_command;
 const std::string& kGen = memra::testing::memra_gen_binary();
 const std::string& kPluginDir = memra::testing::build_plugin_dir();
-const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
-const fs::path kQ8 = fs::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
+const fs::path kLlama = memra::testing::fixture("models/llama");
+const fs::path kQ8 = memra::testing::fixture("gguf/llama/llama-Q8_0.gguf");
 
 }  // namespace
 

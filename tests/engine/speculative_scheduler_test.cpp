@@ -1,87 +1,87 @@
-// Speculative decoding inside the serving scheduler, on the CPU backend: the
-// identity gates of tests/engine/speculative_gates.hpp for the n-gram drafter and
-// for a draft model (the Q8_0 GGUF of the same llama fixture drafting for the
-// bf16 safetensors target), their teeth, and the two fallbacks (per-sequence
-// acceptance, batch load) never changing a token.
+// Speculative decoding inside the serving scheduler: the identity gates of
+// tests/engine/speculative_gates.hpp for the n-gram drafter and for a draft model (the
+// Q8_0 GGUF of the same llama fixture drafting for the bf16 safetensors target, both on
+// the backend under test), their teeth and the acceptance fallback never changing a
+// token, on each backend (tests/support/backends.hpp); then, on the CPU, the batch-load
+// fallback, a batched self-draft and a draft engine out of KV.
 #include <gtest/gtest.h>
-
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "host/engine/text_model.hpp"
 #include "tests/engine/speculative_gates.hpp"
-#include "tests/engine/test_plugins.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 using namespace memra::spec_gates;
+using memra::testing::build_plugins;
 
 namespace {
 
-const fs::path kLlama = fs::path(MEMRA_FIXTURES_DIR) / "models/llama";
-const fs::path kDraft = fs::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
+fs::path llama() { return memra::testing::fixture("models/llama"); }
+fs::path q8() { return memra::testing::fixture("gguf/llama/llama-Q8_0.gguf"); }
 
-EngineOptions options() {
-  EngineOptions eo;
+EngineOptions options(memra_backend_kind kind = MEMRA_BACKEND_CPU) {
+  EngineOptions eo = memra::testing::engine_options(kind);
   eo.max_context = 256;
   eo.max_sequences = 12;
   eo.block_size = 8;
   return eo;
 }
 
-std::unique_ptr<Engine> load_target() {
-  auto src = open_model_source(kLlama.string(), test_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
-  if (!src) return nullptr;
-  auto e = Engine::create(std::move(*src), test_plugins(), options());
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
-  return e ? std::move(*e) : nullptr;
+std::unique_ptr<Engine> load_target(memra_backend_kind kind = MEMRA_BACKEND_CPU) {
+  return memra::testing::open_engine(llama(), options(kind));
 }
 
-std::unique_ptr<Engine> load_draft(const Engine& target) {
-  auto tok = load_tokenizer(kLlama.string());
+std::unique_ptr<Engine> load_draft(const Engine& target, memra_backend_kind kind = MEMRA_BACKEND_CPU) {
+  auto tok = load_tokenizer(llama().string());
   EXPECT_TRUE(tok.ok()) << (tok.ok() ? "" : tok.error().message);
   if (!tok) return nullptr;
-  auto d = open_draft_engine(kDraft.string(), target, **tok, test_plugins(), options());
+  auto d = open_draft_engine(q8().string(), target, **tok, build_plugins(), options(kind));
   EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
   return d ? std::move(*d) : nullptr;
 }
 
-std::vector<int32_t> base_prompt() {
-  const auto ref = nlohmann::json::parse(std::ifstream(kLlama / "reference.json"));
-  return ref["input_ids"].get<std::vector<int32_t>>();
-}
+std::vector<int32_t> base_prompt() { return memra::testing::reference_prompt(llama()); }
 
 #define NEED_FIXTURES()                                                                                      \
   do {                                                                                                       \
-    if (!fs::exists(kLlama / "reference.json") || !fs::exists(kDraft))                                      \
-      GTEST_SKIP() << "fixtures absent (" << kLlama << ", " << kDraft << "); see /work/shared/fixtures";     \
+    if (!memra::testing::has_reference(llama()) || !fs::exists(q8()))                                       \
+      GTEST_SKIP() << "fixtures absent (" << llama() << ", " << q8() << "); see /work/shared/fixtures";      \
   } while (0)
+
+// The gates on each backend.
+class EngineSpeculativeScheduler : public memra::testing::BackendTest {
+ protected:
+  void SetUp() override {
+    memra::testing::BackendTest::SetUp();
+    if (IsSkipped()) return;
+    NEED_FIXTURES();
+  }
+  std::string label(const std::string& drafter) const { return std::string(memra::testing::backend_name(GetParam())) + " " + drafter; }
+};
 
 }  // namespace
 
-TEST(EngineSpeculativeScheduler, NgramOutputEqualsPlainForK1To8) {
-  NEED_FIXTURES();
-  auto target = load_target();
+TEST_P(EngineSpeculativeScheduler, NgramOutputEqualsPlainForK1To8) {
+  auto target = load_target(GetParam());
   ASSERT_TRUE(target);
-  const int64_t accepted = identity_gate(*target, base_prompt(), [] { return ngram_factory(); }, "ngram");
+  const int64_t accepted = identity_gate(*target, base_prompt(), [] { return ngram_factory(); }, label("ngram"));
   EXPECT_GT(accepted, 0) << "prompt lookup was never right: the gate did not exercise acceptance";
 }
 
-TEST(EngineSpeculativeScheduler, DraftModelOutputEqualsPlainForK1To8) {
-  NEED_FIXTURES();
-  auto target = load_target();
+TEST_P(EngineSpeculativeScheduler, DraftModelOutputEqualsPlainForK1To8) {
+  auto target = load_target(GetParam());
   ASSERT_TRUE(target);
-  auto draft = load_draft(*target);
+  auto draft = load_draft(*target, GetParam());
   ASSERT_TRUE(draft);
-  const int64_t accepted = identity_gate(*target, base_prompt(), [&] { return draft_factory(*target, *draft); }, "draft Q8_0", 16);
+  const int64_t accepted = identity_gate(*target, base_prompt(), [&] { return draft_factory(*target, *draft); }, label("draft Q8_0"), 16);
   EXPECT_GT(accepted, 0) << "the Q8_0 draft of the same model was never right";
   EXPECT_EQ(draft->kv_blocks().num_free(), draft->kv_blocks().num_blocks()) << "draft sequences leaked KV";
 }
 
-TEST(EngineSpeculativeScheduler, TheGatesCatchANonInvariantVerifyStep) {
-  NEED_FIXTURES();
-  auto target = load_target();
+TEST_P(EngineSpeculativeScheduler, TheGatesCatchANonInvariantVerifyStep) {
+  auto target = load_target(GetParam());
   ASSERT_TRUE(target);
-  auto draft = load_draft(*target);
+  auto draft = load_draft(*target, GetParam());
   ASSERT_TRUE(draft);
   EXPECT_TRUE(gate_notices_non_invariance(*target, base_prompt(), ngram_factory()))
       << "ngram: the identity gate did not notice a non-invariant verify step";
@@ -89,9 +89,8 @@ TEST(EngineSpeculativeScheduler, TheGatesCatchANonInvariantVerifyStep) {
       << "draft model: the identity gate did not notice a non-invariant verify step";
 }
 
-TEST(EngineSpeculativeScheduler, FallbackSwitchingNeverChangesTokens) {
-  NEED_FIXTURES();
-  auto target = load_target();
+TEST_P(EngineSpeculativeScheduler, FallbackSwitchingNeverChangesTokens) {
+  auto target = load_target(GetParam());
   ASSERT_TRUE(target);
   for (bool sampled : {false, true}) {
     const auto reqs = requests(base_prompt(), sampled, 3, 40);
@@ -112,7 +111,9 @@ TEST(EngineSpeculativeScheduler, FallbackSwitchingNeverChangesTokens) {
   }
 }
 
-TEST(EngineSpeculativeScheduler, BatchLoadTurnsSpeculationOff) {
+MEMRA_INSTANTIATE_BACKENDS(EngineSpeculativeScheduler);
+
+TEST(EngineSpeculativeSchedulerCpu, BatchLoadTurnsSpeculationOff) {
   NEED_FIXTURES();
   auto target = load_target();
   ASSERT_TRUE(target);
@@ -131,13 +132,13 @@ TEST(EngineSpeculativeScheduler, BatchLoadTurnsSpeculationOff) {
 // The target drafting for itself, batched: every greedy draft must be accepted —
 // proof that the batched draft steps keep each draft sequence's KV on its context
 // through every rollback.
-TEST(EngineSpeculativeScheduler, ABatchedSelfDraftIsAlwaysAcceptedGreedy) {
+TEST(EngineSpeculativeSchedulerCpu, ABatchedSelfDraftIsAlwaysAcceptedGreedy) {
   NEED_FIXTURES();
   auto target = load_target();
   ASSERT_TRUE(target);
-  auto tok = load_tokenizer(kLlama.string());
+  auto tok = load_tokenizer(llama().string());
   ASSERT_TRUE(tok.ok());
-  auto self = open_draft_engine(kLlama.string(), *target, **tok, test_plugins(), options());
+  auto self = open_draft_engine(llama().string(), *target, **tok, build_plugins(), options());
   ASSERT_TRUE(self.ok()) << self.error().message;
   const auto reqs = requests(base_prompt(), false, 3, 32);
   const RunResult plain = run(*target, SchedulerOptions{.max_step_tokens = 512, .max_running = 1}, reqs, false);
@@ -155,16 +156,16 @@ TEST(EngineSpeculativeScheduler, ABatchedSelfDraftIsAlwaysAcceptedGreedy) {
 // A draft engine whose KV cache cannot hold every sequence: drafting degrades (the
 // batch is retried one by one, a drafter that does not fit drafts nothing) and the
 // output stays the same.
-TEST(EngineSpeculativeScheduler, ADraftEngineOutOfKvOnlyDraftsLess) {
+TEST(EngineSpeculativeSchedulerCpu, ADraftEngineOutOfKvOnlyDraftsLess) {
   NEED_FIXTURES();
   auto target = load_target();
   ASSERT_TRUE(target);
-  auto tok = load_tokenizer(kLlama.string());
+  auto tok = load_tokenizer(llama().string());
   ASSERT_TRUE(tok.ok());
   EngineOptions small = options();
   small.max_context = 64;     // 8 blocks of 8 tokens in all: about one sequence
   small.max_sequences = 1;
-  auto draft = open_draft_engine(kDraft.string(), *target, **tok, test_plugins(), small);
+  auto draft = open_draft_engine(q8().string(), *target, **tok, build_plugins(), small);
   ASSERT_TRUE(draft.ok()) << draft.error().message;
   for (bool sampled : {false, true}) {
     const auto reqs = requests(base_prompt(), sampled, 3, 24);

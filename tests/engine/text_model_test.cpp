@@ -12,12 +12,14 @@
 #include "host/engine/text_model.hpp"
 #include "repack/tool/repack.hpp"
 #include "tests/support/build_plugins.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kFixtures = MEMRA_FIXTURES_DIR;
+const fs::path kFixtures = memra::testing::fixtures_dir();
 
 std::vector<std::string> corpus() {
   std::vector<std::string> lines;
@@ -79,15 +81,14 @@ TEST(MemraTokenize, PrintsWhatTheLibraryComputes) {
   EXPECT_EQ(j["ids"].get<std::vector<int32_t>>(), (*tok)->encode("Hello <|im_start|> world", true));
   EXPECT_EQ(j["count"].get<size_t>(), j["ids"].size());
 
-  const fs::path chat = fs::temp_directory_path() / ("memra-tokenize-chat-" + std::to_string(::getpid()) + ".json");
-  std::ofstream(chat) << R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]})";
+  const memra::testing::TempDir tmp("memra-tokenize-chat");
+  const fs::path chat = tmp.write("chat.json", R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]})");
   const std::string rendered = run(bin + " " + model.string() + " --chat-json " + chat.string() + " 2>&1", &status);
   ASSERT_EQ(WEXITSTATUS(status), 0) << rendered;
   const auto r = nlohmann::json::parse(rendered);
   EXPECT_EQ(r["prompt"].get<std::string>(),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(r["ids"].get<std::vector<int32_t>>(), (*tok)->encode(r["prompt"].get<std::string>(), false));
-  fs::remove(chat);
 
   run(bin + " " + model.string() + " 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 2);
@@ -101,8 +102,8 @@ TEST(MemraTokenize, PrintsWhatTheLibraryComputes) {
 TEST(TextModelMemra, RepackOfAGgufKeepsItsTokenizer) {
   const fs::path gguf = kFixtures / "gguf/llama/llama-Q8_0.gguf";
   if (!fs::exists(gguf)) GTEST_SKIP() << "fixture " << gguf << " absent";
-  const fs::path out = fs::temp_directory_path() / ("memra-text-model-" + std::to_string(::getpid()) + ".memra");
-  fs::remove_all(out);
+  const memra::testing::TempDir tmp("memra-text-model");
+  const fs::path out = tmp / "llama-Q8_0.memra";
   memra::repack::RepackOptions ro;
   ro.plugins = &memra::testing::build_plugins();
   ro.source = gguf;
@@ -115,5 +116,4 @@ TEST(TextModelMemra, RepackOfAGgufKeepsItsTokenizer) {
   auto from_gguf = memra::engine::load_tokenizer(gguf.string());
   ASSERT_TRUE(from_gguf.ok());
   for (const std::string& text : corpus()) EXPECT_EQ((*from_memra)->encode(text), (*from_gguf)->encode(text)) << text;
-  fs::remove_all(out);
 }

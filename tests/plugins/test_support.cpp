@@ -31,19 +31,6 @@ std::vector<std::string> LogCapture::containing(std::string_view needle) const {
   return out;
 }
 
-TempDir::TempDir() {
-  static std::atomic<int> counter{0};
-  path_ = fs::temp_directory_path() /
-          ("memra-plugins-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(path_);
-  if (!fs::create_directories(path_)) throw std::runtime_error("cannot create " + path_.string());
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 fs::path test_plugin_dir() { return fs::path(MEMRA_TEST_PLUGIN_DIR); }
 
 fs::path test_plugin(std::string_view stem) { return test_plugin_dir() / ("lib" + std::string(stem) + ".so"); }

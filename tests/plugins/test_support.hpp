@@ -1,4 +1,5 @@
-// Shared helpers for the plugin host tests: a log capture sink, temp dirs, paths.
+// Shared helpers for the plugin host tests: a log capture sink, paths (temp dirs:
+// tests/support/temp_dir.hpp).
 #pragma once
 
 #include <filesystem>
@@ -9,8 +10,11 @@
 #include <vector>
 
 #include "core/plugin_host/plugin_host.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace memra::plugins::test {
+
+using memra::testing::TempDir;
 
 // Collects every log line; thread-safe; outlives the host (the sink holds it).
 class LogCapture {
@@ -26,19 +30,6 @@ class LogCapture {
     std::vector<std::string> lines;
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
-};
-
-// A fresh directory under the system temp dir, removed with its contents.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
 };
 
 // The test-only plugin directory and one file in it, e.g. test_plugin("memra-quant-good").

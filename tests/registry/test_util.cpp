@@ -17,22 +17,6 @@ extern char** environ;
 
 namespace memra::registry::test {
 
-TempDir::TempDir() {
-  std::string base = (std::filesystem::temp_directory_path() / "memra-registry-test-XXXXXX").string();
-  std::vector<char> buf(base.begin(), base.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) {
-    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
-    return;
-  }
-  path_ = buf.data();
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 std::vector<std::string> raw_query(const std::filesystem::path& db, const std::string& sql) {
   std::vector<std::string> rows;
   sqlite3* h = nullptr;

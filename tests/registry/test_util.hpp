@@ -9,22 +9,11 @@
 #include <vector>
 
 #include "registry/registry.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace memra::registry::test {
 
-// A fresh directory removed (with its contents) at scope exit.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using memra::testing::TempDir;
 
 // Runs SQL on the file with sqlite3 directly (not through the registry) and
 // returns every row's columns joined by '|'. Fails the current test on error.

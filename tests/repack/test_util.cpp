@@ -10,15 +10,6 @@
 
 namespace memra::testing {
 
-std::filesystem::path fixtures_dir() {
-  if (const char* env = std::getenv("MEMRA_FIXTURES_DIR")) return env;
-  return MEMRA_FIXTURES_DIR;
-}
-
-bool fixtures_present() { return std::filesystem::exists(fixtures_dir() / "MANIFEST.json"); }
-
-std::filesystem::path fixture(const std::string& rel) { return fixtures_dir() / rel; }
-
 std::vector<uint8_t> read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -34,18 +25,6 @@ std::string read_text(const std::filesystem::path& p) {
 void write_bytes(const std::filesystem::path& p, const std::vector<uint8_t>& data) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
-TempDir::TempDir() {
-  static std::atomic<int> counter{0};
-  path_ = std::filesystem::temp_directory_path() /
-          ("memra-repack-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
 }
 
 std::string sha256_hex(const void* data, size_t n) {

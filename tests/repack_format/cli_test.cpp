@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "registry/registry.hpp"
@@ -18,7 +21,6 @@ namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::run_command;
 using repack_test::TempDir;
 
@@ -37,7 +39,7 @@ TEST(MemraRepackCli, HelpDescribesUsage) {
 
 TEST(MemraRepackCli, UsageErrorsExitTwo) {
   TempDir tmp;
-  const std::string src = q(fixtures() / "gguf/llama/llama-Q8_0.gguf");
+  const std::string src = q(memra::testing::fixture("gguf/llama/llama-Q8_0.gguf"));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "missing SRC"},
       {src, "missing -o DST"},
@@ -58,16 +60,16 @@ TEST(MemraRepackCli, UsageErrorsExitTwo) {
 }
 
 TEST(MemraRepackCli, RepacksFixturesAndRecordsProvenance) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   struct Run {
     fs::path src;
     std::string quant;
   };
-  const std::vector<Run> runs = {{fixtures() / "gguf/llama/llama-Q6_K.gguf", "keep"},
-                                 {fixtures() / "models/llama", "q4_k"},
-                                 {fixtures() / "models/qwen3", "bf16"}};
+  const std::vector<Run> runs = {{memra::testing::fixture("gguf/llama/llama-Q6_K.gguf"), "keep"},
+                                 {memra::testing::fixture("models/llama"), "q4_k"},
+                                 {memra::testing::fixture("models/qwen3"), "bf16"}};
   int n = 0;
   for (const Run& r : runs) {
     const fs::path dst = tmp / ("out" + std::to_string(n++) + ".memra");
@@ -95,9 +97,9 @@ TEST(MemraRepackCli, RepacksFixturesAndRecordsProvenance) {
 }
 
 TEST(MemraRepackCli, ExistingDestinationNeedsForce) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
-  const std::string src = q(fixtures() / "gguf/llama/llama-Q8_0.gguf");
+  const std::string src = q(memra::testing::fixture("gguf/llama/llama-Q8_0.gguf"));
   const fs::path dst = tmp / "m.memra";
   std::string out;
   ASSERT_EQ(run_command(kTool + " " + src + " -o " + q(dst) + " --no-registry --quiet", &out), 0) << out;
@@ -113,14 +115,14 @@ TEST(MemraRepackCli, ExistingDestinationNeedsForce) {
 // Failures injected midway (MEMRA_REPACK_FAULT) and a corrupt source: exit 1, nothing
 // under DST, no temporary directory, no registry row.
 TEST(MemraRepackCli, FailuresLeaveNothingAndRecordNothing) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   const fs::path out_dir = tmp / "out";
   fs::create_directories(out_dir);
-  const auto gguf = repack_test::read_bytes(fixtures() / "gguf/llama/llama-Q4_K_M.gguf");
+  const auto gguf = repack_test::read_bytes(memra::testing::fixture("gguf/llama/llama-Q4_K_M.gguf"));
   repack_test::write_bytes(tmp / "truncated.gguf", gguf.data(), gguf.size() / 2);
-  const std::string good = q(fixtures() / "models/llama");
+  const std::string good = q(memra::testing::fixture("models/llama"));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"MEMRA_REPACK_FAULT=tensor:5 " + kTool + " " + good, "injected failure"},
       {"MEMRA_REPACK_FAULT=manifest " + kTool + " " + good, "injected failure"},
@@ -138,6 +140,91 @@ TEST(MemraRepackCli, FailuresLeaveNothingAndRecordNothing) {
       EXPECT_TRUE(db->list_checkpoints()->empty()) << cmd;
       EXPECT_TRUE(db->list_repacks()->empty()) << cmd;
     }
+  }
+}
+
+// A copy of the llama fixture that can be edited.
+fs::path copy_fixture(const fs::path& to) {
+  fs::create_directories(to);
+  for (const auto& f : fs::directory_iterator(fixtures() / "models/llama")) {
+    fs::copy(f.path(), to / f.path().filename());
+    fs::permissions(to / f.path().filename(), fs::perms::owner_write, fs::perm_options::add);
+  }
+  return to;
+}
+
+void replace_in_file(const fs::path& p, const std::string& from, const std::string& to) {
+  std::string text = repack_test::read_text(p);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " not in " << p;
+  text.replace(at, from.size(), to);
+  repack_test::write_bytes(p, text.data(), text.size());
+}
+
+// Byte offset of a tensor's data in a .safetensors file (8-byte header length, header JSON).
+std::uint64_t tensor_offset(const fs::path& file, const std::string& name) {
+  const auto bytes = repack_test::read_bytes(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n)));
+  return 8 + n + header[name]["data_offsets"][0].get<std::uint64_t>();
+}
+
+// Checkpoints whose files are well formed but that cannot load — config and weights of
+// different models, a broken tokenizer.json, a NaN or an Inf in a weight — are refused
+// before anything is written or recorded, exit 1, and the error names the user's file.
+TEST(MemraRepackCli, CheckpointsThatCannotLoadAreRefusedBeforeAnythingIsWritten) {
+  REPACK_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const fs::path reg = tmp / "reg.db";
+  const fs::path out_dir = tmp / "out";
+  fs::create_directories(out_dir);
+  struct Case {
+    std::string name;
+    std::function<void(const fs::path&)> damage;
+    std::vector<std::string> expected;  // in the error
+  };
+  const std::string bf16_nan = std::string("\xc0\x7f", 2), bf16_inf = std::string("\x80\x7f", 2);
+  const std::vector<Case> cases = {
+      {"more layers than the weights", [](const fs::path& d) { replace_in_file(d / "config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3"); },
+       {"config.json", "blk.2.", "not in its weight files"}},
+      {"another intermediate size", [](const fs::path& d) { replace_in_file(d / "config.json", "\"intermediate_size\": 512", "\"intermediate_size\": 384"); },
+       {"model.safetensors", "has shape [512, 256]", "asks for [384, 256]", "mlp"}},
+      {"broken tokenizer.json", [](const fs::path& d) { fs::resize_file(d / "tokenizer.json", 1000); },
+       {"tokenizer.json", "is not valid JSON"}},
+      {"a NaN", [&](const fs::path& d) {
+         const auto file = d / "model.safetensors";
+         auto bytes = repack_test::read_bytes(file);
+         std::memcpy(bytes.data() + tensor_offset(file, "model.layers.1.mlp.down_proj.weight") + 2 * 300, bf16_nan.data(), 2);
+         repack_test::write_bytes(file, bytes.data(), bytes.size());
+       },
+       {"'model.layers.1.mlp.down_proj.weight'", "model.safetensors", "holds NaN at element 300 (row 0, column 300)"}},
+      {"an infinity in a norm", [&](const fs::path& d) {
+         const auto file = d / "model.safetensors";
+         auto bytes = repack_test::read_bytes(file);
+         std::memcpy(bytes.data() + tensor_offset(file, "model.norm.weight") + 2 * 7, bf16_inf.data(), 2);
+         repack_test::write_bytes(file, bytes.data(), bytes.size());
+       },
+       {"'model.norm.weight'", "holds an infinity at element 7"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path src = copy_fixture(tmp / ("src-" + std::to_string(&c - cases.data())));
+    c.damage(src);
+    for (const std::string quant : {"keep", "q8_0"}) {  // copied as stored, and converted
+      std::string out;
+      EXPECT_EQ(run_command(kTool + " " + q(src) + " --quant " + quant + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg), &out), 1)
+          << out;
+      for (const auto& e : c.expected) EXPECT_NE(out.find(e), std::string::npos) << "'" << e << "' not in: " << out;
+      EXPECT_EQ(out.find(".tmp-"), std::string::npos) << "the error names an internal path: " << out;
+      EXPECT_TRUE(repack_test::list_dir(out_dir).empty()) << ::testing::PrintToString(repack_test::list_dir(out_dir));
+    }
+  }
+  if (fs::exists(reg)) {
+    auto db = registry::Registry::open(reg);
+    ASSERT_TRUE(db.ok());
+    EXPECT_TRUE(db->list_checkpoints()->empty());
+    EXPECT_TRUE(db->list_repacks()->empty());
   }
 }
 
@@ -161,13 +248,13 @@ bool wait_for_temp(const fs::path& dir) {
 }
 
 TEST(MemraRepackCli, KilledMidwayNeverLeavesAHalfWrittenOutput) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   const fs::path out_dir = tmp / "out";
   fs::create_directories(out_dir);
   const std::string env = "MEMRA_REPACK_FAULT=pause-tensor:3:20000";
-  const std::string cmd = kTool + " " + q(fixtures() / "models/llama") + " -o " +
+  const std::string cmd = kTool + " " + q(memra::testing::fixture("models/llama")) + " -o " +
                           q(out_dir / "m.memra") + " --registry " + q(reg);
   // SIGTERM: the tool stops, removes its temporary directory and exits 130.
   pid_t pid = spawn(env, cmd);
@@ -192,16 +279,16 @@ TEST(MemraRepackCli, KilledMidwayNeverLeavesAHalfWrittenOutput) {
   }
   // ...and the next run for the same destination removes the dead writer's leftovers.
   std::string out;
-  ASSERT_EQ(run_command(kTool + " " + q(fixtures() / "models/llama") + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
+  ASSERT_EQ(run_command(kTool + " " + q(memra::testing::fixture("models/llama")) + " -o " + q(out_dir / "m.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
   EXPECT_EQ(repack_test::list_dir(out_dir), std::vector<std::string>{"m.memra"});
 }
 
 TEST(MemraRepackCli, BenchRunsOnSmallInputs) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   std::string out;
-  ASSERT_EQ(run_command(kTool + " --bench --bench-gguf " + q(fixtures() / "gguf/llama/llama-Q4_K_M.gguf") + " --bench-safetensors " +
-                            q(fixtures() / "models/llama") + " --bench-repeats 1",
+  ASSERT_EQ(run_command(kTool + " --bench --bench-gguf " + q(memra::testing::fixture("gguf/llama/llama-Q4_K_M.gguf")) + " --bench-safetensors " +
+                            q(memra::testing::fixture("models/llama")) + " --bench-repeats 1",
                         &out),
             0)
       << out;

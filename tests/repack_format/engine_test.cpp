@@ -16,20 +16,17 @@
 #include "repack/tool/repack.hpp"
 #include "tests/repack_format/helpers.hpp"
 #include "tests/support/build_plugins.hpp"
+#include "tests/support/fixture_engine.hpp"
 
 namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::TempDir;
 
 plugins::PluginHost& plugin_host() { return memra::testing::build_plugins(); }
 
-std::vector<int32_t> prompt() {
-  const auto ref = nlohmann::json::parse(std::ifstream(fixtures() / "models/llama/reference.json"));
-  return ref["input_ids"].get<std::vector<int32_t>>();
-}
+std::vector<int32_t> prompt() { return memra::testing::reference_prompt(memra::testing::fixture("models/llama")); }
 
 // Prefill logits at every position, then 8 greedy decode steps' logits.
 Result<std::vector<std::vector<float>>> run_model(const fs::path& path, std::string* format) {
@@ -57,8 +54,8 @@ Result<std::vector<std::vector<float>>> run_model(const fs::path& path, std::str
 class RepackEngine : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RepackEngine, KeepRepackGivesBitIdenticalLogits) {
-  REPACK_REQUIRE_FIXTURES();
-  const fs::path src = fixtures() / GetParam();
+  MEMRA_REQUIRE_FIXTURES();
+  const fs::path src = memra::testing::fixtures_dir() / GetParam();
   TempDir tmp;
   repack::RepackOptions o;
   o.plugins = &memra::testing::build_plugins();
@@ -128,10 +125,10 @@ Score score(const std::vector<std::vector<float>>& got, const std::vector<float>
 class RepackQuantEngine : public ::testing::TestWithParam<QuantCase> {};
 
 TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   const QuantCase c = GetParam();
-  const fs::path model = fixtures() / "models/llama";
-  const fs::path theirs = fixtures() / "gguf/llama" / (std::string("llama-") + c.llamacpp + ".gguf");
+  const fs::path model = memra::testing::fixture("models/llama");
+  const fs::path theirs = memra::testing::fixture("gguf/llama") / (std::string("llama-") + c.llamacpp + ".gguf");
   const auto ids = prompt();
   std::vector<float> want(ids.size() * 1024);
   std::ifstream(model / "reference.bin", std::ios::binary).read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));

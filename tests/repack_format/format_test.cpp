@@ -1,7 +1,10 @@
 // The .memra format library on its own: manifest JSON, the atomic writer (failures at
 // every stage leave nothing behind), the validating reader (each kind of damage is
 // refused with a message naming it), and the GGUF vocabulary file.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -207,16 +210,28 @@ TEST(RepackFormat, ExistingDestinationIsRefusedUnlessOverwriting) {
   EXPECT_TRUE(format::MemraModel::open(dst).ok());
 }
 
+// Writers hold an flock in their temporary directory: one whose lock is free belongs to
+// a dead writer (kill -9) and goes, whatever output it was for; one whose lock is held
+// stays. Without a lock file (older memra, or the moment before the lock), the pid decides.
 TEST(RepackFormat, StaleTemporaryDirectoriesOfDeadWritersAreRemoved) {
   TempDir tmp;
-  // A pid that cannot be alive (above pid_max), and our own (alive) pid.
-  fs::create_directory(tmp / ".m.memra.tmp-999999999-0000abcd");
-  fs::create_directory(tmp / (".m.memra.tmp-" + std::to_string(::getpid()) + "-0000abcd"));
-  fs::create_directory(tmp / ".other.memra.tmp-999999999-0000abcd");
+  const std::string me = std::to_string(::getpid());
+  fs::create_directory(tmp / ".m.memra.tmp-999999999-0000abcd");          // no lock, dead pid
+  fs::create_directory(tmp / (".m.memra.tmp-" + me + "-0000abcd"));        // no lock, live pid
+  fs::create_directory(tmp / ".other.memra.tmp-999999999-0000abcd");      // another output's, dead
+  fs::create_directory(tmp / (".dead.memra.tmp-" + me + "-00000001"));     // a lock nobody holds
+  repack_test::write_bytes(tmp / (".dead.memra.tmp-" + me + "-00000001") / ".writer.lock", "", 0);
+  fs::create_directory(tmp / (".live.memra.tmp-" + me + "-00000002"));     // a lock held (by this test)
+  const fs::path held = tmp / (".live.memra.tmp-" + me + "-00000002") / ".writer.lock";
+  const int fd = ::open(held.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
   ASSERT_TRUE(write_sample(tmp / "m.memra").ok());
   EXPECT_EQ(repack_test::list_dir(tmp.path()),
-            (std::vector<std::string>{".m.memra.tmp-" + std::to_string(::getpid()) + "-0000abcd", ".other.memra.tmp-999999999-0000abcd",
+            (std::vector<std::string>{".live.memra.tmp-" + me + "-00000002", ".m.memra.tmp-" + me + "-0000abcd",
                                       "m.memra"}));
+  ::close(fd);
+  EXPECT_EQ(format::remove_stale_temp_dirs(tmp.path()).removed, 1u);  // its lock is free now
+  EXPECT_FALSE(fs::exists(tmp / "m.memra" / ".writer.lock")) << "the lock file travelled into the output";
 }
 
 struct Damage {

@@ -16,29 +16,6 @@ namespace memra::repack_test {
 
 namespace fs = std::filesystem;
 
-fs::path fixtures() {
-  if (const char* env = std::getenv("MEMRA_FIXTURES_DIR"); env && *env) return env;
-  return MEMRA_FIXTURES_DIR;
-}
-
-bool have_fixtures() { return fs::exists(fixtures() / "MANIFEST.json"); }
-
-TempDir::TempDir() {
-  static std::atomic<int> counter{0};
-  path_ = fs::temp_directory_path() / ("memra-repack-format-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(path_);
-  fs::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  // Tests make directories read-only to inject failures: give write access back first.
-  for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-  fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-  fs::remove_all(path_, ec);
-}
-
 std::vector<uint8_t> read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -84,7 +61,7 @@ int run_command(const std::string& cmd, std::string* output, bool merge_stderr) 
 
 std::map<std::string, OriginalTensor> llama_originals_gguf_order() {
   std::map<std::string, OriginalTensor> out;
-  const fs::path dir = fixtures() / "models/llama";
+  const fs::path dir = memra::testing::fixture("models/llama");
   auto family = memra::testing::hf_family(dir.string());
   auto ckpt = safetensors::Checkpoint::open(dir.string());
   if (!family || !ckpt) {

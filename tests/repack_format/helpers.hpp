@@ -1,5 +1,5 @@
-// Shared helpers of the repack_format tests: fixture paths, temp dirs, files, the
-// llama fixture's original weights in GGUF row order.
+// Shared helpers of the repack_format tests: files, commands, the llama fixture's
+// original weights in GGUF row order.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,30 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/fixtures.hpp"
+#include "tests/support/temp_dir.hpp"
+
 namespace memra::repack_test {
 
-std::filesystem::path fixtures();
-bool have_fixtures();
-
-#define REPACK_REQUIRE_FIXTURES()                                                                         \
-  do {                                                                                                    \
-    if (!memra::repack_test::have_fixtures())                                                             \
-      GTEST_SKIP() << "fixtures not found at " << memra::repack_test::fixtures() << " (set MEMRA_FIXTURES_DIR)"; \
-  } while (0)
-
-// A fresh directory under the system temp dir, removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using memra::testing::TempDir;
 
 std::vector<uint8_t> read_bytes(const std::filesystem::path& p);
 std::string read_text(const std::filesystem::path& p);

@@ -19,7 +19,6 @@
 namespace {
 
 using namespace memra;
-using memra::repack_test::fixtures;
 
 quant::GgmlType ggml_of(quant::QuantScheme s) {
   switch (s) {
@@ -56,10 +55,10 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " " << quant::s
 class QuantizeVsLlamaCpp : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QuantizeVsLlamaCpp, ErrorNoWorseThanLlamaCppPerTensor) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   const Case c = GetParam();
   const auto originals = repack_test::llama_originals_gguf_order();
-  auto file = gguf::File::open((fixtures() / "gguf/llama" / c.file).string());
+  auto file = gguf::File::open((memra::testing::fixture("gguf/llama") / c.file).string());
   ASSERT_TRUE(file.ok()) << file.error().message;
   const quant::GgmlType want = ggml_of(c.scheme);
   std::map<std::string, std::pair<double, double>> by_kind;  // tensor kind -> (memra, llama.cpp) error
@@ -103,9 +102,9 @@ INSTANTIATE_TEST_SUITE_P(Quantize, QuantizeVsLlamaCpp,
 // The BF16 GGUF holds the same weights as the safetensors original: checks the q/k
 // un-permutation the comparison above relies on.
 TEST(Quantize, OriginalsMatchTheBf16Gguf) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   const auto originals = repack_test::llama_originals_gguf_order();
-  auto file = gguf::File::open((fixtures() / "gguf/llama/llama-BF16.gguf").string());
+  auto file = gguf::File::open((memra::testing::fixture("gguf/llama/llama-BF16.gguf")).string());
   ASSERT_TRUE(file.ok()) << file.error().message;
   int matched = 0;
   for (const gguf::Tensor& t : file->tensors()) {

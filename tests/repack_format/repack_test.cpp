@@ -28,7 +28,6 @@ namespace {
 
 using namespace memra;
 namespace fs = std::filesystem;
-using repack_test::fixtures;
 using repack_test::TempDir;
 
 std::vector<std::string> fixture_sources() {
@@ -53,8 +52,8 @@ class RepackKeep : public ::testing::TestWithParam<std::string> {};
 // Every tensor's bytes equal the source's (1-D floats: the exact float32 of the source
 // values), the config is the source's, the tokenizer files are copied byte for byte.
 TEST_P(RepackKeep, RoundTripsExactly) {
-  REPACK_REQUIRE_FIXTURES();
-  const fs::path src = fixtures() / GetParam();
+  MEMRA_REQUIRE_FIXTURES();
+  const fs::path src = memra::testing::fixtures_dir() / GetParam();
   TempDir tmp;
   const fs::path dst = tmp / "out.memra";
   auto r = run_repack(src, dst);
@@ -125,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(MemraRepack, RepackKeep, ::testing::ValuesIn(fixture_so
 // Quantized repacks: every matrix decodes (through the exact dequantizers) to within
 // the scheme's error of the original; the precision choices are the documented ones.
 TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
-  REPACK_REQUIRE_FIXTURES();
-  const fs::path src = fixtures() / "models/llama";
+  MEMRA_REQUIRE_FIXTURES();
+  const fs::path src = memra::testing::fixture("models/llama");
   auto source = repack::Source::open(src, memra::testing::build_plugins());
   ASSERT_TRUE(source.ok());
   // Relative rms error bounds per scheme (4-bit ~ 1/16 of the range, ...).
@@ -179,12 +178,12 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
 
 // Corrupt and truncated sources: refused before anything is created next to DST.
 TEST(MemraRepack, CorruptOrTruncatedSourceIsRefusedWithNothingWritten) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path bad = tmp / "bad";
   fs::create_directories(bad);
-  const auto gguf = repack_test::read_bytes(fixtures() / "gguf/llama/llama-Q4_K_M.gguf");
-  const auto st = repack_test::read_bytes(fixtures() / "models/llama/model.safetensors");
+  const auto gguf = repack_test::read_bytes(memra::testing::fixture("gguf/llama/llama-Q4_K_M.gguf"));
+  const auto st = repack_test::read_bytes(memra::testing::fixture("models/llama/model.safetensors"));
   std::vector<std::pair<std::string, fs::path>> cases;
   // GGUF cut short (the last tensor's bytes are missing).
   repack_test::write_bytes(bad / "truncated.gguf", gguf.data(), gguf.size() - 4096);
@@ -201,7 +200,7 @@ TEST(MemraRepack, CorruptOrTruncatedSourceIsRefusedWithNothingWritten) {
   for (const char* name : {"st_trunc", "st_header"}) {
     fs::create_directories(bad / name);
     for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-      fs::copy_file(fixtures() / "models/llama" / f, bad / name / f);
+      fs::copy_file(memra::testing::fixture("models/llama") / f, bad / name / f);
   }
   repack_test::write_bytes(bad / "st_trunc/model.safetensors", st.data(), st.size() - 1000);
   cases.push_back({"truncated safetensors", bad / "st_trunc"});
@@ -228,12 +227,12 @@ TEST(MemraRepack, CorruptOrTruncatedSourceIsRefusedWithNothingWritten) {
 // A checkpoint whose architecture no installed family serves has no config to repack
 // with: refused by name before anything is written.
 TEST(MemraRepack, RefusesArchitecturesNoFamilyServes) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   for (const char* m : {"qwen3_moe", "qwen3_next", "gemma3_text"}) {
     SCOPED_TRACE(m);
     TempDir tmp;
     const fs::path dst = tmp / "out.memra";
-    auto r = run_repack(fixtures() / "models" / m, dst);
+    auto r = run_repack(memra::testing::fixture("models") / m, dst);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, ErrorCode::unsupported);
     EXPECT_NE(r.error().message.find("is not supported"), std::string::npos) << r.error().message;
@@ -245,13 +244,13 @@ TEST(MemraRepack, RefusesArchitecturesNoFamilyServes) {
 // The registry holds the checkpoint (sha256 of the source file) and the repack (tool
 // version, options, the manifest's sha256) once the output is in place.
 TEST(MemraRepack, ProvenanceLandsInTheRegistry) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "registry.db";
   for (const std::string src : {"gguf/llama/llama-Q4_K_M.gguf", "models/qwen3"}) {
     repack::RepackOptions o;
     o.plugins = &memra::testing::build_plugins();
-    o.source = fixtures() / src;
+    o.source = memra::testing::fixtures_dir() / src;
     o.output = tmp / (fs::path(src).stem().string() + ".memra");
     o.quant = src.ends_with(".gguf") ? "keep" : "q8_0";
     auto r = repack::repack_checkpoint(o);
@@ -262,14 +261,14 @@ TEST(MemraRepack, ProvenanceLandsInTheRegistry) {
     ASSERT_TRUE(db.ok());
     auto c = db->find_checkpoint(std::to_string(ids->checkpoint_id));
     ASSERT_TRUE(c.ok()) << c.error().message;
-    const fs::path weights = src.ends_with(".gguf") ? fixtures() / src : fixtures() / src / "model.safetensors";
+    const fs::path weights = src.ends_with(".gguf") ? memra::testing::fixtures_dir() / src : memra::testing::fixtures_dir() / src / "model.safetensors";
     EXPECT_EQ(c->sha256, repack_test::sha256_file(weights));
     EXPECT_EQ(c->size_bytes, fs::file_size(weights));
     EXPECT_EQ(c->format, src.ends_with(".gguf") ? registry::CheckpointFormat::gguf : registry::CheckpointFormat::safetensors);
     EXPECT_EQ(c->family, "llama");  // the family plugin (the gate's key), for Qwen3 too
     EXPECT_EQ(c->architecture, src.ends_with(".gguf") ? "LlamaForCausalLM" : "Qwen3ForCausalLM");
     EXPECT_EQ(c->quant, src.ends_with(".gguf") ? "q4_k" : "bf16");
-    EXPECT_EQ(fs::path(c->source_path), fs::absolute(fixtures() / src).lexically_normal());
+    EXPECT_EQ(fs::path(c->source_path), fs::absolute(memra::testing::fixtures_dir() / src).lexically_normal());
     auto reps = db->list_repacks(ids->checkpoint_id);
     ASSERT_TRUE(reps.ok());
     ASSERT_EQ(reps->size(), 1u);
@@ -290,8 +289,8 @@ TEST(MemraRepack, ProvenanceLandsInTheRegistry) {
 // A GGUF source under a quantization target: tensors already in the target scheme are
 // carried bit for bit, the others dequantized exactly and re-quantized.
 TEST(MemraRepack, GgufSourceIsRequantized) {
-  REPACK_REQUIRE_FIXTURES();
-  const fs::path src = fixtures() / "gguf/llama/llama-Q4_K_M.gguf";
+  MEMRA_REQUIRE_FIXTURES();
+  const fs::path src = memra::testing::fixture("gguf/llama/llama-Q4_K_M.gguf");
   TempDir tmp;
   auto r = run_repack(src, tmp / "q.memra", "q6_k");
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -328,8 +327,8 @@ TEST(MemraRepack, GgufSourceIsRequantized) {
 // A checkpoint split into two shards with an index: same tensors as the single file, and
 // the checkpoint digest is the sorted-listing digest of the shards.
 TEST(MemraRepack, ShardedSafetensorsSource) {
-  REPACK_REQUIRE_FIXTURES();
-  const fs::path one = fixtures() / "models/llama";
+  MEMRA_REQUIRE_FIXTURES();
+  const fs::path one = memra::testing::fixture("models/llama");
   TempDir tmp;
   const fs::path dir = tmp / "sharded";
   fs::create_directories(dir);

@@ -1,4 +1,4 @@
-// Small helpers for the SDK tests: run a shell command, a self-removing temp dir.
+// Small helpers for the SDK tests: run a shell command (temp dirs: tests/support/temp_dir.hpp).
 #pragma once
 
 #include <sys/wait.h>
@@ -11,7 +11,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace memra::sdk_test {
+
+using memra::testing::TempDir;
 
 struct RunResult {
   int rc = -1;
@@ -42,26 +46,5 @@ inline std::string sh_quote(const std::string& s) {
   }
   return out + "'";
 }
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("memra-sdk-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    if (!std::filesystem::create_directories(path_)) throw std::runtime_error("cannot create " + path_.string());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace memra::sdk_test

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace memra::server {
 namespace {
 
@@ -130,13 +132,9 @@ TEST(ServerKeys, LoadFileReportsAMissingFile) {
 }
 
 TEST(ServerKeys, LoadFileReadsAFile) {
-  const auto path = std::filesystem::temp_directory_path() / ("memra-keys-" + std::to_string(::getpid()) + ".json");
-  {
-    std::ofstream out(path);
-    out << key_file(R"({"sha256":")" + sha256_hex("file-key") + R"(","tenant":"acme"})");
-  }
+  const memra::testing::TempDir tmp("memra-keys");
+  const auto path = tmp.write("keys.json", key_file(R"({"sha256":")" + sha256_hex("file-key") + R"(","tenant":"acme"})"));
   auto store = KeyStore::load_file(path);
-  std::filesystem::remove(path);
   ASSERT_TRUE(store) << store.error().message;
   EXPECT_EQ(store->check_key("file-key").outcome, AuthOutcome::ok);
 }

@@ -25,7 +25,12 @@ TEST(ServerOptions, Defaults) {
   EXPECT_TRUE(o.api_keys_file.empty());
   EXPECT_TRUE(o.models.empty());
   EXPECT_FALSE(o.enable_test_routes);
-  EXPECT_EQ(o.threads, 64);
+  EXPECT_EQ(o.threads, 0);  // auto: sized from the schedulers at start
+  EXPECT_EQ(o.header_timeout_ms, 10000);
+  EXPECT_EQ(o.body_timeout_ms, 60000);
+  EXPECT_EQ(o.min_receive_rate, 1024);
+  EXPECT_EQ(o.max_connections, 4096);
+  EXPECT_EQ(o.max_client_connections, 256);
   EXPECT_EQ(o.backend, BackendChoice::auto_select);
   EXPECT_FALSE(o.allow_generic);
   EXPECT_EQ(o.max_context, 0);
@@ -124,6 +129,11 @@ TEST(ServerOptions, BadValuesNameTheirSource) {
                                          {"max-body-bytes", "0", "--max-body-bytes"},
                                          {"drain-timeout-ms", "-1", "--drain-timeout-ms"},
                                          {"threads", "1", "--threads"},
+                                         {"header-timeout-ms", "50", "--header-timeout-ms"},
+                                         {"body-timeout-ms", "x", "--body-timeout-ms"},
+                                         {"min-receive-rate", "-1", "--min-receive-rate"},
+                                         {"max-connections", "8", "--max-connections"},
+                                         {"max-client-connections", "-2", "--max-client-connections"},
                                          {"log-level", "loud", "unknown log level 'loud'"},
                                          {"host", "", "--host must not be empty"},
                                          {"model", "=/x", "alias before '=' is empty"},

@@ -85,24 +85,6 @@ std::optional<int> wait_pid(pid_t pid, int timeout_ms) {
 
 }  // namespace
 
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "memra-server-test-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) std::abort();
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-std::filesystem::path TempDir::write(const std::string& name, const std::string& text) const {
-  const auto file = path_ / name;
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  return file;
-}
-
 RunResult run_host(const std::vector<std::string>& args, const EnvVars& env, const std::string& stdin_text,
                    int timeout_ms) {
   TempDir dir;

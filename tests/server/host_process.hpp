@@ -11,21 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace memra::server::testing {
 
+using memra::testing::TempDir;
+
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
-
-// A temporary directory removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const;
-
- private:
-  std::filesystem::path path_;
-};
 
 struct RunResult {
   int exit_code = -1;  // 128+N when killed by signal N
@@ -36,6 +28,15 @@ struct RunResult {
 // Runs memra-host to completion (killed after `timeout_ms`).
 RunResult run_host(const std::vector<std::string>& args, const EnvVars& env = {}, const std::string& stdin_text = "",
                    int timeout_ms = 20000);
+
+// `args` after "--model memra-tiny-random=tests/models/tiny-random": the random-weight
+// test model (2-layer Llama, vocabulary 1024), which the serving tests serve instead of
+// the embedded default model: it is small and fast on the CPU reference backend, and
+// their checks rest on its vocabulary and speed (tests/models/tiny-random/README.md).
+inline std::vector<std::string> with_tiny_random_model(std::vector<std::string> args = {}) {
+  args.insert(args.begin(), {"--model", "memra-tiny-random=" MEMRA_SOURCE_ROOT "/tests/models/tiny-random"});
+  return args;
+}
 
 // A running memra-host that printed its "listening on" line.
 class HostProcess {

@@ -8,25 +8,12 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace memra::server {
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "memra-keyring-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) std::abort();
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-    return path / name;
-  }
-};
+using memra::testing::TempDir;
 
 std::string keys_json(const std::string& key, const std::string& tenant) {
   return R"({"keys":[{"sha256":")" + sha256_hex(key) + R"(","tenant":")" + tenant + R"("}]})";

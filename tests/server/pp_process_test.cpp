@@ -10,11 +10,12 @@
 #include "host/server/host_options.hpp"
 #include "host_process.hpp"
 #include "http_client.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace memra::server::testing {
 namespace {
 
-const std::filesystem::path kLlama = std::filesystem::path(MEMRA_FIXTURES_DIR) / "models/llama";
+const std::filesystem::path kLlama = memra::testing::fixture("models/llama");
 
 nlohmann::json complete(HostProcess& h, bool seeded) {
   nlohmann::json b = {{"model", "llama"}, {"prompt", "the cat sat on the"}, {"max_tokens", 16},

@@ -72,8 +72,10 @@ void drain_completes_in_flight_request(int sig) {
   EXPECT_EQ(*code, 0) << host->log();
   EXPECT_THROW(http(port, get("/health")), Poco::Exception);  // the listener is closed
   const std::string log = host->log();
-  EXPECT_NE(log.find(sig == SIGTERM ? "SIGTERM: draining: 1 request(s) in flight" : "SIGINT: draining"),
-            std::string::npos)
+  // 1 (the slow request), or 2 when the thread that answered the last /metrics scrape
+  // has not yet returned from writing it (the client can read the bytes first).
+  EXPECT_TRUE(std::regex_search(log, std::regex(sig == SIGTERM ? "SIGTERM: draining: [12] request\\(s\\) in flight"
+                                                               : "SIGINT: draining")))
       << log;
   EXPECT_NE(log.find("drained"), std::string::npos) << log;
 }

@@ -32,7 +32,7 @@ constexpr int kBodyLimit = 4096;
 // "tiny" is not loaded (404); the embedded default model is.
 const std::string kChat = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}]})";
 const std::string kDefaultChat =
-    R"({"model":"memra-tiny-random","messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
+    R"({"model":"memra-demo","messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
 
 #define EXPECT_OPENAI_ERROR(res, status_code, code, ...)                                              \
   do {                                                                                            \
@@ -59,6 +59,20 @@ class ServerHttp : public ::testing::Test {
     if (HasFailure() && host_) std::cerr << "memra-host log:\n" << host_->log();
   }
   HttpResponse call(const HttpRequest& r) { return http(host_->port(), r); }
+  // Sends `wire` on a fresh connection and reads until the server closes it (or 5 s pass).
+  std::string raw_exchange(const std::string& wire) {
+    Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", static_cast<Poco::UInt16>(host_->port())));
+    sock.setReceiveTimeout(Poco::Timespan(5, 0));
+    sock.sendBytes(wire.data(), static_cast<int>(wire.size()));
+    std::string got;
+    char buf[4096];
+    try {
+      for (int r; (r = sock.receiveBytes(buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(r));
+    } catch (const Poco::Exception& e) {
+      got += "<" + e.displayText() + ">";
+    }
+    return got;
+  }
 
   TempDir dir_;
   std::unique_ptr<HostProcess> host_;
@@ -125,11 +139,57 @@ TEST_F(ServerHttp, AmbiguousFramingOnTheWireGetsOne400AndAClose) {
   }
 }
 
+// What the old Poco server dropped without a word (a Content-Length that is not a number)
+// or took ambiguously (a space before the colon, folded lines) gets a JSON 400 and a close.
+TEST_F(ServerHttp, MalformedFramingOnTheWireGetsAJson400) {
+  for (const std::string fields : {std::string("Content-Length: abc\r\n"), std::string("Content-Length: -5\r\n"),
+                                   std::string("Content-Length : 5\r\n"), std::string("X-A: b\r\n c\r\n")}) {
+    SCOPED_TRACE(fields);
+    const std::string got = raw_exchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + fields + "\r\nhello");
+    ASSERT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+    const std::string body = got.substr(got.find("\r\n\r\n") + 4);
+    EXPECT_TRUE(is_openai_error("application/json", body, fields.find("Length:") != std::string::npos
+                                                              ? "invalid_content_length" : "malformed_request"))
+        << body;
+    EXPECT_NE(got.find("Connection: Close"), std::string::npos) << got;
+  }
+}
+
+// Requests on one connection, sent at once (pipelined), are answered in order; a client
+// that sends "Expect: 100-continue" gets the interim answer before it sends its body.
+TEST_F(ServerHttp, PipelinedRequestsAndExpectContinue) {
+  const std::string two = "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n"
+                          "Authorization: Bearer " + std::string(kGood) + "\r\nConnection: close\r\n\r\n";
+  const std::string got = raw_exchange(two);
+  const size_t second = got.find("HTTP/1.1 200", 1);
+  ASSERT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  ASSERT_NE(second, std::string::npos) << got;
+  EXPECT_NE(got.find("{\"status\":\"ok\"}"), std::string::npos);
+  EXPECT_NE(got.find("\"object\":\"list\"", second), std::string::npos) << got;
+
+  Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", static_cast<Poco::UInt16>(host_->port())));
+  sock.setReceiveTimeout(Poco::Timespan(5, 0));
+  const std::string body = kDefaultChat;
+  const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                           std::string(kGood) + "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                           "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  sock.sendBytes(head.data(), static_cast<int>(head.size()));
+  char buf[4096];
+  const int n = sock.receiveBytes(buf, sizeof buf);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), "HTTP/1.1 100 Continue\r\n\r\n");
+  sock.sendBytes(body.data(), static_cast<int>(body.size()));
+  std::string answer;
+  for (int r; (r = sock.receiveBytes(buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(r));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("chat.completion"), std::string::npos) << answer;
+}
+
 TEST_F(ServerHttp, ReadyOnceTheDefaultModelIsLoaded) {
   auto res = call(get("/ready"));  // open even with keys, for probes
   EXPECT_EQ(res.status, 200) << res.body;
   EXPECT_EQ(nlohmann::json::parse(res.body),
-            nlohmann::json::parse(R"({"status":"ready","models":["memra-tiny-random"]})"));
+            nlohmann::json::parse(R"({"status":"ready","models":["memra-demo"]})"));
 }
 
 TEST_F(ServerHttp, ModelsNeedsAKey) {
@@ -150,10 +210,10 @@ TEST_F(ServerHttp, ModelsNeedsAKey) {
     auto doc = nlohmann::json::parse(res.body);
     EXPECT_EQ(doc["object"], "list");
     ASSERT_EQ(doc["data"].size(), 1u) << res.body;
-    EXPECT_EQ(doc["data"][0]["id"], "memra-tiny-random");
+    EXPECT_EQ(doc["data"][0]["id"], "memra-demo");
     EXPECT_EQ(doc["data"][0]["object"], "model");
     EXPECT_EQ(doc["data"][0]["owned_by"], "memra");
-    EXPECT_EQ(doc["data"][0]["max_model_len"], 4096);
+    EXPECT_EQ(doc["data"][0]["max_model_len"], 1024);  // memra-demo's max_position_embeddings
     EXPECT_GT(doc["data"][0]["created"].get<std::int64_t>(), 1600000000);
   }
 }
@@ -243,7 +303,7 @@ TEST_F(ServerHttp, UnknownModelIs404AndTheLoadedOneAnswers) {
   EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"tiny","prompt":"hi"})", kOther)), 404, "model_not_found",
                       "model");
   EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", kDefaultChat, kDisabled)), 403, "api_key_disabled");
-  EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"memra-tiny-random","prompt":"hi"})")), 401,
+  EXPECT_OPENAI_ERROR(call(post("/tokenize", R"({"model":"memra-demo","prompt":"hi"})")), 401,
                       "missing_api_key");
   auto res = call(post("/v1/chat/completions", kDefaultChat, kGood));
   ASSERT_EQ(res.status, 200) << res.body;
@@ -390,7 +450,7 @@ TEST(ServerHttpOpen, WithoutKeysEverythingIsOpenAndTheLogSaysSo) {
   EXPECT_OPENAI_ERROR(http(host->port(), get("/debug/throw")), 404, "unknown_route");  // test routes off
   const std::string log = host->log();
   EXPECT_NE(log.find("auth: off"), std::string::npos) << log;
-  EXPECT_NE(log.find("no --model / MEMRA_MODELS given: serving the embedded default model memra-tiny-random"),
+  EXPECT_NE(log.find("no --model / MEMRA_MODELS given: serving the embedded default model memra-demo"),
             std::string::npos)
       << log;
 }

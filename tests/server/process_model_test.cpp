@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <future>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -57,10 +62,157 @@ TEST(ServerModels, DefaultModelServesAndItsCurlExampleWorksAsPrinted) {
   auto doc = nlohmann::json::parse(answer, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << command << "\n->\n" << answer;
   EXPECT_EQ(doc["object"], "chat.completion") << answer;
-  EXPECT_EQ(doc["model"], "memra-tiny-random");
-  // The example asks for 16 tokens; unseeded sampling may end early at the end-of-text token.
+  EXPECT_EQ(doc["model"], "memra-demo");
+  // The example asks for 48 tokens; the model usually ends its answer before, at <|im_end|>.
   EXPECT_GE(doc["usage"]["completion_tokens"].get<int>(), 1) << answer;
-  EXPECT_LE(doc["usage"]["completion_tokens"].get<int>(), 16) << answer;
+  EXPECT_LE(doc["usage"]["completion_tokens"].get<int>(), 48) << answer;
+  EXPECT_FALSE(doc["choices"][0]["message"]["content"].get<std::string>().empty()) << answer;
+}
+
+// The default model answers "Hello" greedily with the sentence transformers' greedy
+// decoding of the same checkpoint gave (scripts/demo_model/train_results.json, "samples"):
+// English, ended by the model itself at <|im_end|>.
+TEST(ServerModels, TheDefaultModelAnswersInEnglishAsTransformersDoes) {
+  const auto results = nlohmann::json::parse(
+      std::ifstream(std::filesystem::path(MEMRA_SOURCE_ROOT) / "scripts/demo_model/train_results.json"));
+  const auto& sample = results["samples"][0];
+  ASSERT_EQ(sample["user"], "Hello");
+  std::string want = sample["greedy"].get<std::string>();
+  ASSERT_TRUE(want.ends_with("<|im_end|>")) << want;
+  want.resize(want.size() - std::string("<|im_end|>").size());
+  std::string why;
+  auto host = HostProcess::start({}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  const auto res = http(host->port(), post("/v1/chat/completions",
+                                           R"({"model":"memra-demo","messages":[{"role":"user","content":"Hello"}],)"
+                                           R"("max_tokens":48,"temperature":0})"));
+  ASSERT_EQ(res.status, 200) << res.body;
+  const auto doc = nlohmann::json::parse(res.body);
+  EXPECT_EQ(doc["choices"][0]["message"]["content"], want) << res.body;
+  EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop") << res.body;
+}
+
+// A copy of the embedded default model that a test may edit.
+std::filesystem::path copy_default_model(const std::filesystem::path& to) {
+  std::filesystem::create_directories(to);
+  for (const auto& f : std::filesystem::directory_iterator(kDefaultModel)) {
+    std::filesystem::copy(f.path(), to / f.path().filename());
+    std::filesystem::permissions(to / f.path().filename(), std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::add);
+  }
+  return to;
+}
+
+void edit_file(const std::filesystem::path& p, const std::function<void(std::string&)>& edit) {
+  std::ifstream in(p, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  edit(text);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+// Checkpoints valid on disk that cannot load — config and weights of different models,
+// a broken tokenizer.json, a NaN weight — stop the start (exit 66) with an error naming
+// the user's file, and nothing is repacked or recorded.
+TEST(ServerModels, ACheckpointThatCannotLoadIsRefusedWithNothingRepackedOrRecorded) {
+  struct Case {
+    std::string name;
+    std::function<void(const std::filesystem::path&)> damage;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"config of another model",
+       [](const std::filesystem::path& d) {
+         edit_file(d / "config.json", [](std::string& t) { const std::string from = "\"intermediate_size\": 512";
+           t.replace(t.find(from), from.size(), "\"intermediate_size\": 256"); });
+       },
+       "model.safetensors has shape [512, 256], but "},
+      {"broken tokenizer.json",
+       [](const std::filesystem::path& d) { std::filesystem::resize_file(d / "tokenizer.json", 500); }, "tokenizer.json"},
+      {"a NaN weight",
+       [](const std::filesystem::path& d) {
+         edit_file(d / "model.safetensors", [](std::string& t) {
+           std::uint64_t n = 0;
+           std::memcpy(&n, t.data(), 8);
+           const auto header = nlohmann::json::parse(t.substr(8, n));
+           const std::uint64_t at = 8 + n + header["model.layers.0.mlp.up_proj.weight"]["data_offsets"][0].get<std::uint64_t>();
+           t[at + 10] = '\xc0';  // bf16 0x7fc0: NaN, at element 5
+           t[at + 11] = '\x7f';
+         });
+       },
+       "tensor 'model.layers.0.mlp.up_proj.weight' in "},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    const auto model = copy_default_model(dir.path() / "model");
+    c.damage(model);
+    const auto home = dir.path() / "home";
+    const auto r = run_host({"--port", "0", "--model", "m=" + model.string()}, {{"MEMRA_HOME", home.string()}});
+    EXPECT_EQ(r.exit_code, 66) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(model.string()), std::string::npos) << "the error does not name the user's files: " << r.err;
+    EXPECT_EQ(r.err.find(".memra"), std::string::npos) << "the error names a repack: " << r.err;
+    std::vector<std::string> repacks;
+    if (std::filesystem::exists(home / "repacks"))
+      for (const auto& e : std::filesystem::directory_iterator(home / "repacks"))
+        if (e.path().filename() != ".locks") repacks.push_back(e.path().filename().string());
+    EXPECT_TRUE(repacks.empty()) << ::testing::PrintToString(repacks);
+    auto reg = registry::Registry::open(home / "registry.db");
+    ASSERT_TRUE(reg) << reg.error().message;
+    EXPECT_TRUE(reg->list_checkpoints()->empty()) << "a checkpoint was recorded";
+    if (c.name == "a NaN weight") {  // served in place, it is refused too
+      const auto in_place = run_host({"--port", "0", "--no-repack", "--model", "m=" + model.string()},
+                                     {{"MEMRA_HOME", home.string()}});
+      EXPECT_EQ(in_place.exit_code, 66) << in_place.err;
+      EXPECT_NE(in_place.err.find(c.expected), std::string::npos) << in_place.err;
+    }
+  }
+}
+
+// Three hosts sharing a MEMRA_HOME, started together on a model none has repacked yet:
+// all three serve, one repack is written and recorded, the others reuse it.
+TEST(ServerModels, HostsSharingMemraHomeMakeOneFirstLoadRepack) {
+  TempDir dir;
+  const auto home = dir.path() / "shared-home";
+  const std::string model = "m=" + kDefaultModel.string();
+  std::vector<std::future<std::unique_ptr<HostProcess>>> starting;
+  std::vector<std::string> why(3);
+  for (int i = 0; i < 3; ++i)
+    starting.push_back(std::async(std::launch::async, [&, i] {
+      return HostProcess::start({"--model", model}, {{"MEMRA_HOME", home.string()}}, &why[static_cast<size_t>(i)]);
+    }));
+  std::vector<std::unique_ptr<HostProcess>> hosts;
+  for (auto& f : starting) hosts.push_back(f.get());
+  int reused = 0, repacked = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(hosts[static_cast<size_t>(i)]) << why[static_cast<size_t>(i)];
+    EXPECT_EQ(http(hosts[static_cast<size_t>(i)]->port(), post("/v1/chat/completions", chat_body("m", 2))).status, 200);
+    const std::string log = hosts[static_cast<size_t>(i)]->log();
+    reused += log.find("reusing the repack") != std::string::npos;
+    repacked += log.find("provenance recorded") != std::string::npos;
+  }
+  EXPECT_EQ(repacked, 1);
+  EXPECT_EQ(reused, 2);
+  int dirs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(home / "repacks")) dirs += e.path().extension() == ".memra";
+  EXPECT_EQ(dirs, 1);
+  auto reg = registry::Registry::open(home / "registry.db");
+  ASSERT_TRUE(reg) << reg.error().message;
+  EXPECT_EQ(reg->list_repacks()->size(), 1u);
+}
+
+// The first load says what it does while it does it: validation, repack progress (a
+// line every 2 s; the repack's test hook holds it at its 3rd tensor for 2.5 s), and the
+// engine set-up.
+TEST(ServerModels, AFirstLoadLogsItsProgress) {
+  std::string why;
+  auto host = HostProcess::start({}, {{"MEMRA_REPACK_FAULT", "pause-tensor:3:2500"}}, &why);
+  ASSERT_TRUE(host) << why;
+  const std::string log = host->log();
+  for (const char* line : {"loading the tokenizer and chat template", "first load of ", "validating it, then repacking",
+                           "% (", " tensors)", "repacked ", "setting up the engine (CPU backend", "engine ready in "})
+    EXPECT_NE(log.find(line), std::string::npos) << "'" << line << "' is not in the log:\n" << log;
 }
 
 TEST(ServerModels, RegistryGate) {
@@ -92,6 +244,40 @@ TEST(ServerModels, RegistryGate) {
             std::string::npos)
       << host->log();
   EXPECT_EQ(host->log().find("UNVERIFIED"), std::string::npos) << host->log();
+}
+
+// --chat-template replaces a model's template (per alias or for all); a broken file or
+// an alias no model has stops the start with the reason.
+TEST(ServerModels, ChatTemplateFlag) {
+  TempDir dir;
+  const auto tpl = dir.write("t.jinja", "X{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}Y");
+  const auto broken = dir.write("broken.jinja", "{% for m in messages %}never closed");
+  std::string why;
+  auto host = HostProcess::start({"--model", "a=" + kDefaultModel.string(), "--model", "b=" + kDefaultModel.string(),
+                                  "--chat-template", "a=" + tpl.string()},
+                                 {}, &why);
+  ASSERT_TRUE(host) << why;
+  // The rendered chat is exactly the template's text (its tokens: those of the text).
+  const std::string chat = R"("messages":[{"role":"user","content":"hello"}])";
+  auto want = http(host->port(), post("/tokenize", R"({"model":"a","prompt":"X[user:hello]Y","add_special_tokens":false})"));
+  auto got = http(host->port(), post("/tokenize", "{\"model\":\"a\"," + chat + "}"));
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(nlohmann::json::parse(got.body)["tokens"], nlohmann::json::parse(want.body)["tokens"]);
+  auto other = http(host->port(), post("/tokenize", "{\"model\":\"b\"," + chat + "}"));
+  EXPECT_NE(nlohmann::json::parse(other.body)["tokens"], nlohmann::json::parse(want.body)["tokens"]) << "b keeps its own";
+  EXPECT_NE(host->log().find("chat template from " + tpl.string()), std::string::npos) << host->log();
+
+  auto r = run_host({"--port", "0", "--model", "a=" + kDefaultModel.string(), "--chat-template", broken.string()});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find(broken.string() + " is not a usable chat template"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--model", "a=" + kDefaultModel.string(), "--chat-template", (dir.path() / "none.jinja").string()});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("cannot be read"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--model", "a=" + kDefaultModel.string(), "--chat-template", "zz=" + tpl.string()});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_NE(r.err.find("names no served model"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--chat-template", tpl.string(), "--chat-template", tpl.string()});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
 }
 
 TEST(ServerModels, SeveralModelsByAliasAndTheContextKnob) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
+
 namespace memra::server {
 namespace {
 
@@ -23,10 +27,30 @@ TEST(ServerValidation, AcceptsWellFormedChat) {
   auto v = validate_completion_body(CompletionKind::chat, R"({"model":"m","stream":true,"temperature":0.7,
       "max_tokens":16,"stop":["\n"],"seed":null,"top_p":null,
       "messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi"}]},
-                  {"role":"assistant","content":null,"tool_calls":[]},{"role":"tool","content":"42"}]})");
+                  {"role":"assistant","content":null,"tool_calls":[]},
+                  {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"add","arguments":"{\"a\":1}"}}]},
+                  {"role":"tool","content":"42","tool_call_id":"call_1"}],
+      "tools":[{"type":"function","function":{"name":"add","description":"adds","parameters":{"type":"object","properties":{"a":{"type":"integer"}}},"strict":true}}],
+      "tool_choice":{"type":"function","function":{"name":"add"}},"parallel_tool_calls":false,
+      "response_format":{"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object"},"strict":true}},
+      "logit_bias":{"17":-100,"5":2.5},"chat_template_kwargs":{"enable_thinking":false},"reasoning_effort":"low"})");
   ASSERT_TRUE(v.request) << v.error->message;
   EXPECT_EQ(v.request->model, "m");
   EXPECT_TRUE(v.request->stream);
+  const CompletionRequest& r = *v.request;
+  ASSERT_EQ(r.messages[3].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[3].tool_calls[0].arguments, "{\"a\":1}");
+  EXPECT_EQ(r.messages[4].name, "add") << "a tool result takes its call's name";
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_TRUE(r.tools[0].strict);
+  EXPECT_EQ(r.tool_choice.mode, ToolChoiceMode::named);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.response_format.type, ResponseFormatType::json_schema);
+  ASSERT_EQ(r.logit_bias.size(), 2u);
+  EXPECT_EQ(r.logit_bias[0].id, 5);  // ascending ids
+  EXPECT_EQ(r.logit_bias[1].bias, -100.0f);
+  EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(r.reasoning_effort.value_or(""), "low");
 }
 
 TEST(ServerValidation, AcceptsEveryPromptForm) {
@@ -129,10 +153,29 @@ TEST(ServerValidation, FieldsItCannotHonourAreRefusedByName) {
   const std::string m = R"("model":"m","messages":[{"role":"user","content":"x"}])";
   const std::vector<Bad> chat = {
       {"{" + m + R"(,"bogus":1})", "unknown_parameter", "bogus"},
-      {"{" + m + R"(,"tools":[{"type":"function"}]})", "unsupported_parameter", "tools"},
-      {"{" + m + R"(,"tool_choice":"required"})", "unsupported_parameter", "tool_choice"},
-      {"{" + m + R"(,"response_format":{"type":"json_object"}})", "unsupported_parameter", "response_format"},
-      {"{" + m + R"(,"logit_bias":{"5":10}})", "unsupported_parameter", "logit_bias"},
+      {"{" + m + R"(,"tools":[{"type":"function"}]})", "missing_required_parameter", "tools[0].function"},
+      {"{" + m + R"(,"tools":[{"type":"code_interpreter","function":{"name":"f"}}]})", "invalid_value", "tools[0].type"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"a b"}}]})", "invalid_value", "tools[0].function.name"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":[1]}}]})", "invalid_type", "tools[0].function.parameters"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string"}}}]})", "invalid_value", "tools[0].function.parameters.type"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]})", "invalid_value", "tools[1].function.name"},
+      {"{" + m + R"(,"tool_choice":"required"})", "invalid_value", "tool_choice"},
+      {"{" + m + R"(,"tool_choice":"sometimes"})", "invalid_value", "tool_choice"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})", "invalid_value", "tool_choice"},
+      {"{" + m + R"(,"response_format":{"type":"xml"}})", "invalid_value", "response_format.type"},
+      {"{" + m + R"(,"response_format":{"type":"json_schema"}})", "missing_required_parameter", "response_format.json_schema"},
+      {"{" + m + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})", "missing_required_parameter", "response_format.json_schema.name"},
+      {"{" + m + R"(,"response_format":{"type":"json_object"},"ignore_eos":true})", "unsupported_parameter", "ignore_eos"},
+      {"{" + m + R"(,"logit_bias":{"x":10}})", "invalid_value", "logit_bias"},
+      {"{" + m + R"(,"logit_bias":{"5":101}})", "invalid_value", "logit_bias.5"},
+      {"{" + m + R"(,"logit_bias":[5]})", "invalid_type", "logit_bias"},
+      {"{" + m + R"(,"chat_template_kwargs":{"messages":[]}})", "invalid_value", "chat_template_kwargs.messages"},
+      {"{" + m + R"(,"chat_template_kwargs":"x"})", "invalid_type", "chat_template_kwargs"},
+      {"{" + m + R"(,"reasoning_effort":"max"})", "invalid_value", "reasoning_effort"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"tool","content":"1","tool_call_id":"nope"}]})",
+       "invalid_value", "messages[1].tool_call_id"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"tool","content":"1"}]})",
+       "missing_required_parameter", "messages[1].tool_call_id"},
       {"{" + m + R"(,"audio":{}})", "unsupported_parameter", "audio"},
       {"{" + m + R"(,"metadata":"x"})", "invalid_type", "metadata"},
       {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
@@ -142,7 +185,8 @@ TEST(ServerValidation, FieldsItCannotHonourAreRefusedByName) {
       {R"({"model":"m","messages":[{"role":"user","content":"x","colour":"red"}]})", "unknown_parameter",
        "messages[0].colour"},
       {R"({"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]})",
-       "unsupported_parameter", "messages[0].tool_calls"},
+       "missing_required_parameter", "messages[0].tool_calls[0].function.name"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","tool_calls":[]}]})", "invalid_value", "messages[0].tool_calls"},
       {"{" + m + R"(,"stop":["a","b","c","d","e"]})", "invalid_value", "stop"},
       {"{" + m + R"(,"stop":""})", "invalid_value", "stop"},
       {"{" + m + R"(,"n":17})", "invalid_value", "n"},
@@ -202,6 +246,40 @@ TEST(ServerValidation, DeepNestingIsRefusedBeforeParsing) {
 
 TEST(ServerValidation, InvalidUtf8IsInvalidJson) {
   expect_error(CompletionKind::chat, {"{\"model\":\"\xff\xfe\"}", "invalid_json", ""});
+}
+
+// docs/SERVING.md's field table is the validator's, and each policy is what the validator does.
+TEST(ServerValidation, TheDocumentedFieldListIsTheValidators) {
+  std::ifstream doc(std::string(MEMRA_SOURCE_ROOT) + "/docs/SERVING.md");
+  ASSERT_TRUE(doc) << "docs/SERVING.md";
+  std::map<std::string, std::map<std::string, std::string>> documented;  // route -> field -> policy
+  const std::regex row(R"(^\| (chat|completions) \| `([a-z_]+)` \| (honoured|harmless|neutral only) \|$)");
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) documented[m[1]][m[2]] = m[3];
+  }
+  for (const auto& [route, kind] : {std::pair{std::string("chat"), CompletionKind::chat}, std::pair{std::string("completions"), CompletionKind::text}}) {
+    std::map<std::string, std::string> actual;
+    for (const auto& [f, p] : field_policies(kind)) actual[f] = p;
+    EXPECT_EQ(documented[route], actual) << route << ": docs/SERVING.md \"Every field at a glance\" and the validator differ";
+    const std::string base = kind == CompletionKind::chat ? R"("model":"m","messages":[{"role":"user","content":"x"}])"
+                                                          : R"("model":"m","prompt":"x")";
+    for (const auto& [field, policy] : actual) {
+      if (field == "model" || field == "messages" || field == "prompt") continue;
+      // A value no field accepts: a known field is never unknown; a neutral-only one is unsupported.
+      auto v = validate_completion_body(kind, "{" + base + ",\"" + field + "\":{\"__junk__\":[1]}}");
+      if (!v.error) {  // fields whose value is any object
+        EXPECT_TRUE(field == "chat_template_kwargs" || field == "metadata" || field == "stream_options") << route << " " << field << " took junk";
+        continue;
+      }
+      EXPECT_NE(v.error->code, "unknown_parameter") << route << " " << field;
+      if (policy == "neutral only") EXPECT_EQ(v.error->code, "unsupported_parameter") << route << " " << field;
+      if (policy == "harmless" && field != "metadata") EXPECT_EQ(v.error->code, "invalid_type") << route << " " << field;
+    }
+    auto bogus = validate_completion_body(kind, "{" + base + ",\"frobnicate\":1}");
+    ASSERT_TRUE(bogus.error);
+    EXPECT_EQ(bogus.error->code, "unknown_parameter");
+  }
 }
 
 }  // namespace

@@ -12,12 +12,13 @@
 #include "host_process.hpp"
 #include "registry_seed.hpp"
 #include "http_client.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace memra::server::testing {
 namespace {
 
-const std::filesystem::path kLlama = std::filesystem::path(MEMRA_FIXTURES_DIR) / "models/llama";
-const std::filesystem::path kQ8 = std::filesystem::path(MEMRA_FIXTURES_DIR) / "gguf/llama/llama-Q8_0.gguf";
+const std::filesystem::path kLlama = memra::testing::fixture("models/llama");
+const std::filesystem::path kQ8 = memra::testing::fixture("gguf/llama/llama-Q8_0.gguf");
 
 std::string body(bool seeded, int n) {
   nlohmann::json b = {{"model", "llama"},   {"prompt", "the cat the cat the cat the"}, {"max_tokens", 24},

@@ -50,7 +50,7 @@ std::vector<Case> cases() {
       "model", "messages", "max_tokens", "max_completion_tokens", "stream", "stream_options", "stop", "temperature",
       "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "n",
       "logprobs", "top_logprobs", "user", "cache_salt", "ignore_eos", "metadata", "store", "tools", "tool_choice",
-      "response_format", "logit_bias", "bogus_field"};
+      "response_format", "logit_bias", "chat_template_kwargs", "reasoning_effort", "parallel_tool_calls", "bogus_field"};
   const std::vector<std::string> text_fields = {
       "model", "prompt", "max_tokens", "stream", "stop", "temperature", "top_p", "top_k", "seed", "n", "logprobs",
       "echo", "best_of", "suffix", "logit_bias", "user", "cache_salt", "messages"};
@@ -190,7 +190,7 @@ std::vector<Case> cases() {
 
 TEST(ServingBadInput, HundredsOfMalformedRequestsGetClientErrorsAndTheServerSurvives) {
   std::string why;
-  auto host = HostProcess::start({"--max-body-bytes", std::to_string(kBodyLimit)}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--max-body-bytes", std::to_string(kBodyLimit)}), {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
   const std::vector<Case> all = cases();

@@ -70,7 +70,7 @@ class ServingExactness : public ::testing::TestWithParam<bool> {};
 TEST_P(ServingExactness, AloneConcurrentStreamedAndCachedAgree) {
   const bool sampled = GetParam();
   std::string why;
-  auto host = HostProcess::start({"--max-running", "32"}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--max-running", "32"}), {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
 

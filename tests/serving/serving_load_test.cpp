@@ -164,7 +164,7 @@ std::string run_one(int port, const Plan& p) {
 
 TEST(ServingLoad, ManyMixedRequestsAllCompleteAndTheSchedulerReturnsToIdle) {
   std::string why;
-  auto host = HostProcess::start({"--max-running", "32"}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--max-running", "32"}), {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
   const std::string before = scrape(port);

@@ -1,7 +1,8 @@
-// The real `openai` npm client against a real memra-host serving the embedded
-// default model: starts the host, runs `node openai_client.mjs <baseURL> ...`,
-// asserts exit 0 and shows the script's output. Also runs the openai-client
-// example that memra-host prints at start, exactly as printed.
+// The real `openai` npm client against a real memra-host serving the random test
+// model (memra-tiny-random): starts the host, runs `node openai_client.mjs <baseURL> ...`,
+// asserts exit 0 and shows the script's output. Also runs the openai-client example
+// that memra-host prints at start, exactly as printed, against the embedded default
+// model (memra-demo), and checks it answers in English words.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -57,7 +58,7 @@ TEST(ServingOpenai, TheOpenaiClientWorksAgainstMemraHost) {
     {"sha256":")" + sha256_hex(good) + R"(","tenant":"acme"},
     {"sha256":")" + sha256_hex(disabled) + R"(","tenant":"gone","disabled":true},
     {"sha256":")" + sha256_hex(tight) + R"(","tenant":"tight","limits":{"max_concurrent":1,"queue_timeout_ms":0}}]})");
-  auto host = HostProcess::start({"--api-keys", keys.string()}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--api-keys", keys.string()}), {}, &why);
   ASSERT_TRUE(host) << why;
   const std::string base = "http://127.0.0.1:" + std::to_string(host->port()) + "/v1";
   const std::string script = std::string(MEMRA_SOURCE_ROOT) + "/tests/serving/openai_client.mjs";

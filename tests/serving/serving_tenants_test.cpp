@@ -89,7 +89,7 @@ class ServingTenants : public ::testing::Test {
     keys_ = dir_.write("keys.json", keys_json);
     args.insert(args.end(), {"--api-keys", keys_.string()});
     std::string why;
-    host_ = HostProcess::start(args, {}, &why);
+    host_ = HostProcess::start(with_tiny_random_model(args), {}, &why);
     ASSERT_TRUE(host_) << why;
   }
   void TearDown() override {

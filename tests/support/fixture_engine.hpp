@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,16 +14,20 @@
 
 #include "host/engine/engine.hpp"
 #include "tests/support/build_plugins.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/logits.hpp"
 
 namespace memra::testing {
 
-// The engine over `path` (HF directory, .gguf or .memra), or null after a test failure.
-inline std::unique_ptr<engine::Engine> open_engine(const std::filesystem::path& path, const engine::EngineOptions& eo = {}) {
-  auto src = engine::open_model_source(path.string(), build_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
+// The engine over `path` (HF directory, .gguf or .memra) on `eo`'s backend, or null
+// after a test failure naming why.
+inline std::unique_ptr<engine::Engine> open_engine(const std::filesystem::path& path, const engine::EngineOptions& eo = {},
+                                                   plugins::PluginHost& host = build_plugins()) {
+  auto src = engine::open_model_source(path.string(), host);
+  EXPECT_TRUE(src.ok()) << path << ": " << (src.ok() ? "" : src.error().message);
   if (!src) return nullptr;
-  auto e = engine::Engine::create(std::move(*src), build_plugins(), eo);
-  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  auto e = engine::Engine::create(std::move(*src), host, eo);
+  EXPECT_TRUE(e.ok()) << path << ": " << (e.ok() ? "" : e.error().message);
   return e ? std::move(*e) : nullptr;
 }
 
@@ -48,6 +50,11 @@ struct TransformersReference {
 // Whether `dir` holds a reference (tests skip with a message when it does not).
 inline bool has_reference(const std::filesystem::path& dir) { return std::filesystem::exists(dir / "reference.json"); }
 
+// The reference's prompt alone (the tests that only need a realistic prompt).
+inline std::vector<int32_t> reference_prompt(const std::filesystem::path& dir) {
+  return nlohmann::json::parse(std::ifstream(dir / "reference.json"))["input_ids"].get<std::vector<int32_t>>();
+}
+
 inline TransformersReference read_reference(const std::filesystem::path& dir) {
   const auto ref = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
   TransformersReference r;
@@ -59,18 +66,10 @@ inline TransformersReference read_reference(const std::filesystem::path& dir) {
   return r;
 }
 
-inline float row_max_abs(const float* r, size_t n) {
-  float m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(r[i]));
-  return m;
-}
-
-// max |got - ref| / max |ref| over one row.
-inline double max_rel_diff(const std::vector<float>& got, const float* ref, size_t vocab) {
-  const double scale = row_max_abs(ref, vocab);
-  double worst = 0;
-  for (size_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(got[v] - ref[v]) / scale);
-  return worst;
-}
-
 }  // namespace memra::testing
+
+// In a test body: skip with a message when the fixture at `path` is absent.
+#define MEMRA_SKIP_WITHOUT_FIXTURE(path)                                                              \
+  do {                                                                                                \
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture " << (path) << " absent (expects ../shared/fixtures)"; \
+  } while (0)

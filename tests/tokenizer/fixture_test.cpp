@@ -26,7 +26,7 @@ std::string sha256_of(const std::string& path) {
 }
 
 void check_vectors(const std::string& key, const std::string& dir) {
-  const std::string path = fixtures_dir() + "/tokenizer/tokenizer_tests.json";
+  const std::string path = memra::testing::fixture("tokenizer/tokenizer_tests.json").string();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " missing (shared fixtures not laid out)";
   if (!std::filesystem::exists(dir + "/tokenizer.json")) GTEST_SKIP() << dir << " missing";
   json j = json::parse(read_text(path));
@@ -51,7 +51,7 @@ void check_vectors(const std::string& key, const std::string& dir) {
 }
 
 TEST(TokenizerFixture, TinyBpeMatchesHfVectors) {
-  check_vectors("tiny-bpe-1024", fixtures_dir() + "/tokenizer/tiny-bpe-1024");
+  check_vectors("tiny-bpe-1024", memra::testing::fixture("tokenizer/tiny-bpe-1024").string());
 }
 
 TEST(TokenizerFixture, Qwen3MatchesHfVectors) {
@@ -67,7 +67,7 @@ namespace {
 // A byte-level token that is part of a character decodes to U+FFFD on its own, but its
 // bytes are its own (OpenAI's logprobs `bytes`): the tokens' bytes join to the text.
 TEST(TokenizerFixture, DecodeBytesAreTheTokensOwnBytes) {
-  const std::string dir = fixtures_dir() + "/models/llama";
+  const std::string dir = memra::testing::fixture("models/llama").string();
   if (!std::filesystem::exists(dir + "/tokenizer.json")) GTEST_SKIP() << dir << " missing";
   auto tok = Tokenizer::from_hf_dir(dir);
   ASSERT_TRUE(tok) << tok.error().message;

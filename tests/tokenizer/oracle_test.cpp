@@ -17,7 +17,7 @@ class TokenizerOracle : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     model_ = find_model(GetParam());
-    if (!model_) GTEST_SKIP() << GetParam() << ": fixture not present in " << fixtures_dir();
+    if (!model_) GTEST_SKIP() << GetParam() << ": fixture not present in " << memra::testing::fixtures_dir();
     std::string why;
     oracle_ = oracle(why);
     if (!oracle_) GTEST_SKIP() << why;

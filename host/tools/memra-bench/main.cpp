@@ -52,6 +52,7 @@ void usage() {
       "  --gen N                 tokens generated in --spec mode (default 128)\n"
       "  --prompt N              also the --spec prompt length (default 64)\n"
       "  --spec-pattern N        --spec prompt: an N-token random unit repeated (default 16; 0 = random)\n"
+      "  --prompt-file FILE      --spec prompt with MODEL: the first --prompt tokens of FILE (real text)\n"
       "  --draft-quant SCHEME    --spec draft on the random model: the draft is the target's own weights\n"
       "                          requantized to q8_0, q4_k (default), q5_k or q6_k (needs --quant bf16)\n"
       "  --draft PATH            --spec draft with MODEL: a draft checkpoint with MODEL's vocabulary\n"
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
     else if (a == "--spec") spec = value();
     else if (a == "--spec-k") spec_k = std::atoi(value().c_str());
     else if (a == "--spec-pattern") sbo.pattern = std::atoi(value().c_str());
+    else if (a == "--prompt-file") sbo.prompt_file = value();
     else if (a == "--draft-quant") sbo.draft_quant = value();
     else if (a == "--draft") sbo.draft_path = value();
     else if (a == "--oracle-accept") sbo.oracle_accept = std::atof(value().c_str());

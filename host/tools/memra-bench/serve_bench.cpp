@@ -32,7 +32,8 @@ void consume(engine::SequenceHandle& h, Stream& out) {
       out.arrived.push_back(t);
     }
     if (u.finish != engine::FinishReason::none) {
-      out.failed = u.finish == engine::FinishReason::error || u.finish == engine::FinishReason::cancelled;
+      out.failed = u.finish == engine::FinishReason::error || u.finish == engine::FinishReason::cancelled ||
+                   u.finish == engine::FinishReason::aborted;
       out.error = u.error;
       return;
     }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "host/engine/draft_model.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/generate.hpp"
+#include "host/engine/text_model.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "repack/quantize/quantize.hpp"
 
@@ -112,14 +115,39 @@ Result<std::unique_ptr<engine::ModelSource>> requantized_copy(const engine::Mode
 int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, const engine::EngineOptions& eo,
                    const SpecBenchOptions& o) {
   const int64_t vocab = target.vocab_size();
-  // The workload: a prompt of a `pattern`-token unit repeated (or random tokens).
-  std::mt19937 prng(11);
-  std::uniform_int_distribution<int32_t> ptok(0, static_cast<int32_t>(vocab - 1));
+  // The workload: real text (the first --prompt tokens of --prompt-file, tokenized by the
+  // model's tokenizer), or a prompt of a `pattern`-token unit repeated (or random tokens).
   std::vector<int32_t> unit, prompt;
-  for (int i = 0; i < std::max(1, o.pattern); ++i) unit.push_back(ptok(prng));
-  while (static_cast<int>(prompt.size()) < o.prompt) {
-    if (o.pattern > 0) prompt.insert(prompt.end(), unit.begin(), unit.end());
-    else prompt.push_back(ptok(prng));
+  std::string workload;
+  if (!o.prompt_file.empty()) {
+    std::ifstream in(o.prompt_file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "memra-bench: --prompt-file %s: cannot read it\n", o.prompt_file.c_str());
+      return 1;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto tok = engine::load_tokenizer(target.source().path);
+    if (!tok) {
+      std::fprintf(stderr, "memra-bench: --prompt-file needs the model's tokenizer: %s\n", tok.error().message.c_str());
+      return 1;
+    }
+    prompt = (*tok)->encode(text.str(), false);
+    if (static_cast<int>(prompt.size()) < o.prompt) {
+      std::fprintf(stderr, "memra-bench: --prompt-file %s has %zu tokens, fewer than --prompt %d\n", o.prompt_file.c_str(),
+                   prompt.size(), o.prompt);
+      return 1;
+    }
+    workload = "the first " + std::to_string(o.prompt) + " tokens of " + o.prompt_file;
+  } else {
+    std::mt19937 prng(11);
+    std::uniform_int_distribution<int32_t> ptok(0, static_cast<int32_t>(vocab - 1));
+    for (int i = 0; i < std::max(1, o.pattern); ++i) unit.push_back(ptok(prng));
+    while (static_cast<int>(prompt.size()) < o.prompt) {
+      if (o.pattern > 0) prompt.insert(prompt.end(), unit.begin(), unit.end());
+      else prompt.push_back(ptok(prng));
+    }
+    workload = o.pattern > 0 ? "a " + std::to_string(o.pattern) + "-token unit repeated" : "random";
   }
   prompt.resize(static_cast<size_t>(o.prompt));
 
@@ -203,8 +231,7 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
   std::printf("spec %s k=%d%s: %zu tokens, prompt %d tokens (%s); plain %.1f tok/s, speculative %.1f tok/s, "
               "speed-up %.2fx; drafted %lld, accepted %lld (acceptance %.1f%%), %lld verify + %lld plain steps, "
               "fallback engaged %lld times; tokens identical: %s\n",
-              o.drafter.c_str(), o.k, o.fallback ? " (fallback on)" : "", spec_tokens.size(), o.prompt,
-              o.pattern > 0 ? ("a " + std::to_string(o.pattern) + "-token unit repeated").c_str() : "random",
+              o.drafter.c_str(), o.k, o.fallback ? " (fallback on)" : "", spec_tokens.size(), o.prompt, workload.c_str(),
               plain_tokens.size() / best_plain, spec_tokens.size() / best_spec, best_plain / best_spec,
               static_cast<long long>(last.drafted), static_cast<long long>(last.accepted),
               last.drafted ? 100.0 * static_cast<double>(last.accepted) / static_cast<double>(last.drafted) : 0.0,

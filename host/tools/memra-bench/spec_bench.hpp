@@ -4,7 +4,8 @@
 //
 // Drafters:
 //   ngram   prompt lookup. The workload is a prompt made of a --spec-pattern-token
-//           unit repeated (0: random tokens, nothing to look up).
+//           unit repeated (0: random tokens, nothing to look up), or with MODEL the
+//           first --prompt tokens of --prompt-file (real text).
 //   draft   a draft model: --draft PATH (a checkpoint with MODEL's tokenizer), or for
 //           the random-weight model the *same weights* requantized to --draft-quant
 //           (q8_0, q4_k, q5_k, q6_k): a random model of another shape would agree
@@ -30,6 +31,7 @@ struct SpecBenchOptions {
   int gen = 128;                  // tokens generated per run
   int prompt = 64;                // prompt tokens
   int pattern = 16;               // repeated unit of the prompt (0 = random prompt)
+  std::string prompt_file;        // real text instead: its first `prompt` tokens (needs MODEL)
   int repeats = 3;                // best of N (the first run warms up too)
   bool fallback = false;          // the adaptive fallback (off: measure the drafter itself)
   double verify_cost = -1.0;      // the fallback's cost of one more verify token; < 0: measured

@@ -1,15 +1,11 @@
-// Shared by the tests/cuda suites: where the build's binaries, plugins, the backend
-// module and the fixtures are, and a way to open the CUDA backend or skip.
+// The CUDA backend of this build, for tests: where the build's (or carried build's)
+// backend module and kernels are, its options, and why it cannot be used here.
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <string>
 
 #include "host/backend/backend.hpp"
-#include "core/plugin_host/plugin_host.hpp"
-#include "tests/support/build_plugins.hpp"
 
 namespace memra::cuda_test {
 
@@ -19,12 +15,6 @@ inline std::filesystem::path binary_root() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec && std::filesystem::exists(exe.parent_path().parent_path() / "lib" / "memra")) return exe.parent_path().parent_path();
   return MEMRA_BINARY_ROOT;
-}
-
-// $MEMRA_FIXTURES_DIR overrides the configured path (fixtures copied to a GPU machine).
-inline std::filesystem::path fixtures_dir() {
-  if (const char* p = std::getenv("MEMRA_FIXTURES_DIR"); p && *p) return p;
-  return MEMRA_FIXTURES_DIR;
 }
 
 inline std::string module_path() { return (binary_root() / "lib" / "memra" / "libmemra-backend-cuda.so").string(); }
@@ -56,7 +46,27 @@ inline std::string unavailable_reason() {
   return reason;
 }
 
-// The build's plugins only (tests/support/build_plugins.hpp).
-inline plugins::PluginHost& build_plugins() { return memra::testing::build_plugins(); }
+// CUDA devices this process can open a backend on (0 where the backend cannot run),
+// counted once (up to 8).
+inline int visible_devices() {
+  static const int n = [] {
+    if (!unavailable_reason().empty()) return 0;
+    int count = 0;
+    for (; count < 8; ++count) {
+      backend::BackendOptions o = options();
+      o.device = count;
+      if (!backend::open_backend(o)) break;
+    }
+    return count;
+  }();
+  return n;
+}
 
 }  // namespace memra::cuda_test
+
+// In a test body: skip, with the reason, where the CUDA backend cannot run.
+#define MEMRA_SKIP_WITHOUT_CUDA()                                                   \
+  do {                                                                              \
+    const std::string why_ = memra::cuda_test::unavailable_reason();                \
+    if (!why_.empty()) GTEST_SKIP() << "CUDA backend unavailable: " << why_;        \
+  } while (0)

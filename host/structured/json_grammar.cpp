@@ -1,0 +1,484 @@
+#include "host/structured/json_grammar.hpp"
+
+#include <map>
+#include <set>
+
+namespace memra::structured {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int64_t kMaxBound = 4096;  // largest minLength/maxLength/minItems/maxItems unrolled into rules
+constexpr int kMaxIntegerDigits = 16;
+
+const std::set<std::string, std::less<>>& annotations() {
+  static const std::set<std::string, std::less<>> k = {"title",    "description", "default",  "examples",
+                                                       "$schema",  "$id",         "$comment", "deprecated",
+                                                       "readOnly", "writeOnly",   "$defs",    "definitions"};
+  return k;
+}
+
+const std::set<std::string, std::less<>>& supported() {
+  static const std::set<std::string, std::less<>> k = {
+      "type",      "enum",       "const",     "anyOf",     "oneOf",    "allOf",    "$ref",
+      "properties", "required",  "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
+      "minLength", "maxLength",  "format"};
+  return k;
+}
+
+ExprPtr ch(char c) { return cls(ByteSet{}.add(static_cast<uint8_t>(c))); }
+ExprPtr digit() { return cls(ByteSet::range('0', '9')); }
+ExprPtr digits(int n) { return rep(digit(), n, n); }
+ExprPtr hex() { return cls(ByteSet::range('0', '9').add_range('a', 'f').add_range('A', 'F')); }
+ExprPtr cont() { return cls(ByteSet::range(0x80, 0xBF)); }
+
+std::string unescape_pointer(const std::string& token) {
+  std::string out;
+  for (size_t i = 0; i < token.size(); ++i) {
+    if (token[i] == '~' && i + 1 < token.size() && (token[i + 1] == '0' || token[i + 1] == '1')) {
+      out += token[i + 1] == '0' ? '~' : '/';
+      ++i;
+    } else {
+      out += token[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct JsonGrammarCompiler::Impl {
+  GrammarBuilder& b;
+  const json* root = nullptr;
+  std::map<std::string, uint32_t> refs;  // JSON pointer -> its rule
+  std::optional<uint32_t> ws_rule, char_rule, string_rule, number_rule, value_rule, object_rule;
+  std::optional<SchemaError> err;
+
+  explicit Impl(GrammarBuilder& builder) : b(builder) {}
+
+  void fail(std::string keyword, const std::string& ptr, std::string message, bool unsupported = true) {
+    if (err) return;
+    err = SchemaError{keyword, ptr, message, unsupported};
+  }
+  static std::string where(const std::string& ptr) { return ptr.empty() ? "the schema's root" : "'" + ptr + "'"; }
+
+  ExprPtr ws() {
+    if (!ws_rule) ws_rule = b.add(alt({seq({}), ch(' '), seq({ch('\n'), rep(cls(ByteSet::of(" \t")), 0, 24)})}));
+    return ref(*ws_rule);
+  }
+
+  // One character inside a JSON string: printable ASCII but '"' and '\\', an escape,
+  // or a well-formed UTF-8 sequence.
+  ExprPtr string_char() {
+    if (!char_rule) {
+      ByteSet plain = ByteSet::range(0x20, 0x7F);
+      plain.remove("\"\\");
+      char_rule = b.add(alt({
+          cls(plain),
+          seq({ch('\\'), alt({cls(ByteSet::of("\"\\/bfnrt")), seq({ch('u'), hex(), hex(), hex(), hex()})})}),
+          seq({cls(ByteSet::range(0xC2, 0xDF)), cont()}),
+          seq({ch('\xE0'), cls(ByteSet::range(0xA0, 0xBF)), cont()}),
+          seq({cls(ByteSet::range(0xE1, 0xEC).add_range(0xEE, 0xEF)), cont(), cont()}),
+          seq({ch('\xED'), cls(ByteSet::range(0x80, 0x9F)), cont()}),
+          seq({ch('\xF0'), cls(ByteSet::range(0x90, 0xBF)), cont(), cont()}),
+          seq({cls(ByteSet::range(0xF1, 0xF3)), cont(), cont(), cont()}),
+          seq({ch('\xF4'), cls(ByteSet::range(0x80, 0x8F)), cont(), cont()}),
+      }));
+    }
+    return ref(*char_rule);
+  }
+
+  ExprPtr any_string() {
+    if (!string_rule) string_rule = b.add(seq({ch('"'), star(string_char()), ch('"')}));
+    return ref(*string_rule);
+  }
+
+  ExprPtr integer() {
+    return seq({opt(ch('-')), alt({ch('0'), seq({cls(ByteSet::range('1', '9')), rep(digit(), 0, kMaxIntegerDigits - 1)})})});
+  }
+  ExprPtr number() {
+    if (!number_rule) {
+      number_rule = b.add(seq({integer(), opt(seq({ch('.'), rep(digit(), 1, kMaxIntegerDigits)})),
+                               opt(seq({cls(ByteSet::of("eE")), opt(cls(ByteSet::of("+-"))), rep(digit(), 1, 3)}))}));
+    }
+    return ref(*number_rule);
+  }
+
+  ExprPtr any_value() {
+    if (!value_rule) {
+      value_rule = b.declare();
+      const ExprPtr v = ref(*value_rule);
+      const ExprPtr array = seq({ch('['), ws(), opt(seq({v, star(seq({ch(','), ws(), v})), ws()})), ch(']')});
+      b.define(*value_rule, alt({any_object(), array, any_string(), number(), lit("true"), lit("false"), lit("null")}));
+    }
+    return ref(*value_rule);
+  }
+
+  ExprPtr map_of(const ExprPtr& value) {
+    const ExprPtr member = seq({any_string(), ch(':'), ws(), value});
+    return seq({ch('{'), ws(), opt(seq({member, star(seq({ch(','), ws(), member})), ws()})), ch('}')});
+  }
+
+  ExprPtr any_object() {
+    if (!object_rule) {
+      object_rule = b.declare();
+      b.define(*object_rule, map_of(any_value()));
+    }
+    return ref(*object_rule);
+  }
+
+  ExprPtr literal_value(const json& v) { return lit(v.dump(-1, ' ', false, json::error_handler_t::strict)); }
+
+  bool bound(const json& s, const char* key, const std::string& ptr, int64_t& out) {
+    auto it = s.find(key);
+    if (it == s.end()) return false;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      fail(key, ptr, "'" + std::string(key) + "' at " + where(ptr) + " must be a non-negative integer", false);
+      return false;
+    }
+    if (it->get<int64_t>() > kMaxBound) {
+      fail(key, ptr, "'" + std::string(key) + "' at " + where(ptr) + " is over " + std::to_string(kMaxBound) +
+                         ", the largest bound memra-host's structured outputs enforce");
+      return false;
+    }
+    out = it->get<int64_t>();
+    return true;
+  }
+
+  ExprPtr resolve_ref(const std::string& target, const std::string& ptr) {
+    if (target.empty() || target[0] != '#') {
+      fail("$ref", ptr, "'$ref' at " + where(ptr) + " is '" + target + "'; only references inside the schema (#/...) are supported");
+      return seq({});
+    }
+    if (auto it = refs.find(target); it != refs.end()) return ref(it->second);
+    const json* node = root;
+    std::string rest = target.substr(1);
+    std::string path;
+    while (!rest.empty()) {
+      if (rest[0] != '/') break;
+      const size_t next = rest.find('/', 1);
+      const std::string token = unescape_pointer(rest.substr(1, next == std::string::npos ? std::string::npos : next - 1));
+      rest = next == std::string::npos ? "" : rest.substr(next);
+      path += "/" + token;
+      if (node->is_object() && node->contains(token)) {
+        node = &(*node)[token];
+      } else if (node->is_array() && !token.empty() && token.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoul(token) < node->size()) {
+        node = &(*node)[std::stoul(token)];
+      } else {
+        node = nullptr;
+        break;
+      }
+    }
+    if (node == nullptr || !rest.empty()) {
+      fail("$ref", ptr, "'$ref' at " + where(ptr) + " points to '" + target + "', which the schema does not have", false);
+      return seq({});
+    }
+    const uint32_t r = b.declare();
+    refs.emplace(target, r);  // before compiling it: recursive schemas refer to it
+    b.define(r, schema(*node, path));
+    return ref(r);
+  }
+
+  ExprPtr object(const json& s, const std::string& ptr) {
+    std::vector<std::pair<std::string, ExprPtr>> props;
+    std::set<std::string> required;
+    if (auto it = s.find("required"); it != s.end()) {
+      if (!it->is_array()) {
+        fail("required", ptr, "'required' at " + where(ptr) + " must be an array of property names", false);
+        return seq({});
+      }
+      for (const auto& r : *it) {
+        if (!r.is_string()) {
+          fail("required", ptr, "'required' at " + where(ptr) + " must be an array of property names", false);
+          return seq({});
+        }
+        required.insert(r.get<std::string>());
+      }
+    }
+    std::set<std::string> listed;
+    if (auto it = s.find("properties"); it != s.end()) {
+      if (!it->is_object()) {
+        fail("properties", ptr, "'properties' at " + where(ptr) + " must be an object", false);
+        return seq({});
+      }
+      for (const auto& [name, sub] : it->items()) {
+        props.emplace_back(name, schema(sub, ptr + "/properties/" + name));
+        listed.insert(name);
+      }
+    }
+    // Required names without a schema of their own take any value.
+    for (const auto& r : required)
+      if (!listed.count(r)) props.emplace_back(r, any_value());
+    const auto extra = s.find("additionalProperties");
+    if (extra != s.end() && !extra->is_boolean() && !extra->is_object()) {
+      fail("additionalProperties", ptr, "'additionalProperties' at " + where(ptr) + " must be a boolean or a schema", false);
+      return seq({});
+    }
+    if (props.empty()) {
+      if (extra != s.end() && extra->is_boolean() && !extra->get<bool>()) return seq({ch('{'), ws(), ch('}')});
+      if (extra != s.end() && extra->is_object()) return map_of(schema(*extra, ptr + "/additionalProperties"));
+      return any_object();
+    }
+    // Properties in schema order; optional ones may be left out. first_i: properties
+    // i.. with none written yet; after_i: the same once one is (so a ',' comes first).
+    const size_t n = props.size();
+    std::vector<uint32_t> first(n + 1), after(n + 1);
+    for (size_t i = 0; i <= n; ++i) {
+      first[i] = b.declare();
+      after[i] = b.declare();
+    }
+    b.define(first[n], seq({}));
+    b.define(after[n], seq({}));
+    for (size_t i = n; i-- > 0;) {
+      const bool optional = required.count(props[i].first) == 0;
+      const ExprPtr member = seq({literal_value(json(props[i].first)), ch(':'), ws(), props[i].second});
+      std::vector<ExprPtr> a = {seq({ch(','), ws(), member, ref(after[i + 1])})};
+      std::vector<ExprPtr> f = {seq({member, ref(after[i + 1])})};
+      if (optional) {
+        a.push_back(ref(after[i + 1]));
+        f.push_back(ref(first[i + 1]));
+      }
+      b.define(after[i], alt(std::move(a)));
+      b.define(first[i], alt(std::move(f)));
+    }
+    return seq({ch('{'), ws(), ref(first[0]), ws(), ch('}')});
+  }
+
+  ExprPtr array(const json& s, const std::string& ptr) {
+    int64_t lo = 0, hi = -1;
+    bound(s, "minItems", ptr, lo);
+    bound(s, "maxItems", ptr, hi);
+    if (hi >= 0 && hi < lo) {
+      fail("maxItems", ptr, "'maxItems' at " + where(ptr) + " is below 'minItems'", false);
+      return seq({});
+    }
+    std::vector<ExprPtr> prefix;
+    if (auto it = s.find("prefixItems"); it != s.end()) {
+      if (!it->is_array()) {
+        fail("prefixItems", ptr, "'prefixItems' at " + where(ptr) + " must be an array of schemas", false);
+        return seq({});
+      }
+      for (size_t i = 0; i < it->size(); ++i) prefix.push_back(schema((*it)[i], ptr + "/prefixItems/" + std::to_string(i)));
+    }
+    std::optional<ExprPtr> items;  // unset: items false
+    const auto it = s.find("items");
+    if (it == s.end()) items = any_value();
+    else if (it->is_boolean()) {
+      if (it->get<bool>()) items = any_value();
+    } else if (it->is_object()) {
+      items = schema(*it, ptr + "/items");
+    } else {
+      fail("items", ptr, "'items' at " + where(ptr) + " must be a schema", false);
+      return seq({});
+    }
+    const auto k = static_cast<int64_t>(prefix.size());
+    if (hi >= 0 && hi < k) {
+      fail("maxItems", ptr, "'maxItems' at " + where(ptr) + " is below the number of prefixItems", false);
+      return seq({});
+    }
+    // Exactly the prefix items, then lo-k..hi-k further items (none when items is false).
+    const int64_t extra_lo = std::max<int64_t>(0, lo - k);
+    const int64_t extra_hi = items ? (hi < 0 ? -1 : hi - k) : extra_lo;
+    if (extra_lo > 0 && !items) {
+      fail("minItems", ptr, "'minItems' at " + where(ptr) + " needs more items than prefixItems allows with items false", false);
+      return seq({});
+    }
+    std::vector<ExprPtr> elems;
+    for (int64_t i = 0; i < k; ++i) {
+      if (i > 0) elems.push_back(seq({ch(','), ws()}));
+      elems.push_back(prefix[static_cast<size_t>(i)]);
+    }
+    if (hi == 0) return seq({ch('['), ws(), ch(']')});
+    if (k == 0) {
+      const ExprPtr rest = seq({*items, rep(seq({ch(','), ws(), *items}), std::max<int64_t>(0, extra_lo - 1), extra_hi < 0 ? -1 : extra_hi - 1)});
+      if (extra_lo == 0) return seq({ch('['), ws(), opt(seq({rest, ws()})), ch(']')});
+      return seq({ch('['), ws(), rest, ws(), ch(']')});
+    }
+    if (items && extra_hi != 0) elems.push_back(rep(seq({ch(','), ws(), *items}), extra_lo, extra_hi));
+    return seq({ch('['), ws(), seq(std::move(elems)), ws(), ch(']')});
+  }
+
+  ExprPtr string(const json& s, const std::string& ptr) {
+    int64_t lo = 0, hi = -1;
+    const bool has_lo = bound(s, "minLength", ptr, lo);
+    const bool has_hi = bound(s, "maxLength", ptr, hi);
+    if (hi >= 0 && hi < lo) {
+      fail("maxLength", ptr, "'maxLength' at " + where(ptr) + " is below 'minLength'", false);
+      return seq({});
+    }
+    if (auto f = s.find("format"); f != s.end()) {
+      if (has_lo || has_hi) {
+        fail("format", ptr, "'format' together with minLength/maxLength at " + where(ptr) + " is not supported");
+        return seq({});
+      }
+      const std::string fmt = f->is_string() ? f->get<std::string>() : "";
+      const ExprPtr date = seq({digits(4), ch('-'), alt({seq({ch('0'), cls(ByteSet::range('1', '9'))}), seq({ch('1'), cls(ByteSet::range('0', '2'))})}),
+                                ch('-'), alt({seq({ch('0'), cls(ByteSet::range('1', '9'))}), seq({cls(ByteSet::of("12")), digit()}), seq({ch('3'), cls(ByteSet::of("01"))})})});
+      const ExprPtr hour = alt({seq({cls(ByteSet::of("01")), digit()}), seq({ch('2'), cls(ByteSet::range('0', '3'))})});
+      const ExprPtr minute = seq({cls(ByteSet::range('0', '5')), digit()});
+      const ExprPtr time = seq({hour, ch(':'), minute, ch(':'), minute, opt(seq({ch('.'), rep(digit(), 1, 6)})),
+                                alt({ch('Z'), seq({cls(ByteSet::of("+-")), hour, ch(':'), minute})})});
+      ExprPtr body;
+      if (fmt == "date") body = date;
+      else if (fmt == "time") body = time;
+      else if (fmt == "date-time") body = seq({date, ch('T'), time});
+      else if (fmt == "uuid") body = seq({rep(hex(), 8, 8), ch('-'), rep(hex(), 4, 4), ch('-'), rep(hex(), 4, 4), ch('-'), rep(hex(), 4, 4), ch('-'), rep(hex(), 12, 12)});
+      else {
+        fail("format", ptr, "'format': '" + fmt + "' at " + where(ptr) + " is not supported (memra-host enforces date, time, date-time and uuid)");
+        return seq({});
+      }
+      return seq({ch('"'), body, ch('"')});
+    }
+    if (!has_lo && !has_hi) return any_string();
+    return seq({ch('"'), rep(string_char(), lo, hi), ch('"')});
+  }
+
+  ExprPtr typed(const std::string& type, const json& s, const std::string& ptr) {
+    if (type == "object") return object(s, ptr);
+    if (type == "array") return array(s, ptr);
+    if (type == "string") return string(s, ptr);
+    if (type == "integer") return integer();
+    if (type == "number") return number();
+    if (type == "boolean") return alt({lit("true"), lit("false")});
+    if (type == "null") return lit("null");
+    fail("type", ptr, "'type' at " + where(ptr) + " is '" + type + "'; expected object, array, string, integer, number, boolean or null", false);
+    return seq({});
+  }
+
+  ExprPtr schema(const json& s, const std::string& ptr) {
+    if (err) return seq({});
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return any_value();
+      fail("", ptr, "the schema at " + where(ptr) + " is false: no value can match it", false);
+      return seq({});
+    }
+    if (!s.is_object()) {
+      fail("", ptr, "the schema at " + where(ptr) + " must be an object or a boolean", false);
+      return seq({});
+    }
+    for (const auto& [key, unused] : s.items()) {
+      if (annotations().count(key) || supported().count(key)) continue;
+      fail(key, ptr, "'" + key + "' at " + where(ptr) + " is not supported by memra-host's structured outputs");
+      return seq({});
+    }
+    if (auto r = s.find("$ref"); r != s.end()) {
+      if (!r->is_string()) {
+        fail("$ref", ptr, "'$ref' at " + where(ptr) + " must be a string", false);
+        return seq({});
+      }
+      for (const auto& [key, unused] : s.items())
+        if (!annotations().count(key) && key != "$ref") {
+          fail(key, ptr, "'" + key + "' beside '$ref' at " + where(ptr) + " is not supported");
+          return seq({});
+        }
+      return resolve_ref(r->get<std::string>(), ptr);
+    }
+    if (auto c = s.find("const"); c != s.end()) return literal_value(*c);
+    if (auto e = s.find("enum"); e != s.end()) {
+      if (!e->is_array() || e->empty()) {
+        fail("enum", ptr, "'enum' at " + where(ptr) + " must be a non-empty array", false);
+        return seq({});
+      }
+      std::vector<ExprPtr> options;
+      for (const auto& v : *e) options.push_back(literal_value(v));
+      return alt(std::move(options));
+    }
+    for (const char* key : {"anyOf", "oneOf", "allOf"}) {
+      auto it = s.find(key);
+      if (it == s.end()) continue;
+      if (!it->is_array() || it->empty()) {
+        fail(key, ptr, "'" + std::string(key) + "' at " + where(ptr) + " must be a non-empty array of schemas", false);
+        return seq({});
+      }
+      for (const auto& [other, unused] : s.items())
+        if (other != key && !annotations().count(other)) {
+          fail(other, ptr, "'" + other + "' beside '" + key + "' at " + where(ptr) + " is not supported; move it into each branch");
+          return seq({});
+        }
+      if (std::string(key) == "allOf") {
+        if (it->size() != 1) {
+          fail("allOf", ptr, "'allOf' with more than one schema at " + where(ptr) + " is not supported");
+          return seq({});
+        }
+        return schema((*it)[0], ptr + "/allOf/0");
+      }
+      std::vector<ExprPtr> options;
+      for (size_t i = 0; i < it->size(); ++i) options.push_back(schema((*it)[i], ptr + "/" + key + "/" + std::to_string(i)));
+      return alt(std::move(options));
+    }
+    std::vector<std::string> types;
+    if (auto t = s.find("type"); t != s.end()) {
+      if (t->is_string()) types.push_back(t->get<std::string>());
+      else if (t->is_array() && !t->empty()) {
+        for (const auto& x : *t) {
+          if (!x.is_string()) {
+            fail("type", ptr, "'type' at " + where(ptr) + " must be a string or an array of strings", false);
+            return seq({});
+          }
+          types.push_back(x.get<std::string>());
+        }
+      } else {
+        fail("type", ptr, "'type' at " + where(ptr) + " must be a string or an array of strings", false);
+        return seq({});
+      }
+    } else if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
+      types.push_back("object");
+    } else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems")) {
+      types.push_back("array");
+    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
+      types.push_back("string");
+    } else {
+      return any_value();
+    }
+    std::vector<ExprPtr> options;
+    for (const auto& t : types) options.push_back(typed(t, s, ptr));
+    return alt(std::move(options));
+  }
+};
+
+JsonGrammarCompiler::JsonGrammarCompiler(GrammarBuilder& builder) : impl_(std::make_shared<Impl>(builder)) {}
+
+std::optional<SchemaError> JsonGrammarCompiler::compile(const json& schema, uint32_t& rule) {
+  impl_->err.reset();
+  impl_->root = &schema;
+  impl_->refs.clear();
+  const uint32_t r = impl_->b.declare();
+  impl_->refs.emplace("#", r);
+  impl_->b.define(r, impl_->schema(schema, ""));
+  rule = r;
+  return impl_->err;
+}
+
+uint32_t JsonGrammarCompiler::any_value() {
+  impl_->any_value();
+  return *impl_->value_rule;
+}
+
+uint32_t JsonGrammarCompiler::any_object() {
+  impl_->any_object();
+  return *impl_->object_rule;
+}
+
+ExprPtr JsonGrammarCompiler::ws() { return impl_->ws(); }
+
+Result<Grammar> grammar_for_schema(const json& schema, SchemaError* error) {
+  GrammarBuilder b;
+  JsonGrammarCompiler c(b);
+  uint32_t root = 0;
+  if (auto e = c.compile(schema, root)) {
+    if (error) *error = *e;
+    return make_error(e->unsupported ? ErrorCode::unsupported : ErrorCode::invalid_argument, e->message);
+  }
+  return std::move(b).build(root);
+}
+
+Grammar grammar_for_any_object() {
+  GrammarBuilder b;
+  JsonGrammarCompiler c(b);
+  const uint32_t root = c.any_object();
+  return std::move(b).build(root);
+}
+
+}  // namespace memra::structured

@@ -1,0 +1,275 @@
+// Tool calls, reasoning, structured outputs, logit_bias and chat templates through the
+// real `openai` npm client, against memra-host serving the random-weight default model
+// under two templates: "qwen" (Qwen3's own chat template, --chat-template) and "think"
+// (a template whose prompt opens the model's thinking, as DeepSeek-R1's does).
+// Oracles: @huggingface/jinja renders the same templates (prompt token counts must
+// match), ajv validates every constrained output against its schema, and the client's
+// own stream accumulation must equal the whole answer.
+//   node openai_structured.mjs BASE_URL QWEN_TEMPLATE THINK_TEMPLATE   (MEMRA_NODE_DIR set)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [baseURL, qwenTemplatePath, thinkTemplatePath] = process.argv.slice(2);
+const nodeDir = process.env.MEMRA_NODE_DIR;
+assert.ok(baseURL && qwenTemplatePath && thinkTemplatePath && nodeDir, "usage: BASE_URL QWEN_TEMPLATE THINK_TEMPLATE");
+const load = (p) => import(pathToFileURL(path.join(nodeDir, "node_modules", p)).href);
+const { default: OpenAI } = await load("openai/index.mjs");
+const { Template } = await load("@huggingface/jinja/dist/index.js");
+const { default: Ajv } = await load("ajv/dist/2020.js");
+const ajv = new Ajv({ strict: false });
+
+const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 120_000 });
+const root = baseURL.replace(/\/v1$/, "");
+const qwenTemplate = new Template(fs.readFileSync(qwenTemplatePath, "utf8"));
+const hello = [{ role: "user", content: "What is the weather in Paris?" }];
+const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
+
+async function post(route, body) {
+  const r = await fetch(root + route, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+
+// What the reference renderer makes of a chat, as memra's prompt_tokens must count it.
+async function oracleTokens(context) {
+  const text = qwenTemplate.render({ bos_token: "", eos_token: "<|im_end|>", add_generation_prompt: true, ...context });
+  const r = await post("/tokenize", { model: "qwen", prompt: text, add_special_tokens: false });
+  assert.equal(r.status, 200);
+  return r.body.count;
+}
+
+const weatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Current weather of a city",
+    strict: true,
+    parameters: {
+      type: "object",
+      properties: {
+        city: { type: "string", maxLength: 12 },
+        unit: { enum: ["celsius", "fahrenheit"] },
+        days: { type: "integer" },
+      },
+      required: ["city", "unit", "days"],
+      additionalProperties: false,
+    },
+  },
+};
+const timeTool = {
+  type: "function",
+  function: {
+    name: "get_time",
+    description: "Local time of a time zone",
+    strict: true,
+    parameters: { type: "object", properties: { zone: { type: "string", maxLength: 8 } }, required: ["zone"], additionalProperties: false },
+  },
+};
+
+test("chat_template_kwargs and reasoning_effort reach the template as the reference renders them", async () => {
+  for (const [kwargs, effort, oracle] of [
+    [undefined, undefined, {}],
+    [{ enable_thinking: false }, undefined, { enable_thinking: false }],
+    [undefined, "none", { enable_thinking: false, reasoning_effort: "none" }],
+  ]) {
+    const r = await client.chat.completions.create({
+      model: "qwen", messages: hello, max_tokens: 1, temperature: 0,
+      ...(kwargs ? { chat_template_kwargs: kwargs } : {}), ...(effort ? { reasoning_effort: effort } : {}),
+    });
+    assert.equal(r.usage.prompt_tokens, await oracleTokens({ messages: hello, ...oracle }), JSON.stringify(oracle));
+  }
+  const off = await oracleTokens({ messages: hello, enable_thinking: false });
+  assert.ok(off > (await oracleTokens({ messages: hello })), "enable_thinking false adds the empty think block");
+});
+
+test("tools and tool results are rendered by the model's own template", async () => {
+  const r = await client.chat.completions.create({ model: "qwen", messages: hello, tools: [weatherTool, timeTool], max_tokens: 1, temperature: 0 });
+  assert.equal(r.usage.prompt_tokens, await oracleTokens({ messages: hello, tools: [weatherTool, timeTool] }));
+  // A turn that called a tool and its result, sent back.
+  const args = { city: "Paris", unit: "celsius", days: 1 };
+  const convo = [
+    ...hello,
+    { role: "assistant", content: null, tool_calls: [{ id: "call_7", type: "function", function: { name: "get_weather", arguments: JSON.stringify(args) } }] },
+    { role: "tool", tool_call_id: "call_7", content: "{\"temp\": 21}" },
+  ];
+  const back = await client.chat.completions.create({ model: "qwen", messages: convo, tools: [weatherTool], max_tokens: 1, temperature: 0 });
+  // Hugging Face templates receive the arguments as an object and the tool's name.
+  const oracleConvo = [
+    ...hello,
+    { role: "assistant", content: "", tool_calls: [{ id: "call_7", type: "function", function: { name: "get_weather", arguments: args } }] },
+    { role: "tool", tool_call_id: "call_7", name: "get_weather", content: "{\"temp\": 21}" },
+  ];
+  assert.equal(back.usage.prompt_tokens, await oracleTokens({ messages: oracleConvo, tools: [weatherTool] }));
+  // tool_choice none: the tools are not offered.
+  const none = await client.chat.completions.create({ model: "qwen", messages: hello, tools: [weatherTool], tool_choice: "none", max_tokens: 1, temperature: 0 });
+  assert.equal(none.usage.prompt_tokens, await oracleTokens({ messages: hello }));
+});
+
+test("tool_choice required: well-formed calls matching the schema, finish_reason tool_calls, on every seed", async () => {
+  const validate = ajv.compile(weatherTool.function.parameters);
+  const validateTime = ajv.compile(timeTool.function.parameters);
+  let calls = 0;
+  for (const seed of SEEDS) {
+    const r = await client.chat.completions.create({
+      model: "qwen", messages: hello, tools: [weatherTool, timeTool], tool_choice: "required",
+      temperature: 1, seed, max_tokens: 600,
+    });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, "tool_calls", `seed ${seed}: ${JSON.stringify(c.message)}`);
+    assert.ok(c.message.tool_calls.length >= 1);
+    assert.equal(c.message.content, null);
+    for (const call of c.message.tool_calls) {
+      assert.match(call.id, /^call_/);
+      assert.equal(call.type, "function");
+      const a = JSON.parse(call.function.arguments);
+      const v = call.function.name === "get_weather" ? validate : validateTime;
+      assert.ok(["get_weather", "get_time"].includes(call.function.name), call.function.name);
+      assert.ok(v(a), `seed ${seed}: ${call.function.arguments} ${JSON.stringify(v.errors)}`);
+      calls++;
+    }
+  }
+  assert.ok(calls >= SEEDS.length);
+});
+
+test("a named tool_choice without parallel calls: exactly that one call; parse() parses its arguments", async () => {
+  for (const seed of SEEDS.slice(0, 4)) {
+    const r = await client.chat.completions.parse({
+      model: "qwen", messages: hello, tools: [weatherTool, timeTool],
+      tool_choice: { type: "function", function: { name: "get_time" } }, parallel_tool_calls: false,
+      temperature: 1, seed, max_tokens: 400,
+    });
+    const calls = r.choices[0].message.tool_calls;
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].function.name, "get_time");
+    assert.deepEqual(calls[0].function.parsed_arguments, JSON.parse(calls[0].function.arguments));
+    assert.equal(typeof calls[0].function.parsed_arguments.zone, "string");
+  }
+});
+
+test("streamed tool calls: the client's accumulation equals the whole answer", async () => {
+  for (const seed of SEEDS.slice(0, 4)) {
+    const params = { model: "qwen", messages: hello, tools: [weatherTool, timeTool], tool_choice: "required", temperature: 1, seed, max_tokens: 600 };
+    const whole = await client.chat.completions.create(params);
+    const stream = client.chat.completions.stream({ ...params, stream: true });
+    const chunks = [];
+    stream.on("chunk", (c) => chunks.push(c));
+    const final = await stream.finalChatCompletion();
+    const got = final.choices[0];
+    assert.equal(got.finish_reason, "tool_calls");
+    const strip = (calls) => calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
+    assert.deepEqual(strip(got.message.tool_calls), strip(whole.choices[0].message.tool_calls), `seed ${seed}`);
+    // Each call: index, id and name first, then its arguments.
+    const firsts = chunks.flatMap((c) => c.choices.flatMap((x) => x.delta?.tool_calls ?? [])).filter((t) => t.id);
+    assert.equal(firsts.length, got.message.tool_calls.length);
+    for (const t of firsts) assert.equal(t.function.arguments, "");
+  }
+});
+
+test("response_format json_schema: valid on every seed, streamed equals whole, parse() fills parsed", async () => {
+  const schema = {
+    type: "object",
+    properties: {
+      name: { type: "string", maxLength: 16 },
+      age: { type: "integer" },
+      tags: { type: "array", items: { type: "string", maxLength: 6 }, maxItems: 3 },
+      ok: { type: "boolean" },
+      kind: { enum: ["a", "b", null] },
+      when: { type: "string", format: "date" },
+    },
+    required: ["name", "age", "tags", "ok", "kind", "when"],
+    additionalProperties: false,
+  };
+  const validate = ajv.compile(schema);
+  const response_format = { type: "json_schema", json_schema: { name: "person", schema, strict: true } };
+  for (const seed of SEEDS) {
+    const params = { model: "qwen", messages: hello, response_format, temperature: 1, seed, max_tokens: 500 };
+    const r = await client.chat.completions.parse(params);
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, "stop", `seed ${seed}: ${m.content}`);
+    const doc = JSON.parse(m.content);
+    assert.ok(validate(doc), `seed ${seed}: ${m.content} ${JSON.stringify(validate.errors)}`);
+    assert.deepEqual(m.parsed, doc);
+    const stream = await client.chat.completions.create({ ...params, stream: true });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+    assert.equal(text, m.content, `seed ${seed}`);
+  }
+});
+
+test("response_format json_object: a JSON object on every seed", async () => {
+  for (const seed of SEEDS) {
+    const r = await client.chat.completions.create({
+      model: "qwen", messages: hello, response_format: { type: "json_object" }, temperature: 0.6, seed, max_tokens: 3000,
+    });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, "stop", `seed ${seed}: ${c.message.content}`);
+    const doc = JSON.parse(c.message.content);
+    assert.ok(doc !== null && typeof doc === "object" && !Array.isArray(doc), c.message.content);
+  }
+});
+
+test("bad schemas and tools are 400s naming the field", async () => {
+  const cases = [
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a" } } } }, "response_format.json_schema.schema", /pattern/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "integer", minimum: 3 } } } }, "response_format.json_schema.schema", /minimum/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { $ref: "#/$defs/nope" } } } }, "response_format.json_schema.schema", /\$ref/],
+    [{ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "x" } } } } }], tool_choice: "required" }, "tools[0].function.parameters", /pattern/],
+    [{ tools: [weatherTool], tool_choice: { type: "function", function: { name: "nope" } } }, "tool_choice", /nope/],
+    [{ logit_bias: { "99999": 5 } }, "logit_bias", /vocabulary/],
+  ];
+  for (const [extra, param, message] of cases) {
+    await assert.rejects(client.chat.completions.create({ model: "qwen", messages: hello, max_tokens: 4, ...extra }), (e) => {
+      assert.equal(e.status, 400, JSON.stringify(extra));
+      assert.equal(e.param, param, e.message);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+  // A template that renders no tools cannot offer them.
+  await assert.rejects(client.chat.completions.create({ model: "plain", messages: hello, tools: [weatherTool], max_tokens: 4 }), (e) => {
+    assert.equal(e.status, 400);
+    assert.equal(e.param, "tools");
+    return true;
+  });
+});
+
+test("logit_bias: +100 makes a token the greedy answer, chat and completions", async () => {
+  const tok = await post("/tokenize", { model: "qwen", prompt: "ab", add_special_tokens: false });
+  const id = tok.body.tokens[0];
+  const text = (await post("/detokenize", { model: "qwen", tokens: Array(6).fill(id) })).body.prompt;
+  const chat = await client.chat.completions.create({ model: "qwen", messages: hello, max_tokens: 6, temperature: 0, logit_bias: { [id]: 100 } });
+  assert.equal(chat.choices[0].message.content, text);
+  const comp = await client.completions.create({ model: "qwen", prompt: "Once", max_tokens: 6, temperature: 0.9, seed: 3, logit_bias: { [id]: 100 } });
+  assert.equal(comp.choices[0].text, text);
+  // -100 on the greedy choice moves it.
+  const plain = await client.completions.create({ model: "qwen", prompt: "Once", max_tokens: 1, temperature: 0 });
+  const first = (await post("/tokenize", { model: "qwen", prompt: plain.choices[0].text, add_special_tokens: false })).body.tokens[0];
+  const moved = await client.completions.create({ model: "qwen", prompt: "Once", max_tokens: 1, temperature: 0, logit_bias: { [first]: -100 } });
+  assert.notEqual(moved.choices[0].text, plain.choices[0].text);
+});
+
+test("reasoning: a prompt that opens the thinking keeps all of it out of content, whole and streamed", async () => {
+  const params = { model: "think", messages: hello, max_tokens: 24, temperature: 1, seed: 5 };
+  const r = await client.chat.completions.create(params);
+  const m = r.choices[0].message;
+  assert.equal(m.content, "");
+  assert.ok(m.reasoning_content.length > 0);
+  assert.equal(r.usage.completion_tokens_details.reasoning_tokens, r.usage.completion_tokens);
+  const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
+  let reasoning = "", content = "", usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    const d = chunk.choices[0]?.delta;
+    reasoning += d?.reasoning_content ?? "";
+    content += d?.content ?? "";
+  }
+  assert.equal(content, "");
+  assert.equal(reasoning, m.reasoning_content);
+  assert.equal(usage.completion_tokens_details.reasoning_tokens, r.usage.completion_tokens_details.reasoning_tokens);
+  // The qwen template does not open the thinking: a random model's text is content.
+  const q = await client.chat.completions.create({ ...params, model: "qwen" });
+  assert.equal(q.choices[0].message.reasoning_content, undefined);
+  assert.equal(q.usage.completion_tokens_details.reasoning_tokens, 0);
+});
