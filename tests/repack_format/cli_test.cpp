@@ -146,7 +146,7 @@ TEST(MemraRepackCli, FailuresLeaveNothingAndRecordNothing) {
 // A copy of the llama fixture that can be edited.
 fs::path copy_fixture(const fs::path& to) {
   fs::create_directories(to);
-  for (const auto& f : fs::directory_iterator(fixtures() / "models/llama")) {
+  for (const auto& f : fs::directory_iterator(memra::testing::fixtures_dir() / "models/llama")) {
     fs::copy(f.path(), to / f.path().filename());
     fs::permissions(to / f.path().filename(), fs::perms::owner_write, fs::perm_options::add);
   }
@@ -174,7 +174,7 @@ std::uint64_t tensor_offset(const fs::path& file, const std::string& name) {
 // different models, a broken tokenizer.json, a NaN or an Inf in a weight — are refused
 // before anything is written or recorded, exit 1, and the error names the user's file.
 TEST(MemraRepackCli, CheckpointsThatCannotLoadAreRefusedBeforeAnythingIsWritten) {
-  REPACK_REQUIRE_FIXTURES();
+  MEMRA_REQUIRE_FIXTURES();
   TempDir tmp;
   const fs::path reg = tmp / "reg.db";
   const fs::path out_dir = tmp / "out";
