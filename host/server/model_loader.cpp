@@ -57,6 +57,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   // else the CPU reference. The gate is keyed by the device's architecture.
   std::string arch = "cpu";
   memra_backend_kind backend_kind = MEMRA_BACKEND_CPU;
+  std::string backend_label = "CPU";
   if (options.backend != BackendChoice::cpu) {
     backend::BackendOptions cuda;
     cuda.kind = MEMRA_BACKEND_CUDA;
@@ -65,6 +66,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
       const memra_device_info info = (*probe)->device_info();
       arch = info.arch ? info.arch : "unknown";
       backend_kind = MEMRA_BACKEND_CUDA;
+      backend_label = "CUDA";
       log.information("%s: CUDA backend on %s (%s)", what, std::string(info.name ? info.name : "GPU"), arch);
     } else if (options.backend == BackendChoice::cuda) {
       return failure(LoadFailure::backend_unavailable,
@@ -209,7 +211,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
 
   const auto setup_start = std::chrono::steady_clock::now();
   log.information("%s: setting up the engine (%s backend, context %s tokens, KV cache for %s sequence(s)%s)", what,
-                  std::string(backend_kind == MEMRA_BACKEND_CUDA ? "CUDA" : "CPU"), std::to_string(context),
+                  backend_label, std::to_string(context),
                   std::to_string(eo.max_sequences),
                   options.pipeline_stages > 1 ? ", " + std::to_string(options.pipeline_stages) + " pipeline stages" : std::string());
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);

@@ -3,6 +3,7 @@
 // after it, and manifest.json is the one whose sha256 the registry holds.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -11,8 +12,13 @@
 
 namespace memra::format {
 
+// A file's modification time in nanoseconds (what SourceFile::mtime_ns records); 0 when it
+// cannot be read.
+int64_t file_mtime_ns(const std::filesystem::path& p);
+
 // The source (the manifest's source.path) is there, with every file it lists (weights,
-// config, tokenizer) of the size recorded and not newer than the repack. `why` says what differs.
+// config, tokenizer) of the size and modification time recorded (manifests without
+// recorded times: not newer than the repack). `why` says what differs.
 bool source_unchanged(const MemraModel& repack, std::string* why = nullptr);
 
 // sha256 of <dir>/manifest.json (the registry's output hash of a repack).

@@ -31,6 +31,7 @@ struct SourceFile {
   std::string path;    // relative to the source (a shard, config.json, ...)
   uint64_t size = 0;
   std::string sha256;
+  int64_t mtime_ns = 0;  // its modification time when read (0: not recorded); freshness compares it
 };
 
 struct SourceInfo {

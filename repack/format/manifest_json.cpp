@@ -49,7 +49,11 @@ struct Obj {
 
 json source_json(const SourceInfo& s) {
   json files = json::array();
-  for (const SourceFile& f : s.files) files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+  for (const SourceFile& f : s.files) {
+    json j = {{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}};
+    if (f.mtime_ns != 0) j["mtime_ns"] = f.mtime_ns;
+    files.push_back(std::move(j));
+  }
   return {{"path", s.path}, {"format", s.format}, {"sha256", s.sha256}, {"size", s.size}, {"files", files}};
 }
 
@@ -155,7 +159,12 @@ Result<Manifest> manifest_from_json(std::string_view text) {
       MF_GET(fp, fo.str("path"));
       MF_GET(fs, fo.u64("size"));
       MF_GET(fh, fo.str("sha256"));
-      m.source.files.push_back({fp, fs, fh});
+      int64_t mtime_ns = 0;
+      if (auto mt = f.find("mtime_ns"); mt != f.end()) {
+        if (!mt->is_number_integer()) return bad("source file: 'mtime_ns' must be an integer");
+        mtime_ns = mt->get<int64_t>();
+      }
+      m.source.files.push_back({fp, fs, fh, mtime_ns});
     }
 
   MF_GET(config, o.field("config", json::value_t::object));

@@ -1,5 +1,7 @@
 #include "repack/tool/repack.hpp"
 
+#include "repack/format/freshness.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -269,6 +271,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
     for (size_t i = 0; i < weight_files.size(); ++i) {
       if (stop_hashing()) return;
       const auto& [path, size] = weight_files[i];
+      const int64_t mtime_ns = format::file_mtime_ns(path);  // before reading: a later write shows as stale
       auto map = MappedFile::open(path.string());
       if (!map) {
         hash_error = map.error();
@@ -288,7 +291,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
         progress->done_bytes += n;
       }
       const fs::path rel = src.format() == "gguf" ? path.filename() : path.lexically_relative(src.path());
-      digests[i] = {rel.string(), size, h.finish_hex()};
+      digests[i] = {rel.string(), size, h.finish_hex(), mtime_ns};
     }
   });
 
@@ -319,10 +322,11 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   m.source.size = source_bytes;
   m.config_json = model_config_to_json(src.config());
   for (const auto& [from, name] : src.side_files()) {
+    const int64_t mtime_ns = format::file_mtime_ns(from);
     auto sha = format::sha256_file(from.string());
     if (!sha) return sha.error();
     std::error_code ec;
-    m.source.files.push_back({from.filename().string(), fs::file_size(from, ec), *sha});
+    m.source.files.push_back({from.filename().string(), fs::file_size(from, ec), *sha, mtime_ns});
     MEMRA_TRY(w.copy_file(from, name));
     if (name.rfind("source/", 0) != 0) m.tokenizer.files.push_back(name);
   }

@@ -92,10 +92,11 @@ TEST(ServerModels, TheDefaultModelAnswersInEnglishAsTransformersDoes) {
   EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop") << res.body;
 }
 
-// A copy of the embedded default model that a test may edit.
-std::filesystem::path copy_default_model(const std::filesystem::path& to) {
+// A copy of the tiny random test model (tests/models/tiny-random: its shapes are what
+// the damage below names) that a test may edit.
+std::filesystem::path copy_tiny_random_model(const std::filesystem::path& to) {
   std::filesystem::create_directories(to);
-  for (const auto& f : std::filesystem::directory_iterator(kDefaultModel)) {
+  for (const auto& f : std::filesystem::directory_iterator(MEMRA_SOURCE_ROOT "/tests/models/tiny-random")) {
     std::filesystem::copy(f.path(), to / f.path().filename());
     std::filesystem::permissions(to / f.path().filename(), std::filesystem::perms::owner_write,
                                  std::filesystem::perm_options::add);
@@ -145,7 +146,7 @@ TEST(ServerModels, ACheckpointThatCannotLoadIsRefusedWithNothingRepackedOrRecord
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     TempDir dir;
-    const auto model = copy_default_model(dir.path() / "model");
+    const auto model = copy_tiny_random_model(dir.path() / "model");
     c.damage(model);
     const auto home = dir.path() / "home";
     const auto r = run_host({"--port", "0", "--model", "m=" + model.string()}, {{"MEMRA_HOME", home.string()}});

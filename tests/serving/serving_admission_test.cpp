@@ -1,4 +1,4 @@
-// Admission over HTTP (the embedded default model on the CPU backend): how many
+// Admission over HTTP (the tiny random test model on the CPU backend): how many
 // tokens a request without max_tokens generates (a documented default, fitted
 // inside its key's KV budget), no head-of-line blocking behind long requests, and a
 // queue timeout at the device gate with or without API keys.
@@ -92,7 +92,7 @@ json chat(std::optional<int> max_tokens, const std::string& text = "hello there"
 
 std::unique_ptr<HostProcess> start(std::vector<std::string> args) {
   std::string why;
-  auto host = HostProcess::start(args, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model(std::move(args)), {}, &why);
   EXPECT_TRUE(host) << why;
   return host;
 }

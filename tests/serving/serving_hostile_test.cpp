@@ -1,5 +1,5 @@
-// Hostile clients and load against the real memra-host (CPU backend, the embedded
-// default model, loopback): slow clients that drip a request a byte at a time
+// Hostile clients and load against the real memra-host (CPU backend, the tiny random
+// test model, loopback): slow clients that drip a request a byte at a time
 // (slowloris) must not hold the server, and the probes must answer in well under a
 // second whatever the load.
 #include <arpa/inet.h>
@@ -83,7 +83,7 @@ void open_drip(Drip& d, int port, bool body) {
 // the while /health must answer in under a second, and a real request must complete.
 TEST(ServingHostile, SlowClientsCannotHoldTheServerAndHealthAnswersInUnderASecond) {
   std::string why;
-  auto host = HostProcess::start({}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model(), {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
   constexpr int kDrips = 70;
@@ -183,7 +183,7 @@ TEST(ServingHostile, SlowClientsCannotHoldTheServerAndHealthAnswersInUnderASecon
 // every stream completes.
 TEST(ServingHostile, ProbesAnswerInUnderASecondBeside100Streams) {
   std::string why;
-  auto host = HostProcess::start({"--threads", "16"}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--threads", "16"}), {}, &why);
   ASSERT_TRUE(host) << why;
   const int port = host->port();
   constexpr int kStreams = 100;
@@ -234,7 +234,7 @@ TEST(ServingHostile, ProbesAnswerInUnderASecondBeside100Streams) {
 // the process exits 75.
 TEST(ServingHostile, AStreamCutByTheDrainTimeoutGetsAnErrorEventAndDone) {
   std::string why;
-  auto host = HostProcess::start({"--drain-timeout-ms", "300"}, {}, &why);
+  auto host = HostProcess::start(with_tiny_random_model({"--drain-timeout-ms", "300"}), {}, &why);
   ASSERT_TRUE(host) << why;
   const std::string body = nlohmann::json{{"model", kModel},
                                           {"messages", {{{"role", "user"}, {"content", "go on"}}}},
