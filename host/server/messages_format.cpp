@@ -144,7 +144,9 @@ Reply anthropic_error_reply(const ApiError& error, std::optional<std::int64_t> r
 std::string message_body(const ResponseMeta& meta, const ChoiceResult& answer, const UsageCounts& usage) {
   ojson content = ojson::array();
   if (!answer.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", answer.reasoning}, {"signature", ""}});
-  if (!answer.text.empty() || answer.tool_calls.empty()) content.push_back({{"type", "text"}, {"text", answer.text}});
+  // At least one block: an empty text one when nothing else was written.
+  if (!answer.text.empty() || (answer.tool_calls.empty() && answer.reasoning.empty()))
+    content.push_back({{"type", "text"}, {"text", answer.text}});
   for (const auto& c : answer.tool_calls)
     content.push_back({{"type", "tool_use"}, {"id", tool_id(c.id)}, {"name", c.name}, {"input", tool_input(c.arguments)}});
   const std::string reason = stop_reason(answer);

@@ -289,8 +289,10 @@ struct Translator {
         fail("missing_required_parameter", at + ".input_schema", quoted(at + ".input_schema") + " is required (a JSON Schema object)");
         break;
       }
-      json fn = {{"name", t.value("name", json())}, {"parameters", *schema}};
+      // In chat's order (templates render the tools as JSON text).
+      json fn = {{"name", t.value("name", json())}};
       if (t.contains("description")) fn["description"] = t["description"];
+      fn["parameters"] = *schema;
       out.push_back({{"type", "function"}, {"function", std::move(fn)}});
     }
     return out;
