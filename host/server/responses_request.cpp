@@ -36,7 +36,12 @@ bool is_neutral(std::string_view name, const json& v) {
   if (name == "include") return v.is_array() && v.empty();
   if (name == "background") return v == false;
   if (name == "top_logprobs") return v == 0;
-  if (name == "stream_options") return v.is_object() && v.value("include_obfuscation", false) == false && v.size() <= 1;
+  if (name == "stream_options") {  // only {} or {"include_obfuscation": false}
+    if (!v.is_object()) return false;
+    for (const auto& [k, x] : v.items())
+      if (k != "include_obfuscation" || !(x.is_null() || x == false)) return false;
+    return true;
+  }
   return false;
 }
 

@@ -287,3 +287,63 @@ TEST(ServingBadInput, HundredsOfMalformedRequestsGetClientErrorsAndTheServerSurv
 
 }  // namespace
 }  // namespace memra::server::testing
+
+namespace memra::server::testing {
+namespace {
+
+// Each API refuses in its own error shape: /v1/responses OpenAI's (an unknown
+// previous_response_id is OpenAI's 400 previous_response_not_found), /v1/messages
+// Anthropic's, for the route's own checks and for the router's (method, media type).
+TEST(ServingBadInput, ResponsesAndMessagesRefuseInTheirOwnErrorShapes) {
+  std::string why;
+  auto host = HostProcess::start(with_tiny_random_model(), {}, &why);
+  ASSERT_TRUE(host) << why;
+  const int port = host->port();
+  auto send = [&](HttpRequest r) { return http(port, r, 60000); };
+
+  HttpResponse res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","previous_response_id":"resp_nope"})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "previous_response_not_found", "previous_response_id")) << res.body;
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":5})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "invalid_type", "input")) << res.body;
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","max_output_tokens":0})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "invalid_value", "max_output_tokens")) << res.body;
+  res = send(raw("/v1/responses", R"({"model":"nope","input":"x"})"));
+  EXPECT_EQ(res.status, 404);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "model_not_found", "model")) << res.body;
+  // A response stored by this tenant continues; the previous one is found.
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","max_output_tokens":2})"));
+  ASSERT_EQ(res.status, 200) << res.body;
+  const std::string id = json::parse(res.body)["id"];
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"y","max_output_tokens":2,"previous_response_id":")" + id + "\"}"));
+  EXPECT_EQ(res.status, 200) << res.body;
+
+  res = send(raw("/v1/messages", R"({"model":"memra-tiny-random","messages":[{"role":"user","content":"x"}]})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  EXPECT_EQ(json::parse(res.body)["error"]["message"].get<std::string>().rfind("max_tokens: ", 0), 0u) << res.body;
+  res = send(raw("/v1/messages", R"({"model":"nope","max_tokens":2,"messages":[{"role":"user","content":"x"}]})"));
+  EXPECT_EQ(res.status, 404);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "not_found_error")) << res.body;
+  res = send(raw("/v1/messages", "{\"model\":"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  res = send(raw("/v1/messages", messages_base().dump(), "text/plain"));
+  EXPECT_EQ(res.status, 415);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  HttpRequest get_messages = raw("/v1/messages", "");
+  get_messages.method = "GET";
+  get_messages.body.reset();
+  res = send(get_messages);
+  EXPECT_EQ(res.status, 405);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  res = send(raw("/v1/messages", messages_base().dump()));
+  EXPECT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(json::parse(res.body)["type"], "message") << res.body;
+  EXPECT_EQ(http(port, get("/health")).status, 200);
+}
+
+}  // namespace
+}  // namespace memra::server::testing
