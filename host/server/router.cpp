@@ -106,6 +106,12 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
 
 Reply Router::reject_draining(const Poco::Net::HTTPRequest& request) {
   Reply reply = error_reply(errors::shutting_down());
+  try {
+    const std::string path = Poco::URI(request.getURI()).getPath();
+    for (const auto& r : routes_)
+      if (r.path == path && r.anthropic_errors) reply.body = anthropic_error_body(*reply.error) + "\n";
+  } catch (const Poco::Exception&) {
+  }
   reply.add_header("Retry-After", "5");
   reply.close_connection = true;
   metrics_.record_request("draining", request.getMethod(), reply.status, 0.0);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,38 @@ TEST_F(ServingApis, TheResponsesApiWorksWithTheOpenaiClient) {
 
 TEST_F(ServingApis, TheMessagesApiWorksWithTheAnthropicClient) {
   run_script("anthropic_client.mjs", quote(root()) + " " + quote(qwen_.string()) + " " + quote(key_a_), 7);
+}
+
+// Where text matters: the embedded default model (memra-demo) writes words, and both
+// APIs give exactly the chat route's greedy answer for the same conversation.
+TEST(ServingApisDemo, TheDefaultModelAnswersThroughBothApisAsThroughChat) {
+  std::string why;
+  auto host = HostProcess::start({}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  const int port = host->port();
+  using nlohmann::json;
+  const std::string ask = "Tell me a story about a small robot.";
+  auto call = [&](const std::string& path, const json& body) {
+    HttpResponse r = http(port, post(path, body.dump()), 120000);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.body, nullptr, false);
+  };
+  const json chat = call("/v1/chat/completions", {{"model", "memra-demo"}, {"max_tokens", 24}, {"temperature", 0},
+                                                  {"messages", json::array({{{"role", "user"}, {"content", ask}}})}});
+  const std::string expected = chat["choices"][0]["message"]["content"];
+  int words = 0;
+  for (std::size_t i = 0, run = 0; i < expected.size(); ++i) {
+    run = std::isalpha(static_cast<unsigned char>(expected[i])) ? run + 1 : 0;
+    words += run == 3 ? 1 : 0;
+  }
+  EXPECT_GE(words, 3) << expected;
+  const json response = call("/v1/responses", {{"model", "memra-demo"}, {"max_output_tokens", 24}, {"temperature", 0}, {"input", ask}});
+  EXPECT_EQ(response["output"].back()["content"][0]["text"], expected) << response.dump();
+  EXPECT_EQ(response["usage"]["input_tokens"], chat["usage"]["prompt_tokens"]);
+  const json message = call("/v1/messages", {{"model", "memra-demo"}, {"max_tokens", 24}, {"temperature", 0},
+                                             {"messages", json::array({{{"role", "user"}, {"content", ask}}})}});
+  EXPECT_EQ(message["content"][0]["text"], expected) << message.dump();
+  EXPECT_EQ(message["usage"]["output_tokens"], chat["usage"]["completion_tokens"]);
 }
 
 }  // namespace
