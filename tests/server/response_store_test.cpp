@@ -6,7 +6,7 @@
 namespace memra::server {
 namespace {
 
-TEST(ResponseStore, OneTenantNeverSeesAnothersResponses) {
+TEST(ServerResponseStore, OneTenantNeverSeesAnothersResponses) {
   ResponseStore store(8, 1024);
   store.put("acme", "resp_1", "[1]");
   EXPECT_EQ(store.get("acme", "resp_1"), "[1]");
@@ -17,7 +17,7 @@ TEST(ResponseStore, OneTenantNeverSeesAnothersResponses) {
   EXPECT_EQ(store.get("acme", "resp_2"), std::nullopt);
 }
 
-TEST(ResponseStore, TheLeastRecentlyUsedGoesFirstWhenATenantIsFull) {
+TEST(ServerResponseStore, TheLeastRecentlyUsedGoesFirstWhenATenantIsFull) {
   ResponseStore store(3, 1 << 20);
   store.put("t", "a", "A");
   store.put("t", "b", "B");
@@ -33,7 +33,7 @@ TEST(ResponseStore, TheLeastRecentlyUsedGoesFirstWhenATenantIsFull) {
   EXPECT_EQ(store.entries("other"), 3u);
 }
 
-TEST(ResponseStore, TheByteCapEvictsAndAnOversizedConversationIsNotKept) {
+TEST(ServerResponseStore, TheByteCapEvictsAndAnOversizedConversationIsNotKept) {
   ResponseStore store(100, 10);
   store.put("t", "a", "1234");
   store.put("t", "b", "5678");
