@@ -97,12 +97,15 @@ struct BackendOptions {
   bool device_sampling = true; // sample rows on the GPU (else copied rows on the host)
   bool prefill_gemm = true;    // prompt rows through the tensor-core GEMM (else the GEMV)
   bool prefill_precise = true; // the GEMM's f32-faithful split operands (else single bf16)
+  bool programmatic_launch = true;  // step graphs: PDL-aware kernels overlap the previous kernel's tail
+  bool fuse_decode = true;     // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs
   void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
   void* log_user = nullptr;
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
-  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16.
+  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16,
+  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=0.
   void apply_environment();
 };
 
@@ -129,6 +132,8 @@ struct BackendStats {
   int64_t nvrtc_cache_hits = 0;          // NVRTC compiles served from the on-disk cache
   int64_t handoffs = 0;                  // pipeline: activation copies between stages, since the last step began
   uint64_t handoff_bytes = 0;
+  int64_t fused_act_quantisations = 0;   // CUDA: producers (norm, gated activation) that also wrote int8x32 rows
+  int64_t merged_gemv_launches = 0;      // CUDA: int8 GEMVs merged into the previous one's launch (q/k/v, gate/up)
 };
 
 // A quant plugin's memra_quant_api.register_kernels.

@@ -10,6 +10,7 @@
 
 #include "host/backend/cuda/builtin_kernels.hpp"
 #include "host/backend/cuda/cu_error.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
@@ -130,6 +131,7 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
     const memra_weight& w = set->weights[i];
     if (w.ndim != 2 || !w.quant) continue;
     if (auto s = scheme(&w); !s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
+    if (ref::int8_activation_matmul(lower_scheme(w.quant), w.shape[1])) int8_weights_ = true;
   }
   // One allocation for the whole set; tensors sharing host memory (tied embeddings) share the copy.
   std::vector<std::pair<const memra_weight*, uint64_t>> plan;
@@ -238,6 +240,7 @@ void CudaBackend::reset_step_scratch() {
   graph_enabled_ = options_.step_graphs;
   recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
+  gemv8_merge_.valid = false;
 }
 
 memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
@@ -424,6 +427,8 @@ BackendStats CudaBackend::stats() const {
   s.plugin_launches_replayed = plugin_launches_replayed_;
   s.plugin_launches_captured = plugin_launches_captured_;
   s.plugin_launches_eager = plugin_launches_eager_;
+  s.fused_act_quantisations = fused_act_quantisations_;
+  s.merged_gemv_launches = merged_gemv_launches_;
   return s;
 }
 

@@ -92,6 +92,9 @@ Result<Kernel*> KernelModules::get(Module* module, const std::string& kernel_nam
     return make_error(ErrorCode::not_found, cu_error(r, ("kernel " + kernel_name + " in module " + module->name).c_str()));
   r = cuKernelGetFunction(&k->function, k->kernel);
   if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "cuKernelGetFunction"));
+  // The modules whose every kernel is PDL-aware (kernels/common/pdl.cuh).
+  const std::string& mn = module->name;
+  k->pdl = mn == "norm" || mn == "activation" || mn.rfind("matmul8_", 0) == 0 || mn.rfind("nvrtc:rms_norm_dim", 0) == 0;
   Kernel* raw = k.get();
   module->kernels[kernel_name] = std::move(k);
   return raw;
