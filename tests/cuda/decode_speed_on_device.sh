@@ -19,12 +19,12 @@ trap 'tar czf "$OUT/logs.tar.gz" -C "$L" . 2>/dev/null' EXIT
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$R"
 run_test() {  # <binary> <log name> [gtest args...]
   local t=$1 log=$2; shift 2
-  timeout 120 "$D/bin/$t" "$@" > "$L/$log.log" 2>&1
+  timeout 60 "$D/bin/$t" "$@" > "$L/$log.log" 2>&1
   say "$log rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/$log.log" | tr '\n' ' ')"
   grep -E "^\[  FAILED|Failure" "$L/$log.log" | head -5 | tee -a "$R"
 }
 if [ "$PART" != bench ]; then
-  timeout 200 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1
+  timeout 100 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1
   say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
   grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
   grep -E "fused decode|step graph" "$L/kernel-check.log" | head -20 | tee -a "$R"
@@ -35,7 +35,7 @@ if [ "$PART" != bench ]; then
   MEMRA_CUDA_GRAPH=0 run_test cuda_fixture_test cuda_fixture_test_eager
 fi
 [ "$PART" = checks ] && exit 0
-bench() { say "== ${ENVS:-} memra-bench $*"; env ${ENVS:-} timeout 100 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
+bench() { say "== ${ENVS:-} memra-bench $*"; env ${ENVS:-} timeout 60 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
           grep -E "^(pp|tg|copy)" | tee -a "$R"; }
 G="--prompt-tokens 512 --gen-tokens 64"
 bench --quant q8_0 $G
