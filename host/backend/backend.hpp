@@ -98,14 +98,16 @@ struct BackendOptions {
   bool prefill_gemm = true;    // prompt rows through the tensor-core GEMM (else the GEMV)
   bool prefill_precise = true; // the GEMM's f32-faithful split operands (else single bf16)
   bool programmatic_launch = true;  // step graphs: PDL-aware kernels overlap the previous kernel's tail
-  bool fuse_decode = true;     // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs
+  // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs: off
+  // by default (measured no faster on the H200: docs/PERFORMANCE.md, "Decode step: PDL ...")
+  bool fuse_decode = false;
   void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
   void* log_user = nullptr;
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
   // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16,
-  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=0.
+  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=1.
   void apply_environment();
 };
 

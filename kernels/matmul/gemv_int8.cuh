@@ -9,7 +9,11 @@
 // (32 weights) belongs to thread u % 128, which walks its units in ascending order; a
 // row's 128 partials are summed per warp by the xor-butterfly tree, then over the
 // warps in order. None of this depends on R, NT, grid.x or M: a token's result is the
-// same bits for any launch. The caller guarantees cols % 256 == 0 (rows of whole
+// same bits for any launch. A launch covers up to 3 matrices over the same activation
+// rows (Int8GemvMats: the groups of matrix k follow those of k-1), so sharing a launch
+// changes nothing either. PDL (kernels/common/pdl.cuh): a block issues its first step's
+// weight loads, then waits for the previous kernel before reading activations or writing
+// y. The caller guarantees cols % 256 == 0 (rows of whole
 // 16-byte-aligned runs), w and xq 16-byte aligned, xm 8-byte aligned; nothing is checked here.
 //
 // Weights stream once per block for all its tokens, 16-byte loads that skip L1

@@ -3,7 +3,7 @@
 # from tests/cuda/carry_all.sh's folder: memra-kernel-check (ALL GREEN or not, the
 # fused-decode lines), the CUDA fixture oracles (graphs and eager), speculative identity,
 # then memra-bench tg64 per scheme, and q4_k / bf16 again with MEMRA_CUDA_PDL=0 and
-# MEMRA_CUDA_FUSE=0 (what each part gives). Summary: $OUT/summary.txt.
+# MEMRA_CUDA_FUSE=1 (what each part gives; the fused path is off by default). Summary: $OUT/summary.txt.
 # Usage: tests/cuda/decode_speed_on_device.sh [<carried folder>=.device/dec] [checks|bench]
 set -u
 D=$(readlink -f "${1:-.device/dec}")
@@ -43,5 +43,5 @@ bench --quant q4_k $G
 bench --quant bf16 $G
 bench --quant q4_0 $G
 ENVS="MEMRA_CUDA_PDL=0" bench --quant q4_k $G
-ENVS="MEMRA_CUDA_FUSE=0" bench --quant q4_k $G
+ENVS="MEMRA_CUDA_FUSE=1" bench --quant q4_k $G
 ENVS="MEMRA_CUDA_PDL=0" bench --quant bf16 $G

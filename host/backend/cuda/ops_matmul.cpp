@@ -18,7 +18,8 @@
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
 // ref::matmul_activation) take int8 activations on their generated rows, as their CPU
 // reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
-// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows),
+// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows; or
+// by the producing norm/activation with BackendOptions::fuse_decode, ops_basic.cpp),
 // then the int8 GEMV, bitwise the reference. Their prompt rows keep f32 activations
 // (the GEMM; with MEMRA_PREFILL_GEMM=0 the f32 GEMV), whatever the GEMM setting.
 //

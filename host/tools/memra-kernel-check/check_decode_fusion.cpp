@@ -4,14 +4,28 @@
 // every matmul's output == int8_matmul_ref of the producer's own (downloaded) output,
 // i.e. the fused codes are exactly ref::quantize_act_q8's, and a merged launch computes
 // each matrix's rows as its own launch would. The backend's counters show that both
-// paths ran (merging needs step recording, the default).
+// paths ran (merging needs step recording, the default). The path is off by default
+// (BackendOptions::fuse_decode, MEMRA_CUDA_FUSE=1), so the check opens a backend with it.
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
 
 namespace memra::kcheck {
 
-void check_decode_fusion(Device& d, Report& r, const CheckOptions& o) {
+void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0xf05edull);
+  // The fused path is a backend setting (BackendOptions::fuse_decode, off by default):
+  // checked on a second backend with it on, unless this one has it already.
+  std::unique_ptr<Device> fused;
+  if (!dev.options().fuse_decode) {
+    const std::string name = "fused decode: open a backend with fuse_decode";
+    try {
+      fused = dev.reopen([](backend::BackendOptions& b) { b.fuse_decode = true; });
+    } catch (const Failure& e) {
+      r.add(name, false, e.what());
+      return;
+    }
+  }
+  Device& d = fused ? *fused : dev;
   const int64_t dim = 1024, ffn = 1536, nq = 160, nkv = 64, ndown = 96;
   for (const char* sch : {"q8_0", "q4_0", "q4_k"}) {
     const std::string s = sch;
