@@ -45,6 +45,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options) {
   kernel_dir_ = !options.kernel_dir.empty() ? options.kernel_dir : module_dir() + "/kernels";
   cache_dir_ = !options.cache_dir.empty() ? options.cache_dir : default_cache_dir();
   sync_each_op_ = options.sync_each_op;
+  profile_init();
   fill_ops(ops_, reinterpret_cast<memra_backend_ctx*>(this));
 }
 
@@ -52,6 +53,7 @@ CudaBackend::~CudaBackend() {
   if (!ctx_.stream()) return;
   (void)ctx_.make_current();
   (void)ctx_.synchronize();  // nothing to report from a destructor
+  if (profile_) profile_report();
   release_graph();
   batches_.clear();
   arena_.reset();
@@ -232,6 +234,10 @@ memra_status CudaBackend::begin_step() {
 }
 
 void CudaBackend::reset_step_scratch() {
+  if (profile_) {
+    profile_collect();  // the step before was synchronized (begin_step, slots)
+    profile_decode_step_ = true;
+  }
   batches_.clear();
   act_q8_ = {};  // its buffers were step scratch
   arena_->reset();
@@ -435,6 +441,7 @@ BackendStats CudaBackend::stats() const {
 memra_status CudaBackend::launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
   ++write_epoch_;
   if (recording_) return record_launch(k, gx, gy, block, shared, args);
+  if (profile_ && profile_decode_step_) return profile_launch(k, gx, gy, block, shared, args);
   const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   return MEMRA_OK;
@@ -471,6 +478,14 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   const uint64_t tables = static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
   const uint64_t logits = b->logits_rows ? static_cast<uint64_t>(std::max(0, b->num_logits)) : 0;
   const uint64_t n = 3 * t + tables + logits;
+  if (MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&
+      std::any_of(b->prompt_tokens, b->prompt_tokens + b->num_tokens, [](uint8_t f) { return f != 0; })) {
+    if (profile_ && profile_decode_step_) {  // not a decode step: its spans so far are dropped
+      for (const ProfileSpan& s : profile_pending_) profile_events_.push_back(s.start), profile_events_.push_back(s.end);
+      profile_pending_.clear();
+    }
+    profile_decode_step_ = false;
+  }
   // Steps that read prompt tokens run eagerly: their shapes change from step to step,
   // so a graph would be captured for one use. Decode steps repeat and replay.
   if (recording_ && MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&

@@ -315,6 +315,27 @@ class CudaBackend {
     uint64_t out_lo[ref::Int8GemvMats::kMax] = {}, out_hi[ref::Int8GemvMats::kMax] = {};
   };
   Gemv8Merge gemv8_merge_;
+
+  // Per-kernel decode profile (step_profile.cpp, MEMRA_CUDA_PROFILE=1): graphs off,
+  // each launch of a decode step between two events, summed per kernel name.
+  struct ProfileSpan {
+    const Kernel* kernel;
+    CUevent start, end;
+  };
+  struct ProfileTotal {
+    int64_t count = 0;
+    double ms = 0;
+  };
+  void profile_init();
+  CUevent profile_event();
+  memra_status profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  void profile_collect();  // the previous step's spans (its work has been waited for)
+  void profile_report();   // the table, on stderr, when the backend closes
+  bool profile_ = false, profile_decode_step_ = true;
+  std::vector<ProfileSpan> profile_pending_;
+  std::vector<CUevent> profile_events_;
+  std::map<std::string, ProfileTotal> profile_totals_;
+  int64_t profile_steps_ = 0;
   // Fused quantisation (ops_basic.cpp): add_rms_norm and the gated activations write
   // their output also as int8x32 blocks when the model has integer-activation weights
   // and the rows are generated ones, so the next matmul finds them in act_q8_.
