@@ -3,7 +3,8 @@
 # from tests/cuda/carry_all.sh's folder: memra-kernel-check (ALL GREEN or not, the
 # fused-decode lines), the CUDA fixture oracles (graphs and eager), speculative identity,
 # then memra-bench tg64 per scheme, and q4_k / bf16 again with MEMRA_CUDA_PDL=0 and
-# MEMRA_CUDA_FUSE=1 (what each part gives; the fused path is off by default). Summary: $OUT/summary.txt.
+# MEMRA_CUDA_FUSE=1 (what each part gives; the fused path is off by default), and a per-kernel
+# profile of q4_k and bf16 decode steps (MEMRA_CUDA_PROFILE). Summary: $OUT/summary.txt.
 # Usage: tests/cuda/decode_speed_on_device.sh [<carried folder>=.device/dec] [checks|bench]
 set -u
 D=$(readlink -f "${1:-.device/dec}")
@@ -45,3 +46,9 @@ bench --quant q4_0 $G
 ENVS="MEMRA_CUDA_PDL=0" bench --quant q4_k $G
 ENVS="MEMRA_CUDA_FUSE=1" bench --quant q4_k $G
 ENVS="MEMRA_CUDA_PDL=0" bench --quant bf16 $G
+# Where a decode step's time goes (eager, per kernel; MEMRA_CUDA_PROFILE, docs/FLAGS.md).
+for q in q4_k bf16; do
+  say "== MEMRA_CUDA_PROFILE=1 memra-bench --quant $q --prompt-tokens 512 --gen-tokens 32 --repeats 1"
+  MEMRA_CUDA_PROFILE=1 timeout 60 "$D/bin/memra-bench" --quant $q --prompt-tokens 512 --gen-tokens 32 --repeats 1 2>&1 |
+    tee -a "$L/profile.log" | grep -E "^(tg|decode profile|  )" | head -30 | tee -a "$R"
+done
