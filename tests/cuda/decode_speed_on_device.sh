@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the decode-step work (docs/PERFORMANCE.md, "Fused decode step"),
+# One device call for the decode-step work (docs/PERFORMANCE.md, "Decode step: PDL, fused quantisation, merged GEMVs"),
 # from tests/cuda/carry_all.sh's folder: memra-kernel-check (ALL GREEN or not, the
 # fused-decode lines), the CUDA fixture oracles (graphs and eager), speculative identity,
 # then memra-bench tg64 per scheme, and q4_k / bf16 again with MEMRA_CUDA_PDL=0 and
@@ -25,7 +25,7 @@ run_test() {  # <binary> <log name> [gtest args...]
   grep -E "^\[  FAILED|Failure" "$L/$log.log" | head -5 | tee -a "$R"
 }
 if [ "$PART" != bench ]; then
-  timeout 100 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1
+  timeout 240 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1
   say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
   grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
   grep -E "fused decode|step graph" "$L/kernel-check.log" | head -20 | tee -a "$R"
