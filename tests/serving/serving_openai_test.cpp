@@ -12,33 +12,23 @@
 
 #include "host/server/api_keys.hpp"
 #include "serving_client.hpp"
+#include "tests/support/command.hpp"
 
 namespace memra::server::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ShellRun {
-  int code = -1;
-  std::string output;
-};
-
-ShellRun run_shell(const std::string& command) {
-  ShellRun r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// stdout and stderr together.
+::memra::testing::CommandResult run_shell(const std::string& command) {
+  return ::memra::testing::run_command(command, ::memra::testing::Stderr::merge);
 }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
 // Skips unless node and the openai package are installed (scripts/setup does both).
 bool have_node(std::string* why) {
-  if (run_shell("node --version").code != 0) {
+  if (run_shell("node --version").exit_code != 0) {
     *why = "node is not installed (scripts/setup installs it)";
     return false;
   }
@@ -62,13 +52,13 @@ TEST(ServingOpenai, TheOpenaiClientWorksAgainstMemraHost) {
   ASSERT_TRUE(host) << why;
   const std::string base = "http://127.0.0.1:" + std::to_string(host->port()) + "/v1";
   const std::string script = std::string(MEMRA_SOURCE_ROOT) + "/tests/serving/openai_client.mjs";
-  const ShellRun r = run_shell("MEMRA_NODE_DIR=" + quote(MEMRA_NODE_DIR) + " timeout 120 node " + quote(script) + " " +
+  const auto r = run_shell("MEMRA_NODE_DIR=" + quote(MEMRA_NODE_DIR) + " timeout 120 node " + quote(script) + " " +
                           quote(base) + " " + quote(good) + " " + quote(disabled) + " " + quote(tight));
-  EXPECT_EQ(r.code, 0) << r.output << "\nmemra-host log:\n" << host->log();
+  EXPECT_EQ(r.exit_code, 0) << r.out << "\nmemra-host log:\n" << host->log();
   // node:test prints "# pass N" / "# fail N"; every test must have run.
-  EXPECT_NE(r.output.find("# pass 12"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("# fail 0"), std::string::npos) << r.output;
-  std::cout << r.output.substr(r.output.find("# tests") == std::string::npos ? 0 : r.output.find("# tests"));
+  EXPECT_NE(r.out.find("# pass 12"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# fail 0"), std::string::npos) << r.out;
+  std::cout << r.out.substr(r.out.find("# tests") == std::string::npos ? 0 : r.out.find("# tests"));
 }
 
 TEST(ServingOpenai, ThePrintedClientExampleRunsAsPrinted) {
@@ -85,9 +75,9 @@ TEST(ServingOpenai, ThePrintedClientExampleRunsAsPrinted) {
   TempDir dir;
   fs::create_directory_symlink(fs::path(MEMRA_NODE_DIR) / "node_modules", dir.path() / "node_modules");
   const auto file = dir.write("example.mjs", snippet);
-  const ShellRun r = run_shell("timeout 60 node " + quote(file.string()));
-  EXPECT_EQ(r.code, 0) << snippet << "\n->\n" << r.output << "\nlog:\n" << host->log();
-  EXPECT_FALSE(r.output.empty());
+  const auto r = run_shell("timeout 60 node " + quote(file.string()));
+  EXPECT_EQ(r.exit_code, 0) << snippet << "\n->\n" << r.out << "\nlog:\n" << host->log();
+  EXPECT_FALSE(r.out.empty());
 }
 
 }  // namespace

@@ -15,21 +15,16 @@
 
 #include "host/server/api_keys.hpp"
 #include "serving_client.hpp"
+#include "tests/support/command.hpp"
 
 namespace memra::server::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
+// stdout and stderr together; `code` its exit code.
 std::string run_shell(const std::string& command, int& code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  return ::memra::testing::run_command(command, ::memra::testing::Stderr::merge).take_out(code);
 }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }

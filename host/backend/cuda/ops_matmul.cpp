@@ -12,8 +12,7 @@
 // its results scattered back by index; the generated rows are gathered, run through
 // the GEMV on their own and scattered back (bitwise copies). MEMRA_PREFILL_PRECISION=
 // bf16 selects the fast GEMM (one bf16 pass); the default splits each activation
-// into bf16 hi + lo (and non-bf16 weights too). MEMRA_PREFILL_GEMM=0 runs every row
-// through the GEMV (as before the GEMM existed).
+// into bf16 hi + lo (and non-bf16 weights too).
 //
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
 // ref::matmul_activation) take int8 activations on their generated rows, as their CPU
@@ -21,7 +20,7 @@
 // once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows; or
 // by the producing norm/activation with BackendOptions::fuse_decode, ops_basic.cpp),
 // then the int8 GEMV, bitwise the reference. Their prompt rows keep f32 activations
-// (the GEMM; with MEMRA_PREFILL_GEMM=0 the f32 GEMV), whatever the GEMM setting.
+// (the GEMM), whatever its precision setting.
 //
 // Which kernel serves a scheme comes from the backend's kernel registry
 // (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
@@ -142,7 +141,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
 
   if (s->int8) {
     // Generated rows on the int8 GEMV (bitwise the CPU reference), prompt rows on f32
-    // activations: the GEMM, or the f32 GEMV with MEMRA_PREFILL_GEMM=0.
+    // activations: the GEMM.
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
     const DeviceBatch::RowSplit* split = *r;
@@ -151,18 +150,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
       st = matmul_gemv8(*s, wd, rows, cols, xd, 0, m, od, bd, entry_epoch);
     } else {
       const bool all_prompt = split->generated == 0;
-      if (options_.prefill_gemm) {
-        st = matmul_gemm(*s, wd, rows, cols, xd, all_prompt ? m : split->prompt, all_prompt ? 0 : split->prompt_rows, od, bd);
-      } else if (auto f = scheme(w, ref::kActivationF32); !f) {
-        st = fail(f.error());
-      } else if (f->entry->plugin) {
-        st = fail(MEMRA_ERR_UNSUPPORTED, "matmul: MEMRA_PREFILL_GEMM=0 with " + f->entry->provider + "'s f32 kernel for " + s->scheme +
-                                             " prompt rows is not supported (unset MEMRA_PREFILL_GEMM)");
-      } else if (all_prompt) {
-        st = matmul_gemv(*f, wd, rows, cols, xd, m, od, bd);
-      } else {
-        st = matmul_rows_gemv(*f, wd, rows, cols, xd, split->prompt, split->prompt_rows, od, bd);
-      }
+      st = matmul_gemm(*s, wd, rows, cols, xd, all_prompt ? m : split->prompt, all_prompt ? 0 : split->prompt_rows, od, bd);
       if (st == MEMRA_OK && !all_prompt) {
         // The generated rows are quantised by index (no gather), their results scattered back.
         const int64_t gen = split->generated;
@@ -186,7 +174,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   // The path of each row follows its prompt flag; no flags, no prompt rows, or a
   // scheme without a GEMM: every row on the GEMV, exactly as before.
   const DeviceBatch::RowSplit* split = nullptr;
-  if (options_.prefill_gemm && s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
+  if (s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
     split = *r;
