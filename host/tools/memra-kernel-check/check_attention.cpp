@@ -217,6 +217,10 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       {"gqa 4/4 hd64 interleaved llama3 window=100 softcap=30", 4, 4, 64, true, rope(64, 0, 500000.0f, MEMRA_ROPE_SCALING_LLAMA3), 100, 30.0f},
       {"gqa 6/2 hd128 yarn partial-rotary 64", 6, 2, 128, true, rope(64, 1, 1000000.0f, MEMRA_ROPE_SCALING_YARN), 0, 0.0f},
       {"mha 2/2 hd256 no-rope", 2, 2, 256, false, {}, 0, 0.0f},
+      // The decode kernel's multi-pass paths: 10 q heads per kv head (score passes of
+      // 4 + 4 + 2 heads, output passes of 8 + 2), and head_dim 96 (lanes and threads idle).
+      {"gqa 10/1 hd128 neox window=200", 10, 1, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 200, 0.0f},
+      {"gqa 6/1 hd96 neox softcap=50", 6, 1, 96, true, rope(96, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 50.0f},
   };
   // Every config again over a bf16 KV cache: same bounds, same bit checks.
   for (size_t i = 0, n = configs.size(); i < n; ++i) {
