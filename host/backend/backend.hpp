@@ -31,27 +31,65 @@ namespace memra::backend {
 
 // Bumped whenever anything in this header changes shape: the CUDA module reports the
 // version it was built with and a different one is refused at open.
-inline constexpr uint32_t kBackendInterfaceVersion = 2;
-
-// Geometry of the paged KV cache (uniform across layers) and its element type:
-// MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after RoPE and V rounded to bf16 when
-// written; docs/ARCHITECTURE.md, "KV cache element type"). The cache holds the model's
-// layers [first_layer, first_layer + layers) (a pipeline stage holds a range); ops
-// name layers by the model's index.
-struct KvCacheConfig {
-  int64_t layers = 0;
-  int64_t kv_heads = 0;
-  int64_t head_dim = 0;
-  int64_t block_size = 16;
-  int64_t num_blocks = 0;
-  memra_dtype dtype = MEMRA_DTYPE_F32;
-  int64_t first_layer = 0;
-};
+inline constexpr uint32_t kBackendInterfaceVersion = 3;
 
 // Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
 inline uint64_t kv_element_bytes(memra_dtype dtype) {
   return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
 }
+
+// One layer's paged KV geometry and element type: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16
+// (K after RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache
+// element type"). kv_heads 0: the layer keeps no KV (a recurrent layer).
+struct KvLayerConfig {
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  memra_dtype dtype = MEMRA_DTYPE_F32;
+};
+
+// The paged KV cache, sized from the plan's state groups layer by layer (each group its
+// own geometry and dtype). Every layer has num_blocks blocks of block_size positions,
+// so a sequence's block table serves all of them. The cache holds the model's layers
+// [first_layer, first_layer + layers.size()) (a pipeline stage holds a range); ops name
+// layers by the model's index.
+struct KvCacheConfig {
+  std::vector<KvLayerConfig> layers;
+  int64_t block_size = 16;
+  int64_t num_blocks = 0;
+  int64_t first_layer = 0;
+
+  // Every layer alike (tools and tests).
+  static KvCacheConfig uniform(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size, int64_t num_blocks,
+                               memra_dtype dtype = MEMRA_DTYPE_F32) {
+    KvCacheConfig c;
+    c.layers.assign(static_cast<size_t>(layers), KvLayerConfig{kv_heads, head_dim, dtype});
+    c.block_size = block_size;
+    c.num_blocks = num_blocks;
+    return c;
+  }
+  int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
+  // The layer of the model's index `layer`, or nullptr when this cache does not hold it
+  // or it keeps no KV.
+  const KvLayerConfig* layer(int64_t model_layer) const {
+    const int64_t l = model_layer - first_layer;
+    if (l < 0 || l >= num_layers() || layers[static_cast<size_t>(l)].kv_heads <= 0) return nullptr;
+    return &layers[static_cast<size_t>(l)];
+  }
+  // Bytes of one block of backend layer l's K (or V).
+  uint64_t block_bytes(size_t l) const {
+    const KvLayerConfig& c = layers[l];
+    return static_cast<uint64_t>(block_size * c.kv_heads * c.head_dim) * kv_element_bytes(c.dtype);
+  }
+  // Where backend layer l's K (or V) starts in one allocation of every layer's, and its size.
+  uint64_t layer_offset(size_t l) const {
+    uint64_t o = 0;
+    for (size_t i = 0; i < l; ++i) o += block_bytes(i) * static_cast<uint64_t>(num_blocks);
+    return o;
+  }
+  uint64_t layer_bytes(size_t l) const { return block_bytes(l) * static_cast<uint64_t>(num_blocks); }
+  // K (or V) of every layer.
+  uint64_t bytes() const { return layer_offset(layers.size()); }
+};
 
 // Recurrent state (the plan's RECURRENT groups, docs/ARCHITECTURE.md "State manager"):
 // `slots` rows per layer; layer_bytes[l] is what one slot of backend layer l takes

@@ -15,10 +15,11 @@
 
 namespace memra::engine {
 namespace {
-// The state the plan's groups ask for. Every backend holds one KV geometry for all
-// layers today, so PAGED_KV groups must agree on it (a sliding window only limits what
-// is read); RECURRENT groups give each of their layers bytes_per_sequence per sequence.
-// Anything else is refused by name, never guessed.
+// The state the plan's groups ask for: each PAGED_KV group's layers get its KV geometry
+// and dtype (all layers share the block size and count, so one block table per sequence
+// serves them; a sliding window only limits what is read); RECURRENT groups give each of
+// their layers bytes_per_sequence per sequence and no KV. Anything else is refused by
+// name, never guessed.
 struct PlanState {
   backend::KvCacheConfig kv;
   std::vector<uint64_t> state_bytes;  // per model layer: recurrent bytes per sequence (0: none)
@@ -27,7 +28,7 @@ struct PlanState {
   bool layer_ranges = false;  // the family runs layer ranges (pipeline stages, ABI 2.2)
 };
 
-Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c) {
+Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c, memra_dtype default_kv_dtype) {
   auto info = plan.info();
   if (!info) return info.error();
   const std::string who = "family plugin '" + plan.plugin_name() + "'";
@@ -40,7 +41,7 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
   std::vector<int> seen(static_cast<size_t>(std::max(0, info->num_layers)), 0);
   PlanState ps;
   backend::KvCacheConfig& kv = ps.kv;
-  kv.layers = info->num_layers;
+  kv.layers.assign(seen.size(), backend::KvLayerConfig{});
   ps.state_bytes.assign(seen.size(), 0);
   for (size_t g = 0; g < info->num_state_groups; ++g) {
     const memra_state_group& group = info->state_groups[g];
@@ -54,12 +55,6 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
     } else if (group.kind == MEMRA_STATE_PAGED_KV) {
       if (group.kv_heads <= 0 || group.head_dim <= 0 || group.sliding_window < 0)
         return make_error(ErrorCode::invalid_argument, where + " has a non-positive KV geometry");
-      if (kv.kv_heads == 0) kv.kv_heads = group.kv_heads, kv.head_dim = group.head_dim;
-      if (group.kv_heads != kv.kv_heads || group.head_dim != kv.head_dim)
-        return make_error(ErrorCode::unsupported, where + " asks for " + std::to_string(group.kv_heads) + " KV heads of " +
-                                                      std::to_string(group.head_dim) + " where another group has " +
-                                                      std::to_string(kv.kv_heads) + " of " + std::to_string(kv.head_dim) +
-                                                      "; per-group KV geometry is not supported by the backends yet");
     } else {
       return make_error(ErrorCode::unsupported, where + " declares unknown state kind " + std::to_string(group.kind));
     }
@@ -68,6 +63,9 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
       if (l < 0 || l >= info->num_layers || seen[static_cast<size_t>(l)]++)
         return make_error(ErrorCode::invalid_argument, where + " lists layer " + std::to_string(l) + " out of range or twice");
       if (group.kind == MEMRA_STATE_RECURRENT) ps.state_bytes[static_cast<size_t>(l)] = group.bytes_per_sequence;
+      else  // the family's dtype when it declares one, else the engine's (--kv-dtype)
+        kv.layers[static_cast<size_t>(l)] = {group.kv_heads, group.head_dim,
+                                             group.kv_dtype != MEMRA_DTYPE_INVALID ? group.kv_dtype : default_kv_dtype};
     }
   }
   for (size_t l = 0; l < seen.size(); ++l)
@@ -103,7 +101,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
                                                c.family + "', which is not installed (see memra-host --list-plugins)");
   auto plan = family->plan_create(source->config_json);
   if (!plan) return make_error(plan.error().code, "cannot load " + source->path + ": " + plan.error().message);
-  auto state = state_from_plan(*plan, c);
+  auto state = state_from_plan(*plan, c, options.kv_dtype);
   if (!state) return make_error(state.error().code, "cannot load " + source->path + ": " + state.error().message);
   // Ops by name: refused here, before any device is opened, on a backend that lacks
   // them (host/ops/op_registry.hpp says which backend has which op).
@@ -122,7 +120,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   sc.kv = state->kv;
   sc.kv.block_size = bs;
   sc.kv.num_blocks = num_blocks;
-  sc.kv.dtype = options.kv_dtype;
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
   // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
   if (state->recurrent) {

@@ -38,9 +38,10 @@ struct EngineOptions {
   // CUDA device of each stage; empty = 0, 1, ..., stages-1. Repeats are allowed (two
   // stages on one GPU: separate backends and streams). `backend.device` is ignored then.
   std::vector<int> pipeline_devices;
-  // KV cache element type on every backend: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16 (K after
-  // RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache element
-  // type"). Anything else fails at load.
+  // KV cache element type of every state group that does not declare its own
+  // (memra_state_group.kv_dtype), on every backend: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16
+  // (K after RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache
+  // element type"). Anything else fails at load.
   memra_dtype kv_dtype = MEMRA_DTYPE_F32;
 };
 

@@ -113,7 +113,11 @@ void Scheduler::abort_all(std::string reason) {
 
 SchedulerStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  SchedulerStats s = stats_;
+  // A cancelled job leaves the queue at the loop's next iteration; it waits no more now
+  // (a client that timed out at the device gate sees the gauge without it).
+  s.waiting = std::count_if(waiting_.begin(), waiting_.end(), [](const auto& j) { return !j->handle->cancelled_.load(); });
+  return s;
 }
 
 void Scheduler::admit_locked() {

@@ -240,13 +240,13 @@ TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
 
 TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
   memra::backend::StateConfig state;
-  state.kv = {1, 2, 8, 16, 4, MEMRA_DTYPE_F16};
+  state.kv = memra::backend::KvCacheConfig::uniform(1, 2, 8, 16, 4, MEMRA_DTYPE_F16);
   memra::backend::CpuBackend cpu([](const char*) { return memra::backend::QuantTable{}; });
   const memra::Status refused = cpu.allocate_state(state);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, memra::ErrorCode::unsupported);
   EXPECT_NE(refused.error().message.find("KV cache dtype"), std::string::npos) << refused.error().message;
-  state.kv.dtype = MEMRA_DTYPE_BF16;
+  state.kv.layers[0].dtype = MEMRA_DTYPE_BF16;
   memra::backend::CpuBackend ok([](const char*) { return memra::backend::QuantTable{}; });
   EXPECT_TRUE(ok.allocate_state(state).ok());
 

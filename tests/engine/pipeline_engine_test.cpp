@@ -375,7 +375,7 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
     auto it = tables.find(s);
     return it == tables.end() ? memra::backend::QuantTable{} : it->second;
   };
-  auto plan = memra::backend::plan_pipeline(src->weights, 2, {2, {}, 0});
+  auto plan = memra::backend::plan_pipeline(src->weights, 2, {2, {}, {}});
   ASSERT_TRUE(plan.ok());
   std::vector<std::string> log;
   std::vector<std::unique_ptr<memra::backend::Backend>> stages;
@@ -388,7 +388,7 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   auto pp = memra::backend::PipelineBackend::create(std::move(stages), *plan);
   ASSERT_TRUE(pp.ok()) << pp.error().message;
   memra::backend::StateConfig state;
-  state.kv = {2, src->config.num_kv_heads, src->config.head_dim, 16, 4};
+  state.kv = memra::backend::KvCacheConfig::uniform(2, src->config.num_kv_heads, src->config.head_dim, 16, 4);
   ASSERT_TRUE((*pp)->upload_weights(src->weight_set()).ok());
   ASSERT_TRUE((*pp)->allocate_state(state).ok());
   auto family = host.family_for(src->config.architecture, host.device_info());

@@ -57,7 +57,7 @@ uint64_t max_stage(const PipelinePlan& p) {
 }
 
 // Brute force: the smallest achievable largest stage over every contiguous split.
-uint64_t best_by_brute_force(const FakeModel& m, int64_t layers, int32_t stages, uint64_t kv_per_layer) {
+uint64_t best_by_brute_force(const FakeModel& m, int64_t layers, int32_t stages, const std::vector<uint64_t>& kv_per_layer) {
   uint64_t best = ~0ull;
   std::vector<int64_t> counts(static_cast<size_t>(stages), 1);
   // Enumerate compositions of `layers` into `stages` positive parts.
@@ -104,7 +104,10 @@ TEST(PipelineSplit, MemorySplitIsTheBestContiguousSplit) {
     for (int64_t l = 0; l < layers; ++l) lb.push_back(bytes(rng));
     const bool tied = trial % 4 == 0;
     const FakeModel m = make_model(lb, bytes(rng) * 2, bytes(rng) * 3, tied);
-    const uint64_t kv = trial % 2 ? 37 : 0;
+    // KV per layer: none, or differing by layer (state groups of different geometry).
+    std::vector<uint64_t> kv(static_cast<size_t>(layers), 0);
+    if (trial % 2)
+      for (size_t l = 0; l < kv.size(); ++l) kv[l] = 37 + 11 * (l % 3);
     PipelineSplitOptions o;
     o.stages = stages;
     o.kv_bytes_per_layer = kv;
@@ -125,11 +128,11 @@ TEST(PipelineSplit, MemorySplitIsTheBestContiguousSplit) {
 TEST(PipelineSplit, UniformLayersSplitEvenlyAndAHeavyHeadShiftsLayersForward) {
   const std::vector<uint64_t> lb(36, 400);
   // Embedding table == output head: 18/18.
-  auto even = plan_pipeline(make_model(lb, 1200, 1200, false).weights, 36, {2, {}, 0});
+  auto even = plan_pipeline(make_model(lb, 1200, 1200, false).weights, 36, {2, {}, {}});
   ASSERT_TRUE(even.ok());
   EXPECT_EQ(even->num_layers, (std::vector<int64_t>{18, 18}));
   // The head three layers heavier than the table: stage 0 takes more layers.
-  auto shifted = plan_pipeline(make_model(lb, 400, 1600, false).weights, 36, {2, {}, 0});
+  auto shifted = plan_pipeline(make_model(lb, 400, 1600, false).weights, 36, {2, {}, {}});
   ASSERT_TRUE(shifted.ok());
   EXPECT_GT(shifted->num_layers[0], 18);
   EXPECT_EQ(shifted->num_layers[0] + shifted->num_layers[1], 36);
@@ -137,11 +140,11 @@ TEST(PipelineSplit, UniformLayersSplitEvenlyAndAHeavyHeadShiftsLayersForward) {
 
 TEST(PipelineSplit, ExplicitSplitsAreHonoured) {
   const FakeModel m = make_model(std::vector<uint64_t>(6, 100), 50, 50, false);
-  auto a = plan_pipeline(m.weights, 6, {2, {1}, 0});  // N-1 entries: the rest to the last
+  auto a = plan_pipeline(m.weights, 6, {2, {1}, {}});  // N-1 entries: the rest to the last
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->num_layers, (std::vector<int64_t>{1, 5}));
   EXPECT_EQ(a->layer_stage, (std::vector<int32_t>{0, 1, 1, 1, 1, 1}));
-  auto b = plan_pipeline(m.weights, 6, {3, {2, 3, 1}, 0});
+  auto b = plan_pipeline(m.weights, 6, {3, {2, 3, 1}, {}});
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->first_layer, (std::vector<int64_t>{0, 2, 5}));
 }
@@ -150,27 +153,27 @@ TEST(PipelineSplit, DegenerateSplitsAreRefused) {
   const FakeModel m = make_model(std::vector<uint64_t>(4, 100), 50, 50, false);
   for (const std::vector<int64_t>& split : {std::vector<int64_t>{0}, std::vector<int64_t>{4}, std::vector<int64_t>{5},
                                             std::vector<int64_t>{-1}}) {
-    auto p = plan_pipeline(m.weights, 4, {2, split, 0});
+    auto p = plan_pipeline(m.weights, 4, {2, split, {}});
     ASSERT_FALSE(p.ok()) << "split " << split[0];
     EXPECT_NE(p.error().message.find("at least one layer"), std::string::npos) << p.error().message;
   }
-  auto sum = plan_pipeline(m.weights, 4, {2, {1, 2}, 0});
+  auto sum = plan_pipeline(m.weights, 4, {2, {1, 2}, {}});
   ASSERT_FALSE(sum.ok());
   EXPECT_NE(sum.error().message.find("covers 3 layers"), std::string::npos) << sum.error().message;
-  auto count = plan_pipeline(m.weights, 4, {3, {1}, 0});
+  auto count = plan_pipeline(m.weights, 4, {3, {1}, {}});
   ASSERT_FALSE(count.ok());
   EXPECT_NE(count.error().message.find("give 2 or 3"), std::string::npos) << count.error().message;
-  auto many = plan_pipeline(m.weights, 4, {5, {}, 0});
+  auto many = plan_pipeline(m.weights, 4, {5, {}, {}});
   ASSERT_FALSE(many.ok());
   EXPECT_NE(many.error().message.find("at least one layer"), std::string::npos) << many.error().message;
-  auto zero_stage = plan_pipeline(m.weights, 4, {3, {2, 2, 0}, 0});
+  auto zero_stage = plan_pipeline(m.weights, 4, {3, {2, 2, 0}, {}});
   ASSERT_FALSE(zero_stage.ok());
   EXPECT_NE(zero_stage.error().message.find("stage 2 would hold 0 layers"), std::string::npos) << zero_stage.error().message;
 }
 
 TEST(PipelineSplit, WeightsLiveWhereTheyAreUsed) {
   const FakeModel untied = make_model(std::vector<uint64_t>(4, 100), 50, 70, false);
-  auto p = plan_pipeline(untied.weights, 4, {3, {1, 2, 1}, 0});
+  auto p = plan_pipeline(untied.weights, 4, {3, {1, 2, 1}, {}});
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(p->tied_output);
   EXPECT_EQ(p->weight_stages("token_embd.weight"), 1u);
@@ -184,7 +187,7 @@ TEST(PipelineSplit, WeightsLiveWhereTheyAreUsed) {
   EXPECT_EQ(p->weight_bytes[0], 50u + 100u);
   EXPECT_EQ(p->weight_bytes[2], 100u + 70u + 16u);
   const FakeModel tied = make_model(std::vector<uint64_t>(4, 100), 50, 0, true);
-  auto t = plan_pipeline(tied.weights, 4, {2, {}, 0});
+  auto t = plan_pipeline(tied.weights, 4, {2, {}, {}});
   ASSERT_TRUE(t.ok());
   EXPECT_TRUE(t->tied_output);
   EXPECT_EQ(t->weight_stages("token_embd.weight"), 3u);  // the lookup on stage 0, the head on stage 1

@@ -1,5 +1,6 @@
 // RECURRENT state and ops by name, through the engine with the recurrent test family
-// (tests/plugins/test_plugins/recurrent_family.c): slots follow sequences, logits match
+// (tests/plugins/test_plugins/recurrent_family.c), on every backend (a suite over
+// backends, tests/support/backends.hpp): slots follow sequences, logits match
 // an independent implementation of the toy model, batching/chunking/forking/rollback
 // are bitwise invariant, speculative decoding is token-identical, pipeline stages route
 // the state to its layer's stage, and bad plans are refused naming the plugin.
@@ -19,6 +20,7 @@
 #include "memra/ops.h"
 #include "tests/engine/recurrent_test_model.hpp"
 #include "tests/engine/sequence_drain.hpp"
+#include "tests/support/backends.hpp"
 
 namespace memra::engine {
 namespace {
@@ -27,12 +29,22 @@ using testing::kRecurrentDim;
 using testing::kRecurrentVocab;
 using Rows = std::vector<std::vector<float>>;
 
-std::unique_ptr<Engine> load(EngineOptions o = {}, const std::string& config = "{}") {
-  if (o.block_size == 16) o.block_size = 4;  // small blocks: forks and rollbacks cross block edges
-  auto e = Engine::create(testing::recurrent_source(config), testing::recurrent_plugins(), o);
-  EXPECT_TRUE(e) << (e ? "" : e.error().message);
-  return e ? std::move(*e) : nullptr;
-}
+// On the suite's backend (and its pipeline stages' devices).
+class RecurrentState : public testing::BackendTest {
+ protected:
+  EngineOptions options(int32_t stages = 1) const {
+    EngineOptions o = testing::engine_options(GetParam());
+    testing::set_pipeline_stages(o, stages);
+    return o;
+  }
+  std::unique_ptr<Engine> load() const { return load(options()); }
+  static std::unique_ptr<Engine> load(EngineOptions o, const std::string& config = "{}") {
+    if (o.block_size == 16) o.block_size = 4;  // small blocks: forks and rollbacks cross block edges
+    auto e = Engine::create(testing::recurrent_source(config), testing::recurrent_plugins(), o);
+    EXPECT_TRUE(e) << (e ? "" : e.error().message);
+    return e ? std::move(*e) : nullptr;
+  }
+};
 
 std::string refusal(const std::string& config, EngineOptions o = {}) {
   auto e = Engine::create(testing::recurrent_source(config), testing::recurrent_plugins(), o);
@@ -101,7 +113,7 @@ int32_t argmax(const std::vector<float>& row) {
 
 const std::vector<int32_t> kPrompt = {3, 1, 4, 1, 5, 9, 2};
 
-TEST(RecurrentState, LogitsMatchAnIndependentImplementation) {
+TEST_P(RecurrentState, LogitsMatchAnIndependentImplementation) {
   auto e = load();
   ASSERT_TRUE(e);
   const int32_t seq = e->open_sequence();
@@ -124,8 +136,8 @@ TEST(RecurrentState, LogitsMatchAnIndependentImplementation) {
   EXPECT_NE(step(*e, other, changed).back(), step(*e, e->open_sequence(), kPrompt).back());
 }
 
-TEST(RecurrentState, SlotsAreAllocatedAndFreedWithSequences) {
-  EngineOptions o;
+TEST_P(RecurrentState, SlotsAreAllocatedAndFreedWithSequences) {
+  EngineOptions o = options();
   o.max_sequences = 3;
   auto e = load(o);
   ASSERT_TRUE(e);
@@ -150,7 +162,7 @@ TEST(RecurrentState, SlotsAreAllocatedAndFreedWithSequences) {
   EXPECT_EQ(e->kv_blocks().num_free(), e->kv_blocks().num_blocks());
 }
 
-TEST(RecurrentState, BatchingAndChunkingAreBitwiseInvariant) {
+TEST_P(RecurrentState, BatchingAndChunkingAreBitwiseInvariant) {
   auto alone = load(), together = load();
   ASSERT_TRUE(alone && together);
   const int32_t a = alone->open_sequence();
@@ -183,7 +195,7 @@ TEST(RecurrentState, BatchingAndChunkingAreBitwiseInvariant) {
   EXPECT_EQ(got, want);
 }
 
-TEST(RecurrentState, AForkedSequenceContinuesIdentically) {
+TEST_P(RecurrentState, AForkedSequenceContinuesIdentically) {
   auto e = load();
   ASSERT_TRUE(e);
   const int32_t a = e->open_sequence();
@@ -201,12 +213,10 @@ TEST(RecurrentState, AForkedSequenceContinuesIdentically) {
   EXPECT_EQ(Rows(fresh.end() - 4, fresh.end()), from_a);
 }
 
-TEST(RecurrentState, RollbackRestoresTheSnapshotAndReplaysTheKeptTokens) {
+TEST_P(RecurrentState, RollbackRestoresTheSnapshotAndReplaysTheKeptTokens) {
   for (int32_t stages : {1, 2}) {
     SCOPED_TRACE(stages);
-    EngineOptions o;
-    o.pipeline_stages = stages;
-    auto e = load(o);
+    auto e = load(options(stages));
     ASSERT_TRUE(e);
     const int32_t spec = e->open_sequence(), plain = e->open_sequence();
     step(*e, spec, kPrompt);
@@ -223,7 +233,7 @@ TEST(RecurrentState, RollbackRestoresTheSnapshotAndReplaysTheKeptTokens) {
   }
 }
 
-TEST(RecurrentState, SpeculativeDecodingIsTokenIdenticalToPlainDecode) {
+TEST_P(RecurrentState, SpeculativeDecodingIsTokenIdenticalToPlainDecode) {
   for (const float temperature : {0.0f, 0.9f}) {
     SCOPED_TRACE(temperature);
     auto e = load();
@@ -249,7 +259,7 @@ TEST(RecurrentState, SpeculativeDecodingIsTokenIdenticalToPlainDecode) {
 
 // Admission waits for state slots (2 sequences' worth here, 6 requests), the prefix cache
 // stays out of it, and plain and speculative serving give generate()'s tokens.
-TEST(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
+TEST_P(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
   auto request = [](int v) {
     SequenceRequest r;
     for (int i = 0; i < 5 + v; ++i) r.prompt.push_back((i * 5 + v * 3) % kRecurrentVocab);
@@ -273,7 +283,7 @@ TEST(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
   }
   for (const bool speculative : {false, true}) {
     SCOPED_TRACE(speculative);
-    EngineOptions o;
+    EngineOptions o = options();
     o.max_sequences = 2;
     auto e = load(o);
     ASSERT_TRUE(e);
@@ -294,10 +304,8 @@ TEST(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
   }
 }
 
-TEST(RecurrentState, PipelineStagesRouteTheStateToItsLayer) {
-  EngineOptions two;
-  two.pipeline_stages = 2;
-  auto one = load(), split = load(two);
+TEST_P(RecurrentState, PipelineStagesRouteTheStateToItsLayer) {
+  auto one = load(), split = load(options(2));
   ASSERT_TRUE(one && split);
   const auto* pipeline = dynamic_cast<const backend::PipelineBackend*>(&split->backend());
   ASSERT_NE(pipeline, nullptr);
@@ -322,7 +330,7 @@ TEST(RecurrentState, PipelineStagesRouteTheStateToItsLayer) {
   }
 }
 
-TEST(RecurrentState, BadPlansAreRefusedNamingThePlugin) {
+TEST(RecurrentStatePlans, BadPlansAreRefusedNamingThePlugin) {
   const std::string kind = refusal("{\"bad_state_kind\":1}");
   EXPECT_NE(kind.find("family plugin 'recurrent-test'"), std::string::npos) << kind;
   EXPECT_NE(kind.find("unknown state kind 99"), std::string::npos) << kind;
@@ -331,6 +339,8 @@ TEST(RecurrentState, BadPlansAreRefusedNamingThePlugin) {
   const std::string version = refusal("{\"bad_op_version\":1}");
   EXPECT_NE(version.find("requires op 'decay_scan' v7, which this host does not have (it has v1)"), std::string::npos) << version;
 }
+
+MEMRA_INSTANTIATE_BACKENDS(RecurrentState);
 
 TEST(OpRegistry, EveryCpuOpIsFoundByNameAndVersion) {
   backend::CpuBackend cpu(nullptr);

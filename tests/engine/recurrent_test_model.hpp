@@ -3,6 +3,7 @@
 // with seeded random f32 weights. Kept for the process, like build_plugins().
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -15,8 +16,13 @@ namespace memra::testing {
 
 constexpr int kRecurrentVocab = 16, kRecurrentDim = 8;
 
+// tests/plugins builds it into <build>/lib/memra/test-plugins.
 inline plugins::PluginHost& recurrent_plugins() {
-  static plugins::PluginHost* host = discover_build_plugins({MEMRA_RECURRENT_PLUGIN_DIR});
+  static plugins::PluginHost* host = [] {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return discover_build_plugins({exe.parent_path() / ".." / "lib" / "memra" / "test-plugins"});
+  }();
   return *host;
 }
 

@@ -84,16 +84,15 @@ memra_device_info CpuBackend::device_info() const {
 }
 
 Status CpuBackend::allocate_state(const StateConfig& state) {
-  const uint64_t elem = kv_element_bytes(state.kv.dtype);
-  if (elem == 0)
-    return make_error(ErrorCode::unsupported, "KV cache dtype " + std::to_string(state.kv.dtype) +
-                                                  " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
+  for (const KvLayerConfig& l : state.kv.layers)
+    if (l.kv_heads > 0 && kv_element_bytes(l.dtype) == 0)
+      return make_error(ErrorCode::unsupported, "KV cache dtype " + std::to_string(l.dtype) +
+                                                    " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
   kv_ = state.kv;
   state_ = state.recurrent;
-  const size_t n = static_cast<size_t>(kv_.layers * kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim);
   // Zeroed: +0.0 in both element types.
-  k_cache_.assign(n * elem, 0);
-  v_cache_.assign(n * elem, 0);
+  k_cache_.assign(static_cast<size_t>(kv_.bytes()), 0);
+  v_cache_.assign(static_cast<size_t>(kv_.bytes()), 0);
   state_cache_.clear();
   for (uint64_t b : state_.layer_bytes) state_cache_.emplace_back(static_cast<size_t>(b * static_cast<uint64_t>(state_.slots)), 0);
   return {};
@@ -195,11 +194,11 @@ memra_status CpuBackend::fail(memra_status code, std::string message) {
 Status CpuBackend::copy_kv_block(int32_t from, int32_t to) {
   if (from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
     return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");
-  const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
-  for (int64_t l = 0; l < kv_.layers; ++l) {
-    const int64_t base = l * kv_.num_blocks * block_bytes;
-    std::copy_n(k_cache_.begin() + base + from * block_bytes, block_bytes, k_cache_.begin() + base + to * block_bytes);
-    std::copy_n(v_cache_.begin() + base + from * block_bytes, block_bytes, v_cache_.begin() + base + to * block_bytes);
+  for (size_t l = 0; l < kv_.layers.size(); ++l) {
+    const uint64_t base = kv_.layer_offset(l), block = kv_.block_bytes(l);
+    for (std::vector<uint8_t>* c : {&k_cache_, &v_cache_})
+      std::copy_n(c->begin() + static_cast<int64_t>(base + static_cast<uint64_t>(from) * block), block,
+                  c->begin() + static_cast<int64_t>(base + static_cast<uint64_t>(to) * block));
   }
   return {};
 }
@@ -344,18 +343,19 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
                                    memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   note_batch(batch);
   if (k_cache_.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
-  const int64_t local = p->layer - kv_.first_layer;  // the cache holds layers from first_layer on
-  if (local < 0 || local >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " is not in this KV cache");
-  if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
-  const int64_t block_bytes = kv_.block_size * kv_.kv_heads * kv_.head_dim * static_cast<int64_t>(kv_element_bytes(kv_.dtype));
+  const KvLayerConfig* geometry = kv_.layer(p->layer);  // the cache holds layers from first_layer on
+  if (!geometry) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " has no KV in this cache");
+  if (p->num_kv_heads != geometry->kv_heads || p->head_dim != geometry->head_dim)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) +
+                                                "'s heads/head_dim differ from the KV its state group declared");
+  const auto local = static_cast<size_t>(p->layer - kv_.first_layer);
   ref::PagedKvLayer layer;
-  layer.k = k_cache_.data() + local * kv_.num_blocks * block_bytes;
-  layer.v = v_cache_.data() + local * kv_.num_blocks * block_bytes;
-  layer.element = kv_.dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
+  layer.k = k_cache_.data() + kv_.layer_offset(local);
+  layer.v = v_cache_.data() + kv_.layer_offset(local);
+  layer.element = geometry->dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
   layer.block_size = kv_.block_size;
-  layer.kv_heads = kv_.kv_heads;
-  layer.head_dim = kv_.head_dim;
+  layer.kv_heads = geometry->kv_heads;
+  layer.head_dim = geometry->head_dim;
   ref::RopeTable rope;
   if (p->rope) rope = ref::rope_table(*p->rope);
   const int64_t qw = static_cast<int64_t>(p->num_heads) * p->head_dim;

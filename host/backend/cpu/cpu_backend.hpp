@@ -83,7 +83,8 @@ class CpuBackend final : public Backend {
  private:
   KvCacheConfig kv_;
   QuantLookup quant_lookup_;
-  // [layers][num_blocks][block_size][kv_heads][head_dim] elements of kv_.dtype, as bytes.
+  // Layer after layer (KvCacheConfig::layer_offset): [num_blocks][block_size][kv_heads][head_dim]
+  // elements of the layer's dtype, as bytes.
   std::vector<uint8_t> k_cache_;
   std::vector<uint8_t> v_cache_;
   RecurrentStateConfig state_;

@@ -190,18 +190,20 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
 
 memra_status CudaBackend::allocate_kv(const KvCacheConfig& kv) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
-  if (kv.layers <= 0 || kv.kv_heads <= 0 || kv.head_dim <= 0 || kv.block_size <= 0 || kv.num_blocks <= 0)
+  if (kv.layers.empty() || kv.block_size <= 0 || kv.num_blocks <= 0)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
-  const memra_dtype dtype = kv.dtype;
-  if (dtype != MEMRA_DTYPE_F32 && dtype != MEMRA_DTYPE_BF16)
-    return fail(MEMRA_ERR_UNSUPPORTED, "allocate_kv: KV cache dtype " + std::to_string(dtype) +
-                                           " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
+  for (const KvLayerConfig& l : kv.layers) {
+    if (l.kv_heads < 0 || (l.kv_heads > 0 && l.head_dim <= 0)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
+    if (l.kv_heads > 0 && l.dtype != MEMRA_DTYPE_F32 && l.dtype != MEMRA_DTYPE_BF16)
+      return fail(MEMRA_ERR_UNSUPPORTED, "allocate_kv: KV cache dtype " + std::to_string(l.dtype) +
+                                             " is not supported (MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16)");
+  }
   if (k_cache_) cuMemFree(k_cache_);
   if (v_cache_) cuMemFree(v_cache_);
   k_cache_ = v_cache_ = 0;
   kv_ = kv;
-  const uint64_t bytes = static_cast<uint64_t>(kv.layers * kv.num_blocks * kv.block_size * kv.kv_heads * kv.head_dim) *
-                         kv_element_bytes();
+  const uint64_t bytes = kv.bytes();
+  if (bytes == 0) return MEMRA_OK;  // no layer keeps KV (a recurrent-only model)
   CUresult r = cuMemAlloc(&k_cache_, bytes);
   if (r == CUDA_SUCCESS) r = cuMemAlloc(&v_cache_, bytes);
   if (r != CUDA_SUCCESS)
@@ -244,9 +246,9 @@ memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!k_cache_ || from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_kv_block: block out of range");
-  const uint64_t block = static_cast<uint64_t>(kv_.block_size * kv_.kv_heads * kv_.head_dim) * kv_element_bytes();
-  for (int64_t l = 0; l < kv_.layers; ++l) {
-    const uint64_t base = static_cast<uint64_t>(l * kv_.num_blocks) * block;
+  for (size_t l = 0; l < kv_.layers.size(); ++l) {
+    const uint64_t base = kv_.layer_offset(l), block = kv_.block_bytes(l);
+    if (block == 0) continue;
     for (CUdeviceptr c : {k_cache_, v_cache_}) {
       const CUresult r = cuMemcpyDtoDAsync(c + base + to * block, c + base + from * block, block, ctx_.stream());
       if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "copy_kv_block"));

@@ -211,7 +211,6 @@ class CudaBackend {
   CUdeviceptr k_cache_ = 0, v_cache_ = 0;
   RecurrentStateConfig state_;
   std::vector<CUdeviceptr> state_cache_;  // per layer: [slots][state_.layer_bytes[l]] (0: none)
-  uint64_t kv_element_bytes() const { return kv_.dtype == MEMRA_DTYPE_BF16 ? 2u : 4u; }
 
   std::vector<std::unique_ptr<DeviceBatch>> batches_;  // this step's
   struct RopeEntry {

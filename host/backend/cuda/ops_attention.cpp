@@ -8,7 +8,7 @@
 //    rows of other head sizes): split-KV attention (fixed chunks
 //    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
 //    over those rows only (a row list), bitwise what a decode-only step computes.
-// A bf16 KV cache (kv_.dtype) takes each kernel's _bf16 twin: the write rounds K and V
+// A bf16 KV layer (KvLayerConfig::dtype) takes each kernel's _bf16 twin: the write rounds K and V
 // to bf16 (round to nearest even), the readers convert them exactly to f32.
 #include <algorithm>
 #include <cstdlib>
@@ -97,7 +97,9 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   // and the V rows beside them when that fits every arch (else V reuses K's space). The
   // layout never changes the arithmetic.
   const int32_t group = heads / kv_heads;
-  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
+  const KvLayerConfig* geometry = kv_.layer(p->layer);
+  const bool bf16 = geometry && geometry->dtype == MEMRA_DTYPE_BF16;
+  if ((kc | vc) % 16 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs 16-byte aligned KV layers");
   const int kv_bytes = bf16 ? 2 : 4;
   const bool v_separate =
       attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, true) <= attn::kDecodeSmemOverlapLimit;
@@ -160,10 +162,12 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
                                     memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   if (!k_cache_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
   if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
-  const int64_t local = p->layer - kv_.first_layer;  // the cache holds layers from first_layer on
-  if (local < 0 || local >= kv_.layers) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " is not in this KV cache");
-  if (p->num_kv_heads != kv_.kv_heads || p->head_dim != kv_.head_dim)
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads/head_dim differ from the KV cache layout");
+  const KvLayerConfig* geometry = kv_.layer(p->layer);  // the cache holds layers from first_layer on
+  if (!geometry) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " has no KV in this cache");
+  if (p->num_kv_heads != geometry->kv_heads || p->head_dim != geometry->head_dim)
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) +
+                                                "'s heads/head_dim differ from the KV its state group declared");
+  const auto local = static_cast<size_t>(p->layer - kv_.first_layer);
   if (p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads != 0)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads must be a multiple of kv_heads");
   // Host-side checks the CPU backend makes too, and the chunk count of the longest row.
@@ -184,10 +188,9 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
 
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
-  const bool bf16 = kv_.dtype == MEMRA_DTYPE_BF16;
-  const uint64_t layer_bytes = static_cast<uint64_t>(kv_.num_blocks * kv_.block_size * kv_.kv_heads * kv_.head_dim) * kv_element_bytes();
-  const CUdeviceptr kc = k_cache_ + static_cast<uint64_t>(local) * layer_bytes;
-  const CUdeviceptr vc = v_cache_ + static_cast<uint64_t>(local) * layer_bytes;
+  const bool bf16 = geometry->dtype == MEMRA_DTYPE_BF16;
+  const CUdeviceptr kc = k_cache_ + kv_.layer_offset(local);
+  const CUdeviceptr vc = v_cache_ + kv_.layer_offset(local);
 
   CUdeviceptr inv_freq = 0;
   float attention_factor = 1.0f;

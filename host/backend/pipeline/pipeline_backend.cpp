@@ -72,7 +72,8 @@ Status PipelineBackend::allocate_state(const StateConfig& state) {
     const auto first = static_cast<size_t>(plan_.first_layer[static_cast<size_t>(s)]);
     const auto count = static_cast<size_t>(plan_.num_layers[static_cast<size_t>(s)]);
     StateConfig mine = state;
-    mine.kv.layers = static_cast<int64_t>(count);
+    mine.kv.layers.assign(state.kv.layers.begin() + static_cast<int64_t>(std::min(first, state.kv.layers.size())),
+                          state.kv.layers.begin() + static_cast<int64_t>(std::min(first + count, state.kv.layers.size())));
     mine.kv.first_layer = state.kv.first_layer + static_cast<int64_t>(first);
     mine.recurrent.layer_bytes.clear();
     for (size_t l = first; l < first + count && l < state.recurrent.layer_bytes.size(); ++l)

@@ -10,9 +10,8 @@ Result<std::unique_ptr<PipelineBackend>> make_pipeline_backend(const std::vector
   PipelineSplitOptions so;
   so.stages = o.stages;
   so.split = o.split;
-  so.kv_bytes_per_layer = 2ull * static_cast<uint64_t>(kv.num_blocks * kv.block_size * kv.kv_heads * kv.head_dim) *
-                          std::max<uint64_t>(1, kv_element_bytes(kv.dtype));
-  auto plan = plan_pipeline(weights, kv.layers, so);
+  for (size_t l = 0; l < kv.layers.size(); ++l) so.kv_bytes_per_layer.push_back(2 * kv.layer_bytes(l));
+  auto plan = plan_pipeline(weights, kv.num_layers(), so);
   if (!plan) return plan.error();
   std::vector<int> devices = o.devices;
   if (devices.empty())

@@ -68,7 +68,9 @@ Result<PipelinePlan> plan_pipeline(const std::vector<memra_weight>& weights, int
                                   [](const memra_weight& w) { return w.name && std::string_view(w.name) == "output.weight"; });
 
   // Measured memory: each layer's weights plus its KV; the rest by where it lives.
-  std::vector<uint64_t> layer_bytes(static_cast<size_t>(num_layers), o.kv_bytes_per_layer);
+  auto layer_kv = [&](int64_t l) { return static_cast<size_t>(l) < o.kv_bytes_per_layer.size() ? o.kv_bytes_per_layer[static_cast<size_t>(l)] : 0; };
+  std::vector<uint64_t> layer_bytes(static_cast<size_t>(num_layers));
+  for (int64_t l = 0; l < num_layers; ++l) layer_bytes[static_cast<size_t>(l)] = layer_kv(l);
   uint64_t first_extra = 0, last_extra = 0, all_extra = 0;
   for (const memra_weight& w : weights) {
     const std::string_view name = w.name ? w.name : "";
@@ -145,8 +147,9 @@ Result<PipelinePlan> plan_pipeline(const std::vector<memra_weight>& weights, int
     const int64_t c = counts[static_cast<size_t>(s)];
     plan.first_layer.push_back(first);
     plan.num_layers.push_back(c);
-    for (int64_t l = first; l < first + c; ++l) plan.layer_stage.push_back(s);
-    plan.kv_bytes.push_back(static_cast<uint64_t>(c) * o.kv_bytes_per_layer);
+    uint64_t kv = 0;
+    for (int64_t l = first; l < first + c; ++l) plan.layer_stage.push_back(s), kv += layer_kv(l);
+    plan.kv_bytes.push_back(kv);
     first += c;
   }
   plan.weight_bytes.assign(static_cast<size_t>(n), 0);

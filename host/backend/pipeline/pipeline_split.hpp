@@ -37,7 +37,7 @@ struct PipelineSplitOptions {
   // Layers per stage, first stage first. stages-1 entries leave the rest to the last
   // stage; empty = balanced by memory.
   std::vector<int64_t> split;
-  uint64_t kv_bytes_per_layer = 0;  // K and V of one layer over the whole cache
+  std::vector<uint64_t> kv_bytes_per_layer;  // per layer: its K and V over the whole cache (absent: 0)
 };
 
 // Index L of a weight named "blk.<L>.<...>", else -1.

@@ -3,7 +3,8 @@
 // alone vs beside three other sequences, and in a prefill vs a decode step; with an
 // f32 and a bf16 KV cache (the reference then rounds K and V to bf16 when written).
 // For bf16 also: the bf16 decode kernel is bitwise the f32 one when both caches hold
-// the same bf16-representable values (only the element load differs).
+// the same bf16-representable values (only the element load differs). And a layer's
+// results do not depend on the other layers' KV geometry or dtype.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -52,10 +53,14 @@ struct Token {
 
 class Scenario {
  public:
-  Scenario(Device& d, const Config& c, int32_t layers, int32_t block_size, int32_t max_blocks, int32_t seqs, Rng& rng)
+  // `layer0`: the device's layer 0 gets this geometry and dtype instead (state groups of
+  // different KV geometry); the reference keeps every layer alike.
+  Scenario(Device& d, const Config& c, int32_t layers, int32_t block_size, int32_t max_blocks, int32_t seqs, Rng& rng,
+           const backend::KvLayerConfig* layer0 = nullptr)
       : d_(d), c_(c), layers_(layers), bs_(block_size), max_blocks_(max_blocks) {
     num_blocks_ = seqs * max_blocks;
-    const backend::KvCacheConfig kv{layers, c.kv_heads, c.head_dim, block_size, num_blocks_, c.kv};
+    auto kv = backend::KvCacheConfig::uniform(layers, c.kv_heads, c.head_dim, block_size, num_blocks_, c.kv);
+    if (layer0) kv.layers[0] = *layer0;
     d.check(d.allocate_kv(kv), "allocate_kv");
     const size_t n = static_cast<size_t>(layers) * num_blocks_ * block_size * c.kv_heads * c.head_dim;
     kc_.assign(n * kv_bytes(c.kv), 0);
@@ -210,6 +215,38 @@ void check_bf16_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n) {
   });
 }
 
+// A layer after a layer of another KV geometry and dtype (a cache sized per state group)
+// computes bitwise what it computes in a cache of its own geometry throughout.
+void check_mixed_geometry(Device& d, Report& r, int32_t n) {
+  for (const memra_dtype kv : {MEMRA_DTYPE_F32, MEMRA_DTYPE_BF16}) {
+    const std::string name = std::string("bitwise attention gqa 8/2 hd128 ") + (kv == MEMRA_DTYPE_BF16 ? "bf16" : "f32") +
+                             "-kv on layer 1 after a layer of 4 kv heads of hd64 in the other dtype == a uniform cache";
+    r.guard(name, [&] {
+      const Config c{"", 8, 2, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, kv};
+      const backend::KvLayerConfig other{4, 64, kv == MEMRA_DTYPE_BF16 ? MEMRA_DTYPE_F32 : MEMRA_DTYPE_BF16};
+      const int32_t bs = 16, max_blocks = (n + 1 + bs - 1) / bs + 1;
+      std::vector<Token> toks;
+      {
+        Rng token_rng(11);
+        Rng table_rng(7);
+        Scenario shapes(d, c, 1, bs, max_blocks, 1, table_rng);
+        for (int32_t p = 0; p <= n; ++p) toks.push_back(shapes.token(token_rng, 0, p));
+      }
+      std::vector<float> out[2];
+      for (int i = 0; i < 2; ++i) {
+        Rng table_rng(7);  // the same paging for both
+        Scenario s(d, c, 2, bs, max_blocks, 1, table_rng, i == 0 ? nullptr : &other);
+        auto pre = s.step(std::vector<Token>(toks.begin(), toks.end() - 1), 1);
+        if (i == 1) r.nmse(name + ": prefill vs reference", compare(pre.out, pre.ref_out), kAttentionBound);
+        out[i] = pre.out;
+        const auto dec = s.step({toks.back()}, 1).out;
+        out[i].insert(out[i].end(), dec.begin(), dec.end());
+      }
+      r.bitwise(name, compare(out[1], out[0]));
+    });
+  }
+}
+
 void check_attention(Device& d, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0x6174746e);
   std::vector<Config> configs = {
@@ -273,6 +310,7 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
     });
   }
   check_bf16_matches_f32_kernel(d, r, rng, o.quick ? 270 : 600);
+  check_mixed_geometry(d, r, o.quick ? 270 : 600);
 }
 
 }  // namespace memra::kcheck

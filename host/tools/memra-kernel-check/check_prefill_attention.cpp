@@ -71,7 +71,7 @@ class Cache {
   Cache(Device& d, const PConfig& c, int32_t seqs, int32_t max_len, Rng& rng) : d_(d), c_(c) {
     max_blocks_ = (max_len + kBlock - 1) / kBlock + 1;
     num_blocks_ = seqs * max_blocks_;
-    const backend::KvCacheConfig kv{kLayers, c.kv_heads, c.head_dim, kBlock, num_blocks_, c.kv};
+    const auto kv = backend::KvCacheConfig::uniform(kLayers, c.kv_heads, c.head_dim, kBlock, num_blocks_, c.kv);
     d.check(d.allocate_kv(kv), "allocate_kv");
     const size_t n = static_cast<size_t>(kLayers) * num_blocks_ * kBlock * c.kv_heads * c.head_dim;
     kc_.assign(n * elem_bytes(), 0);

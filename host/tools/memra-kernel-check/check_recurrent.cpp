@@ -58,7 +58,7 @@ void check_recurrent(Device& d, Report& r, const CheckOptions& o) {
   r.guard(name, [&] {
     Rng rng(o.seed ^ 0x7363616e);
     backend::StateConfig state;
-    state.kv = {1, 1, 8, 16, 4};
+    state.kv = backend::KvCacheConfig::uniform(1, 0, 0, 16, 4);  // the layer keeps no KV, only its state
     state.recurrent.slots = kSlots;
     state.recurrent.layer_bytes = {kWidth * sizeof(float)};
     d.check(d.backend().allocate_state(state), "allocate_state");
