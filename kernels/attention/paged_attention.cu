@@ -17,7 +17,11 @@
 // overlap the score phase; both element types then run one code, each element converted
 // exactly to f32, so a bf16 cache's rows are bitwise the f32 kernel's on a cache holding
 // the same (bf16-representable) values (memra-kernel-check proves it).
+// Without nvcc (tests/cuda/decode_attention_emulator.hpp, which includes this file on the
+// host) the CUDA types and the cp.async / shared-memory primitives come from the emulator.
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 
 #include "kernels/attention/paged_attention_layout.hpp"
@@ -40,6 +44,7 @@ __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t pos
   return (block * block_size + position % block_size) * row_width;
 }
 
+#if defined(__CUDACC__)
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
@@ -49,6 +54,7 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+#endif
 
 // Elements as exact floats: 4 consecutive ones (f32: one 16-byte load, bf16: one 8-byte
 // load; lanes reading consecutive groups touch consecutive banks), or one.
@@ -167,7 +173,9 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
                                                 int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
                                                 float* part_ml, const int32_t* rows, int32_t v_separate) {
+#if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
+#endif
   const int group = heads / kv_heads;
   int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
   float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
