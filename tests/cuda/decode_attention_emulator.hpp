@@ -88,6 +88,8 @@ inline void Cta::entry() {
   g_cta->state_[g_cta->cur_] = kDone;  // uc_link returns to the scheduler
 }
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"  // arg_ is used only while run() is on the stack
 template <class Body>
 void Cta::run(Body body) {
   g_cta = this;
@@ -136,6 +138,7 @@ void Cta::run(Body body) {
     if (!ran && !released) throw std::runtime_error("decode attention emulator: deadlock (a warp split between barriers)");
   }
 }
+#pragma GCC diagnostic pop
 
 }  // namespace memra::decode_emu
 
@@ -186,7 +189,7 @@ inline void cp_async_wait() {
 }
 alignas(16) inline unsigned char smem_raw[256 * 1024];
 
-#include "kernels/attention/paged_attention.cu"
+#include "kernels/attention/paged_attention.cu"  // (its #pragma unroll: the test builds with -Wno-unknown-pragmas)
 
 namespace memra::decode_emu {
 
