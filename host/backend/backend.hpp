@@ -135,12 +135,15 @@ struct BackendOptions {
   bool device_sampling = true; // sample rows on the GPU (else copied rows on the host)
   bool prefill_gemm = true;    // prompt rows through the tensor-core GEMM (else the GEMV)
   bool prefill_precise = true; // the GEMM's f32-faithful split operands (else single bf16)
+  // Single-pass prompt rows of bf16 weights through cuBLASLt (a row-invariant pinned
+  // algorithm per shape): "" finds libcublasLt.so.13, "off" never, else its path.
+  std::string cublaslt;
   void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
   void* log_user = nullptr;
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
-  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16.
+  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16, MEMRA_CUBLASLT.
   void apply_environment();
 };
 

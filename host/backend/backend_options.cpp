@@ -20,6 +20,7 @@ void BackendOptions::apply_environment() {
   if (const char* v = env("MEMRA_DEVICE_SAMPLING")) device_sampling = std::strcmp(v, "0") != 0;
   if (const char* v = env("MEMRA_PREFILL_GEMM")) prefill_gemm = std::strcmp(v, "0") != 0;
   if (const char* v = env("MEMRA_PREFILL_PRECISION")) prefill_precise = std::strcmp(v, "bf16") != 0;
+  if (const char* v = env("MEMRA_CUBLASLT"); v && cublaslt.empty()) cublaslt = v;
 }
 
 }  // namespace memra::backend

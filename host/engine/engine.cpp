@@ -120,6 +120,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   sc.kv = state->kv;
   sc.kv.block_size = bs;
   sc.kv.num_blocks = num_blocks;
+  e->kv_bytes_ = 2 * sc.kv.bytes();
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
   // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
   if (state->recurrent) {

@@ -125,6 +125,9 @@ class Engine {
   // The plan declares RECURRENT state; its bytes on the backend (all slots, all layers).
   bool has_recurrent_state() const { return state_slots_.num_blocks() > 0; }
   uint64_t recurrent_state_bytes() const { return state_bytes_; }
+  // The paged KV cache on the backend: K and V of every layer that keeps KV (each with its
+  // state group's geometry and dtype), all blocks.
+  uint64_t kv_cache_bytes() const { return kv_bytes_; }
   int32_t free_state_slots() const { return state_slots_.num_free(); }
   const std::vector<int32_t>& sequence_blocks(int32_t seq) const;
   int64_t block_size() const { return block_size_; }
@@ -193,6 +196,7 @@ class Engine {
   PrefixCache prefix_cache_;
   KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
   uint64_t state_bytes_ = 0;
+  uint64_t kv_bytes_ = 0;
   std::unique_ptr<backend::Backend> backend_;
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, backend::QuantTable> quant_tables_;

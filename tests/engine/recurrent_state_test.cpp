@@ -144,6 +144,10 @@ TEST_P(RecurrentState, SlotsAreAllocatedAndFreedWithSequences) {
   EXPECT_TRUE(e->has_recurrent_state());
   EXPECT_EQ(e->free_state_slots(), 6);  // live + snapshot per sequence
   EXPECT_EQ(e->recurrent_state_bytes(), 6u * kRecurrentDim * sizeof(float));
+  // KV only for the attention layer (layer 1 is recurrent): K and V, every block, f32.
+  EXPECT_EQ(e->kv_cache_bytes(), 2u * static_cast<uint64_t>(e->kv_blocks().num_blocks() * e->block_size()) * kRecurrentDim * sizeof(float));
+  o.kv_dtype = MEMRA_DTYPE_BF16;
+  EXPECT_EQ(load(o)->kv_cache_bytes() * 2, e->kv_cache_bytes());
   const int32_t a = e->open_sequence();
   const Rows first = step(*e, a, kPrompt);
   const int32_t b = e->open_sequence(), c = e->open_sequence();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "host/backend/backend.hpp"
+#include "host/backend/cuda/cublaslt_gemm.hpp"
 #include "host/backend/cuda/device_context.hpp"
 #include "host/backend/cuda/device_memory.hpp"
 #include "host/backend/cuda/kernel_modules.hpp"
@@ -277,6 +278,8 @@ class CudaBackend {
   Result<const DeviceBatch::RowSplit*> matmul_split(int64_t m);
   memra_status matmul_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr y, CUdeviceptr bias);
+  memra_status matmul_gemm_cublaslt(CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m, CUdeviceptr row_index,
+                                    CUdeviceptr out, CUdeviceptr bias);
   memra_status matmul_gemm(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
   memra_status matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t n,
@@ -284,6 +287,11 @@ class CudaBackend {
   memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                              CUdeviceptr y);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
+  // The prompt-row GEMM of bf16 weights in single-pass mode through cuBLASLt
+  // (cublaslt_gemm.hpp), opened at its first use; nullptr: not installed or turned off.
+  CublasLtGemm* cublaslt();
+  std::unique_ptr<CublasLtGemm> cublaslt_;
+  bool cublaslt_opened_ = false;
   // Integer-activation matmuls (ops_matmul.cpp): rows of x quantised into step scratch
   // once and reused by the next matmuls over the same rows (q/k/v, gate/up) while no
   // other write happened: write_epoch_ counts launches and copies into device memory.

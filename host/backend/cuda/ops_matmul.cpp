@@ -341,6 +341,10 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
   const bool precise = options_.prefill_precise;
   const BuiltinMatmul& b = *s.entry->builtin;
   const bool bf16 = b.gemm == BuiltinMatmul::Gemm::streams_bf16;
+  if (!precise && bf16) {
+    if (const memra_status lt = matmul_gemm_cublaslt(wd, rows, cols, xd, m, row_index, od, bd); lt != MEMRA_ERR_UNSUPPORTED)
+      return lt;  // else no row-invariant cuBLASLt algorithm for this shape: the own GEMM, for every M
+  }
   const bool split_w = precise && !bf16;
   const char* kernel = !precise ? "memra_gemm_fast" : split_w ? "memra_gemm_precise_wsplit" : "memra_gemm_precise";
   const unsigned smem = !precise ? kSmemFast : split_w ? kSmemWsplit : kSmemPrecise;
@@ -395,6 +399,43 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     if (const memra_status g = product(w_hi, w_lo, r0, nr); g != MEMRA_OK) return g;
   }
   return MEMRA_OK;
+}
+
+CublasLtGemm* CudaBackend::cublaslt() {
+  if (!cublaslt_opened_) {
+    cublaslt_opened_ = true;
+    if (options_.cublaslt != "off") {
+      std::string why;
+      cublaslt_ = CublasLtGemm::open(options_.cublaslt, ctx_.stream(), &why);
+      log(cublaslt_ ? MEMRA_LOG_INFO : MEMRA_LOG_WARN,
+          cublaslt_ ? "single-pass prompt GEMM of bf16 weights through cuBLASLt (" + cublaslt_->library() + ")"
+                    : "cuBLASLt unavailable (" + why + "); single-pass prompt rows use the backend's own GEMM");
+    }
+  }
+  return cublaslt_.get();
+}
+
+// Prompt rows x (f32, gathered by row_index when given) rounded to bf16, times the bf16
+// weights through cuBLASLt; out rows at row_index (or 0..m-1). UNSUPPORTED: not here.
+memra_status CudaBackend::matmul_gemm_cublaslt(CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd, int64_t m,
+                                               CUdeviceptr row_index, CUdeviceptr od, CUdeviceptr bd) {
+  CublasLtGemm* lt = cublaslt();
+  if (!lt) return MEMRA_ERR_UNSUPPORTED;
+  const uint64_t plane = align_up(static_cast<uint64_t>(m * cols) * 2u, 256);
+  if (const memra_status b = gemm_buffer(gemm_x_, plane); b != MEMRA_OK) return b;
+  if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
+                                    row_index, static_cast<int32_t>(m), cols, gemm_x_.ptr, CUdeviceptr{0});
+      g != MEMRA_OK)
+    return g;
+  CUdeviceptr out = od;
+  if (row_index) {
+    if (const memra_status b = gemm_buffer(gemm_rows_, static_cast<uint64_t>(m * rows) * 4u); b != MEMRA_OK) return b;
+    out = gemm_rows_.ptr;
+  }
+  if (auto st = lt->run(wd, rows, cols, gemm_x_.ptr, m, out, rows, bd); !st)
+    return st.error().code == ErrorCode::unsupported ? MEMRA_ERR_UNSUPPORTED : fail(MEMRA_ERR_DEVICE, st.error().message);
+  if (!row_index) return MEMRA_OK;
+  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(m), 1, 256, 0, gemm_rows_.ptr, rows, row_index, od);
 }
 
 }  // namespace memra::backend::cuda
