@@ -138,12 +138,17 @@ struct BackendOptions {
   // Single-pass prompt rows of bf16 weights through cuBLASLt (a row-invariant pinned
   // algorithm per shape): "" finds libcublasLt.so.13, "off" never, else its path.
   std::string cublaslt;
+  bool programmatic_launch = true;  // step graphs: PDL-aware kernels overlap the previous kernel's tail
+  // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs: off
+  // by default (measured no faster on the H200: docs/PERFORMANCE.md, "Decode step: PDL ...")
+  bool fuse_decode = false;
   void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
   void* log_user = nullptr;
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
-  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16, MEMRA_CUBLASLT.
+  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_GEMM=0, MEMRA_PREFILL_PRECISION=bf16, MEMRA_CUBLASLT,
+  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=1.
   void apply_environment();
 };
 
@@ -170,6 +175,8 @@ struct BackendStats {
   int64_t nvrtc_cache_hits = 0;          // NVRTC compiles served from the on-disk cache
   int64_t handoffs = 0;                  // pipeline: activation copies between stages, since the last step began
   uint64_t handoff_bytes = 0;
+  int64_t fused_act_quantisations = 0;   // CUDA: producers (norm, gated activation) that also wrote int8x32 rows
+  int64_t merged_gemv_launches = 0;      // CUDA: int8 GEMVs merged into the previous one's launch (q/k/v, gate/up)
 };
 
 // A quant plugin's memra_quant_api.register_kernels.

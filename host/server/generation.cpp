@@ -165,6 +165,12 @@ void GenerationRun::process(Choice& c, const engine::SequenceUpdate& u, std::chr
     // A stop string: the answer ends right before it; the sequence is stopped.
     release_to = *scan.stop_at;
     finish = "stop";
+    for (const auto& s : spec_.stop) {
+      if (c.text.compare(*scan.stop_at, s.size(), s) == 0) {
+        delta.stop_sequence = s;
+        break;
+      }
+    }
     c.handle->cancel();
     c.text.resize(*scan.stop_at);
     // Tokens that start inside the stop string are not part of the answer (released ones stay).

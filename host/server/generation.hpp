@@ -50,6 +50,7 @@ struct ChoiceDelta {
   std::string text;                          // chat: the content part
   std::vector<TokenRecord> tokens;           // tokens whose text is now released
   std::optional<std::string> finish_reason;  // "stop" or "length" when the choice ended
+  std::optional<std::string> stop_sequence;  // the stop string that ended it, if one did
 };
 
 class GenerationRun {

@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 
 #include "host/server/admission.hpp"
+#include "host/server/response_store.hpp"
 #include "host/server/api_keys.hpp"
 #include "host/server/key_ring.hpp"
 #include "host/server/metrics.hpp"
@@ -490,11 +491,13 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   metrics.set_models_loaded(static_cast<int>(models.all().size()));
   ServerState state;
   TenantAdmission admission(options.tenant_queue);
+  ResponseStore responses(kStoredResponsesPerTenant, kStoredResponseBytesPerTenant);
   RouterConfig config;
   config.max_body_bytes = options.max_body_bytes;
   config.enable_test_routes = options.enable_test_routes;
   config.models = &models;
   config.admission = &admission;
+  config.responses = &responses;
   config.models_ready = !models.empty();  // loaded before serving; each scheduler thread runs from its creation
   config.version = MEMRA_VERSION;
   config.default_max_tokens = options.default_max_tokens;

@@ -20,6 +20,10 @@ Reply json_reply(int status, std::string json_body) {
   return reply;
 }
 
-Reply error_reply(const ApiError& error) { return json_reply(error.status, error_body(error)); }
+Reply error_reply(const ApiError& error) {
+  Reply reply = json_reply(error.status, error_body(error));
+  reply.error = error;
+  return reply;
+}
 
 }  // namespace memra::server

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,9 @@ struct Reply {
   // When set, the status and headers are sent first and then this writes the body
   // (chunked); `body` is unused. Runs on the request's thread.
   std::function<void(StreamSink&)> stream;
+  // The error this reply reports (error_reply), so the router can render it in the
+  // route's own error shape.
+  std::optional<ApiError> error;
 
   void add_header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

@@ -51,6 +51,7 @@ struct ChoiceResult {
   std::vector<ToolCallOut> tool_calls;   // chat
   std::vector<TokenRecord> tokens;
   std::string finish_reason;
+  std::optional<std::string> stop_sequence;  // the stop string that ended it, if one did
 };
 
 // What a chat stream event carries for one choice besides ChoiceDelta's content.

@@ -702,6 +702,16 @@ Validation validate_completion_body(CompletionKind kind, std::string_view body) 
   Validation out;
   auto doc = parse_object(body, out.error);
   if (!doc) return out;
+  return validate_completion_json(kind, *doc);
+}
+
+std::optional<nlohmann::ordered_json> parse_json_body(std::string_view body, std::optional<ApiError>& error) {
+  return parse_object(body, error);
+}
+
+Validation validate_completion_json(CompletionKind kind, const nlohmann::ordered_json& body) {
+  Validation out;
+  const json* doc = &body;
   Checker check{*doc, std::nullopt};
   CompletionRequest r;
   r.kind = kind;

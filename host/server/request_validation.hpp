@@ -143,6 +143,12 @@ inline constexpr std::size_t kMaxTools = 128;
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body);
+// The same checks on a body already parsed (the Responses and Messages routes translate
+// their bodies into a chat body and validate that).
+Validation validate_completion_json(CompletionKind kind, const nlohmann::ordered_json& body);
+// `body` parsed as one JSON object under the limits every route applies (empty, nesting,
+// syntax, not an object: `error` set, a 400).
+std::optional<nlohmann::ordered_json> parse_json_body(std::string_view body, std::optional<ApiError>& error);
 // Every top-level field a route knows, with what the validator does with it:
 // "honoured", "harmless" or "neutral only" (docs/SERVING.md, "Every field at a glance").
 std::vector<std::pair<std::string, std::string>> field_policies(CompletionKind kind);

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "host/server/body_reader.hpp"
+#include "host/server/messages_format.hpp"
 
 namespace memra::server {
 namespace {
@@ -42,7 +43,7 @@ const std::string& RequestContext::tenant() const {
 
 Router::Router(RouterConfig config, const KeyRing* keys, Metrics& metrics, ServerState& state)
     : config_(std::move(config)), keys_(keys), metrics_(metrics), state_(state) {
-  for (auto&& table : {info_routes(), inference_routes(), tokenize_routes()}) {
+  for (auto&& table : {info_routes(), inference_routes(), responses_routes(), messages_routes(), tokenize_routes()}) {
     routes_.insert(routes_.end(), table.begin(), table.end());
   }
   if (config_.enable_test_routes) {
@@ -70,6 +71,7 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
                    request.getMethod(), request.getURI());
     reply = error_reply(errors::internal("unknown exception"));
   }
+  if (ctx.anthropic_errors && reply.error && !reply.stream) reply.body = anthropic_error_body(*reply.error) + "\n";
   if (!ctx.body_consumed && request_has_body(request)) reply.close_connection = true;
   reply.add_header("x-request-id", "req-" + std::to_string(ctx.request_id));
   // Bookkeeping once the reply is complete: now, or after a streamed body.
@@ -104,6 +106,12 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
 
 Reply Router::reject_draining(const Poco::Net::HTTPRequest& request) {
   Reply reply = error_reply(errors::shutting_down());
+  try {
+    const std::string path = Poco::URI(request.getURI()).getPath();
+    for (const auto& r : routes_)
+      if (r.path == path && r.anthropic_errors) reply.body = anthropic_error_body(*reply.error) + "\n";
+  } catch (const Poco::Exception&) {
+  }
   reply.add_header("Retry-After", "5");
   reply.close_connection = true;
   metrics_.record_request("draining", request.getMethod(), reply.status, 0.0);
@@ -152,6 +160,7 @@ std::optional<Reply> Router::precheck(RequestContext& ctx, const Poco::Net::HTTP
   std::vector<std::string> allowed;
   for (const auto& r : routes_) {
     if (r.path != path) continue;
+    ctx.anthropic_errors = r.anthropic_errors;
     allowed.push_back(r.method);
     // HEAD is GET without the body (RFC 9110 9.3.2): the GET route answers it and the
     // front end sends the status and headers only.
@@ -171,7 +180,10 @@ std::optional<Reply> Router::precheck(RequestContext& ctx, const Poco::Net::HTTP
 
   if (keys_ != nullptr && !route->open) {
     ctx.keys = keys_->current();
-    const auto auth = ctx.keys->authenticate(request.get("Authorization", ""));
+    // Anthropic clients send the key as x-api-key.
+    std::string authorization = request.get("Authorization", "");
+    if (authorization.empty() && request.has("x-api-key")) authorization = "Bearer " + request.get("x-api-key");
+    const auto auth = ctx.keys->authenticate(authorization);
     switch (auth.outcome) {
       case AuthOutcome::ok:
         ctx.key = auth.key;

@@ -26,6 +26,7 @@ namespace memra::server {
 
 class ModelSet;
 class TenantAdmission;
+class ResponseStore;
 
 struct RouterConfig {
   std::size_t max_body_bytes = std::size_t{8} << 20;
@@ -36,6 +37,7 @@ struct RouterConfig {
   std::string version = "unknown";       // system_fingerprint in completions
   std::int64_t default_max_tokens = 1024;  // --default-max-tokens (token_budget.hpp)
   int queue_timeout_ms = 30000;            // --queue-timeout-ms: the scheduler's queue, per request
+  ResponseStore* responses = nullptr;      // /v1/responses' stored responses (null: none are kept)
 };
 
 // What a route knows about the request beyond HTTP.
@@ -47,6 +49,7 @@ struct RequestContext {
   bool body_consumed = false;       // the request body was read to its end
   std::function<bool()> client_gone;  // true once the client closed the connection (never null)
   std::chrono::steady_clock::time_point start;  // when the router got the request
+  bool anthropic_errors = false;    // the path is an Anthropic-API route: errors in its shape
 
   const std::string& tenant() const;  // the key's tenant, or "anonymous" when auth is off
 };
@@ -61,6 +64,7 @@ struct Route {
   bool open = false;      // reachable without an API key even when keys are configured
   bool has_body = false;  // takes a JSON body (Content-Type, size and read checks apply)
   RouteFn fn = nullptr;
+  bool anthropic_errors = false;  // refusals in Anthropic's error shape (/v1/messages)
 };
 
 class Router {
@@ -101,6 +105,8 @@ class Router {
 // Route tables, one file each.
 std::vector<Route> info_routes();       // /health, /ready, /v1/models, /metrics
 std::vector<Route> inference_routes();  // /v1/chat/completions, /v1/completions
+std::vector<Route> responses_routes();  // /v1/responses
+std::vector<Route> messages_routes();   // /v1/messages (Anthropic)
 std::vector<Route> tokenize_routes();   // /tokenize, /detokenize
 std::vector<Route> debug_routes();      // only with --enable-test-routes
 

@@ -1,27 +1,60 @@
 // Elementwise ops: gated activations (out = act(gate) * up) and add. Same
 // expressions as kernels/activation/gated_activation_ref, rounded per step
 // (--fmad=false); expf/tanhf may differ from the C library by an ulp or two.
+// The _q8 entries also write the output as int8x32 blocks (q [n], meta [n/32],
+// gemv_int8_ref.hpp) for the down projection: n % 32 == 0 and a block of 256, so each
+// warp's 32 consecutive elements are one whole block and it quantises the values it stores.
 #include <stdint.h>
 
-extern "C" __global__ void memra_silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+#include "kernels/common/pdl.cuh"
+#include "kernels/common/quantize_q8.cuh"
+
+namespace {
+
+__device__ __forceinline__ float silu_of(float g) { return g / (1.0f + expf(-g)); }
+
+__device__ __forceinline__ float gelu_tanh_of(float g) {
+  const float k = 0.7978845608028654f;  // sqrt(2/pi)
+  const float inner = k * (g + 0.044715f * g * g * g);
+  return 0.5f * g * (1.0f + tanhf(inner));
+}
+
+template <int Act, bool Quantize>  // Act 0 = silu, 1 = gelu_tanh
+__device__ __forceinline__ void gated(const float* gate, const float* up, int64_t n, float* out, int8_t* q, float2* meta) {
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = gate[i];
-    out[i] = (g / (1.0f + expf(-g))) * up[i];
+    const float v = (Act == 0 ? silu_of(g) : gelu_tanh_of(g)) * up[i];
+    out[i] = v;
+    if constexpr (Quantize) memra::cuda::quantize_lane_q8(v, i, q, meta);
   }
+}
+
+}  // namespace
+
+extern "C" __global__ void memra_silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  gated<0, false>(gate, up, n, out, nullptr, nullptr);
 }
 
 extern "C" __global__ void memra_gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
-  const float k = 0.7978845608028654f;  // sqrt(2/pi)
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    const float inner = k * (g + 0.044715f * g * g * g);
-    out[i] = (0.5f * g * (1.0f + tanhf(inner))) * up[i];
-  }
+  gated<1, false>(gate, up, n, out, nullptr, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(256) memra_silu_mul_q8(const float* gate, const float* up, int64_t n, float* out,
+                                                                   int8_t* q, float2* meta) {
+  gated<0, true>(gate, up, n, out, q, meta);
+}
+
+extern "C" __global__ void __launch_bounds__(256) memra_gelu_tanh_mul_q8(const float* gate, const float* up, int64_t n,
+                                                                        float* out, int8_t* q, float2* meta) {
+  gated<1, true>(gate, up, n, out, q, meta);
 }
 
 extern "C" __global__ void memra_add(const float* a, const float* b, int64_t n, float* out) {
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     out[i] = a[i] + b[i];

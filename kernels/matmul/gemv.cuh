@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/reduce.cuh"
 #include "kernels/matmul/dequant_units.cuh"
 
@@ -60,7 +61,7 @@ __device__ __forceinline__ void gemv_tile(const uint8_t* __restrict__ w, int64_t
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
-  if (row >= rows || t0 >= m) return;
+  if (row >= rows || t0 >= m) return;  // whole warps; the block's other warps still wait
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
   const uint8_t* wr = w + row * row_bytes;
   const float* xt0 = x + t0 * cols;
@@ -72,13 +73,25 @@ __device__ __forceinline__ void gemv_tile(const uint8_t* __restrict__ w, int64_t
 
   // Lane l takes units l, l+32, l+64, ... in ascending order; kUnroll of them are
   // loaded before any is used (memory-level parallelism), then consumed in order.
+  // PDL (kernels/common/pdl.cuh): the first weight loads are issued before waiting for
+  // the previous kernel; x, y and bias are touched only after.
   int64_t u = lane;
+  bool waited = false;
   for (; u + 32 * (kUnroll - 1) < units; u += 32 * kUnroll) {
     float wv[kUnroll][S::kUnit];
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) S::unit(wr, u + 32 * k, wv[k]);
+    if (!waited) {
+      pdl_wait();
+      pdl_launch_dependents();
+      waited = true;
+    }
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) accumulate<S, NT>(wv[k], xt0 + (u + 32 * k) * S::kUnit, cols, nt, acc);
+  }
+  if (!waited) {
+    pdl_wait();
+    pdl_launch_dependents();
   }
   for (; u < units; u += 32) {
     float wv[S::kUnit];

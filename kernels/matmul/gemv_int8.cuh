@@ -9,7 +9,11 @@
 // (32 weights) belongs to thread u % 128, which walks its units in ascending order; a
 // row's 128 partials are summed per warp by the xor-butterfly tree, then over the
 // warps in order. None of this depends on R, NT, grid.x or M: a token's result is the
-// same bits for any launch. The caller guarantees cols % 256 == 0 (rows of whole
+// same bits for any launch. A launch covers up to 3 matrices over the same activation
+// rows (Int8GemvMats: the groups of matrix k follow those of k-1), so sharing a launch
+// changes nothing either. PDL (kernels/common/pdl.cuh): a block issues its first step's
+// weight loads, then waits for the previous kernel before reading activations or writing
+// y. The caller guarantees cols % 256 == 0 (rows of whole
 // 16-byte-aligned runs), w and xq 16-byte aligned, xm 8-byte aligned; nothing is checked here.
 //
 // Weights stream once per block for all its tokens, 16-byte loads that skip L1
@@ -31,6 +35,9 @@
 
 #include <cuda_fp16.h>
 #include <stdint.h>
+
+#include "kernels/common/pdl.cuh"
+#include "kernels/matmul/gemv_int8_launch.hpp"
 
 namespace memra::cuda::i8 {
 
@@ -112,6 +119,28 @@ __device__ __forceinline__ void finish(float (&acc)[R][NT], float (*red)[R * NT]
   }
 }
 
+using Mats = memra::ref::Int8GemvMats;
+
+// Group g of a launch: its matrix's weight, output, bias, row count and first row.
+struct Segment {
+  const uint8_t* w;
+  float* y;
+  const float* bias;
+  int64_t rows, row0;
+};
+template <int R>
+__device__ __forceinline__ Segment segment(const Mats& ms, int64_t g) {
+  const int k = (g >= ms.group_end[0]) + (g >= ms.group_end[1]);  // selects, no indexed parameter loads
+  const int64_t first = k == 0 ? 0 : (k == 1 ? ms.group_end[0] : ms.group_end[1]);
+  Segment s;
+  s.w = reinterpret_cast<const uint8_t*>(k == 0 ? ms.w[0] : (k == 1 ? ms.w[1] : ms.w[2]));
+  s.y = reinterpret_cast<float*>(k == 0 ? ms.y[0] : (k == 1 ? ms.y[1] : ms.y[2]));
+  s.bias = reinterpret_cast<const float*>(k == 0 ? ms.bias[0] : (k == 1 ? ms.bias[1] : ms.bias[2]));
+  s.rows = k == 0 ? ms.rows[0] : (k == 1 ? ms.rows[1] : ms.rows[2]);
+  s.row0 = (g - first) * R;
+  return s;
+}
+
 // The step sequence of a persistent block: (group, phase) pairs in order.
 struct Steps {
   int64_t group;
@@ -155,10 +184,8 @@ __device__ __forceinline__ void staged_block(const uint8_t* run, int j, uint16_t
 
 // Scheme 0 = q8_0 (34-byte blocks, 8 code words), 1 = q4_0 (18-byte blocks, 4 code words).
 template <int Scheme, int R, int NT>
-__device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
-                                            int64_t cols, const int8_t* __restrict__ xq,
-                                            const float2* __restrict__ xm, int64_t m, float* __restrict__ y,
-                                            const float* __restrict__ bias) {
+__device__ __forceinline__ void gemv_staged(const Mats& ms, int64_t row_bytes, int64_t cols,
+                                            const int8_t* __restrict__ xq, const float2* __restrict__ xm, int64_t m) {
   constexpr int BB = Scheme == 0 ? 34 : 18;
   constexpr int CW = Scheme == 0 ? 8 : 4;
   using S = Staged<BB>;
@@ -167,7 +194,7 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
-  const int64_t units = cols / 32, groups = (rows + R - 1) / R;
+  const int64_t units = cols / 32, groups = ms.group_end[Mats::kMax - 1];
   const int phases = static_cast<int>((units + kPhaseUnits - 1) / kPhaseUnits);
   if (static_cast<int64_t>(blockIdx.x) >= groups) return;  // uniform
 
@@ -186,20 +213,23 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
   auto load = [&](const Steps& st) {
     const int64_t b0 = static_cast<int64_t>(st.phase) * kPhaseUnits + 32 * warp;
     const int vecs = run_blocks(st.phase) * BB / 16;
+    const Segment sg = segment<R>(ms, st.group);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const int64_t row = st.group * R + r;
-      const uint8_t* src = w + row * row_bytes + b0 * BB;
+      const int64_t row = sg.row0 + r;
+      const uint8_t* src = sg.w + row * row_bytes + b0 * BB;
 #pragma unroll
       for (int i = 0; i < S::kVecsPerLane; ++i) {
         const int idx = lane + 32 * i;
-        if (row < rows && idx < vecs) v[r][i] = ld_stream(src + 16 * idx);
+        if (row < sg.rows && idx < vecs) v[r][i] = ld_stream(src + 16 * idx);
       }
     }
   };
 
   Steps cur{blockIdx.x, 0, phases};
-  load(cur);
+  load(cur);  // weights only: in flight while the previous kernel finishes (PDL)
+  pdl_wait();
+  pdl_launch_dependents();
   int parity = 0;
   while (cur.group < groups) {
     const int nb = run_blocks(cur.phase);
@@ -262,7 +292,8 @@ __device__ __forceinline__ void gemv_staged(const uint8_t* __restrict__ w, int64
       }
     }
     if (cur.phase == phases - 1) {
-      finish<R, NT>(acc, red[parity], cur.group * R, rows, t0, nt, y, bias);
+      const Segment sg = segment<R>(ms, cur.group);
+      finish<R, NT>(acc, red[parity], sg.row0, sg.rows, t0, nt, sg.y, sg.bias);
       parity ^= 1;
 #pragma unroll
       for (int r = 0; r < R; ++r)
@@ -285,17 +316,15 @@ __device__ __forceinline__ uint32_t header_byte(uint4 h, int k) {
 // sub-blocks (the same 32 bytes, one request per pair) and keep their own nibbles, so
 // no shuffle is needed per token; Pair = false: one vector per lane and the swap above.
 template <int R, int NT, bool Pair = false>
-__device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t rows,
-                                          int64_t cols, const int8_t* __restrict__ xq,
-                                          const float2* __restrict__ xm, int64_t m, float* __restrict__ y,
-                                          const float* __restrict__ bias) {
+__device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int64_t cols,
+                                          const int8_t* __restrict__ xq, const float2* __restrict__ xm, int64_t m) {
   __shared__ float red[2][kWarps][R * NT];
   const int tid = threadIdx.x;
   const int v = tid & 7;  // code vector of the super-block = the sub-block this lane owns
   const int c = v >> 1, half = v & 1;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   const int nt = static_cast<int>(m - t0 < NT ? m - t0 : NT);
-  const int64_t units = cols / 32, supers = cols / 256, groups = (rows + R - 1) / R;
+  const int64_t units = cols / 32, supers = cols / 256, groups = ms.group_end[Mats::kMax - 1];
   constexpr int kPhaseSupers = kPhaseUnits / 8;  // 16
   const int phases = static_cast<int>((supers + kPhaseSupers - 1) / kPhaseSupers);
   if (static_cast<int64_t>(blockIdx.x) >= groups) return;  // uniform
@@ -309,11 +338,12 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
   uint4 hv[R], qv[R], qv2[R];
   auto load = [&](const Steps& st) {
     const int64_t sb = static_cast<int64_t>(st.phase) * kPhaseSupers + (tid >> 3);
+    const Segment sg = segment<R>(ms, st.group);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const int64_t row = st.group * R + r;
-      if (sb < supers && row < rows) {
-        const uint8_t* src = w + row * row_bytes + sb * 144;
+      const int64_t row = sg.row0 + r;
+      if (sb < supers && row < sg.rows) {
+        const uint8_t* src = sg.w + row * row_bytes + sb * 144;
         hv[r] = ld_stream(src);
         if constexpr (Pair) {
           qv[r] = ld_stream(src + 16 + 32 * c);
@@ -326,7 +356,9 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
   };
 
   Steps cur{blockIdx.x, 0, phases};
-  load(cur);
+  load(cur);  // weights only: in flight while the previous kernel finishes (PDL)
+  pdl_wait();
+  pdl_launch_dependents();
   int parity = 0;
   while (cur.group < groups) {
     const int64_t sb = static_cast<int64_t>(cur.phase) * kPhaseSupers + (tid >> 3);
@@ -414,7 +446,8 @@ __device__ __forceinline__ void gemv_q4_k(const uint8_t* __restrict__ w, int64_t
       }
     }
     if (cur.phase == phases - 1) {
-      finish<R, NT>(acc, red[parity], cur.group * R, rows, t0, nt, y, bias);
+      const Segment sg = segment<R>(ms, cur.group);
+      finish<R, NT>(acc, red[parity], sg.row0, sg.rows, t0, nt, sg.y, sg.bias);
       parity ^= 1;
 #pragma unroll
       for (int r = 0; r < R; ++r)
@@ -454,6 +487,8 @@ __device__ __forceinline__ void quantize_block8(const float (&e)[8], float& d, i
 __device__ __forceinline__ void quantize_act_q8(const float* __restrict__ x, int64_t n_groups, int64_t cols,
                                                 const int32_t* __restrict__ rows, int8_t* __restrict__ q,
                                                 float2* __restrict__ meta) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // group of 8
   const bool active = g < n_groups;  // inactive lanes still join the shuffles (whole blocks of 4)
   float e[8];

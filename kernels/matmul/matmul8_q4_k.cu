@@ -1,20 +1,21 @@
 // Integer-activation GEMV module for Q4_K weights (gemv_int8.cuh; reference
 // gemv_int8_ref.cpp). Entry memra_gemv8_q4_k_r<R>_t<NT>: R weight rows and NT tokens
-// per 128-thread block; every (R, NT) computes a token's row identically.
+// per 128-thread block over up to 3 matrices (Int8GemvMats); every (R, NT) and any
+// sharing of a launch computes a token's row identically.
 #include "kernels/matmul/gemv_int8.cuh"
 
 #define MEMRA_GEMV8_Q4_K(R, NT)                                                                            \
   extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_q4_k_r##R##_t##NT( \
-      const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* xm,  \
-      int64_t m, float* y, const float* bias) {                                                            \
-    memra::cuda::i8::gemv_q4_k<R, NT>(w, row_bytes, rows, cols, xq, xm, m, y, bias);                 \
+      const memra::ref::Int8GemvMats ms, int64_t row_bytes, int64_t cols, const int8_t* xq, const float2* xm, \
+      int64_t m) {                                                            \
+    memra::cuda::i8::gemv_q4_k<R, NT>(ms, row_bytes, cols, xq, xm, m);                 \
   }
 // Variant memra_gemv8_q4_k2_*: gemv_q4_k<R, NT, true> (both code vectors per lane, no shuffle).
 #define MEMRA_GEMV8_Q4_K2(R, NT)                                                                           \
   extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_q4_k2_r##R##_t##NT( \
-      const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* xm,  \
-      int64_t m, float* y, const float* bias) {                                                            \
-    memra::cuda::i8::gemv_q4_k<R, NT, true>(w, row_bytes, rows, cols, xq, xm, m, y, bias);                \
+      const memra::ref::Int8GemvMats ms, int64_t row_bytes, int64_t cols, const int8_t* xq, const float2* xm, \
+      int64_t m) {                                                            \
+    memra::cuda::i8::gemv_q4_k<R, NT, true>(ms, row_bytes, cols, xq, xm, m);                \
   }
 #define MEMRA_GEMV8_Q4_K_R(R) \
   MEMRA_GEMV8_Q4_K2(R, 1) MEMRA_GEMV8_Q4_K2(R, 2) MEMRA_GEMV8_Q4_K2(R, 4) MEMRA_GEMV8_Q4_K2(R, 8) MEMRA_GEMV8_Q4_K2(R, 16) \

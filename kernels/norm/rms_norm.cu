@@ -5,6 +5,8 @@
 // x * (1 / sqrt(sum/dim + eps)) * (w + unit_offset), each step rounded (--fmad=false).
 #include <stdint.h>
 
+#include "kernels/common/pdl.cuh"
+#include "kernels/common/quantize_q8.cuh"
 #include "kernels/common/reduce.cuh"
 
 namespace {
@@ -39,6 +41,8 @@ __device__ __forceinline__ void normalize(const float* xr, const float* w, float
 extern "C" __global__ void __launch_bounds__(kNormThreads)
     memra_rms_norm(const float* x, const float* w, int64_t dim, float eps, float unit_offset, float* out) {
   __shared__ float scratch[32];
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * dim;
   float s = 0.0f;
   for (int64_t base = threadIdx.x; base < dim; base += kPass * kNormThreads) {
@@ -61,58 +65,82 @@ extern "C" __global__ void __launch_bounds__(kNormThreads)
 // this kernel runs twice per layer and was latency bound at 5 us for a 4096 row);
 // the sum runs over i = tid, tid+256, ... in order either way, so the bits are the
 // same as the two-pass path's, which longer rows take.
-extern "C" __global__ void __launch_bounds__(kNormThreads)
-    memra_add_rms_norm(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
-                       float* out) {
+// Quantise (the _q8 entry, dim % 256 == 0 and dim <= 8192): the output row is also
+// written as int8x32 blocks (q [rows][dim], meta [rows][dim/32], gemv_int8_ref.hpp) for
+// the next integer-activation matmul. Warp w holds elements 256j + 32w + lane, i.e. one
+// whole block per j, and quantises exactly the value it stores.
+template <bool Quantize>
+__device__ __forceinline__ void add_rms_norm_row(const float* x, float* residual, const float* w, int64_t dim, float eps,
+                                                 float unit_offset, float* out, int8_t* q, float2* meta) {
   __shared__ float scratch[32];
   constexpr int kMaxPer = 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * dim;
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
   float* rr = residual + row;
   const float* xr = x + row;
   float s = 0.0f;
-  if (dim <= static_cast<int64_t>(kNormThreads) * kMaxPer) {
-    float rv[kMaxPer], xv[kMaxPer];
+  if constexpr (!Quantize) {  // (the host keeps quantised rows within the register path)
+    if (dim > static_cast<int64_t>(kNormThreads) * kMaxPer) {
+      for (int64_t base = threadIdx.x; base < dim; base += kPass * kNormThreads) {
+        float rv[kPass];
 #pragma unroll
-    for (int j = 0; j < kMaxPer; ++j) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(kNormThreads) * j;
-      rv[j] = i < dim ? rr[i] : 0.0f;
-      xv[j] = i < dim ? xr[i] : 0.0f;
-    }
+        for (int k = 0; k < kPass; ++k) {
+          const int64_t i = base + k * kNormThreads;
+          rv[k] = i < dim ? rr[i] + xr[i] : 0.0f;
+        }
 #pragma unroll
-    for (int j = 0; j < kMaxPer; ++j) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(kNormThreads) * j;
-      if (i < dim) {
-        rv[j] = rv[j] + xv[j];
-        rr[i] = rv[j];
-        s = fmaf(rv[j], rv[j], s);
+        for (int k = 0; k < kPass; ++k) {
+          const int64_t i = base + k * kNormThreads;
+          if (i < dim) {
+            rr[i] = rv[k];
+            s = fmaf(rv[k], rv[k], s);
+          }
+        }
       }
+      s = memra::cuda::block_sum(s, scratch);
+      normalize(rr, w, out + row, dim, s, eps, unit_offset);
+      return;
     }
-    s = memra::cuda::block_sum(s, scratch);
-    const float inv = 1.0f / sqrtf(s / static_cast<float>(dim) + eps);
-    float* o = out + row;
-#pragma unroll
-    for (int j = 0; j < kMaxPer; ++j) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(kNormThreads) * j;
-      if (i < dim) o[i] = (rv[j] * inv) * (w[i] + unit_offset);
-    }
-    return;
   }
-  for (int64_t base = threadIdx.x; base < dim; base += kPass * kNormThreads) {
-    float rv[kPass];
+  float rv[kMaxPer], xv[kMaxPer];
 #pragma unroll
-    for (int k = 0; k < kPass; ++k) {
-      const int64_t i = base + k * kNormThreads;
-      rv[k] = i < dim ? rr[i] + xr[i] : 0.0f;
-    }
+  for (int j = 0; j < kMaxPer; ++j) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(kNormThreads) * j;
+    rv[j] = i < dim ? rr[i] : 0.0f;
+    xv[j] = i < dim ? xr[i] : 0.0f;
+  }
 #pragma unroll
-    for (int k = 0; k < kPass; ++k) {
-      const int64_t i = base + k * kNormThreads;
-      if (i < dim) {
-        rr[i] = rv[k];
-        s = fmaf(rv[k], rv[k], s);
-      }
+  for (int j = 0; j < kMaxPer; ++j) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(kNormThreads) * j;
+    if (i < dim) {
+      rv[j] = rv[j] + xv[j];
+      rr[i] = rv[j];
+      s = fmaf(rv[j], rv[j], s);
     }
   }
   s = memra::cuda::block_sum(s, scratch);
-  normalize(rr, w, out + row, dim, s, eps, unit_offset);
+  const float inv = 1.0f / sqrtf(s / static_cast<float>(dim) + eps);
+  float* o = out + row;
+#pragma unroll
+  for (int j = 0; j < kMaxPer; ++j) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(kNormThreads) * j;
+    if (i < dim) {  // uniform over the block when Quantize (dim % 256 == 0)
+      const float v = (rv[j] * inv) * (w[i] + unit_offset);
+      o[i] = v;
+      if constexpr (Quantize) memra::cuda::quantize_lane_q8(v, row + i, q, meta);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kNormThreads)
+    memra_add_rms_norm(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
+                       float* out) {
+  add_rms_norm_row<false>(x, residual, w, dim, eps, unit_offset, out, nullptr, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(kNormThreads)
+    memra_add_rms_norm_q8(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
+                          float* out, int8_t* q, float2* meta) {
+  add_rms_norm_row<true>(x, residual, w, dim, eps, unit_offset, out, q, meta);
 }

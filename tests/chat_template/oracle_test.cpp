@@ -12,6 +12,7 @@
 #include <string>
 
 #include "host/chat_template/chat_template.hpp"
+#include "tests/support/command.hpp"
 
 namespace {
 
@@ -26,15 +27,11 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Runs a shell command and returns its stdout (stderr passes through to the test log).
+// Runs a shell command: its stdout in `out`, its exit code in `status` (stderr passes
+// through to the test log); false when it could not be started.
 bool run(const std::string& cmd, std::string& out, int& status) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return false;
-  char buf[65536];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  status = ::pclose(p);
-  return true;
+  out += memra::testing::run_command(cmd).take_out(status);
+  return status != -1;
 }
 
 struct Oracle {

@@ -19,6 +19,7 @@
 
 #include "host/tokenizer/utf8.hpp"
 #include "host/tools/memra-perplexity/perplexity.hpp"
+#include "tests/support/command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -30,11 +31,6 @@ const fs::path kModel = fs::path(MEMRA_SOURCE_ROOT) / "host/default_model";
 const fs::path kHeldout = fs::path(MEMRA_SOURCE_ROOT) / "scripts/demo_model/heldout.txt";
 const fs::path kReference = fs::path(MEMRA_SOURCE_ROOT) / "tests/demo_model/perplexity_reference.json";
 
-struct ToolRun {
-  int code = -1;
-  std::string out, err;
-};
-
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::ostringstream s;
@@ -43,18 +39,8 @@ std::string slurp(const fs::path& p) {
 }
 
 // Runs memra-perplexity with `args` (already shell-quoted where needed).
-ToolRun run_tool(const std::string& args) {
-  const memra::testing::TempDir tmp("memra-ppl-err");
-  const fs::path err = tmp / "stderr";
-  const std::string cmd = std::string(MEMRA_PERPLEXITY_BIN) + " " + args + " 2>" + err.string();
-  ToolRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.err = slurp(err);
-  return r;
+memra::testing::CommandResult run_tool(const std::string& args) {
+  return memra::testing::run_command(std::string(MEMRA_PERPLEXITY_BIN) + " " + args, memra::testing::Stderr::capture);
 }
 
 // A text file holding `bytes` (in its own temp dir, removed with it).
@@ -177,8 +163,8 @@ TEST(MemraPerplexity, MatchesTransformersOnTheHeldOutText) {
   for (const auto& f : ref["figures"]["memra-demo"])
     if (f["ctx"] == 128 && f["stride"] == 64 && f["chunks"] == 16 && f["dtype"] == "float32") want = f;
   ASSERT_FALSE(want.is_null());
-  const ToolRun r = run_tool(kModel.string() + " " + kHeldout.string() + " --ctx 128 --stride 64 --chunks 16 --json");
-  ASSERT_EQ(r.code, 0) << r.err;
+  const memra::testing::CommandResult r = run_tool(kModel.string() + " " + kHeldout.string() + " --ctx 128 --stride 64 --chunks 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto got = nlohmann::json::parse(r.out);
   EXPECT_EQ(got["tokens"], want["tokens"]) << "memra's tokenizer splits the text differently from transformers'";
   EXPECT_EQ(got["windows"], want["windows"]);
@@ -193,40 +179,40 @@ TEST(MemraPerplexity, MatchesTransformersOnTheHeldOutText) {
 TEST(MemraPerplexity, PlainOutputIsThePplLine) {
   const std::string text = slurp(kHeldout).substr(0, 1200);
   TempFile f(text);
-  const ToolRun r = run_tool(kModel.string() + " " + f.str() + " --ctx 32");
-  ASSERT_EQ(r.code, 0) << r.err;
+  const memra::testing::CommandResult r = run_tool(kModel.string() + " " + f.str() + " --ctx 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(^PPL = [0-9]+\.[0-9]{4} \+/- [0-9]+\.[0-9]{4} \([0-9]+ tokens scored in [0-9]+ windows of 32, stride 16\)\n$)")))
       << r.out;
 }
 
 TEST(MemraPerplexity, AFileShorterThanOneContextIsRefused) {
   TempFile f("Call me Ishmael. Some years ago, never mind how long precisely.\n");
-  ToolRun r = run_tool(kModel.string() + " " + f.str());
-  EXPECT_EQ(r.code, 1);
+  memra::testing::CommandResult r = run_tool(kModel.string() + " " + f.str());
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("fewer than one context of 512"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   TempFile empty("");
   r = run_tool(kModel.string() + " " + empty.str() + " --ctx 16");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("has 0 tokens, fewer than one context of 16"), std::string::npos) << r.err;
 }
 
 TEST(MemraPerplexity, TextThatIsNotUtf8IsRefused) {
   TempFile f(std::string(2000, 'a') + "\xC3\x28" + std::string(2000, 'b'));
-  const ToolRun r = run_tool(kModel.string() + " " + f.str() + " --ctx 16");
-  EXPECT_EQ(r.code, 1);
+  const memra::testing::CommandResult r = run_tool(kModel.string() + " " + f.str() + " --ctx 16");
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is not UTF-8 text: byte 0xC3 at offset 2000"), std::string::npos) << r.err;
 }
 
 TEST(MemraPerplexity, MissingFilesAndBadModelsAreRefused) {
-  ToolRun r = run_tool(kModel.string() + " /nonexistent/text.txt");
-  EXPECT_EQ(r.code, 1);
+  memra::testing::CommandResult r = run_tool(kModel.string() + " /nonexistent/text.txt");
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot read /nonexistent/text.txt: no such file"), std::string::npos) << r.err;
   r = run_tool("/nonexistent/model " + kHeldout.string());
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_FALSE(r.err.empty());
   r = run_tool(kModel.string() + " " + kHeldout.string() + " --ctx 2048");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("beyond the model's 1024 positions"), std::string::npos) << r.err;
 }
 
@@ -235,16 +221,16 @@ TEST(MemraPerplexity, UsageErrorsExit2) {
   for (const std::string& args : {std::string(""), kModel.string(), m + " --ctx", m + " --ctx abc", m + " --ctx 1",
                                   m + " --ctx 64 --stride 64", m + " --stride 0", m + " --chunks -1",
                                   m + " --backend tpu", m + " --kv-dtype f16", m + " --bogus", m + " extra"}) {
-    const ToolRun r = run_tool(args);
-    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    const memra::testing::CommandResult r = run_tool(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find("usage: memra-perplexity"), std::string::npos) << args;
   }
 }
 
 // --help and docs/FLAGS.md's memra-perplexity section name the same flags.
 TEST(MemraPerplexity, HelpAndFlagsMdAgree) {
-  const ToolRun r = run_tool("--help");
-  ASSERT_EQ(r.code, 0);
+  const memra::testing::CommandResult r = run_tool("--help");
+  ASSERT_EQ(r.exit_code, 0);
   const std::string md = slurp(fs::path(MEMRA_SOURCE_ROOT) / "docs/FLAGS.md");
   const auto begin = md.find("## memra-perplexity");
   ASSERT_NE(begin, std::string::npos);

@@ -1,11 +1,13 @@
-// Running the real memra-gen binary from a test: its path, the build tree's plugins,
-// a popen wrapper and the comma-separated id lists its flags take.
+// Running the real memra-gen binary from a test: its path, the build tree's plugins
+// and the comma-separated id lists its flags take (tests/support/command.hpp runs it).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "tests/support/command.hpp"
 
 namespace memra::testing {
 
@@ -17,21 +19,6 @@ inline const std::string& memra_gen_binary() {
 inline const std::string& build_plugin_dir() {
   static const std::string dir = std::string(MEMRA_BINARY_ROOT) + "/lib/memra/plugins";
   return dir;
-}
-
-// Runs `cmd` through the shell; returns its stdout and sets *status (pclose's).
-inline std::string run_command(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    *status = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
 }
 
 inline std::string join_ids(const std::vector<int32_t>& ids) {

@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using memra::testing::join_ids;
-using memra::testing::run_command;
 const std::string& kGen = memra::testing::memra_gen_binary();
 const std::string& kPluginDir = memra::testing::build_plugin_dir();
 
@@ -35,10 +34,9 @@ TEST_P(MemraGen, GreedyIdsAndDumpedLogitsMatchTransformers) {
   const memra::testing::TempDir tmp("memra-gen-dump");
   const fs::path dump = tmp / "logits.f32";
   int status = 0;
-  const std::string out = run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
+  const std::string out = memra::testing::run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
                                   " --max-tokens " + std::to_string(greedy.size()) + " --json --dump-logits " + dump.string() +
-                                  " 2>/dev/null",
-                              &status);
+                                  " 2>/dev/null").take_out(status);
   ASSERT_EQ(status, 0) << out;
   const auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), input);
@@ -65,14 +63,14 @@ INSTANTIATE_TEST_SUITE_P(Models, MemraGen, ::testing::Values("llama", "qwen3"));
 
 TEST(MemraGenCli, HelpAndUsageErrors) {
   int status = 0;
-  const std::string help = run_command(kGen + " --help 2>&1", &status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const std::string help = memra::testing::run_command(kGen + " --help 2>&1").take_out(status);
+  EXPECT_EQ(status, 0);
   EXPECT_NE(help.find("--prompt-ids"), std::string::npos);
-  const std::string none = run_command(kGen + " 2>&1", &status);
-  EXPECT_NE(WEXITSTATUS(status), 0);
+  const std::string none = memra::testing::run_command(kGen + " 2>&1").take_out(status);
+  EXPECT_NE(status, 0);
   EXPECT_NE(none.find("MODEL"), std::string::npos) << none;
-  const std::string missing = run_command(kGen + " /nonexistent/model --prompt hi 2>&1", &status);
-  EXPECT_NE(WEXITSTATUS(status), 0);
+  const std::string missing = memra::testing::run_command(kGen + " /nonexistent/model --prompt hi 2>&1").take_out(status);
+  EXPECT_NE(status, 0);
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
 }
 
@@ -92,8 +90,8 @@ TEST(MemraGenCli, BadNumbersAreNamedWithTheirFlag) {
     SCOPED_TRACE(args);
     int status = 0;
     const std::string mode = args.rfind("--prompt-ids", 0) == 0 ? "" : "--prompt hi ";
-    const std::string out = run_command(kGen + " /nonexistent/model " + mode + "--backend cpu " + args + " 2>&1", &status);
-    EXPECT_EQ(WEXITSTATUS(status), 64) << out;
+    const std::string out = memra::testing::run_command(kGen + " /nonexistent/model " + mode + "--backend cpu " + args + " 2>&1").take_out(status);
+    EXPECT_EQ(status, 64) << out;
     EXPECT_NE(out.find("memra-gen: " + want), std::string::npos) << out;
     EXPECT_EQ(out.find("stoi"), std::string::npos) << out;
   }
@@ -107,10 +105,9 @@ TEST(MemraGenCli, SpeculativeNgramGivesTheReferenceGreedyIds) {
   const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
   for (int k : {1, 3, 8}) {
     int status = 0;
-    const std::string out = run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
+    const std::string out = memra::testing::run_command(kGen + " " + dir.string() + " --plugin-dir " + kPluginDir + " --prompt-ids " + join_ids(input) +
                                     " --max-tokens " + std::to_string(greedy.size()) + " --json --spec ngram --spec-k " +
-                                    std::to_string(k) + " 2>/dev/null",
-                                &status);
+                                    std::to_string(k) + " 2>/dev/null").take_out(status);
     ASSERT_EQ(status, 0) << out;
     const auto j = nlohmann::json::parse(out);
     EXPECT_EQ(j["generated_ids"].get<std::vector<int32_t>>(), greedy) << "k=" << k;

@@ -17,7 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using memra::testing::join_ids;
-using memra::testing::run_command;
 const std::string& kGen = memra::testing::memra_gen_binary();
 const std::string& kPluginDir = memra::testing::build_plugin_dir();
 const fs::path kLlama = memra::testing::fixture("models/llama");
@@ -32,10 +31,9 @@ TEST(EngineSpeculativeGen, DraftModelGivesTheReferenceGreedyIds) {
   const auto greedy = ref["greedy_ids"].get<std::vector<int32_t>>();
   for (int k : {1, 4, 8}) {
     int status = 0;
-    const std::string out = run_command(kGen + " " + kLlama.string() + " --backend cpu --plugin-dir " + kPluginDir + " --prompt-ids " +
+    const std::string out = memra::testing::run_command(kGen + " " + kLlama.string() + " --backend cpu --plugin-dir " + kPluginDir + " --prompt-ids " +
                                     join_ids(input) + " --max-tokens " + std::to_string(greedy.size()) +
-                                    " --json --spec draft --draft " + kQ8.string() + " --spec-k " + std::to_string(k) + " 2>/dev/null",
-                                &status);
+                                    " --json --spec draft --draft " + kQ8.string() + " --spec-k " + std::to_string(k) + " 2>/dev/null").take_out(status);
     ASSERT_EQ(status, 0) << out;
     const auto j = nlohmann::json::parse(out);
     EXPECT_EQ(j["generated_ids"].get<std::vector<int32_t>>(), greedy) << "k=" << k;
@@ -48,13 +46,13 @@ TEST(EngineSpeculativeGen, MtpAndAMissingDraftAreRefusedClearly) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   const std::string base = kGen + " " + kLlama.string() + " --backend cpu --plugin-dir " + kPluginDir + " --prompt-ids 1,2,3 ";
   int status = 0;
-  std::string out = run_command(base + "--spec mtp 2>&1", &status);
+  std::string out = memra::testing::run_command(base + "--spec mtp 2>&1").take_out(status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("ships no MTP heads"), std::string::npos) << out;
-  out = run_command(base + "--spec draft 2>&1", &status);
+  out = memra::testing::run_command(base + "--spec draft 2>&1").take_out(status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("--spec draft needs --draft"), std::string::npos) << out;
-  out = run_command(base + "--spec bogus 2>&1", &status);
+  out = memra::testing::run_command(base + "--spec bogus 2>&1").take_out(status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("ngram, draft or mtp"), std::string::npos) << out;
 }

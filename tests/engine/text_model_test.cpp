@@ -12,6 +12,7 @@
 #include "host/engine/text_model.hpp"
 #include "repack/tool/repack.hpp"
 #include "tests/support/build_plugins.hpp"
+#include "tests/support/command.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -34,15 +35,8 @@ std::vector<std::string> corpus() {
   return lines;
 }
 
-std::string run(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
+// The tool's stdout; *status its exit code.
+std::string run(const std::string& cmd, int* status) { return memra::testing::run_command(cmd).take_out(*status); }
 
 }  // namespace
 
@@ -76,7 +70,7 @@ TEST(MemraTokenize, PrintsWhatTheLibraryComputes) {
   int status = 0;
   const std::string bin = MEMRA_TOKENIZE_BINARY;
   const std::string out = run(bin + " " + model.string() + " --text 'Hello <|im_start|> world' 2>&1", &status);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  ASSERT_EQ(status, 0) << out;
   const auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["ids"].get<std::vector<int32_t>>(), (*tok)->encode("Hello <|im_start|> world", true));
   EXPECT_EQ(j["count"].get<size_t>(), j["ids"].size());
@@ -84,18 +78,18 @@ TEST(MemraTokenize, PrintsWhatTheLibraryComputes) {
   const memra::testing::TempDir tmp("memra-tokenize-chat");
   const fs::path chat = tmp.write("chat.json", R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]})");
   const std::string rendered = run(bin + " " + model.string() + " --chat-json " + chat.string() + " 2>&1", &status);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << rendered;
+  ASSERT_EQ(status, 0) << rendered;
   const auto r = nlohmann::json::parse(rendered);
   EXPECT_EQ(r["prompt"].get<std::string>(),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(r["ids"].get<std::vector<int32_t>>(), (*tok)->encode(r["prompt"].get<std::string>(), false));
 
   run(bin + " " + model.string() + " 2>&1", &status);
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(status, 2);
   run(bin + " " + model.string() + " --text a --bogus 2>&1", &status);
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(status, 2);
   const std::string missing = run(bin + " /nonexistent --text a 2>&1", &status);
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(status, 1);
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
 }
 

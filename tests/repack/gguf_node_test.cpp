@@ -8,6 +8,7 @@
 #include "repack/checkpoint/gguf.hpp"
 #include "tests/repack/test_util.hpp"
 #include "tests/repack/test_writers.hpp"
+#include "tests/support/command.hpp"
 
 namespace memra::testing {
 namespace {
@@ -34,14 +35,9 @@ bool node_available(std::string* why) {
 json node_dump(const std::filesystem::path& gguf_path) {
   const auto script = std::filesystem::path(MEMRA_SOURCE_ROOT) / "tests" / "repack" / "gguf_dump.mjs";
   const std::string cmd = "node '" + script.string() + "' '" + node_dir().string() + "' '" + gguf_path.string() + "' 2>&1";
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int rc = ::pclose(p);
-    EXPECT_EQ(rc, 0) << "node failed: " << out.substr(0, 2000);
-  }
+  const memra::testing::CommandResult r = memra::testing::run_command(cmd);
+  const std::string& out = r.out;
+  EXPECT_EQ(r.exit_code, 0) << "node failed: " << out.substr(0, 2000);
   json j = json::parse(out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << "node output is not JSON: " << out.substr(0, 2000);
   return j;

@@ -1,5 +1,6 @@
 #include "tests/repack_format/helpers.hpp"
 #include "tests/support/checkpoint_config.hpp"
+#include "tests/support/command.hpp"
 
 #include <unistd.h>
 
@@ -47,16 +48,9 @@ std::vector<std::string> list_dir(const fs::path& dir) {
 }
 
 int run_command(const std::string& cmd, std::string* output, bool merge_stderr) {
-  const std::string full = cmd + (merge_stderr ? " 2>&1" : "");
-  FILE* p = popen(full.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  std::string out;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  memra::testing::CommandResult r = memra::testing::run_command(cmd, merge_stderr ? memra::testing::Stderr::merge : memra::testing::Stderr::pass);
+  if (output) *output = std::move(r.out);
+  return r.exit_code;
 }
 
 std::map<std::string, OriginalTensor> llama_originals_gguf_order() {

@@ -46,21 +46,21 @@ class SdkExample : public ::testing::Test {
     prefix_ = tmp_->path() / "prefix";
     build_ = tmp_->path() / "build";
     // 1. Only the sdk component of this build.
-    RunResult install = run(sh_quote(cmake_) + " --install " + sh_quote(MEMRA_BINARY_ROOT) +
+    memra::testing::CommandResult install = run(sh_quote(cmake_) + " --install " + sh_quote(MEMRA_BINARY_ROOT) +
                             " --component sdk --prefix " + sh_quote(prefix_.string()));
-    log_ += "$ cmake --install (sdk)\n" + install.output;
-    if (install.rc != 0) return;
+    log_ += "$ cmake --install (sdk)\n" + install.out;
+    if (install.exit_code != 0) return;
     // 2. Configure and build the example against that prefix only.
-    RunResult configure = run(sh_quote(cmake_) + " -S " +
+    memra::testing::CommandResult configure = run(sh_quote(cmake_) + " -S " +
                               sh_quote((fs::path(MEMRA_SOURCE_ROOT) / "sdk/examples/quant-example").string()) +
                               " -B " + sh_quote(build_.string()) + " -DCMAKE_BUILD_TYPE=Release" +
                               " -DCMAKE_C_COMPILER=" + sh_quote(MEMRA_C_COMPILER) +
                               " -DCMAKE_PREFIX_PATH=" + sh_quote(prefix_.string()));
-    log_ += "$ cmake -S quant-example\n" + configure.output;
-    if (configure.rc != 0) return;
-    RunResult build = run(sh_quote(cmake_) + " --build " + sh_quote(build_.string()));
-    log_ += "$ cmake --build\n" + build.output;
-    built_ = build.rc == 0;
+    log_ += "$ cmake -S quant-example\n" + configure.out;
+    if (configure.exit_code != 0) return;
+    memra::testing::CommandResult build = run(sh_quote(cmake_) + " --build " + sh_quote(build_.string()));
+    log_ += "$ cmake --build\n" + build.out;
+    built_ = build.exit_code == 0;
   }
   static void TearDownTestSuite() {
     delete tmp_;

@@ -35,10 +35,10 @@ void compile_each_header(const std::string& compiler, const std::string& lang, c
     SCOPED_TRACE(h);
     fs::path tu = tmp.path() / ("check_" + h + (lang == "c" ? ".c" : ".cpp"));
     std::ofstream(tu) << "#include <memra/" << h << ">\n#include <memra/" << h << ">\n";
-    RunResult r = run(sh_quote(compiler) + " -x " + lang + " " + flags + " -fsyntax-only -I" +
+    memra::testing::CommandResult r = run(sh_quote(compiler) + " -x " + lang + " " + flags + " -fsyntax-only -I" +
                       sh_quote(include_dir().string()) + " " + sh_quote(tu.string()));
-    EXPECT_EQ(r.rc, 0) << r.output;
-    EXPECT_EQ(r.output, "") << "diagnostics for " << h;
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out, "") << "diagnostics for " << h;
   }
 }
 
@@ -57,9 +57,9 @@ TEST(SdkHeaders, StrictFlagsReallyRejectABadHeader) {
   fs::create_directories(tmp.path() / "memra");
   std::ofstream(tmp.path() / "memra" / "bad.h") << "struct empty {};\n";  // empty struct: pedantic error in C
   std::ofstream(tmp.path() / "tu.c") << "#include <memra/bad.h>\n";
-  RunResult r = run(sh_quote(MEMRA_C_COMPILER) + " -x c -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I" +
+  memra::testing::CommandResult r = run(sh_quote(MEMRA_C_COMPILER) + " -x c -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I" +
                     sh_quote(tmp.path().string()) + " " + sh_quote((tmp.path() / "tu.c").string()));
-  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.out;
 }
 
 }  // namespace

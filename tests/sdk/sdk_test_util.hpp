@@ -1,4 +1,5 @@
-// Small helpers for the SDK tests: run a shell command (temp dirs: tests/support/temp_dir.hpp).
+// Small helpers for the SDK tests: run a shell command (tests/support/command.hpp) with its
+// stderr, quote paths (temp dirs: tests/support/temp_dir.hpp).
 #pragma once
 
 #include <sys/wait.h>
@@ -11,27 +12,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace memra::sdk_test {
 
 using memra::testing::TempDir;
 
-struct RunResult {
-  int rc = -1;
-  std::string output;  // stdout and stderr
-};
-
-inline RunResult run(const std::string& cmd) {
-  RunResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// stdout and stderr together.
+inline memra::testing::CommandResult run(const std::string& cmd) {
+  return memra::testing::run_command(cmd, memra::testing::Stderr::merge);
 }
 
 // Single-quotes a path for /bin/sh.

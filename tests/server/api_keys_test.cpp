@@ -6,23 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace memra::server {
 namespace {
 
-// Runs `printf %s TEXT | sha256sum` (coreutils) as an independent oracle.
-std::optional<std::string> coreutils_sha256(const std::string& text) {
-  if (!std::filesystem::exists("/usr/bin/sha256sum")) return std::nullopt;
-  const std::string cmd = "printf '%s' '" + text + "' | /usr/bin/sha256sum";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  char buf[128] = {};
-  const std::size_t n = fread(buf, 1, sizeof buf - 1, pipe);
-  pclose(pipe);
-  std::string out(buf, n);
-  return out.substr(0, out.find(' '));
-}
+using memra::testing::coreutils_sha256;  // an independent oracle
 
 TEST(ServerKeys, Sha256MatchesTheFips180Vector) {
   // FIPS 180-2, appendix B.1: SHA-256("abc").

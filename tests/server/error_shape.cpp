@@ -50,4 +50,25 @@ namespace memra::server::testing {
   return is_openai_error(content_type, body, code, param);
 }
 
+::testing::AssertionResult is_anthropic_error(const std::string& content_type, const std::string& body,
+                                              const std::string& type) {
+  if (content_type.rfind("application/json", 0) != 0) {
+    return ::testing::AssertionFailure() << "Content-Type is '" << content_type << "', body: " << body;
+  }
+  nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || doc.size() != 2 || doc.value("type", "") != "error" ||
+      !doc.contains("error") || !doc["error"].is_object()) {
+    return ::testing::AssertionFailure() << "not {\"type\":\"error\",\"error\":{...}}: " << body;
+  }
+  const auto& e = doc["error"];
+  if (!e.contains("type") || !e["type"].is_string() || e["type"].get<std::string>().empty() ||
+      (!type.empty() && e["type"] != type)) {
+    return ::testing::AssertionFailure() << "error.type is not " << (type.empty() ? "a string" : type) << ": " << body;
+  }
+  if (!e.contains("message") || !e["message"].is_string() || e["message"].get<std::string>().empty()) {
+    return ::testing::AssertionFailure() << "error.message missing or empty: " << body;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace memra::server::testing

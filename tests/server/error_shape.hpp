@@ -13,5 +13,9 @@ namespace memra::server::testing {
                                            const std::string& code, const std::string& param = "");
 // The same shape with any non-empty code and any param (string or null).
 ::testing::AssertionResult is_any_openai_error(const std::string& content_type, const std::string& body);
+// Anthropic's shape (/v1/messages): {"type":"error","error":{"type":`type` (any when ""),
+// "message":non-empty string}} and nothing else at the top.
+::testing::AssertionResult is_anthropic_error(const std::string& content_type, const std::string& body,
+                                              const std::string& type = "");
 
 }  // namespace memra::server::testing

@@ -11,6 +11,7 @@
 #include "host/server/api_keys.hpp"
 #include "host_process.hpp"
 #include "http_client.hpp"
+#include "tests/support/command.hpp"
 
 namespace memra::server::testing {
 namespace {
@@ -57,16 +58,7 @@ TEST(ServerCli, VersionPrintsAndExits) {
   EXPECT_EQ(r.out.rfind("memra-host ", 0), 0u) << r.out;
 }
 
-std::optional<std::string> coreutils_sha256(const std::string& text) {
-  if (!std::filesystem::exists("/usr/bin/sha256sum")) return std::nullopt;
-  FILE* pipe = popen(("printf '%s' '" + text + "' | /usr/bin/sha256sum").c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  char buf[128] = {};
-  const std::size_t n = fread(buf, 1, sizeof buf - 1, pipe);
-  pclose(pipe);
-  const std::string out(buf, n);
-  return out.substr(0, out.find(' '));
-}
+using memra::testing::coreutils_sha256;  // an independent oracle
 
 TEST(ServerCli, HashKeyPrintsTheSha256) {
   const std::string key = "sk-live-AbC123";

@@ -17,6 +17,7 @@
 #include "host_process.hpp"
 #include "http_client.hpp"
 #include "registry_seed.hpp"
+#include "tests/support/command.hpp"
 
 namespace memra::server::testing {
 namespace {
@@ -33,15 +34,6 @@ std::string chat_body(const std::string& model, int max_tokens) {
          std::to_string(max_tokens) + "}";
 }
 
-std::string run_shell(const std::string& script) {
-  FILE* pipe = popen(script.c_str(), "r");
-  if (pipe == nullptr) return {};
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  pclose(pipe);
-  return out;
-}
 
 TEST(ServerModels, DefaultModelServesAndItsCurlExampleWorksAsPrinted) {
   std::string why;
@@ -58,7 +50,7 @@ TEST(ServerModels, DefaultModelServesAndItsCurlExampleWorksAsPrinted) {
   const auto end = printed.find('\n', printed.find("    -d ", begin));
   const std::string command = printed.substr(begin, end - begin);
   if (!std::filesystem::exists("/usr/bin/curl")) GTEST_SKIP() << "curl not installed; the printed command was:\n" << command;
-  const std::string answer = run_shell(command);
+  const std::string answer = memra::testing::run_command(command).out;
   auto doc = nlohmann::json::parse(answer, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << command << "\n->\n" << answer;
   EXPECT_EQ(doc["object"], "chat.completion") << answer;

@@ -1,8 +1,11 @@
 #include "host/server/request_validation.hpp"
+#include "host/server/messages_request.hpp"
+#include "host/server/responses_request.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 
@@ -280,6 +283,113 @@ TEST(ServerValidation, TheDocumentedFieldListIsTheValidators) {
     ASSERT_TRUE(bogus.error);
     EXPECT_EQ(bogus.error->code, "unknown_parameter");
   }
+}
+
+// The same for /v1/responses and /v1/messages: docs/SERVING.md's rows are the
+// translators' tables, and a known field is never refused as unknown.
+TEST(ServerValidation, TheDocumentedResponsesAndMessagesFieldsAreTheTranslators) {
+  std::ifstream doc(std::string(MEMRA_SOURCE_ROOT) + "/docs/SERVING.md");
+  ASSERT_TRUE(doc) << "docs/SERVING.md";
+  std::map<std::string, std::map<std::string, std::string>> documented;
+  const std::regex row(R"(^\| (responses|messages) \| `([a-z_]+)` \| (honoured|harmless|neutral only) \|$)");
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) documented[m[1]][m[2]] = m[3];
+  }
+  struct Api {
+    std::string name, base;
+    std::vector<std::pair<std::string, std::string>> policies;
+    std::function<std::optional<ApiError>(const std::string&)> parse;
+  };
+  const std::vector<Api> apis = {
+      {"responses", R"("model":"m","input":"x")", responses_field_policies(),
+       [](const std::string& b) -> std::optional<ApiError> {
+         auto p = parse_responses_body(b);
+         if (p.error) return p.error;
+         return responses_chat_request(*p.value, nlohmann::ordered_json::array()).error;
+       }},
+      {"messages", R"("model":"m","max_tokens":4,"messages":[{"role":"user","content":"x"}])", messages_field_policies(),
+       [](const std::string& b) { return parse_messages_body(b).error; }},
+  };
+  for (const auto& api : apis) {
+    std::map<std::string, std::string> actual(api.policies.begin(), api.policies.end());
+    EXPECT_EQ(documented[api.name], actual) << api.name << ": docs/SERVING.md \"Every field at a glance\" and the translator differ";
+    EXPECT_FALSE(api.parse("{" + api.base + "}")) << api.name << ": the base body is valid";
+    for (const auto& [field, policy] : actual) {
+      if (field == "model" || field == "input" || field == "messages" || field == "max_tokens") continue;
+      auto e = api.parse("{" + api.base + ",\"" + field + "\":{\"__junk__\":[1]}}");
+      if (!e) {
+        EXPECT_TRUE(field == "metadata" || field == "reasoning") << api.name << " " << field << " took junk";
+        continue;
+      }
+      EXPECT_FALSE(e->code == "unknown_parameter" && e->param == field) << api.name << " " << field;
+      if (policy == "neutral only") EXPECT_EQ(e->code, "unsupported_parameter") << api.name << " " << field;
+    }
+    auto bogus = api.parse("{" + api.base + ",\"frobnicate\":1}");
+    ASSERT_TRUE(bogus);
+    EXPECT_EQ(bogus->code, "unknown_parameter");
+    EXPECT_EQ(bogus->param, "frobnicate");
+  }
+}
+
+// Input items and content blocks become the chat turns the chat route would get.
+TEST(ServerValidation, ResponsesItemsAndMessagesBlocksBecomeChatTurns) {
+  auto r = parse_responses_body(R"({"model":"m","instructions":"Be brief.","input":[
+    {"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]},
+    {"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]},
+    {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me see.","annotations":[]}]},
+    {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+    {"type":"function_call","call_id":"c2","name":"g","arguments":"{\"x\":1}"},
+    {"type":"function_call_output","call_id":"c2","output":"two"},
+    {"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"one"}]}],
+    "tools":[{"type":"function","name":"f"},{"type":"function","name":"g"}],"max_output_tokens":7})");
+  ASSERT_FALSE(r.error) << r.error->message;
+  Validation v = responses_chat_request(*r.value, nlohmann::ordered_json::array());
+  ASSERT_FALSE(v.error) << v.error->message;
+  const auto& m = v.request->messages;
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0].role, "system");
+  EXPECT_EQ(m[0].content, "Be brief.");
+  EXPECT_EQ(m[1].content, "a\nb");
+  EXPECT_EQ(m[2].role, "assistant");
+  EXPECT_EQ(m[2].content, "Let me see.");
+  EXPECT_EQ(m[2].reasoning_content, "hmm");
+  ASSERT_EQ(m[2].tool_calls.size(), 2u);  // the calls join the assistant turn before them
+  EXPECT_EQ(m[2].tool_calls[1].id, "c2");
+  EXPECT_EQ(m[2].tool_calls[1].arguments, "{\"x\":1}");
+  EXPECT_EQ(m[3].role, "tool");
+  EXPECT_EQ(m[3].name, "g");
+  EXPECT_EQ(m[4].content, "one");
+  EXPECT_EQ(v.request->max_tokens, 7);
+  EXPECT_EQ(v.request->tools.size(), 2u);
+  // An output for no call is the chat check's error, named in the Responses' terms.
+  auto orphan = parse_responses_body(R"({"model":"m","input":[{"type":"function_call_output","call_id":"zz","output":"x"}]})");
+  ASSERT_FALSE(orphan.error);
+  Validation bad = responses_chat_request(*orphan.value, nlohmann::ordered_json::array());
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.error->param, "input");
+
+  auto a = parse_messages_body(R"({"model":"m","max_tokens":9,"system":[{"type":"text","text":"S"}],"stop_sequences":["END"],
+    "tools":[{"name":"f","description":"d","input_schema":{"type":"object"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true},
+    "messages":[{"role":"user","content":"q"},
+      {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"tool_use","id":"toolu_1","name":"f","input":{"k":"v"}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"r"}]},{"type":"text","text":"more"}]}]})");
+  ASSERT_FALSE(a.error) << a.error->message;
+  const CompletionRequest& c = a.value->chat;
+  ASSERT_EQ(c.messages.size(), 5u);
+  EXPECT_EQ(c.messages[0].role, "system");
+  EXPECT_EQ(c.messages[2].content, std::nullopt);  // a turn of calls only
+  EXPECT_EQ(c.messages[2].reasoning_content, "t");
+  ASSERT_EQ(c.messages[2].tool_calls.size(), 1u);
+  EXPECT_EQ(c.messages[2].tool_calls[0].arguments, R"({"k":"v"})");
+  EXPECT_EQ(c.messages[3].role, "tool");
+  EXPECT_EQ(c.messages[3].content, "r");
+  EXPECT_EQ(c.messages[4].content, "more");
+  EXPECT_EQ(c.max_tokens, 9);
+  EXPECT_EQ(c.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(c.tool_choice.mode, ToolChoiceMode::required);
+  EXPECT_FALSE(c.parallel_tool_calls);
+  EXPECT_EQ(c.tools[0].raw.dump(), R"({"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}})");
 }
 
 }  // namespace

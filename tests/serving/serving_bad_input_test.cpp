@@ -34,6 +34,10 @@ json chat_base() {
   return {{"model", kModel}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"max_tokens", 2}};
 }
 json text_base() { return {{"model", kModel}, {"prompt", "hi"}, {"max_tokens", 2}}; }
+json responses_base() { return {{"model", kModel}, {"input", "hi"}, {"max_output_tokens", 2}}; }
+json messages_base() {
+  return {{"model", kModel}, {"max_tokens", 2}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+}
 
 std::vector<Case> cases() {
   std::vector<Case> out;
@@ -54,9 +58,18 @@ std::vector<Case> cases() {
   const std::vector<std::string> text_fields = {
       "model", "prompt", "max_tokens", "stream", "stop", "temperature", "top_p", "top_k", "seed", "n", "logprobs",
       "echo", "best_of", "suffix", "logit_bias", "user", "cache_salt", "messages"};
+  const std::vector<std::string> responses_fields = {
+      "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
+      "temperature", "top_p", "text", "stream", "previous_response_id", "store", "reasoning", "user", "seed",
+      "metadata", "truncation", "include", "background", "stream_options", "bogus_field"};
+  const std::vector<std::string> messages_fields = {
+      "model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature", "top_p", "top_k",
+      "tools", "tool_choice", "thinking", "metadata", "service_tier", "container", "bogus_field"};
   for (const auto& [route, base, fields] :
        {std::tuple{std::string("/v1/chat/completions"), chat_base(), chat_fields},
-        std::tuple{std::string("/v1/completions"), text_base(), text_fields}}) {
+        std::tuple{std::string("/v1/completions"), text_base(), text_fields},
+        std::tuple{std::string("/v1/responses"), responses_base(), responses_fields},
+        std::tuple{std::string("/v1/messages"), messages_base(), messages_fields}}) {
     for (const auto& field : fields) {
       for (const auto& [name, value] : values) {
         json body = base;
@@ -81,6 +94,8 @@ std::vector<Case> cases() {
     add("damaged json", raw("/v1/chat/completions", bad));
     add("damaged json", raw("/v1/completions", bad));
     add("damaged json", raw("/tokenize", bad));
+    add("damaged json", raw("/v1/responses", bad));
+    add("damaged json", raw("/v1/messages", bad));
   }
   // Invalid UTF-8 inside otherwise good requests.
   add("bad utf8 content", raw("/v1/chat/completions",
@@ -161,6 +176,45 @@ std::vector<Case> cases() {
                                     R"({"model":"memra-tiny-random","max_tokens":2,"messages":)" + messages + "}"));
   }
 
+  // Responses input items and previous_response_id.
+  for (const std::string& input :
+       {std::string(R"([{"type":"function_call","call_id":"c","name":"f"}])"),
+        std::string(R"([{"type":"function_call_output","call_id":"nope","output":"x"}])"),
+        std::string(R"([{"type":"function_call_output","call_id":"c","output":5}])"),
+        std::string(R"([{"type":"item_reference","id":"x"}])"), std::string(R"([{"role":"tool","content":"x"}])"),
+        std::string(R"([{"role":"user","content":[{"type":"input_file","file_id":"f"}]}])"),
+        std::string(R"([{"role":"user","content":[{"type":"input_text"}]}])"), std::string(R"([{"type":5}])"),
+        std::string(R"([{"type":"reasoning","encrypted_content":"x"}])"), std::string(R"([])"), std::string(R"([[]])")}) {
+    add("responses input " + input, raw("/v1/responses", R"({"model":"memra-tiny-random","max_output_tokens":2,"input":)" + input + "}"));
+  }
+  for (const std::string& id : {std::string(R"("resp_unknown")"), std::string(R"("")"), std::string("5")}) {
+    add("previous_response_id " + id,
+        raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","previous_response_id":)" + id + "}"));
+  }
+  // Messages content blocks, tools and choices.
+  for (const std::string& messages :
+       {std::string(R"([{"role":"system","content":"x"}])"), std::string(R"([{"role":"user","content":[{"type":"image","source":{}}]}])"),
+        std::string(R"([{"role":"user","content":[{"type":"tool_result","tool_use_id":"nope"}]}])"),
+        std::string(R"([{"role":"user","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}])"),
+        std::string(R"([{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":"x"}]}])"),
+        std::string(R"([{"role":"user","content":[{"type":"text"}]}])"), std::string(R"([{"role":"user","content":[5]}])"),
+        std::string(R"([{"role":"user"}])"), std::string(R"([])"), std::string(R"("hi")")}) {
+    add("messages " + messages, raw("/v1/messages", R"({"model":"memra-tiny-random","max_tokens":2,"messages":)" + messages + "}"));
+  }
+  for (const std::string& extra :
+       {std::string(R"("tools":[{"name":"f"}])"), std::string(R"("tools":[{"name":"f","input_schema":{"type":"array"}}])"),
+        std::string(R"("tools":[{"type":"bash_20250124","name":"bash"}])"), std::string(R"("tool_choice":{"type":"any"})"),
+        std::string(R"("tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"tool","name":"g"})"),
+        std::string(R"("thinking":{"type":"enabled","budget_tokens":1024})"), std::string(R"("stop_sequences":["a","b","c","d","e"])")}) {
+    add("messages with " + extra, raw("/v1/messages", R"({"model":"memra-tiny-random","max_tokens":2,"messages":[{"role":"user","content":"x"}],)" + extra + "}"));
+  }
+  for (const char* method : {"GET", "PUT"}) {
+    HttpRequest r = raw("/v1/messages", messages_base().dump());
+    r.method = method;
+    add(std::string("messages method ") + method, r);
+  }
+  add("messages content type", raw("/v1/messages", messages_base().dump(), "text/plain"));
+
   // Stops.
   for (const std::string& stop : {std::string(R"(["a","b","c","d","e"])"), std::string(R"([1])"), std::string(R"([""])"),
                                   std::string(R"([null])"), std::string(R"({"a":1})"), "\"" + std::string(300, 's') + "\""}) {
@@ -209,6 +263,8 @@ TEST(ServingBadInput, HundredsOfMalformedRequestsGetClientErrorsAndTheServerSurv
     if (res.status >= 500) {
       ++server_errors;
       ADD_FAILURE() << c.label << " -> " << res.status << " " << res.body;
+    } else if (res.status >= 400 && c.request.path == "/v1/messages") {
+      EXPECT_TRUE(is_anthropic_error(res.content_type, res.body)) << c.label << " -> " << res.body;
     } else if (res.status >= 400) {
       EXPECT_TRUE(is_any_openai_error(res.content_type, res.body)) << c.label << " -> " << res.body;
     } else {
@@ -227,6 +283,66 @@ TEST(ServingBadInput, HundredsOfMalformedRequestsGetClientErrorsAndTheServerSurv
     EXPECT_EQ(sample_sum(metrics, "memra_http_requests_total", {{"status", status}}), 0.0) << status;
   }
   EXPECT_FALSE(host->wait_exit(0)) << "memra-host exited";
+}
+
+}  // namespace
+}  // namespace memra::server::testing
+
+namespace memra::server::testing {
+namespace {
+
+// Each API refuses in its own error shape: /v1/responses OpenAI's (an unknown
+// previous_response_id is OpenAI's 400 previous_response_not_found), /v1/messages
+// Anthropic's, for the route's own checks and for the router's (method, media type).
+TEST(ServingBadInput, ResponsesAndMessagesRefuseInTheirOwnErrorShapes) {
+  std::string why;
+  auto host = HostProcess::start(with_tiny_random_model(), {}, &why);
+  ASSERT_TRUE(host) << why;
+  const int port = host->port();
+  auto send = [&](HttpRequest r) { return http(port, r, 60000); };
+
+  HttpResponse res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","previous_response_id":"resp_nope"})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "previous_response_not_found", "previous_response_id")) << res.body;
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":5})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "invalid_type", "input")) << res.body;
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","max_output_tokens":0})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "invalid_value", "max_output_tokens")) << res.body;
+  res = send(raw("/v1/responses", R"({"model":"nope","input":"x"})"));
+  EXPECT_EQ(res.status, 404);
+  EXPECT_TRUE(is_openai_error(res.content_type, res.body, "model_not_found", "model")) << res.body;
+  // A response stored by this tenant continues; the previous one is found.
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"x","max_output_tokens":2})"));
+  ASSERT_EQ(res.status, 200) << res.body;
+  const std::string id = json::parse(res.body)["id"];
+  res = send(raw("/v1/responses", R"({"model":"memra-tiny-random","input":"y","max_output_tokens":2,"previous_response_id":")" + id + "\"}"));
+  EXPECT_EQ(res.status, 200) << res.body;
+
+  res = send(raw("/v1/messages", R"({"model":"memra-tiny-random","messages":[{"role":"user","content":"x"}]})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  EXPECT_EQ(json::parse(res.body)["error"]["message"].get<std::string>().rfind("max_tokens: ", 0), 0u) << res.body;
+  res = send(raw("/v1/messages", R"({"model":"nope","max_tokens":2,"messages":[{"role":"user","content":"x"}]})"));
+  EXPECT_EQ(res.status, 404);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "not_found_error")) << res.body;
+  res = send(raw("/v1/messages", "{\"model\":"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  res = send(raw("/v1/messages", messages_base().dump(), "text/plain"));
+  EXPECT_EQ(res.status, 415);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  HttpRequest get_messages = raw("/v1/messages", "");
+  get_messages.method = "GET";
+  get_messages.body.reset();
+  res = send(get_messages);
+  EXPECT_EQ(res.status, 405);
+  EXPECT_TRUE(is_anthropic_error(res.content_type, res.body, "invalid_request_error")) << res.body;
+  res = send(raw("/v1/messages", messages_base().dump()));
+  EXPECT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(json::parse(res.body)["type"], "message") << res.body;
+  EXPECT_EQ(http(port, get("/health")).status, 200);
 }
 
 }  // namespace

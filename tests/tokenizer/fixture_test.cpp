@@ -8,6 +8,7 @@
 
 #include "host/tokenizer/tokenizer.hpp"
 #include "host/tokenizer/utf8.hpp"
+#include "tests/support/command.hpp"
 #include "tests/tokenizer/oracle_support.hpp"
 
 namespace memra::tokenizer::test {
@@ -15,15 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string sha256_of(const std::string& path) {
-  std::string cmd = "sha256sum '" + path + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {};
-  char buf[128] = {0};
-  std::string out = fgets(buf, sizeof buf, p) ? std::string(buf) : std::string();
-  pclose(p);
-  return out.substr(0, out.find(' '));
-}
+std::string sha256_of(const std::string& path) { return memra::testing::coreutils_sha256_of_file(path).value_or(""); }
 
 void check_vectors(const std::string& key, const std::string& dir) {
   const std::string path = memra::testing::fixture("tokenizer/tokenizer_tests.json").string();

@@ -10,6 +10,7 @@
 
 #include "host/backend/cuda/builtin_kernels.hpp"
 #include "host/backend/cuda/cu_error.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
@@ -44,6 +45,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options) {
   kernel_dir_ = !options.kernel_dir.empty() ? options.kernel_dir : module_dir() + "/kernels";
   cache_dir_ = !options.cache_dir.empty() ? options.cache_dir : default_cache_dir();
   sync_each_op_ = options.sync_each_op;
+  profile_init();
   fill_ops(ops_, reinterpret_cast<memra_backend_ctx*>(this));
 }
 
@@ -51,6 +53,7 @@ CudaBackend::~CudaBackend() {
   if (!ctx_.stream()) return;
   (void)ctx_.make_current();
   (void)ctx_.synchronize();  // nothing to report from a destructor
+  if (profile_) profile_report();
   release_graph();
   batches_.clear();
   arena_.reset();
@@ -130,6 +133,7 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
     const memra_weight& w = set->weights[i];
     if (w.ndim != 2 || !w.quant) continue;
     if (auto s = scheme(&w); !s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
+    if (ref::int8_activation_matmul(lower_scheme(w.quant), w.shape[1])) int8_weights_ = true;
   }
   // One allocation for the whole set; tensors sharing host memory (tied embeddings) share the copy.
   std::vector<std::pair<const memra_weight*, uint64_t>> plan;
@@ -232,6 +236,10 @@ memra_status CudaBackend::begin_step() {
 }
 
 void CudaBackend::reset_step_scratch() {
+  if (profile_) {
+    profile_collect();  // the step before was synchronized (begin_step, slots)
+    profile_decode_step_ = true;
+  }
   batches_.clear();
   act_q8_ = {};  // its buffers were step scratch
   arena_->reset();
@@ -240,6 +248,7 @@ void CudaBackend::reset_step_scratch() {
   graph_enabled_ = options_.step_graphs;
   recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
+  gemv8_merge_.valid = false;
 }
 
 memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
@@ -426,12 +435,15 @@ BackendStats CudaBackend::stats() const {
   s.plugin_launches_replayed = plugin_launches_replayed_;
   s.plugin_launches_captured = plugin_launches_captured_;
   s.plugin_launches_eager = plugin_launches_eager_;
+  s.fused_act_quantisations = fused_act_quantisations_;
+  s.merged_gemv_launches = merged_gemv_launches_;
   return s;
 }
 
 memra_status CudaBackend::launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
   ++write_epoch_;
   if (recording_) return record_launch(k, gx, gy, block, shared, args);
+  if (profile_ && profile_decode_step_) return profile_launch(k, gx, gy, block, shared, args);
   const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   return MEMRA_OK;
@@ -468,6 +480,14 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   const uint64_t tables = static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
   const uint64_t logits = b->logits_rows ? static_cast<uint64_t>(std::max(0, b->num_logits)) : 0;
   const uint64_t n = 3 * t + tables + logits;
+  if (MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&
+      std::any_of(b->prompt_tokens, b->prompt_tokens + b->num_tokens, [](uint8_t f) { return f != 0; })) {
+    if (profile_ && profile_decode_step_) {  // not a decode step: its spans so far are dropped
+      for (const ProfileSpan& s : profile_pending_) profile_events_.push_back(s.start), profile_events_.push_back(s.end);
+      profile_pending_.clear();
+    }
+    profile_decode_step_ = false;
+  }
   // Steps that read prompt tokens run eagerly: their shapes change from step to step,
   // so a graph would be captured for one use. Decode steps repeat and replay.
   if (recording_ && MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&

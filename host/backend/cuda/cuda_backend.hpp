@@ -23,6 +23,7 @@
 #include "host/backend/cuda/device_memory.hpp"
 #include "host/backend/cuda/kernel_modules.hpp"
 #include "host/backend/cuda/kernel_registry.hpp"
+#include "kernels/matmul/gemv_int8_launch.hpp"
 #include "host/backend/cuda/nvrtc_compiler.hpp"
 #include "memra/backend.h"
 
@@ -182,7 +183,8 @@ class CudaBackend {
   // The parameter layout (offset, size) of k from the driver, cached; empty if unknown.
   const std::vector<std::pair<uint32_t, uint32_t>>& param_layout(Kernel* k);
   memra_status record_copy(CUdeviceptr device, void* host, uint64_t bytes, bool to_device);
-  memra_status issue(const StepOp& op);
+  // after_kernel: the previous op of the stream was a kernel (PDL may apply).
+  memra_status issue(const StepOp& op, bool after_kernel = false);
   memra_status flush_recorded();  // issues the recorded ops eagerly; the step goes on eagerly
   memra_status run_step_graph();  // issues the step as a graph (replayed or captured)
   void release_graph();
@@ -307,6 +309,50 @@ class CudaBackend {
                             CUdeviceptr row_index, int64_t m, CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
   QuantizedRows act_q8_;
   uint64_t write_epoch_ = 0;
+  // The last recorded int8 GEMV launch (step_ops_.size() after it), which the next
+  // matmul over the same quantised rows may join (matmul_gemv8). Invalid once the
+  // records are issued or cleared.
+  struct Gemv8Merge {
+    bool valid = false;
+    size_t ops = 0;
+    CUdeviceptr q = 0, meta = 0;
+    int64_t m = 0, cols = 0, row_bytes = 0;
+    int n = 0;
+    ref::Int8GemvMats ms{};
+    uint64_t out_lo[ref::Int8GemvMats::kMax] = {}, out_hi[ref::Int8GemvMats::kMax] = {};
+  };
+  Gemv8Merge gemv8_merge_;
+
+  // Per-kernel decode profile (step_profile.cpp, MEMRA_CUDA_PROFILE=1): graphs off,
+  // each launch of a decode step between two events, summed per kernel name.
+  struct ProfileSpan {
+    const Kernel* kernel;
+    CUevent start, end;
+  };
+  struct ProfileTotal {
+    int64_t count = 0;
+    double ms = 0;
+  };
+  void profile_init();
+  CUevent profile_event();
+  memra_status profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  void profile_collect();  // the previous step's spans (its work has been waited for)
+  void profile_report();   // the table, on stderr, when the backend closes
+  bool profile_ = false, profile_decode_step_ = true;
+  std::vector<ProfileSpan> profile_pending_;
+  std::vector<CUevent> profile_events_;
+  std::map<std::string, ProfileTotal> profile_totals_;
+  int64_t profile_steps_ = 0;
+  // Fused quantisation (ops_basic.cpp): add_rms_norm and the gated activations write
+  // their output also as int8x32 blocks when the model has integer-activation weights
+  // and the rows are generated ones, so the next matmul finds them in act_q8_.
+  // fused_act_q8 returns the buffers to fill (nullptr: no fusion); fused_act_q8_done
+  // makes them act_q8_ after the producer's launch.
+  bool int8_weights_ = false;
+  Result<const QuantizedRows*> fused_act_q8(CUdeviceptr out, int64_t m, int64_t cols);
+  void fused_act_q8_done(const QuantizedRows& rows);
+  QuantizedRows fused_pending_;
+  int64_t fused_act_quantisations_ = 0, merged_gemv_launches_ = 0;
   std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
   // The logits tensor of this step's logits_output, kept on the device for sample_rows
   // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.

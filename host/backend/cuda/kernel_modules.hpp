@@ -22,6 +22,9 @@ struct Kernel {
   CUkernel kernel = nullptr;
   CUfunction function = nullptr;
   std::string name;
+  // Calls memra::cuda::pdl_wait before touching any other kernel's data
+  // (kernels/common/pdl.cuh): step graphs may launch it programmatically (step_graph.cpp).
+  bool pdl = false;
 };
 
 struct Module {

@@ -18,6 +18,8 @@ memra_rms_norm_dim(const float* x, const float* w, float eps, float unit_offset,
   float* o = out + (long long)blockIdx.x * MEMRA_DIM;
   float v[kPer];
   float s = 0.0f;
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // PDL-aware (kernels/common/pdl.cuh)
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     v[j] = xr[threadIdx.x + 128 * j];

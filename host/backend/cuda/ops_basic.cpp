@@ -81,8 +81,42 @@ memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* resi
   if (st != MEMRA_OK) return st;
   const int64_t dim = tensor_last_dim(x);
   const int64_t rows = tensor_numel(x) / dim;
+  if (dim <= 8192) {  // the register path of memra_add_rms_norm_q8
+    auto f = fused_act_q8(dptr(out), rows, dim);
+    if (!f) return fail(f.error());
+    if (const QuantizedRows* q = *f) {
+      const memra_status st = launch("norm", "memra_add_rms_norm_q8", static_cast<unsigned>(rows), 1, 256, 0, dptr(x), dptr(residual),
+                                     wd, dim, eps, unit_offset, dptr(out), q->q, q->meta);
+      if (st == MEMRA_OK) fused_act_q8_done(*q);
+      return st;
+    }
+  }
   return launch("norm", "memra_add_rms_norm", static_cast<unsigned>(rows), 1, 256, 0, dptr(x), dptr(residual), wd, dim,
                 eps, unit_offset, dptr(out));
+}
+
+// The int8x32 buffers a producer of m rows of `cols` at `out` also fills, or nullptr:
+// only with integer-activation weights in the model, rows of whole 256-element runs
+// (what those weights take), at most 64 rows and no prompt rows in the step (prompt
+// rows take f32 activations), so prefill pays nothing. The codes are the ones
+// quantized_rows would compute from out (the same arithmetic on the same floats:
+// kernels/common/quantize_q8.cuh), so the next matmul over out reuses them.
+Result<const CudaBackend::QuantizedRows*> CudaBackend::fused_act_q8(CUdeviceptr out, int64_t m, int64_t cols) {
+  if (!options_.fuse_decode || !int8_weights_ || cols % 256 != 0 || m <= 0 || m > 64) return static_cast<const QuantizedRows*>(nullptr);
+  auto r = matmul_split(m);
+  if (!r) return r.error();
+  if (*r && (*r)->prompt > 0) return static_cast<const QuantizedRows*>(nullptr);
+  const uint64_t q_bytes = align_up(static_cast<uint64_t>(m * cols), 256);
+  auto buf = arena_->alloc(q_bytes + static_cast<uint64_t>(m * (cols / 32)) * 8u);
+  if (!buf) return buf.error();
+  fused_pending_ = QuantizedRows{true, out, 0, *buf, *buf + q_bytes, m, cols, 0};
+  return &fused_pending_;
+}
+
+void CudaBackend::fused_act_q8_done(const QuantizedRows& rows) {
+  act_q8_ = rows;
+  ++fused_act_quantisations_;
+  act_q8_.epoch = write_epoch_;  // the producer's launch was the last write
 }
 
 memra_status CudaBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
@@ -95,6 +129,16 @@ memra_status CudaBackend::gated_activation(memra_activation act, const memra_ten
   const int64_t n = tensor_numel(gate);
   const char* k = act == MEMRA_ACTIVATION_SILU ? "memra_silu_mul" : act == MEMRA_ACTIVATION_GELU_TANH ? "memra_gelu_tanh_mul" : nullptr;
   if (!k) return fail(MEMRA_ERR_UNSUPPORTED, "gated_activation: unknown activation");
+  const int64_t cols = tensor_last_dim(gate);
+  auto f = fused_act_q8(dptr(out), n / std::max<int64_t>(cols, 1), cols);
+  if (!f) return fail(f.error());
+  if (const QuantizedRows* q = *f) {
+    const std::string kq = std::string(k) + "_q8";
+    const memra_status st = launch("activation", kq.c_str(), elementwise_grid(n), 1, 256, 0, dptr(gate), dptr(up), n, dptr(out),
+                                   q->q, q->meta);
+    if (st == MEMRA_OK) fused_act_q8_done(*q);
+    return st;
+  }
   return launch("activation", k, elementwise_grid(n), 1, 256, 0, dptr(gate), dptr(up), n, dptr(out));
 }
 

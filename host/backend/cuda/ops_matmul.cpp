@@ -18,7 +18,8 @@
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
 // ref::matmul_activation) take int8 activations on their generated rows, as their CPU
 // reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
-// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows),
+// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows; or
+// by the producing norm/activation with BackendOptions::fuse_decode, ops_basic.cpp),
 // then the int8 GEMV, bitwise the reference. Their prompt rows keep f32 activations
 // (the GEMM; with MEMRA_PREFILL_GEMM=0 the f32 GEMV), whatever the GEMM setting.
 //
@@ -255,6 +256,10 @@ Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(CUdevicept
 
 // y [m][rows] = the int8 GEMV over quantized_rows(x, ...): bitwise ref::gemv_int8 for
 // any m and any launch shape (gemv_int8.cuh), so the table may pick by m freely.
+// Recorded (step graph) matmuls over the same quantised rows that follow each other
+// directly (q, k, v; gate, up) share one launch (Int8GemvMats, up to 3 matrices): the
+// previous record is replaced by a launch over both, which computes every row the same
+// bits (the kernels' order of sums does not depend on the launch), in one ramp.
 memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                        CUdeviceptr row_index, int64_t m, CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
   auto q = quantized_rows(xd, cols, row_index, m, entry_epoch);
@@ -262,12 +267,46 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   const ref::Int8GemvLaunch l = ref::int8_gemv_launch(s.scheme.c_str(), m);
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, 16)) nt *= 2;
+  const std::string name = std::string("memra_gemv8_") + l.kernel + "_r" + std::to_string(l.rows_per_block) + "_t" + std::to_string(nt);
+  auto k = modules_->kernel(s.module, name);
+  if (!k) return fail(k.error());
+  const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
+  const CUdeviceptr qd = (*q)->q, md = (*q)->meta;
+  const uint64_t o_lo = od, o_hi = od + static_cast<uint64_t>(m * rows) * 4u;
   const int64_t groups = (rows + l.rows_per_block - 1) / l.rows_per_block;
+
+  Gemv8Merge& g = gemv8_merge_;
+  const auto disjoint = [](uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a1 <= b0 || b1 <= a0; };
+  bool merge = options_.fuse_decode && recording_ && g.valid && g.ops == step_ops_.size() && !step_ops_.empty() && step_ops_.back().kernel == *k &&
+               g.q == qd && g.meta == md && g.m == m && g.cols == cols && g.row_bytes == row_bytes &&
+               g.n < ref::Int8GemvMats::kMax &&
+               disjoint(o_lo, o_hi, qd, qd + static_cast<uint64_t>(m * cols)) &&
+               disjoint(o_lo, o_hi, md, md + static_cast<uint64_t>(m * (cols / 32)) * 8u);
+  for (int i = 0; merge && i < g.n; ++i) merge = disjoint(o_lo, o_hi, g.out_lo[i], g.out_hi[i]);
+  if (!merge) {
+    g = Gemv8Merge{};
+    g.q = qd, g.meta = md, g.m = m, g.cols = cols, g.row_bytes = row_bytes;
+  } else {
+    step_ops_.pop_back();  // the previous matmul's launch, re-recorded below with this one
+    ++merged_gemv_launches_;
+  }
+  ref::Int8GemvMats& ms = g.ms;
+  const int i = g.n++;
+  ms.w[i] = wd, ms.y[i] = od, ms.bias[i] = bd, ms.rows[i] = rows;
+  g.out_lo[i] = o_lo, g.out_hi[i] = o_hi;
+  const int64_t end = (i == 0 ? 0 : ms.group_end[i - 1]) + groups;
+  for (int j = i; j < ref::Int8GemvMats::kMax; ++j) ms.group_end[j] = end;
   const int64_t persistent = static_cast<int64_t>(l.blocks_per_sm) * ctx_.multiprocessors();
-  const int64_t gx = l.blocks_per_sm > 0 && persistent > 0 ? std::min(groups, persistent) : groups;
-  const std::string kernel = std::string("memra_gemv8_") + l.kernel + "_r" + std::to_string(l.rows_per_block) + "_t" + std::to_string(nt);
-  return launch(s.module.c_str(), kernel.c_str(), static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt), 128, 0, wd,
-                static_cast<int64_t>(s.row_bytes), rows, cols, (*q)->q, (*q)->meta, m, od, bd);
+  const int64_t gx = l.blocks_per_sm > 0 && persistent > 0 ? std::min(end, persistent) : end;
+  ref::Int8GemvMats arg = ms;
+  int64_t rb = row_bytes, c = cols, mm = m;
+  CUdeviceptr qa = qd, ma = md;
+  void* argv[] = {&arg, &rb, &c, &qa, &ma, &mm};
+  const memra_status st = launch_raw(*k, static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt), 128, 0, argv);
+  if (st != MEMRA_OK) return st;
+  g.valid = recording_;
+  g.ops = step_ops_.size();
+  return after_op(name.c_str());
 }
 
 // The prompt/generated split of a matmul's m rows, from the step's batch: the batch's

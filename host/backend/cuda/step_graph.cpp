@@ -65,7 +65,7 @@ memra_status CudaBackend::record_copy(CUdeviceptr device, void* host, uint64_t b
   return MEMRA_OK;
 }
 
-memra_status CudaBackend::issue(const StepOp& op) {
+memra_status CudaBackend::issue(const StepOp& op, bool after_kernel) {
   if (!op.kernel) {
     const CUresult r = op.to_device ? cuMemcpyHtoDAsync(op.device, op.host, op.bytes, ctx_.stream())
                                     : cuMemcpyDtoHAsync(op.host, op.device, op.bytes, ctx_.stream());
@@ -73,6 +73,24 @@ memra_status CudaBackend::issue(const StepOp& op) {
   }
   std::vector<void*> argv(op.offsets.size());
   for (size_t i = 0; i < argv.size(); ++i) argv[i] = const_cast<uint8_t*>(op.args.data()) + op.offsets[i];
+  if (after_kernel && op.kernel->pdl && !op.plugin && options_.programmatic_launch) {
+    // Programmatic dependent launch: the kernel may be scheduled while the previous one
+    // drains; it waits (griddepcontrol.wait) before reading or writing anything another
+    // kernel touches, so the results are the eager ones. Only after a kernel (a copy
+    // keeps the full dependency).
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = op.gx, cfg.gridDimY = op.gy, cfg.gridDimZ = op.gz;
+    cfg.blockDimX = op.block, cfg.blockDimY = op.by, cfg.blockDimZ = op.bz;
+    cfg.sharedMemBytes = op.shared;
+    cfg.hStream = ctx_.stream();
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    const CUresult r = cuLaunchKernelEx(&cfg, op.kernel->function, argv.data(), nullptr);
+    return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch (PDL) " + op.kernel->name).c_str()));
+  }
   const CUresult r = cuLaunchKernel(op.kernel->function, op.gx, op.gy, op.gz, op.block, op.by, op.bz, op.shared, ctx_.stream(),
                                     argv.data(), nullptr);
   return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + op.kernel->name).c_str()));
@@ -81,11 +99,14 @@ memra_status CudaBackend::issue(const StepOp& op) {
 memra_status CudaBackend::flush_recorded() {
   if (!recording_) return MEMRA_OK;
   recording_ = false;
+  gemv8_merge_.valid = false;
   std::vector<StepOp> ops;
   ops.swap(step_ops_);
+  const StepOp* prev = nullptr;
   for (const StepOp& op : ops) {
-    if (const memra_status st = issue(op); st != MEMRA_OK) return st;
+    if (const memra_status st = issue(op, prev && prev->kernel); st != MEMRA_OK) return st;
     if (op.plugin) ++plugin_launches_eager_;
+    prev = &op;
   }
   return MEMRA_OK;
 }
@@ -98,6 +119,7 @@ void CudaBackend::release_graph() {
 
 memra_status CudaBackend::run_step_graph() {
   recording_ = false;
+  gemv8_merge_.valid = false;
   std::vector<StepOp> ops;
   ops.swap(step_ops_);
   const CUstream s = ctx_.stream();
@@ -109,8 +131,8 @@ memra_status CudaBackend::run_step_graph() {
     CUresult r = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuStreamBeginCapture (step graph)"));
     memra_status st = MEMRA_OK;
-    for (const StepOp& op : ops)
-      if ((st = issue(op)) != MEMRA_OK) break;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if ((st = issue(ops[i], i > 0 && ops[i - 1].kernel)) != MEMRA_OK) break;
     CUgraph g = nullptr;
     r = cuStreamEndCapture(s, &g);
     if (st != MEMRA_OK || r != CUDA_SUCCESS) {

@@ -17,9 +17,11 @@
 #include "host/engine/kv_dtype.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
 #include "memra_bench_shapes.hpp"  // generated from shapes/*.config.json
+#include "host/tools/memra-bench/batch_bench.hpp"
 #include "host/tools/memra-bench/serve_bench.hpp"
 #include "host/tools/memra-bench/spec_bench.hpp"
 #include "host/tools/memra-bench/standard_bench.hpp"
+#include "host/tools/memra-bench/table_bench.hpp"
 
 namespace {
 
@@ -70,6 +72,11 @@ void usage() {
       "  --kv-dtype f32|bf16     KV cache element type (default f32; bf16 halves the KV bytes read)\n"
       "  --pp-groups LIST        --concurrency: scheduler rolling groups to measure (1: one step at a time,\n"
       "                          2: two groups alternate through the stages; default 1,2 with --pp, else 1)\n"
+      "  --table                 instead: every figure of issue #15's table in one run (tg and roofline per\n"
+      "                          scheme bf16/q8_0/q4_k/fp8, depth-4096/0 ratios, pp512 per scheme, TTFT of a\n"
+      "                          2,048-token prompt, batch-8/batch-1 step ratios, 8 serving streams), then\n"
+      "                          the table beside llama.cpp's figures, the floors and the goals; takes\n"
+      "                          --model, --backend, --kv-dtype, --repeats and --hbm-gbps\n"
       "  --help                  this text\n");
 }
 
@@ -84,6 +91,7 @@ int main(int argc, char** argv) {
   memra::bench::StandardBenchOptions sb;
   int prompt = 64, decode = 32, spec_k = 4, gen = 128;
   std::string spec;
+  bool table = false;
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
   int pp = 1;
@@ -124,6 +132,7 @@ int main(int argc, char** argv) {
     else if (a == "--depth") depth_arg = value();
     else if (a == "--repeats") sb.repeats = std::atoi(value().c_str());
     else if (a == "--json") sb.json = true;
+    else if (a == "--table") table = true;
     else if (a == "--pp") pp = std::atoi(value().c_str());
     else if (a == "--pp-split") pp_split = value();
     else if (a == "--pp-devices") pp_devices = value();
@@ -176,6 +185,20 @@ int main(int argc, char** argv) {
   po.plugin_dirs = {exe.parent_path() / ".." / "lib" / "memra" / "plugins"};
   memra::plugins::PluginHost plugins(std::move(po));
   plugins.discover();
+  if (table) {
+    if (!model_path.empty() || !spec.empty()) {
+      std::fprintf(stderr, "memra-bench: --table makes its own random models: give no MODEL and no --spec\n");
+      return 2;
+    }
+    memra::bench::TableBenchOptions to;
+    to.shape_json = model == "tiny" ? memra::bench::kTinyShape : memra::bench::kQwen3_8BShape;
+    to.shape_name = model;
+    to.backend = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
+    to.kv_dtype = kv_dtype;
+    to.repeats = sb.repeats;
+    to.hbm_gbps = hbm_gbps;
+    return memra::bench::run_table_bench(to, plugins);
+  }
 
   double t0 = now_s();
   auto src = model_path.empty() ? memra::bench::random_model(model == "tiny" ? memra::bench::kTinyShape : memra::bench::kQwen3_8BShape, quant, plugins, 42)
@@ -238,51 +261,12 @@ int main(int argc, char** argv) {
     if (const int rc = memra::bench::run_serve_bench(**engine, so); rc != 0) return rc;
   }
   if (batches.empty()) return 0;
-
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(cfg.vocab_size - 1));
-  std::printf("%6s %12s %12s %12s %12s %10s\n", "batch", "prefill t/s", "decode ms", "decode t/s", "roofline t/s", "% roofline");
-  for (int b : batches) {
-    std::vector<int32_t> seqs;
-    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(b));
-    std::vector<memra::engine::StepRequest> reqs;
-    for (int s = 0; s < b; ++s) {
-      seqs.push_back((*engine)->open_sequence());
-      for (int i = 0; i < prompt; ++i) prompts[static_cast<size_t>(s)].push_back(tok(rng));
-    }
-    for (int s = 0; s < b; ++s) reqs.push_back({seqs[static_cast<size_t>(s)], prompts[static_cast<size_t>(s)], false, /*prompt=*/true});
-    t0 = now_s();
-    auto pre = (*engine)->step(reqs);
-    const double prefill_s = now_s() - t0;
-    if (!pre) {
-      std::fprintf(stderr, "memra-bench: prefill: %s\n", pre.error().message.c_str());
-      return 1;
-    }
-    std::vector<int32_t> next(static_cast<size_t>(b));
-    std::vector<double> times;
-    for (int step = 0; step < decode + 2; ++step) {
-      reqs.clear();
-      for (int s = 0; s < b; ++s) {
-        next[static_cast<size_t>(s)] = tok(rng);
-        reqs.push_back({seqs[static_cast<size_t>(s)], {&next[static_cast<size_t>(s)], 1}, false});
-      }
-      t0 = now_s();
-      auto o = (*engine)->step(reqs);
-      if (!o) {
-        std::fprintf(stderr, "memra-bench: decode: %s\n", o.error().message.c_str());
-        return 1;
-      }
-      if (step >= 2) times.push_back(now_s() - t0);  // the first steps warm up (NVRTC, allocations)
-    }
-    std::sort(times.begin(), times.end());
-    const double med = times[times.size() / 2];
-    // Batch-1 roofline: every matrix once, plus the KV cache of the context (K and V).
-    const double ctx = prompt + decode / 2.0;
-    const double kv_bytes = 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * sb.kv_element_bytes * ctx * b;
-    const double roof = b * hbm_gbps * 1e9 / (static_cast<double>(matrix_bytes) + kv_bytes);
-    std::printf("%6d %12.1f %12.3f %12.1f %12.1f %9.1f%%\n", b, b * prompt / prefill_s, med * 1e3, b / med, roof,
-                100.0 * (b / med) / roof);
-    for (int32_t s : seqs) (*engine)->close_sequence(s);
-  }
-  return 0;
+  memra::bench::BatchBenchOptions bo;
+  bo.batches = batches;
+  bo.prompt = prompt;
+  bo.decode = decode;
+  bo.matrix_bytes = matrix_bytes;
+  bo.kv_element_bytes = sb.kv_element_bytes;
+  bo.hbm_gbps = hbm_gbps;
+  return memra::bench::run_batch_bench(**engine, bo);
 }

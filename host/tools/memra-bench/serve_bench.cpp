@@ -98,7 +98,7 @@ RunResult run_once(engine::Engine& e, int n, int groups, const std::vector<std::
 
 }  // namespace
 
-int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o) {
+int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o, std::vector<ServeFigure>* figures) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(e.vocab_size() - 1));
   std::printf("serve: %d-token prompts, %d generated tokens per request, greedy; aggregate decode rate while all "
@@ -127,6 +127,7 @@ int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o) {
         last = std::move(r);
       }
       std::sort(rates.begin(), rates.end());
+      if (figures) figures->push_back({n, groups, rates[rates.size() / 2]});
       std::printf("serve concurrency %d, pipeline groups %d: %.1f tok/s aggregate decode (%lld tokens in %.3f s); "
                   "tokens identical across runs: yes\n",
                   n, groups, rates[rates.size() / 2], static_cast<long long>(last.tokens), last.window_s);

@@ -21,8 +21,13 @@ struct ServeBenchOptions {
   int repeats = 3;                // median of N measured runs (after one warm-up)
 };
 
-// Prints one line per (concurrency, groups); returns 0, or 1 when a run fails or its
-// tokens differ.
-int run_serve_bench(engine::Engine& engine, const ServeBenchOptions& options);
+struct ServeFigure {
+  int concurrency = 0, groups = 1;
+  double tok_s = 0;  // aggregate decode rate (median)
+};
+
+// Prints one line per (concurrency, groups) and appends it to `figures` when given;
+// returns 0, or 1 when a run fails or its tokens differ.
+int run_serve_bench(engine::Engine& engine, const ServeBenchOptions& options, std::vector<ServeFigure>* figures = nullptr);
 
 }  // namespace memra::bench

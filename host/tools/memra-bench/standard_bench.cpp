@@ -120,15 +120,6 @@ Result<double> measure_copy_gbps() {
   return 2.0 * static_cast<double>(bytes) / median(times) / 1e9;
 }
 
-struct Figures {
-  double pp_tok_s = 0, ttft_ms = 0;
-  struct Depth {
-    int depth = 0;
-    double tok_s = 0, ms_per_token = 0, bytes_per_token = 0, roofline = 0;
-  };
-  std::vector<Depth> tg;
-};
-
 }  // namespace
 
 int64_t standard_bench_context(const StandardBenchOptions& o) {
@@ -137,7 +128,7 @@ int64_t standard_bench_context(const StandardBenchOptions& o) {
   return std::max<int64_t>(o.prompt_tokens + 1, max_depth + o.gen_tokens + 1) + 16;
 }
 
-int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o) {
+int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o, StandardFigures* figures) {
   using engine::StepRequest;
   const ModelConfig& cfg = engine.config();
   std::mt19937 rng(1234);
@@ -168,7 +159,7 @@ int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o) {
 
   // Prefill of one prompt (pp) and time to first token: one step with every prompt token,
   // then the argmax of the last row. Medians of `repeats` runs after a warm-up.
-  Figures f;
+  StandardFigures f;
   std::vector<double> pp_times, ttft_times;
   for (int run = 0; run <= o.repeats; ++run) {
     const std::vector<int32_t> prompt = random_tokens(o.prompt_tokens);
@@ -230,7 +221,7 @@ int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o) {
       sample_memory();
       if (run > 0) times.push_back(dt);
     }
-    Figures::Depth d;
+    StandardFigures::Depth d;
     d.depth = depth;
     d.ms_per_token = 1e3 * median(times) / o.gen_tokens;
     d.tok_s = o.gen_tokens / median(times);
@@ -240,6 +231,8 @@ int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o) {
     f.tg.push_back(d);
   }
 
+  f.copy_gbps = gbps;
+  if (figures) *figures = f;
   if (o.json) {
     nlohmann::json j;
     j["model"] = o.model_label;

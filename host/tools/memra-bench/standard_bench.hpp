@@ -26,10 +26,22 @@ struct StandardBenchOptions {
   double kv_element_bytes = 4;    // 4: f32 KV cache, 2: bf16 (--kv-dtype)
 };
 
+// What run_standard_bench measured.
+struct StandardFigures {
+  double pp_tok_s = 0, ttft_ms = 0;
+  struct Depth {
+    int depth = 0;
+    double tok_s = 0, ms_per_token = 0, bytes_per_token = 0, roofline = 0;
+  };
+  std::vector<Depth> tg;
+  double copy_gbps = 0;
+};
+
 // The context the engine must allow for these options.
 int64_t standard_bench_context(const StandardBenchOptions& o);
 
-// Runs and prints the figures; returns the process exit code.
-int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o);
+// Runs and prints the figures (and stores them in `figures` when given); returns the
+// process exit code.
+int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o, StandardFigures* figures = nullptr);
 
 }  // namespace memra::bench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "host/tools/memra-kernel-check/harness.hpp"
+#include "kernels/matmul/gemv_int8_launch.hpp"
 #include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::kcheck::i8 {
@@ -103,8 +104,14 @@ inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void
   const int nt = tile_tokens(a.m);
   const std::string sch = scheme_name(s), name = kernel.empty() ? sch : kernel;
   memra_kernel* kern = k.get("matmul8_" + sch, "memra_gemv8_" + name + "_r" + std::to_string(r) + "_t" + std::to_string(nt));
-  void* args[] = {&a.w, &a.row_bytes, &a.rows, &a.cols, &a.xq, &a.xm, &a.m, &a.y, &a.bias};
+  ref::Int8GemvMats ms{};
+  ms.w[0] = reinterpret_cast<uint64_t>(a.w);
+  ms.y[0] = reinterpret_cast<uint64_t>(a.y);
+  ms.bias[0] = reinterpret_cast<uint64_t>(a.bias);
+  ms.rows[0] = a.rows;
   const int64_t groups = (a.rows + r - 1) / r;
+  for (int64_t& e : ms.group_end) e = groups;
+  void* args[] = {&ms, &a.row_bytes, &a.cols, &a.xq, &a.xm, &a.m};
   const int64_t gx = blocks > 0 && blocks < groups ? blocks : groups;
   k.launch(kern, static_cast<unsigned>(gx), static_cast<unsigned>((a.m + nt - 1) / nt), 128, args, stream);
 }

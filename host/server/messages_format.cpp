@@ -1,0 +1,162 @@
+#include "host/server/messages_format.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace memra::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+const char* anthropic_type(int status) {
+  switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503: return "overloaded_error";
+    default: return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+ojson error_json(const ApiError& e) {
+  const std::string message = e.param && e.message.rfind(*e.param + ":", 0) != 0 ? *e.param + ": " + e.message : e.message;
+  return {{"type", "error"}, {"error", {{"type", anthropic_type(e.status)}, {"message", message}}}};
+}
+
+// Anthropic's tool ids read toolu_...; the chat parser's call_... ids get that prefix.
+std::string tool_id(const std::string& id) { return id.rfind("call_", 0) == 0 ? "toolu_" + id.substr(5) : id; }
+
+ojson tool_input(const std::string& arguments) {
+  try {
+    ojson input = ojson::parse(arguments);
+    if (input.is_object()) return input;
+  } catch (const ojson::exception&) {
+  }
+  return ojson::object();
+}
+
+std::string stop_reason(const ChoiceResult& a) {
+  if (a.finish_reason == "tool_calls") return "tool_use";
+  if (a.finish_reason == "length") return "max_tokens";
+  if (a.stop_sequence) return "stop_sequence";
+  return "end_turn";
+}
+
+ojson usage_json(const UsageCounts& u) {
+  return {{"input_tokens", u.prompt - u.cached},
+          {"cache_creation_input_tokens", 0},
+          {"cache_read_input_tokens", u.cached},
+          {"output_tokens", u.completion}};
+}
+
+class MessagesStream final : public StreamFormat {
+ public:
+  std::string open(const StartedCompletion& s) override {
+    UsageCounts u;
+    u.prompt = s.run->prompt_tokens();
+    ojson message = {{"id", s.meta.id}, {"type", "message"}, {"role", "assistant"}, {"model", s.meta.model},
+                     {"content", ojson::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
+                     {"usage", usage_json(u)}};
+    return event("message_start", {{"type", "message_start"}, {"message", std::move(message)}}) +
+           event("ping", {{"type", "ping"}});
+  }
+
+  std::string news(const ChoiceDelta& d, const ChatPieces* pieces, const std::optional<std::string>& finish) override {
+    std::string out;
+    if (pieces != nullptr) {
+      if (!pieces->reasoning.empty()) {
+        if (open_ != Open::thinking) out += start_block(Open::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+        out += delta({{"type", "thinking_delta"}, {"thinking", pieces->reasoning}});
+      }
+      if (!pieces->content.empty()) {
+        if (open_ != Open::text) out += start_block(Open::text, {{"type", "text"}, {"text", ""}});
+        out += delta({{"type", "text_delta"}, {"text", pieces->content}});
+      }
+      for (const auto& c : pieces->tool_calls) {
+        out += start_block(Open::tool, {{"type", "tool_use"}, {"id", tool_id(c.id)}, {"name", c.name}, {"input", ojson::object()}});
+        out += delta({{"type", "input_json_delta"}, {"partial_json", c.arguments}});
+        out += stop_block();
+        answer_.tool_calls.push_back(c);
+      }
+    }
+    if (d.stop_sequence) answer_.stop_sequence = d.stop_sequence;
+    if (finish) {
+      answer_.finish_reason = *finish;
+      out += stop_block();
+      if (blocks_ == 0) {  // as the whole Message: at least one (empty) text block
+        out += start_block(Open::text, {{"type", "text"}, {"text", ""}});
+        out += stop_block();
+      }
+    }
+    return out;
+  }
+
+  std::string close(const UsageCounts& usage) override {
+    ojson stop_seq = answer_.stop_sequence && stop_reason(answer_) == "stop_sequence" ? ojson(*answer_.stop_sequence) : ojson(nullptr);
+    return event("message_delta", {{"type", "message_delta"},
+                                   {"delta", {{"stop_reason", stop_reason(answer_)}, {"stop_sequence", stop_seq}}},
+                                   {"usage", usage_json(usage)}}) +
+           event("message_stop", {{"type", "message_stop"}});
+  }
+
+  std::string failed(const ApiError& error) override { return stop_block() + event("error", error_json(error)); }
+
+ private:
+  enum class Open { none, thinking, text, tool };
+
+  static std::string event(const char* type, const ojson& data) {
+    return std::string("event: ") + type + "\ndata: " + dump(data) + "\n\n";
+  }
+  std::string start_block(Open kind, ojson block) {
+    std::string out = stop_block();
+    open_ = kind;
+    index_ = blocks_++;
+    return out + event("content_block_start", {{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
+  }
+  std::string delta(ojson d) {
+    return event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}});
+  }
+  std::string stop_block() {
+    if (open_ == Open::none) return {};
+    open_ = Open::none;
+    return event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
+  }
+
+  Open open_ = Open::none;
+  std::int64_t blocks_ = 0, index_ = 0;
+  ChoiceResult answer_;
+};
+
+}  // namespace
+
+std::string anthropic_error_body(const ApiError& error) { return dump(error_json(error)); }
+
+Reply anthropic_error_reply(const ApiError& error, std::optional<std::int64_t> retry_after) {
+  Reply reply = json_reply(error.status, anthropic_error_body(error));
+  if (retry_after) reply.add_header("Retry-After", std::to_string(std::max<std::int64_t>(1, *retry_after)));
+  return reply;
+}
+
+std::string message_body(const ResponseMeta& meta, const ChoiceResult& answer, const UsageCounts& usage) {
+  ojson content = ojson::array();
+  if (!answer.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", answer.reasoning}, {"signature", ""}});
+  // At least one block: an empty text one when nothing else was written.
+  if (!answer.text.empty() || (answer.tool_calls.empty() && answer.reasoning.empty()))
+    content.push_back({{"type", "text"}, {"text", answer.text}});
+  for (const auto& c : answer.tool_calls)
+    content.push_back({{"type", "tool_use"}, {"id", tool_id(c.id)}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+  const std::string reason = stop_reason(answer);
+  ojson body = {{"id", meta.id}, {"type", "message"}, {"role", "assistant"}, {"model", meta.model},
+                {"content", std::move(content)}, {"stop_reason", reason},
+                {"stop_sequence", reason == "stop_sequence" ? ojson(*answer.stop_sequence) : ojson(nullptr)},
+                {"usage", usage_json(usage)}};
+  return dump(body) + "\n";
+}
+
+std::unique_ptr<StreamFormat> messages_stream() { return std::make_unique<MessagesStream>(); }
+
+}  // namespace memra::server

@@ -1,0 +1,50 @@
+#include "host/server/response_store.hpp"
+
+namespace memra::server {
+
+ResponseStore::ResponseStore(std::size_t max_entries, std::size_t max_bytes)
+    : max_entries_(max_entries), max_bytes_(max_bytes) {}
+
+void ResponseStore::put(const std::string& tenant, const std::string& id, std::string conversation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Tenant& t = tenants_[tenant];
+  if (auto it = t.by_id.find(id); it != t.by_id.end()) {
+    t.bytes -= it->second->conversation.size();
+    t.lru.erase(it->second);
+    t.by_id.erase(it);
+  }
+  if (max_entries_ == 0 || conversation.size() > max_bytes_) return;
+  t.bytes += conversation.size();
+  t.lru.push_front(Entry{id, std::move(conversation)});
+  t.by_id[id] = t.lru.begin();
+  while (t.lru.size() > max_entries_ || t.bytes > max_bytes_) {
+    const Entry& last = t.lru.back();
+    t.bytes -= last.conversation.size();
+    t.by_id.erase(last.id);
+    t.lru.pop_back();
+  }
+}
+
+std::optional<std::string> ResponseStore::get(const std::string& tenant, const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t = tenants_.find(tenant);
+  if (t == tenants_.end()) return std::nullopt;
+  auto it = t->second.by_id.find(id);
+  if (it == t->second.by_id.end()) return std::nullopt;
+  t->second.lru.splice(t->second.lru.begin(), t->second.lru, it->second);
+  return it->second->conversation;
+}
+
+std::size_t ResponseStore::entries(const std::string& tenant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t = tenants_.find(tenant);
+  return t == tenants_.end() ? 0 : t->second.lru.size();
+}
+
+std::size_t ResponseStore::bytes(const std::string& tenant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t = tenants_.find(tenant);
+  return t == tenants_.end() ? 0 : t->second.bytes;
+}
+
+}  // namespace memra::server

@@ -1,0 +1,118 @@
+// The fused decode path of the CUDA backend (ops_basic.cpp, ops_matmul.cpp): add_rms_norm
+// and the gated activations also write their output as int8x32 rows, and matmuls over the
+// same rows that follow each other (q/k/v, gate/up) share one GEMV launch. Held bitwise:
+// every matmul's output == int8_matmul_ref of the producer's own (downloaded) output,
+// i.e. the fused codes are exactly ref::quantize_act_q8's, and a merged launch computes
+// each matrix's rows as its own launch would. The backend's counters show that both
+// paths ran (merging needs step recording, the default). The path is off by default
+// (BackendOptions::fuse_decode, MEMRA_CUDA_FUSE=1), so the check opens a backend with it.
+#include "host/tools/memra-kernel-check/checks.hpp"
+#include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
+
+namespace memra::kcheck {
+
+void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
+  Rng rng(o.seed ^ 0xf05edull);
+  // The fused path is a backend setting (BackendOptions::fuse_decode, off by default):
+  // checked on a second backend with it on, unless this one has it already.
+  std::unique_ptr<Device> fused;
+  if (!dev.options().fuse_decode) {
+    const std::string name = "fused decode: open a backend with fuse_decode";
+    try {
+      fused = dev.reopen([](backend::BackendOptions& b) { b.fuse_decode = true; });
+    } catch (const Failure& e) {
+      r.add(name, false, e.what());
+      return;
+    }
+  }
+  Device& d = fused ? *fused : dev;
+  const int64_t dim = 1024, ffn = 1536, nq = 160, nkv = 64, ndown = 96;
+  for (const char* sch : {"q8_0", "q4_0", "q4_k"}) {
+    const std::string s = sch;
+    for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{16}, int64_t{40}}) {
+      for (int act : {MEMRA_ACTIVATION_SILU, MEMRA_ACTIVATION_GELU_TANH}) {
+        if (act == MEMRA_ACTIVATION_GELU_TANH && m != 5) continue;
+        const std::string name = "fused decode " + s + " M=" + std::to_string(m) + " add_rms_norm->q,k,v (+bias) and ->gate,up; " +
+                                 (act == MEMRA_ACTIVATION_SILU ? "silu_mul" : "gelu_tanh_mul") + "->down";
+        if (!r.wants(name)) continue;
+        r.guard(name, [&] {
+          struct W {
+            int64_t rows, cols;
+            std::vector<uint8_t> bytes;
+            const memra_weight* w;
+          };
+          auto make = [&](const char* n, int64_t rows, int64_t cols) {
+            W w{rows, cols, random_weight(rng, s, rows, cols, "random"), nullptr};
+            w.w = d.weight(n, s, dtype_of(s), {rows, cols}, w.bytes);
+            return w;
+          };
+          const W wq = make("wq", nq, dim), wk = make("wk", nkv, dim), wv = make("wv", nkv, dim);
+          const W wg = make("wg", ffn, dim), wu = make("wu", ffn, dim), wd = make("wd", ndown, ffn);
+          const std::vector<float> bq = rng.floats(static_cast<size_t>(nq)), bv = rng.floats(static_cast<size_t>(nkv));
+          const memra_weight* bqw = d.f32_weight("bq", bq);
+          const memra_weight* bvw = d.f32_weight("bv", bv);
+          const memra_weight* n1 = d.f32_weight("n1", rng.floats(static_cast<size_t>(dim)));
+          const memra_weight* n2 = d.f32_weight("n2", rng.floats(static_cast<size_t>(dim)));
+          // Inputs in buffers of their own, filled before the step: an upload inside the
+          // step would end its recording (and so the merging).
+          auto input = [&](i8::DevBuf& b) {
+            const std::vector<float> v = rng.floats(static_cast<size_t>(m * dim));
+            b.put(v.data(), v.size() * 4);
+            memra_tensor t{};
+            t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+            t.dtype = MEMRA_DTYPE_F32;
+            t.ndim = 2;
+            t.shape[0] = m;
+            t.shape[1] = dim;
+            t.data = b.ptr();
+            return t;
+          };
+          i8::DevBuf b1(d, static_cast<uint64_t>(m * dim) * 4), b2(d, static_cast<uint64_t>(m * dim) * 4),
+              b3(d, static_cast<uint64_t>(m * dim) * 4);
+          const memra_tensor x1 = input(b1), x2 = input(b2);
+          memra_tensor res = input(b3);
+          d.begin_step();
+          const backend::BackendStats before = d.backend().stats();
+          memra_tensor h1 = d.tensor({m, dim}), h2 = d.tensor({m, dim});
+          memra_tensor q = d.tensor({m, nq}), k = d.tensor({m, nkv}), v = d.tensor({m, nkv});
+          memra_tensor g = d.tensor({m, ffn}), u = d.tensor({m, ffn}), a = d.tensor({m, ffn}), dn = d.tensor({m, ndown});
+          d.check(d.ops().add_rms_norm(d.ctx(), &x1, &res, n1, 1e-6f, 0.0f, &h1), "add_rms_norm");
+          d.check(d.ops().matmul(d.ctx(), &h1, wq.w, bqw, &q), "matmul q");
+          d.check(d.ops().matmul(d.ctx(), &h1, wk.w, nullptr, &k), "matmul k");
+          d.check(d.ops().matmul(d.ctx(), &h1, wv.w, bvw, &v), "matmul v");
+          d.check(d.ops().add_rms_norm(d.ctx(), &x2, &res, n2, 1e-6f, 0.0f, &h2), "add_rms_norm");
+          d.check(d.ops().matmul(d.ctx(), &h2, wg.w, nullptr, &g), "matmul gate");
+          d.check(d.ops().matmul(d.ctx(), &h2, wu.w, nullptr, &u), "matmul up");
+          d.check(d.ops().gated_activation(d.ctx(), static_cast<memra_activation>(act), &g, &u, &a), "gated_activation");
+          d.check(d.ops().matmul(d.ctx(), &a, wd.w, nullptr, &dn), "matmul down");
+          const backend::BackendStats after = d.backend().stats();
+
+          const std::vector<float> h1v = d.download(h1), h2v = d.download(h2), av = d.download(a);
+          std::string bad;
+          auto expect = [&](const char* what, const W& w, const std::vector<float>& x, const float* bias, const memra_tensor& y) {
+            std::vector<float> ref(static_cast<size_t>(m * w.rows));
+            if (!int8_matmul_ref(s, w.bytes, w.rows, w.cols, x, m, bias, ref.data())) throw Failure("reference refused the shape");
+            const Comparison c = compare(d.download(y), ref);
+            if (!c.bitwise) bad += std::string(bad.empty() ? "" : ", ") + what + " differs (nmse " + fmt(c.nmse) + ")";
+          };
+          expect("q", wq, h1v, bq.data(), q);
+          expect("k", wk, h1v, nullptr, k);
+          expect("v", wv, h1v, bv.data(), v);
+          expect("gate", wg, h2v, nullptr, g);
+          expect("up", wu, h2v, nullptr, u);
+          expect("down", wd, av, nullptr, dn);
+          const int64_t fused = after.fused_act_quantisations - before.fused_act_quantisations;
+          const int64_t merged = after.merged_gemv_launches - before.merged_gemv_launches;
+          const bool graphs = d.options().step_graphs && !d.options().sync_each_op;
+          // m <= 64 fuses; merging needs recording (k, v join q; up joins gate).
+          const bool counts = fused == 3 && merged == (graphs ? 3 : 0);
+          r.add(name, bad.empty() && counts,
+                (bad.empty() ? std::string("6 matmuls bitwise == int8 reference of the producers' outputs") : bad) + "; fused " +
+                    std::to_string(fused) + "/3, merged " + std::to_string(merged) + "/" + (graphs ? "3" : "0"));
+        });
+      }
+    }
+  }
+}
+
+}  // namespace memra::kcheck
