@@ -1,248 +1,302 @@
-// Attention over the paged KV cache (f32 or bf16), split over fixed chunks of kAttnChunk
-// positions. Pass 1: one block per (token, head, chunk) computes the chunk's max
-// score m, sum l of exp(s - m) and unnormalised output o. Pass 2: one block per
-// (token, head) merges its chunks in chunk order. The chunking depends only on the
-// token's own position (and the sliding window), so a token's output is bitwise the
-// same in a prefill, a decode or a verify step and beside any other sequences.
+// Attention over the paged KV cache (f32 or bf16) for generated rows (decode, verify),
+// split over fixed chunks of kDecodeChunk positions (paged_attention_layout.hpp).
+// Pass 1 (memra_attention_chunk{,_bf16}): one block per (row, kv head, chunk) serves the
+// kv head's whole q-head group (grouped-query attention: each K and V row of the chunk
+// is read once for the group) and writes per q head the chunk's max score m, the sum l
+// of exp(s - m) and the unnormalised output o. Pass 2 (memra_attention_combine): one
+// block per (row, q head) merges its chunks. Every reduction below has an order fixed by
+// the chunk, the head_dim and the group size, and the chunking depends only on the row's
+// own position (and the sliding window), so a row's output is bitwise the same in a
+// prefill, a decode or a verify step and beside any other sequences.
 // `rows` (nullable) lists the token rows to compute (a step whose prompt rows run the
 // prefill kernel, prefill_attention_mma.cu): entry i of the launch is token rows[i]
-// (i itself when rows is NULL); part_o/part_ml are indexed by i. A row's arithmetic is
-// the same either way.
-// memra_attention_chunk_bf16 reads a bf16 cache. Its block first stages the chunk's K
-// and V rows (bf16, 16-byte loads, all in flight at once) in shared memory; then the
-// f32 kernel's code runs on them, each element converted exactly to f32: every fmaf in
-// the same order, so its rows are bitwise the f32 kernel's on a cache holding the same
-// (bf16-representable) values (memra-kernel-check proves it). Staging keeps the code
-// as small as the f32 kernel's while one round of load latency covers the chunk.
+// (i itself when rows is NULL); part_o/part_ml are indexed by i.
+//
+// The block stages the chunk's K and V rows in shared memory with 16-byte cp.async
+// (zero-filled past the row's last position), K and V as two groups so the V loads
+// overlap the score phase; both element types then run one code, each element converted
+// exactly to f32, so a bf16 cache's rows are bitwise the f32 kernel's on a cache holding
+// the same (bf16-representable) values (memra-kernel-check proves it).
+// Without nvcc (tests/cuda/decode_attention_emulator.hpp, which includes this file on the
+// host) the CUDA types and the cp.async / shared-memory primitives come from the emulator.
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 
+#include "kernels/attention/paged_attention_layout.hpp"
 #include "kernels/common/reduce.cuh"
 
 namespace {
-constexpr int kAttnChunk = 64;   // positions per chunk (fixed: the split depends only on the position)
-constexpr int kAttnThreads = 128;
+constexpr int kChunk = memra::attn::kDecodeChunk;
+constexpr int kThreads = memra::attn::kDecodeThreads;
+constexpr int kWarpRows = kChunk / (kThreads / 32);  // 16 positions of the chunk per warp
+constexpr int kPassHeads = 4;  // score phase: 8 positions x 4 q heads = 32 partial dots per lane
+constexpr int kPvHeads = 8;    // output phase: q heads per pass (accumulators per thread)
 
 __device__ __forceinline__ int32_t first_position(int32_t pos, int32_t window) {
   return window > 0 ? max(0, pos - window + 1) : 0;
 }
-
-__device__ __forceinline__ float kv_load(const float* p) { return *p; }
-__device__ __forceinline__ float kv_load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
 __device__ __forceinline__ int64_t slot_offset(const int32_t* table, int32_t position, int32_t block_size,
                                                int64_t row_width) {
   const int64_t block = table[position / block_size];
   return (block * block_size + position % block_size) * row_width;
 }
-}  // namespace
 
-// grid (tokens * kv_heads, max_chunks), kAttnThreads threads, dynamic shared memory
-// group * (head_dim + kAttnChunk) + 4 * 8 * 128 floats, group = heads / kv_heads (bf16: the
-// 4 * 8 * 128 floats overlap the staged K rows, and the V rows follow; ops_attention.cpp's
-// decode_attention sizes it; head_dim a multiple of 8). One block serves
-// every q head of one kv head (grouped-query attention), so each K and V row of the
-// chunk is read once for the group instead of once per q head. Per q head the
-// arithmetic is the single-head kernel's, in the same order: the dot product of lane
-// i over dims i, i+32, ... then the warp butterfly; the max and the sum of
-// exp(s - m) over positions tid, tid+128, ... then the block reduction; the output
-// of dim i as four fmaf chains over the chunk's quarters (one per warp), added in
-// warp order.
+#if defined(__CUDACC__)
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+// Elements as exact floats: 4 consecutive ones (f32: one 16-byte load, bf16: one 8-byte
+// load; lanes reading consecutive groups touch consecutive banks), or one.
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 load4(const __nv_bfloat16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
+                     __uint_as_float(u.y & 0xffff0000u));
+}
+__device__ __forceinline__ float load1(const float* p) { return *p; }
+__device__ __forceinline__ float load1(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+// Rows 0 .. rows-1 of the chunk (row j at src + row_off[j]) into dst [kChunk][head_dim],
+// 16-byte pieces; rows at or past `len` are zero-filled (no global read).
+template <class KvT>
+__device__ __forceinline__ void stage_rows(KvT* dst, const KvT* src, const int64_t* row_off, int head_dim, int rows,
+                                           int len) {
+  constexpr int kPer = 16 / static_cast<int>(sizeof(KvT));
+  const int per_row = head_dim / kPer;
+  for (int idx = threadIdx.x; idx < rows * per_row; idx += kThreads) {
+    const int j = idx / per_row, c = idx - j * per_row;
+    cp_async16(dst + j * head_dim + c * kPer, src + row_off[j] + c * kPer, j < len ? 16 : 0);
+  }
+}
+
+// Sum over the warp of 32 values per lane, lane l ending with the sum of entry l (a
+// reduce-scatter: 31 shuffles instead of 32 butterflies of 5). The adds form a fixed tree.
+template <int O>
+__device__ __forceinline__ void reduce_scatter_step(float (&v)[32], int lane) {
+  const bool upper = (lane & O) != 0;
+#pragma unroll
+  for (int k = 0; k < O; ++k) {
+    const float send = upper ? v[k] : v[k + O];
+    const float keep = upper ? v[k + O] : v[k];
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+  }
+}
+__device__ __forceinline__ float reduce_scatter32(float (&v)[32], int lane) {
+  reduce_scatter_step<16>(v, lane);
+  reduce_scatter_step<8>(v, lane);
+  reduce_scatter_step<4>(v, lane);
+  reduce_scatter_step<2>(v, lane);
+  reduce_scatter_step<1>(v, lane);
+  return v[0];
+}
+
+// Scores of q heads g0 .. g0+3 over the chunk: warp w takes positions 16w .. 16w+15 in
+// two rounds of 8; lane l holds q's 4-dim groups l, l+32, ... (S of them) and computes,
+// per position and head, a partial dot over them (an fmaf chain: groups in order, dims in
+// order); the 32 partials per (position, head) then go through reduce_scatter32. Lane l
+// ends with position l / 4, head l % 4 of the round. Positions past `len` score -inf.
+template <int S, class KvT>
+__device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float* scores, int g0, int gn, int head_dim,
+                                           int len, float scale, float softcap) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int groups4 = head_dim / 4;
+  float4 qv[kPassHeads][S];
+#pragma unroll
+  for (int gi = 0; gi < kPassHeads; ++gi)
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      const int c = lane + 32 * s;
+      qv[gi][s] = (gi < gn && c < groups4) ? *reinterpret_cast<const float4*>(qg + (g0 + gi) * head_dim + 4 * c)
+                                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  if (g0 == 0) {
+    cp_async_wait<1>();  // this thread's K pieces (the V group may still be in flight)
+    __syncthreads();     // everyone's
+  }
+#pragma unroll
+  for (int r = 0; r < kWarpRows / 8; ++r) {
+    const int jb = warp * kWarpRows + r * 8;
+    const int j = jb + (lane >> 2), gi = lane & 3;
+    float s = -INFINITY;
+    if (jb < len) {  // warp-uniform
+      float v[32];
+#pragma unroll
+      for (int p = 0; p < 8; ++p) {
+        const KvT* krow = kt + (jb + p) * head_dim;
+        float acc[kPassHeads];
+#pragma unroll
+        for (int h = 0; h < kPassHeads; ++h) acc[h] = 0.0f;
+#pragma unroll
+        for (int si = 0; si < S; ++si) {
+          const int c = lane + 32 * si;
+          if (c < groups4) {
+            const float4 k4 = load4(krow + 4 * c);
+#pragma unroll
+            for (int h = 0; h < kPassHeads; ++h) {
+              acc[h] = fmaf(qv[h][si].x, k4.x, acc[h]);
+              acc[h] = fmaf(qv[h][si].y, k4.y, acc[h]);
+              acc[h] = fmaf(qv[h][si].z, k4.z, acc[h]);
+              acc[h] = fmaf(qv[h][si].w, k4.w, acc[h]);
+            }
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < kPassHeads; ++h) v[p * kPassHeads + h] = acc[h];
+      }
+      const float d = reduce_scatter32(v, lane);
+      if (j < len) {
+        s = d * scale;
+        if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
+      }
+    }
+    if (gi < gn) scores[(g0 + gi) * kChunk + j] = s;
+  }
+}
+
 // part_o: [entries*heads][max_chunks][head_dim]; part_ml: [entries*heads][max_chunks][2].
+// Shared memory: paged_attention_layout.hpp (decode_attention_smem_bytes).
 template <class KvT>
 __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads,
                                                 int32_t kv_heads, int32_t head_dim, int32_t block_size,
                                                 const int32_t* positions, const int32_t* seq_index,
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
                                                 int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
-                                                float* part_ml, const int32_t* rows) {
-  constexpr bool kStaged = sizeof(KvT) == 2;  // bf16: K/V rows staged in shared memory
-  extern __shared__ __align__(16) float smem[];
-  __shared__ float scratch[32];
+                                                float* part_ml, const int32_t* rows, int32_t v_separate) {
+#if defined(__CUDACC__)
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+#endif
   const int group = heads / kv_heads;
-  float* qs = smem;                          // [group][head_dim]
-  float* scores = smem + group * head_dim;   // [group][kAttnChunk]
+  int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
+  float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
+  KvT* kt = reinterpret_cast<KvT*>(scores + group * kChunk);      // [kChunk][head_dim]
+  KvT* vt = v_separate ? kt + kChunk * head_dim : kt;             // [kChunk][head_dim]
   const int64_t tk = blockIdx.x;
   const int64_t i_entry = tk / kv_heads;
   const int64_t t = rows ? rows[i_entry] : i_entry;
   const int kvh = static_cast<int>(tk % kv_heads);
-  const int h0 = kvh * group;                // the group's first q head
+  const int h0 = kvh * group;  // the group's first q head
   const int32_t pos = positions[t];
   const int32_t first = first_position(pos, sliding_window);
   const int32_t n = pos - first + 1;
   const int chunk = blockIdx.y;
-  if (static_cast<int64_t>(chunk) * kAttnChunk >= n) return;
-  const int32_t j0 = first + chunk * kAttnChunk;
-  const int len = min(kAttnChunk, n - chunk * kAttnChunk);
+  if (static_cast<int64_t>(chunk) * kChunk >= n) return;
+  const int32_t j0 = first + chunk * kChunk;
+  const int len = min(kChunk, n - chunk * kChunk);
+  const int staged = min(kChunk, (len + 7) & ~7);  // rows the phases read (8-row score rounds)
   const int64_t row_width = static_cast<int64_t>(kv_heads) * head_dim;
   const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
   const float* qg = q + (t * heads + h0) * static_cast<int64_t>(head_dim);
-  for (int i = threadIdx.x; i < group * head_dim; i += kAttnThreads) qs[i] = qg[i];
-  // bf16: the chunk's K rows at `staged_k` ([len][head_dim], later reused for `partial`),
-  // its V rows at `staged_v`; row j of the chunk is position j0 + j.
-  KvT* staged_k = reinterpret_cast<KvT*>(scores + group * kAttnChunk);
-  KvT* staged_v = staged_k + (kStaged ? max(kAttnChunk * head_dim, 2 * 4 * 8 * 128) : 0);
-  if constexpr (kStaged) {
-    // 16-byte pieces, kBatch K and kBatch V loads per thread in flight, then their stores
-    // (one batch covers a whole chunk at head_dim 128).
-    constexpr int kBatch = 8;
-    const int row_chunks = head_dim / 8;
-    const int pieces = len * row_chunks;
-    for (int base = threadIdx.x; base < pieces; base += kBatch * kAttnThreads) {
-      uint4 kq[kBatch], vq[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int idx = base + u * kAttnThreads;
-        if (idx < pieces) {
-          const int j = idx / row_chunks, c = idx - j * row_chunks;
-          const int64_t off = slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim + c * 8;
-          kq[u] = *reinterpret_cast<const uint4*>(k_cache + off);
-          vq[u] = *reinterpret_cast<const uint4*>(v_cache + off);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int idx = base + u * kAttnThreads;
-        if (idx < pieces) {
-          reinterpret_cast<uint4*>(staged_k)[idx] = kq[u];  // staged_k + j * head_dim + c * 8
-          reinterpret_cast<uint4*>(staged_v)[idx] = vq[u];
-        }
-      }
-    }
-  }
+  const int tid = threadIdx.x;
+  if (tid < staged)
+    row_off[tid] = slot_offset(table, j0 + min(tid, len - 1), block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
   __syncthreads();
+  stage_rows(kt, k_cache, row_off, head_dim, staged, len);
+  cp_async_commit();
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, staged, len);
+  cp_async_commit();  // (an empty group when V waits for the K rows' space)
 
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // Scores: warp w takes positions w*16 .. w*16+15, four K rows in flight at a time
-  // (head_dim <= 128 here; longer heads take the general loop).
-  constexpr int kScorePerWarp = kAttnChunk / (kAttnThreads / 32);
-  for (int jj0 = 0; jj0 < kScorePerWarp; jj0 += 4) {
-    const KvT* kjs[4];
-    float kv[4][4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int j = warp * kScorePerWarp + jj0 + u;
-      const KvT* row = kStaged ? staged_k + static_cast<int64_t>(j) * head_dim
-                               : k_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
-      kjs[u] = j < len ? row : nullptr;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int i = lane + 32 * c;
-        kv[u][c] = (kjs[u] && i < head_dim) ? kv_load(kjs[u] + i) : 0.0f;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int j = warp * kScorePerWarp + jj0 + u;
-      if (!kjs[u]) break;
-      for (int g = 0; g < group; ++g) {
-        const float* qh = qs + g * head_dim;
-        float d = 0.0f;
-        if (head_dim <= 128) {
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-            if (lane + 32 * c < head_dim) d = fmaf(qh[lane + 32 * c], kv[u][c], d);
-        } else {
-          for (int i = lane; i < head_dim; i += 32) d = fmaf(qh[i], kv_load(kjs[u] + i), d);
-        }
-        d = memra::cuda::warp_sum(d);
-        float s = d * scale;
-        if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
-        if (lane == 0) scores[g * kAttnChunk + j] = s;
-      }
+  const int groups4 = head_dim / 4;
+  for (int g0 = 0; g0 < group; g0 += kPassHeads) {
+    const int gn = min(kPassHeads, group - g0);
+    if (groups4 <= 32)
+      score_pass<1>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+    else if (groups4 <= 64)
+      score_pass<2>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+    else
+      score_pass<4>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+  }
+  __syncthreads();  // scores published, K rows read
+  if (!v_separate) {
+    stage_rows(vt, v_cache, row_off, head_dim, staged, len);
+    cp_async_commit();
+  }
+
+  // Softmax per q head, warp w taking heads w, w+4, ...: lane l holds positions l and
+  // l+32; the max and the sum of exp(s - m) by warp butterflies (fixed order).
+  const int lane = tid & 31, warp = tid >> 5;
+  for (int g = warp; g < group; g += kThreads / 32) {
+    float* sc = scores + g * kChunk;
+    const float a = sc[lane], b = sc[lane + 32];
+    const float m = memra::cuda::warp_max(fmaxf(a, b));
+    const float pa = expf(a - m), pb = expf(b - m);
+    const float l = memra::cuda::warp_sum(pa + pb);
+    sc[lane] = pa;
+    sc[lane + 32] = pb;
+    if (lane == 0) {
+      const int64_t part = (i_entry * heads + h0 + g) * max_chunks + chunk;
+      part_ml[part * 2] = m;
+      part_ml[part * 2 + 1] = l;
     }
   }
-  __syncthreads();
-  float ms[8], ls[8];  // per q head of the group (group <= 8 here; larger groups loop below)
-  for (int g0 = 0; g0 < group; g0 += 8) {
-    const int gn = min(8, group - g0);
-    for (int gi = 0; gi < gn; ++gi) {
-      float* sc = scores + (g0 + gi) * kAttnChunk;
-      float m = -INFINITY;
-      for (int j = threadIdx.x; j < len; j += kAttnThreads) m = fmaxf(m, sc[j]);
-      m = memra::cuda::block_max(m, scratch);
-      float l = 0.0f;
-      for (int j = threadIdx.x; j < len; j += kAttnThreads) {
-        const float p = expf(sc[j] - m);
-        sc[j] = p;
-        l += p;
-      }
-      l = memra::cuda::block_sum(l, scratch);  // its barriers also publish sc[]
-      ms[gi] = m;
-      ls[gi] = l;
-    }
-    // V: warp w takes the chunk's positions w*16 .. w*16+15 (an fmaf chain over them in
-    // order, per q head and dim), lane l dims l, l+32, ...; then the four warps' partial
-    // sums are added in warp order. Every position's V row is read by one warp, and
-    // the sixteen rows of a warp are independent loads.
-    constexpr int kWarps = kAttnThreads / 32, kPerWarp = kAttnChunk / kWarps;
-    float* partial = scores + group * kAttnChunk;  // [kWarps][8][128]; bf16: over the staged K rows, read by now
-    for (int i0 = 0; i0 < head_dim; i0 += 128) {
-      float o[8][4];
+  cp_async_wait<0>();
+  __syncthreads();  // V rows and the weights published
+
+  // Output: thread (dim d, head slot) runs, per q head, one fmaf chain over the chunk's
+  // positions in order (weights past `len` are 0 and so are the zero-filled V rows).
+  // With head_dim < 128 the block's threads split the heads in slots.
+  const int dcount = min(head_dim, kThreads), slots = kThreads / dcount;
+  const int d0 = tid % dcount, slot = tid / dcount;
+  if (slot >= slots) return;
+  for (int d = d0; d < head_dim; d += dcount) {
+    for (int gb = slot; gb < group; gb += slots * kPvHeads) {
+      float o[kPvHeads];
 #pragma unroll
-      for (int gi = 0; gi < 8; ++gi)
+      for (int k = 0; k < kPvHeads; ++k) o[k] = 0.0f;
+      for (int j = 0; j < len; j += 4) {
+        const float v0 = load1(vt + (j + 0) * head_dim + d), v1 = load1(vt + (j + 1) * head_dim + d);
+        const float v2 = load1(vt + (j + 2) * head_dim + d), v3 = load1(vt + (j + 3) * head_dim + d);
 #pragma unroll
-        for (int c = 0; c < 4; ++c) o[gi][c] = 0.0f;
-      for (int jj = 0; jj < kPerWarp; ++jj) {
-        const int j = warp * kPerWarp + jj;
-        if (j >= len) break;
-        const KvT* vj = kStaged ? staged_v + static_cast<int64_t>(j) * head_dim
-                                : v_cache + slot_offset(table, j0 + j, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
-        float vv[4];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int i = i0 + lane + 32 * c;
-          vv[c] = i < head_dim ? kv_load(vj + i) : 0.0f;
-        }
-#pragma unroll
-        for (int gi = 0; gi < 8; ++gi) {
-          if (gi < gn) {
-            const float p = scores[(g0 + gi) * kAttnChunk + j];
-#pragma unroll
-            for (int c = 0; c < 4; ++c) o[gi][c] = fmaf(p, vv[c], o[gi][c]);
+        for (int k = 0; k < kPvHeads; ++k) {
+          const int g = gb + k * slots;
+          if (g < group) {
+            const float4 p = *reinterpret_cast<const float4*>(scores + g * kChunk + j);
+            o[k] = fmaf(p.x, v0, o[k]);
+            o[k] = fmaf(p.y, v1, o[k]);
+            o[k] = fmaf(p.z, v2, o[k]);
+            o[k] = fmaf(p.w, v3, o[k]);
           }
         }
       }
 #pragma unroll
-      for (int gi = 0; gi < 8; ++gi)
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-          if (gi < gn && i0 + lane + 32 * c < head_dim) partial[(warp * 8 + gi) * 128 + lane + 32 * c] = o[gi][c];
-      __syncthreads();
-      for (int idx = threadIdx.x; idx < gn * 128; idx += kAttnThreads) {
-        const int gi = idx / 128, il = idx % 128, i = i0 + il;
-        if (i >= head_dim) continue;
-        float sum = partial[(0 * 8 + gi) * 128 + il];
-        for (int w = 1; w < kWarps; ++w) sum = __fadd_rn(sum, partial[(w * 8 + gi) * 128 + il]);
-        const int64_t part = (i_entry * heads + h0 + g0 + gi) * max_chunks + chunk;
-        part_o[part * head_dim + i] = sum;
-      }
-      __syncthreads();  // partial is reused by the next dims / head group
-    }
-    if (threadIdx.x == 0) {
-      for (int gi = 0; gi < gn; ++gi) {
-        const int64_t part = (i_entry * heads + h0 + g0 + gi) * max_chunks + chunk;
-        part_ml[part * 2] = ms[gi];
-        part_ml[part * 2 + 1] = ls[gi];
+      for (int k = 0; k < kPvHeads; ++k) {
+        const int g = gb + k * slots;
+        if (g < group) part_o[((i_entry * heads + h0 + g) * max_chunks + chunk) * head_dim + d] = o[k];
       }
     }
   }
 }
+}  // namespace
 
-#define MEMRA_DEFINE_ATTENTION_CHUNK(NAME, KvT)                                                                  \
-  extern "C" __global__ void __launch_bounds__(kAttnThreads)                                                     \
-      NAME(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads, int32_t kv_heads,             \
-           int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,            \
-           const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap, \
-           int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows) {                           \
-    attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index,           \
-                    block_tables, max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows);  \
+#define MEMRA_DEFINE_ATTENTION_CHUNK(NAME, KvT)                                                                      \
+  extern "C" __global__ void __launch_bounds__(kThreads, 4)                                                          \
+      NAME(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads, int32_t kv_heads,                 \
+           int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,                \
+           const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap,     \
+           int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows, int32_t v_separate) {            \
+    attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index, block_tables, \
+                    max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, v_separate);     \
   }
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
 
-// grid (entries * heads), kAttnThreads threads. out: [tokens][heads * head_dim].
-extern "C" __global__ void __launch_bounds__(kAttnThreads)
+// grid (entries * heads), kThreads threads. out: [tokens][heads * head_dim].
+// The max of the chunks' m, then per chunk its weight w_c = exp(m_c - m) (once, kept in
+// shared memory when the chunks fit) and l = sum l_c w_c (per thread over chunks t,
+// t+128, ..., then the block sum); the output as float4 columns: thread (quad, slice)
+// runs an fmaf chain over chunks slice, slice+slices, ... (several loads in flight), and
+// the slices are added in order. All orders depend on the chunk count and head_dim only.
+extern "C" __global__ void __launch_bounds__(kThreads)
     memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
                             int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out,
                             const int32_t* rows) {
@@ -251,29 +305,45 @@ extern "C" __global__ void __launch_bounds__(kAttnThreads)
   const int h = static_cast<int>(th % heads);
   const int32_t pos = positions[t];
   const int32_t n = pos - first_position(pos, sliding_window) + 1;
-  const int chunks = (n + kAttnChunk - 1) / kAttnChunk;
+  const int chunks = (n + kChunk - 1) / kChunk;
   const float* ml = part_ml + th * max_chunks * 2;
-  float m = -INFINITY;
-  for (int c = 0; c < chunks; ++c) m = fmaxf(m, ml[2 * c]);
-  // Each chunk's weight expf(m_c - m) once per block (not once per thread and dim)
-  // when it fits; the same values either way, so the same bits.
-  constexpr int kStaged = 256;
+  __shared__ float scratch[32];
+  constexpr int kStaged = 2048;
   __shared__ float wts[kStaged];
+  __shared__ __align__(16) float partial[4 * kThreads];  // [slices][head_dim]: slices * head_dim <= 4 * kThreads
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < chunks; c += kThreads) m = fmaxf(m, ml[2 * c]);
+  m = memra::cuda::block_max(m, scratch);
   const bool staged = chunks <= kStaged;
-  if (staged) {
-    for (int c = threadIdx.x; c < chunks; c += kAttnThreads) wts[c] = expf(ml[2 * c] - m);
-    __syncthreads();
-  }
   float l = 0.0f;
-  for (int c = 0; c < chunks; ++c) l = fmaf(ml[2 * c + 1], staged ? wts[c] : expf(ml[2 * c] - m), l);
+  for (int c = threadIdx.x; c < chunks; c += kThreads) {
+    const float w = expf(ml[2 * c] - m);
+    if (staged) wts[c] = w;
+    l = fmaf(ml[2 * c + 1], w, l);
+  }
+  l = memra::cuda::block_sum(l, scratch);  // its barriers also publish wts
   const float inv = 1.0f / l;
-  float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += kAttnThreads) {
-    float acc = 0.0f;
-    // Unrolled so several chunks' loads are in flight; the fmaf chain keeps chunk order.
+  const int quads = head_dim / 4, slices = max(1, kThreads / quads);
+  const int qd = threadIdx.x % quads, s = threadIdx.x / quads;
+  if (s < slices) {
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float4* po = reinterpret_cast<const float4*>(part_o + th * max_chunks * head_dim) + qd;
 #pragma unroll 8
-    for (int c = 0; c < chunks; ++c)
-      acc = fmaf(part_o[(th * max_chunks + c) * head_dim + i], staged ? wts[c] : expf(ml[2 * c] - m), acc);
-    o[i] = acc * inv;
+    for (int c = s; c < chunks; c += slices) {
+      const float w = staged ? wts[c] : expf(ml[2 * c] - m);
+      const float4 x = po[static_cast<int64_t>(c) * quads];
+      acc.x = fmaf(x.x, w, acc.x);
+      acc.y = fmaf(x.y, w, acc.y);
+      acc.z = fmaf(x.z, w, acc.z);
+      acc.w = fmaf(x.w, w, acc.w);
+    }
+    reinterpret_cast<float4*>(partial)[s * quads + qd] = acc;
+  }
+  __syncthreads();
+  float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += kThreads) {
+    float sum = partial[i];
+    for (int sl = 1; sl < slices; ++sl) sum = __fadd_rn(sum, partial[sl * head_dim + i]);
+    o[i] = sum * inv;
   }
 }

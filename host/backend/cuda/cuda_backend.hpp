@@ -366,7 +366,6 @@ class CudaBackend {
   memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries, CUdeviceptr rows,
                                 int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
   std::vector<Kernel*> attention_smem_ready_;  // prefill attention kernels whose shared memory limit is raised
-  unsigned decode_bf16_smem_limit_ = 48 * 1024;  // memra_attention_chunk_bf16's dynamic shared memory limit
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).

@@ -16,12 +16,13 @@
 
 #include "host/backend/cuda/cu_error.hpp"
 #include "host/backend/cuda/cuda_backend.hpp"
+#include "kernels/attention/paged_attention_layout.hpp"
 #include "kernels/attention/prefill_attention_plan.hpp"
 #include "kernels/rope/rope_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
-constexpr int32_t kChunk = 64;  // kAttnChunk in paged_attention.cu
+constexpr int32_t kChunk = attn::kDecodeChunk;
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
 
 int32_t chunks_of(int32_t pos, int32_t window) {
@@ -83,43 +84,54 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
                                            CUdeviceptr vc, CUdeviceptr out) {
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = db.source->max_blocks_per_seq;
+  if (head_dim % 8 != 0 || head_dim > attn::kDecodeMaxHeadDim)
+    return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs head_dim a multiple of 8, at most " +
+                                           std::to_string(attn::kDecodeMaxHeadDim) + " (got " + std::to_string(head_dim) + ")");
   const uint64_t n = static_cast<uint64_t>(entries) * static_cast<uint64_t>(heads);
   auto part_o = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
   if (!part_o) return fail(part_o.error());
   auto part_ml = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
   if (!part_ml) return fail(part_ml.error());
-  // One block per (row, kv head, chunk) serves the kv head's whole q-head group. Shared
-  // memory (paged_attention.cu): q and scores, the output partials; bf16 also stages the
-  // chunk's K rows (the partials reuse them) and V rows.
+  // One block per (row, kv head, chunk) serves the kv head's whole q-head group; its
+  // shared memory (paged_attention_layout.hpp) holds the scores and the chunk's K rows,
+  // and the V rows beside them when that fits every arch (else V reuses K's space). The
+  // layout never changes the arithmetic.
   const int32_t group = heads / kv_heads;
   const KvLayerConfig* geometry = kv_.layer(p->layer);
   const bool bf16 = geometry && geometry->dtype == MEMRA_DTYPE_BF16;
-  if (bf16 && head_dim % 8 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: a bf16 KV cache needs head_dim a multiple of 8");
-  const uint64_t partials = 4 * 8 * 128 * 4, tile = static_cast<uint64_t>(kChunk) * static_cast<uint64_t>(head_dim) * 2u;
-  const uint64_t shared64 = static_cast<uint64_t>(group) * static_cast<uint64_t>(head_dim + kChunk) * 4u +
-                            (bf16 ? std::max(tile, partials) + tile : partials);
-  const auto shared = static_cast<unsigned>(shared64);
+  if ((kc | vc) % 16 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs 16-byte aligned KV layers");
+  const int kv_bytes = bf16 ? 2 : 4;
+  const bool v_separate =
+      attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, true) <= attn::kDecodeSmemOverlapLimit;
+  const uint64_t shared64 = attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, v_separate);
   const char* chunk_kernel = bf16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
   if (shared64 > 48 * 1024) {
-    // The f32 kernel stays within the default limit; bf16 with long heads raises it (once per size).
-    if (!bf16) return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group too large for the decode kernel's shared memory");
-    if (shared > decode_bf16_smem_limit_) {
-      auto k = modules_->kernel("attention", chunk_kernel);
-      if (!k) return fail(k.error());
-      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
-      if (r != CUDA_SUCCESS)
-        return fail(MEMRA_ERR_UNSUPPORTED, cu_error(r, "cuFuncSetAttribute (bf16 decode attention shared memory)") +
-                                               " for head_dim " + std::to_string(head_dim));
-      decode_bf16_smem_limit_ = shared;
+    // Raised once per kernel, to the device's opt-in limit.
+    auto k = modules_->kernel("attention", chunk_kernel);
+    if (!k) return fail(k.error());
+    int optin = 0;
+    const CUresult ra = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx_.device());
+    if (ra != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(ra, "cuDeviceGetAttribute (shared memory opt-in)"));
+    if (shared64 > static_cast<uint64_t>(optin))
+      return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group " + std::to_string(group) + " x head_dim " +
+                                             std::to_string(head_dim) + " needs more shared memory than the device has");
+    if (std::find(attention_smem_ready_.begin(), attention_smem_ready_.end(), *k) == attention_smem_ready_.end()) {
+      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin);
+      if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (decode attention shared memory)"));
+      attention_smem_ready_.push_back(*k);
     }
   }
+  const auto shared = static_cast<unsigned>(shared64);
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
-  memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks), 128, shared, q,
-                           kc, vc, heads, kv_heads, head_dim, block_size, db.positions, db.seq_index, db.block_tables,
-                           max_blocks, p->scale, p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows);
+  memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks),
+                           static_cast<unsigned>(attn::kDecodeThreads), shared, q, kc, vc, heads, kv_heads, head_dim,
+                           block_size, db.positions, db.seq_index, db.block_tables, max_blocks, p->scale,
+                           p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows,
+                           static_cast<int32_t>(v_separate ? 1 : 0));
   if (st != MEMRA_OK) return st;
-  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n), 1, 128, 0, *part_o, *part_ml, db.positions,
-                heads, head_dim, p->sliding_window, max_chunks, out, rows);
+  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n), 1,
+                static_cast<unsigned>(attn::kDecodeThreads), 0, *part_o, *part_ml, db.positions, heads, head_dim,
+                p->sliding_window, max_chunks, out, rows);
 }
 
 Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {

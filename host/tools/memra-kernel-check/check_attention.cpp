@@ -1,7 +1,8 @@
 // RoPE + paged-KV write + split-KV attention against the CPU reference
 // (kernels/rope, kernels/attention), and its batch-invariance bit checks: a row
 // alone vs beside three other sequences, and in a prefill vs a decode step; with an
-// f32 and a bf16 KV cache (the reference then rounds K and V to bf16 when written).
+// f32 and a bf16 KV cache (the reference then rounds K and V to bf16 when written; its
+// bf16 K is the device's RoPE'd k, so a 1-ulp RoPE difference cannot flip a rounding).
 // For bf16 also: the bf16 decode kernel is bitwise the f32 one when both caches hold
 // the same bf16-representable values (only the element load differs). And a layer's
 // results do not depend on the other layers' KV geometry or dtype.
@@ -155,7 +156,13 @@ class Scenario {
         ref::rope_apply(table_, c_.rope, pos[static_cast<size_t>(t)], r.ref_q.data() + t * qw, c_.heads, c_.head_dim);
         ref::rope_apply(table_, c_.rope, pos[static_cast<size_t>(t)], r.ref_k.data() + t * kw, c_.kv_heads, c_.head_dim);
       }
-      ref::paged_kv_write(L, table, pos[static_cast<size_t>(t)], r.ref_k.data() + t * kw, v.data() + t * kw);
+      // A bf16 cache stores the device's RoPE'd k, rounded by the reference: the CPU's and
+      // the GPU's RoPE differ by ~1 f32 ulp (the rope checks bound it), and where that
+      // straddles a bf16 rounding boundary the stored K would differ by one bf16 ulp
+      // (2^16 times more), which the attention bound is not about. The rounding itself
+      // (RNE of the device's f32 k) is still the reference's.
+      const float* kw_row = (c_.kv == MEMRA_DTYPE_BF16 ? r.k : r.ref_k).data() + t * kw;
+      ref::paged_kv_write(L, table, pos[static_cast<size_t>(t)], kw_row, v.data() + t * kw);
     }
     for (int64_t t = 0; t < T; ++t) {
       const int32_t* table = tables_[static_cast<size_t>(toks[static_cast<size_t>(t)].seq)].data();
@@ -254,6 +261,10 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       {"gqa 4/4 hd64 interleaved llama3 window=100 softcap=30", 4, 4, 64, true, rope(64, 0, 500000.0f, MEMRA_ROPE_SCALING_LLAMA3), 100, 30.0f},
       {"gqa 6/2 hd128 yarn partial-rotary 64", 6, 2, 128, true, rope(64, 1, 1000000.0f, MEMRA_ROPE_SCALING_YARN), 0, 0.0f},
       {"mha 2/2 hd256 no-rope", 2, 2, 256, false, {}, 0, 0.0f},
+      // The decode kernel's multi-pass paths: 10 q heads per kv head (score passes of
+      // 4 + 4 + 2 heads, output passes of 8 + 2), and head_dim 96 (lanes and threads idle).
+      {"gqa 10/1 hd128 neox window=200", 10, 1, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 200, 0.0f},
+      {"gqa 6/1 hd96 neox softcap=50", 6, 1, 96, true, rope(96, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 50.0f},
   };
   // Every config again over a bf16 KV cache: same bounds, same bit checks.
   for (size_t i = 0, n = configs.size(); i < n; ++i) {

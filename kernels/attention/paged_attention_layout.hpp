@@ -1,0 +1,29 @@
+// The work layout shared by the decode attention kernels (paged_attention.cu) and the
+// CUDA backend that launches them (host/backend/cuda/ops_attention.cpp). No includes:
+// nvcc and the host compiler both read it.
+#pragma once
+
+namespace memra::attn {
+
+// KV positions per chunk. Chunks start at the row's first visible position and are
+// fixed by it (never by the batch or the device), so the split-KV merge order of a
+// row is a function of its position only.
+constexpr int kDecodeChunk = 64;
+constexpr int kDecodeThreads = 128;
+// head_dim must be a multiple of 8 (16-byte staging of bf16 rows) and at most this.
+constexpr int kDecodeMaxHeadDim = 512;
+
+// Dynamic shared memory of memra_attention_chunk{,_bf16} in bytes: the chunk's row
+// offsets (int64), the scores [group][chunk] (f32), the staged K rows [chunk][head_dim]
+// and, when `v_separate`, the V rows beside them (else V reuses the K rows' space once
+// the scores are done: less memory, no overlap of the V loads with the score phase).
+constexpr unsigned long long decode_attention_smem_bytes(int group, int head_dim, int kv_bytes, bool v_separate) {
+  const unsigned long long tile = static_cast<unsigned long long>(kDecodeChunk) * head_dim * kv_bytes;
+  return kDecodeChunk * 8ull + static_cast<unsigned long long>(group) * kDecodeChunk * 4ull + tile * (v_separate ? 2 : 1);
+}
+
+// V gets its own space when the whole block fits this (every target arch's opt-in limit
+// is above it: sm_90 227 KB, sm_120 99 KB).
+constexpr unsigned long long kDecodeSmemOverlapLimit = 96ull * 1024;
+
+}  // namespace memra::attn

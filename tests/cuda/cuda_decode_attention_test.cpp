@@ -1,0 +1,173 @@
+// The decode attention kernels (kernels/attention/paged_attention.cu) run on the host by
+// the emulator of decode_attention_emulator.hpp (no GPU needed): every row against the
+// CPU reference (kAttentionBound), and bitwise: a row alone == in a batch == through a
+// row list (a step whose prompt rows run the prefill kernel), V beside the K rows == V
+// reusing their space, and the bf16 kernel == the f32 kernel on bf16-valued K/V. Each row
+// has its own sequence whose cache positions outside what the row may see are NaN, so a
+// read past its window or its last position shows up. memra-kernel-check runs the same
+// properties on the GPU.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/tools/memra-kernel-check/checks.hpp"
+#include "kernels/attention/attention_ref.hpp"
+#include "repack/quant/fp_convert.hpp"
+#include "tests/cuda/decode_attention_emulator.hpp"
+
+namespace {
+
+constexpr int kBlock = 16;
+
+struct Config {
+  int heads, kv_heads, head_dim, window;
+  float softcap;
+};
+
+// A cache of one sequence per row (scattered blocks); row r's sequence holds K/V at the
+// positions row r sees, NaN elsewhere. Values are bf16-representable when `bf16_values`.
+struct Problem {
+  Config c;
+  std::vector<int32_t> pos, seq, tables;
+  int max_blocks = 0, num_blocks = 0;
+  std::vector<float> kf, vf;        // f32 cache
+  std::vector<uint16_t> kb, vb;     // bf16 cache (bits)
+  std::vector<float> q;             // [rows][heads * head_dim]
+
+  Problem(const Config& cfg, const std::vector<int32_t>& positions, bool bf16_values, uint32_t seed) : c(cfg), pos(positions) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd;
+    const int rows = static_cast<int>(pos.size());
+    int top = 0;
+    for (int32_t p : pos) top = std::max(top, p);
+    max_blocks = top / kBlock + 1;
+    num_blocks = rows * max_blocks;
+    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+    for (int i = 0; i < num_blocks; ++i) ids[static_cast<size_t>(i)] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    tables = ids;
+    const size_t row_w = static_cast<size_t>(c.kv_heads) * c.head_dim, n = static_cast<size_t>(num_blocks) * kBlock * row_w;
+    kf.assign(n, NAN), vf.assign(n, NAN), kb.assign(n, 0x7fc0), vb.assign(n, 0x7fc0);
+    for (int r = 0; r < rows; ++r) {
+      seq.push_back(r);
+      const int32_t first = c.window > 0 ? std::max(0, pos[static_cast<size_t>(r)] - c.window + 1) : 0;
+      for (int32_t p = first; p <= pos[static_cast<size_t>(r)]; ++p) {
+        const size_t off = (static_cast<size_t>(tables[static_cast<size_t>(r * max_blocks + p / kBlock)]) * kBlock + p % kBlock) * row_w;
+        for (size_t i = 0; i < row_w; ++i) {
+          const float a = nd(rng), b = nd(rng);
+          kb[off + i] = memra::quant::f32_to_bf16(a), vb[off + i] = memra::quant::f32_to_bf16(b);
+          kf[off + i] = bf16_values ? memra::quant::bf16_to_f32(kb[off + i]) : a;
+          vf[off + i] = bf16_values ? memra::quant::bf16_to_f32(vb[off + i]) : b;
+        }
+      }
+    }
+    q.resize(static_cast<size_t>(rows) * c.heads * c.head_dim);
+    for (float& x : q) x = nd(rng);
+  }
+
+  int64_t width() const { return static_cast<int64_t>(c.heads) * c.head_dim; }
+  int chunks_of(int32_t p) const {
+    const int32_t first = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
+    return (p - first + 1 + memra::attn::kDecodeChunk - 1) / memra::attn::kDecodeChunk;
+  }
+
+  // The kernels over `entries` (all rows when empty: no row list), as the backend launches them.
+  std::vector<float> gpu(bool bf16, bool v_separate, const std::vector<int32_t>& entries = {}) const {
+    const int E = entries.empty() ? static_cast<int>(pos.size()) : static_cast<int>(entries.size());
+    const int32_t* rows = entries.empty() ? nullptr : entries.data();
+    int max_chunks = 1;
+    for (int e = 0; e < E; ++e) max_chunks = std::max(max_chunks, chunks_of(pos[static_cast<size_t>(rows ? rows[e] : e)]));
+    std::vector<float> part_o(static_cast<size_t>(E) * c.heads * max_chunks * c.head_dim, NAN);
+    std::vector<float> part_ml(static_cast<size_t>(E) * c.heads * max_chunks * 2, NAN);
+    std::vector<float> out(q.size(), 0.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const auto* kbf = reinterpret_cast<const __nv_bfloat16*>(kb.data());
+    const auto* vbf = reinterpret_cast<const __nv_bfloat16*>(vb.data());
+    memra::decode_emu::launch(static_cast<unsigned>(E * c.kv_heads), static_cast<unsigned>(max_chunks), [&] {
+      if (bf16)
+        memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
+                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
+                                   part_ml.data(), rows, v_separate ? 1 : 0);
+      else
+        memra_attention_chunk(q.data(), kf.data(), vf.data(), c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(),
+                              seq.data(), tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks,
+                              part_o.data(), part_ml.data(), rows, v_separate ? 1 : 0);
+    });
+    memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), 1, [&] {
+      memra_attention_combine(part_o.data(), part_ml.data(), pos.data(), c.heads, c.head_dim, c.window, max_chunks,
+                              out.data(), rows);
+    });
+    return out;
+  }
+
+  std::vector<float> reference(bool bf16) const {
+    std::vector<float> out(q.size());
+    memra::ref::PagedKvLayer L;
+    L.k = bf16 ? static_cast<void*>(const_cast<uint16_t*>(kb.data())) : static_cast<void*>(const_cast<float*>(kf.data()));
+    L.v = bf16 ? static_cast<void*>(const_cast<uint16_t*>(vb.data())) : static_cast<void*>(const_cast<float*>(vf.data()));
+    L.block_size = kBlock;
+    L.kv_heads = c.kv_heads;
+    L.head_dim = c.head_dim;
+    L.element = bf16 ? memra::ref::KvElement::bf16 : memra::ref::KvElement::f32;
+    for (size_t r = 0; r < pos.size(); ++r)
+      memra::ref::paged_attention(L, tables.data() + r * static_cast<size_t>(max_blocks), pos[r],
+                                  q.data() + r * static_cast<size_t>(width()), c.heads,
+                                  1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.window, c.softcap,
+                                  out.data() + r * static_cast<size_t>(width()));
+    return out;
+  }
+};
+
+double nmse(const std::vector<float>& a, const std::vector<float>& b) {
+  double e = 0, s = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    e += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    s += static_cast<double>(b[i]) * b[i];
+  }
+  return e / s;
+}
+
+bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+// Positions: one-row chunks, chunk edges, several chunks (the last one partial).
+const std::vector<int32_t> kPositions = {0, 5, 63, 64, 65, 200};
+
+void check_config(const Config& c) {
+  for (const bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16 KV" : "f32 KV");
+    const Problem p(c, kPositions, false, 7u + static_cast<uint32_t>(c.head_dim * 31 + c.heads));
+    const auto out = p.gpu(bf16, true);
+    const double e = nmse(out, p.reference(bf16));
+    EXPECT_LE(e, memra::kcheck::kAttentionBound) << "against the reference";
+    EXPECT_TRUE(same_bits(p.gpu(bf16, false).data(), out.data(), out.size())) << "V reusing K's space";
+    const size_t w = static_cast<size_t>(p.width());
+    const std::vector<int32_t> list = {5, 1, 3};  // rows 5, 1, 3 through a row list
+    const auto listed = p.gpu(bf16, true, list);
+    for (const int32_t r : list)
+      EXPECT_TRUE(same_bits(listed.data() + r * w, out.data() + r * w, w)) << "row " << r << " through a row list";
+    Problem one = p;  // the last row alone: the same sequence, as a one-row step
+    one.pos = {kPositions.back()};
+    one.seq = {static_cast<int32_t>(kPositions.size()) - 1};
+    one.q.assign(p.q.end() - static_cast<std::ptrdiff_t>(w), p.q.end());
+    const auto solo = one.gpu(bf16, true);
+    EXPECT_TRUE(same_bits(solo.data(), out.data() + (kPositions.size() - 1) * w, w)) << "row alone vs in the batch";
+  }
+}
+
+TEST(CudaDecodeAttentionEmulated, Gqa8x2Hd128) { check_config({8, 2, 128, 0, 0.0f}); }
+TEST(CudaDecodeAttentionEmulated, Mha4Hd64Window100Softcap30) { check_config({4, 4, 64, 100, 30.0f}); }
+TEST(CudaDecodeAttentionEmulated, Gqa10x1Hd128Window70) { check_config({10, 1, 128, 70, 0.0f}); }
+TEST(CudaDecodeAttentionEmulated, Gqa6x1Hd96Softcap50) { check_config({6, 1, 96, 0, 50.0f}); }
+TEST(CudaDecodeAttentionEmulated, Mha2Hd256) { check_config({2, 2, 256, 0, 0.0f}); }
+
+TEST(CudaDecodeAttentionEmulated, Bf16KernelIsTheF32KernelOnBf16Values) {
+  for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 100, 30.0f}}) {
+    const Problem p(c, {3, 64, 200}, true, 11);
+    const auto f = p.gpu(false, true), b = p.gpu(true, true);
+    EXPECT_TRUE(same_bits(f.data(), b.data(), f.size())) << c.heads << "/" << c.kv_heads << " hd" << c.head_dim;
+  }
+}
+
+}  // namespace
