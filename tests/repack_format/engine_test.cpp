@@ -165,7 +165,7 @@ TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
 TEST(Quantize, PluginSlotMatchesTheLibrary) {
   std::vector<float> x(4 * 512);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * 0.05f;
-  for (const char* scheme : {"q8_0", "q4_k", "q5_k", "q6_k", "fp8"}) {
+  for (const char* scheme : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs", "fp8"}) {
     auto plugin = plugin_host().quant_for(scheme, plugin_host().device_info());
     ASSERT_TRUE(plugin.ok()) << scheme << ": " << plugin.error().message;
     const memra_quant_api& api = plugin->api();
@@ -188,7 +188,7 @@ TEST(Quantize, PluginSlotMatchesTheLibrary) {
 
 INSTANTIATE_TEST_SUITE_P(MemraRepack, RepackQuantEngine,
                          ::testing::Values(QuantCase{"q8_0", "Q8_0"}, QuantCase{"q6_k", "Q6_K"}, QuantCase{"q5_k", "Q5_K_M"},
-                                           QuantCase{"q4_k", "Q4_K_M"}),
+                                           QuantCase{"q4_k", "Q4_K_M"}, QuantCase{"iq4_xs", "IQ4_XS"}, QuantCase{"q4_0", "Q4_0"}),
                          [](const auto& info) { return std::string(info.param.quant); });
 
 }  // namespace

@@ -131,7 +131,8 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
   // Relative rms error bounds per scheme (4-bit ~ 1/16 of the range, ...).
   // Uniform rounding of a Gaussian block: rms error ~ step/sqrt(12), step ~ range/levels.
   const std::vector<std::pair<std::string, double>> schemes = {{"q8_0", 0.008}, {"q6_k", 0.03}, {"q5_k", 0.06},
-                                                               {"q4_k", 0.12},  {"fp8", 0.05},  {"bf16", 0.004}};
+                                                               {"q4_k", 0.12},  {"iq4_xs", 0.12}, {"q4_0", 0.12},
+                                                               {"fp8", 0.05},   {"bf16", 0.004}};
   for (const auto& [quant, bound] : schemes) {
     TempDir tmp;
     auto r = run_repack(src, tmp / "q.memra", quant);
@@ -147,7 +148,8 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
         continue;
       }
       // The head and attn_v get 6 bits under the 4/5-bit targets.
-      const bool upgraded = (quant == "q4_k" || quant == "q5_k") && (st.name == "output.weight" || st.name.ends_with("attn_v.weight"));
+      const bool upgraded = (quant == "q4_k" || quant == "q5_k" || quant == "iq4_xs" || quant == "q4_0") &&
+                            (st.name == "output.weight" || st.name.ends_with("attn_v.weight"));
       EXPECT_EQ(scheme, upgraded ? "q6_k" : (quant == "fp8" && (st.name == "output.weight" || st.name == "token_embd.weight")) ? "bf16" : quant)
           << quant << " " << st.name;
       const uint64_t n = repack::element_count(st.shape);
