@@ -6,9 +6,10 @@
 //
 // The search mirrors the Q6_K one (quantize_q6_k.cpp), for a codebook code:
 //  1. Per sub-block, a continuous signed scale: starts that put the largest-magnitude
-//     value a at -127 +- 7 (the wider end of the codebook, ggml's starts) or at 113 +- 8,
-//     each with its nearest codes refitted once by least squares; the best scale seen is
-//     kept.
+//     value a at -127 + {0, +-2, +-4, +-6} (the wider end of the codebook; ggml tries each
+//     step of +-7) or at 113 + {0, +-4}, each with its nearest codes refitted once by least
+//     squares; the best scale seen is kept. (Every step of +-7, and 113 +- 8 in steps of 2,
+//     lower the error by 0.1 % at half the speed.)
 //  2. d from candidates that map the largest sub-block scale to -32 (and its float16
 //     neighbours), -31, +31 or +30, float16-rounded; each sub-block's scale code is the
 //     rounded ratio; the smallest total error wins.
@@ -102,8 +103,8 @@ float fit_sub_block(const float* x) {
     const float e = evaluate(x, s2).err;
     if (e < best_err) best_err = e, best_s = s2;
   };
-  for (int k = -7; k <= 7; ++k) start(-127.0f + static_cast<float>(k));
-  for (int k = -8; k <= 8; k += 2) start(113.0f + static_cast<float>(k));
+  for (int k = -6; k <= 6; k += 2) start(-127.0f + static_cast<float>(k));
+  for (int k = -4; k <= 4; k += 4) start(113.0f + static_cast<float>(k));
   return best_s;
 }
 

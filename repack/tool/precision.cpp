@@ -107,9 +107,15 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     for (const SchemeOverride& o : overrides) {
       if (::fnmatch(o.pattern.c_str(), t.name.c_str(), 0) != 0) continue;
       if (o.scheme != t.scheme && (!convertible || !format::tensor_bytes(o.scheme, 1, t.shape) ||
-                                   (t.shape.size() < 2 && o.scheme != "f32" && o.scheme != "f16" && o.scheme != "bf16")))
+                                   (t.shape.size() < 2 && o.scheme != "f32" && o.scheme != "f16" && o.scheme != "bf16"))) {
+        const uint64_t block = format::scheme_block_elements(o.scheme);
+        const std::string why = block > 1 && !t.shape.empty() && t.shape.back() % block != 0
+                                    ? ": its rows have " + std::to_string(t.shape.back()) + " columns, " + o.scheme +
+                                          " needs a multiple of " + std::to_string(block)
+                                    : "";
         return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme + ": tensor '" + t.name +
-                                                           "' (" + t.scheme + ") cannot be written as " + o.scheme);
+                                                           "' (" + t.scheme + ") cannot be written as " + o.scheme + why);
+      }
       d = {o.scheme, "--tensor-scheme " + o.pattern, "requested on the command line"};
       break;
     }
