@@ -139,7 +139,7 @@ memra_status quantize(memra_plugin_ctx* ctx, const char* scheme, const float* sr
     quant::QuantScheme qs;
     if (!quant::parse_scheme(scheme, &qs))
       return report(ctx, MEMRA_ERR_UNSUPPORTED, std::string(ctx->name) + ": no quantizer for " + scheme + "; memra-repack can write " +
-                                               "q8_0, q4_k, q5_k, q6_k and fp8");
+                                               "q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0 and fp8");
     std::string error;
     if (!quant::quantize_rows(qs, src, rows, cols, d, dst_bytes, &error))
       return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": " + error);

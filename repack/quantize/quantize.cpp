@@ -16,9 +16,11 @@ struct SchemeInfo {
 
 constexpr SchemeInfo kSchemes[] = {
     {QuantScheme::q8_0, "q8_0", 32, 34},
+    {QuantScheme::q4_0, "q4_0", 32, 18},
     {QuantScheme::q4_k, "q4_k", 256, 144},
     {QuantScheme::q5_k, "q5_k", 256, 176},
     {QuantScheme::q6_k, "q6_k", 256, 210},
+    {QuantScheme::iq4_xs, "iq4_xs", 256, 136},
     {QuantScheme::fp8, "fp8", kFp8Group, 4 + kFp8Group},
 };
 
@@ -79,9 +81,11 @@ bool quantize_rows(QuantScheme s, const float* src, int64_t rows, int64_t cols, 
     uint8_t* o = out + rb * static_cast<uint64_t>(r);
     switch (s) {
       case QuantScheme::q8_0: ok = quantize_q8_0(x, o, cols); break;
+      case QuantScheme::q4_0: ok = quantize_q4_0(x, o, cols); break;
       case QuantScheme::q4_k: ok = quantize_q4_k(x, o, cols); break;
       case QuantScheme::q5_k: ok = quantize_q5_k(x, o, cols); break;
       case QuantScheme::q6_k: ok = quantize_q6_k(x, o, cols); break;
+      case QuantScheme::iq4_xs: ok = quantize_iq4_xs(x, o, cols); break;
       case QuantScheme::fp8: quantize_fp8_row(x, o, cols); break;
     }
     if (!ok) {

@@ -49,13 +49,15 @@ are recorded in the registry once DST is in place.
 options:
   -q, --quant SCHEME      keep (default): every tensor as stored (GGUF blocks bit-exact);
                           bf16 | f16: convert the matrices;
-                          q8_0 | q4_k | q5_k | q6_k | fp8: quantize the matrices on the CPU
+                          q8_0 | q6_k | q5_k | q4_k | iq4_xs | q4_0 | fp8: quantize the
+                          matrices on the CPU
                           (the head, attn_v and a few others get more bits; the manifest
                           lists every choice)
   -t, --tensor-scheme PATTERN=SCHEME
                           write the tensors whose canonical name matches the glob
                           PATTERN (e.g. 'blk.*.ffn_down.weight') in SCHEME (f32, f16,
-                          bf16, q8_0, q4_k, q5_k, q6_k, fp8); repeatable, first match wins
+                          bf16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0, fp8); repeatable,
+                          first match wins
   --registry PATH         registry database to record in (default: $MEMRA_REGISTRY, else
                           $MEMRA_HOME/registry.db, else ~/.memra/registry.db)
   --no-registry           do not record anything
@@ -134,13 +136,13 @@ int main(int argc, char** argv) {
       if (!value(&v)) return usage_error(key + " needs a scheme");
       const auto& c = repack::quant_choices();
       if (std::find(c.begin(), c.end(), v) == c.end())
-        return usage_error("unknown --quant '" + v + "'; choose keep, bf16, f16, q8_0, q4_k, q5_k, q6_k or fp8");
+        return usage_error("unknown --quant '" + v + "'; choose keep, bf16, f16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0 or fp8");
       o.quant = v;
     } else if (key == "-t" || key == "--tensor-scheme") {
       if (!value(&v)) return usage_error(key + " needs PATTERN=SCHEME");
       const size_t eq = v.rfind('=');
       if (eq == std::string::npos || eq == 0 || !repack::overridable_scheme(v.substr(eq + 1)))
-        return usage_error(key + " '" + v + "': give PATTERN=SCHEME with SCHEME one of f32, f16, bf16, q8_0, q4_k, q5_k, q6_k, fp8");
+        return usage_error(key + " '" + v + "': give PATTERN=SCHEME with SCHEME one of f32, f16, bf16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0, fp8");
       o.overrides.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (key == "--registry") {
       if (!value(&v) || v.empty()) return usage_error("--registry needs a path");

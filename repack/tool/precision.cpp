@@ -29,12 +29,12 @@ struct Decision {
 }  // namespace
 
 const std::vector<std::string>& quant_choices() {
-  static const std::vector<std::string> k = {"keep", "bf16", "f16", "q8_0", "q4_k", "q5_k", "q6_k", "fp8"};
+  static const std::vector<std::string> k = {"keep", "bf16", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "iq4_xs", "q4_0", "fp8"};
   return k;
 }
 
 bool overridable_scheme(const std::string& s) {
-  return s == "f32" || s == "f16" || s == "bf16" || s == "q8_0" || s == "q4_k" || s == "q5_k" || s == "q6_k" || s == "fp8";
+  return s == "f32" || s == "f16" || s == "bf16" || (s != "keep" && std::find(quant_choices().begin(), quant_choices().end(), s) != quant_choices().end());
 }
 
 Result<PrecisionPlan> plan_precision(const Source& source, const std::string& req, const std::vector<SchemeOverride>& overrides,
@@ -42,14 +42,15 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
   for (const SchemeOverride& o : overrides)
     if (!overridable_scheme(o.scheme))
       return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme +
-                                                         ": choose f32, f16, bf16, q8_0, q4_k, q5_k, q6_k or fp8");
+                                                         ": choose f32, f16, bf16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0 or fp8");
   // A scheme of a quant plugin: its quantiser writes the matrices it can hold.
   const bool plugin_scheme = std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end() &&
                              plugin_bytes && plugin_bytes(req, {1, 256}).has_value();
   if (!plugin_scheme && std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end())
-    return make_error(ErrorCode::invalid_argument, "unknown --quant '" + req + "'; choose one of keep, bf16, f16, q8_0, q4_k, q5_k, q6_k, fp8 " +
+    return make_error(ErrorCode::invalid_argument, "unknown --quant '" + req + "'; choose one of keep, bf16, f16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0, fp8 " +
                                                        "or a scheme of an installed quant plugin");
-  const bool low_bit = req == "q4_k" || req == "q5_k";
+  // The 4/5-bit targets: their head and attn_v get 6 bits.
+  const bool low_bit = req == "q4_k" || req == "q5_k" || req == "iq4_xs" || req == "q4_0";
   const bool tied = source.config().tie_word_embeddings;
   PrecisionPlan plan;
   std::set<std::string> names;
@@ -106,9 +107,15 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     for (const SchemeOverride& o : overrides) {
       if (::fnmatch(o.pattern.c_str(), t.name.c_str(), 0) != 0) continue;
       if (o.scheme != t.scheme && (!convertible || !format::tensor_bytes(o.scheme, 1, t.shape) ||
-                                   (t.shape.size() < 2 && o.scheme != "f32" && o.scheme != "f16" && o.scheme != "bf16")))
+                                   (t.shape.size() < 2 && o.scheme != "f32" && o.scheme != "f16" && o.scheme != "bf16"))) {
+        const uint64_t block = format::scheme_block_elements(o.scheme);
+        const std::string why = block > 1 && !t.shape.empty() && t.shape.back() % block != 0
+                                    ? ": its rows have " + std::to_string(t.shape.back()) + " columns, " + o.scheme +
+                                          " needs a multiple of " + std::to_string(block)
+                                    : "";
         return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme + ": tensor '" + t.name +
-                                                           "' (" + t.scheme + ") cannot be written as " + o.scheme);
+                                                           "' (" + t.scheme + ") cannot be written as " + o.scheme + why);
+      }
       d = {o.scheme, "--tensor-scheme " + o.pattern, "requested on the command line"};
       break;
     }

@@ -3,7 +3,7 @@
 //   keep            every tensor as stored (GGUF blocks bit-exact, safetensors dtypes as
 //                   is), except 1-D float tensors, widened exactly to f32.
 //   bf16 | f16      matrices converted from their exact float32 values; 1-D -> f32.
-//   q8_0 | q4_k | q5_k | q6_k | fp8
+//   q8_0 | q6_k | q5_k | q4_k | iq4_xs | q4_0 | fp8
 //                   matrices quantized on the CPU with memra_quantize, with these
 //                   exceptions (docs/FORMAT.md, "Precision choices"):
 //                   - 1-D tensors (norms, biases): f32;
@@ -38,7 +38,7 @@ struct PrecisionPlan {
   format::Precision precision;      // the rules, for the manifest
 };
 
-// "keep", "bf16", "f16", "q8_0", "q4_k", "q5_k", "q6_k", "fp8".
+// "keep", "bf16", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "iq4_xs", "q4_0", "fp8".
 const std::vector<std::string>& quant_choices();
 
 // Per-tensor overrides (--tensor-scheme PATTERN=SCHEME): a tensor whose canonical name

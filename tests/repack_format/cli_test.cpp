@@ -31,7 +31,7 @@ std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 TEST(MemraRepackCli, HelpDescribesUsage) {
   std::string out;
   EXPECT_EQ(run_command(kTool + " --help", &out), 0);
-  for (const char* s : {"usage: memra-repack SRC -o DST", "--quant", "--registry", "--threads", "--bench", "q4_k", "fp8"})
+  for (const char* s : {"usage: memra-repack SRC -o DST", "--quant", "--registry", "--threads", "--bench", "q4_k", "iq4_xs", "q4_0", "fp8"})
     EXPECT_NE(out.find(s), std::string::npos) << s;
   EXPECT_EQ(run_command(kTool + " --version", &out), 0);
   EXPECT_EQ(out.rfind("memra-repack ", 0), 0u) << out;
@@ -94,6 +94,31 @@ TEST(MemraRepackCli, RepacksFixturesAndRecordsProvenance) {
   ASSERT_EQ(run_command(kTool + " " + q(runs[0].src) + " -o " + q(tmp / "again.memra") + " --registry " + q(reg) + " --quiet", &out), 0) << out;
   EXPECT_EQ(db->list_checkpoints()->size(), 3u);
   EXPECT_EQ(db->list_repacks()->size(), 4u);
+}
+
+// The two schemes memra-repack learned last, through the tool's own option parsing: the
+// matrices land in them, the head and attn_v in q6_k, a --tensor-scheme naming the other.
+TEST(MemraRepackCli, QuantizesToQ4_0AndIq4Xs) {
+  MEMRA_REQUIRE_FIXTURES();
+  TempDir tmp;
+  const std::string src = q(memra::testing::fixture("models/llama"));
+  for (const std::string quant : {"q4_0", "iq4_xs"}) {
+    const std::string other = quant == "q4_0" ? "iq4_xs" : "q4_0";
+    const fs::path dst = tmp / (quant + ".memra");
+    std::string out;
+    ASSERT_EQ(run_command(kTool + " " + src + " -o " + q(dst) + " -q " + quant + " -t 'blk.1.ffn_down.weight=" + other +
+                              "' --no-registry --quiet",
+                          &out),
+              0)
+        << out;
+    auto m = format::MemraModel::open(dst, {true, 2});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->manifest().precision.requested, quant);
+    EXPECT_EQ(m->find("blk.0.ffn_down.weight")->entry->scheme, quant);
+    EXPECT_EQ(m->find("blk.1.ffn_down.weight")->entry->scheme, other);
+    EXPECT_EQ(m->find("blk.0.attn_v.weight")->entry->scheme, "q6_k");
+    EXPECT_EQ(m->find("output.weight")->entry->scheme, "q6_k");
+  }
 }
 
 TEST(MemraRepackCli, ExistingDestinationNeedsForce) {

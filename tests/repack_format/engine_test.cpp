@@ -94,7 +94,8 @@ INSTANTIATE_TEST_SUITE_P(MemraRepack, RepackEngine,
 // float32 reference (prefill logits at all 24 positions):
 //  - same mix (memra's quantizers with llama.cpp's per-tensor types, via --tensor-scheme)
 //    and memra's default mix for that --quant: rmse within 1.1x of llama.cpp's weights',
-//    top-1 agreement at most 2 below.
+//    top-1 agreement at most 2 below; and the same against the budget llama.cpp's own CPU
+//    run of its file has (llamacpp_vs_hf.json).
 // The slack is the spread of this end-to-end number under equally good quantizations:
 // small changes to the scale search move it by +-4% on this 24-position, random-weight
 // model, while the per-tensor errors (QuantizeVsLlamaCpp) stay 5-11% below llama.cpp's.
@@ -132,6 +133,9 @@ TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
   const auto ids = prompt();
   std::vector<float> want(ids.size() * 1024);
   std::ifstream(model / "reference.bin", std::ios::binary).read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
+  // llama.cpp's own CPU run of its file against transformers: the scheme's error budget.
+  const auto budgets = nlohmann::json::parse(std::ifstream(memra::testing::fixture("gguf/llama/llamacpp_vs_hf.json")));
+  const auto& budget = budgets.at(std::string("llama-") + c.llamacpp + ".ngl0").at("prefill_vs_hf");
   std::string fmt;
   auto base_logits = run_model(theirs, &fmt);
   ASSERT_TRUE(base_logits.ok()) << base_logits.error().message;
@@ -158,6 +162,8 @@ TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
               << "/" << ids.size() << "; llama.cpp's " << c.llamacpp << " weights: rmse " << base.rmse << ", top1 " << base.top1 << "\n";
     EXPECT_LE(s.rmse, 1.1 * base.rmse) << c.quant << (mirror ? " (same mix)" : " (memra's mix)");
     EXPECT_GE(s.top1, base.top1 - 2) << c.quant << (mirror ? " (same mix)" : " (memra's mix)");
+    EXPECT_LE(s.rmse, 1.1 * budget.at("rmse").get<double>()) << c.quant << ": over llama.cpp's budget";
+    EXPECT_GE(s.top1, budget.at("top1_agree").get<int>() - 2) << c.quant << ": below llama.cpp's top-1 budget";
   }
 }
 
@@ -165,7 +171,7 @@ TEST_P(RepackQuantEngine, NoWorseThanLlamaCppWeights) {
 TEST(Quantize, PluginSlotMatchesTheLibrary) {
   std::vector<float> x(4 * 512);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * 0.05f;
-  for (const char* scheme : {"q8_0", "q4_k", "q5_k", "q6_k", "fp8"}) {
+  for (const char* scheme : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs", "fp8"}) {
     auto plugin = plugin_host().quant_for(scheme, plugin_host().device_info());
     ASSERT_TRUE(plugin.ok()) << scheme << ": " << plugin.error().message;
     const memra_quant_api& api = plugin->api();
@@ -188,7 +194,7 @@ TEST(Quantize, PluginSlotMatchesTheLibrary) {
 
 INSTANTIATE_TEST_SUITE_P(MemraRepack, RepackQuantEngine,
                          ::testing::Values(QuantCase{"q8_0", "Q8_0"}, QuantCase{"q6_k", "Q6_K"}, QuantCase{"q5_k", "Q5_K_M"},
-                                           QuantCase{"q4_k", "Q4_K_M"}),
+                                           QuantCase{"q4_k", "Q4_K_M"}, QuantCase{"iq4_xs", "IQ4_XS"}, QuantCase{"q4_0", "Q4_0"}),
                          [](const auto& info) { return std::string(info.param.quant); });
 
 }  // namespace

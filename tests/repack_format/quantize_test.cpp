@@ -23,9 +23,11 @@ using namespace memra;
 quant::GgmlType ggml_of(quant::QuantScheme s) {
   switch (s) {
     case quant::QuantScheme::q8_0: return quant::GgmlType::Q8_0;
+    case quant::QuantScheme::q4_0: return quant::GgmlType::Q4_0;
     case quant::QuantScheme::q4_k: return quant::GgmlType::Q4_K;
     case quant::QuantScheme::q5_k: return quant::GgmlType::Q5_K;
     case quant::QuantScheme::q6_k: return quant::GgmlType::Q6_K;
+    case quant::QuantScheme::iq4_xs: return quant::GgmlType::IQ4_XS;
     default: return quant::GgmlType::F32;
   }
 }
@@ -92,7 +94,9 @@ INSTANTIATE_TEST_SUITE_P(Quantize, QuantizeVsLlamaCpp,
                                            Case{"llama-Q4_K_M.gguf", quant::QuantScheme::q4_k},
                                            Case{"llama-Q4_K_M.gguf", quant::QuantScheme::q6_k},
                                            Case{"llama-Q5_K_M.gguf", quant::QuantScheme::q5_k},
-                                           Case{"llama-Q6_K.gguf", quant::QuantScheme::q6_k}),
+                                           Case{"llama-Q6_K.gguf", quant::QuantScheme::q6_k},
+                                           Case{"llama-Q4_0.gguf", quant::QuantScheme::q4_0},
+                                           Case{"llama-IQ4_XS.gguf", quant::QuantScheme::iq4_xs}),
                          [](const auto& info) {
                            std::string n = std::string(info.param.file).substr(6);
                            n = n.substr(0, n.find('.')) + "_" + quant::scheme_name(info.param.scheme);
@@ -191,14 +195,30 @@ TEST(Quantize, RejectsBadShapesAndNonFiniteValues) {
   EXPECT_FALSE(quant::quantize_rows(quant::QuantScheme::q4_k, x.data(), 1, 128, q.data(), q.size(), &error));
   EXPECT_NE(error.find("multiple of 256"), std::string::npos) << error;
   EXPECT_FALSE(quant::quantize_rows(quant::QuantScheme::q6_k, x.data(), 1, 256, q.data(), 100, &error));
+  EXPECT_FALSE(quant::quantize_rows(quant::QuantScheme::q4_0, x.data(), 1, 48, q.data(), q.size(), &error));
+  EXPECT_NE(error.find("q4_0 needs rows whose length is a multiple of 32 (got 48 columns)"), std::string::npos) << error;
+  EXPECT_FALSE(quant::quantize_rows(quant::QuantScheme::iq4_xs, x.data(), 1, 128, q.data(), q.size(), &error));
+  EXPECT_NE(error.find("iq4_xs needs rows whose length is a multiple of 256 (got 128 columns)"), std::string::npos) << error;
+  EXPECT_FALSE(quant::quantize_rows(quant::QuantScheme::iq4_xs, x.data(), 1, 256, q.data(), 135, &error));
   x[17] = NAN;
   EXPECT_FALSE(quant::quantize_rows(quant::QuantScheme::q8_0, x.data(), 1, 256, q.data(), q.size(), &error));
   EXPECT_NE(error.find("column 17"), std::string::npos) << error;
+  for (auto s : {quant::QuantScheme::q4_0, quant::QuantScheme::iq4_xs}) {
+    EXPECT_FALSE(quant::quantize_rows(s, x.data(), 1, 256, q.data(), q.size(), &error));
+    EXPECT_NE(error.find("column 17"), std::string::npos) << error;
+  }
+  // Beyond float16's scales: refused, not written as infinities.
+  std::vector<float> big(256, 1e9f);
+  for (auto s : {quant::QuantScheme::q4_0, quant::QuantScheme::iq4_xs}) {
+    EXPECT_FALSE(quant::quantize_rows(s, big.data(), 1, 256, q.data(), q.size(), &error)) << quant::scheme_name(s);
+    EXPECT_NE(error.find("too large"), std::string::npos) << error;
+  }
 }
 
 // Values already on a scheme's grid, and edge blocks (zeros, constants, one spike).
 TEST(Quantize, EdgeBlocksRoundTripSensibly) {
-  for (auto s : {quant::QuantScheme::q8_0, quant::QuantScheme::q4_k, quant::QuantScheme::q5_k, quant::QuantScheme::q6_k}) {
+  for (auto s : {quant::QuantScheme::q8_0, quant::QuantScheme::q4_0, quant::QuantScheme::q4_k, quant::QuantScheme::q5_k,
+                 quant::QuantScheme::q6_k, quant::QuantScheme::iq4_xs}) {
     std::vector<float> zeros(256, 0.0f);
     EXPECT_EQ(roundtrip(s, zeros, 1, 256), zeros) << quant::scheme_name(s);
     std::vector<float> spike(256, 0.0f);
@@ -216,12 +236,96 @@ TEST(Quantize, DeterministicAcrossCalls) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(4 * 512);
   for (float& v : x) v = nd(rng);
-  for (auto s : {quant::QuantScheme::q8_0, quant::QuantScheme::q4_k, quant::QuantScheme::q5_k, quant::QuantScheme::q6_k,
-                 quant::QuantScheme::fp8}) {
+  for (auto s : {quant::QuantScheme::q8_0, quant::QuantScheme::q4_0, quant::QuantScheme::q4_k, quant::QuantScheme::q5_k,
+                 quant::QuantScheme::q6_k, quant::QuantScheme::iq4_xs, quant::QuantScheme::fp8}) {
     std::vector<uint8_t> a(quant::scheme_row_bytes(s, 512) * 4), b(a.size(), 0xee);
     ASSERT_TRUE(quant::quantize_rows(s, x.data(), 4, 512, a.data(), a.size(), nullptr));
     ASSERT_TRUE(quant::quantize_rows(s, x.data(), 4, 512, b.data(), b.size(), nullptr));
     EXPECT_EQ(a, b) << quant::scheme_name(s);
+  }
+}
+
+// Q4_0 against its definition's reference method (ggml's quantize_row_q4_0_ref, restated
+// here from the format: d = a / -8 for the largest-magnitude value a, codes rounded half
+// up and clamped to [0, 15]): memra's search scores that scale too, so no block may come
+// out worse. Gaussian, heavy-tailed and lopsided blocks.
+TEST(QuantizeQ4_0, NoBlockWorseThanTheReferenceMethod) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::student_t_distribution<float> heavy(2.0f);
+  const int blocks = 4000;
+  std::vector<float> x(32 * blocks);
+  for (int b = 0; b < blocks; ++b)
+    for (int i = 0; i < 32; ++i) {
+      float v = b % 3 == 0 ? nd(rng) : b % 3 == 1 ? 0.01f * heavy(rng) : std::fabs(nd(rng)) - 0.005f;
+      x[32 * b + i] = v;
+    }
+  std::vector<uint8_t> q(18 * blocks);
+  ASSERT_TRUE(quant::quantize_rows(quant::QuantScheme::q4_0, x.data(), blocks, 32, q.data(), q.size(), nullptr));
+  std::vector<float> y(x.size());
+  ASSERT_TRUE(quant::dequantize_row(quant::GgmlType::Q4_0, q.data(), y.data(), static_cast<int64_t>(x.size())));
+  double mine_total = 0, ref_total = 0;
+  for (int b = 0; b < blocks; ++b) {
+    const float* xb = x.data() + 32 * b;
+    float amax = 0, a = 0;
+    for (int i = 0; i < 32; ++i)
+      if (amax < std::fabs(xb[i])) amax = std::fabs(xb[i]), a = xb[i];
+    const float d = a / -8, id = d != 0 ? 1.0f / d : 0.0f;
+    const float d16 = quant::fp16_to_f32(quant::f32_to_fp16(d));
+    double mine = 0, ref = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int code = std::min(15, static_cast<int>(xb[i] * id + 8.5f));
+      ref += std::pow(static_cast<double>(d16 * static_cast<float>(code - 8)) - xb[i], 2.0);
+      mine += std::pow(static_cast<double>(y[32 * b + i]) - xb[i], 2.0);
+    }
+    ASSERT_LE(mine, ref * (1 + 1e-6) + 1e-30) << "block " << b;
+    mine_total += mine, ref_total += ref;
+  }
+  std::cout << "[ q4_0 ] memra/reference squared error = " << mine_total / ref_total << "\n";
+  EXPECT_LT(mine_total, 0.95 * ref_total);
+}
+
+// Blocks already on a scheme's grid come back exactly: Q4_0 blocks whose largest
+// magnitude sits at code 0 (-8 d) or, with no -8, at code 15 (+7 d); IQ4_XS super-blocks
+// whose largest sub-block scale is -32 d and whose sub-blocks each use the -127 entry.
+TEST(Quantize, OnGridBlocksRoundTripExactly) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> code(0, 15), scale(0, 63), expo(-12, 4);
+  for (int trial = 0; trial < 200; ++trial) {
+    const float d = std::ldexp(static_cast<float>(1024 + code(rng) * 61) / 1024.0f, expo(rng));  // a float16 value
+    ASSERT_EQ(quant::fp16_to_f32(quant::f32_to_fp16(d)), d);
+    std::vector<float> x(256);
+    for (int b = 0; b < 8; ++b) {
+      const bool top = trial % 2 == 1;  // largest magnitude at +7 d instead of -8 d
+      for (int i = 0; i < 32; ++i) x[32 * b + i] = d * static_cast<float>(top ? code(rng) % 15 - 7 : code(rng) - 8);
+      x[32 * b + (trial + b) % 32] = top ? 7 * d : -8 * d;
+    }
+    EXPECT_EQ(roundtrip(quant::QuantScheme::q4_0, x, 1, 256), x) << "trial " << trial;
+    int l[8];
+    for (int b = 0; b < 8; ++b) l[b] = b == trial % 8 ? -32 : scale(rng) - 32;
+    for (int b = 0; b < 8; ++b) {
+      const float dl = d * static_cast<float>(l[b]);
+      for (int i = 0; i < 32; ++i) x[32 * b + i] = dl * static_cast<float>(quant::kIq4nlValues[code(rng)]);
+      x[32 * b + (trial + 3 * b) % 32] = dl * -127.0f;
+    }
+    EXPECT_EQ(roundtrip(quant::QuantScheme::iq4_xs, x, 1, 256), x) << "trial " << trial;
+  }
+}
+
+// Layout details the dequantizer fixes: element j / j+16 nibble order, the 6-bit
+// scales' split between scales_l and scales_h (checked through the exact dequantizer on
+// blocks whose sub-blocks all differ), and the zero sub-block inside a non-zero block.
+TEST(Quantize, Iq4XsSubBlocksKeepTheirOwnScales) {
+  std::vector<float> x(512);
+  for (int i = 0; i < 512; ++i) x[i] = std::sin(static_cast<float>(i) * 0.7f) * static_cast<float>(1 + (i / 32) % 8) * 0.01f;
+  for (int i = 64; i < 96; ++i) x[i] = 0.0f;
+  const auto y = roundtrip(quant::QuantScheme::iq4_xs, x, 2, 256);
+  for (int i = 64; i < 96; ++i) EXPECT_EQ(y[i], 0.0f) << i;
+  for (int b = 0; b < 16; ++b) {
+    if (b == 2) continue;
+    double se = 0, ss = 0;
+    for (int i = 32 * b; i < 32 * b + 32; ++i) se += std::pow(y[i] - x[i], 2.0), ss += std::pow(x[i], 2.0);
+    EXPECT_LT(std::sqrt(se / ss), 0.1) << "sub-block " << b;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "registry/registry.hpp"
@@ -131,7 +132,8 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
   // Relative rms error bounds per scheme (4-bit ~ 1/16 of the range, ...).
   // Uniform rounding of a Gaussian block: rms error ~ step/sqrt(12), step ~ range/levels.
   const std::vector<std::pair<std::string, double>> schemes = {{"q8_0", 0.008}, {"q6_k", 0.03}, {"q5_k", 0.06},
-                                                               {"q4_k", 0.12},  {"fp8", 0.05},  {"bf16", 0.004}};
+                                                               {"q4_k", 0.12},  {"iq4_xs", 0.12}, {"q4_0", 0.12},
+                                                               {"fp8", 0.05},   {"bf16", 0.004}};
   for (const auto& [quant, bound] : schemes) {
     TempDir tmp;
     auto r = run_repack(src, tmp / "q.memra", quant);
@@ -147,7 +149,8 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
         continue;
       }
       // The head and attn_v get 6 bits under the 4/5-bit targets.
-      const bool upgraded = (quant == "q4_k" || quant == "q5_k") && (st.name == "output.weight" || st.name.ends_with("attn_v.weight"));
+      const bool upgraded = (quant == "q4_k" || quant == "q5_k" || quant == "iq4_xs" || quant == "q4_0") &&
+                            (st.name == "output.weight" || st.name.ends_with("attn_v.weight"));
       EXPECT_EQ(scheme, upgraded ? "q6_k" : (quant == "fp8" && (st.name == "output.weight" || st.name == "token_embd.weight")) ? "bf16" : quant)
           << quant << " " << st.name;
       const uint64_t n = repack::element_count(st.shape);
@@ -386,6 +389,65 @@ TEST(MemraRepack, DigestOfShardedSourcesIsTheSortedListingsSha) {
   const std::string listing = std::string(64, '1') + "  a.safetensors\n" + std::string(64, '2') + "  b.safetensors\n";
   EXPECT_EQ(repack::combined_digest(files), format::sha256_hex(listing.data(), listing.size()));
   EXPECT_EQ(repack::combined_digest({files[0]}), files[0].sha256);
+}
+
+// Rows that break a scheme's block: the llama model plus two extra bf16 matrices, one of
+// 96 columns (a multiple of q4_0's 32, not of iq4_xs's 256) and one of 40 (neither).
+// Under --quant they fall back as documented; forced onto the scheme with
+// --tensor-scheme, the repack is refused naming the tensor, with nothing written.
+TEST(MemraRepack, RowsThatBreakTheBlockFallBackOrAreRefusedByName) {
+  MEMRA_REQUIRE_FIXTURES();
+  const fs::path one = memra::testing::fixture("models/llama");
+  TempDir tmp;
+  const fs::path dir = tmp / "odd";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}) fs::copy_file(one / f, dir / f);
+  const auto bytes = repack_test::read_bytes(one / "model.safetensors");
+  uint64_t hlen = 0;
+  std::memcpy(&hlen, bytes.data(), 8);
+  auto header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(hlen)));
+  std::string data(reinterpret_cast<const char*>(bytes.data()) + 8 + hlen, bytes.size() - 8 - hlen);
+  for (const auto& [name, rows, cols] : {std::tuple<const char*, uint64_t, uint64_t>{"model.extra96.weight", 4, 96}, {"model.extra40.weight", 2, 40}}) {
+    const uint64_t begin = data.size();
+    for (uint64_t i = 0; i < rows * cols; ++i) {
+      const uint16_t h = quant::f32_to_bf16(0.01f * static_cast<float>(static_cast<int>(i % 17) - 8));
+      data.append(reinterpret_cast<const char*>(&h), 2);
+    }
+    header[name] = {{"dtype", "BF16"}, {"shape", {rows, cols}}, {"data_offsets", {begin, data.size()}}};
+  }
+  std::string h = header.dump();
+  h.resize((h.size() + 7) / 8 * 8, ' ');
+  const uint64_t n = h.size();
+  std::string file(reinterpret_cast<const char*>(&n), 8);
+  file += h + data;
+  repack_test::write_bytes(dir / "model.safetensors", file.data(), file.size());
+
+  for (const std::string quant : {"q4_0", "iq4_xs"}) {
+    auto r = run_repack(dir, tmp / (quant + ".memra"), quant);
+    ASSERT_TRUE(r.ok()) << quant << ": " << r.error().message;
+    auto m = format::MemraModel::open(tmp / (quant + ".memra"), {true, 2});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->find("model.extra96.weight")->entry->scheme, quant == "q4_0" ? "q4_0" : "q8_0");
+    EXPECT_EQ(m->find("model.extra40.weight")->entry->scheme, "bf16");
+    EXPECT_EQ(m->find("blk.0.ffn_up.weight")->entry->scheme, quant);
+  }
+  for (const auto& [tensor, scheme] : {std::pair<std::string, std::string>{"model.extra96.weight", "iq4_xs"}, {"model.extra40.weight", "q4_0"}}) {
+    repack::RepackOptions o;
+    o.plugins = &memra::testing::build_plugins();
+    o.source = dir;
+    o.output = tmp / "refused.memra";
+    o.quant = scheme;
+    o.overrides = {{tensor, scheme}};
+    auto r = repack::repack_checkpoint(o);
+    ASSERT_FALSE(r.ok()) << tensor;
+    EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
+    const std::string cols = tensor == "model.extra96.weight" ? "96 columns, iq4_xs needs a multiple of 256" : "40 columns, q4_0 needs a multiple of 32";
+    EXPECT_NE(r.error().message.find("tensor '" + tensor + "' (bf16) cannot be written as " + scheme + ": its rows have " + cols),
+              std::string::npos)
+        << r.error().message;
+    EXPECT_FALSE(fs::exists(o.output));
+    std::cout << "[ " << scheme << " ] " << r.error().message << "\n";
+  }
 }
 
 }  // namespace
