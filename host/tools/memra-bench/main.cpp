@@ -56,7 +56,7 @@ void usage() {
       "  --spec-pattern N        --spec prompt: an N-token random unit repeated (default 16; 0 = random)\n"
       "  --prompt-file FILE      --spec prompt with MODEL: the first --prompt tokens of FILE (real text)\n"
       "  --draft-quant SCHEME    --spec draft on the random model: the draft is the target's own weights\n"
-      "                          requantized to q8_0, q4_k (default), q5_k or q6_k (needs --quant bf16)\n"
+      "                          requantized to q8_0, q4_0, q4_k (default), q5_k, q6_k or iq4_xs (needs --quant bf16)\n"
       "  --draft PATH            --spec draft with MODEL: a draft checkpoint with MODEL's vocabulary\n"
       "  --oracle-accept P       --spec oracle: probability a draft is right (default 0.9)\n"
       "  --spec-fallback         --spec: with the adaptive fallback (default off: every step drafts)\n"

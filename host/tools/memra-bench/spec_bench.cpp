@@ -62,7 +62,7 @@ class OracleDrafter : public engine::Drafter {
 Result<std::unique_ptr<engine::ModelSource>> requantized_copy(const engine::ModelSource& target, const std::string& scheme) {
   quant::QuantScheme qs;
   if (!quant::parse_scheme(scheme, &qs) || qs == quant::QuantScheme::fp8)
-    return make_error(ErrorCode::invalid_argument, "--draft-quant " + scheme + ": use q8_0, q4_k, q5_k or q6_k");
+    return make_error(ErrorCode::invalid_argument, "--draft-quant " + scheme + ": use q8_0, q4_0, q4_k, q5_k, q6_k or iq4_xs");
   auto src = std::make_unique<engine::ModelSource>();
   src->path = target.path + " requantized to " + scheme;
   src->format = "random";

@@ -8,7 +8,7 @@
 //           first --prompt tokens of --prompt-file (real text).
 //   draft   a draft model: --draft PATH (a checkpoint with MODEL's tokenizer), or for
 //           the random-weight model the *same weights* requantized to --draft-quant
-//           (q8_0, q4_k, q5_k, q6_k): a random model of another shape would agree
+//           (q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs): a random model of another shape would agree
 //           with the target only by chance, a quantized copy of its own weights
 //           agrees as often as quantization lets it — like a real draft model.
 //   oracle  (mechanism ceiling, not a drafter) proposes plain decode's own next
@@ -41,7 +41,7 @@ struct SpecBenchOptions {
 };
 
 // A copy of `target` with every bf16/f16/f32 matrix requantized to `scheme`
-// (q8_0, q4_k, q5_k, q6_k); 1-D tensors are shared (target must outlive the copy).
+// (q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs); 1-D tensors are shared (target must outlive the copy).
 Result<std::unique_ptr<engine::ModelSource>> requantized_copy(const engine::ModelSource& target, const std::string& scheme);
 
 // Runs the benchmark; returns the process exit code. `eo` are the target's options
