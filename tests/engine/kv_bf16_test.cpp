@@ -225,7 +225,9 @@ TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
       ASSERT_TRUE(e->step({&req, 1}).ok());
       const auto blocks = e->sequence_blocks(seq);
       ASSERT_EQ(blocks.size(), 2u);
-      if (copy) ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+      if (copy) {
+        ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+      }
       const int32_t tok = 7;
       StepRequest d{seq, {&tok, 1}, false};
       auto o = e->step({&d, 1});

@@ -149,7 +149,9 @@ TEST(EngineModelCache, ADamagedRepackIsRemovedAndMadeAgain) {
     EXPECT_EQ(again->path, first->path);  // the same content, the same name
     EXPECT_EQ(files_of(again->path).size(), original.size());
     for (const auto& [name, bytes] : files_of(again->path))
-      if (name != "manifest.json") EXPECT_EQ(bytes, original.at(name)) << name;
+      if (name != "manifest.json") {
+        EXPECT_EQ(bytes, original.at(name)) << name;
+      }
     auto reg = memra::registry::Registry::open(c.options.registry_path);
     ASSERT_TRUE(reg.ok());
     EXPECT_EQ(reg->list_repacks()->size(), 1u) << "the damaged repack's row stayed";

@@ -259,8 +259,12 @@ TEST_F(RegistryCli, ReadOnlyCommandsCreateNoDatabase) {
     EXPECT_EQ(r.exit_code, command == "show" ? 1 : 0) << r.err;
     EXPECT_NE(r.err.find("no registry at " + absent.string() + " yet"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(absent.parent_path())) << "a read-only command created " << absent;
-    if (command == "check") EXPECT_EQ(r.out, "supported\n");  // llama/q4_k/cpu ships supported
-    if (command == "combos") EXPECT_FALSE(parse_out(r).empty());
+    if (command == "check") {  // llama/q4_k/cpu ships supported
+      EXPECT_EQ(r.out, "supported\n");
+    }
+    if (command == "combos") {
+      EXPECT_FALSE(parse_out(r).empty());
+    }
   }
   // A writing command does create it.
   auto w = run_cli({"record-gate", "--family", "llama", "--quant", "f16", "--arch", "cpu", "--gate", "g", "--result", "pass",

@@ -185,7 +185,7 @@ TEST(HttpFraming, ChunkedBodiesPastTheLimitAreCountedNotKept) {
 }
 
 TEST(HttpFraming, MalformedChunksAreRefused) {
-  for (const std::string bad : std::vector<std::string>{"zz\r\n", "5\r\nabcdef\r\n", "5\nabcde\r\n", "5\r\nabcde\n0\r\n\r\n",
+  for (const std::string& bad : std::vector<std::string>{"zz\r\n", "5\r\nabcdef\r\n", "5\nabcde\r\n", "5\r\nabcde\n0\r\n\r\n",
                                 "12345678901234567\r\n", "5 x\r\nabcde\r\n", "\r\n",
                                 "0\r\n" + std::string(9000, 'a') + "\r\n\r\n"}) {
     SCOPED_TRACE(bad.substr(0, 30));

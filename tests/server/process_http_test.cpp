@@ -121,7 +121,7 @@ TEST_F(ServerHttp, HeadIsGetWithoutTheBody) {
 TEST_F(ServerHttp, AmbiguousFramingOnTheWireGetsOne400AndAClose) {
   const std::string body = kDefaultChat;
   const std::string n = std::to_string(body.size());
-  for (const std::string framing : {"Content-Length: " + n + "\r\nContent-Length: 5\r\n",
+  for (const std::string& framing : {"Content-Length: " + n + "\r\nContent-Length: 5\r\n",
                                     "Content-Length: " + n + "\r\nTransfer-Encoding: chunked\r\n"}) {
     SCOPED_TRACE(framing);
     Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", static_cast<Poco::UInt16>(host_->port())));
@@ -142,7 +142,7 @@ TEST_F(ServerHttp, AmbiguousFramingOnTheWireGetsOne400AndAClose) {
 // What the old Poco server dropped without a word (a Content-Length that is not a number)
 // or took ambiguously (a space before the colon, folded lines) gets a JSON 400 and a close.
 TEST_F(ServerHttp, MalformedFramingOnTheWireGetsAJson400) {
-  for (const std::string fields : {std::string("Content-Length: abc\r\n"), std::string("Content-Length: -5\r\n"),
+  for (const std::string& fields : {std::string("Content-Length: abc\r\n"), std::string("Content-Length: -5\r\n"),
                                    std::string("Content-Length : 5\r\n"), std::string("X-A: b\r\n c\r\n")}) {
     SCOPED_TRACE(fields);
     const std::string got = raw_exchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + fields + "\r\nhello");

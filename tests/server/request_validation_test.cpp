@@ -327,7 +327,9 @@ TEST(ServerValidation, TheDocumentedResponsesAndMessagesFieldsAreTheTranslators)
         continue;
       }
       EXPECT_FALSE(e->code == "unknown_parameter" && e->param == field) << api.name << " " << field;
-      if (policy == "neutral only") EXPECT_EQ(e->code, "unsupported_parameter") << api.name << " " << field;
+      if (policy == "neutral only") {
+        EXPECT_EQ(e->code, "unsupported_parameter") << api.name << " " << field;
+      }
     }
     auto bogus = api.parse("{" + api.base + ",\"frobnicate\":1}");
     ASSERT_TRUE(bogus);

@@ -80,7 +80,9 @@ TEST(TokenizerFixture, DecodeBytesAreTheTokensOwnBytes) {
     }
     EXPECT_EQ(joined, text);
     EXPECT_EQ((*tok)->decode_bytes(ids, raw), text);
-    if (text != "plain words") EXPECT_GT(partial, 0) << "no token split a character; the check has no teeth";
+    if (text != "plain words") {
+      EXPECT_GT(partial, 0) << "no token split a character; the check has no teeth";
+    }
   }
 }
 
