@@ -2,7 +2,7 @@
 # On a GPU machine (nvidia-h200-x2 for the two-GPU parts), from tests/cuda/carry_all.sh's
 # folder: memra-kernel-check, every tests/cuda suite and the CUDA instances of the suites
 # over backends (the fixture oracles eager too), memra-gen CUDA vs CPU,
-# then the memra-bench figures of docs/PERFORMANCE.md. A summary goes to $OUT/summary.txt,
+# then the memra-bench figures of docs/PERFORMANCE.md (issue #15's table by memra-bench --table). A summary goes to $OUT/summary.txt,
 # the logs to $OUT/logs.tar.gz. Each part has its own time limit; the order is by value.
 # Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick | only:<regex>]
 #   quick: checks and tests only; only:<regex>: checks, tests and the benchmarks whose
@@ -43,16 +43,19 @@ for be in cpu cuda; do
   grep -E "error|Error" "$L/memra-gen-$be.log" | head -3 | tee -a "$R"
 done
 [ "$QUICK" = quick ] && exit 0
-bench() { case "$QUICK" in only:*) echo "$*" | grep -qE "${QUICK#only:}" || return 0 ;; esac
-         say "== memra-bench $*"; timeout 200 "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
-          grep -E "^(pp|tg|copy|peak|spec|pipeline|serve| +[0-9])" | tee -a "$R"; }
+# bench [VAR=VALUE ...] ARGS: memra-bench with those environment settings; the table rows
+# of --table, the figure lines of the others go to the summary.
+bench() { local envs=(); while [[ "${1:-}" == *=* ]]; do envs+=("$1"); shift; done
+         case "$QUICK" in only:*) echo "${envs[*]} $*" | grep -qE "${QUICK#only:}" || return 0 ;; esac
+         say "== ${envs[*]} memra-bench $*"; timeout 900 env "${envs[@]}" "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
+          grep -E "^(pp|tg|copy|peak|spec|pipeline|serve| +[0-9]|\|)|floors met" | tee -a "$R"; }
+# Issue #15's table in one run (memra-bench --table), with the f32 and the bf16 KV cache.
+bench --table
+bench --table --kv-dtype bf16
+# The single-pass prompt GEMM (cuBLASLt for bf16 weights) against the precise default.
+bench MEMRA_PREFILL_PRECISION=bf16 --quant bf16 --prompt-tokens 512 --gen-tokens 8
+bench MEMRA_PREFILL_PRECISION=bf16 --quant bf16 --prompt-tokens 2048 --gen-tokens 8
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
-bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --kv-dtype bf16
-bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --kv-dtype bf16
-bench --quant q4_k --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
-bench --quant q8_0 --prompt-tokens 512 --gen-tokens 64
-bench --quant fp8 --prompt-tokens 512 --gen-tokens 64
-bench --quant bf16 --prompt-tokens 2048 --gen-tokens 8
 bench --quant q4_k --spec ngram --spec-k 4 --gen 128
 bench --quant q4_k --spec ngram --spec-k 8 --gen 128
 bench --quant bf16 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
