@@ -80,7 +80,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   // layer 0 continues from the residual stream and the last MLP output the range before
   // left (carry 0 and 1); one before the end leaves them, so the stages together run
   // exactly the ops one backend runs.
-  const bool ranged = MEMRA_STRUCT_HAS(&batch, memra_forward_batch, num_carry_out) && batch.layer_end > 0;
+  const bool ranged = batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, num_carry_out) && batch.layer_end > 0;
   const int64_t first = ranged ? batch.layer_begin : 0, last = ranged ? batch.layer_end : p.layers;
   if (first < 0 || first >= last || last > p.layers) {
     error = "llama forward: layer range " + std::to_string(first) + "-" + std::to_string(last) + " is outside the model's " +

@@ -156,7 +156,7 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
       const uint64_t n = repack::element_count(st.shape);
       std::vector<float> want(n), got(n);
       ASSERT_TRUE((*source)->to_f32(st, 0, n, want.data()).ok());
-      repack::SourceTensor out{st.source_name, st.name, st.shape, scheme == "fp8" ? "f32" : scheme, t->data, t->entry->bytes};
+      repack::SourceTensor out{st.source_name, st.name, st.shape, scheme == "fp8" ? "f32" : scheme, t->data, t->entry->bytes, {}};
       if (scheme == "fp8") {
         const uint64_t cols = st.shape.back(), groups = cols / 128, rb = groups * 4 + cols;
         for (uint64_t row = 0; row < n / cols; ++row)
@@ -316,7 +316,7 @@ TEST(MemraRepack, GgufSourceIsRequantized) {
     const uint64_t n = repack::element_count(st.shape);
     std::vector<float> want(n), got(n);
     ASSERT_TRUE((*source)->to_f32(st, 0, n, want.data()).ok());
-    repack::SourceTensor out{st.source_name, st.name, st.shape, "q6_k", t->data, t->entry->bytes};
+    repack::SourceTensor out{st.source_name, st.name, st.shape, "q6_k", t->data, t->entry->bytes, {}};
     ASSERT_TRUE((*source)->to_f32(out, 0, n, got.data()).ok());
     double se = 0, ss = 0;
     for (uint64_t i = 0; i < n; ++i) se += std::pow(got[i] - want[i], 2.0), ss += std::pow(want[i], 2.0);
