@@ -2,12 +2,14 @@
 
 #include <map>
 
+#include "host/server/body_checker.hpp"
+
 namespace memra::server {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-enum class Policy { honoured, harmless, default_only };
+using Policy = FieldPolicy;
 
 const std::map<std::string, Policy, std::less<>>& fields() {
   static const std::map<std::string, Policy, std::less<>> k = {
@@ -23,36 +25,7 @@ const std::map<std::string, Policy, std::less<>>& fields() {
   return k;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-struct Translator {
-  const json& body;
-  std::optional<ApiError> error;
-
-  bool failed() const { return error.has_value(); }
-  void fail(std::string code, std::string param, std::string message) {
-    if (!error) error = errors::invalid_request(std::move(code), std::move(message), std::move(param));
-  }
-  void wrong_type(const std::string& param, const char* expected) {
-    fail("invalid_type", param, quoted(param) + " must be " + expected);
-  }
-  const json* field(std::string_view name) const {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  bool only_keys(const json& obj, const std::string& at, std::initializer_list<const char*> keys) {
-    for (const auto& [k, unused] : obj.items()) {
-      bool known = false;
-      for (const char* key : keys) known = known || k == key;
-      if (!known) {
-        fail("unknown_parameter", at + "." + k, "Unrecognized field: " + at + "." + k);
-        return false;
-      }
-    }
-    return true;
-  }
-
+struct Translator : BodyChecker {
   void check_fields() {
     for (const auto& [name, value] : body.items()) {
       if (failed()) return;
@@ -379,7 +352,7 @@ Parsed<MessagesRequest> parse_messages_body(std::string_view body) {
   Parsed<MessagesRequest> out;
   auto doc = parse_json_body(body, out.error);
   if (!doc) return out;
-  Translator t{*doc, std::nullopt};
+  Translator t{{*doc}};
   MessagesRequest r;
   json chat = json::object();
   if (auto m = doc->find("model"); m != doc->end()) chat["model"] = *m;

@@ -7,17 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "host/server/body_checker.hpp"
+
 namespace memra::server {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-// What the server does with a top-level field it knows.
-enum class Policy {
-  honoured,  // parsed into the request
-  harmless,  // accepted and not acted on (documented as such): metadata, user-like tags
-  default_only,  // accepted only when null or its neutral value, else 400 unsupported_parameter
-};
+using Policy = FieldPolicy;
 
 const std::map<std::string, Policy, std::less<>>& chat_fields() {
   static const std::map<std::string, Policy, std::less<>> k = {
@@ -76,29 +73,8 @@ bool is_neutral(std::string_view name, const json& v) {
   return false;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-// Collects the first problem found; the checks below stop at it.
-struct Checker {
-  const json& body;
-  std::optional<ApiError> error;
-
-  bool failed() const { return error.has_value(); }
-
-  void fail(std::string code, std::string param, std::string message) {
-    if (!error) error = errors::invalid_request(std::move(code), std::move(message), std::move(param));
-  }
-  void wrong_type(const std::string& param, const char* expected) {
-    fail("invalid_type", param, quoted(param) + " must be " + expected);
-  }
-
-  // nullptr when the field is absent or null (OpenAI clients send null for "unset").
-  const json* field(std::string_view name) const {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
+// The checks below stop at the first problem (BodyChecker).
+struct Checker : BodyChecker {
   template <typename T>
   void number(const char* name, double lo, double hi, bool lo_open, T& out) {
     const json* v = field(name);
@@ -712,7 +688,7 @@ std::optional<nlohmann::ordered_json> parse_json_body(std::string_view body, std
 Validation validate_completion_json(CompletionKind kind, const nlohmann::ordered_json& body) {
   Validation out;
   const json* doc = &body;
-  Checker check{*doc, std::nullopt};
+  Checker check{{*doc}};
   CompletionRequest r;
   r.kind = kind;
   check.model(r.model);
@@ -788,7 +764,7 @@ Parsed<TokenizeRequest> parse_tokenize_body(std::string_view body) {
   Parsed<TokenizeRequest> out;
   auto doc = parse_object(body, out.error);
   if (!doc) return out;
-  Checker check{*doc, std::nullopt};
+  Checker check{{*doc}};
   TokenizeRequest r;
   check.model(r.model);
   for (const auto& [key, unused] : doc->items()) {
@@ -830,7 +806,7 @@ Parsed<DetokenizeRequest> parse_detokenize_body(std::string_view body) {
   Parsed<DetokenizeRequest> out;
   auto doc = parse_object(body, out.error);
   if (!doc) return out;
-  Checker check{*doc, std::nullopt};
+  Checker check{{*doc}};
   DetokenizeRequest r;
   check.model(r.model);
   for (const auto& [key, unused] : doc->items()) {

@@ -2,12 +2,14 @@
 
 #include <map>
 
+#include "host/server/body_checker.hpp"
+
 namespace memra::server {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-enum class Policy { honoured, harmless, default_only };
+using Policy = FieldPolicy;
 
 const std::map<std::string, Policy, std::less<>>& fields() {
   static const std::map<std::string, Policy, std::less<>> k = {
@@ -45,25 +47,7 @@ bool is_neutral(std::string_view name, const json& v) {
   return false;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-struct Translator {
-  const json& body;
-  std::optional<ApiError> error;
-
-  bool failed() const { return error.has_value(); }
-  void fail(std::string code, std::string param, std::string message) {
-    if (!error) error = errors::invalid_request(std::move(code), std::move(message), std::move(param));
-  }
-  void wrong_type(const std::string& param, const char* expected) {
-    fail("invalid_type", param, quoted(param) + " must be " + expected);
-  }
-  const json* field(std::string_view name) const {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
+struct Translator : BodyChecker {
   void check_fields() {
     for (const auto& [name, value] : body.items()) {
       if (failed()) return;
@@ -397,7 +381,7 @@ Parsed<ResponsesRequest> parse_responses_body(std::string_view body) {
   Parsed<ResponsesRequest> out;
   auto doc = parse_json_body(body, out.error);
   if (!doc) return out;
-  Translator t{*doc, std::nullopt};
+  Translator t{{*doc}};
   ResponsesRequest r;
   json& chat = r.chat;
   chat = json::object();
