@@ -207,11 +207,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memra-bench: %s\n", src.error().message.c_str());
     return 1;
   }
-  uint64_t matrix_bytes = 0, embd_bytes = 0;
-  for (const memra_weight& w : (*src)->weights) {
-    if (std::string(w.name) == "token_embd.weight") embd_bytes = w.bytes;
-    else if (w.ndim == 2) matrix_bytes += w.bytes;
-  }
+  const memra::bench::WeightBytes wb = memra::bench::weight_bytes(**src);
+  const uint64_t matrix_bytes = wb.matrices, embd_bytes = wb.embedding;
   const memra::ModelConfig cfg = (*src)->config;
   FILE* info = sb.json ? stderr : stdout;  // --json: stdout holds the JSON object only
   std::fprintf(info, "model %s (%s): %.2f GB of matrices read per token (+ %.2f GB embedding table), generated in %.1f s\n",
@@ -246,8 +243,7 @@ int main(int argc, char** argv) {
   sb.cuda = backend != "cpu";
   sb.model_label = model_path.empty() ? model + " (random weights)" : model_path;
   sb.quant = model_path.empty() ? quant : "as stored";
-  // Tied embeddings: the table is also the output matrix, read in full every token.
-  sb.weight_bytes_per_token = matrix_bytes + (cfg.tie_word_embeddings ? embd_bytes : 0);
+  sb.weight_bytes_per_token = wb.per_token();
   sb.fallback_gbps = hbm_gbps;
   sb.kv_element_bytes = static_cast<double>(memra::backend::kv_element_bytes(kv_dtype));
   if (const int rc = memra::bench::run_standard_bench(**engine, sb); rc != 0) return rc;

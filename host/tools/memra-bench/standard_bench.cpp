@@ -122,6 +122,16 @@ Result<double> measure_copy_gbps() {
 
 }  // namespace
 
+WeightBytes weight_bytes(const engine::ModelSource& source) {
+  WeightBytes b;
+  for (const memra_weight& w : source.weights) {
+    if (std::string(w.name) == "token_embd.weight") b.embedding = w.bytes;
+    else if (w.ndim == 2) b.matrices += w.bytes;
+  }
+  b.tied = source.config.tie_word_embeddings;
+  return b;
+}
+
 int64_t standard_bench_context(const StandardBenchOptions& o) {
   int max_depth = 0;
   for (int d : o.depths) max_depth = std::max(max_depth, d);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/engine/engine.hpp"
+#include "host/engine/model_source.hpp"
 
 namespace memra::bench {
 
@@ -36,6 +37,15 @@ struct StandardFigures {
   std::vector<Depth> tg;
   double copy_gbps = 0;
 };
+
+// Bytes a decode step reads: every matrix but the input embedding table, plus that table
+// when the output shares it (tied embeddings: read in full every token).
+struct WeightBytes {
+  uint64_t matrices = 0, embedding = 0;
+  bool tied = false;
+  uint64_t per_token() const { return matrices + (tied ? embedding : 0); }
+};
+WeightBytes weight_bytes(const engine::ModelSource& source);
 
 // The context the engine must allow for these options.
 int64_t standard_bench_context(const StandardBenchOptions& o);

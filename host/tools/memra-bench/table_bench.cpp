@@ -51,12 +51,8 @@ int run_scheme(const TableBenchOptions& o, const plugins::PluginHost& plugins, c
     std::fprintf(stderr, "memra-bench: %s: %s\n", part.scheme.c_str(), src.error().message.c_str());
     return 1;
   }
-  uint64_t matrix_bytes = 0, embd_bytes = 0;
-  for (const memra_weight& w : (*src)->weights) {
-    if (std::string(w.name) == "token_embd.weight") embd_bytes = w.bytes;
-    else if (w.ndim == 2) matrix_bytes += w.bytes;
-  }
-  const bool tied = (*src)->config.tie_word_embeddings;
+  const WeightBytes wb = weight_bytes(**src);
+  const uint64_t matrix_bytes = wb.matrices;
   std::printf("model %s (%s): %.2f GB of matrices read per token, generated in %.1f s\n", o.shape_name.c_str(),
               part.scheme.c_str(), matrix_bytes / 1e9, now_s() - t0);
 
@@ -68,7 +64,7 @@ int run_scheme(const TableBenchOptions& o, const plugins::PluginHost& plugins, c
   sb.cuda = o.backend == MEMRA_BACKEND_CUDA;
   sb.model_label = o.shape_name + " (random weights)";
   sb.quant = part.scheme;
-  sb.weight_bytes_per_token = matrix_bytes + (tied ? embd_bytes : 0);
+  sb.weight_bytes_per_token = wb.per_token();
   sb.fallback_gbps = o.hbm_gbps;
   sb.kv_element_bytes = static_cast<double>(backend::kv_element_bytes(o.kv_dtype));
   StandardBenchOptions long_prompt = sb;
