@@ -75,6 +75,16 @@ struct KvCacheConfig {
     if (l < 0 || l >= num_layers() || layers[static_cast<size_t>(l)].kv_heads <= 0) return nullptr;
     return &layers[static_cast<size_t>(l)];
   }
+  // The layer an attention op names, checked against the geometry its group declared;
+  // nullptr with `why` (for the op's error) when this cache holds no KV for it or differs.
+  const KvLayerConfig* attention_layer(const memra_attention_params& p, std::string* why) const {
+    const KvLayerConfig* g = layer(p.layer);
+    if (!g) *why = "attention: layer " + std::to_string(p.layer) + " has no KV in this cache";
+    else if (p.num_kv_heads != g->kv_heads || p.head_dim != g->head_dim)
+      *why = "attention: layer " + std::to_string(p.layer) + "'s heads/head_dim differ from the KV its state group declared";
+    else return g;
+    return nullptr;
+  }
   // Bytes of one block of backend layer l's K (or V).
   uint64_t block_bytes(size_t l) const {
     const KvLayerConfig& c = layers[l];

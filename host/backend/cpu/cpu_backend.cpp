@@ -343,11 +343,9 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
                                    memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   note_batch(batch);
   if (k_cache_.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
-  const KvLayerConfig* geometry = kv_.layer(p->layer);  // the cache holds layers from first_layer on
-  if (!geometry) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " has no KV in this cache");
-  if (p->num_kv_heads != geometry->kv_heads || p->head_dim != geometry->head_dim)
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) +
-                                                "'s heads/head_dim differ from the KV its state group declared");
+  std::string why;
+  const KvLayerConfig* geometry = kv_.attention_layer(*p, &why);  // the cache holds layers from first_layer on
+  if (!geometry) return fail(MEMRA_ERR_INVALID_ARGUMENT, why);
   const auto local = static_cast<size_t>(p->layer - kv_.first_layer);
   ref::PagedKvLayer layer;
   layer.k = k_cache_.data() + kv_.layer_offset(local);

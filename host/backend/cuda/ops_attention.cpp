@@ -162,11 +162,9 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
                                     memra_tensor* k, const memra_tensor* v, memra_tensor* out) {
   if (!k_cache_) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: the KV cache is not allocated");
   if (!MEMRA_STRUCT_HAS(p, memra_attention_params, rope)) return fail(MEMRA_ERR_ABI_MISMATCH, "attention: params struct too small");
-  const KvLayerConfig* geometry = kv_.layer(p->layer);  // the cache holds layers from first_layer on
-  if (!geometry) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) + " has no KV in this cache");
-  if (p->num_kv_heads != geometry->kv_heads || p->head_dim != geometry->head_dim)
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: layer " + std::to_string(p->layer) +
-                                                "'s heads/head_dim differ from the KV its state group declared");
+  std::string why;
+  const KvLayerConfig* geometry = kv_.attention_layer(*p, &why);  // the cache holds layers from first_layer on
+  if (!geometry) return fail(MEMRA_ERR_INVALID_ARGUMENT, why);
   const auto local = static_cast<size_t>(p->layer - kv_.first_layer);
   if (p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads != 0)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads must be a multiple of kv_heads");
