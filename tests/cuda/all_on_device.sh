@@ -4,9 +4,10 @@
 # over backends (the fixture oracles eager too), memra-gen CUDA vs CPU,
 # then the memra-bench figures of docs/PERFORMANCE.md (issue #15's table by memra-bench --table). A summary goes to $OUT/summary.txt,
 # the logs to $OUT/logs.tar.gz. Each part has its own time limit; the order is by value.
-# Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick | only:<regex>]
+# Usage: tests/cuda/all_on_device.sh [<carried folder>=.device/all] [quick | only:<regex> | bench | bench:<regex>]
 #   quick: checks and tests only; only:<regex>: checks, tests and the benchmarks whose
-#   arguments match the extended regex (e.g. only:'spec|--pp').
+#   arguments match the extended regex (e.g. only:'spec|--pp'); bench, bench:<regex>: the
+#   benchmarks (all, or those matching) without the checks and tests.
 set -u
 D=$(readlink -f "${1:-.device/all}")
 QUICK=${2:-}
@@ -19,6 +20,8 @@ export MEMRA_FIXTURES_DIR=$D/fixtures MEMRA_EXAMPLE_PLUGIN_DIR=$D/lib/sdk-exampl
 say() { echo "$@" | tee -a "$R"; }
 trap 'tar czf "$OUT/logs.tar.gz" -C "$L" . 2>/dev/null' EXIT
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$R"
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+case "$QUICK" in bench*) ;; *)
 timeout 300 "$D/bin/memra-kernel-check" > "$L/kernel-check.log" 2>&1; say "memra-kernel-check rc=$? $(tail -1 "$L/kernel-check.log")"
 grep -E "^FAIL" "$L/kernel-check.log" | head -10 | tee -a "$R"
 # The tests/cuda suites (cuda_*), then the CUDA instances of the suites over backends
@@ -42,13 +45,14 @@ for be in cpu cuda; do
   say "memra-gen --backend $be rc=$? $(grep -oE '"generated_ids":\[[0-9,]*\]' "$L/memra-gen-$be.log")"
   grep -E "error|Error" "$L/memra-gen-$be.log" | head -3 | tee -a "$R"
 done
+esac
 [ "$QUICK" = quick ] && exit 0
 # bench [VAR=VALUE ...] ARGS: memra-bench with those environment settings; the table rows
 # of --table, the figure lines of the others go to the summary.
 bench() { local envs=(); while [[ "${1:-}" == *=* ]]; do envs+=("$1"); shift; done
-         case "$QUICK" in only:*) echo "${envs[*]} $*" | grep -qE "${QUICK#only:}" || return 0 ;; esac
+         case "$QUICK" in only:*|bench:*) echo "${envs[*]} $*" | grep -qE "${QUICK#*:}" || return 0 ;; esac
          say "== ${envs[*]} memra-bench $*"; timeout 900 env "${envs[@]}" "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
-          grep -E "^(pp|tg|copy|peak|spec|pipeline|serve| +[0-9]|\|)|floors met" | tee -a "$R"; }
+          grep -E "^(pp|tg|copy|peak|spec|pipeline|serve|mask| +[0-9]|\|)|floors met" | tee -a "$R"; }
 # Issue #15's table in one run (memra-bench --table), with the f32 and the bf16 KV cache.
 bench --table
 bench --table --kv-dtype bf16
@@ -59,6 +63,15 @@ bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 
 bench --quant q4_k --spec ngram --spec-k 4 --gen 128
 bench --quant q4_k --spec ngram --spec-k 8 --gen 128
 bench --quant bf16 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
+# #16: what the json_object grammar mask costs decode, on the soak's Qwen3-8B-shaped model with the
+# real Qwen3 tokenizer (soak_on_device.sh made it on this machine; skipped without it).
+[ -d /tmp/memra-soak/qwen3-8b ] && bench /tmp/memra-soak/qwen3-8b --json-mask --concurrency 1,8 --prompt 64 --decode 128
+# #17: speculative decoding on the trained demo model, real text (docs/PERFORMANCE.md's CPU table).
+for k in 1 2 4 8; do
+  bench "$REPO/host/default_model" --spec ngram --prompt-file "$REPO/scripts/demo_model/heldout.txt" --prompt 256 --gen 128 --spec-k $k
+  bench "$REPO/host/default_model" --spec draft --draft "$REPO/host/default_draft_model" \
+    --prompt-file "$REPO/scripts/demo_model/heldout.txt" --prompt 256 --gen 128 --spec-k $k
+done
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   bench --quant bf16 --pp 2 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
   bench --quant bf16 --pp 2 --prompt-tokens 512 --gen-tokens 64 --batches 1,8 --decode 16

@@ -18,6 +18,7 @@
 #include "host/tools/memra-bench/random_model.hpp"
 #include "memra_bench_shapes.hpp"  // generated from shapes/*.config.json
 #include "host/tools/memra-bench/batch_bench.hpp"
+#include "host/tools/memra-bench/mask_bench.hpp"
 #include "host/tools/memra-bench/serve_bench.hpp"
 #include "host/tools/memra-bench/spec_bench.hpp"
 #include "host/tools/memra-bench/standard_bench.hpp"
@@ -77,6 +78,10 @@ void usage() {
       "                          2,048-token prompt, batch-8/batch-1 step ratios, 8 serving streams), then\n"
       "                          the table beside llama.cpp's figures, the floors and the goals; takes\n"
       "                          --model, --backend, --kv-dtype, --repeats and --hbm-gbps\n"
+      "  --json-mask             instead, with MODEL (its tokenizer): the cost of a grammar mask —\n"
+      "                          --concurrency (default 1) greedy streams through the scheduler, plain\n"
+      "                          and under response_format json_object (host/structured), --prompt and\n"
+      "                          --decode tokens each; prints both rates and the slowdown\n"
       "  --help                  this text\n");
 }
 
@@ -91,7 +96,7 @@ int main(int argc, char** argv) {
   memra::bench::StandardBenchOptions sb;
   int prompt = 64, decode = 32, spec_k = 4, gen = 128;
   std::string spec;
-  bool table = false;
+  bool table = false, json_mask = false;
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
   int pp = 1;
@@ -133,6 +138,7 @@ int main(int argc, char** argv) {
     else if (a == "--repeats") sb.repeats = std::atoi(value().c_str());
     else if (a == "--json") sb.json = true;
     else if (a == "--table") table = true;
+    else if (a == "--json-mask") json_mask = true;
     else if (a == "--pp") pp = std::atoi(value().c_str());
     else if (a == "--pp-split") pp_split = value();
     else if (a == "--pp-devices") pp_devices = value();
@@ -200,6 +206,11 @@ int main(int argc, char** argv) {
     return memra::bench::run_table_bench(to, plugins);
   }
 
+  if (json_mask && (model_path.empty() || !spec.empty())) {
+    std::fprintf(stderr, "memra-bench: --json-mask needs a MODEL with a tokenizer (the grammar is over its vocabulary) and no --spec\n");
+    return 2;
+  }
+
   double t0 = now_s();
   auto src = model_path.empty() ? memra::bench::random_model(model == "tiny" ? memra::bench::kTinyShape : memra::bench::kQwen3_8BShape, quant, plugins, 42)
                                 : memra::engine::open_model_source(model_path, plugins);
@@ -238,6 +249,16 @@ int main(int argc, char** argv) {
     sbo.gen = gen;
     sbo.prompt = prompt;
     return memra::bench::run_spec_bench(**engine, plugins, eo, sbo);
+  }
+
+  if (json_mask) {
+    auto text = memra::engine::load_text_model(model_path, cfg);
+    if (!text) {
+      std::fprintf(stderr, "memra-bench: --json-mask: %s\n", text.error().message.c_str());
+      return 1;
+    }
+    return memra::bench::run_mask_bench(**engine, *text, concurrency.empty() ? std::vector<int>{1} : concurrency, prompt,
+                                        decode, sb.repeats);
   }
 
   sb.cuda = backend != "cpu";

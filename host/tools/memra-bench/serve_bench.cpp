@@ -49,7 +49,8 @@ struct RunResult {
   std::string error;
 };
 
-RunResult run_once(engine::Engine& e, int n, int groups, const std::vector<std::vector<int32_t>>& prompts, int decode) {
+RunResult run_once(engine::Engine& e, const ServeBenchOptions& o, int n, int groups,
+                   const std::vector<std::vector<int32_t>>& prompts, int decode) {
   engine::SchedulerOptions so;
   so.max_running = n;
   so.max_waiting = n;
@@ -65,6 +66,8 @@ RunResult run_once(engine::Engine& e, int n, int groups, const std::vector<std::
       req.prompt = prompts[static_cast<size_t>(i)];
       req.max_tokens = decode;
       req.sampling.temperature = 0.0f;
+      req.constraint = o.constraint;
+      req.stop_ids = o.stop_ids;
       auto h = s.submit(std::move(req));
       if (!h) {
         r.error = h.error().message;
@@ -80,8 +83,8 @@ RunResult run_once(engine::Engine& e, int n, int groups, const std::vector<std::
   }
   Clock::time_point all_started = Clock::time_point::min(), first_done = Clock::time_point::max();
   for (const Stream& st : streams) {
-    if (st.failed || st.tokens.empty()) {
-      r.error = st.error.empty() ? "a request produced no tokens" : st.error;
+    if (st.failed || st.tokens.size() < 2) {
+      r.error = st.error.empty() ? "a request produced fewer than two tokens" : st.error;
       return r;
     }
     all_started = std::max(all_started, st.arrived.front());
@@ -101,8 +104,9 @@ RunResult run_once(engine::Engine& e, int n, int groups, const std::vector<std::
 int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o, std::vector<ServeFigure>* figures) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(e.vocab_size() - 1));
-  std::printf("serve: %d-token prompts, %d generated tokens per request, greedy; aggregate decode rate while all "
-              "requests decode (median of %d runs after a warm-up)\n", o.prompt, o.decode, o.repeats);
+  const std::string label = o.label.empty() ? "" : " " + o.label;
+  std::printf("serve%s: %d-token prompts, %d generated tokens per request, greedy; aggregate decode rate while all "
+              "requests decode (median of %d runs after a warm-up)\n", label.c_str(), o.prompt, o.decode, o.repeats);
   for (int n : o.concurrency) {
     std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(n));
     for (auto& p : prompts)
@@ -112,7 +116,7 @@ int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o, std::vector<S
       std::vector<double> rates;
       RunResult last;
       for (int rep = 0; rep <= o.repeats; ++rep) {
-        RunResult r = run_once(e, n, groups, prompts, rep == 0 ? std::min(o.decode, 8) : o.decode);
+        RunResult r = run_once(e, o, n, groups, prompts, rep == 0 ? std::min(o.decode, 8) : o.decode);
         if (!r.error.empty()) {
           std::fprintf(stderr, "memra-bench: serve (concurrency %d, groups %d): %s\n", n, groups, r.error.c_str());
           return 1;
@@ -128,9 +132,9 @@ int run_serve_bench(engine::Engine& e, const ServeBenchOptions& o, std::vector<S
       }
       std::sort(rates.begin(), rates.end());
       if (figures) figures->push_back({n, groups, rates[rates.size() / 2]});
-      std::printf("serve concurrency %d, pipeline groups %d: %.1f tok/s aggregate decode (%lld tokens in %.3f s); "
+      std::printf("serve%s concurrency %d, pipeline groups %d: %.1f tok/s aggregate decode (%lld tokens in %.3f s); "
                   "tokens identical across runs: yes\n",
-                  n, groups, rates[rates.size() / 2], static_cast<long long>(last.tokens), last.window_s);
+                  label.c_str(), n, groups, rates[rates.size() / 2], static_cast<long long>(last.tokens), last.window_s);
       const double steps = static_cast<double>(std::max<int64_t>(1, last.stats.steps));
       std::printf("  scheduler thread per step (last run, %lld steps): waiting %.3f ms, issuing %.3f ms, other %.3f ms\n",
                   static_cast<long long>(last.stats.steps), 1e3 * last.stats.step_wait_seconds / steps,

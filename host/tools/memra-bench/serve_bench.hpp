@@ -7,9 +7,11 @@
 // the first run's (greedy: the same requests give the same tokens).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "host/engine/engine.hpp"
+#include "host/engine/token_constraint.hpp"
 
 namespace memra::bench {
 
@@ -19,6 +21,11 @@ struct ServeBenchOptions {
   int prompt = 64;                // prompt tokens per request
   int decode = 64;                // tokens generated per request
   int repeats = 3;                // median of N measured runs (after one warm-up)
+  // Each request under a constraint (a grammar: --json-mask), ending at a stop id once it
+  // is complete; `label` names it in the printed lines.
+  engine::TokenConstraintFactory constraint;
+  std::vector<int32_t> stop_ids;
+  std::string label;
 };
 
 struct ServeFigure {
