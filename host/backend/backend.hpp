@@ -171,6 +171,13 @@ struct SampleRequest {
   std::span<const sampling::RowParams> params;   // per sample
   std::span<const int32_t> penalty_offsets;      // [samples + 1] into penalties
   std::span<const sampling::PenaltyEntry> penalties;
+  // Step 0 (logit_bias, grammar masks), empty when no sample has it: bias_offsets
+  // [samples + 1] into biases; mask_offsets [samples], each the first word of the
+  // sample's allowed-token bitset in masks (ceil(vocab / 64) words) or -1 for none.
+  std::span<const int32_t> bias_offsets;
+  std::span<const sampling::BiasEntry> biases;
+  std::span<const int64_t> mask_offsets;
+  std::span<const uint64_t> masks;
 };
 
 // Counters (tests and tools read them); a backend without the event reports 0.

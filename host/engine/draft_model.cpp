@@ -93,7 +93,7 @@ void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
     p.temperature = 0.0f;
     return p;
   }();
-  const RowSampling greedy{&kGreedy, 0, {}, {}, {}, 1, false};
+  const RowSampling greedy{&kGreedy, 0, {}, {}, {}, 1, false, {}};
   std::vector<StepRequest> reqs;
   for (const Live& l : live) reqs.push_back({l.d->seq_, l.missing, false, /*prompt=*/l.missing.size() > 1, &greedy});
   auto rows = engine_.step_sampled(reqs);

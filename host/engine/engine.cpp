@@ -541,8 +541,13 @@ void sample_on_host(std::span<const StepRequest> requests, const RowLayout& l, i
       for (int32_t t = 0; t < r.sampling->rows; ++t) {
         const auto& row = rows[l.first[i] + l.count[i] - static_cast<size_t>(r.sampling->rows) + static_cast<size_t>(t)];
         const std::vector<sampling::PenaltyEntry> pen = row_penalties(*r.sampling, t);
-        out[i].tokens.push_back(ref::sample_row(row.data(), vocab, row_params(*r.sampling->params, r.sampling->position + static_cast<uint64_t>(t)),
-                                                pen.data(), static_cast<int32_t>(pen.size())));
+        const sampling::RowParams params = row_params(*r.sampling->params, r.sampling->position + static_cast<uint64_t>(t));
+        if (r.sampling->adjust.empty()) {
+          out[i].tokens.push_back(ref::sample_row(row.data(), vocab, params, pen.data(), static_cast<int32_t>(pen.size())));
+        } else {
+          const std::vector<float> adjusted = adjusted_row(row, r.sampling->adjust[static_cast<size_t>(t)]);
+          out[i].tokens.push_back(ref::sample_row(adjusted.data(), vocab, params, pen.data(), static_cast<int32_t>(pen.size())));
+        }
       }
     if (wants_rows(r))
       for (size_t k = 0; k < l.count[i]; ++k) out[i].logits.push_back(std::move(rows[l.first[i] + k]));
@@ -557,11 +562,20 @@ struct Engine::DeviceSamples {
   std::vector<int32_t> rows, offsets{0};
   std::vector<sampling::RowParams> params;
   std::vector<sampling::PenaltyEntry> pens;
+  // Step 0, filled only when some row has it.
+  std::vector<int32_t> bias_offsets;
+  std::vector<sampling::BiasEntry> biases;
+  std::vector<int64_t> mask_offsets;
+  std::vector<uint64_t> masks;
   backend::SampleRequest request;
 };
 
 std::unique_ptr<Engine::DeviceSamples> Engine::device_samples(std::span<const StepRequest> requests, const RowLayout& l) const {
   auto d = std::make_unique<DeviceSamples>();
+  const bool step0 = std::any_of(requests.begin(), requests.end(),
+                                 [](const StepRequest& r) { return r.sampling && !r.sampling->adjust.empty(); });
+  const size_t words = static_cast<size_t>((vocab_ + 63) / 64);
+  if (step0) d->bias_offsets.push_back(0);
   for (size_t i = 0; i < requests.size(); ++i) {
     const RowSampling* s = requests[i].sampling;
     if (!s) continue;
@@ -570,6 +584,19 @@ std::unique_ptr<Engine::DeviceSamples> Engine::device_samples(std::span<const St
       d->params.push_back(row_params(*s->params, s->position + static_cast<uint64_t>(t)));
       for (const sampling::PenaltyEntry& e : row_penalties(*s, t)) d->pens.push_back(e);
       d->offsets.push_back(static_cast<int32_t>(d->pens.size()));
+      if (!step0) continue;
+      const RowAdjust* a = s->adjust.empty() ? nullptr : &s->adjust[static_cast<size_t>(t)];
+      if (a) d->biases.insert(d->biases.end(), a->bias.begin(), a->bias.end());
+      d->bias_offsets.push_back(static_cast<int32_t>(d->biases.size()));
+      if (a && a->allowed) {
+        // Exactly ceil(vocab / 64) words: a shorter bitset leaves the rest out, as the reference does.
+        d->mask_offsets.push_back(static_cast<int64_t>(d->masks.size()));
+        const size_t have = std::min(words, a->allowed->size());
+        d->masks.insert(d->masks.end(), a->allowed->begin(), a->allowed->begin() + static_cast<std::ptrdiff_t>(have));
+        d->masks.resize(d->masks.size() + (words - have), 0);
+      } else {
+        d->mask_offsets.push_back(-1);
+      }
     }
   }
   backend::SampleRequest& req = d->request;
@@ -579,6 +606,10 @@ std::unique_ptr<Engine::DeviceSamples> Engine::device_samples(std::span<const St
   req.params = d->params;
   req.penalty_offsets = d->offsets;
   req.penalties = d->pens;
+  req.bias_offsets = d->bias_offsets;
+  req.biases = d->biases;
+  req.mask_offsets = d->mask_offsets;
+  req.masks = d->masks;
   return d;
 }
 

@@ -72,6 +72,10 @@ struct RowSampling {
   std::span<const int32_t> assumed;
   int32_t rows = 1;           // sample the request's last `rows` logits rows (0: none)
   bool want_logits = false;   // also return all the request's logits rows on the host
+  // Step 0 of each sampled row (logit_bias, a grammar's mask; sampler.hpp RowAdjust):
+  // `rows` entries, or empty for none. Applied where the row is sampled, device or host,
+  // with the same result; the pointed-to masks must live until the step is sampled.
+  std::span<const RowAdjust> adjust;
 };
 
 // A request's result of Engine::step_sampled.

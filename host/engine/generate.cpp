@@ -40,7 +40,7 @@ Result<GenerateResult> generate(Engine& engine, std::span<const int32_t> prompt,
   GenerateResult result;
   // The engine samples (on the GPU when it can); logits rows come to the host only
   // for logprobs, prompt logits (memra-gen --dump-logits) or token_logits.
-  RowSampling rs{&options.sampling, prompt.size(), prompt, {}, {}, 1, wants_token_logits(options)};
+  RowSampling rs{&options.sampling, prompt.size(), prompt, {}, {}, 1, wants_token_logits(options), {}};
   StepRequest prefill{seq, prompt, options.prompt_logits, /*prompt=*/true, &rs};
   auto rows = engine.step_sampled({&prefill, 1});
   if (!rows) return rows.error();
@@ -85,7 +85,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   SequenceCloser closer{engine, seq};
 
   const bool want_rows = wants_token_logits(options);
-  RowSampling first{&options.sampling, prompt.size(), prompt, {}, {}, 1, want_rows};
+  RowSampling first{&options.sampling, prompt.size(), prompt, {}, {}, 1, want_rows, {}};
   StepRequest prefill{seq, prompt, false, /*prompt=*/true, &first};
   auto rows = engine.step_sampled({&prefill, 1});
   if (!rows) return rows.error();
@@ -129,7 +129,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     // Every row sampled at its own position with plain decode's penalty context (the
     // drafts before it taken as emitted; a row after a rejected draft is never used).
     RowSampling rs{&options.sampling, prompt.size() + result.tokens.size(), prompt, result.tokens, draft,
-                   static_cast<int32_t>(feed.size()), want_rows};
+                   static_cast<int32_t>(feed.size()), want_rows, {}};
     StepRequest verify{seq, feed, !draft.empty(), false, &rs};
     const auto t0 = std::chrono::steady_clock::now();
     auto out = engine.step_sampled({&verify, 1});

@@ -100,16 +100,9 @@ void fill_logprobs(std::span<const float> logits, const SamplingParams& p, Sampl
 
 std::vector<float> adjusted_row(std::span<const float> logits, const RowAdjust& adjust) {
   std::vector<float> row(logits.begin(), logits.end());
-  const auto vocab = static_cast<int64_t>(row.size());
-  for (const LogitBias& b : adjust.bias)
-    if (b.id >= 0 && b.id < vocab) row[static_cast<size_t>(b.id)] = sampling::f_add(row[static_cast<size_t>(b.id)], b.bias);
-  if (adjust.allowed != nullptr) {
-    const std::vector<uint64_t>& bits = *adjust.allowed;
-    for (int64_t i = 0; i < vocab; ++i) {
-      const size_t w = static_cast<size_t>(i >> 6);
-      if (w >= bits.size() || !((bits[w] >> (i & 63)) & 1u)) row[static_cast<size_t>(i)] = -std::numeric_limits<float>::infinity();
-    }
-  }
+  ref::adjust_row(row.data(), static_cast<int64_t>(row.size()), adjust.bias.data(), static_cast<int32_t>(adjust.bias.size()),
+                  adjust.allowed ? adjust.allowed->data() : nullptr,
+                  adjust.allowed ? static_cast<int64_t>(adjust.allowed->size()) : 0);
   return row;
 }
 
@@ -121,13 +114,6 @@ bool any_allowed(const RowAdjust& adjust, int64_t vocab) {
     if (w < bits.size() && ((bits[w] >> (i & 63)) & 1u)) return true;
   }
   return false;
-}
-
-int32_t sample_adjusted(std::span<const float> logits, const SamplingParams& p, uint64_t position,
-                        std::span<const sampling::PenaltyEntry> penalties, const RowAdjust& adjust) {
-  const std::vector<float> row = adjusted_row(logits, adjust);
-  return ref::sample_row(row.data(), static_cast<int64_t>(row.size()), row_params(p, position), penalties.data(),
-                         static_cast<int32_t>(penalties.size()));
 }
 
 SampleResult sample(std::span<const float> logits, const SamplingParams& p, uint64_t position,

@@ -39,10 +39,8 @@ struct SampleResult {
 };
 
 // logit_bias: added to a token's logit before everything else the sampler does.
-struct LogitBias {
-  int32_t id = 0;
-  float bias = 0.0f;
-};
+// A logit_bias entry: the sampler's step 0 entry (kernels/sampling, shared with the kernel).
+using LogitBias = sampling::BiasEntry;
 
 // Step 0 of the canonical sampler (docs/ARCHITECTURE.md, "Sampling"): a request's
 // logit_bias and its grammar's token mask. Each biased logit is one IEEE add
@@ -75,12 +73,6 @@ sampling::RowParams row_params(const SamplingParams& params, uint64_t position);
 std::vector<sampling::PenaltyEntry> penalty_entries(const SamplingParams& params, std::span<const int32_t> prompt,
                                                     std::span<const int32_t> output,
                                                     std::span<const int32_t> assumed = {});
-
-// The canonical sampler's token for a row under `adjust` (step 0, then the row's
-// penalties, then steps 1-8); what the scheduler computes on the host for biased or
-// grammar-constrained rows.
-int32_t sample_adjusted(std::span<const float> logits, const SamplingParams& params, uint64_t position,
-                        std::span<const sampling::PenaltyEntry> penalties, const RowAdjust& adjust);
 
 // Logprobs of the chosen token (and the top alternatives) under the raw logits, as
 // sample() reports them, for a token sampled elsewhere (on the device).

@@ -233,8 +233,10 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
 
 void Scheduler::attach_sampling(Flight& f) {
   f.sampling.assign(f.reqs.size(), RowSampling{});  // sized once: the requests point into it
+  f.adjust.assign(f.reqs.size(), {});
+  f.probes.clear();
   for (size_t i = 0; i < f.reqs.size(); ++i) {
-    const Job& j = *f.jobs[i];
+    Job& j = *f.jobs[i];
     RowSampling& rs = f.sampling[i];
     const SamplingParams& p = j.req.sampling;
     rs.params = &p;
@@ -242,21 +244,53 @@ void Scheduler::attach_sampling(Flight& f) {
     rs.output = j.output;
     rs.position = j.req.prompt.size() + j.output.size();
     const bool logprobs = p.logprobs || p.top_logprobs > 0;
-    // Rows under logit_bias or a grammar come to the host and are sampled in sample_here.
-    const bool here = host_sampled(j);
     if (f.chunk[i] > 0) {
       // A prompt chunk: only the one that ends the prompt yields a token.
       const bool last = j.prompt_done + f.chunk[i] >= static_cast<int64_t>(j.req.prompt.size());
-      rs.rows = last && !here ? 1 : 0;
-      rs.want_logits = last && (logprobs || here);
+      rs.rows = last ? 1 : 0;
+      rs.want_logits = last && logprobs;
     } else {
       // The fed token plus drafts: row t assumes the drafts before it were emitted.
       rs.assumed = std::span<const int32_t>(j.feed).subspan(1);
-      rs.rows = here ? 0 : static_cast<int32_t>(j.feed.size());
-      rs.want_logits = logprobs || here;
+      rs.rows = static_cast<int32_t>(j.feed.size());
+      rs.want_logits = logprobs;
+    }
+    if (rs.rows > 0 && (j.constraint || !j.req.logit_bias.empty())) {
+      if (attach_step0(f, i, j, rs.rows)) rs.adjust = f.adjust[i];
+      else rs.rows = 0;  // complete_step ends it with the grammar's error
     }
     f.reqs[i].sampling = &rs;
   }
+}
+
+bool Scheduler::attach_step0(Flight& f, size_t i, Job& j, int32_t rows) {
+  const int64_t vocab = engine_.vocab_size();
+  std::vector<RowAdjust>& adjust = f.adjust[i];
+  TokenConstraint* c = j.constraint.get();
+  bool refused = false;  // a draft the grammar refuses: the rows after it are never read
+  for (int32_t t = 0; t < rows; ++t) {
+    if (t > 0 && c != nullptr && !refused) {
+      // Row t is masked by the constraint after the drafts before it. A refused draft
+      // differs from row t-1's (masked) token, so rows t.. are never read: no mask.
+      auto probe = c->clone();
+      if (probe->advance(j.feed[static_cast<size_t>(t)])) {
+        c = probe.get();
+        f.probes.push_back(std::move(probe));
+      } else {
+        refused = true;
+      }
+    }
+    RowAdjust a;
+    a.bias = j.req.logit_bias;
+    if (c != nullptr && !refused) a.allowed = &c->allowed();
+    if (!refused && !any_allowed(a, vocab)) {
+      j.grammar_dead = "the sequence's grammar allows no token of the vocabulary here (the model cannot spell what the "
+                       "schema requires)";
+      return false;
+    }
+    adjust.push_back(a);
+  }
+  return true;
 }
 
 void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
@@ -269,13 +303,9 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
     Job& j = *f.jobs[i];
     if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     StepRows& r = (*out)[i];
-    if (host_sampled(j)) {
-      auto tokens = sample_here(j, r.logits);
-      if (!tokens) {
-        finish(j, FinishReason::error, tokens.error().message);
-        continue;
-      }
-      r.tokens = std::move(*tokens);
+    if (!j.grammar_dead.empty()) {
+      finish(j, FinishReason::error, j.grammar_dead);
+      continue;
     }
     const size_t before = j.output.size();
     FinishReason end = consume(j, r.logits, r.tokens);
@@ -446,38 +476,6 @@ void Scheduler::draft_all(const std::vector<Job*>& decoding, int k) {
       continue;  // a broken drafter costs nothing but its time
     owners[i]->feed.insert(owners[i]->feed.end(), d.begin(), d.end());
   }
-}
-
-Result<std::vector<int32_t>> Scheduler::sample_here(Job& j, const std::vector<std::vector<float>>& rows) {
-  std::vector<int32_t> tokens;
-  std::unique_ptr<TokenConstraint> probe;  // the constraint after the drafts before row t
-  TokenConstraint* c = j.constraint.get();
-  const int64_t vocab = engine_.vocab_size();
-  const uint64_t position = j.req.prompt.size() + j.output.size();
-  for (size_t t = 0; t < rows.size(); ++t) {
-    if (t > 0 && c != nullptr) {
-      if (!probe) probe = c->clone();
-      // A draft the grammar refuses: row t-1's token (masked) differs from it, so the
-      // rows from t on are never read; any token fills them.
-      if (!probe->advance(j.feed[t])) {
-        tokens.resize(rows.size(), 0);
-        break;
-      }
-      c = probe.get();
-    }
-    RowAdjust adjust;
-    adjust.bias = j.req.logit_bias;
-    if (c != nullptr) adjust.allowed = &c->allowed();
-    if (!any_allowed(adjust, vocab))
-      return make_error(ErrorCode::invalid_argument,
-                        "the sequence's grammar allows no token of the vocabulary here (the model cannot spell what the "
-                        "schema requires)");
-    const std::vector<sampling::PenaltyEntry> pen =
-        penalty_entries(j.req.sampling, j.req.prompt, j.output,
-                        std::span<const int32_t>(j.feed).subspan(j.feed.empty() ? 0 : 1, j.feed.empty() ? 0 : t));
-    tokens.push_back(sample_adjusted(rows[t], j.req.sampling, position + t, pen, adjust));
-  }
-  return tokens;
 }
 
 FinishReason Scheduler::consume(Job& j, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens) {

@@ -184,6 +184,7 @@ class Scheduler {
     int64_t drafted = 0, accepted = 0;
     int32_t group = 0;                // rolling groups: which slot's steps carry it
     bool in_flight = false;           // in an issued, not yet collected step
+    std::string grammar_dead;         // set by attach_sampling: the grammar allows no token (why)
   };
   // One engine step: what was fed for whom, and (rolling) its pending result.
   struct Flight {
@@ -192,6 +193,10 @@ class Scheduler {
     std::vector<int64_t> chunk;       // prompt tokens fed per job (0 = decode)
     std::unique_ptr<PendingStep> pending;
     std::vector<RowSampling> sampling;  // per request, when the engine samples (attach_sampling)
+    // Step 0 of the requests' sampled rows (logit_bias, grammar masks), and the
+    // constraint states the masks of verify rows belong to (alive until sampled).
+    std::vector<std::vector<RowAdjust>> adjust;
+    std::vector<std::unique_ptr<TokenConstraint>> probes;
   };
   // Builds the next step for the running jobs of `group` (-1: all): decode tokens first
   // (the last token, plus drafts when speculating), then prefill chunks within the budget.
@@ -220,11 +225,10 @@ class Scheduler {
   // Takes the tokens the engine sampled for one step of `job` (one per row; rows holds
   // logits rows only where logprobs were asked); returns what ended it (none = running).
   FinishReason consume(Job& job, const std::vector<std::vector<float>>& rows, std::vector<int32_t>& tokens);
-  // Whether a job's rows are sampled here (logit_bias or a grammar) rather than by the engine.
-  static bool host_sampled(const Job& job) { return job.constraint || !job.req.logit_bias.empty(); }
-  // The tokens of a host-sampled job's rows (step 0 applied; row t masked by the
-  // constraint after the drafts before it). Error: the grammar allows no token.
-  Result<std::vector<int32_t>> sample_here(Job& job, const std::vector<std::vector<float>>& rows);
+  // Step 0 of a job's `rows` sampled rows (logit_bias; row t masked by the constraint
+  // after the drafts before it), into flight.adjust[i]; false when the grammar allows no
+  // token at a row that will be read (job.grammar_dead says so).
+  bool attach_step0(Flight& flight, size_t i, Job& job, int32_t rows);
 
   Engine& engine_;
   SchedulerOptions options_;

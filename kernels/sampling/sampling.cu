@@ -95,27 +95,43 @@ __device__ __forceinline__ float load(const float* src, int64_t i) { return cano
 
 // logits: [*][vocab]; rows[s] is the logits row sample s reads. params: [n]
 // RowParams; penalties of sample s: pen[pen_offsets[s] .. pen_offsets[s+1]) (unique
-// ids). scratch_v: [n][vocab] (penalised rows), list_q/list_id: [n][cap] with cap =
+// ids). Step 0 (a request's logit_bias and grammar mask), as the reference's
+// adjusted_row: biases of sample s bias[bias_offsets[s] .. bias_offsets[s+1]) (unique
+// ids; bias_offsets NULL = none), its allowed-token bitset masks + mask_offsets[s] (bit
+// id%64 of word id/64, ceil(vocab/64) words; offset -1 or mask_offsets NULL = every
+// token) — a left-out token is -inf, a biased one logit + bias. scratch_v: [n][vocab]
+// (adjusted and penalised rows), list_q/list_id: [n][cap] with cap =
 // 1024 * ceil(vocab / 1024) (each thread's surviving weights and ids at j + 1024 k).
 extern "C" __global__ void __launch_bounds__(kThreads)
     memra_sample_rows(const float* logits, int64_t vocab, const int32_t* rows, const RowParams* params,
-                      const int32_t* pen_offsets, const PenaltyEntry* pen, float* scratch_v, float* list_q,
-                      int32_t* list_id, int64_t cap, int32_t* tokens) {
+                      const int32_t* pen_offsets, const PenaltyEntry* pen, const int32_t* bias_offsets,
+                      const BiasEntry* bias, const int64_t* mask_offsets, const uint64_t* masks, float* scratch_v,
+                      float* list_q, int32_t* list_id, int64_t cap, int32_t* tokens) {
   __shared__ Shared sh;
   const int tid = threadIdx.x;
   const int64_t s = blockIdx.x;
   const RowParams p = params[s];
   const float* src = logits + static_cast<int64_t>(rows[s]) * vocab;
 
-  // 1. Penalties on a copy of the row.
+  // 0 and 1. Step 0 (bias, mask) and the penalties on a copy of the row. The copy keeps
+  // raw values (load() canonicalises on every read, as the reference canonicalises the
+  // adjusted row); a penalised entry is canonicalised first, as the reference does.
   const int32_t pen_begin = pen_offsets[s], pen_end = pen_offsets[s + 1];
-  if (pen_end > pen_begin) {
+  const int32_t bias_begin = bias_offsets ? bias_offsets[s] : 0, bias_end = bias_offsets ? bias_offsets[s + 1] : 0;
+  const uint64_t* allowed = mask_offsets && mask_offsets[s] >= 0 ? masks + mask_offsets[s] : nullptr;
+  if (pen_end > pen_begin || bias_end > bias_begin || allowed) {
     float* v = scratch_v + s * vocab;
-    for (int64_t i = tid; i < vocab; i += kThreads) v[i] = load(src, i);
+    for (int64_t i = tid; i < vocab; i += kThreads)
+      v[i] = allowed && !((allowed[i >> 6] >> (i & 63)) & 1u) ? -__int_as_float(0x7f800000) : src[i];
+    __syncthreads();
+    for (int32_t e = bias_begin + tid; e < bias_end; e += kThreads) {
+      const int32_t id = bias[e].id;
+      if (id >= 0 && id < vocab && (!allowed || ((allowed[id >> 6] >> (id & 63)) & 1u))) v[id] = f_add(v[id], bias[e].bias);
+    }
     __syncthreads();
     for (int32_t e = pen_begin + tid; e < pen_end; e += kThreads) {
       const int32_t id = pen[e].id;
-      if (id >= 0 && id < vocab) v[id] = apply_penalty(v[id], pen[e].count, p);
+      if (id >= 0 && id < vocab) v[id] = apply_penalty(load(v, id), pen[e].count, p);
     }
     __syncthreads();
     src = v;

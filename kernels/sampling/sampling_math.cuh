@@ -30,6 +30,12 @@ struct PenaltyEntry {
   int32_t count;  // (occurrences in the output << 1) | 1 when the token is in prompt or output
 };
 
+// A logit_bias entry of one row (step 0): logit + bias, one IEEE add on the raw logit.
+struct BiasEntry {
+  int32_t id;
+  float bias;
+};
+
 struct RowParams {
   float temperature;         // 0: argmax
   int32_t top_k;             // <= 0 or >= vocab: off

@@ -170,4 +170,13 @@ int32_t sample_row(const float* logits, int64_t vocab, const sampling::RowParams
   return last_in_lanes(lane, lane + 1);
 }
 
+void adjust_row(float* row, int64_t vocab, const sampling::BiasEntry* bias, int32_t num_bias, const uint64_t* allowed,
+                int64_t allowed_words) {
+  for (int32_t e = 0; e < num_bias; ++e)
+    if (bias[e].id >= 0 && bias[e].id < vocab) row[bias[e].id] = sampling::f_add(row[bias[e].id], bias[e].bias);
+  if (allowed == nullptr) return;
+  for (int64_t i = 0; i < vocab; ++i)
+    if ((i >> 6) >= allowed_words || !((allowed[i >> 6] >> (i & 63)) & 1u)) row[i] = -std::numeric_limits<float>::infinity();
+}
+
 }  // namespace memra::ref

@@ -34,6 +34,13 @@ struct SampleTrace {
   float tau = 0.0f;           // top_p threshold (0 when top_p is off)
 };
 
+// Step 0, in place on one raw row: each logit_bias entry (ids unique) adds its bias
+// to its logit (one IEEE add), then every token the allowed-token bitset leaves out
+// (bit id%64 of word id/64; ids past its `allowed_words` words: left out) becomes -inf.
+// allowed NULL: every token. The kernel applies the same to its copy of the row.
+void adjust_row(float* row, int64_t vocab, const sampling::BiasEntry* bias, int32_t num_bias, const uint64_t* allowed,
+                int64_t allowed_words);
+
 // The sampled token of one row. `penalties` are the row's history entries (ids unique).
 int32_t sample_row(const float* logits, int64_t vocab, const sampling::RowParams& params,
                    const sampling::PenaltyEntry* penalties, int32_t num_penalties, SampleTrace* trace = nullptr);

@@ -65,7 +65,7 @@ bench --quant q4_k --spec ngram --spec-k 8 --gen 128
 bench --quant bf16 --concurrency 8 --prompt 64 --decode 64 --gen-tokens 8 --repeats 3
 # #16: what the json_object grammar mask costs decode, on the soak's Qwen3-8B-shaped model with the
 # real Qwen3 tokenizer (soak_on_device.sh made it on this machine; skipped without it).
-[ -d /tmp/memra-soak/qwen3-8b ] && bench /tmp/memra-soak/qwen3-8b --json-mask --concurrency 1,8 --prompt 64 --decode 128
+[ -d /tmp/memra-soak/qwen3-8b ] && bench /tmp/memra-soak/qwen3-8b --json-mask --concurrency 1 --prompt 64 --decode 128
 # #17: speculative decoding on the trained demo model, real text (docs/PERFORMANCE.md's CPU table).
 for k in 1 2 4 8; do
   bench "$REPO/host/default_model" --spec ngram --prompt-file "$REPO/scripts/demo_model/heldout.txt" --prompt 256 --gen 128 --spec-k $k

@@ -1,5 +1,6 @@
 // Step 0 of the canonical sampler in the serving scheduler (logit_bias and per-sequence
-// token constraints, host/engine/token_constraint.hpp), on the CPU backend: the token
+// token constraints, host/engine/token_constraint.hpp), on every backend (the CUDA
+// backend applies step 0 in its sampling kernel, the CPU reference on the host): the token
 // is the canonical sampler's on the biased row computed here from the engine's own
 // logits; constrained tokens stay inside the mask; and a constrained sequence's tokens
 // are the same alone, batched with chunked prefill, with a prefix-cache hit, and with speculative decoding
@@ -14,6 +15,7 @@
 #include "host/engine/scheduler.hpp"
 #include "kernels/sampling/sampling_ref.hpp"
 #include "tests/engine/sequence_drain.hpp"
+#include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
@@ -25,8 +27,8 @@ namespace {
 
 const fs::path kLlama = memra::testing::fixture("models/llama");
 
-std::unique_ptr<Engine> load() {
-  EngineOptions eo;
+std::unique_ptr<Engine> load(memra_backend_kind kind) {
+  EngineOptions eo = memra::testing::engine_options(kind);
   eo.max_context = 256;
   eo.max_sequences = 20;
   eo.block_size = 8;
@@ -79,11 +81,13 @@ SequenceRequest constrained(int variant, bool sampled, int64_t vocab) {
   return r;
 }
 
+class ConstrainedSampling : public memra::testing::BackendTest {};
+
 }  // namespace
 
-TEST(ConstrainedSampling, LogitBiasIsTheCanonicalSamplerOnTheBiasedRow) {
+TEST_P(ConstrainedSampling, LogitBiasIsTheCanonicalSamplerOnTheBiasedRow) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
-  auto engine = load();
+  auto engine = load(GetParam());
   const std::vector<int32_t> p = prompt(2);
   // The prompt's last logits row, straight from the engine.
   std::vector<float> row;
@@ -128,12 +132,12 @@ TEST(ConstrainedSampling, LogitBiasIsTheCanonicalSamplerOnTheBiasedRow) {
   EXPECT_EQ(o.tokens, std::vector<int32_t>(10, 777));
 }
 
-TEST(ConstrainedSampling, MaskedTokensStayInTheMaskAloneBatchedAndSpeculating) {
+TEST_P(ConstrainedSampling, MaskedTokensStayInTheMaskAloneBatchedAndSpeculating) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   for (bool sampled : {false, true}) {
     std::vector<Outcome> alone;
     {
-      auto engine = load();
+      auto engine = load(GetParam());
       Scheduler s(*engine, {.max_step_tokens = 512, .max_running = 1, .max_waiting = 64});
       for (int v = 0; v < 8; ++v) alone.push_back(drain(**s.submit(constrained(v, sampled, engine->vocab_size()))));
     }
@@ -144,7 +148,7 @@ TEST(ConstrainedSampling, MaskedTokensStayInTheMaskAloneBatchedAndSpeculating) {
     }
     // Batched with unconstrained neighbours, prefill chunked at 7 tokens.
     {
-      auto engine = load();
+      auto engine = load(GetParam());
       Scheduler s(*engine, {.max_step_tokens = 7, .max_running = 16, .max_waiting = 64});
       std::vector<std::shared_ptr<SequenceHandle>> hs, others;
       for (int v = 0; v < 8; ++v) {
@@ -158,7 +162,7 @@ TEST(ConstrainedSampling, MaskedTokensStayInTheMaskAloneBatchedAndSpeculating) {
     }
     // With a prefix-cache hit: the second run of each prompt reads its blocks from the cache.
     {
-      auto engine = load();
+      auto engine = load(GetParam());
       Scheduler s(*engine, {});
       for (int v = 0; v < 8; ++v) {
         SequenceRequest r = constrained(v, sampled, engine->vocab_size());
@@ -173,7 +177,7 @@ TEST(ConstrainedSampling, MaskedTokensStayInTheMaskAloneBatchedAndSpeculating) {
     // Speculative decoding with the n-gram drafter (the cyclic output repeats, so drafts
     // are fed, some of them refused by the mask).
     {
-      auto engine = load();
+      auto engine = load(GetParam());
       SchedulerOptions so{.max_step_tokens = 512, .max_running = 8, .max_waiting = 64};
       so.make_drafter = [] { return std::make_unique<NgramDrafter>(); };
       so.spec_k = 4;
@@ -202,9 +206,9 @@ class DeadEnd : public TokenConstraint {
 };
 }  // namespace
 
-TEST(ConstrainedSampling, AConstraintThatAllowsNothingFailsTheSequenceWithAReason) {
+TEST_P(ConstrainedSampling, AConstraintThatAllowsNothingFailsTheSequenceWithAReason) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
-  auto engine = load();
+  auto engine = load(GetParam());
   Scheduler s(*engine, {});
   SequenceRequest r;
   r.prompt = prompt(1);
@@ -217,3 +221,5 @@ TEST(ConstrainedSampling, AConstraintThatAllowsNothingFailsTheSequenceWithAReaso
   EXPECT_NE(u.error.find("allows no token"), std::string::npos) << u.error;
   EXPECT_EQ(s.stats().kv_blocks_free, s.stats().kv_blocks_total);
 }
+
+MEMRA_INSTANTIATE_BACKENDS(ConstrainedSampling);

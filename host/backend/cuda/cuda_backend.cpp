@@ -253,8 +253,9 @@ void CudaBackend::reset_step_scratch() {
 
 memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
-  if (!k_cache_ || from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
+  if (from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_kv_block: block out of range");
+  if (!k_cache_) return MEMRA_OK;  // no attention layer here (a pipeline stage of recurrent layers): no KV to copy
   for (size_t l = 0; l < kv_.layers.size(); ++l) {
     const uint64_t base = kv_.layer_offset(l), block = kv_.block_bytes(l);
     if (block == 0) continue;

@@ -55,6 +55,25 @@ memra_status CudaBackend::sample_rows(const SampleRequest& request, int32_t* tok
   const int32_t num_pen = req->penalty_offsets[n];
   if (num_pen < 0 || static_cast<size_t>(num_pen) > request.penalties.size())
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "sample_rows: fewer penalties than the offsets name");
+  // Step 0: biases and masks (checked like the penalties: the kernel trusts them).
+  const bool any_bias = !request.bias_offsets.empty(), any_mask = !request.mask_offsets.empty();
+  const int64_t mask_words = (vocab + 63) / 64;
+  if (any_bias) {
+    if (request.bias_offsets.size() != request.rows.size() + 1 || request.bias_offsets[0] != 0 ||
+        request.bias_offsets[static_cast<size_t>(n)] < 0 ||
+        static_cast<size_t>(request.bias_offsets[static_cast<size_t>(n)]) > request.biases.size())
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, "sample_rows: bias_offsets must be rows + 1 offsets from 0 into biases");
+    for (int32_t i = 0; i < n; ++i)
+      if (request.bias_offsets[static_cast<size_t>(i) + 1] < request.bias_offsets[static_cast<size_t>(i)])
+        return fail(MEMRA_ERR_INVALID_ARGUMENT, "sample_rows: bias_offsets decrease");
+  }
+  if (any_mask) {
+    if (request.mask_offsets.size() != request.rows.size())
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, "sample_rows: one mask offset per row is required");
+    for (const int64_t o : request.mask_offsets)
+      if (o < -1 || (o >= 0 && static_cast<uint64_t>(o + mask_words) > request.masks.size()))
+        return fail(MEMRA_ERR_INVALID_ARGUMENT, "sample_rows: a mask offset points past the masks");
+  }
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;  // eager from here
 
   // One upload: params, rows, penalty offsets, penalties.
@@ -62,7 +81,13 @@ memra_status CudaBackend::sample_rows(const SampleRequest& request, int32_t* tok
   const uint64_t rows_bytes = align256(static_cast<uint64_t>(n) * 4u);
   const uint64_t offsets_bytes = align256(static_cast<uint64_t>(n + 1) * 4u);
   const uint64_t pen_bytes = align256(static_cast<uint64_t>(std::max(num_pen, 1)) * sizeof(PenaltyEntry));
-  const uint64_t upload = params_bytes + rows_bytes + offsets_bytes + pen_bytes;
+  const int32_t num_bias = any_bias ? request.bias_offsets[static_cast<size_t>(n)] : 0;
+  const uint64_t bias_off_bytes = any_bias ? align256(static_cast<uint64_t>(n + 1) * 4u) : 0;
+  const uint64_t bias_bytes = any_bias ? align256(static_cast<uint64_t>(std::max(num_bias, 1)) * sizeof(sampling::BiasEntry)) : 0;
+  const uint64_t mask_off_bytes = any_mask ? align256(static_cast<uint64_t>(n) * 8u) : 0;
+  const uint64_t masks_bytes = any_mask ? align256(std::max<uint64_t>(request.masks.size(), 1) * 8u) : 0;
+  const uint64_t upload = params_bytes + rows_bytes + offsets_bytes + pen_bytes + bias_off_bytes + bias_bytes +
+                          mask_off_bytes + masks_bytes;
   auto host = staging_->alloc(upload);
   if (!host) return fail(host.error());
   auto* h = static_cast<uint8_t*>(*host);
@@ -70,21 +95,35 @@ memra_status CudaBackend::sample_rows(const SampleRequest& request, int32_t* tok
   std::memcpy(h + params_bytes, req->rows, static_cast<size_t>(n) * 4u);
   std::memcpy(h + params_bytes + rows_bytes, req->penalty_offsets, static_cast<size_t>(n + 1) * 4u);
   if (num_pen > 0) std::memcpy(h + params_bytes + rows_bytes + offsets_bytes, req->penalties, static_cast<size_t>(num_pen) * sizeof(PenaltyEntry));
-  const bool any_penalty = num_pen > 0;
+  uint8_t* h_adjust = h + params_bytes + rows_bytes + offsets_bytes + pen_bytes;
+  if (any_bias) {
+    std::memcpy(h_adjust, request.bias_offsets.data(), static_cast<size_t>(n + 1) * 4u);
+    if (num_bias > 0) std::memcpy(h_adjust + bias_off_bytes, request.biases.data(), static_cast<size_t>(num_bias) * sizeof(sampling::BiasEntry));
+  }
+  if (any_mask) {
+    std::memcpy(h_adjust + bias_off_bytes + bias_bytes, request.mask_offsets.data(), static_cast<size_t>(n) * 8u);
+    if (!request.masks.empty())
+      std::memcpy(h_adjust + bias_off_bytes + bias_bytes + mask_off_bytes, request.masks.data(), request.masks.size() * 8u);
+  }
+  // A row copy (scratch_v) for rows whose values change before the draw.
+  const bool copy_row = num_pen > 0 || any_bias || any_mask;
   const int64_t cap = (vocab + sampling::kLanes - 1) / sampling::kLanes * sampling::kLanes;
-  const uint64_t v_bytes = any_penalty ? align256(static_cast<uint64_t>(n) * static_cast<uint64_t>(vocab) * 4u) : 0;
+  const uint64_t v_bytes = copy_row ? align256(static_cast<uint64_t>(n) * static_cast<uint64_t>(vocab) * 4u) : 0;
   const uint64_t list_bytes = align256(static_cast<uint64_t>(n) * static_cast<uint64_t>(cap) * 4u);
   const uint64_t tok_bytes = align256(static_cast<uint64_t>(n) * 4u);
   auto dev = arena_->alloc(upload + v_bytes + 2 * list_bytes + tok_bytes);
   if (!dev) return fail(MEMRA_ERR_OUT_OF_MEMORY, dev.error().message);
   const CUdeviceptr d_params = *dev, d_rows = d_params + params_bytes, d_offsets = d_rows + rows_bytes,
-                    d_pen = d_offsets + offsets_bytes, d_v = d_pen + pen_bytes, d_q = d_v + v_bytes,
+                    d_pen = d_offsets + offsets_bytes, d_bias_off = d_pen + pen_bytes, d_bias = d_bias_off + bias_off_bytes,
+                    d_mask_off = d_bias + bias_bytes, d_masks = d_mask_off + mask_off_bytes, d_v = d_params + upload,
+                    d_q = d_v + v_bytes,
                     d_ids = d_q + list_bytes, d_tokens = d_ids + list_bytes;
   CUresult r = cuMemcpyHtoDAsync(d_params, h, upload, ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "sample_rows upload"));
   const memra_status st = launch("sampling", "memra_sample_rows", static_cast<unsigned>(n), 1, sampling::kLanes, 0, logits,
-                                 vocab, d_rows, d_params, d_offsets, d_pen, any_penalty ? d_v : CUdeviceptr{0}, d_q, d_ids,
-                                 cap, d_tokens);
+                                 vocab, d_rows, d_params, d_offsets, d_pen, any_bias ? d_bias_off : CUdeviceptr{0}, d_bias,
+                                 any_mask ? d_mask_off : CUdeviceptr{0}, d_masks, copy_row ? d_v : CUdeviceptr{0}, d_q,
+                                 d_ids, cap, d_tokens);
   if (st != MEMRA_OK) return st;
   auto out = staging_->alloc(static_cast<uint64_t>(n) * 4u);
   if (!out) return fail(out.error());

@@ -13,6 +13,7 @@
 namespace memra::kcheck {
 namespace {
 
+using sampling::BiasEntry;
 using sampling::PenaltyEntry;
 using sampling::RowParams;
 
@@ -34,14 +35,35 @@ void launch_1d(Device& d, memra_kernel* k, int64_t n, void** args) {
   d.check(d.kernel_launch(k, &c, args), "kernel_launch");
 }
 
-// Device tokens of `params.size()` samples of rows `rows` of the device tensor `logits`.
+// Step 0 of one sample: its logit_bias entries and its allowed-token bitset (empty: none).
+struct Adjust {
+  std::vector<BiasEntry> bias;
+  std::vector<uint64_t> allowed;
+};
+
+// Device tokens of `params.size()` samples of rows `rows` of the device tensor `logits`
+// (with `adjust`, one per sample, their step 0).
 std::vector<int32_t> device_tokens(Device& d, const memra_tensor& logits, int64_t vocab, const std::vector<int32_t>& rows,
-                                   const std::vector<RowParams>& params, const std::vector<std::vector<PenaltyEntry>>& pen) {
+                                   const std::vector<RowParams>& params, const std::vector<std::vector<PenaltyEntry>>& pen,
+                                   const std::vector<Adjust>* adjust = nullptr) {
   std::vector<int32_t> offsets{0};
   std::vector<PenaltyEntry> flat;
   for (const auto& p : pen) {
     flat.insert(flat.end(), p.begin(), p.end());
     offsets.push_back(static_cast<int32_t>(flat.size()));
+  }
+  std::vector<int32_t> bias_offsets;
+  std::vector<BiasEntry> biases;
+  std::vector<int64_t> mask_offsets;
+  std::vector<uint64_t> masks;
+  if (adjust) {
+    bias_offsets.push_back(0);
+    for (const Adjust& a : *adjust) {
+      biases.insert(biases.end(), a.bias.begin(), a.bias.end());
+      bias_offsets.push_back(static_cast<int32_t>(biases.size()));
+      mask_offsets.push_back(a.allowed.empty() ? -1 : static_cast<int64_t>(masks.size()));
+      masks.insert(masks.end(), a.allowed.begin(), a.allowed.end());
+    }
   }
   backend::SampleRequest r;
   r.logits = static_cast<const float*>(logits.data);
@@ -50,6 +72,10 @@ std::vector<int32_t> device_tokens(Device& d, const memra_tensor& logits, int64_
   r.params = params;
   r.penalty_offsets = offsets;
   r.penalties = flat;
+  r.bias_offsets = bias_offsets;
+  r.biases = biases;
+  r.mask_offsets = mask_offsets;
+  r.masks = masks;
   std::vector<int32_t> tokens(rows.size(), -1);
   d.check(d.sample_rows(r, tokens.data()), "sample_rows");
   return tokens;
@@ -73,6 +99,114 @@ std::vector<float> make_row(Rng& rng, int64_t vocab, const std::string& flavour)
     }
   }
   return x;
+}
+
+// Step 0 on the device (logit_bias and grammar masks, then the sampler): the token must
+// equal the reference's (ref::adjust_row, then ref::sample_row),
+// for masks of every density (one token, 1 %, 90 %, none), biases on allowed and on
+// masked-out ids, with and without penalties, and a row's token must not depend on the
+// other rows' masks.
+void check_sampling_step0(Device& d, Report& r, const CheckOptions& o, Rng& rng) {
+  const int64_t rows = 12;
+  std::vector<int64_t> vocabs = {37, 1025, 151936};
+  for (int64_t vocab : vocabs)
+    for (const char* flavour : {"random", "inf", "ties"}) {
+      const std::string name = "sampling step 0 vocab=" + std::to_string(vocab) + " " + flavour +
+                               " (bias + grammar mask) device token == reference";
+      r.guard(name, [&] {
+        d.begin_step();
+        std::vector<float> all;
+        for (int64_t i = 0; i < rows; ++i) {
+          const std::vector<float> row = make_row(rng, vocab, flavour);
+          all.insert(all.end(), row.begin(), row.end());
+        }
+        const memra_tensor lt = d.upload(all, {rows, vocab});
+        std::vector<int32_t> row_ids(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i) row_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        const size_t words = static_cast<size_t>((vocab + 63) / 64);
+        int combos = 0, mismatches = 0;
+        bool invariant = true;
+        std::string first_bad;
+        for (float t : {0.0f, 0.9f})
+          for (int32_t k : {0, 40})
+            for (float tp : {1.0f, 0.9f})
+              for (int pen = 0; pen < 2; ++pen) {
+                if (o.quick && vocab >= 151936 && combos % 2 != 0) {
+                  ++combos;
+                  continue;
+                }
+                std::vector<RowParams> ps(static_cast<size_t>(rows));
+                std::vector<std::vector<PenaltyEntry>> pens(static_cast<size_t>(rows));
+                std::vector<Adjust> adj(static_cast<size_t>(rows));
+                for (int64_t i = 0; i < rows; ++i) {
+                  RowParams& p = ps[static_cast<size_t>(i)];
+                  p = RowParams{};
+                  p.temperature = t;
+                  p.top_k = k;
+                  p.top_p = tp;
+                  p.repetition_penalty = pen ? 1.3f : 1.0f;
+                  p.presence_penalty = pen ? 0.5f : 0.0f;
+                  p.seed = static_cast<uint64_t>(combos) * 104729u + 5;
+                  p.position = static_cast<uint64_t>(i) * 17u + static_cast<uint64_t>(combos);
+                  // Mask density by row: every token (no mask), one token, ~1 %, ~90 %.
+                  Adjust& a = adj[static_cast<size_t>(i)];
+                  const int density = static_cast<int>(i % 4);
+                  if (density > 0) {
+                    a.allowed.assign(words, 0);
+                    auto allow = [&](int64_t id) { a.allowed[static_cast<size_t>(id >> 6)] |= uint64_t{1} << (id & 63); };
+                    if (density == 1) allow(rng.uniform(0, static_cast<int>(vocab - 1)));
+                    for (int64_t id = 0; id < vocab && density > 1; ++id)
+                      if (rng.uniform(0, 99) < (density == 2 ? 1 : 90)) allow(id);
+                    allow(vocab - 1);  // the last word's high bits stay clear: the kernel must not read them as tokens
+                  }
+                  for (int e = 0; e < 6 && e < vocab; ++e) {
+                    const int32_t id = static_cast<int32_t>((e * 104729 + i * 31) % vocab);
+                    bool dup = false;
+                    for (const auto& x : a.bias) dup = dup || x.id == id;
+                    if (!dup) a.bias.push_back({id, e % 2 ? 5.5f : -100.0f});
+                  }
+                  if (pen)
+                    for (int e = 0; e < 10 && e < vocab; ++e) {
+                      const int32_t id = static_cast<int32_t>((e * 7919 + i) % vocab);
+                      bool dup = false;
+                      for (const auto& x : pens[static_cast<size_t>(i)]) dup = dup || x.id == id;
+                      if (!dup) pens[static_cast<size_t>(i)].push_back({id, (e % 4) << 1 | 1});
+                    }
+                }
+                const std::vector<int32_t> got = device_tokens(d, lt, vocab, row_ids, ps, pens, &adj);
+                for (int64_t i = 0; i < rows; ++i) {
+                  const Adjust& a = adj[static_cast<size_t>(i)];
+                  std::vector<float> row(all.begin() + i * vocab, all.begin() + (i + 1) * vocab);
+                  ref::adjust_row(row.data(), vocab, a.bias.data(), static_cast<int32_t>(a.bias.size()),
+                                  a.allowed.empty() ? nullptr : a.allowed.data(), static_cast<int64_t>(a.allowed.size()));
+                  const auto& pe = pens[static_cast<size_t>(i)];
+                  const int32_t want = ref::sample_row(row.data(), vocab, ps[static_cast<size_t>(i)], pe.data(),
+                                                       static_cast<int32_t>(pe.size()));
+                  if (got[static_cast<size_t>(i)] != want) {
+                    ++mismatches;
+                    if (first_bad.empty())
+                      first_bad = "T=" + fmt(t) + " top_k=" + std::to_string(k) + " top_p=" + fmt(tp) + " penalties=" +
+                                  std::to_string(pen) + " row " + std::to_string(i) + " (mask density " +
+                                  std::to_string(i % 4) + "): device " + std::to_string(got[static_cast<size_t>(i)]) +
+                                  ", reference " + std::to_string(want);
+                  }
+                }
+                if (combos % 4 == 0) {  // one masked row alone == among rows with other masks
+                  const size_t at = static_cast<size_t>(1 + combos % (rows - 1));
+                  const std::vector<Adjust> one = {adj[at]};
+                  const std::vector<int32_t> alone =
+                      device_tokens(d, lt, vocab, {static_cast<int32_t>(at)}, {ps[at]}, {pens[at]}, &one);
+                  invariant = invariant && alone[0] == got[at];
+                }
+                ++combos;
+              }
+        r.add(name, mismatches == 0,
+              mismatches == 0 ? std::to_string(combos) + " parameter sets x " + std::to_string(rows) + " rows equal"
+                              : std::to_string(mismatches) + " mismatches; first: " + first_bad);
+        r.add("sampling step 0 vocab=" + std::to_string(vocab) + " " + flavour + " bitwise masked row alone == among 12",
+              invariant, invariant ? "equal" : "a row's token depends on the other rows' masks");
+      });
+    }
 }
 
 }  // namespace
@@ -204,6 +338,7 @@ void check_sampling(Device& d, Report& r, const CheckOptions& o) {
       });
     }
   }
+  check_sampling_step0(d, r, o, rng);
 }
 
 }  // namespace memra::kcheck
