@@ -39,7 +39,7 @@ run)
     PORT=$(grep -o "listening on http://127.0.0.1:[0-9]*" "$W/host.stdout" | grep -o "[0-9]*$")
     echo "host listening on $PORT $(( $(date +%s) - t0 )) s after the start" >> "$W/make-model.log"
     python3 "$REPO/tests/serving/soak.py" --url "http://127.0.0.1:$PORT" --model soak --pid "$(cat "$W/host.pid")" \
-      --duration "$DURATION" --warmup 30 --concurrency 64 --cancel 0.25 --json "$W/summary.json" > "$W/soak.log" 2>&1
+      --duration "$DURATION" --warmup 150 --concurrency 64 --cancel 0.25 --json "$W/summary.json" > "$W/soak.log" 2>&1
     echo $? > "$W/soak.rc"
   ;;
 finish)
