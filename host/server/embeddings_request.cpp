@@ -109,7 +109,7 @@ struct EmbeddingsChecker : BodyChecker {
     const json* d = field("dimensions");
     if (d == nullptr) return;
     if (!d->is_number_integer()) return wrong_type("dimensions", "an integer");
-    if (d->is_number_unsigned() ? d->get<std::uint64_t>() > INT64_MAX : d->get<std::int64_t>() < 1)
+    if (d->is_number_unsigned() ? (d->get<std::uint64_t>() > INT64_MAX || d->get<std::uint64_t>() == 0) : d->get<std::int64_t>() < 1)
       return fail("invalid_value", "dimensions", "'dimensions' must be at least 1, got " + d->dump());
     out = d->get<std::int64_t>();
   }
