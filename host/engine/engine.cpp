@@ -26,6 +26,7 @@ struct PlanState {
   bool recurrent = false;
   std::vector<memra_op_requirement> required_ops;
   bool layer_ranges = false;  // the family runs layer ranges (pipeline stages, ABI 2.2)
+  int64_t hidden_width = 0;   // the family returns final hidden states this wide (ABI 2.3), 0: none
 };
 
 Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c, memra_dtype default_kv_dtype) {
@@ -75,6 +76,10 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
     ps.required_ops.assign(info->required_ops, info->required_ops + info->num_required_ops);
   }
   ps.layer_ranges = MEMRA_STRUCT_HAS(&*info, memra_plan_info, layer_ranges) && info->layer_ranges == 1;
+  if (MEMRA_STRUCT_HAS(&*info, memra_plan_info, hidden_width)) {
+    if (info->hidden_width < 0) return make_error(ErrorCode::invalid_argument, who + " declares a negative hidden_width");
+    ps.hidden_width = info->hidden_width;
+  }
   return ps;
 }
 
@@ -115,6 +120,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   const auto num_blocks = static_cast<int32_t>(blocks_per_seq * std::max<int64_t>(1, options.max_sequences));
 
   std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, num_blocks));
+  e->hidden_width_ = state->hidden_width;
   const std::string& path = e->source_->path;
   backend::StateConfig sc;
   sc.kv = state->kv;
@@ -346,7 +352,22 @@ Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest
   return step_collect(**pending);
 }
 
+Result<std::vector<std::vector<float>>> Engine::step_hidden(std::span<const StepRequest> requests) {
+  if (requests.empty()) return std::vector<std::vector<float>>{};
+  if (hidden_width_ <= 0)
+    return make_error(ErrorCode::unsupported, "family plugin '" + plan_->plugin_name() +
+                                                  "' does not return hidden states (memra_plan_info.hidden_width, ABI 2.3), "
+                                                  "so this model cannot make embeddings");
+  auto pending = issue(requests, -1, MEMRA_ROW_OUTPUT_HIDDEN);
+  if (!pending) return pending.error();
+  return step_collect(**pending);
+}
+
 Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequest> requests, int32_t slot) {
+  return issue(requests, slot, MEMRA_ROW_OUTPUT_LOGITS);
+}
+
+Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> requests, int32_t slot, int32_t row_output) {
   if (requests.empty()) return make_error(ErrorCode::invalid_argument, "step: no requests");
   if (slot < -1 || slot > 1) return make_error(ErrorCode::invalid_argument, "step: slot must be 0 or 1");
   // Reserve KV blocks for every request first; undo on failure so nothing leaks.
@@ -422,7 +443,7 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
         undo();
         return make_error(ErrorCode::invalid_argument, "token id " + std::to_string(r.tokens[t]) + " is outside the vocabulary");
       }
-      if (r.all_logits || t + 1 == r.tokens.size()) logit_rows.push_back(static_cast<int32_t>(ids.size()));
+      if (r.wants_rows && (r.all_logits || t + 1 == r.tokens.size())) logit_rows.push_back(static_cast<int32_t>(ids.size()));
       ids.push_back(r.tokens[t]);
       prompt_flags.push_back(r.prompt ? 1 : 0);
       positions.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(t)));
@@ -431,8 +452,10 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
     seq_lens.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(r.tokens.size())));
     std::copy(s.blocks.begin(), s.blocks.end(), tables.begin() + static_cast<std::ptrdiff_t>(i * max_blocks));
   }
+  const bool hidden = row_output == MEMRA_ROW_OUTPUT_HIDDEN;
+  p.row_width = hidden ? hidden_width_ : vocab_;
   std::vector<float>& logits = p.logits;
-  logits.resize(logit_rows.size() * static_cast<size_t>(vocab_));
+  logits.resize(logit_rows.size() * static_cast<size_t>(p.row_width));
   memra_forward_batch& batch = p.batch;
   batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
   batch.num_tokens = static_cast<int32_t>(ids.size());
@@ -448,7 +471,8 @@ Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequ
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
   batch.state_slots = p.state_slots.empty() ? nullptr : p.state_slots.data();
-  if (keep_logits_on_device_) {
+  batch.row_output = row_output;
+  if (keep_logits_on_device_ && !hidden) {
     // Sampled on the device: the logits stay there (backend.hpp sample_rows).
     logits.clear();
     batch.logits = nullptr;
@@ -491,7 +515,7 @@ Result<std::vector<std::vector<float>>> Engine::step_collect(PendingStep& p) {
   }
   // Logits kept on the device (sampled there): no rows.
   const size_t rows = p.logits.empty() ? 0 : p.logit_rows.size();
-  const auto vocab = static_cast<size_t>(vocab_);
+  const auto vocab = static_cast<size_t>(p.row_width);
   std::vector<std::vector<float>> out;
   out.reserve(rows);
   for (size_t i = 0; i < rows; ++i)
@@ -516,7 +540,7 @@ Result<RowLayout> row_layout(std::span<const StepRequest> requests) {
   for (size_t i = 0; i < requests.size(); ++i) {
     const StepRequest& r = requests[i];
     l.first[i] = l.total;
-    l.count[i] = r.all_logits ? r.tokens.size() : 1;
+    l.count[i] = !r.wants_rows ? 0 : r.all_logits ? r.tokens.size() : 1;
     l.total += l.count[i];
     if (r.sampling && (!r.sampling->params || r.sampling->rows < 0 || static_cast<size_t>(r.sampling->rows) > l.count[i] ||
                        r.sampling->assumed.size() + 1 < static_cast<size_t>(r.sampling->rows)))

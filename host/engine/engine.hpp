@@ -58,6 +58,9 @@ struct StepRequest {
   // Engine::step_sampled: sample this request's rows (RowSampling) instead of, or as
   // well as, returning its logits rows. Null: its logits rows, as step() returns them.
   const RowSampling* sampling = nullptr;
+  // false: no row at all (a prompt chunk whose rows nobody reads: an embedding's
+  // chunks before its last one). all_logits is then ignored.
+  bool wants_rows = true;
 };
 
 // How Engine::step_sampled samples a request's rows: with the canonical sampler
@@ -93,6 +96,7 @@ struct RowLayout;  // engine.cpp: where each request's rows are in a step's outp
 struct PendingStep {
   int32_t slot = -1;
   bool deferred = false;  // the logits arrive at step_collect (a rolling pipeline step)
+  int64_t row_width = 0;  // floats per row: the vocabulary, or the hidden width (step_hidden)
   std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
   std::vector<uint8_t> prompt_flags;
   std::vector<int32_t> state_slots;  // per request: its recurrent-state slot (none without)
@@ -111,6 +115,9 @@ class Engine {
   const ModelConfig& config() const { return source_->config; }
   const ModelSource& source() const { return *source_; }
   int64_t vocab_size() const { return vocab_; }
+  // Floats in a final hidden state when the family can return them (step_hidden;
+  // memra_plan_info.hidden_width, ABI 2.3), else 0.
+  int64_t hidden_width() const { return hidden_width_; }
   int64_t max_context() const { return max_context_; }
   const KvBlockAllocator& kv_blocks() const { return blocks_; }
 
@@ -155,6 +162,11 @@ class Engine {
   // (CUDA, unless BackendOptions::device_sampling is off) the rows are sampled there; on
   // the CPU backend (and micro-batched steps) on the host, with the same canonical sampler.
   Result<std::vector<StepRows>> step_sampled(std::span<const StepRequest> requests);
+  // step() whose rows are the final hidden states (after the final norm, no output
+  // matmul; [hidden_width()] each) instead of logits: embeddings. Such a step asks for
+  // no logits at all, and its rows never stay on the device. unsupported when
+  // hidden_width() is 0.
+  Result<std::vector<std::vector<float>>> step_hidden(std::span<const StepRequest> requests);
   // Whether step_sampled samples on the device.
   bool samples_on_device() const { return backend_->samples_on_device(); }
 
@@ -189,11 +201,14 @@ class Engine {
     std::vector<int32_t> since_snapshot;
     bool since_snapshot_prompt = false;
   };
+  // step_issue with the rows' kind (memra_forward_batch.row_output).
+  Result<std::unique_ptr<PendingStep>> issue(std::span<const StepRequest> requests, int32_t slot, int32_t row_output);
   Status copy_state_slot(int32_t from, int32_t to);
   Status reset_state_slot(int32_t slot);
 
   std::unique_ptr<ModelSource> source_;
   int64_t vocab_ = 0;
+  int64_t hidden_width_ = 0;
   int64_t max_context_ = 0;
   int64_t block_size_ = 16;
   KvBlockAllocator blocks_;

@@ -27,6 +27,7 @@ bool SequenceHandle::wait(SequenceUpdate& out, std::chrono::milliseconds timeout
   out.cached_tokens = cached_tokens_;
   out.drafted_tokens = drafted_tokens_;
   out.accepted_tokens = accepted_tokens_;
+  out.embedding = embedding_;
   return news;
 }
 
@@ -46,6 +47,11 @@ void SequenceHandle::publish(const GeneratedToken* token, FinishReason finish, s
     }
   }
   cv_.notify_all();
+}
+
+void SequenceHandle::publish_embedding(std::vector<float> vector) {
+  std::lock_guard<std::mutex> lock(mu_);
+  embedding_ = std::move(vector);  // the stop published next wakes the consumer
 }
 
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options) : engine_(engine), options_(options) {
@@ -74,7 +80,21 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
   for (int32_t t : request.prompt)
     if (t < 0 || t >= engine_.vocab_size())
       return make_error(ErrorCode::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary");
-  if (request.max_tokens < 1) return make_error(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+  if (request.embedding) {
+    if (engine_.hidden_width() <= 0)
+      return make_error(ErrorCode::unsupported, "this model's family plugin returns no hidden states, so it makes no embeddings");
+    if (options_.pipeline_groups > 1)
+      return make_error(ErrorCode::unsupported, "embeddings are not served with rolling pipeline groups; serve the model "
+                                                "with --pp-groups 1");
+    if (static_cast<int64_t>(request.prompt.size()) > engine_.max_context())
+      return make_error(ErrorCode::invalid_argument, "the input (" + std::to_string(request.prompt.size()) +
+                                                         " tokens) exceeds the context of " +
+                                                         std::to_string(engine_.max_context()) + " tokens");
+    request.max_tokens = 0;  // nothing is generated: the KV holds the prompt only
+    request.cache_namespace.clear();
+  } else if (request.max_tokens < 1) {
+    return make_error(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+  }
   const int64_t total = static_cast<int64_t>(request.prompt.size()) + request.max_tokens;
   if (total > engine_.max_context())
     return make_error(ErrorCode::invalid_argument, "the prompt (" + std::to_string(request.prompt.size()) +
@@ -139,6 +159,7 @@ void Scheduler::admit_locked() {
     if (!job.req.cache_namespace.empty()) prefix = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
     job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
     job.seq = engine_.open_sequence(std::move(prefix));
+    if (job.embedding()) job.pooler.emplace(*job.req.embedding, static_cast<size_t>(engine_.hidden_width()));
     job.context = job.req.prompt;
     if (job.req.constraint) job.constraint = job.req.constraint();
     if (options_.make_drafter) {
@@ -194,7 +215,7 @@ void Scheduler::cancel_locked() {
 
 Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mutex>& lock) {
   Flight f;
-  auto member = [&](const Job& j) { return !j.in_flight && (group < 0 || j.group == group); };
+  auto member = [&](const Job& j) { return !j.in_flight && !j.embedding() && (group < 0 || j.group == group); };
   std::vector<Job*> decoding;
   for (auto& j : running_)
     if (member(*j) && j->prompt_done >= static_cast<int64_t>(j->req.prompt.size())) decoding.push_back(j.get());
@@ -229,6 +250,55 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
     budget -= n;
   }
   return f;
+}
+
+Scheduler::Flight Scheduler::plan_embedding_step() {
+  Flight f;
+  int64_t budget = options_.max_step_tokens;
+  for (auto& j : running_) {
+    if (!j->embedding() || j->in_flight) continue;
+    const int64_t left = static_cast<int64_t>(j->req.prompt.size()) - j->prompt_done;
+    if (left <= 0) continue;
+    if (budget <= 0 && !f.reqs.empty()) break;
+    const int64_t n = std::min(left, std::max<int64_t>(1, budget));
+    StepRequest r;
+    r.seq = j->seq;
+    r.tokens = std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n));
+    r.prompt = true;
+    // Mean pooling reads every row; last-token pooling only the last chunk's last row.
+    r.all_logits = j->pooler->pooling() == Pooling::mean;
+    r.wants_rows = r.all_logits || n == left;
+    f.reqs.push_back(r);
+    f.jobs.push_back(j.get());
+    f.chunk.push_back(n);
+    budget -= n;
+  }
+  return f;
+}
+
+bool Scheduler::embedding_turn() const {
+  bool embeddings = false, generation = false;
+  for (const auto& j : running_) (j->embedding() ? embeddings : generation) = true;
+  return embeddings && (!generation || !last_step_embedding_);
+}
+
+void Scheduler::complete_embedding_step(Flight& f, Result<std::vector<std::vector<float>>> out) {
+  ++stats_.steps;
+  if (!out) {
+    for (Job* j : f.jobs) finish(*j, FinishReason::error, out.error().message);
+    return;
+  }
+  size_t row = 0;  // the step's rows, request by request
+  for (size_t i = 0; i < f.jobs.size(); ++i) {
+    Job& j = *f.jobs[i];
+    const StepRequest& r = f.reqs[i];
+    const size_t rows = !r.wants_rows ? 0 : r.all_logits ? r.tokens.size() : 1;
+    for (size_t k = 0; k < rows && row < out->size(); ++k) j.pooler->add((*out)[row++]);
+    j.prompt_done += f.chunk[i];
+    if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;
+    j.handle->publish_embedding(j.pooler->pooled());
+    finish(j, FinishReason::stop);  // frees its KV
+  }
 }
 
 void Scheduler::attach_sampling(Flight& f) {
@@ -422,6 +492,20 @@ void Scheduler::run() {
       const Wake w = wake_locked(lock);
       if (w == Wake::stop) break;
       if (w == Wake::idle) continue;
+      if (embedding_turn()) {
+        Flight f = plan_embedding_step();
+        lock.unlock();
+        const auto step_start = std::chrono::steady_clock::now();
+        auto out = engine_.step_hidden(f.reqs);
+        lock.lock();
+        stats_.step_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+        last_step_embedding_ = true;
+        complete_embedding_step(f, std::move(out));
+        std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+        update_stats_locked();
+        continue;
+      }
+      last_step_embedding_ = false;
       Flight f = plan_step(-1, lock);
       lock.unlock();
       const auto step_start = std::chrono::steady_clock::now();

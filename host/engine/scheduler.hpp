@@ -19,6 +19,14 @@
 // for everyone while more than spec_max_batch sequences run (plain batched
 // decode then uses the device better).
 //
+// Embeddings (SequenceRequest::embedding): the sequence only reads its prompt, in
+// chunks like any prefill, under the same admission (KV for the prompt), queue and
+// cancellation, but in steps of their own (Engine::step_hidden: final hidden states,
+// no logits), which alternate with the generation steps while both kinds wait. When
+// the prompt is read its pooled vector is delivered and its KV freed. Rows are batch
+// invariant and pooling follows positions, so an embedding is bitwise the same alone,
+// batched, chunked or beside generation.
+//
 // Threading: one scheduler thread owns the Engine (and the draft engine, if any). submit()/cancel()/stats() are
 // safe from any thread; a SequenceHandle is read by one consumer.
 #pragma once
@@ -31,12 +39,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/common/result.hpp"
 #include "host/engine/drafter.hpp"
+#include "host/engine/embedding_vector.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/engine/spec_policy.hpp"
@@ -78,6 +88,10 @@ struct SequenceRequest {
   // rows are sampled on the host, whatever the backend.
   std::vector<LogitBias> logit_bias;
   TokenConstraintFactory constraint;
+  // Set: an embedding request. The prompt is read (max_tokens, sampling, stop ids and
+  // the prefix cache play no part) and its final hidden states pooled this way; the
+  // update that ends it (FinishReason::stop) carries the vector.
+  std::optional<Pooling> embedding;
 };
 
 // cancelled: by its consumer (SequenceHandle::cancel); aborted: by the server (abort_all, shutdown).
@@ -100,6 +114,7 @@ struct SequenceUpdate {
   int64_t cached_tokens = 0;       // prompt tokens served from the prefix cache
   int64_t drafted_tokens = 0;      // speculative decoding: drafts fed to verify steps (cumulative)
   int64_t accepted_tokens = 0;     // ... and accepted
+  std::vector<float> embedding;    // an embedding request's pooled vector (with its end)
 };
 
 class SequenceHandle {
@@ -115,6 +130,7 @@ class SequenceHandle {
  private:
   friend class Scheduler;
   void publish(const GeneratedToken* token, FinishReason finish, std::string error);
+  void publish_embedding(std::vector<float> vector);
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -127,6 +143,7 @@ class SequenceHandle {
   int64_t cached_tokens_ = 0;
   int64_t drafted_tokens_ = 0;
   int64_t accepted_tokens_ = 0;
+  std::vector<float> embedding_;
   std::atomic<bool> cancelled_{false};
 };
 
@@ -185,6 +202,8 @@ class Scheduler {
     int32_t group = 0;                // rolling groups: which slot's steps carry it
     bool in_flight = false;           // in an issued, not yet collected step
     std::string grammar_dead;         // set by attach_sampling: the grammar allows no token (why)
+    std::optional<Pooler> pooler;     // an embedding request's
+    bool embedding() const { return req.embedding.has_value(); }
   };
   // One engine step: what was fed for whom, and (rolling) its pending result.
   struct Flight {
@@ -201,6 +220,13 @@ class Scheduler {
   // Builds the next step for the running jobs of `group` (-1: all): decode tokens first
   // (the last token, plus drafts when speculating), then prefill chunks within the budget.
   Flight plan_step(int32_t group, std::unique_lock<std::mutex>& lock);
+  // The next embedding step: prompt chunks of the running embedding jobs within the budget.
+  Flight plan_embedding_step();
+  // Whether this iteration steps embeddings: some wait, and no generation does or the
+  // last step was a generation step (the two kinds alternate).
+  bool embedding_turn() const;
+  // Pools an embedding step's rows; delivers and finishes the jobs whose prompt is read.
+  void complete_embedding_step(Flight& flight, Result<std::vector<std::vector<float>>> out);
   // Engine-side sampling (Engine::step_sampled): each request's RowSampling.
   void attach_sampling(Flight& flight);
   // Takes a step's result (tokens, plus logits rows only where logprobs or the verify
@@ -241,6 +267,7 @@ class Scheduler {
   bool stop_ = false;
   std::string abort_reason_;  // set: abort_all() was called
   StepCostModel step_costs_;  // decode steps' wall time against their tokens (spec fallback)
+  bool last_step_embedding_ = false;  // the kinds alternate (embedding_turn)
   std::thread thread_;
 };
 

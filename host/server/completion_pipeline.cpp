@@ -146,6 +146,41 @@ Reply refusal_reply(const Refusal& refusal) {
   return reply;
 }
 
+std::optional<Refusal> admit_tenant(const Router& router, RequestContext& ctx, const std::string& model_alias,
+                                    std::int64_t kv_tokens, TenantAdmission::Ticket& ticket) {
+  Metrics& metrics = router.metrics();
+  const std::string& tenant = ctx.tenant();
+  if (router.config().admission == nullptr || ctx.key == nullptr) {
+    metrics.observe_queue_wait(model_alias, tenant, 0.0);
+    return std::nullopt;
+  }
+  const TenantLimits& limits = ctx.key->limits;
+  auto admitted = router.config().admission->admit(tenant, limits, kv_tokens, ctx.client_gone);
+  metrics.observe_queue_wait(model_alias, tenant, admitted.waited_seconds);
+  const std::int64_t retry = (limits.queue_timeout_ms + 999) / 1000;
+  switch (admitted.outcome) {
+    case TenantAdmission::Outcome::admitted:
+      ticket = std::move(admitted.ticket);
+      return std::nullopt;
+    case TenantAdmission::Outcome::too_large:
+      metrics.add_rejection(tenant, "tenant_kv_budget");
+      return refuse(errors::kv_budget_exceeded(kv_tokens, limits.max_kv_tokens));
+    case TenantAdmission::Outcome::queue_full:
+      metrics.add_rejection(tenant, "tenant_queue_full");
+      return refuse(errors::tenant_rate_limited(tenant, "its admission queue is full"), retry);
+    case TenantAdmission::Outcome::timed_out:
+      metrics.add_rejection(tenant, "tenant_queue_timeout");
+      return refuse(errors::tenant_rate_limited(
+                        tenant, "no room within its queue_timeout_ms of " + std::to_string(limits.queue_timeout_ms) +
+                                    " ms (max_concurrent " + std::to_string(limits.max_concurrent) + ", max_kv_tokens " +
+                                    std::to_string(limits.max_kv_tokens) + ")"),
+                    retry);
+    case TenantAdmission::Outcome::client_gone:
+      break;
+  }
+  return refuse(errors::client_closed());
+}
+
 StartResult start_completion(const Router& router, RequestContext& ctx, CompletionRequest req, const char* id_prefix) {
   const CompletionKind kind = req.kind;
   ModelSet* models = router.config().models;
@@ -223,38 +258,11 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
   if (auto bad = engine::validate(spec.sampling)) return refused(errors::invalid_request("invalid_value", *bad, std::nullopt));
 
   // Tenant admission: worst-case KV tokens of every sequence of this request.
-  const std::int64_t kv_tokens = budget.kv_tokens;
   Metrics& metrics = router.metrics();
   const std::string& tenant = ctx.tenant();
   TenantAdmission::Ticket ticket;
-  if (router.config().admission != nullptr && ctx.key != nullptr) {
-    const TenantLimits& limits = ctx.key->limits;
-    auto admitted = router.config().admission->admit(tenant, limits, kv_tokens, ctx.client_gone);
-    metrics.observe_queue_wait(model->alias, tenant, admitted.waited_seconds);
-    const std::int64_t retry = (limits.queue_timeout_ms + 999) / 1000;
-    switch (admitted.outcome) {
-      case TenantAdmission::Outcome::admitted:
-        ticket = std::move(admitted.ticket);
-        break;
-      case TenantAdmission::Outcome::too_large:
-        metrics.add_rejection(tenant, "tenant_kv_budget");
-        return refused(errors::kv_budget_exceeded(kv_tokens, limits.max_kv_tokens));
-      case TenantAdmission::Outcome::queue_full:
-        metrics.add_rejection(tenant, "tenant_queue_full");
-        return refused(errors::tenant_rate_limited(tenant, "its admission queue is full"), retry);
-      case TenantAdmission::Outcome::timed_out:
-        metrics.add_rejection(tenant, "tenant_queue_timeout");
-        return refused(errors::tenant_rate_limited(
-                           tenant, "no room within its queue_timeout_ms of " + std::to_string(limits.queue_timeout_ms) +
-                                       " ms (max_concurrent " + std::to_string(limits.max_concurrent) + ", max_kv_tokens " +
-                                       std::to_string(limits.max_kv_tokens) + ")"),
-                       retry);
-      case TenantAdmission::Outcome::client_gone:
-        return refused(errors::client_closed());
-    }
-  } else {
-    metrics.observe_queue_wait(model->alias, tenant, 0.0);
-  }
+  if (std::optional<Refusal> no = admit_tenant(router, ctx, model->alias, budget.kv_tokens, ticket))
+    return StartResult{nullptr, std::move(no)};
 
   auto started = GenerationRun::start(*model, spec);
   if (!started) {

@@ -50,6 +50,12 @@ struct StartResult {
   std::optional<Refusal> refusal;              // set otherwise
 };
 
+// Tenant admission for a request needing `kv_tokens` of KV (the key's limits; none when
+// auth or admission is off): sets `ticket`, or returns the 429/400 refusal (counted in
+// the metrics). Every route that runs the engine goes through it.
+std::optional<Refusal> admit_tenant(const Router& router, RequestContext& ctx, const std::string& model_alias,
+                                    std::int64_t kv_tokens, TenantAdmission::Ticket& ticket);
+
 // Runs every check from the model on (see docs/SERVING.md, "Order of checks") and
 // starts the generation. `id_prefix` names the answer's id ("chatcmpl-", "resp_", "msg_").
 StartResult start_completion(const Router& router, RequestContext& ctx, CompletionRequest req, const char* id_prefix);

@@ -45,6 +45,8 @@ struct Metrics::Impl {
       "tenant_kv_budget, device_full)");
   prometheus::Family<prometheus::Counter>& completions = counter("memra_completions_total",
       "Choices finished, by model and finish_reason (stop, length, cancelled, error)");
+  prometheus::Family<prometheus::Counter>& embeddings = counter("memra_embeddings_total",
+      "Vectors returned by /v1/embeddings, by model");
   prometheus::Family<prometheus::Histogram>& ttft = histogram("memra_time_to_first_token_seconds",
       "Time from a completion request's admission to its first generated token, per choice, by model");
   prometheus::Family<prometheus::Histogram>& itl = histogram("memra_inter_token_latency_seconds",
@@ -190,6 +192,10 @@ void Metrics::add_spec_tokens(const std::string& model, std::int64_t drafted, st
 
 void Metrics::add_completion(const std::string& model, const std::string& finish_reason) {
   impl_->completions.Add({{"model", model}, {"finish_reason", finish_reason}}).Increment();
+}
+
+void Metrics::add_embeddings(const std::string& model, std::int64_t vectors) {
+  impl_->embeddings.Add({{"model", model}}).Increment(static_cast<double>(vectors));
 }
 
 void Metrics::set_scheduler(const std::string& model, const SchedulerGauges& g) {

@@ -43,6 +43,8 @@ class Metrics {
   void add_spec_tokens(const std::string& model, std::int64_t drafted, std::int64_t accepted);
   // finish_reason: stop, length, cancelled (client went away), error
   void add_completion(const std::string& model, const std::string& finish_reason);
+  // Vectors /v1/embeddings returned.
+  void add_embeddings(const std::string& model, std::int64_t vectors);
 
   struct SchedulerGauges {
     std::int64_t running = 0, waiting = 0;

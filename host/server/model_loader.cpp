@@ -144,6 +144,13 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     log.information("%s: chat template from %s (--chat-template)", what, tpl);
   }
 
+  // An embedding model says so in sentence-transformers' files next to its weights.
+  auto embedding = engine::read_embedding_config(spec.path, config.hidden_size);
+  if (!embedding) return failure(LoadFailure::bad_model, "cannot load " + what + ": " + embedding.error().message);
+  if (*embedding)
+    log.information("%s: an embedding model (%s pooling%s; POST /v1/embeddings)", what, std::string(engine::to_string((*embedding)->pooling)),
+                    std::string((*embedding)->normalize ? ", normalised" : ""));
+
   // Served in place: no repack checks its weights, so they are checked here (one pass).
   if (!options.repack_on_load && !format::is_memra_dir(spec.path)) {
     auto checked = repack::Source::open(spec.path, plugins);
@@ -246,12 +253,14 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   model->draft_engine = std::move(draft_engine);
   model->spec = spec_kind;
   model->draft_path = spec_kind == "draft" ? draft_path : "";
+  model->embedding = *embedding;
   engine::SchedulerOptions so;
   so.max_running = options.max_running;
   so.max_waiting = options.max_waiting;
   so.max_step_tokens = options.max_step_tokens;
   so.backfill_window = std::chrono::milliseconds(options.backfill_ms);
-  so.pipeline_groups = options.pp_groups > 0 ? options.pp_groups : options.pipeline_stages > 1 ? 2 : 1;
+  // Embedding steps run one at a time: an embedding model's pipeline rolls no groups unless asked.
+  so.pipeline_groups = options.pp_groups > 0 ? options.pp_groups : options.pipeline_stages > 1 && !*embedding ? 2 : 1;
   so.spec_k = static_cast<int>(options.spec_k);
   so.spec_max_batch = options.spec_max_batch;
   so.spec_policy.verify_token_cost = options.spec_verify_cost;

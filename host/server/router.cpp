@@ -43,7 +43,8 @@ const std::string& RequestContext::tenant() const {
 
 Router::Router(RouterConfig config, const KeyRing* keys, Metrics& metrics, ServerState& state)
     : config_(std::move(config)), keys_(keys), metrics_(metrics), state_(state) {
-  for (auto&& table : {info_routes(), inference_routes(), responses_routes(), messages_routes(), tokenize_routes()}) {
+  for (auto&& table : {info_routes(), inference_routes(), responses_routes(), messages_routes(), tokenize_routes(),
+                       embeddings_routes()}) {
     routes_.insert(routes_.end(), table.begin(), table.end());
   }
   if (config_.enable_test_routes) {

@@ -108,6 +108,7 @@ std::vector<Route> inference_routes();  // /v1/chat/completions, /v1/completions
 std::vector<Route> responses_routes();  // /v1/responses
 std::vector<Route> messages_routes();   // /v1/messages (Anthropic)
 std::vector<Route> tokenize_routes();   // /tokenize, /detokenize
+std::vector<Route> embeddings_routes(); // /v1/embeddings
 std::vector<Route> debug_routes();      // only with --enable-test-routes
 
 }  // namespace memra::server

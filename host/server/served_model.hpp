@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "host/engine/embedding_config.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/scheduler.hpp"
 #include "host/engine/text_model.hpp"
@@ -26,6 +28,9 @@ struct ServedModel {
   std::int64_t created = 0;  // Unix time it was loaded (/v1/models "created")
   std::string spec = "off";  // speculative decoding: off, ngram or draft
   std::string draft_path;    // the draft model (spec "draft")
+  // Set for an embedding model (sentence-transformers' modules.json next to its weights):
+  // how /v1/embeddings pools and whether it normalises.
+  std::optional<engine::EmbeddingConfig> embedding;
   engine::TextModel text;
   std::unique_ptr<engine::Engine> draft_engine;  // spec "draft"; outlives the scheduler's drafters
   std::unique_ptr<engine::Engine> engine;        // declared before the scheduler: destroyed after it

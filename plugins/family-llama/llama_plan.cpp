@@ -165,6 +165,7 @@ void plan_bind_state(Plan& p) {
   p.info.num_layers = static_cast<int32_t>(p.layers);
   p.info.inputs = MEMRA_INPUT_TOKEN_IDS;
   p.info.layer_ranges = 1;
+  p.info.hidden_width = static_cast<int32_t>(p.hidden);  // model_forward serves MEMRA_ROW_OUTPUT_HIDDEN
   p.info.num_state_groups = p.groups.size();
   p.info.state_groups = p.groups.data();
 }

@@ -11,7 +11,7 @@
 namespace memra::llama {
 namespace {
 
-// Per-layer suffixes of the dense llama-like families: HF (after "model.layers.N.")
+// Per-layer suffixes of the dense llama-like families: HF (after "[model.]layers.N.")
 // -> canonical (after "blk.N."). Families with other layouts (Gemma 3, MoE) add theirs.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNames = {{
     {"input_layernorm.weight", "attn_norm.weight"},
@@ -37,10 +37,15 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNa
 }  // namespace
 
 std::optional<std::string> canonical_hf_name(std::string_view n) {
-  if (n == "model.embed_tokens.weight") return "token_embd.weight";
-  if (n == "model.norm.weight") return "output_norm.weight";
   if (n == "lm_head.weight") return "output.weight";
-  constexpr std::string_view kLayers = "model.layers.";
+  // A causal LM's decoder sits under "model."; a bare base model (what
+  // sentence-transformers saves for Qwen3-Embedding: Qwen3Model, no lm_head) has the
+  // same tensors without the prefix.
+  constexpr std::string_view kDecoder = "model.";
+  if (n.substr(0, kDecoder.size()) == kDecoder) n.remove_prefix(kDecoder.size());
+  if (n == "embed_tokens.weight") return "token_embd.weight";
+  if (n == "norm.weight") return "output_norm.weight";
+  constexpr std::string_view kLayers = "layers.";
   if (n.substr(0, kLayers.size()) != kLayers) return std::nullopt;
   n.remove_prefix(kLayers.size());
   const size_t dot = n.find('.');

@@ -80,6 +80,7 @@
   X(memra_forward_batch, num_carry_in, 120)                    \
   X(memra_forward_batch, carry_out, 128)                       \
   X(memra_forward_batch, num_carry_out, 136)                   \
+  X(memra_forward_batch, row_output, 144)                      \
   X(memra_state_group, struct_size, 0)                         \
   X(memra_state_group, kind, 8)                                \
   X(memra_state_group, num_layers, 12)                         \
@@ -101,6 +102,7 @@
   X(memra_plan_info, num_required_ops, 56)                     \
   X(memra_plan_info, required_ops, 64)                         \
   X(memra_plan_info, layer_ranges, 72)                         \
+  X(memra_plan_info, hidden_width, 76)                         \
   X(memra_op_requirement, struct_size, 0)                      \
   X(memra_op_requirement, name, 8)                             \
   X(memra_op_requirement, version, 16)                         \
@@ -229,9 +231,9 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 144, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 144) /* 2.2 */     \
+  X(memra_forward_batch, 152, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 148) /* 2.3 */     \
   X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
-  X(memra_plan_info, 80, MEMRA_PLAN_INFO_STRUCT_SIZE, 76) /* 2.2 */                  \
+  X(memra_plan_info, 80, MEMRA_PLAN_INFO_STRUCT_SIZE, 80) /* 2.3 */                  \
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
   X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
   X(memra_matmul_args, 88, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 88) /* 2.1 */                \

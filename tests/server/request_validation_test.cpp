@@ -1,4 +1,5 @@
 #include "host/server/request_validation.hpp"
+#include "host/server/embeddings_request.hpp"
 #include "host/server/messages_request.hpp"
 #include "host/server/responses_request.hpp"
 
@@ -295,7 +296,7 @@ TEST(ServerValidation, TheDocumentedResponsesAndMessagesFieldsAreTheTranslators)
   std::ifstream doc(std::string(MEMRA_SOURCE_ROOT) + "/docs/SERVING.md");
   ASSERT_TRUE(doc) << "docs/SERVING.md";
   std::map<std::string, std::map<std::string, std::string>> documented;
-  const std::regex row(R"(^\| (responses|messages) \| `([a-z_]+)` \| (honoured|harmless|neutral only) \|$)");
+  const std::regex row(R"(^\| (responses|messages|embeddings) \| `([a-z_]+)` \| (honoured|harmless|neutral only) \|$)");
   for (std::string line; std::getline(doc, line);) {
     std::smatch m;
     if (std::regex_match(line, m, row)) documented[m[1]][m[2]] = m[3];
@@ -314,6 +315,8 @@ TEST(ServerValidation, TheDocumentedResponsesAndMessagesFieldsAreTheTranslators)
        }},
       {"messages", R"("model":"m","max_tokens":4,"messages":[{"role":"user","content":"x"}])", messages_field_policies(),
        [](const std::string& b) { return parse_messages_body(b).error; }},
+      {"embeddings", R"("model":"m","input":"x")", embeddings_field_policies(),
+       [](const std::string& b) { return parse_embeddings_body(b).error; }},
   };
   for (const auto& api : apis) {
     std::map<std::string, std::string> actual(api.policies.begin(), api.policies.end());

@@ -140,7 +140,7 @@ std::vector<Case> cases() {
     add(std::string("method ") + method, r);
   }
   add("GET /tokenize", get("/tokenize"));
-  add("unknown route", raw("/v1/embeddings", R"({"model":"memra-tiny-random","input":"x"})"));
+  add("embeddings of a generation model", raw("/v1/embeddings", R"({"model":"memra-tiny-random","input":"x"})"));
 
   // Models, n, max_tokens.
   for (const std::string& model : {std::string("nope"), std::string("MEMRA-TINY-RANDOM"), std::string(" memra-tiny-random"),

@@ -323,7 +323,10 @@ TEST_F(ServingTenants, TheDrainLetsARunningStreamFinish) {
 // Every memra_ metric the server exports is documented in docs/SERVING.md, and
 // every metric documented there is exported.
 TEST_F(ServingTenants, EveryMetricIsDocumented) {
-  start(R"({"keys":[)" + key_entry("k", "t", R"({"max_concurrent":1,"queue_timeout_ms":0})") + "]}");
+  // And the embedding model, so /v1/embeddings' counter has a sample.
+  start(R"({"keys":[)" + key_entry("k", "t", R"({"max_concurrent":1,"queue_timeout_ms":0})") + "]}",
+        {"--model", "emb=" MEMRA_SOURCE_ROOT "/tests/models/qwen3-embedding-tiny"});
+  ASSERT_EQ(http(port(), post("/v1/embeddings", R"({"model":"emb","input":"x"})", "k")).status, 200);
   // Three tokens for sure (ignore_eos), so the inter-token histogram has observations.
   ASSERT_EQ(http(port(), post("/v1/chat/completions", chat(3, "hello there", R"(,"ignore_eos":true)"), "k")).status, 200);
   {

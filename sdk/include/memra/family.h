@@ -77,8 +77,15 @@ typedef struct memra_forward_batch {
   int32_t num_carry_in;
   struct memra_tensor* carry_out;
   int32_t* num_carry_out;
+  /* ABI 2.3: what logits_rows ask for (MEMRA_ROW_OUTPUT_*). HIDDEN (embeddings): each
+   * row's final hidden state, after the final norm and before the output matmul, so
+   * batch->logits is [num_logits][memra_plan_info.hidden_width] and logits_output gets
+   * the gathered normed rows. Only for a plan whose hidden_width is set; 0 = LOGITS. */
+  int32_t row_output;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, num_carry_out)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, row_output)
+#define MEMRA_ROW_OUTPUT_LOGITS 0 /* [num_logits][vocab_size] logits */
+#define MEMRA_ROW_OUTPUT_HIDDEN 1 /* [num_logits][hidden_width] final hidden states */
 #define MEMRA_MAX_CARRY 4
 
 /* The state a group of layers needs (the plan's contract with the host's state
@@ -134,8 +141,12 @@ typedef struct memra_plan_info {
   /* ABI 2.2: 1 when model_forward runs layer ranges (memra_forward_batch.layer_begin),
    * so the host may split the model into pipeline stages; 0 refuses a split. */
   int32_t layer_ranges;
+  /* ABI 2.3: the width of a final hidden state when model_forward honours
+   * memra_forward_batch.row_output = MEMRA_ROW_OUTPUT_HIDDEN (embedding models);
+   * 0 = it does not, and the host never asks for hidden rows. */
+  int32_t hidden_width;
 } memra_plan_info;
-#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, layer_ranges)
+#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, hidden_width)
 
 /* Output strings use the buffer protocol: the callee copies at most buf_size bytes
  * including the NUL and always sets *needed to the full size including the NUL; a
