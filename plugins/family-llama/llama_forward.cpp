@@ -165,7 +165,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   LLAMA_OP(make(batch.num_logits, p.hidden, rows), "alloc");
   LLAMA_OP(o.gather_logit_rows(c, &h, &batch, &rows), "gather_logit_rows");
   // Embeddings (ABI 2.3): the normed rows themselves, no output matmul.
-  if (MEMRA_STRUCT_HAS(&batch, memra_forward_batch, row_output) && batch.row_output == MEMRA_ROW_OUTPUT_HIDDEN) {
+  if (batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, row_output) && batch.row_output == MEMRA_ROW_OUTPUT_HIDDEN) {
     LLAMA_OP(o.logits_output(c, &rows, &batch), "logits_output (hidden rows)");
     return MEMRA_OK;
   }
