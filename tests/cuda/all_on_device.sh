@@ -15,6 +15,7 @@ OUT=${OUT:-./device-logs}; mkdir -p "$OUT"
 L=$(mktemp -d); R=$OUT/summary.txt
 S=$(mktemp -d); tar xJf "$D/syslib.tar.xz" -C "$S"
 [ -f "$D/bin.tar.xz" ] && tar xJf "$D/bin.tar.xz" -C "$D"  # binaries and modules (carry_all.sh)
+[ -f "$D/fixtures.tar.xz" ] && tar xJf "$D/fixtures.tar.xz" -C "$D"
 export LD_LIBRARY_PATH=$S/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} MEMRA_HOME=$(mktemp -d)
 export MEMRA_FIXTURES_DIR=$D/fixtures MEMRA_EXAMPLE_PLUGIN_DIR=$D/lib/sdk-example NCCL_NVLS_ENABLE=0
 say() { echo "$@" | tee -a "$R"; }

