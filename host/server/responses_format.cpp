@@ -51,7 +51,7 @@ std::string item_id(const char* prefix) { return random_id(prefix); }
 
 class ResponsesStream final : public StreamFormat {
  public:
-  ResponsesStream(ResponseHead head, std::function<void(const ChoiceResult&)> on_done)
+  ResponsesStream(ResponseHead head, ResponseDone on_done)
       : head_(std::move(head)), on_done_(std::move(on_done)) {}
 
   std::string open(const StartedCompletion&) override {
@@ -114,9 +114,9 @@ class ResponsesStream final : public StreamFormat {
 
   std::string close(const UsageCounts& usage) override {
     const char* status = incomplete(answer_) ? "incomplete" : "completed";
-    if (on_done_) on_done_(answer_);
-    return event(incomplete(answer_) ? "response.incomplete" : "response.completed",
-                 {{"response", response_json(head_, status, output_, &usage)}});
+    ojson response = response_json(head_, status, output_, &usage);
+    if (on_done_) on_done_(answer_, response.dump(-1, ' ', false, ojson::error_handler_t::replace));
+    return event(incomplete(answer_) ? "response.incomplete" : "response.completed", {{"response", std::move(response)}});
   }
 
   std::string failed(const ApiError& error) override {
@@ -179,7 +179,7 @@ class ResponsesStream final : public StreamFormat {
   }
 
   ResponseHead head_;
-  std::function<void(const ChoiceResult&)> on_done_;
+  ResponseDone on_done_;
   std::int64_t sequence_ = 0;
   std::int64_t next_index_ = 0, index_ = 0;
   Open open_ = Open::none;
@@ -214,7 +214,7 @@ nlohmann::ordered_json assistant_messages(const ChoiceResult& answer) {
   return ojson::array({std::move(m)});
 }
 
-std::unique_ptr<StreamFormat> responses_stream(ResponseHead head, std::function<void(const ChoiceResult&)> on_done) {
+std::unique_ptr<StreamFormat> responses_stream(ResponseHead head, ResponseDone on_done) {
   return std::make_unique<ResponsesStream>(std::move(head), std::move(on_done));
 }
 

@@ -31,7 +31,10 @@ std::string response_body(const ResponseHead& head, const ChoiceResult& answer, 
 // The answer as the chat messages a later previous_response_id continues from.
 nlohmann::ordered_json assistant_messages(const ChoiceResult& answer);
 
+// What a finished answer is stored as: the answer and its whole Response object.
+using ResponseDone = std::function<void(const ChoiceResult& answer, const std::string& response)>;
+
 // The event stream; `on_done` gets the whole answer once it completed (to store it).
-std::unique_ptr<StreamFormat> responses_stream(ResponseHead head, std::function<void(const ChoiceResult&)> on_done);
+std::unique_ptr<StreamFormat> responses_stream(ResponseHead head, ResponseDone on_done);
 
 }  // namespace memra::server

@@ -159,8 +159,18 @@ std::optional<Reply> Router::precheck(RequestContext& ctx, const Poco::Net::HTTP
   }
 
   std::vector<std::string> allowed;
+  std::string route_label = path;
   for (const auto& r : routes_) {
-    if (r.path != path) continue;
+    if (r.path_param) {
+      // A prefix and one non-empty segment: /v1/responses/resp_1 (not /v1/responses/ or /a/b).
+      if (path.size() <= r.path.size() || path.compare(0, r.path.size(), r.path) != 0 ||
+          path.find('/', r.path.size()) != std::string::npos)
+        continue;
+      ctx.path_param = path.substr(r.path.size());
+      route_label = r.path + "{id}";
+    } else if (r.path != path) {
+      continue;
+    }
     ctx.anthropic_errors = r.anthropic_errors;
     allowed.push_back(r.method);
     // HEAD is GET without the body (RFC 9110 9.3.2): the GET route answers it and the
@@ -169,7 +179,7 @@ std::optional<Reply> Router::precheck(RequestContext& ctx, const Poco::Net::HTTP
     if (r.method == method || (method == "HEAD" && r.method == "GET")) route = &r;
   }
   if (allowed.empty()) return error_reply(errors::unknown_route(method, path));
-  ctx.route = path;
+  ctx.route = route_label;
   if (route == nullptr) {
     std::sort(allowed.begin(), allowed.end());
     std::string allow;

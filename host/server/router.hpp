@@ -50,6 +50,7 @@ struct RequestContext {
   std::function<bool()> client_gone;  // true once the client closed the connection (never null)
   std::chrono::steady_clock::time_point start;  // when the router got the request
   bool anthropic_errors = false;    // the path is an Anthropic-API route: errors in its shape
+  std::string path_param;           // a path_param route's last segment, percent-decoded
 
   const std::string& tenant() const;  // the key's tenant, or "anonymous" when auth is off
 };
@@ -65,6 +66,9 @@ struct Route {
   bool has_body = false;  // takes a JSON body (Content-Type, size and read checks apply)
   RouteFn fn = nullptr;
   bool anthropic_errors = false;  // refusals in Anthropic's error shape (/v1/messages)
+  // `path` ends in '/' and one more path segment follows it (an id: /v1/responses/{id}),
+  // handed to the route as RequestContext::path_param; `path` + "{id}" is the metrics label.
+  bool path_param = false;
 };
 
 class Router {

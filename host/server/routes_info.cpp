@@ -28,18 +28,23 @@ Reply ready(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&
   return json_reply(200, json{{"status", "ready"}, {"models", list}}.dump());
 }
 
+json model_object(const ServedModel& m) {
+  return {{"id", m.alias}, {"object", "model"}, {"created", m.created}, {"owned_by", "memra"}, {"max_model_len", m.max_context()}};
+}
+
 Reply models(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string&) {
   json data = json::array();
-  if (const ModelSet* models = router.config().models) {
-    for (const auto& m : models->all()) {
-      data.push_back({{"id", m->alias},
-                      {"object", "model"},
-                      {"created", m->created},
-                      {"owned_by", "memra"},
-                      {"max_model_len", m->max_context()}});
-    }
-  }
+  if (const ModelSet* models = router.config().models)
+    for (const auto& m : models->all()) data.push_back(model_object(*m));
   return json_reply(200, json{{"object", "list"}, {"data", data}}.dump());
+}
+
+// GET /v1/models/{id} (the clients' models.retrieve).
+Reply model(const Router& router, RequestContext& ctx, const Poco::Net::HTTPRequest&, const std::string&) {
+  const ModelSet* models = router.config().models;
+  const ServedModel* m = models ? models->find(ctx.path_param) : nullptr;
+  if (m == nullptr) return error_reply(errors::model_not_found(ctx.path_param));
+  return json_reply(200, model_object(*m).dump());
 }
 
 // Gauges that mirror live state are refreshed at scrape time.
@@ -102,6 +107,7 @@ std::vector<Route> info_routes() {
       {"/health", "GET", /*open=*/true, /*has_body=*/false, &health},
       {"/ready", "GET", /*open=*/true, /*has_body=*/false, &ready},
       {"/v1/models", "GET", /*open=*/false, /*has_body=*/false, &models},
+      {"/v1/models/", "GET", /*open=*/false, /*has_body=*/false, &model, /*anthropic_errors=*/false, /*path_param=*/true},
       {"/metrics", "GET", /*open=*/false, /*has_body=*/false, &metrics},
   };
 }

@@ -44,7 +44,11 @@ ChatPieces pieces(std::string reasoning, std::string content, std::vector<ToolCa
 TEST(ServerApiStreams, ResponsesItemsOpenAndCloseInOrderWithSequenceNumbers) {
   ResponseHead head{"resp_1", 1, "m", json::object()};
   ChoiceResult stored;
-  auto f = responses_stream(head, [&](const ChoiceResult& a) { stored = a; });
+  std::string stored_response;
+  auto f = responses_stream(head, [&](const ChoiceResult& a, const std::string& r) {
+    stored = a;
+    stored_response = r;
+  });
   StartedCompletion unused;
   std::string sse = f->open(unused);
   ChoiceDelta d;
@@ -81,6 +85,7 @@ TEST(ServerApiStreams, ResponsesItemsOpenAndCloseInOrderWithSequenceNumbers) {
   EXPECT_EQ(done["usage"]["total_tokens"], 12);
   EXPECT_EQ(stored.text, "Hi");
   EXPECT_EQ(stored.tool_calls.size(), 1u);
+  EXPECT_EQ(json::parse(stored_response), done);  // what GET /v1/responses/{id} answers: the completed Response
 }
 
 TEST(ServerApiStreams, AResponsesFailureEndsWithResponseFailed) {

@@ -221,6 +221,28 @@ TEST_F(ServerHttp, ModelsNeedsAKey) {
 TEST_F(ServerHttp, UnknownRouteIs404) {
   EXPECT_OPENAI_ERROR(call(get("/v2/anything")), 404, "unknown_route");
   EXPECT_OPENAI_ERROR(call(get("/health/")), 404, "unknown_route");
+  // An {id} route takes exactly one more segment.
+  EXPECT_OPENAI_ERROR(call(get("/v1/responses/", kGood)), 404, "unknown_route");
+  EXPECT_OPENAI_ERROR(call(get("/v1/responses/a/b", kGood)), 404, "unknown_route");
+  EXPECT_OPENAI_ERROR(call(get("/v1/models/memra-demo/x", kGood)), 404, "unknown_route");
+}
+
+TEST_F(ServerHttp, IdRoutesFollowAuthAndAnswerOnlyForWhatExists) {
+  EXPECT_OPENAI_ERROR(call(get("/v1/models/memra-demo")), 401, "missing_api_key");
+  auto res = call(get("/v1/models/memra-demo", kGood));
+  ASSERT_EQ(res.status, 200) << res.body;
+  const auto one = nlohmann::json::parse(res.body);
+  const auto all = nlohmann::json::parse(call(get("/v1/models", kGood)).body);
+  EXPECT_EQ(one, all["data"][0]);  // the list's entry
+  EXPECT_OPENAI_ERROR(call(get("/v1/models/no-such-model", kGood)), 404, "model_not_found", "model");
+  EXPECT_OPENAI_ERROR(call(get("/v1/responses/resp_unknown", kGood)), 404, "response_not_found");
+  auto del = get("/v1/responses/resp_unknown", kGood);
+  del.method = "DELETE";
+  EXPECT_OPENAI_ERROR(call(del), 404, "response_not_found");
+  auto post_id = post("/v1/responses/resp_unknown", "{}", kGood);
+  res = call(post_id);
+  EXPECT_OPENAI_ERROR(res, 405, "method_not_allowed");
+  EXPECT_EQ(res.header("allow"), "DELETE, GET, HEAD");
 }
 
 TEST_F(ServerHttp, WrongMethodIs405WithAllow) {

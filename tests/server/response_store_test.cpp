@@ -49,5 +49,19 @@ TEST(ServerResponseStore, TheByteCapEvictsAndAnOversizedConversationIsNotKept) {
   EXPECT_EQ(store.get("t", "b"), "12");
 }
 
+TEST(ServerResponseStore, AStoredResponseIsRetrievedAndDeletedOnlyByItsTenant) {
+  ResponseStore store(8, 1024);
+  store.put("acme", "resp_1", "[1]", R"({"id":"resp_1"})");
+  EXPECT_EQ(store.response("acme", "resp_1"), R"({"id":"resp_1"})");
+  EXPECT_EQ(store.bytes("acme"), 3u + 15u);  // the conversation and the Response object both count
+  EXPECT_EQ(store.response("umbrella", "resp_1"), std::nullopt);
+  EXPECT_FALSE(store.erase("umbrella", "resp_1"));  // another tenant cannot delete it
+  EXPECT_TRUE(store.erase("acme", "resp_1"));
+  EXPECT_FALSE(store.erase("acme", "resp_1"));
+  EXPECT_EQ(store.get("acme", "resp_1"), std::nullopt);  // previous_response_id no longer finds it
+  EXPECT_EQ(store.bytes("acme"), 0u);
+  EXPECT_EQ(store.entries("acme"), 0u);
+}
+
 }  // namespace
 }  // namespace memra::server

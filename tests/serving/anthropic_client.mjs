@@ -70,6 +70,22 @@ test("messages.create: the Message shape, answering like the chat route", async 
   assert.equal(blocks.content[0].text, m.content[0].text);
 });
 
+test("messages.countTokens: the prompt tokens messages.create reports for the same body", async () => {
+  const tools = [{ name: "get_weather", description: "Current weather of a city", input_schema: inputSchema }];
+  for (const body of [
+    { model: "qwen", system: "Be brief.", messages: [{ role: "user", content: question }] },
+    { model: "qwen", messages: [{ role: "user", content: question }, { role: "assistant", content: "Sunny." }, { role: "user", content: "And tomorrow?" }] },
+    { model: "qwen", messages: [{ role: "user", content: question }], tools },
+  ]) {
+    const counted = await client.messages.countTokens(body);
+    const m = await client.messages.create({ ...body, max_tokens: 1, temperature: 0 });
+    assert.equal(counted.input_tokens, m.usage.input_tokens + m.usage.cache_read_input_tokens);
+    assert.ok(counted.input_tokens > 0);
+  }
+  await assert.rejects(client.messages.countTokens({ model: "qwen", messages: [] }), (e) => e.status === 400 && e.error?.type === "error");
+  await assert.rejects(client.messages.countTokens({ model: "nope", messages: [{ role: "user", content: "x" }] }), (e) => e.status === 404);
+});
+
 test("stop_sequences: stop_reason stop_sequence names the one that matched", async () => {
   const full = await client.messages.create({ model: "qwen", max_tokens: 40, temperature: 0, messages: [{ role: "user", content: question }] });
   const text = full.content[0].text;

@@ -194,6 +194,36 @@ test("previous_response_id continues the stored conversation, for its own tenant
   assert.ok(after.usage.input_tokens > streamed.usage.input_tokens);
 });
 
+test("responses.retrieve and responses.delete: the stored Response, for its own tenant only; models.retrieve", async () => {
+  const made = await client.responses.create({ model: "qwen", input: question, max_output_tokens: 6, temperature: 0 });
+  const got = await client.responses.retrieve(made.id);
+  assert.deepEqual(got, made);  // the same Response object the create call returned
+  const streamed = await client.responses.stream({ model: "qwen", input: question, max_output_tokens: 4, temperature: 0 }).finalResponse();
+  const gotStreamed = await client.responses.retrieve(streamed.id);
+  assert.equal(gotStreamed.id, streamed.id);
+  assert.equal(gotStreamed.output_text, streamed.output_text);
+  assert.deepEqual(gotStreamed.usage, streamed.usage);
+  const notFound = (e) => {
+    assert.equal(e.status, 404);
+    assert.equal(e.code, "response_not_found");
+    return true;
+  };
+  await assert.rejects(other.responses.retrieve(made.id), notFound);  // another tenant's
+  await assert.rejects(other.responses.delete(made.id), notFound);
+  const unstored = await client.responses.create({ model: "qwen", input: question, store: false, max_output_tokens: 2 });
+  await assert.rejects(client.responses.retrieve(unstored.id), notFound);
+  // delete resolves (the SDK returns nothing); then it is gone for retrieve and previous_response_id.
+  await client.responses.delete(made.id);
+  await assert.rejects(client.responses.retrieve(made.id), notFound);
+  await assert.rejects(client.responses.delete(made.id), notFound);
+  await assert.rejects(client.responses.create({ model: "qwen", input: "x", previous_response_id: made.id, max_output_tokens: 2 }),
+                       (e) => e.status === 400 && e.code === "previous_response_not_found");
+  const model = await client.models.retrieve("qwen");
+  assert.equal(model.id, "qwen");
+  assert.equal(model.object, "model");
+  await assert.rejects(client.models.retrieve("no-such-model"), (e) => e.status === 404);
+});
+
 test("text.format json_schema and json_object constrain the output", async () => {
   const schema = { type: "object", properties: { answer: { type: "string", maxLength: 10 }, n: { type: "integer" } }, required: ["answer", "n"], additionalProperties: false };
   const validate = ajv.compile(schema);

@@ -79,13 +79,13 @@ class ServingApis : public ::testing::Test {
 };
 
 TEST_F(ServingApis, TheResponsesApiWorksWithTheOpenaiClient) {
-  run_script("responses_client.mjs", quote(root() + "/v1") + " " + quote(qwen_.string()) + " " + quote(key_a_) + " " + quote(key_b_), 8);
+  run_script("responses_client.mjs", quote(root() + "/v1") + " " + quote(qwen_.string()) + " " + quote(key_a_) + " " + quote(key_b_), 9);
 }
 
 TEST_F(ServingApis, TheMessagesApiWorksWithTheAnthropicClient) {
   if (!fs::exists(fs::path(MEMRA_NODE_DIR) / "node_modules/@anthropic-ai/sdk/index.mjs"))
     GTEST_SKIP() << "@anthropic-ai/sdk is not installed in " << MEMRA_NODE_DIR << " (run scripts/setup)";
-  run_script("anthropic_client.mjs", quote(root()) + " " + quote(qwen_.string()) + " " + quote(key_a_), 7);
+  run_script("anthropic_client.mjs", quote(root()) + " " + quote(qwen_.string()) + " " + quote(key_a_), 8);
 }
 
 // Where text matters: the embedded default model (memra-demo) writes words, and both
