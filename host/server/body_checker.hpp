@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,15 @@ enum class FieldPolicy {
   harmless,      // accepted and not acted on (documented as such): metadata, user-like tags
   default_only,  // accepted only when null or its neutral value, else 400 unsupported_parameter
 };
+
+// A route's field table as docs/SERVING.md words it (the docs test compares the two).
+template <typename Fields>
+std::vector<std::pair<std::string, std::string>> policy_table(const Fields& fields) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, policy] : fields)
+    out.emplace_back(name, policy == FieldPolicy::honoured ? "honoured" : policy == FieldPolicy::harmless ? "harmless" : "neutral only");
+  return out;
+}
 
 inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
 

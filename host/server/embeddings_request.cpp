@@ -118,10 +118,7 @@ struct EmbeddingsChecker : BodyChecker {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> embeddings_field_policies() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, policy] : fields())
-    out.emplace_back(name, policy == Policy::honoured ? "honoured" : policy == Policy::harmless ? "harmless" : "neutral only");
-  return out;
+  return policy_table(fields());
 }
 
 Parsed<EmbeddingsRequest> parse_embeddings_body(std::string_view body) {

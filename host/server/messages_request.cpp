@@ -342,10 +342,7 @@ std::string messages_param(const std::string& chat) {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> messages_field_policies() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, policy] : fields())
-    out.emplace_back(name, policy == Policy::honoured ? "honoured" : policy == Policy::harmless ? "harmless" : "neutral only");
-  return out;
+  return policy_table(fields());
 }
 
 Parsed<MessagesRequest> parse_messages_body(std::string_view body) {

@@ -667,11 +667,7 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit) {
 }
 
 std::vector<std::pair<std::string, std::string>> field_policies(CompletionKind kind) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, policy] : kind == CompletionKind::chat ? chat_fields() : text_fields()) {
-    out.emplace_back(name, policy == Policy::honoured ? "honoured" : policy == Policy::harmless ? "harmless" : "neutral only");
-  }
-  return out;
+  return policy_table(kind == CompletionKind::chat ? chat_fields() : text_fields());
 }
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body) {

@@ -371,10 +371,7 @@ std::string renamed_message(std::string message, const std::string& from, const 
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> responses_field_policies() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, policy] : fields())
-    out.emplace_back(name, policy == Policy::honoured ? "honoured" : policy == Policy::harmless ? "harmless" : "neutral only");
-  return out;
+  return policy_table(fields());
 }
 
 Parsed<ResponsesRequest> parse_responses_body(std::string_view body) {

@@ -101,6 +101,23 @@ std::vector<float> make_row(Rng& rng, int64_t vocab, const std::string& flavour)
   return x;
 }
 
+// `rows` rows of one flavour, on the host and on the device, and their ids 0..rows-1.
+struct Rows {
+  std::vector<float> values;
+  memra_tensor tensor;
+  std::vector<int32_t> ids;
+};
+Rows upload_rows(Device& d, Rng& rng, int64_t rows, int64_t vocab, const std::string& flavour) {
+  Rows out;
+  for (int64_t i = 0; i < rows; ++i) {
+    const std::vector<float> row = make_row(rng, vocab, flavour);
+    out.values.insert(out.values.end(), row.begin(), row.end());
+    out.ids.push_back(static_cast<int32_t>(i));
+  }
+  out.tensor = d.upload(out.values, {rows, vocab});
+  return out;
+}
+
 // Step 0 on the device (logit_bias and grammar masks, then the sampler): the token must
 // equal the reference's (ref::adjust_row, then ref::sample_row),
 // for masks of every density (one token, 1 %, 90 %, none), biases on allowed and on
@@ -115,14 +132,10 @@ void check_sampling_step0(Device& d, Report& r, const CheckOptions& o, Rng& rng)
                                " (bias + grammar mask) device token == reference";
       r.guard(name, [&] {
         d.begin_step();
-        std::vector<float> all;
-        for (int64_t i = 0; i < rows; ++i) {
-          const std::vector<float> row = make_row(rng, vocab, flavour);
-          all.insert(all.end(), row.begin(), row.end());
-        }
-        const memra_tensor lt = d.upload(all, {rows, vocab});
-        std::vector<int32_t> row_ids(static_cast<size_t>(rows));
-        for (int64_t i = 0; i < rows; ++i) row_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        const Rows rs = upload_rows(d, rng, rows, vocab, flavour);
+        const std::vector<float>& all = rs.values;
+        const memra_tensor& lt = rs.tensor;
+        const std::vector<int32_t>& row_ids = rs.ids;
         const size_t words = static_cast<size_t>((vocab + 63) / 64);
         int combos = 0, mismatches = 0;
         bool invariant = true;
@@ -262,14 +275,10 @@ void check_sampling(Device& d, Report& r, const CheckOptions& o) {
       const std::string name = "sampling vocab=" + std::to_string(vocab) + " " + flavour + " device token == reference";
       r.guard(name, [&] {
         d.begin_step();
-        std::vector<float> all;
-        for (int64_t i = 0; i < rows; ++i) {
-          const std::vector<float> row = make_row(rng, vocab, flavour);
-          all.insert(all.end(), row.begin(), row.end());
-        }
-        const memra_tensor lt = d.upload(all, {rows, vocab});
-        std::vector<int32_t> row_ids(static_cast<size_t>(rows));
-        for (int64_t i = 0; i < rows; ++i) row_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        const Rows rs = upload_rows(d, rng, rows, vocab, flavour);
+        const std::vector<float>& all = rs.values;
+        const memra_tensor& lt = rs.tensor;
+        const std::vector<int32_t>& row_ids = rs.ids;
         int combos = 0, mismatches = 0;
         std::string first_bad;
         bool invariant = true;
