@@ -540,7 +540,7 @@ Result<RowLayout> row_layout(std::span<const StepRequest> requests) {
   for (size_t i = 0; i < requests.size(); ++i) {
     const StepRequest& r = requests[i];
     l.first[i] = l.total;
-    l.count[i] = !r.wants_rows ? 0 : r.all_logits ? r.tokens.size() : 1;
+    l.count[i] = step_rows(r);
     l.total += l.count[i];
     if (r.sampling && (!r.sampling->params || r.sampling->rows < 0 || static_cast<size_t>(r.sampling->rows) > l.count[i] ||
                        r.sampling->assumed.size() + 1 < static_cast<size_t>(r.sampling->rows)))
@@ -566,12 +566,11 @@ void sample_on_host(std::span<const StepRequest> requests, const RowLayout& l, i
         const auto& row = rows[l.first[i] + l.count[i] - static_cast<size_t>(r.sampling->rows) + static_cast<size_t>(t)];
         const std::vector<sampling::PenaltyEntry> pen = row_penalties(*r.sampling, t);
         const sampling::RowParams params = row_params(*r.sampling->params, r.sampling->position + static_cast<uint64_t>(t));
-        if (r.sampling->adjust.empty()) {
-          out[i].tokens.push_back(ref::sample_row(row.data(), vocab, params, pen.data(), static_cast<int32_t>(pen.size())));
-        } else {
-          const std::vector<float> adjusted = adjusted_row(row, r.sampling->adjust[static_cast<size_t>(t)]);
-          out[i].tokens.push_back(ref::sample_row(adjusted.data(), vocab, params, pen.data(), static_cast<int32_t>(pen.size())));
-        }
+        // Step 0 (bias, mask) on a copy, as the kernel does.
+        const std::vector<float> adjusted =
+            r.sampling->adjust.empty() ? std::vector<float>{} : adjusted_row(row, r.sampling->adjust[static_cast<size_t>(t)]);
+        const float* src = adjusted.empty() ? row.data() : adjusted.data();
+        out[i].tokens.push_back(ref::sample_row(src, vocab, params, pen.data(), static_cast<int32_t>(pen.size())));
       }
     if (wants_rows(r))
       for (size_t k = 0; k < l.count[i]; ++k) out[i].logits.push_back(std::move(rows[l.first[i] + k]));

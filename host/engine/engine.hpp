@@ -63,6 +63,9 @@ struct StepRequest {
   bool wants_rows = true;
 };
 
+// The rows a step returns for `r`: none, every new token's, or the last one's.
+inline size_t step_rows(const StepRequest& r) { return !r.wants_rows ? 0 : r.all_logits ? r.tokens.size() : 1; }
+
 // How Engine::step_sampled samples a request's rows: with the canonical sampler
 // (sampler.hpp), on the device when the backend samples there (one int32 per row comes
 // back), else on the host; the tokens are the same either way (docs/ARCHITECTURE.md, "Sampling").

@@ -282,6 +282,18 @@ bool Scheduler::embedding_turn() const {
   return embeddings && (!generation || !last_step_embedding_);
 }
 
+void Scheduler::run_embedding_step(std::unique_lock<std::mutex>& lock) {
+  Flight f = plan_embedding_step();
+  lock.unlock();
+  const auto step_start = std::chrono::steady_clock::now();
+  auto out = engine_.step_hidden(f.reqs);
+  lock.lock();
+  stats_.step_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+  complete_embedding_step(f, std::move(out));
+  std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
+  update_stats_locked();
+}
+
 void Scheduler::complete_embedding_step(Flight& f, Result<std::vector<std::vector<float>>> out) {
   ++stats_.steps;
   if (!out) {
@@ -292,7 +304,7 @@ void Scheduler::complete_embedding_step(Flight& f, Result<std::vector<std::vecto
   for (size_t i = 0; i < f.jobs.size(); ++i) {
     Job& j = *f.jobs[i];
     const StepRequest& r = f.reqs[i];
-    const size_t rows = !r.wants_rows ? 0 : r.all_logits ? r.tokens.size() : 1;
+    const size_t rows = step_rows(r);
     for (size_t k = 0; k < rows && row < out->size(); ++k) j.pooler->add((*out)[row++]);
     j.prompt_done += f.chunk[i];
     if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) continue;
@@ -492,20 +504,11 @@ void Scheduler::run() {
       const Wake w = wake_locked(lock);
       if (w == Wake::stop) break;
       if (w == Wake::idle) continue;
-      if (embedding_turn()) {
-        Flight f = plan_embedding_step();
-        lock.unlock();
-        const auto step_start = std::chrono::steady_clock::now();
-        auto out = engine_.step_hidden(f.reqs);
-        lock.lock();
-        stats_.step_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-        last_step_embedding_ = true;
-        complete_embedding_step(f, std::move(out));
-        std::erase_if(running_, [](const auto& j) { return j->seq < 0; });
-        update_stats_locked();
+      last_step_embedding_ = embedding_turn();
+      if (last_step_embedding_) {
+        run_embedding_step(lock);
         continue;
       }
-      last_step_embedding_ = false;
       Flight f = plan_step(-1, lock);
       lock.unlock();
       const auto step_start = std::chrono::steady_clock::now();

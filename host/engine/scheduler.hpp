@@ -225,6 +225,8 @@ class Scheduler {
   // Whether this iteration steps embeddings: some wait, and no generation does or the
   // last step was a generation step (the two kinds alternate).
   bool embedding_turn() const;
+  // One embedding step: plans it, runs it with the lock released, completes it.
+  void run_embedding_step(std::unique_lock<std::mutex>& lock);
   // Pools an embedding step's rows; delivers and finishes the jobs whose prompt is read.
   void complete_embedding_step(Flight& flight, Result<std::vector<std::vector<float>>> out);
   // Engine-side sampling (Engine::step_sampled): each request's RowSampling.
