@@ -72,9 +72,10 @@ void drain_completes_in_flight_request(int sig) {
   EXPECT_EQ(*code, 0) << host->log();
   EXPECT_THROW(http(port, get("/health")), Poco::Exception);  // the listener is closed
   const std::string log = host->log();
-  // 1 (the slow request), or 2 when the thread that answered the last /metrics scrape
-  // has not yet returned from writing it (the client can read the bytes first).
-  EXPECT_TRUE(std::regex_search(log, std::regex(sig == SIGTERM ? "SIGTERM: draining: [12] request\\(s\\) in flight"
+  // At least the slow request; more when threads that answered the test's earlier
+  // polls have not yet returned from writing them (the client can read the bytes first;
+  // seen as 3 on a loaded 2-core CI machine).
+  EXPECT_TRUE(std::regex_search(log, std::regex(sig == SIGTERM ? "SIGTERM: draining: [1-9][0-9]* request\\(s\\) in flight"
                                                                : "SIGINT: draining")))
       << log;
   EXPECT_NE(log.find("drained"), std::string::npos) << log;
