@@ -143,7 +143,6 @@ struct BackendOptions {
   bool step_graphs = true;     // decode steps captured and replayed as CUDA graphs
   bool sync_each_op = false;   // wait after every op (debugging: errors at the op that failed)
   bool device_sampling = true; // sample rows on the GPU (else copied rows on the host)
-  bool prefill_precise = true; // the GEMM's f32-faithful split operands (else single bf16)
   // Single-pass prompt rows of bf16 weights through cuBLASLt (a row-invariant pinned
   // algorithm per shape): "" finds libcublasLt.so.13, "off" never, else its path.
   std::string cublaslt;
@@ -156,7 +155,7 @@ struct BackendOptions {
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
-  // MEMRA_DEVICE_SAMPLING=0, MEMRA_PREFILL_PRECISION=bf16, MEMRA_CUBLASLT,
+  // MEMRA_DEVICE_SAMPLING=0, MEMRA_CUBLASLT,
   // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=1.
   void apply_environment();
 };

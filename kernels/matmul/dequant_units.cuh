@@ -112,6 +112,7 @@ struct FloatUnit<SchemeF16, U> {
 template <int U>
 struct FloatUnit<SchemeBF16, U> {
   static constexpr int kUnit = U, kBlockElems = 1, kBlockBytes = 2;
+  static constexpr bool kBf16Activations = true;  // gemv.cuh rounds x to bf16
   __device__ static void unit(const uint8_t* row, int64_t u, float* w) {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + u * U;
     if constexpr (U == 8) {

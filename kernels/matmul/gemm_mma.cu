@@ -4,7 +4,7 @@
 //  - memra_gemm_dequant_<scheme>: weight rows into bf16 hi/lo planes, each element
 //    the exact f32 value of the decode path's dequantizer (dequant_units.cuh, used
 //    as it is), then split;
-//  - memra_gemm_{precise,precise_wsplit,fast}: the tensor-core product;
+//  - memra_gemm_{precise_wsplit,fast}: the tensor-core product;
 //  - memra_gemm_gather_rows / memra_gemm_scatter_rows: bitwise row copies by index
 //    (a mixed step's generated rows go through the decode GEMV on their own).
 #include "kernels/matmul/dequant_units.cuh"
@@ -111,7 +111,8 @@ extern "C" __global__ void __launch_bounds__(256) memra_gemm_dequant_fp8(const u
                         float* out, int64_t ldo, const int32_t* out_rows, const float* bias) {                       \
     memra::cuda::gemm::gemm_tile<SA, SB>(a_hi, a_lo, lda, m, b_hi, b_lo, ldb, n, k, out, ldo, out_rows, bias);      \
   }
-MEMRA_DEFINE_GEMM(precise, true, false)
+// bf16 weights on bf16 activations (one pass); other weights on f32 activations, both
+// operands split (docs/ARCHITECTURE.md, "Per-scheme numerics").
 MEMRA_DEFINE_GEMM(precise_wsplit, true, true)
 MEMRA_DEFINE_GEMM(fast, false, false)
 

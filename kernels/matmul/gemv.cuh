@@ -11,6 +11,9 @@
 
 #include <stdint.h>
 
+#include <cuda_bf16.h>
+#include <type_traits>
+
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/reduce.cuh"
 #include "kernels/matmul/dequant_units.cuh"
@@ -19,6 +22,20 @@ namespace memra::cuda {
 
 constexpr int kTileTokens = 16;  // tokens per tile (grid.y walks the tiles)
 constexpr int kGemvWarps = 4;    // rows per block
+
+// A scheme whose unit says kBf16Activations (bf16 weights) takes its activations
+// rounded to bf16 (ref::matmul_activation): each x element is rounded on load, so the
+// products are exact in f32 (docs/ARCHITECTURE.md, "Per-scheme numerics").
+template <class S, class = void>
+struct Bf16Activations : std::false_type {};
+template <class S>
+struct Bf16Activations<S, std::void_t<decltype(S::kBf16Activations)>> : std::bool_constant<S::kBf16Activations> {};
+
+template <class S>
+__device__ __forceinline__ float activation(float v) {
+  if constexpr (Bf16Activations<S>::value) return __bfloat162float(__float2bfloat16_rn(v));
+  else return v;
+}
 
 // Accumulates one dequantized unit into the tile's tokens: acc[t] = fma chain over
 // the unit's elements in order. The same sequence for every token, whatever NT is.
@@ -34,14 +51,14 @@ __device__ __forceinline__ void accumulate(const float (&wv)[S::kUnit], const fl
 #pragma unroll
         for (int j = 0; j < S::kUnit; j += 4) {
           const float4 xv = *reinterpret_cast<const float4*>(xp + j);
-          a = fmaf(wv[j], xv.x, a);
-          a = fmaf(wv[j + 1], xv.y, a);
-          a = fmaf(wv[j + 2], xv.z, a);
-          a = fmaf(wv[j + 3], xv.w, a);
+          a = fmaf(wv[j], activation<S>(xv.x), a);
+          a = fmaf(wv[j + 1], activation<S>(xv.y), a);
+          a = fmaf(wv[j + 2], activation<S>(xv.z), a);
+          a = fmaf(wv[j + 3], activation<S>(xv.w), a);
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < S::kUnit; ++j) a = fmaf(wv[j], xp[j], a);
+        for (int j = 0; j < S::kUnit; ++j) a = fmaf(wv[j], activation<S>(xp[j]), a);
       }
       acc[t] = a;
     }

@@ -37,18 +37,23 @@ enum class Int8Scheme { q8_0, q4_0, q4_k };
 // "q8_0" | "q4_0" | "q4_k"; false otherwise.
 bool int8_scheme(const std::string& name, Int8Scheme* out);
 
-// The activation format of a matmul's generated rows (decode, speculative verify): the
-// one rule every backend follows (the CPU reference in the quant plugins, the CUDA
-// backend's registry lookup, kernel-check). A weight of an integer scheme whose rows
-// are whole 256-element runs takes int8 activations; any other weight takes f32.
-// Prompt rows (memra_forward_batch.prompt_tokens) take f32 activations for every
-// scheme (docs/ARCHITECTURE.md, "Per-scheme numerics"). The name is the kernel
-// registry's activation key.
+// The activation format of a matmul's rows: the one rule every backend follows (the CPU
+// reference in the quant plugins, the CUDA backend's registry lookup, kernel-check);
+// the name is the kernel registry's activation key (docs/ARCHITECTURE.md, "Per-scheme
+// numerics"):
+//  - int8x32: an integer scheme whose rows are whole 256-element runs, on its generated
+//    rows (decode, speculative verify); its prompt rows (memra_forward_batch.
+//    prompt_tokens) take f32;
+//  - bf16: bf16 weights, every row (activations rounded to bf16, products exact in f32);
+//  - f32: any other weight (f32, f16, fp8, the other block schemes).
 constexpr const char* kActivationInt8 = "int8x32";
+constexpr const char* kActivationBf16 = "bf16";
 constexpr const char* kActivationF32 = "f32";
 bool int8_activation_matmul(const std::string& scheme, int64_t cols);
+inline bool bf16_activation_matmul(const std::string& scheme) { return scheme == "bf16"; }
 inline const char* matmul_activation(const std::string& scheme, int64_t cols) {
-  return int8_activation_matmul(scheme, cols) ? kActivationInt8 : kActivationF32;
+  if (int8_activation_matmul(scheme, cols)) return kActivationInt8;
+  return bf16_activation_matmul(scheme) ? kActivationBf16 : kActivationF32;
 }
 int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols);
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "repack/quant/dequant.hpp"
+#include "repack/quant/fp_convert.hpp"
 
 namespace memra::ref {
 
@@ -19,6 +20,12 @@ float dot_f32(const float* x, const float* w, int64_t n) {
   float acc = 0.0f;
   for (int64_t i = 0; i < n; ++i) acc += x[i] * w[i];
   return acc;
+}
+
+std::vector<float> bf16_rounded(const float* x, int64_t n) {
+  std::vector<float> r(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) r[static_cast<size_t>(i)] = quant::bf16_to_f32(quant::f32_to_bf16(x[i]));
+  return r;
 }
 
 bool matmul_rows(quant::GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m,

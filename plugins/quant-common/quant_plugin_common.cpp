@@ -180,12 +180,20 @@ memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
         return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "matmul: bad int8 shape");
       return MEMRA_OK;
     }
+    // bf16 weights take bf16 activations (every row): the products are exact in f32 and
+    // summed in index order, the single-pass tensor-core GEMM's operands.
+    std::vector<float> rounded;
+    const float* x = a->x;
+    if (ref::bf16_activation_matmul(a->scheme)) {
+      rounded = ref::bf16_rounded(a->x, a->m * a->cols);
+      x = rounded.data();
+    }
     std::vector<float> w(static_cast<size_t>(a->cols));
     const auto* base = static_cast<const uint8_t*>(a->weight);
     for (int64_t r = 0; r < a->rows; ++r) {
       dequantize_one_row(s, base + rb * static_cast<uint64_t>(r), a->cols, w.data());
       for (int64_t t = 0; t < a->m; ++t) {
-        a->y[t * a->rows + r] = ref::dot_f32(a->x + t * a->cols, w.data(), a->cols);
+        a->y[t * a->rows + r] = ref::dot_f32(x + t * a->cols, w.data(), a->cols);
       }
     }
     return MEMRA_OK;

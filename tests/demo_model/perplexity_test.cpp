@@ -154,9 +154,11 @@ TEST(PerplexityUtf8, AgreesWithTheTokenizersValidator) {
 // ---- the tool --------------------------------------------------------------------------
 
 // The demo model on the held-out text, 16 windows of 128 every 64 tokens, against
-// transformers' float32 figure for the same windows. Both compute in float32 from the
-// same weights; the logits agree to ~1e-6 of their scale (demo_model_test), so the mean
-// NLL may differ by little more than that: bound 1e-4.
+// transformers' float32 figure for the same windows. memra's bf16 weights compute on
+// bf16-rounded activations (numeric contract v2), transformers' on float32 ones; the
+// logits agree to ~3e-3 of their scale (demo_model_test) and the mean NLL moves by
+// 1.2e-4 (measured): bound 1e-3 (0.1 % of the perplexity), the standard error of the
+// perplexity within 1 %.
 TEST(MemraPerplexity, MatchesTransformersOnTheHeldOutText) {
   const auto ref = nlohmann::json::parse(std::ifstream(kReference));
   nlohmann::json want;
@@ -169,8 +171,8 @@ TEST(MemraPerplexity, MatchesTransformersOnTheHeldOutText) {
   EXPECT_EQ(got["tokens"], want["tokens"]) << "memra's tokenizer splits the text differently from transformers'";
   EXPECT_EQ(got["windows"], want["windows"]);
   EXPECT_EQ(got["scored"], want["scored"]);
-  EXPECT_NEAR(got["nll_mean"].get<double>(), want["nll_mean"].get<double>(), 1e-4);
-  EXPECT_NEAR(got["ppl_err"].get<double>(), want["ppl_err"].get<double>(), 1e-3 * want["ppl_err"].get<double>());
+  EXPECT_NEAR(got["nll_mean"].get<double>(), want["nll_mean"].get<double>(), 1e-3);
+  EXPECT_NEAR(got["ppl_err"].get<double>(), want["ppl_err"].get<double>(), 1e-2 * want["ppl_err"].get<double>());
   std::cout << "memra PPL " << got["ppl"] << " +/- " << got["ppl_err"] << ", transformers " << want["ppl"] << "\n";
   // Progress went to stderr, one line per window here (16 windows < 50).
   EXPECT_NE(r.err.find("[16/16] PPL"), std::string::npos) << r.err;

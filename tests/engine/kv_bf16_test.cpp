@@ -1,9 +1,11 @@
 // A bf16 KV cache on the CPU reference backend (EngineOptions::kv_dtype; numerics in
 // docs/ARCHITECTURE.md, "KV cache element type": K after RoPE and V rounded to bf16
 // when written, read back exactly, f32 attention arithmetic unchanged):
-//  - against transformers' float32 reference (llama, qwen3 fixtures): the greedy ids are
-//    transformers' and every logit is within kBf16KvBound of its row's scale; the rounding
-//    really happens (logits differ from the f32-KV engine's, by more than f32's own error);
+//  - against transformers' float32 reference (llama, qwen3 fixtures repacked to f32, so
+//    the KV's rounding is the only one: bf16 weights would add their bf16 activations):
+//    the greedy ids are transformers' and every logit is within kBf16KvBound of its row's
+//    scale; the rounding really happens (logits differ from the f32-KV engine's, by more
+//    than f32's own error);
 //  - the exactness contract still holds bitwise: prefill chunking, the scheduler's
 //    batching with chunked prefill and prefix-cache hits (greedy and seeded), pipeline
 //    stages and copy_kv_block;
@@ -22,6 +24,7 @@
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
 #include "tests/support/fixture_engine.hpp"
+#include "tests/support/repacked_fixture.hpp"
 
 namespace fs = std::filesystem;
 using namespace memra::engine;
@@ -86,8 +89,10 @@ void check_against_transformers(const std::string& model) {
   const std::vector<float>& prefill = ref.prefill;
   const std::vector<float>& steps = ref.steps;
 
-  auto bf16 = load(dir, bf16_options());
-  auto f32 = load(dir, {});
+  const fs::path f32_weights = memra::testing::repacked_fixture(dir, "f32");
+  ASSERT_FALSE(f32_weights.empty());
+  auto bf16 = load(f32_weights, bf16_options());
+  auto f32 = load(f32_weights, {});
   ASSERT_TRUE(bf16 && f32);
   const Run b = run_greedy(*bf16, input, greedy.size());
   const Run f = run_greedy(*f32, input, greedy.size());

@@ -17,6 +17,7 @@
 #include "host/server/api_keys.hpp"
 #include "serving_client.hpp"
 #include "tests/support/command.hpp"
+#include "tests/support/logits.hpp"
 
 namespace memra::server::testing {
 namespace {
@@ -94,7 +95,7 @@ TEST_F(ServingEmbeddings, FloatVectorsAreTheReferenceInOpenAisShape) {
     EXPECT_EQ(d.size(), 3u);
     EXPECT_EQ(d["object"], "embedding");
     EXPECT_EQ(d["index"], i);
-    EXPECT_LE(max_diff(d["embedding"].get<std::vector<float>>(), cases[i]["embedding"]), 2e-5) << cases[i]["text"];
+    EXPECT_LE(max_diff(d["embedding"].get<std::vector<float>>(), cases[i]["embedding"]), ::memra::testing::kBf16EmbeddingMaxDiff) << cases[i]["text"];
   }
   // One string is one input.
   const HttpResponse one = embed({{"model", kEmbedding}, {"input", cases[0]["text"]}});
@@ -119,7 +120,7 @@ TEST_F(ServingEmbeddings, Base64IsLittleEndianFloat32OfTheSameVector) {
       const std::vector<float> decoded = decode_base64_f32(item["embedding"].get<std::string>());
       EXPECT_EQ(decoded, floats.at("data").at(i).at("embedding").get<std::vector<float>>()) << "dimensions " << dims;
       const json& want = cases.at(i == 0 ? 1 : 4).at(*dims ? "embedding_64" : "embedding");
-      EXPECT_LE(max_diff(decoded, want), 2e-5);
+      EXPECT_LE(max_diff(decoded, want), ::memra::testing::kBf16EmbeddingMaxDiff);
     }
   }
 }
@@ -222,7 +223,8 @@ TEST(ServingEmbeddingsOpenai, TheOpenaiClientGetsTheReferenceVectors) {
   const std::string base = "http://127.0.0.1:" + std::to_string(host->port()) + "/v1";
   const auto r = ::memra::testing::run_command(
       std::string("MEMRA_NODE_DIR='") + MEMRA_NODE_DIR + "' timeout 120 node '" + MEMRA_SOURCE_ROOT +
-          "/tests/serving/openai_embeddings.mjs' '" + base + "' " + kEmbedding + " '" + kModelDir + "/reference.json'",
+          "/tests/serving/openai_embeddings.mjs' '" + base + "' " + kEmbedding + " '" + kModelDir + "/reference.json' " +
+          std::to_string(::memra::testing::kBf16EmbeddingMaxDiff),
       ::memra::testing::Stderr::merge);
   EXPECT_EQ(r.exit_code, 0) << r.out << "\nmemra-host log:\n" << host->log();
   EXPECT_NE(r.out.find("# pass 4"), std::string::npos) << r.out;

@@ -10,9 +10,11 @@
 //    k order), so a prompt's KV does not depend on how it was batched or chunked.
 // In a mixed step the prompt rows are gathered into the GEMM's operand planes and
 // its results scattered back by index; the generated rows are gathered, run through
-// the GEMV on their own and scattered back (bitwise copies). MEMRA_PREFILL_PRECISION=
-// bf16 selects the fast GEMM (one bf16 pass); the default splits each activation
-// into bf16 hi + lo (and non-bf16 weights too).
+// the GEMV on their own and scattered back (bitwise copies). The GEMM's operands follow
+// the scheme's numerics (ref::matmul_activation): bf16 weights take bf16 activations,
+// one bf16 pass (cuBLASLt where it is installed and row invariant, else the own GEMM);
+// every other scheme's prompt rows take f32 activations, split into bf16 hi + lo (and
+// non-bf16 weights likewise), f32-faithful.
 //
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
 // ref::matmul_activation) take int8 activations on their generated rows, as their CPU
@@ -47,7 +49,7 @@ bool gemm_shape(int64_t cols) { return cols % 8 == 0 && cols <= (int64_t{1} << 3
 constexpr int64_t kGemmTile = 128;                  // gemm_mma.cuh kBM = kBN
 constexpr uint64_t kPlaneBudget = 256ull << 20;     // dequantized weight planes per chunk of rows
 constexpr unsigned kGemmThreads = 256;
-constexpr unsigned kSmemPrecise = 3 * 8192 * 4, kSmemWsplit = 4 * 8192 * 3, kSmemFast = 2 * 8192 * 4;
+constexpr unsigned kSmemWsplit = 4 * 8192 * 3, kSmemFast = 2 * 8192 * 4;
 
 }  // namespace
 
@@ -365,16 +367,13 @@ memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
 memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64_t rows,
                                       int64_t cols, CUdeviceptr xd, int64_t m, CUdeviceptr row_index, CUdeviceptr od,
                                       CUdeviceptr bd) {
-  const bool precise = options_.prefill_precise;
   const BuiltinMatmul& b = *s.entry->builtin;
   const bool bf16 = b.gemm == BuiltinMatmul::Gemm::streams_bf16;
-  if (!precise && bf16) {
-    if (const memra_status lt = matmul_gemm_cublaslt(wd, rows, cols, xd, m, row_index, od, bd); lt != MEMRA_ERR_UNSUPPORTED)
-      return lt;  // else no row-invariant cuBLASLt algorithm for this shape: the own GEMM, for every M
-  }
-  const bool split_w = precise && !bf16;
-  const char* kernel = !precise ? "memra_gemm_fast" : split_w ? "memra_gemm_precise_wsplit" : "memra_gemm_precise";
-  const unsigned smem = !precise ? kSmemFast : split_w ? kSmemWsplit : kSmemPrecise;
+  // bf16 weights: bf16 activations, one pass; other weights: f32 activations and
+  // weights each split into bf16 hi + lo.
+  const bool precise = !bf16;
+  const char* kernel = bf16 ? "memra_gemm_fast" : "memra_gemm_precise_wsplit";
+  const unsigned smem = bf16 ? kSmemFast : kSmemWsplit;
   auto k = modules_->kernel("matmul_gemm", kernel);
   if (!k) return fail(k.error());
   if (std::find(gemm_smem_ready_.begin(), gemm_smem_ready_.end(), *k) == gemm_smem_ready_.end()) {
@@ -404,15 +403,15 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
   };
   if (bf16) return product(wd, 0, 0, rows);
 
-  // Other schemes: chunks of weight rows dequantized into bf16 planes, then the product
+  // Other schemes: chunks of weight rows dequantized into bf16 hi + lo planes, then the product
   // over that chunk. The chunking depends on the weight's shape only.
   const uint64_t plane_row = static_cast<uint64_t>(cols) * 2u;
-  const uint64_t row_bytes = plane_row * (split_w ? 2 : 1);
+  const uint64_t row_bytes = plane_row * 2;
   int64_t chunk = static_cast<int64_t>(kPlaneBudget / row_bytes) / kGemmTile * kGemmTile;
   chunk = std::min(std::max<int64_t>(chunk, kGemmTile), rows);
   const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
-  if (const memra_status b = gemm_buffer(gemm_w_, wplane * (split_w ? 2 : 1)); b != MEMRA_OK) return b;
-  const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = split_w ? gemm_w_.ptr + wplane : 0;
+  if (const memra_status b = gemm_buffer(gemm_w_, wplane * 2); b != MEMRA_OK) return b;
+  const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = gemm_w_.ptr + wplane;
   const std::string dequant = "memra_gemm_dequant_" + s.scheme;
   const int64_t unit = b.gemm_unit;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {

@@ -1,7 +1,8 @@
 // Matmul (every scheme, random and adversarial inputs, long rows, bias, tiled M)
 // with batch-invariance bit checks; embedding and row gather bitwise. Integer schemes
 // whose rows take int8 activations (ref::int8_activation_matmul) are held bitwise to
-// their reference (quantize_act_q8 + gemv_int8); the others to the exact product.
+// their reference (quantize_act_q8 + gemv_int8); the others to the exact product (of
+// the bf16-rounded x for bf16 weights, ref::bf16_activation_matmul).
 #include <cstring>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
@@ -168,8 +169,10 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
         const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
         // Integer schemes on int8 activations: the reference of the same arithmetic, bitwise.
         const bool int8 = ref::int8_activation_matmul(s, c.cols);
+        // bf16 weights take bf16 activations: the exact product of the rounded x.
+        const std::vector<float> xe = ref::bf16_activation_matmul(s) ? ref::bf16_rounded(x.data(), static_cast<int64_t>(x.size())) : x;
         if (int8 ? !int8_matmul_ref(s, wb, c.rows, c.cols, x, c.m, c.bias ? bias.data() : nullptr, ref.data())
-                 : !ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
+                 : !ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, xe.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
           throw Failure("reference matmul refused the shape");
         const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
         const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;
