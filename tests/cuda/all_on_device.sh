@@ -57,9 +57,12 @@ bench() { local envs=(); while [[ "${1:-}" == *=* ]]; do envs+=("$1"); shift; do
 # Issue #15's table in one run (memra-bench --table), with the f32 and the bf16 KV cache.
 bench --table
 bench --table --kv-dtype bf16
-# The single-pass prompt GEMM (cuBLASLt for bf16 weights) against the precise default.
-bench MEMRA_PREFILL_PRECISION=bf16 --quant bf16 --prompt-tokens 512 --gen-tokens 8
-bench MEMRA_PREFILL_PRECISION=bf16 --quant bf16 --prompt-tokens 2048 --gen-tokens 8
+# Where a decode step's time goes (MEMRA_CUDA_PROFILE: eager, per kernel), bf16 and q4_k.
+profile() { case "$QUICK" in only:*|bench:*) echo "profile $*" | grep -qE "${QUICK#*:}" || return 0 ;; esac
+           say "== MEMRA_CUDA_PROFILE=1 memra-bench $*"; timeout 300 env MEMRA_CUDA_PROFILE=1 "$D/bin/memra-bench" "$@" > "$L/profile.log" 2>&1
+           grep -A14 "decode profile" "$L/profile.log" | tee -a "$R"; cat "$L/profile.log" >> "$L/profiles.log"; }
+profile --quant bf16 --prompt-tokens 16 --gen-tokens 32 --repeats 1
+profile --quant q4_k --prompt-tokens 16 --gen-tokens 32 --repeats 1
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q4_k --spec ngram --spec-k 4 --gen 128
 bench --quant q4_k --spec ngram --spec-k 8 --gen 128

@@ -3,7 +3,7 @@
 // over backends: tests/engine/fixture_model_test.cpp):
 //  - bf16 weights (the fixtures as shipped) on bf16 activations, f32 KV: CUDA logits
 //    (prefill on the single-pass GEMM, 24 greedy decode steps on the GEMV) within
-//    kBf16CrossBackendBound of the CPU backend's, the same greedy ids;
+//    kBf16ActivationBound of the CPU backend's, the same greedy ids;
 //  - a bf16 KV cache (EngineOptions::kv_dtype) on the fixtures repacked to f32 (so the
 //    KV is the only rounding): CUDA logits within kBf16CrossBackendBound of the CPU
 //    backend's bf16-KV logits, far closer than to the CPU's f32-KV logits (the GPU
@@ -34,6 +34,10 @@ namespace {
 // rounding boundary the rounded values differ by one bf16 ulp (2^-8 relative): bf16 KV
 // measured 1.2e-4 (llama) and 2.6e-4 (qwen3) on an H200, against ~3e-3 for bf16 vs f32
 // KV. Given identical rounded operands the kernels are within memra-kernel-check's bounds.
+// (bf16 activations round at every matmul of every layer, and in these narrow models one
+// straddle moves a logit by ~5e-4 of its row's scale: bf16 weights measured 2.6e-3
+// (llama) and 2.9e-3 (qwen3) CUDA vs CPU, held to kBf16ActivationBound; the fp8 repack,
+// whose bf16 head is its only bf16 matmul, 5.2e-4.)
 constexpr double kBf16CrossBackendBound = 1e-3;
 
 std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memra_dtype kv_dtype = MEMRA_DTYPE_F32) {
@@ -121,8 +125,8 @@ void check_bf16_weights_against_cpu(const std::string& model) {
   std::vector<int32_t> gt, ct;
   const double worst_step = greedy_side_by_side(*gpu, gs, go->back(), *cpu, cs, co->back(), 24, gt, ct);
   std::cout << "[ " << model << " ] bf16 weights: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step << "\n";
-  EXPECT_LE(worst, kBf16CrossBackendBound) << model << ": bf16 prefill logits differ from the CPU backend's";
-  EXPECT_LE(worst_step, kBf16CrossBackendBound) << model << ": bf16 decode logits differ from the CPU backend's";
+  EXPECT_LE(worst, memra::testing::kBf16ActivationBound) << model << ": bf16 prefill logits differ from the CPU backend's";
+  EXPECT_LE(worst_step, memra::testing::kBf16ActivationBound) << model << ": bf16 decode logits differ from the CPU backend's";
   EXPECT_EQ(gt, ct) << model << ": bf16 greedy continuation differs from the CPU backend's";
 }
 
