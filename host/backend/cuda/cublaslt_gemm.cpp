@@ -38,6 +38,7 @@ struct CublasLtGemm::Api {
 // One pinned algorithm for a (N, K, bias) shape; `ok` false: no invariant one (own GEMM).
 struct CublasLtGemm::Plan {
   bool ok = false;
+  std::string refused;  // why not ok (the log says it once per shape)
   cublasLtMatmulAlgo_t algo{};
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr;  // the weights, [k][n] column-major (w[n][k] row-major), transposed
@@ -227,7 +228,11 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(CUdeviceptr w, int64_t n, i
   if (pref) api_->pref_destroy(pref);
   if (b) api_->layout_destroy(b);
   if (c) api_->layout_destroy(c);
-  if (s != CUBLAS_STATUS_SUCCESS || count == 0) return &plan;  // no algorithm: the own GEMM
+  if (s != CUBLAS_STATUS_SUCCESS || count == 0) {  // no algorithm: the own GEMM
+    plan.refused = s != CUBLAS_STATUS_SUCCESS ? "the heuristic query failed (status " + std::to_string(static_cast<int>(s)) + ")"
+                                              : "the heuristic offers no algorithm";
+    return &plan;
+  }
 
   // The self-check: random activations against the weights (and bias) of the first call.
   const int64_t max_m = kCheckM[sizeof kCheckM / sizeof kCheckM[0] - 1];
@@ -242,18 +247,25 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(CUdeviceptr w, int64_t n, i
   for (CUdeviceptr& o : outs) buffers = buffers && cuMemAlloc(&o, out_bytes) == CUDA_SUCCESS;
   if (!buffers) {
     release();
+    plan.refused = "no device memory for the self-check";
     return &plan;  // not checkable (device memory): the own GEMM
   }
+  int split = 0, failed = 0, differ = 0;
   for (int i = 0; i < count && !plan.ok; ++i) {
     int32_t splitk = 1;
     size_t written = 0;
     if (api_->algo_get(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &written) == CUBLAS_STATUS_SUCCESS &&
-        splitk > 1)
+        splitk > 1) {
+      ++split;
       continue;
+    }
     plan.algo = found[i].algo;
     bool ran = true;
     for (size_t j = 0; j < 3 && ran; ++j) ran = matmul(plan, w, n, k, xd, kCheckM[j], outs[j], n, bias).ok();
-    if (!ran || cuStreamSynchronize(stream_) != CUDA_SUCCESS) continue;
+    if (!ran || cuStreamSynchronize(stream_) != CUDA_SUCCESS) {
+      ++failed;
+      continue;
+    }
     // Row r of every run holds the same product: bitwise equal, or the algorithm's
     // reduction depends on M.
     std::vector<float> rows[3];
@@ -265,8 +277,12 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(CUdeviceptr w, int64_t n, i
     const size_t row0 = static_cast<size_t>(n) * 4u, rows17 = static_cast<size_t>(kCheckM[1] * n) * 4u;
     plan.ok = std::memcmp(rows[0].data(), rows[1].data(), row0) == 0 && std::memcmp(rows[1].data(), rows[2].data(), rows17) == 0 &&
               std::memcmp(rows[0].data(), rows[2].data(), row0) == 0;
+    differ += !plan.ok;
   }
   release();
+  if (!plan.ok)
+    plan.refused = "of " + std::to_string(count) + " candidate algorithms " + std::to_string(split) + " split K, " +
+                   std::to_string(failed) + " failed to run, " + std::to_string(differ) + " gave rows that differ between M = 1, 17 and 200";
   return &plan;
 }
 
@@ -275,7 +291,8 @@ Status CublasLtGemm::run(CUdeviceptr w, int64_t n, int64_t k, CUdeviceptr x, int
   auto p = plan(w, n, k, bias);
   if (!p) return p.error();
   if (!(*p)->ok)
-    return make_error(ErrorCode::unsupported, "no cuBLASLt algorithm is row invariant for " + std::to_string(n) + "x" + std::to_string(k));
+    return make_error(ErrorCode::unsupported,
+                      "no cuBLASLt algorithm is row invariant for " + std::to_string(n) + "x" + std::to_string(k) + ": " + (*p)->refused);
   return matmul(**p, w, n, k, x, m, out, ldo, bias);
 }
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <set>
 #include <vector>
 
 #include "host/backend/backend.hpp"
@@ -294,6 +295,7 @@ class CudaBackend {
   CublasLtGemm* cublaslt();
   std::unique_ptr<CublasLtGemm> cublaslt_;
   bool cublaslt_opened_ = false;
+  std::set<std::pair<int64_t, int64_t>> cublaslt_refused_;  // shapes whose refusal was logged
   // Integer-activation matmuls (ops_matmul.cpp): rows of x quantised into step scratch
   // once and reused by the next matmuls over the same rows (q/k/v, gate/up) while no
   // other write happened: write_epoch_ counts launches and copies into device memory.

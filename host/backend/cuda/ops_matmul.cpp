@@ -372,6 +372,10 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
   // bf16 weights: bf16 activations, one pass; other weights: f32 activations and
   // weights each split into bf16 hi + lo.
   const bool precise = !bf16;
+  if (bf16) {
+    if (const memra_status lt = matmul_gemm_cublaslt(wd, rows, cols, xd, m, row_index, od, bd); lt != MEMRA_ERR_UNSUPPORTED)
+      return lt;  // else no row-invariant cuBLASLt algorithm for this shape: the own GEMM, for every M
+  }
   const char* kernel = bf16 ? "memra_gemm_fast" : "memra_gemm_precise_wsplit";
   const unsigned smem = bf16 ? kSmemFast : kSmemWsplit;
   auto k = modules_->kernel("matmul_gemm", kernel);
@@ -447,6 +451,9 @@ memra_status CudaBackend::matmul_gemm_cublaslt(CUdeviceptr wd, int64_t rows, int
                                                CUdeviceptr row_index, CUdeviceptr od, CUdeviceptr bd) {
   CublasLtGemm* lt = cublaslt();
   if (!lt) return MEMRA_ERR_UNSUPPORTED;
+  // cuBLASLt launches on the stream at once: the step's recorded launches (this
+  // matmul's operand pass among them) go first, and the rest of this prompt step is eager.
+  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   const uint64_t plane = align_up(static_cast<uint64_t>(m * cols) * 2u, 256);
   if (const memra_status b = gemm_buffer(gemm_x_, plane); b != MEMRA_OK) return b;
   if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
@@ -458,8 +465,11 @@ memra_status CudaBackend::matmul_gemm_cublaslt(CUdeviceptr wd, int64_t rows, int
     if (const memra_status b = gemm_buffer(gemm_rows_, static_cast<uint64_t>(m * rows) * 4u); b != MEMRA_OK) return b;
     out = gemm_rows_.ptr;
   }
-  if (auto st = lt->run(wd, rows, cols, gemm_x_.ptr, m, out, rows, bd); !st)
-    return st.error().code == ErrorCode::unsupported ? MEMRA_ERR_UNSUPPORTED : fail(MEMRA_ERR_DEVICE, st.error().message);
+  if (auto st = lt->run(wd, rows, cols, gemm_x_.ptr, m, out, rows, bd); !st) {
+    if (st.error().code != ErrorCode::unsupported) return fail(MEMRA_ERR_DEVICE, st.error().message);
+    if (cublaslt_refused_.insert({rows, cols}).second) log(MEMRA_LOG_WARN, st.error().message + "; the backend's own GEMM serves it");
+    return MEMRA_ERR_UNSUPPORTED;
+  }
   if (!row_index) return MEMRA_OK;
   return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(m), 1, 256, 0, gemm_rows_.ptr, rows, row_index, od);
 }
