@@ -67,6 +67,28 @@ double greedy_side_by_side(Engine& a, int32_t as, std::vector<float> al, Engine&
   return worst;
 }
 
+// A sequence opened on `e` and `input` prefilled in one step: every position's logits
+// (empty after a test failure naming why).
+struct Prefill {
+  int32_t seq = -1;
+  std::vector<std::vector<float>> rows;
+};
+Prefill prefill(Engine& e, const std::vector<int32_t>& input) {
+  Prefill p{e.open_sequence(), {}};
+  StepRequest r{p.seq, input, true, true};
+  auto out = e.step({&r, 1});
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+  if (out) p.rows = std::move(*out);
+  return p;
+}
+
+// The worst relative row difference of a against b (same row count).
+double worst_row_diff(const Prefill& a, const Prefill& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.rows.size() && i < b.rows.size(); ++i) worst = std::max(worst, max_rel_diff(a.rows[i], b.rows[i]));
+  return worst;
+}
+
 // bf16 KV on both backends: the CPU reference rounds K/V as the kernels do, so the CUDA
 // logits stay within kBf16CrossBackendBound of the CPU's, far closer than to the CPU's
 // f32-KV logits (which shows the GPU rounds).
@@ -81,21 +103,13 @@ void check_bf16_kv_against_cpu(const std::string& model) {
   auto cpu = load(f32_weights, MEMRA_BACKEND_CPU, MEMRA_DTYPE_BF16);
   auto cpu_f32 = load(f32_weights, MEMRA_BACKEND_CPU);
   ASSERT_TRUE(gpu && cpu && cpu_f32);
-  const int32_t gs = gpu->open_sequence(), cs = cpu->open_sequence(), fs32 = cpu_f32->open_sequence();
-  StepRequest g{gs, input, true, true}, c{cs, input, true, true}, f{fs32, input, true, true};
-  auto go = gpu->step({&g, 1});
-  auto co = cpu->step({&c, 1});
-  auto fo = cpu_f32->step({&f, 1});
-  ASSERT_TRUE(go.ok()) << go.error().message;
-  ASSERT_TRUE(co.ok()) << co.error().message;
-  ASSERT_TRUE(fo.ok()) << fo.error().message;
-  double worst = 0, worst_f32 = 0;
-  for (size_t i = 0; i < input.size(); ++i) {
-    worst = std::max(worst, max_rel_diff((*go)[i], (*co)[i]));
-    worst_f32 = std::max(worst_f32, max_rel_diff((*go)[i], (*fo)[i]));
-  }
+  const Prefill go = prefill(*gpu, input), co = prefill(*cpu, input), fo = prefill(*cpu_f32, input);
+  ASSERT_EQ(go.rows.size(), input.size());
+  ASSERT_EQ(co.rows.size(), input.size());
+  ASSERT_EQ(fo.rows.size(), input.size());
+  const double worst = worst_row_diff(go, co), worst_f32 = worst_row_diff(go, fo);
   std::vector<int32_t> gt, ct;
-  const double worst_step = greedy_side_by_side(*gpu, gs, go->back(), *cpu, cs, co->back(), 24, gt, ct);
+  const double worst_step = greedy_side_by_side(*gpu, go.seq, go.rows.back(), *cpu, co.seq, co.rows.back(), 24, gt, ct);
   std::cout << "[ " << model << " ] bf16 KV: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step
             << " (vs the CPU's f32-KV prefill: " << worst_f32 << ")\n";
   EXPECT_LE(worst, kBf16CrossBackendBound) << model << ": bf16-KV prefill logits differ from the CPU backend's";
@@ -114,16 +128,12 @@ void check_bf16_weights_against_cpu(const std::string& model) {
   auto gpu = load(dir, MEMRA_BACKEND_CUDA);
   auto cpu = load(dir, MEMRA_BACKEND_CPU);
   ASSERT_TRUE(gpu && cpu);
-  const int32_t gs = gpu->open_sequence(), cs = cpu->open_sequence();
-  StepRequest g{gs, input, true, true}, c{cs, input, true, true};
-  auto go = gpu->step({&g, 1});
-  auto co = cpu->step({&c, 1});
-  ASSERT_TRUE(go.ok()) << go.error().message;
-  ASSERT_TRUE(co.ok()) << co.error().message;
-  double worst = 0;
-  for (size_t i = 0; i < input.size(); ++i) worst = std::max(worst, max_rel_diff((*go)[i], (*co)[i]));
+  const Prefill go = prefill(*gpu, input), co = prefill(*cpu, input);
+  ASSERT_EQ(go.rows.size(), input.size());
+  ASSERT_EQ(co.rows.size(), input.size());
+  const double worst = worst_row_diff(go, co);
   std::vector<int32_t> gt, ct;
-  const double worst_step = greedy_side_by_side(*gpu, gs, go->back(), *cpu, cs, co->back(), 24, gt, ct);
+  const double worst_step = greedy_side_by_side(*gpu, go.seq, go.rows.back(), *cpu, co.seq, co.rows.back(), 24, gt, ct);
   std::cout << "[ " << model << " ] bf16 weights: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step << "\n";
   EXPECT_LE(worst, memra::testing::kBf16ActivationBound) << model << ": bf16 prefill logits differ from the CPU backend's";
   EXPECT_LE(worst_step, memra::testing::kBf16ActivationBound) << model << ": bf16 decode logits differ from the CPU backend's";
@@ -156,17 +166,14 @@ TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
   auto gpu = load(out, MEMRA_BACKEND_CUDA);
   auto cpu = load(out, MEMRA_BACKEND_CPU);
   ASSERT_TRUE(gpu && cpu);
-  const int32_t gs = gpu->open_sequence(), cs = cpu->open_sequence();
-  StepRequest g{gs, input, true, true}, c{cs, input, true, true};
-  auto go = gpu->step({&g, 1});
-  auto co = cpu->step({&c, 1});
-  ASSERT_TRUE(go.ok() && co.ok());
-  double worst = 0;
-  for (size_t i = 0; i < input.size(); ++i) worst = std::max(worst, max_rel_diff((*go)[i], (*co)[i]));
+  const Prefill go = prefill(*gpu, input), co = prefill(*cpu, input);
+  ASSERT_EQ(go.rows.size(), input.size());
+  ASSERT_EQ(co.rows.size(), input.size());
+  const double worst = worst_row_diff(go, co);
   std::cout << "[ fp8 ] CUDA prefill max rel diff vs the CPU backend " << worst << "\n";
   // The fp8 repack keeps the embeddings and the head in bf16: the head's bf16 activations.
   EXPECT_LE(worst, kBf16CrossBackendBound);
   std::vector<int32_t> gt, ct;
-  greedy_side_by_side(*gpu, gs, go->back(), *cpu, cs, co->back(), 16, gt, ct);
+  greedy_side_by_side(*gpu, go.seq, go.rows.back(), *cpu, co.seq, co.rows.back(), 16, gt, ct);
   EXPECT_EQ(gt, ct) << "fp8: the CUDA greedy continuation differs from the CPU backend's";
 }

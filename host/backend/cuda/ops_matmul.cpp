@@ -371,7 +371,6 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
   const bool bf16 = b.gemm == BuiltinMatmul::Gemm::streams_bf16;
   // bf16 weights: bf16 activations, one pass; other weights: f32 activations and
   // weights each split into bf16 hi + lo.
-  const bool precise = !bf16;
   if (bf16) {
     if (const memra_status lt = matmul_gemm_cublaslt(wd, rows, cols, xd, m, row_index, od, bd); lt != MEMRA_ERR_UNSUPPORTED)
       return lt;  // else no row-invariant cuBLASLt algorithm for this shape: the own GEMM, for every M
@@ -386,10 +385,10 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     gemm_smem_ready_.push_back(*k);
   }
 
-  // Activation planes [m][cols]: hi, then lo (precise).
+  // Activation planes [m][cols]: hi, then lo (split operands).
   const uint64_t plane = align_up(static_cast<uint64_t>(m * cols) * 2u, 256);
-  if (const memra_status b = gemm_buffer(gemm_x_, plane * (precise ? 2 : 1)); b != MEMRA_OK) return b;
-  const CUdeviceptr a_hi = gemm_x_.ptr, a_lo = precise ? gemm_x_.ptr + plane : 0;
+  if (const memra_status b = gemm_buffer(gemm_x_, plane * (bf16 ? 1 : 2)); b != MEMRA_OK) return b;
+  const CUdeviceptr a_hi = gemm_x_.ptr, a_lo = bf16 ? 0 : gemm_x_.ptr + plane;
   const int64_t lda = cols;
   if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
                                     row_index, static_cast<int32_t>(m), lda, a_hi, a_lo);

@@ -124,115 +124,113 @@ void check_gemm(Device& d, Report& r, const CheckOptions& o) {
   const std::vector<int64_t> ms = o.quick ? std::vector<int64_t>{1, 17, 130} : std::vector<int64_t>{1, 17, 130, 512};
   for (const Scheme& sc : schemes()) {
     const std::string s = sc.name;
-    {
-      const bool fast = ref::bf16_activation_matmul(s);  // one bf16 pass
-      const std::string mode = fast ? "bf16 activations" : "precise";
-      const ref::GemmPrecision prec = fast ? ref::GemmPrecision::bf16 : ref::GemmPrecision::split;
-      struct Case {
-        int64_t m, rows, cols;
-        std::string wflav, xflav;
-        bool bias;
-      };
-      std::vector<Case> cases;
-      for (int64_t m : ms) cases.push_back({m, 257, sc.cols, "random", "random", m == 17});
-      cases.push_back({16, 128, sc.cols, "large", "large", false});
-      cases.push_back({15, 64, sc.cols, "zeros", "random", false});
-      cases.push_back({64, 130, sc.cols, "random", "zeros", false});
-      cases.push_back({17, 64, sc.cols, "denormal", "denormal", false});
-      if (sc.odd_cols) cases.push_back({33, 200, sc.odd_cols, "random", "random", true});
-      for (const Case& c : cases) {
-        const std::string name = "gemm " + s + " " + mode + " M=" + std::to_string(c.m) + " " + std::to_string(c.rows) + "x" +
-                                 std::to_string(c.cols) + " w=" + c.wflav + " x=" + c.xflav + (c.bias ? " +bias" : "");
-        r.guard(name, [&] {
-          std::vector<uint8_t> wb = random_weight(rng, s, c.rows, c.cols, c.wflav);
-          const std::vector<float> x = rng.floats(static_cast<size_t>(c.m * c.cols), c.xflav);
-          const std::vector<float> bias = rng.floats(static_cast<size_t>(c.rows));
-          const float* bp = c.bias ? bias.data() : nullptr;
-          std::vector<float> exact(static_cast<size_t>(c.m * c.rows)), model(exact.size());
-          const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
-          const std::vector<float> xe = fast ? ref::bf16_rounded(x.data(), static_cast<int64_t>(x.size())) : x;
-          if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, xe.data(), c.m, bp, exact.data()) ||
-              !ref::gemm_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, bp, prec, model.data()))
-            throw Failure("reference refused the shape");
-          const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
-          const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;
-          const std::vector<float> y = g.run(w, x, c.m, c.cols, c.rows, std::vector<uint8_t>(static_cast<size_t>(c.m), 1), bw);
-          const Comparison ce = compare(y, exact), cm = compare(y, model);
-          const bool ok = ce.nonfinite_mismatch == 0 && cm.nonfinite_mismatch == 0 && ce.nmse <= kGemmExactBound && cm.nmse <= kGemmModelBound;
-          r.add(name, ok, "nmse vs exact " + fmt(ce.nmse) + " <= " + fmt(kGemmExactBound) + ", vs model " + fmt(cm.nmse) + " <= " +
-                              fmt(kGemmModelBound) + ", max abs diff " + fmt(ce.max_abs));
-        });
-      }
-
-      // A prompt row is bitwise the same alone, anywhere in a batch of M prompt rows.
-      const std::string iname = "bitwise gemm " + s + " " + mode + " row independent of M=1,15,16,17,64,130,512 and position";
-      r.guard(iname, [&] {
-        const int64_t rows = 200, cols = sc.cols;
-        const memra_weight* w = d.weight("w", s, dtype_of(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
-        const std::vector<float> target = rng.floats(static_cast<size_t>(cols));
-        auto at_pos = [&](int64_t m, int64_t at) {
-          std::vector<float> x = rng.floats(static_cast<size_t>(m * cols));
-          std::copy(target.begin(), target.end(), x.begin() + at * cols);
-          return row_of(g.run(w, x, m, cols, rows, std::vector<uint8_t>(static_cast<size_t>(m), 1)), at, rows);
-        };
-        const std::vector<float> alone = at_pos(1, 0);
-        std::string where;
-        for (int64_t m : {int64_t{15}, int64_t{16}, int64_t{17}, int64_t{64}, int64_t{130}, int64_t{512}})
-          for (int64_t at : {int64_t{0}, m / 2, m - 1})
-            if (where.empty() && !compare(at_pos(m, at), alone).bitwise) where = "M=" + std::to_string(m) + " row " + std::to_string(at);
-        r.add(iname, where.empty(), where.empty() ? "bitwise equal (M=1,15,16,17,64,130,512; rows first/middle/last)" : "differs at " + where);
-      });
-
-      // Mixed steps: generated rows on the decode GEMV, prompt rows on the GEMM, each
-      // bitwise what a pure step of its kind computes.
-      const std::string mname = "bitwise gemm " + s + " " + mode + " mixed step == pure decode / pure prompt steps";
-      r.guard(mname, [&] {
-        const int64_t rows = 136, cols = sc.cols, m = 40;
-        const memra_weight* w = d.weight("w", s, dtype_of(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
-        const std::vector<float> x = rng.floats(static_cast<size_t>(m * cols));
-        std::vector<uint8_t> flags(static_cast<size_t>(m));
-        for (auto& f : flags) f = static_cast<uint8_t>(rng.uniform(0, 1));
-        flags[0] = 1;
-        flags[1] = 0;
-        const std::vector<float> mixed = g.run(w, x, m, cols, rows, flags);
-        std::vector<float> xp, xg;
-        std::vector<int64_t> ip, ig;
-        for (int64_t i = 0; i < m; ++i) {
-          auto& dst = flags[static_cast<size_t>(i)] ? xp : xg;
-          dst.insert(dst.end(), x.begin() + i * cols, x.begin() + (i + 1) * cols);
-          (flags[static_cast<size_t>(i)] ? ip : ig).push_back(i);
-        }
-        const auto np = static_cast<int64_t>(ip.size()), ng = static_cast<int64_t>(ig.size());
-        const std::vector<float> prompt = g.run(w, xp, np, cols, rows, std::vector<uint8_t>(static_cast<size_t>(np), 1));
-        const std::vector<float> decode = g.run(w, xg, ng, cols, rows, std::vector<uint8_t>(static_cast<size_t>(ng), 0));
-        const std::vector<float> noflags = g.run(w, xg, ng, cols, rows, {});
-        std::string where;
-        for (int64_t i = 0; i < np && where.empty(); ++i)
-          if (!compare(row_of(mixed, ip[static_cast<size_t>(i)], rows), row_of(prompt, i, rows)).bitwise)
-            where = "prompt row " + std::to_string(ip[static_cast<size_t>(i)]);
-        for (int64_t i = 0; i < ng && where.empty(); ++i) {
-          if (!compare(row_of(mixed, ig[static_cast<size_t>(i)], rows), row_of(decode, i, rows)).bitwise)
-            where = "generated row " + std::to_string(ig[static_cast<size_t>(i)]);
-          else if (!compare(row_of(decode, i, rows), row_of(noflags, i, rows)).bitwise)
-            where = "decode row " + std::to_string(i) + " vs a step without flags";
-        }
-        // Logits rows: a matmul over gathered rows follows each row's own flag.
-        const std::vector<int32_t> logits = {static_cast<int32_t>(ig[0]), static_cast<int32_t>(ip[0]), static_cast<int32_t>(m - 1)};
-        std::vector<float> xl;
-        for (int32_t i : logits) xl.insert(xl.end(), x.begin() + i * cols, x.begin() + (i + 1) * cols);
-        const std::vector<float> yl = g.run_logits(w, xl, m, logits, cols, rows, flags);
-        for (size_t j = 0; j < logits.size() && where.empty(); ++j)
-          if (!compare(row_of(yl, static_cast<int64_t>(j), rows), row_of(mixed, logits[j], rows)).bitwise)
-            where = "logits row " + std::to_string(logits[j]);
-        // Teeth: the prompt rows are not the GEMV's (whose x is rounded alike for bf16
-        // weights, but summed in another order), so the GEMM ran.
-        if (where.empty() && compare(prompt, g.run(w, xp, np, cols, rows, {})).bitwise)
-          where = "prompt rows: equal to the GEMV's, so the GEMM did not run";
-        r.add(mname, where.empty(),
-              where.empty() ? "bitwise equal (" + std::to_string(np) + " prompt, " + std::to_string(ng) + " generated rows, 3 logits rows)"
-                            : "differs at " + where);
+    const bool fast = ref::bf16_activation_matmul(s);  // one bf16 pass
+    const std::string mode = fast ? "bf16 activations" : "precise";
+    const ref::GemmPrecision prec = fast ? ref::GemmPrecision::bf16 : ref::GemmPrecision::split;
+    struct Case {
+      int64_t m, rows, cols;
+      std::string wflav, xflav;
+      bool bias;
+    };
+    std::vector<Case> cases;
+    for (int64_t m : ms) cases.push_back({m, 257, sc.cols, "random", "random", m == 17});
+    cases.push_back({16, 128, sc.cols, "large", "large", false});
+    cases.push_back({15, 64, sc.cols, "zeros", "random", false});
+    cases.push_back({64, 130, sc.cols, "random", "zeros", false});
+    cases.push_back({17, 64, sc.cols, "denormal", "denormal", false});
+    if (sc.odd_cols) cases.push_back({33, 200, sc.odd_cols, "random", "random", true});
+    for (const Case& c : cases) {
+      const std::string name = "gemm " + s + " " + mode + " M=" + std::to_string(c.m) + " " + std::to_string(c.rows) + "x" +
+                               std::to_string(c.cols) + " w=" + c.wflav + " x=" + c.xflav + (c.bias ? " +bias" : "");
+      r.guard(name, [&] {
+        std::vector<uint8_t> wb = random_weight(rng, s, c.rows, c.cols, c.wflav);
+        const std::vector<float> x = rng.floats(static_cast<size_t>(c.m * c.cols), c.xflav);
+        const std::vector<float> bias = rng.floats(static_cast<size_t>(c.rows));
+        const float* bp = c.bias ? bias.data() : nullptr;
+        std::vector<float> exact(static_cast<size_t>(c.m * c.rows)), model(exact.size());
+        const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
+        const std::vector<float> xe = fast ? ref::bf16_rounded(x.data(), static_cast<int64_t>(x.size())) : x;
+        if (!ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, xe.data(), c.m, bp, exact.data()) ||
+            !ref::gemm_rows(rw.type, rw.bytes.data(), c.rows, c.cols, x.data(), c.m, bp, prec, model.data()))
+          throw Failure("reference refused the shape");
+        const memra_weight* w = d.weight("w", s, dtype_of(s), {c.rows, c.cols}, std::move(wb));
+        const memra_weight* bw = c.bias ? d.f32_weight("b", bias) : nullptr;
+        const std::vector<float> y = g.run(w, x, c.m, c.cols, c.rows, std::vector<uint8_t>(static_cast<size_t>(c.m), 1), bw);
+        const Comparison ce = compare(y, exact), cm = compare(y, model);
+        const bool ok = ce.nonfinite_mismatch == 0 && cm.nonfinite_mismatch == 0 && ce.nmse <= kGemmExactBound && cm.nmse <= kGemmModelBound;
+        r.add(name, ok, "nmse vs exact " + fmt(ce.nmse) + " <= " + fmt(kGemmExactBound) + ", vs model " + fmt(cm.nmse) + " <= " +
+                            fmt(kGemmModelBound) + ", max abs diff " + fmt(ce.max_abs));
       });
     }
+
+    // A prompt row is bitwise the same alone, anywhere in a batch of M prompt rows.
+    const std::string iname = "bitwise gemm " + s + " " + mode + " row independent of M=1,15,16,17,64,130,512 and position";
+    r.guard(iname, [&] {
+      const int64_t rows = 200, cols = sc.cols;
+      const memra_weight* w = d.weight("w", s, dtype_of(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
+      const std::vector<float> target = rng.floats(static_cast<size_t>(cols));
+      auto at_pos = [&](int64_t m, int64_t at) {
+        std::vector<float> x = rng.floats(static_cast<size_t>(m * cols));
+        std::copy(target.begin(), target.end(), x.begin() + at * cols);
+        return row_of(g.run(w, x, m, cols, rows, std::vector<uint8_t>(static_cast<size_t>(m), 1)), at, rows);
+      };
+      const std::vector<float> alone = at_pos(1, 0);
+      std::string where;
+      for (int64_t m : {int64_t{15}, int64_t{16}, int64_t{17}, int64_t{64}, int64_t{130}, int64_t{512}})
+        for (int64_t at : {int64_t{0}, m / 2, m - 1})
+          if (where.empty() && !compare(at_pos(m, at), alone).bitwise) where = "M=" + std::to_string(m) + " row " + std::to_string(at);
+      r.add(iname, where.empty(), where.empty() ? "bitwise equal (M=1,15,16,17,64,130,512; rows first/middle/last)" : "differs at " + where);
+    });
+
+    // Mixed steps: generated rows on the decode GEMV, prompt rows on the GEMM, each
+    // bitwise what a pure step of its kind computes.
+    const std::string mname = "bitwise gemm " + s + " " + mode + " mixed step == pure decode / pure prompt steps";
+    r.guard(mname, [&] {
+      const int64_t rows = 136, cols = sc.cols, m = 40;
+      const memra_weight* w = d.weight("w", s, dtype_of(s), {rows, cols}, random_weight(rng, s, rows, cols, "random"));
+      const std::vector<float> x = rng.floats(static_cast<size_t>(m * cols));
+      std::vector<uint8_t> flags(static_cast<size_t>(m));
+      for (auto& f : flags) f = static_cast<uint8_t>(rng.uniform(0, 1));
+      flags[0] = 1;
+      flags[1] = 0;
+      const std::vector<float> mixed = g.run(w, x, m, cols, rows, flags);
+      std::vector<float> xp, xg;
+      std::vector<int64_t> ip, ig;
+      for (int64_t i = 0; i < m; ++i) {
+        auto& dst = flags[static_cast<size_t>(i)] ? xp : xg;
+        dst.insert(dst.end(), x.begin() + i * cols, x.begin() + (i + 1) * cols);
+        (flags[static_cast<size_t>(i)] ? ip : ig).push_back(i);
+      }
+      const auto np = static_cast<int64_t>(ip.size()), ng = static_cast<int64_t>(ig.size());
+      const std::vector<float> prompt = g.run(w, xp, np, cols, rows, std::vector<uint8_t>(static_cast<size_t>(np), 1));
+      const std::vector<float> decode = g.run(w, xg, ng, cols, rows, std::vector<uint8_t>(static_cast<size_t>(ng), 0));
+      const std::vector<float> noflags = g.run(w, xg, ng, cols, rows, {});
+      std::string where;
+      for (int64_t i = 0; i < np && where.empty(); ++i)
+        if (!compare(row_of(mixed, ip[static_cast<size_t>(i)], rows), row_of(prompt, i, rows)).bitwise)
+          where = "prompt row " + std::to_string(ip[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < ng && where.empty(); ++i) {
+        if (!compare(row_of(mixed, ig[static_cast<size_t>(i)], rows), row_of(decode, i, rows)).bitwise)
+          where = "generated row " + std::to_string(ig[static_cast<size_t>(i)]);
+        else if (!compare(row_of(decode, i, rows), row_of(noflags, i, rows)).bitwise)
+          where = "decode row " + std::to_string(i) + " vs a step without flags";
+      }
+      // Logits rows: a matmul over gathered rows follows each row's own flag.
+      const std::vector<int32_t> logits = {static_cast<int32_t>(ig[0]), static_cast<int32_t>(ip[0]), static_cast<int32_t>(m - 1)};
+      std::vector<float> xl;
+      for (int32_t i : logits) xl.insert(xl.end(), x.begin() + i * cols, x.begin() + (i + 1) * cols);
+      const std::vector<float> yl = g.run_logits(w, xl, m, logits, cols, rows, flags);
+      for (size_t j = 0; j < logits.size() && where.empty(); ++j)
+        if (!compare(row_of(yl, static_cast<int64_t>(j), rows), row_of(mixed, logits[j], rows)).bitwise)
+          where = "logits row " + std::to_string(logits[j]);
+      // Teeth: the prompt rows are not the GEMV's (whose x is rounded alike for bf16
+      // weights, but summed in another order), so the GEMM ran.
+      if (where.empty() && compare(prompt, g.run(w, xp, np, cols, rows, {})).bitwise)
+        where = "prompt rows: equal to the GEMV's, so the GEMM did not run";
+      r.add(mname, where.empty(),
+            where.empty() ? "bitwise equal (" + std::to_string(np) + " prompt, " + std::to_string(ng) + " generated rows, 3 logits rows)"
+                          : "differs at " + where);
+    });
   }
 }
 
