@@ -67,6 +67,12 @@ bool int8_activation_matmul(const std::string& scheme, int64_t cols) {
   return int8_scheme(scheme, &s) && cols > 0 && cols % 256 == 0;
 }
 
+bool bf16_prompt_matmul(const std::string& scheme) {
+  for (const char* s : {"bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs"})
+    if (scheme == s) return true;
+  return false;
+}
+
 int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols) {
   switch (s) {
     case Int8Scheme::q8_0: return cols / 32 * 34;

@@ -170,7 +170,7 @@ memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
     if (ref::int8_activation_matmul(a->scheme, a->cols)) {
       // Integer schemes (numeric contract v2, docs/ARCHITECTURE.md "Per-scheme numerics"):
       // each activation row quantised to int8 blocks, integer dots, the kernels' f32 order.
-      // (The CPU backend sends prompt rows to its f32 path instead: host/backend/cpu.)
+      // (The CPU backend sends prompt rows to its bf16-operand path instead: host/backend/cpu.)
       ref::Int8Scheme is;
       ref::int8_scheme(a->scheme, &is);
       std::vector<int8_t> q(static_cast<size_t>(a->m * a->cols));

@@ -281,14 +281,15 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   args.x = f32(x);
   args.y = f32(out);
   if (tensor_last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
-  // Integer schemes take int8 activations on generated rows only (the plugin's matmul);
-  // their prompt rows keep f32 activations (docs/ARCHITECTURE.md, "Per-scheme numerics").
+  // The block schemes' generated rows take the plugin's matmul (int8 or f32
+  // activations), their prompt rows bf16-rounded weights on bf16 activations
+  // (docs/ARCHITECTURE.md, "Per-scheme numerics"); bf16 weights are one path.
   std::string scheme(w->quant);
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::vector<uint8_t> kinds;
-  if (ref::int8_activation_matmul(scheme, args.cols)) kinds = matmul_row_kinds(args.m);
+  if (ref::bf16_prompt_matmul(scheme) && !ref::bf16_activation_matmul(scheme)) kinds = matmul_row_kinds(args.m);
   const memra_status st = std::find(kinds.begin(), kinds.end(), uint8_t{1}) == kinds.end() ? q->matmul(qt.ctx, &args)
-                                                                                        : matmul_prompt_rows_f32(qt, args, kinds);
+                                                                                        : matmul_prompt_rows_bf16(qt, args, kinds);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
   if (bias) {
     const auto* bv = static_cast<const float*>(bias->data);
@@ -298,10 +299,10 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   return MEMRA_OK;
 }
 
-// A matmul with prompt rows of an integer scheme: the generated rows through the
-// plugin's matmul (int8 activations) on their own, the prompt rows on f32 activations
-// (each weight row dequantised by the plugin, ref::dot_f32: the f32 matmul's arithmetic).
-memra_status CpuBackend::matmul_prompt_rows_f32(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds) {
+// A matmul with prompt rows of a block scheme: the generated rows through the
+// plugin's matmul on their own, the prompt rows on bf16 operands (each weight row
+// dequantised by the plugin and rounded to bf16, x rounded to bf16, ref::dot_f32).
+memra_status CpuBackend::matmul_prompt_rows_bf16(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds) {
   const int64_t cols = a.cols, rows = a.rows;
   std::vector<int64_t> generated;
   for (int64_t i = 0; i < a.m; ++i)
@@ -320,12 +321,14 @@ memra_status CpuBackend::matmul_prompt_rows_f32(const QuantTable& qt, const memr
   uint64_t row_bytes = 0;
   if (qt.api->weight_bytes(qt.ctx, a.scheme, 1, cols, &row_bytes) != MEMRA_OK) return fail(MEMRA_ERR_UNSUPPORTED, "matmul: scheme cannot size a row");
   std::vector<float> wr(static_cast<size_t>(cols));
+  const std::vector<float> xb = ref::bf16_rounded(a.x, a.m * cols);
   const auto* base = static_cast<const uint8_t*>(a.weight);
   for (int64_t r = 0; r < rows; ++r) {
     if (qt.api->dequantize(qt.ctx, a.scheme, base + row_bytes * static_cast<uint64_t>(r), row_bytes, 1, cols, wr.data()) != MEMRA_OK)
       return fail(MEMRA_ERR_INTERNAL, "matmul: dequantize failed");
+    const std::vector<float> wb = ref::bf16_rounded(wr.data(), cols);
     for (int64_t t = 0; t < a.m; ++t)
-      if (kinds[static_cast<size_t>(t)]) a.y[t * rows + r] = ref::dot_f32(a.x + t * cols, wr.data(), cols);
+      if (kinds[static_cast<size_t>(t)]) a.y[t * rows + r] = ref::dot_f32(xb.data() + t * cols, wb.data(), cols);
   }
   return MEMRA_OK;
 }

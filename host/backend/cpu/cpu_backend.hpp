@@ -95,7 +95,7 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> logits_rows_;
   void note_batch(const memra_forward_batch* batch);
   std::vector<uint8_t> matmul_row_kinds(int64_t m) const;
-  memra_status matmul_prompt_rows_f32(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds);
+  memra_status matmul_prompt_rows_bf16(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds);
   std::string last_error_;
   memra_backend_ops ops_{};
 };

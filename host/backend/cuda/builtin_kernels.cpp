@@ -43,13 +43,13 @@ BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes
   m.block_elems = elems;
   m.block_bytes = bytes;
   m.small_tile_rows = small_tile_rows;
-  m.gemm = Gemm::dequantized;
+  m.gemm = ref::bf16_prompt_matmul(scheme) ? Gemm::dequantized_bf16 : Gemm::dequantized;
   return m;
 }
 
 // kernels/matmul/matmul8_<scheme>.cu: the integer-activation GEMVs (int8x32
-// activations of generated rows, numeric contract v2); prompt rows take the same f32
-// GEMM as the f32 entry.
+// activations of generated rows, numeric contract v2); prompt rows take the same
+// GEMM as the f32-activation entry.
 BuiltinMatmul int8_gemv(const std::string& scheme, int64_t elems, int64_t bytes) {
   BuiltinMatmul m = block_gemv(scheme, elems, bytes);
   m.module = "matmul8_" + scheme;

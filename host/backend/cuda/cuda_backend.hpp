@@ -281,8 +281,6 @@ class CudaBackend {
   Result<const DeviceBatch::RowSplit*> matmul_split(int64_t m);
   memra_status matmul_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr y, CUdeviceptr bias);
-  memra_status matmul_gemm_cublaslt(CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m, CUdeviceptr row_index,
-                                    CUdeviceptr out, CUdeviceptr bias);
   memra_status matmul_gemm(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                            CUdeviceptr row_index, CUdeviceptr y, CUdeviceptr bias);
   memra_status matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t n,

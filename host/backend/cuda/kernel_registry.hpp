@@ -25,7 +25,8 @@ struct KernelKey {
 };
 
 // A built-in matmul: the GEMV module and its kernels' geometry, and the prefill GEMM's
-// way in (none, the weight streamed as bf16 planes, or a dequantization kernel).
+// way in (none; the weight streamed as a bf16 plane; a dequantization kernel into a
+// bf16 plane, one pass; or into bf16 hi + lo planes, split: ref::bf16_prompt_matmul).
 struct BuiltinMatmul {
   std::string module;                 // "matmul_q4_k"
   std::string gemv_suffix;            // memra_gemv_<suffix>[_u8|_u1]_t<N>
@@ -33,11 +34,11 @@ struct BuiltinMatmul {
   int64_t block_elems = 1;
   int64_t block_bytes = 4;
   int small_tile_rows = 1;            // GEMV rows per warp for tiles of up to 4 tokens
-  enum class Gemm { none, streams_bf16, dequantized } gemm = Gemm::none;
+  enum class Gemm { none, streams_bf16, dequantized_bf16, dequantized } gemm = Gemm::none;
   int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
   // int8x32 activations: the GEMV is memra_gemv8_<kernel>_r<R>_t<NT> of `module`
   // (kernels/matmul/matmul8_<scheme>.cu, launch table gemv_int8_launch.hpp), fed by
-  // memra_quantize_act_q8_rows, for generated rows; prompt rows take the f32 GEMM as before.
+  // memra_quantize_act_q8_rows, for generated rows; prompt rows take the GEMM.
   bool int8_activations = false;
 };
 

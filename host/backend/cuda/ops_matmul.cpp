@@ -11,18 +11,17 @@
 // In a mixed step the prompt rows are gathered into the GEMM's operand planes and
 // its results scattered back by index; the generated rows are gathered, run through
 // the GEMV on their own and scattered back (bitwise copies). The GEMM's operands follow
-// the scheme's numerics (ref::matmul_activation): bf16 weights take bf16 activations,
-// one bf16 pass (cuBLASLt where it is installed and row invariant, else the own GEMM);
-// every other scheme's prompt rows take f32 activations, split into bf16 hi + lo (and
-// non-bf16 weights likewise), f32-faithful.
+// the prompt rows' numerics (ref::bf16_prompt_matmul): bf16 weights, and the block
+// schemes' weights dequantised and rounded to bf16, take bf16 activations, one pass
+// (cuBLASLt where it is installed and row invariant, else the own GEMM); f32, f16 and
+// fp8 weights take f32 activations, both operands split into bf16 hi + lo, f32-faithful.
 //
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
 // ref::matmul_activation) take int8 activations on their generated rows, as their CPU
 // reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
 // once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows; or
 // by the producing norm/activation with BackendOptions::fuse_decode, ops_basic.cpp),
-// then the int8 GEMV, bitwise the reference. Their prompt rows keep f32 activations
-// (the GEMM), whatever its precision setting.
+// then the int8 GEMV, bitwise the reference.
 //
 // Which kernel serves a scheme comes from the backend's kernel registry
 // (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
@@ -142,8 +141,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   }
 
   if (s->int8) {
-    // Generated rows on the int8 GEMV (bitwise the CPU reference), prompt rows on f32
-    // activations: the GEMM.
+    // Generated rows on the int8 GEMV (bitwise the CPU reference), prompt rows on the GEMM.
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
     const DeviceBatch::RowSplit* split = *r;
@@ -363,71 +361,92 @@ memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
 }
 
 // out[row_index[t]] (or out[t]) = x[row_index[t]] (or x[t]) . W^T + bias for t < m, on
-// the tensor cores (gemm_mma.cu).
+// the tensor cores. Operands follow ref::bf16_prompt_matmul: bf16 weights as they are
+// and the block schemes' weights dequantised and rounded to bf16 take bf16 x, one
+// pass (cuBLASLt where a row-invariant algorithm exists for the shape, else the own
+// GEMM of gemm_mma.cu); f32, f16 and fp8 weights take f32 x, both operands split
+// into bf16 hi + lo (the own GEMM). Dequantised weights go through planes of at most
+// kPlaneBudget bytes, chunked by the weight's shape only.
 memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64_t rows,
                                       int64_t cols, CUdeviceptr xd, int64_t m, CUdeviceptr row_index, CUdeviceptr od,
                                       CUdeviceptr bd) {
   const BuiltinMatmul& b = *s.entry->builtin;
-  const bool bf16 = b.gemm == BuiltinMatmul::Gemm::streams_bf16;
-  // bf16 weights: bf16 activations, one pass; other weights: f32 activations and
-  // weights each split into bf16 hi + lo.
-  if (bf16) {
-    if (const memra_status lt = matmul_gemm_cublaslt(wd, rows, cols, xd, m, row_index, od, bd); lt != MEMRA_ERR_UNSUPPORTED)
-      return lt;  // else no row-invariant cuBLASLt algorithm for this shape: the own GEMM, for every M
-  }
-  const char* kernel = bf16 ? "memra_gemm_fast" : "memra_gemm_precise_wsplit";
-  const unsigned smem = bf16 ? kSmemFast : kSmemWsplit;
-  auto k = modules_->kernel("matmul_gemm", kernel);
-  if (!k) return fail(k.error());
-  if (std::find(gemm_smem_ready_.begin(), gemm_smem_ready_.end(), *k) == gemm_smem_ready_.end()) {
-    const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
-    if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (GEMM shared memory)"));
-    gemm_smem_ready_.push_back(*k);
-  }
+  const bool one_pass = b.gemm != BuiltinMatmul::Gemm::dequantized;
+  const bool dequant = b.gemm != BuiltinMatmul::Gemm::streams_bf16;
+  CublasLtGemm* lt = one_pass ? cublaslt() : nullptr;
+  // cuBLASLt launches on the stream at once: the step's recorded launches go first,
+  // and the rest of this prompt step is eager.
+  if (lt)
+    if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
 
   // Activation planes [m][cols]: hi, then lo (split operands).
   const uint64_t plane = align_up(static_cast<uint64_t>(m * cols) * 2u, 256);
-  if (const memra_status b = gemm_buffer(gemm_x_, plane * (bf16 ? 1 : 2)); b != MEMRA_OK) return b;
-  const CUdeviceptr a_hi = gemm_x_.ptr, a_lo = bf16 ? 0 : gemm_x_.ptr + plane;
+  if (const memra_status g = gemm_buffer(gemm_x_, plane * (one_pass ? 1 : 2)); g != MEMRA_OK) return g;
+  const CUdeviceptr a_hi = gemm_x_.ptr, a_lo = one_pass ? 0 : gemm_x_.ptr + plane;
   const int64_t lda = cols;
   if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
                                     row_index, static_cast<int32_t>(m), lda, a_hi, a_lo);
       g != MEMRA_OK)
     return g;
+  // cuBLASLt writes rows in order: gathered rows land in gemm_rows_ (every chunk's, the
+  // own GEMM's too) and are scattered at the end.
+  const bool staged = lt && row_index;
+  if (staged)
+    if (const memra_status g = gemm_buffer(gemm_rows_, static_cast<uint64_t>(m * rows) * 4u); g != MEMRA_OK) return g;
+  const CUdeviceptr target = staged ? gemm_rows_.ptr : od;
+  const CUdeviceptr target_rows = staged ? 0 : row_index;
 
+  const char* kernel = one_pass ? "memra_gemm_fast" : "memra_gemm_precise_wsplit";
+  const unsigned smem = one_pass ? kSmemFast : kSmemWsplit;
   const int32_t mi = static_cast<int32_t>(m), ki = static_cast<int32_t>(cols);
   const auto gx = static_cast<unsigned>((m + kGemmTile - 1) / kGemmTile);
-  auto product = [&](CUdeviceptr b_hi, CUdeviceptr b_lo, int64_t r0, int64_t nr) {
-    const CUdeviceptr o = od + static_cast<CUdeviceptr>(r0) * 4u;
+  auto product = [&](CUdeviceptr b_hi, CUdeviceptr b_lo, int64_t r0, int64_t nr) -> memra_status {
+    const CUdeviceptr o = target + static_cast<CUdeviceptr>(r0) * 4u;
     const CUdeviceptr bias = bd ? bd + static_cast<CUdeviceptr>(r0) * 4u : 0;
+    if (lt) {
+      auto st = lt->run(b_hi, nr, cols, a_hi, m, o, rows, bias);
+      if (st) return MEMRA_OK;
+      if (st.error().code != ErrorCode::unsupported) return fail(MEMRA_ERR_DEVICE, st.error().message);
+      if (cublaslt_refused_.insert({nr, cols}).second) log(MEMRA_LOG_WARN, st.error().message + "; the backend's own GEMM serves it");
+    }
+    auto k = modules_->kernel("matmul_gemm", kernel);
+    if (!k) return fail(k.error());
+    if (std::find(gemm_smem_ready_.begin(), gemm_smem_ready_.end(), *k) == gemm_smem_ready_.end()) {
+      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
+      if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (GEMM shared memory)"));
+      gemm_smem_ready_.push_back(*k);
+    }
     const auto gy = static_cast<unsigned>((nr + kGemmTile - 1) / kGemmTile);
     return launch("matmul_gemm", kernel, gx, gy, kGemmThreads, smem, a_hi, a_lo, lda, mi, b_hi, b_lo, cols,
-                  static_cast<int32_t>(nr), ki, o, rows, row_index, bias);
+                  static_cast<int32_t>(nr), ki, o, rows, target_rows, bias);
   };
-  if (bf16) return product(wd, 0, 0, rows);
 
-  // Other schemes: chunks of weight rows dequantized into bf16 hi + lo planes, then the product
-  // over that chunk. The chunking depends on the weight's shape only.
-  const uint64_t plane_row = static_cast<uint64_t>(cols) * 2u;
-  const uint64_t row_bytes = plane_row * 2;
-  int64_t chunk = static_cast<int64_t>(kPlaneBudget / row_bytes) / kGemmTile * kGemmTile;
-  chunk = std::min(std::max<int64_t>(chunk, kGemmTile), rows);
-  const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
-  if (const memra_status b = gemm_buffer(gemm_w_, wplane * 2); b != MEMRA_OK) return b;
-  const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = gemm_w_.ptr + wplane;
-  const std::string dequant = "memra_gemm_dequant_" + s.scheme;
-  const int64_t unit = b.gemm_unit;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t nr = std::min(chunk, rows - r0);
-    const int64_t threads = nr * (cols / unit);
-    const CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
-    if (const memra_status g = launch("matmul_gemm", dequant.c_str(), static_cast<unsigned>((threads + 255) / 256), 1, 256, 0,
-                                      wr, static_cast<int64_t>(s.row_bytes), static_cast<int32_t>(nr), cols, cols, w_hi, w_lo);
-        g != MEMRA_OK)
-      return g;
-    if (const memra_status g = product(w_hi, w_lo, r0, nr); g != MEMRA_OK) return g;
+  memra_status st = MEMRA_OK;
+  if (!dequant) {
+    st = product(wd, 0, 0, rows);
+  } else {
+    // Chunks of weight rows dequantized into bf16 planes (hi, and lo when split), then
+    // the product over that chunk.
+    const uint64_t plane_row = static_cast<uint64_t>(cols) * 2u;
+    const uint64_t row_bytes = plane_row * (one_pass ? 1 : 2);
+    int64_t chunk = static_cast<int64_t>(kPlaneBudget / row_bytes) / kGemmTile * kGemmTile;
+    chunk = std::min(std::max<int64_t>(chunk, kGemmTile), rows);
+    const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
+    if (const memra_status g = gemm_buffer(gemm_w_, wplane * (one_pass ? 1 : 2)); g != MEMRA_OK) return g;
+    const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = one_pass ? 0 : gemm_w_.ptr + wplane;
+    const std::string dequantizer = "memra_gemm_dequant_" + s.scheme;
+    const int64_t unit = b.gemm_unit;
+    for (int64_t r0 = 0; r0 < rows && st == MEMRA_OK; r0 += chunk) {
+      const int64_t nr = std::min(chunk, rows - r0);
+      const int64_t threads = nr * (cols / unit);
+      const CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
+      st = launch("matmul_gemm", dequantizer.c_str(), static_cast<unsigned>((threads + 255) / 256), 1, 256, 0, wr,
+                  static_cast<int64_t>(s.row_bytes), static_cast<int32_t>(nr), cols, cols, w_hi, w_lo);
+      if (st == MEMRA_OK) st = product(w_hi, w_lo, r0, nr);
+    }
   }
-  return MEMRA_OK;
+  if (st != MEMRA_OK || !staged) return st;
+  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(m), 1, 256, 0, gemm_rows_.ptr, rows, row_index, od);
 }
 
 CublasLtGemm* CudaBackend::cublaslt() {
@@ -437,40 +456,11 @@ CublasLtGemm* CudaBackend::cublaslt() {
       std::string why;
       cublaslt_ = CublasLtGemm::open(options_.cublaslt, ctx_.stream(), &why);
       log(cublaslt_ ? MEMRA_LOG_INFO : MEMRA_LOG_WARN,
-          cublaslt_ ? "single-pass prompt GEMM of bf16 weights through cuBLASLt (" + cublaslt_->library() + ")"
+          cublaslt_ ? "single-pass prompt GEMM (bf16 operands) through cuBLASLt (" + cublaslt_->library() + ")"
                     : "cuBLASLt unavailable (" + why + "); single-pass prompt rows use the backend's own GEMM");
     }
   }
   return cublaslt_.get();
-}
-
-// Prompt rows x (f32, gathered by row_index when given) rounded to bf16, times the bf16
-// weights through cuBLASLt; out rows at row_index (or 0..m-1). UNSUPPORTED: not here.
-memra_status CudaBackend::matmul_gemm_cublaslt(CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd, int64_t m,
-                                               CUdeviceptr row_index, CUdeviceptr od, CUdeviceptr bd) {
-  CublasLtGemm* lt = cublaslt();
-  if (!lt) return MEMRA_ERR_UNSUPPORTED;
-  // cuBLASLt launches on the stream at once: the step's recorded launches (this
-  // matmul's operand pass among them) go first, and the rest of this prompt step is eager.
-  if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
-  const uint64_t plane = align_up(static_cast<uint64_t>(m * cols) * 2u, 256);
-  if (const memra_status b = gemm_buffer(gemm_x_, plane); b != MEMRA_OK) return b;
-  if (const memra_status g = launch("matmul_gemm", "memra_gemm_split_rows", static_cast<unsigned>(m), 1, 256, 0, xd, cols,
-                                    row_index, static_cast<int32_t>(m), cols, gemm_x_.ptr, CUdeviceptr{0});
-      g != MEMRA_OK)
-    return g;
-  CUdeviceptr out = od;
-  if (row_index) {
-    if (const memra_status b = gemm_buffer(gemm_rows_, static_cast<uint64_t>(m * rows) * 4u); b != MEMRA_OK) return b;
-    out = gemm_rows_.ptr;
-  }
-  if (auto st = lt->run(wd, rows, cols, gemm_x_.ptr, m, out, rows, bd); !st) {
-    if (st.error().code != ErrorCode::unsupported) return fail(MEMRA_ERR_DEVICE, st.error().message);
-    if (cublaslt_refused_.insert({rows, cols}).second) log(MEMRA_LOG_WARN, st.error().message + "; the backend's own GEMM serves it");
-    return MEMRA_ERR_UNSUPPORTED;
-  }
-  if (!row_index) return MEMRA_OK;
-  return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(m), 1, 256, 0, gemm_rows_.ptr, rows, row_index, od);
 }
 
 }  // namespace memra::backend::cuda
