@@ -63,6 +63,18 @@ profile() { case "$QUICK" in only:*|bench:*) echo "profile $*" | grep -qE "${QUI
            grep -A14 "decode profile" "$L/profile.log" | tee -a "$R"; cat "$L/profile.log" >> "$L/profiles.log"; }
 profile --quant bf16 --prompt-tokens 16 --gen-tokens 32 --repeats 1
 profile --quant q4_k --prompt-tokens 16 --gen-tokens 32 --repeats 1
+profile --quant q4_k --prompt-tokens 16 --gen-tokens 32 --depth 4096 --repeats 1
+# True per-kernel durations of decode steps (ncu, caches kept warm, eager launches): the
+# launches after the warm-up's prefill, per kernel and grid, for STEPS decode steps.
+ncu_profile() { local steps=$1; shift
+  case "$QUICK" in only:*|bench:*) echo "ncu $*" | grep -qE "${QUICK#*:}" || return 0 ;; esac
+  command -v ncu > /dev/null || { say "ncu: not on this machine"; return 0; }
+  say "== MEMRA_CUDA_GRAPH=0 ncu memra-bench $*"
+  MEMRA_CUDA_GRAPH=0 timeout 400 ncu --clock-control none --cache-control none --launch-skip 1500 --launch-count 2000 \
+    --metrics gpu__time_duration.sum --csv --print-units base "$D/bin/memra-bench" "$@" > "$L/ncu.csv" 2> "$L/ncu.err"
+  python3 "$REPO/tests/cuda/ncu_summary.py" "$L/ncu.csv" "$steps" | tee -a "$R"; cat "$L/ncu.csv" >> "$L/ncu-all.csv"; }
+ncu_profile 3.6 --quant bf16 --prompt-tokens 16 --gen-tokens 8 --repeats 1
+ncu_profile 2.9 --quant q4_k --prompt-tokens 16 --gen-tokens 8 --repeats 1
 bench --quant bf16 --prompt-tokens 512 --gen-tokens 64 --depth 0,4096 --batches 1,4,8,16 --decode 16
 bench --quant q4_k --spec ngram --spec-k 4 --gen 128
 bench --quant q4_k --spec ngram --spec-k 8 --gen 128

@@ -62,9 +62,11 @@ BuiltinMatmul int8_gemv(const std::string& scheme, int64_t elems, int64_t bytes)
 Status register_builtin_kernels(KernelRegistry& r) {
   MEMRA_TRY(add_gemv(r, "f32", float_gemv("f32", 4, Gemm::dequantized)));
   MEMRA_TRY(add_gemv(r, "f16", float_gemv("f16", 2, Gemm::dequantized)));
-  // bf16 weights take bf16 activations on every row (the GEMV rounds x on load; prompt
-  // rows run the single-pass GEMM).
-  MEMRA_TRY(add_gemv(r, "bf16", float_gemv("bf16", 2, Gemm::streams_bf16), ref::kActivationBf16));
+  // bf16 weights take bf16 activations on every row (the tensor-core GEMV rounds x on
+  // load; prompt rows run the single-pass GEMM).
+  BuiltinMatmul bf16 = float_gemv("bf16", 2, Gemm::streams_bf16);
+  bf16.gemv_mma = true;
+  MEMRA_TRY(add_gemv(r, "bf16", std::move(bf16), ref::kActivationBf16));
   MEMRA_TRY(add_gemv(r, "q8_0", block_gemv("q8_0", 32, 34)));
   MEMRA_TRY(add_gemv(r, "q4_0", block_gemv("q4_0", 32, 18)));
   MEMRA_TRY(add_gemv(r, "q4_k", block_gemv("q4_k", 256, 144)));

@@ -352,6 +352,20 @@ memra_status CudaBackend::kernel_get(memra_kernel_module* module, const char* na
   return MEMRA_OK;
 }
 
+memra_status CudaBackend::allow_dynamic_smem(Kernel* k, uint64_t bytes) {
+  if (bytes <= k->dynamic_smem_limit) return MEMRA_OK;
+  int optin = 0;
+  const CUresult ra = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx_.device());
+  if (ra != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(ra, "cuDeviceGetAttribute (shared memory opt-in)"));
+  if (bytes > static_cast<uint64_t>(optin))
+    return fail(MEMRA_ERR_UNSUPPORTED, k->name + " needs " + std::to_string(bytes) + " bytes of shared memory per block; the device allows " +
+                                           std::to_string(optin));
+  const CUresult r = cuFuncSetAttribute(k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin);
+  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("cuFuncSetAttribute (shared memory of " + k->name + ")").c_str()));
+  k->dynamic_smem_limit = static_cast<uint32_t>(optin);
+  return MEMRA_OK;
+}
+
 // A launch through the kernel services (plugins, tools). With argument sizes that match
 // the kernel's parameter layout it is recorded like the backend's own launches, so a
 // decode step that contains it still replays as one graph; without them it ends the
@@ -360,6 +374,7 @@ memra_status CudaBackend::kernel_launch(memra_kernel* kernel, const memra_launch
   if (!kernel || !MEMRA_STRUCT_HAS(c, memra_launch_config, stream))
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch: bad kernel or launch config");
   auto* k = reinterpret_cast<Kernel*>(kernel);
+  if (const memra_status sm = allow_dynamic_smem(k, c->shared_bytes); sm != MEMRA_OK) return sm;
   ++write_epoch_;
   const bool sized = MEMRA_STRUCT_HAS(c, memra_launch_config, arg_sizes) && c->num_args > 0;
   if (sized && (!c->arg_sizes || !args)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "kernel_launch " + k->name + ": num_args without arg_sizes or args");

@@ -43,6 +43,7 @@ struct SchemeInfo {
   uint64_t row_bytes = 0;
   int small_tile_rows = 1;  // rows per warp of the GEMV for tiles up to 4 tokens (fp8: 2)
   bool int8 = false;        // int8x32 activations (ref::matmul_activation): the int8 GEMV
+  bool mma = false;         // the tensor-core bf16 GEMV (BuiltinMatmul::gemv_mma)
 };
 
 // The batch arrays of one forward step, on the device.
@@ -353,7 +354,9 @@ class CudaBackend {
   void fused_act_q8_done(const QuantizedRows& rows);
   QuantizedRows fused_pending_;
   int64_t fused_act_quantisations_ = 0, merged_gemv_launches_ = 0;
-  std::vector<Kernel*> gemm_smem_ready_;  // GEMM kernels whose dynamic shared memory limit is raised
+  // Raises k's dynamic shared memory limit to `bytes` (once; the default is 48 KB);
+  // UNSUPPORTED past the device's opt-in limit.
+  memra_status allow_dynamic_smem(Kernel* k, uint64_t bytes);
   // The logits tensor of this step's logits_output, kept on the device for sample_rows
   // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.
   CUdeviceptr kept_logits_ = 0;
@@ -365,7 +368,6 @@ class CudaBackend {
   Result<CUdeviceptr> upload_step_ints(const int32_t* data, size_t count);
   memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries, CUdeviceptr rows,
                                 int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
-  std::vector<Kernel*> attention_smem_ready_;  // prefill attention kernels whose shared memory limit is raised
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).

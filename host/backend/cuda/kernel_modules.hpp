@@ -25,6 +25,7 @@ struct Kernel {
   // Calls memra::cuda::pdl_wait before touching any other kernel's data
   // (kernels/common/pdl.cuh): step graphs may launch it programmatically (step_graph.cpp).
   bool pdl = false;
+  uint32_t dynamic_smem_limit = 48 * 1024;  // raised by CudaBackend::allow_dynamic_smem
 };
 
 struct Module {

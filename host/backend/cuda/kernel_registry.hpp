@@ -34,6 +34,9 @@ struct BuiltinMatmul {
   int64_t block_elems = 1;
   int64_t block_bytes = 4;
   int small_tile_rows = 1;            // GEMV rows per warp for tiles of up to 4 tokens
+  // bf16 rows of 8-element multiples: the tensor-core GEMV memra_gemv_bf16_mma_n<NT>
+  // (kernels/matmul/gemv_mma_bf16.cuh) instead of memra_gemv_<suffix>_u8.
+  bool gemv_mma = false;
   enum class Gemm { none, streams_bf16, dequantized_bf16, dequantized } gemm = Gemm::none;
   int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
   // int8x32 activations: the GEMV is memra_gemv8_<kernel>_r<R>_t<NT> of `module`

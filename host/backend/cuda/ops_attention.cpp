@@ -105,21 +105,12 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
       attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, true) <= attn::kDecodeSmemOverlapLimit;
   const uint64_t shared64 = attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, v_separate);
   const char* chunk_kernel = bf16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
-  if (shared64 > 48 * 1024) {
-    // Raised once per kernel, to the device's opt-in limit.
+  {
     auto k = modules_->kernel("attention", chunk_kernel);
     if (!k) return fail(k.error());
-    int optin = 0;
-    const CUresult ra = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx_.device());
-    if (ra != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(ra, "cuDeviceGetAttribute (shared memory opt-in)"));
-    if (shared64 > static_cast<uint64_t>(optin))
-      return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group " + std::to_string(group) + " x head_dim " +
-                                             std::to_string(head_dim) + " needs more shared memory than the device has");
-    if (std::find(attention_smem_ready_.begin(), attention_smem_ready_.end(), *k) == attention_smem_ready_.end()) {
-      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin);
-      if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (decode attention shared memory)"));
-      attention_smem_ready_.push_back(*k);
-    }
+    if (allow_dynamic_smem(*k, shared64) != MEMRA_OK)
+      return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group " + std::to_string(group) + " x head_dim " + std::to_string(head_dim) +
+                                             ": " + last_error_);
   }
   const auto shared = static_cast<unsigned>(shared64);
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
@@ -223,11 +214,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   const auto smem = static_cast<unsigned>(attn::prefill_attention_smem_bytes(head_dim));
   auto pk = modules_->kernel("attention_prefill", kernel);
   if (!pk) return fail(pk.error());
-  if (std::find(attention_smem_ready_.begin(), attention_smem_ready_.end(), *pk) == attention_smem_ready_.end()) {
-    const CUresult r = cuFuncSetAttribute((*pk)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
-    if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (prefill attention shared memory)"));
-    attention_smem_ready_.push_back(*pk);
-  }
+  if (const memra_status sm = allow_dynamic_smem(*pk, smem); sm != MEMRA_OK) return sm;
   st = launch("attention_prefill", kernel, static_cast<unsigned>(plan->ctas), 1, static_cast<unsigned>(attn::kPrefillThreads),
               smem, dptr(q), kc, vc, heads, kv_heads, block_size, db.positions, db.block_tables, max_blocks, p->scale,
               p->sliding_window, p->logit_softcap, plan->tasks, dptr(out));

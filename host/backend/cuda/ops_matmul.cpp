@@ -36,6 +36,7 @@
 
 #include "host/backend/cuda/cuda_backend.hpp"
 #include "kernels/matmul/gemv_int8_launch.hpp"
+#include "kernels/matmul/gemv_mma_layout.hpp"
 #include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::backend::cuda {
@@ -76,6 +77,7 @@ Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w, const char* activa
   info.module = b.module;
   info.int8 = b.int8_activations;
   info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
+  info.mma = b.gemv_mma && cols % 8 == 0;
   if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
     return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
   return info;
@@ -206,6 +208,19 @@ memra_status CudaBackend::matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr wd, 
 
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                       int64_t m, CUdeviceptr od, CUdeviceptr bd) {
+  if (s.mma) {
+    // gemv_mma_bf16.cuh: 16 rows x 8 or 16 tokens per block; a token's bits do not
+    // depend on which (every n-tile runs the same mma sequence per column).
+    namespace g = memra::gemv_mma;
+    const int64_t nt = m > g::kTokens ? 2 : 1;
+    const auto gx = static_cast<unsigned>((rows + g::kRows - 1) / g::kRows);
+    const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
+    const std::string kernel = "memra_gemv_bf16_mma_n" + std::to_string(nt);
+    auto k = modules_->kernel(s.module, kernel);
+    if (!k) return fail(k.error());
+    if (const memra_status sm = allow_dynamic_smem(*k, g::kSmemBytes); sm != MEMRA_OK) return sm;
+    return launch(s.module.c_str(), kernel.c_str(), gx, gy, 32 * g::kWarps, g::kSmemBytes, wd, rows, cols, xd, m, od, bd);
+  }
   constexpr int64_t kTile = 16, kWarps = 4;  // kernels/matmul/gemv.cuh
   // Accumulators per lane: the smallest of 1, 2, 4, 8, 16 that holds min(m, 16)
   // tokens. Every variant computes a token identically (gemv.cuh), so the choice,
@@ -411,11 +426,7 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     }
     auto k = modules_->kernel("matmul_gemm", kernel);
     if (!k) return fail(k.error());
-    if (std::find(gemm_smem_ready_.begin(), gemm_smem_ready_.end(), *k) == gemm_smem_ready_.end()) {
-      const CUresult r = cuFuncSetAttribute((*k)->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
-      if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuFuncSetAttribute (GEMM shared memory)"));
-      gemm_smem_ready_.push_back(*k);
-    }
+    if (const memra_status sm = allow_dynamic_smem(*k, smem); sm != MEMRA_OK) return sm;
     const auto gy = static_cast<unsigned>((nr + kGemmTile - 1) / kGemmTile);
     return launch("matmul_gemm", kernel, gx, gy, kGemmThreads, smem, a_hi, a_lo, lda, mi, b_hi, b_lo, cols,
                   static_cast<int32_t>(nr), ki, o, rows, target_rows, bias);

@@ -132,6 +132,70 @@ constexpr uint64_t kPool = 1ull << 30;
 
 uint64_t align256(uint64_t v) { return (v + 255) & ~uint64_t{255}; }
 
+// The bf16 GEMVs on the same shapes (the pool's random bits as bf16 weights: no kernel
+// branches on values): the tensor-core kernel (gemv_mma_bf16.cuh) in the production
+// ring/warp shape and others, and the warp-per-row f32-FMA kernel it replaced.
+void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read, DevBuf& sink, double copy_gbs, int64_t sms,
+                     Rng& rng) {
+  void* st = timer.stream();
+  const int64_t max_cols = 12288, max_m = 16;
+  std::vector<float> x = rng.floats(static_cast<size_t>(max_m * max_cols));
+  DevBuf xf(k.device(), x.size() * 4), y(k.device(), static_cast<uint64_t>(max_m) * 12288 * 4);
+  xf.put(x.data(), x.size() * 4);
+  struct Variant {
+    std::string name;
+    int stages, warps;  // 0: the warp-per-row kernel
+  };
+  const std::vector<Variant> variants = {{"mma s8w8 (production)", 8, 8}, {"mma s4w8", 4, 8}, {"mma s4w4", 4, 4}, {"mma s8w4", 8, 4},
+                                         {"mma s16w4", 16, 4},           {"mma s16w2", 16, 2}, {"warp/row", 0, 0}};
+  std::printf("\n| shape (rows x cols) | M | kernel | us | GB/s | %% of copy | read of the weight bytes us |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Shape& sh : kShapes) {
+    const uint64_t wbytes = static_cast<uint64_t>(sh.rows * sh.cols * 2), slot = align256(wbytes);
+    const int slots = static_cast<int>(pool.bytes() / slot);
+    const double t_read = timer.us([&](int i) {
+      const void* src = pool.at(static_cast<uint64_t>(i % slots) * slot);
+      int64_t n = static_cast<int64_t>(wbytes / 16);
+      void* sp = sink.ptr();
+      void* args[] = {&src, &n, &sp};
+      k.launch(read, static_cast<unsigned>(sms * 8), 1, 256, args, st);
+    });
+    for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}})
+      for (const Variant& v : variants) {
+        const int nt = v.warps ? (m > 8 ? 2 : 1) : tile_tokens(m);
+        if (v.warps && nt == 2 && !(v.stages == 8 && (v.warps == 8 || v.warps == 4))) continue;  // n2 exists for these
+        std::string kname;
+        unsigned gx = 0, gy = 0, block = 0, smem = 0;
+        if (!v.warps) {
+          kname = "memra_gemv_bench_bf16_u8_t" + std::to_string(nt);
+          gx = static_cast<unsigned>((sh.rows + 3) / 4), gy = static_cast<unsigned>((m + nt - 1) / nt), block = 128;
+        } else {
+          kname = v.stages == 8 && v.warps == 8 ? "memra_gemv_bf16_mma_n" + std::to_string(nt)
+                                                 : "memra_bench_gemv_bf16_s" + std::to_string(v.stages) + "w" + std::to_string(v.warps) + "_n" + std::to_string(nt);
+          gx = static_cast<unsigned>((sh.rows + 15) / 16), gy = static_cast<unsigned>((m + 8 * nt - 1) / (8 * nt));
+          block = static_cast<unsigned>(32 * v.warps), smem = static_cast<unsigned>(v.warps * v.stages * 1024);
+        }
+        memra_kernel* kern = k.get("matmul_float", kname);
+        const double t = timer.us([&](int i) {
+          const void* w = pool.at(static_cast<uint64_t>(i % slots) * slot);
+          const void* xp = xf.ptr();
+          void* yp = y.ptr();
+          const void* bias = nullptr;
+          int64_t rb = sh.cols * 2, rows = sh.rows, cols = sh.cols, mm = m;
+          if (!v.warps) {
+            void* args[] = {&w, &rb, &rows, &cols, &xp, &mm, &yp, &bias};
+            k.launch(kern, gx, gy, block, args, st);
+          } else {
+            void* args[] = {&w, &rows, &cols, &xp, &mm, &yp, &bias};
+            k.launch(kern, gx, gy, block, args, st, smem);
+          }
+        });
+        const double gbs = static_cast<double>(wbytes) / (t * 1e3);
+        std::printf("| %s %lldx%lld | %lld | %s | %.2f | %.0f | %.1f | %.2f |\n", sh.name, static_cast<long long>(sh.rows),
+                    static_cast<long long>(sh.cols), static_cast<long long>(m), v.name.c_str(), t, gbs, 100.0 * gbs / copy_gbs, t_read);
+      }
+  }
+}
+
 }  // namespace
 
 void bench_int8_gemv(Device& d, const BenchOptions& o) {
@@ -171,6 +235,10 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
               info.name, info.multiprocessor_count, copy_gbs, best_bps);
   memra_kernel* read = k.get("matmul8_act", "memra_bench_read");
   DevBuf sink(d, 256);
+  if (o.bf16) {
+    bench_bf16_gemv(k, timer, pool, read, sink, copy_gbs, info.multiprocessor_count, rng);
+    return;
+  }
 
   // Activations (largest shape, M = 16), for both paths.
   const int64_t max_cols = 12288, max_m = 16;

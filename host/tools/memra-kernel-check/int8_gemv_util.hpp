@@ -47,6 +47,7 @@ class DevBuf {
 class Kernels {
  public:
   explicit Kernels(Device& d) : d_(d) {}
+  Device& device() { return d_; }
   memra_kernel* get(const std::string& module, const std::string& name) {
     auto& m = modules_[module];
     if (!m) d_.check(d_.kernel_module_load(module.c_str(), &m), "kernel_module_load(" + module + ")");
@@ -54,8 +55,10 @@ class Kernels {
     d_.check(d_.kernel_get(m, name.c_str(), &k), "kernel_get(" + name + ")");
     return k;
   }
-  void launch(memra_kernel* k, unsigned gx, unsigned gy, unsigned block, void** args, void* stream = nullptr) {
+  void launch(memra_kernel* k, unsigned gx, unsigned gy, unsigned block, void** args, void* stream = nullptr,
+              uint32_t shared_bytes = 0) {
     memra_launch_config c{};
+    c.shared_bytes = shared_bytes;
     c.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
     c.grid[0] = gx;
     c.grid[1] = gy;

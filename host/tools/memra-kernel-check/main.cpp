@@ -31,6 +31,8 @@ void usage() {
       "  --plugin-dir DIR   also check the kernels the quant plugins in DIR register (repeatable)\n"
       "  --bench            instead of the checks: time the int8-activation GEMVs against today's\n"
       "                     GEMVs on the Qwen3-8B decode shapes (GB/s, %% of the copy bandwidth)\n"
+      "  --bench-bf16       instead of the checks: time the bf16 GEMVs (the tensor-core kernel in\n"
+      "                     several ring/warp shapes, the warp-per-row kernel it replaced) likewise\n"
       "  --help             this text\n");
 }
 
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
   open.kind = MEMRA_BACKEND_CUDA;
   memra::kcheck::CheckOptions opts;
   std::string filter;
-  bool bench = false;
+  bool bench = false, bench_bf16 = false;
   std::vector<std::string> plugin_dirs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") opts.quick = true;
     else if (a == "--no-nvrtc") open.use_nvrtc = false;
     else if (a == "--bench") bench = true;
+    else if (a == "--bench-bf16") bench = bench_bf16 = true;
     else if (a == "--plugin-dir") plugin_dirs.push_back(value("--plugin-dir"));
     else {
       std::fprintf(stderr, "memra-kernel-check: unknown option %s (see --help)\n", a.c_str());
@@ -93,7 +96,7 @@ int main(int argc, char** argv) {
   if (bench) {
     int rc = 0;
     try {
-      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device});
+      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device, bench_bf16});
     } catch (const std::exception& e) {
       std::printf("FAILED: bench: %s\n", e.what());
       rc = 1;

@@ -1,0 +1,165 @@
+// y[t][r] = sum_c bf16(x[t][c]) * W[r][c] (+ bias[r]) for bf16 weights W [rows][cols]
+// (cols % 8 == 0), on the tensor cores: the decode GEMV of bf16 weights for every row
+// count, so a batch of up to 16 tokens streams the weights once (numeric contract v2:
+// bf16 activations, products exact in f32, f32 accumulation; ref::bf16_activation_matmul).
+//
+// A block owns 16 weight rows and 8 tokens per n-tile (NT n-tiles, grid.y walks the
+// rest); its 8 warps split the row's 32-element chunks into 8 contiguous ranges that
+// depend on cols only. Per chunk, lane (g, q) = (lane / 4, lane % 4) loads 16 bytes of
+// rows g and g + 8 at elements 8q..8q+7 and the same 8 elements of token g's x
+// (rounded to bf16), and two mma.m16n8k16 take elements {0-3} and {4-7} of every lane's
+// run: an mma's k order is a permutation of the chunk's, the same one for W and x, so
+// the product is the chunk's dot product. The warps' partial sums meet in shared
+// memory and are added in warp order, then the bias. Dynamic shared memory:
+// gemv_mma_layout.hpp's kSmemBytes.
+//
+// Batch invariance: a token's column goes through the same mma sequence whatever the
+// other columns hold (an mma's output element depends on its row of A and column of B
+// only) and whatever NT or the token count is, so its bits are the same for any M.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "kernels/common/pdl.cuh"
+#include "kernels/matmul/gemv_mma_layout.hpp"
+
+namespace memra::cuda::gemv_mma {
+
+using memra::gemv_mma::kRows;
+using memra::gemv_mma::kTokens;
+
+// 16 bytes global -> shared, bypassing L1 (weights are read once); src_bytes 0 zero-fills.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Two floats rounded to bf16 (nearest even, __float2bfloat16_rn) in one register, lo first.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                    uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Each warp streams its chunks through a ring of kStages slots in shared memory (one
+// cp.async group per chunk, kStages in flight): a lane reads back only the 32 bytes it
+// copied itself, so cp.async.wait_group orders it, and a slot is refilled only after
+// the mma that used its registers has issued.
+// NT n-tiles of kTokens; kStages ring slots per warp; kWarps k ranges (the production
+// shape is gemv_mma_layout.hpp's, others are timed by memra-kernel-check --bench-bf16).
+template <int NT, int kStages = memra::gemv_mma::kStages, int kWarps = memra::gemv_mma::kWarps>
+__device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
+                                          const float* __restrict__ x, int64_t m, float* __restrict__ y,
+                                          const float* __restrict__ bias) {
+  extern __shared__ uint4 smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  uint4* ring = smem + warp * kStages * 64;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens * NT;
+  const int64_t chunks = (cols + 31) / 32;
+  const int64_t c_begin = chunks * warp / kWarps, c_end = chunks * (warp + 1) / kWarps;
+  const int64_t n_chunks = c_end - c_begin;
+  const bool row_a = r0 + g < rows, row_b = r0 + g + 8 < rows;
+  const __nv_bfloat16* wa = w + (row_a ? r0 + g : 0) * cols;
+  const __nv_bfloat16* wb = w + (row_b ? r0 + g + 8 : 0) * cols;
+  auto issue = [&](int64_t c, int slot) {
+    const int64_t k = c * 32 + 8 * q;
+    const bool in = k < cols;
+    cp_async16(ring + slot * 64 + lane, wa + (in ? k : 0), in && row_a ? 16 : 0);
+    cp_async16(ring + slot * 64 + 32 + lane, wb + (in ? k : 0), in && row_b ? 16 : 0);
+  };
+
+  float acc[NT][4];
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[n][i] = 0.0f;
+
+  // PDL (kernels/common/pdl.cuh): the first weights are in flight before x is touched.
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) {
+    if (s < n_chunks) issue(c_begin + s, s);
+    cp_async_commit();
+  }
+  pdl_wait();
+  pdl_launch_dependents();
+  for (int64_t i = 0; i < n_chunks; ++i) {
+    cp_async_wait<kStages - 1>();
+    const int slot = static_cast<int>(i % kStages);
+    const uint4 va = ring[slot * 64 + lane], vb = ring[slot * 64 + 32 + lane];
+    const int64_t k = (c_begin + i) * 32 + 8 * q;
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      const int64_t t = t0 + n * kTokens + g;
+      uint32_t b[4] = {0, 0, 0, 0};
+      if (t < m && k < cols) {
+        const float4 lo = *reinterpret_cast<const float4*>(x + t * cols + k);
+        const float4 hi = *reinterpret_cast<const float4*>(x + t * cols + k + 4);
+        b[0] = pack_bf16(lo.x, lo.y);
+        b[1] = pack_bf16(lo.z, lo.w);
+        b[2] = pack_bf16(hi.x, hi.y);
+        b[3] = pack_bf16(hi.z, hi.w);
+      }
+      mma(acc[n], va.x, vb.x, va.y, vb.y, b[0], b[1]);
+      mma(acc[n], va.z, vb.z, va.w, vb.w, b[2], b[3]);
+    }
+    if (i + kStages < n_chunks) issue(c_begin + i + kStages, slot);
+    cp_async_commit();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is done with its ring: the partial sums reuse it
+  float* partial = reinterpret_cast<float*>(smem);  // [kWarps][NT][kRows][kTokens]
+  auto at = [&](int wp, int n, int r, int tok) -> float& { return partial[((wp * NT + n) * kRows + r) * kTokens + tok]; };
+  // acc: (row g, tokens 2q, 2q + 1), (row g + 8, tokens 2q, 2q + 1).
+#pragma unroll
+  for (int n = 0; n < NT; ++n) {
+    at(warp, n, g, 2 * q) = acc[n][0];
+    at(warp, n, g, 2 * q + 1) = acc[n][1];
+    at(warp, n, g + 8, 2 * q) = acc[n][2];
+    at(warp, n, g + 8, 2 * q + 1) = acc[n][3];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < NT * kRows * kTokens; i += blockDim.x) {
+    const int r = i % kRows, tok = (i / kRows) % kTokens, n = i / (kRows * kTokens);
+    const int64_t row = r0 + r, t = t0 + n * kTokens + tok;
+    if (row >= rows || t >= m) continue;
+    float v = at(0, n, r, tok);
+#pragma unroll
+    for (int j = 1; j < kWarps; ++j) v = v + at(j, n, r, tok);
+    if (bias) v = v + bias[row];
+    y[t * rows + row] = v;
+  }
+}
+
+}  // namespace memra::cuda::gemv_mma
+
+// memra_gemv_bf16_mma_n{1,2}: NT n-tiles of 8 tokens per block, 32 * kWarps threads,
+// kSmemBytes of dynamic shared memory, grid (ceil(rows / 16), ceil(m / (8 NT))); the
+// host picks NT by the token count.
+#define MEMRA_DEFINE_GEMV_BF16_MMA(NT)                                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kWarps)                                 \
+      memra_gemv_bf16_mma_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x, int64_t m,     \
+                                float* y, const float* bias) {                                                      \
+    memra::cuda::gemv_mma::gemv_tile<NT>(w, rows, cols, x, m, y, bias);                                             \
+  }
+// Other ring/warp shapes for memra-kernel-check --bench-bf16.
+#define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(S, W, NT)                                                                  \
+  extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
+      memra_bench_gemv_bf16_s##S##w##W##_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x,  \
+                                               int64_t m, float* y, const float* bias) {                            \
+    memra::cuda::gemv_mma::gemv_tile<NT, S, W>(w, rows, cols, x, m, y, bias);                                       \
+  }
