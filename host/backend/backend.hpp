@@ -147,16 +147,16 @@ struct BackendOptions {
   // algorithm per shape): "" finds libcublasLt.so.13, "off" never, else its path.
   std::string cublaslt;
   bool programmatic_launch = true;  // step graphs: PDL-aware kernels overlap the previous kernel's tail
-  // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs: off
-  // by default (measured no faster on the H200: docs/PERFORMANCE.md, "Decode step: PDL ...")
-  bool fuse_decode = false;
+  // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs
+  // (bitwise the unfused path; docs/PERFORMANCE.md, "Latest figures")
+  bool fuse_decode = true;
   void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
   void* log_user = nullptr;
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
   // MEMRA_DEVICE_SAMPLING=0, MEMRA_CUBLASLT,
-  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=1.
+  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=0.
   void apply_environment();
 };
 

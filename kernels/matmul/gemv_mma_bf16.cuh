@@ -54,33 +54,49 @@ __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uin
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Each warp streams its chunks through a ring of kStages slots in shared memory (one
-// cp.async group per chunk, kStages in flight): a lane reads back only the 32 bytes it
-// copied itself, so cp.async.wait_group orders it, and a slot is refilled only after
-// the mma that used its registers has issued.
-// NT n-tiles of kTokens; kStages ring slots per warp; kWarps k ranges (the production
-// shape is gemv_mma_layout.hpp's, others are timed by memra-kernel-check --bench-bf16).
-template <int NT, int kStages = memra::gemv_mma::kStages, int kWarps = memra::gemv_mma::kWarps>
+// Each warp streams its chunks through a ring of kGroups x kBurst slots in shared memory:
+// one cp.async group per burst of kBurst consecutive chunks (kBurst x 64 contiguous bytes
+// of each of its 16 rows, issued together: DRAM sees whole runs, not 64-byte pieces
+// spread over time), kGroups bursts in flight. A lane reads back only the bytes it copied
+// itself, so cp.async.wait_group orders it, and a burst's slots are refilled only after
+// the mmas that used their registers have issued.
+template <int NT, int kBurst = memra::gemv_mma::kBurst, int kGroups = memra::gemv_mma::kGroups,
+          int kWarps = memra::gemv_mma::kWarps>
 __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
                                           const float* __restrict__ x, int64_t m, float* __restrict__ y,
                                           const float* __restrict__ bias) {
+  constexpr int kSlots = kBurst * kGroups;
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, q = lane & 3;
-  uint4* ring = smem + warp * kStages * 64;
+  uint4* ring = smem + warp * kSlots * 64;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens * NT;
   const int64_t chunks = (cols + 31) / 32;
   const int64_t c_begin = chunks * warp / kWarps, c_end = chunks * (warp + 1) / kWarps;
   const int64_t n_chunks = c_end - c_begin;
+  const int64_t n_bursts = (n_chunks + kBurst - 1) / kBurst;
   const bool row_a = r0 + g < rows, row_b = r0 + g + 8 < rows;
   const __nv_bfloat16* wa = w + (row_a ? r0 + g : 0) * cols;
   const __nv_bfloat16* wb = w + (row_b ? r0 + g + 8 : 0) * cols;
-  auto issue = [&](int64_t c, int slot) {
-    const int64_t k = c * 32 + 8 * q;
-    const bool in = k < cols;
-    cp_async16(ring + slot * 64 + lane, wa + (in ? k : 0), in && row_a ? 16 : 0);
-    cp_async16(ring + slot * 64 + 32 + lane, wb + (in ? k : 0), in && row_b ? 16 : 0);
+  auto issue = [&](int64_t burst) {
+    const int base = static_cast<int>(burst % kGroups) * kBurst;
+#pragma unroll
+    for (int u = 0; u < kBurst; ++u) {
+      const int64_t c = burst * kBurst + u;
+      if (c >= n_chunks) break;
+      const int64_t k = (c_begin + c) * 32 + 8 * q;
+      const bool in = k < cols;
+      cp_async16(ring + (base + u) * 64 + lane, wa + (in ? k : 0), in && row_a ? 16 : 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kBurst; ++u) {
+      const int64_t c = burst * kBurst + u;
+      if (c >= n_chunks) break;
+      const int64_t k = (c_begin + c) * 32 + 8 * q;
+      const bool in = k < cols;
+      cp_async16(ring + (base + u) * 64 + 32 + lane, wb + (in ? k : 0), in && row_b ? 16 : 0);
+    }
   };
 
   float acc[NT][4];
@@ -91,33 +107,38 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
 
   // PDL (kernels/common/pdl.cuh): the first weights are in flight before x is touched.
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) {
-    if (s < n_chunks) issue(c_begin + s, s);
+  for (int b = 0; b < kGroups; ++b) {
+    if (b < n_bursts) issue(b);
     cp_async_commit();
   }
   pdl_wait();
   pdl_launch_dependents();
-  for (int64_t i = 0; i < n_chunks; ++i) {
-    cp_async_wait<kStages - 1>();
-    const int slot = static_cast<int>(i % kStages);
-    const uint4 va = ring[slot * 64 + lane], vb = ring[slot * 64 + 32 + lane];
-    const int64_t k = (c_begin + i) * 32 + 8 * q;
+  for (int64_t b = 0; b < n_bursts; ++b) {
+    cp_async_wait<kGroups - 1>();
+    const int base = static_cast<int>(b % kGroups) * kBurst;
 #pragma unroll
-    for (int n = 0; n < NT; ++n) {
-      const int64_t t = t0 + n * kTokens + g;
-      uint32_t b[4] = {0, 0, 0, 0};
-      if (t < m && k < cols) {
-        const float4 lo = *reinterpret_cast<const float4*>(x + t * cols + k);
-        const float4 hi = *reinterpret_cast<const float4*>(x + t * cols + k + 4);
-        b[0] = pack_bf16(lo.x, lo.y);
-        b[1] = pack_bf16(lo.z, lo.w);
-        b[2] = pack_bf16(hi.x, hi.y);
-        b[3] = pack_bf16(hi.z, hi.w);
+    for (int u = 0; u < kBurst; ++u) {
+      const int64_t c = b * kBurst + u;
+      if (c >= n_chunks) break;
+      const uint4 va = ring[(base + u) * 64 + lane], vb = ring[(base + u) * 64 + 32 + lane];
+      const int64_t k = (c_begin + c) * 32 + 8 * q;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const int64_t t = t0 + n * kTokens + g;
+        uint32_t bx[4] = {0, 0, 0, 0};
+        if (t < m && k < cols) {
+          const float4 lo = *reinterpret_cast<const float4*>(x + t * cols + k);
+          const float4 hi = *reinterpret_cast<const float4*>(x + t * cols + k + 4);
+          bx[0] = pack_bf16(lo.x, lo.y);
+          bx[1] = pack_bf16(lo.z, lo.w);
+          bx[2] = pack_bf16(hi.x, hi.y);
+          bx[3] = pack_bf16(hi.z, hi.w);
+        }
+        mma(acc[n], va.x, vb.x, va.y, vb.y, bx[0], bx[1]);
+        mma(acc[n], va.z, vb.z, va.w, vb.w, bx[2], bx[3]);
       }
-      mma(acc[n], va.x, vb.x, va.y, vb.y, b[0], b[1]);
-      mma(acc[n], va.z, vb.z, va.w, vb.w, b[2], b[3]);
     }
-    if (i + kStages < n_chunks) issue(c_begin + i + kStages, slot);
+    if (b + kGroups < n_bursts) issue(b + kGroups);
     cp_async_commit();
   }
   cp_async_wait<0>();
@@ -156,10 +177,10 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
                                 float* y, const float* bias) {                                                      \
     memra::cuda::gemv_mma::gemv_tile<NT>(w, rows, cols, x, m, y, bias);                                             \
   }
-// Other ring/warp shapes for memra-kernel-check --bench-bf16.
-#define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(S, W, NT)                                                                  \
+// Other burst/group/warp shapes for memra-kernel-check --bench-bf16.
+#define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(B, G, W, NT)                                                               \
   extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
-      memra_bench_gemv_bf16_s##S##w##W##_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x,  \
-                                               int64_t m, float* y, const float* bias) {                            \
-    memra::cuda::gemv_mma::gemv_tile<NT, S, W>(w, rows, cols, x, m, y, bias);                                       \
+      memra_bench_gemv_bf16_b##B##g##G##w##W##_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols,            \
+                                                     const float* x, int64_t m, float* y, const float* bias) {      \
+    memra::cuda::gemv_mma::gemv_tile<NT, B, G, W>(w, rows, cols, x, m, y, bias);                                    \
   }

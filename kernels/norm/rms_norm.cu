@@ -133,6 +133,78 @@ __device__ __forceinline__ void add_rms_norm_row(const float* x, float* residual
   }
 }
 
+// The wide form, rows of dim % 4 == 0 up to kWideMax elements: blockDim.x (a multiple of
+// 32, chosen by the host from dim alone: min(1024, dim / 4 rounded up to a warp)) threads,
+// thread i holding float4s i, i + blockDim.x, ... in registers: one load of the weights
+// (before the PDL wait: no kernel writes them), of x and of the residual, all in flight
+// together, then one reduction. Thread sums run over its float4s in order, components
+// x, y, z, w, then the block sum; the order depends on dim only.
+// Quantise (the _q8 entry, dim % 128 == 0): eight lanes hold a 32-element block.
+constexpr int kWidePer = 4;  // float4s per thread
+template <bool Quantize>
+__device__ __forceinline__ void add_rms_norm_wide(const float* x, float* residual, const float* w, int64_t dim, float eps,
+                                                  float unit_offset, float* out, int8_t* q, float2* meta) {
+  __shared__ float scratch[32];
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * dim;
+  const int n4 = static_cast<int>(dim / 4);
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+  float4* r4 = reinterpret_cast<float4*>(residual + row);
+  const float4* x4 = reinterpret_cast<const float4*>(x + row);
+  float4 wv[kWidePer], rv[kWidePer];
+#pragma unroll
+  for (int j = 0; j < kWidePer; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i < n4) wv[j] = w4[i];
+  }
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
+#pragma unroll
+  for (int j = 0; j < kWidePer; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i < n4) {
+      const float4 a = r4[i], b = x4[i];
+      rv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+    }
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kWidePer; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i < n4) {
+      r4[i] = rv[j];
+      s = fmaf(rv[j].x, rv[j].x, s);
+      s = fmaf(rv[j].y, rv[j].y, s);
+      s = fmaf(rv[j].z, rv[j].z, s);
+      s = fmaf(rv[j].w, rv[j].w, s);
+    }
+  }
+  s = memra::cuda::block_sum(s, scratch);
+  const float inv = 1.0f / sqrtf(s / static_cast<float>(dim) + eps);
+  float4* o4 = reinterpret_cast<float4*>(out + row);
+#pragma unroll
+  for (int j = 0; j < kWidePer; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i < n4) {  // uniform over each warp when Quantize (dim % 128 == 0)
+      const float4 v = make_float4((rv[j].x * inv) * (wv[j].x + unit_offset), (rv[j].y * inv) * (wv[j].y + unit_offset),
+                                   (rv[j].z * inv) * (wv[j].z + unit_offset), (rv[j].w * inv) * (wv[j].w + unit_offset));
+      o4[i] = v;
+      if constexpr (Quantize) memra::cuda::quantize_vec4_q8(v, row + 4 * static_cast<int64_t>(i), q, meta);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    memra_add_rms_norm_wide(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
+                            float* out) {
+  add_rms_norm_wide<false>(x, residual, w, dim, eps, unit_offset, out, nullptr, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    memra_add_rms_norm_wide_q8(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
+                               float* out, int8_t* q, float2* meta) {
+  add_rms_norm_wide<true>(x, residual, w, dim, eps, unit_offset, out, q, meta);
+}
+
 extern "C" __global__ void __launch_bounds__(kNormThreads)
     memra_add_rms_norm(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
                        float* out) {

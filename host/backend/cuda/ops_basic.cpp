@@ -81,18 +81,22 @@ memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* resi
   if (st != MEMRA_OK) return st;
   const int64_t dim = tensor_last_dim(x);
   const int64_t rows = tensor_numel(x) / dim;
-  if (dim <= 8192) {  // the register path of memra_add_rms_norm_q8
+  // Rows of float4s up to 16384 elements: the wide kernel, its thread count from dim
+  // alone (rms_norm.cu); others the 256-thread one.
+  const bool wide = dim % 4 == 0 && dim <= 16384 && ((dptr(x) | dptr(residual) | dptr(out) | wd) & 15u) == 0;
+  const auto wide_threads = static_cast<unsigned>(std::min<int64_t>(1024, (dim / 4 + 31) / 32 * 32));
+  if (wide ? dim % 128 == 0 : dim <= 8192) {  // the register paths quantise too
     auto f = fused_act_q8(dptr(out), rows, dim);
     if (!f) return fail(f.error());
     if (const QuantizedRows* q = *f) {
-      const memra_status st = launch("norm", "memra_add_rms_norm_q8", static_cast<unsigned>(rows), 1, 256, 0, dptr(x), dptr(residual),
-                                     wd, dim, eps, unit_offset, dptr(out), q->q, q->meta);
+      const memra_status st = launch("norm", wide ? "memra_add_rms_norm_wide_q8" : "memra_add_rms_norm_q8", static_cast<unsigned>(rows), 1,
+                                     wide ? wide_threads : 256u, 0, dptr(x), dptr(residual), wd, dim, eps, unit_offset, dptr(out), q->q, q->meta);
       if (st == MEMRA_OK) fused_act_q8_done(*q);
       return st;
     }
   }
-  return launch("norm", "memra_add_rms_norm", static_cast<unsigned>(rows), 1, 256, 0, dptr(x), dptr(residual), wd, dim,
-                eps, unit_offset, dptr(out));
+  return launch("norm", wide ? "memra_add_rms_norm_wide" : "memra_add_rms_norm", static_cast<unsigned>(rows), 1, wide ? wide_threads : 256u, 0,
+                dptr(x), dptr(residual), wd, dim, eps, unit_offset, dptr(out));
 }
 
 // The int8x32 buffers a producer of m rows of `cols` at `out` also fills, or nullptr:

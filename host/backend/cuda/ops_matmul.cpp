@@ -449,7 +449,7 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     const int64_t unit = b.gemm_unit;
     for (int64_t r0 = 0; r0 < rows && st == MEMRA_OK; r0 += chunk) {
       const int64_t nr = std::min(chunk, rows - r0);
-      const int64_t threads = nr * (cols / unit);
+      const int64_t threads = nr * (cols / (one_pass ? 8 : unit));  // one plane: a thread per 8 elements (gemm_mma.cu)
       const CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
       st = launch("matmul_gemm", dequantizer.c_str(), static_cast<unsigned>((threads + 255) / 256), 1, 256, 0, wr,
                   static_cast<int64_t>(s.row_bytes), static_cast<int32_t>(nr), cols, cols, w_hi, w_lo);

@@ -20,6 +20,7 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
+#include "kernels/matmul/gemv_mma_layout.hpp"
 
 namespace memra::kcheck {
 namespace {
@@ -143,11 +144,12 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
   DevBuf xf(k.device(), x.size() * 4), y(k.device(), static_cast<uint64_t>(max_m) * 12288 * 4);
   xf.put(x.data(), x.size() * 4);
   struct Variant {
-    std::string name;
-    int stages, warps;  // 0: the warp-per-row kernel
+    int burst, groups, warps;  // warps 0: the warp-per-row kernel
+    bool n2;                   // also has a 16-token (two n-tile) entry
   };
-  const std::vector<Variant> variants = {{"mma s8w8 (production)", 8, 8}, {"mma s4w8", 4, 8}, {"mma s4w4", 4, 4}, {"mma s8w4", 8, 4},
-                                         {"mma s16w4", 16, 4},           {"mma s16w2", 16, 2}, {"warp/row", 0, 0}};
+  const std::vector<Variant> variants = {{memra::gemv_mma::kBurst, memra::gemv_mma::kGroups, memra::gemv_mma::kWarps, true},
+                                         {1, 8, 8, false}, {2, 4, 8, false},  {4, 3, 8, false},  {8, 2, 8, true}, {8, 2, 4, true},
+                                         {8, 3, 4, false}, {16, 2, 4, false}, {16, 2, 2, false}, {0, 0, 0, true}};
   std::printf("\n| shape (rows x cols) | M | kernel | us | GB/s | %% of copy | read of the weight bytes us |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Shape& sh : kShapes) {
     const uint64_t wbytes = static_cast<uint64_t>(sh.rows * sh.cols * 2), slot = align256(wbytes);
@@ -160,19 +162,22 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
       k.launch(read, static_cast<unsigned>(sms * 8), 1, 256, args, st);
     });
     for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}})
-      for (const Variant& v : variants) {
+      for (size_t vi = 0; vi < variants.size(); ++vi) {
+        const Variant& v = variants[vi];
         const int nt = v.warps ? (m > 8 ? 2 : 1) : tile_tokens(m);
-        if (v.warps && nt == 2 && !(v.stages == 8 && (v.warps == 8 || v.warps == 4))) continue;  // n2 exists for these
-        std::string kname;
+        if (v.warps && nt == 2 && !v.n2) continue;
+        std::string kname, label;
         unsigned gx = 0, gy = 0, block = 0, smem = 0;
         if (!v.warps) {
           kname = "memra_gemv_bench_bf16_u8_t" + std::to_string(nt);
+          label = "warp/row";
           gx = static_cast<unsigned>((sh.rows + 3) / 4), gy = static_cast<unsigned>((m + nt - 1) / nt), block = 128;
         } else {
-          kname = v.stages == 8 && v.warps == 8 ? "memra_gemv_bf16_mma_n" + std::to_string(nt)
-                                                 : "memra_bench_gemv_bf16_s" + std::to_string(v.stages) + "w" + std::to_string(v.warps) + "_n" + std::to_string(nt);
+          const std::string shape = "b" + std::to_string(v.burst) + "g" + std::to_string(v.groups) + "w" + std::to_string(v.warps);
+          kname = vi == 0 ? "memra_gemv_bf16_mma_n" + std::to_string(nt) : "memra_bench_gemv_bf16_" + shape + "_n" + std::to_string(nt);
+          label = "mma " + shape + (vi == 0 ? " (production)" : "");
           gx = static_cast<unsigned>((sh.rows + 15) / 16), gy = static_cast<unsigned>((m + 8 * nt - 1) / (8 * nt));
-          block = static_cast<unsigned>(32 * v.warps), smem = static_cast<unsigned>(v.warps * v.stages * 1024);
+          block = static_cast<unsigned>(32 * v.warps), smem = memra::gemv_mma::smem_bytes(v.burst, v.groups, v.warps);
         }
         memra_kernel* kern = k.get("matmul_float", kname);
         const double t = timer.us([&](int i) {
@@ -191,7 +196,7 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
         });
         const double gbs = static_cast<double>(wbytes) / (t * 1e3);
         std::printf("| %s %lldx%lld | %lld | %s | %.2f | %.0f | %.1f | %.2f |\n", sh.name, static_cast<long long>(sh.rows),
-                    static_cast<long long>(sh.cols), static_cast<long long>(m), v.name.c_str(), t, gbs, 100.0 * gbs / copy_gbs, t_read);
+                    static_cast<long long>(sh.cols), static_cast<long long>(m), label.c_str(), t, gbs, 100.0 * gbs / copy_gbs, t_read);
       }
   }
 }

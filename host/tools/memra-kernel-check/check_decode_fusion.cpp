@@ -4,8 +4,9 @@
 // every matmul's output == int8_matmul_ref of the producer's own (downloaded) output,
 // i.e. the fused codes are exactly ref::quantize_act_q8's, and a merged launch computes
 // each matrix's rows as its own launch would. The backend's counters show that both
-// paths ran (merging needs step recording, the default). The path is off by default
-// (BackendOptions::fuse_decode, MEMRA_CUDA_FUSE=1), so the check opens a backend with it.
+// paths ran (merging needs step recording, the default). The path is on by default
+// (BackendOptions::fuse_decode; MEMRA_CUDA_FUSE=0 turns it off), else the check opens a
+// backend with it.
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
 
@@ -13,8 +14,8 @@ namespace memra::kcheck {
 
 void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0xf05edull);
-  // The fused path is a backend setting (BackendOptions::fuse_decode, off by default):
-  // checked on a second backend with it on, unless this one has it already.
+  // The fused path is a backend setting (BackendOptions::fuse_decode, on by default):
+  // checked on a second backend with it on when this one has it off.
   std::unique_ptr<Device> fused;
   if (!dev.options().fuse_decode) {
     const std::string name = "fused decode: open a backend with fuse_decode";
