@@ -9,8 +9,14 @@
 // The cache layout is kernels/attention/attention_ref's [block][slot][kv_head][head_dim].
 // memra_rope_kv_write_bf16 stores K and V rounded to bf16 (round to nearest even,
 // __float2bfloat16_rn, as the reference's f32_to_bf16); q and k themselves stay f32.
+// With q_norm / k_norm (memra_attention_params 2.4) each head is first RMS-normed in
+// place (rms_norm's formula; thread i sums elements i, i + blockDim, ... in order, then
+// the fixed block sum), so the per-head norm launches of Qwen3 go away.
 #include <cuda_bf16.h>
 #include <stdint.h>
+
+#include "kernels/common/pdl.cuh"
+#include "kernels/common/reduce.cuh"
 
 namespace {
 __device__ __forceinline__ void store_kv(float* dst, float x) { *dst = x; }
@@ -22,12 +28,22 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
                                               const float* inv_freq, float attention_factor,
                                               const int32_t* positions, const int32_t* seq_index,
                                               const int32_t* block_tables, int32_t max_blocks, KvT* k_cache,
-                                              KvT* v_cache, int32_t block_size) {
+                                              KvT* v_cache, int32_t block_size, const float* q_norm, const float* k_norm,
+                                              float norm_eps) {
   const int64_t t = blockIdx.x;
   const int h = static_cast<int>(blockIdx.y);
   const int32_t pos = positions[t];
   const int64_t kw = static_cast<int64_t>(kv_heads) * head_dim;
   float* vec = h < q_heads ? q + (t * q_heads + h) * head_dim : k + t * kw + static_cast<int64_t>(h - q_heads) * head_dim;
+  if (const float* nw = h < q_heads ? q_norm : k_norm) {
+    __shared__ float scratch[32];
+    float s = 0.0f;
+    for (int e = threadIdx.x; e < head_dim; e += blockDim.x) s = fmaf(vec[e], vec[e], s);
+    s = memra::cuda::block_sum(s, scratch);  // every read precedes its barrier
+    const float inv = 1.0f / sqrtf(s / static_cast<float>(head_dim) + norm_eps);
+    for (int e = threadIdx.x; e < head_dim; e += blockDim.x) vec[e] = (vec[e] * inv) * (nw[e] + 0.0f);
+    __syncthreads();  // RoPE's pairs span threads
+  }
   if (inv_freq != nullptr) {
     // Pairs are disjoint: each thread reads its pair, then writes it.
     const int pairs = rotary_dim / 2;
@@ -59,9 +75,9 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
                                   int32_t head_dim, int32_t rotary_dim, int32_t neox, const float* inv_freq,     \
                                   float attention_factor, const int32_t* positions, const int32_t* seq_index,    \
                                   const int32_t* block_tables, int32_t max_blocks, KvT* k_cache, KvT* v_cache,   \
-                                  int32_t block_size) {                                                          \
+                                  int32_t block_size, const float* q_norm, const float* k_norm, float norm_eps) { \
     rope_kv_write(q, k, v, q_heads, kv_heads, head_dim, rotary_dim, neox, inv_freq, attention_factor, positions, \
-                  seq_index, block_tables, max_blocks, k_cache, v_cache, block_size);                            \
+                  seq_index, block_tables, max_blocks, k_cache, v_cache, block_size, q_norm, k_norm, norm_eps);  \
   }
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write, float)
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_bf16, __nv_bfloat16)

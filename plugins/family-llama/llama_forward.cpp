@@ -125,22 +125,16 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   ap.head_dim = static_cast<int32_t>(p.head_dim);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   ap.rope = &p.rope;
+  ap.qk_norm_eps = p.norm_eps;
 
   for (int64_t l = first; l < last; ++l) {
     const Layer& L = m.layers[static_cast<size_t>(l)];
     LLAMA_OP(o.matmul(c, &h, L.wq, L.bq, &q), "attn_q");
     LLAMA_OP(o.matmul(c, &h, L.wk, L.bk, &k), "attn_k");
     LLAMA_OP(o.matmul(c, &h, L.wv, L.bv, &v), "attn_v");
-    if (p.qk_norm) {
-      // Per-head norms: view q/k as [T*heads][head_dim].
-      memra_tensor qh = q, kh = k;
-      qh.shape[0] = T * p.heads;
-      qh.shape[1] = p.head_dim;
-      kh.shape[0] = T * p.kv_heads;
-      kh.shape[1] = p.head_dim;
-      LLAMA_OP(o.rms_norm(c, &qh, L.q_norm, p.norm_eps, 0.0f, &qh), "attn_q_norm");
-      LLAMA_OP(o.rms_norm(c, &kh, L.k_norm, p.norm_eps, 0.0f, &kh), "attn_k_norm");
-    }
+    // Qwen3's per-head q/k norms run inside attention, before RoPE (ABI 2.4).
+    ap.q_norm = p.qk_norm ? L.q_norm : nullptr;
+    ap.k_norm = p.qk_norm ? L.k_norm : nullptr;
     ap.layer = static_cast<int32_t>(l);
     ap.sliding_window = p.layer_window[static_cast<size_t>(l)];
     LLAMA_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");

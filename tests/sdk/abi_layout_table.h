@@ -173,6 +173,9 @@
   X(memra_attention_params, sliding_window, 28)                \
   X(memra_attention_params, logit_softcap, 32)                 \
   X(memra_attention_params, rope, 40)                          \
+  X(memra_attention_params, q_norm, 48)                        \
+  X(memra_attention_params, k_norm, 56)                        \
+  X(memra_attention_params, qk_norm_eps, 64)                   \
   X(memra_backend_ops, struct_size, 0)                         \
   X(memra_backend_ops, ctx, 8)                                 \
   X(memra_backend_ops, tensor_create, 16)                      \
@@ -242,7 +245,7 @@
   X(memra_kernel_registrar, 32, MEMRA_KERNEL_REGISTRAR_STRUCT_SIZE, 32) /* 2.1 */                \
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
   X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \
-  X(memra_attention_params, 48, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 48)              \
+  X(memra_attention_params, 72, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 68) /* 2.4 */    \
   X(memra_backend_ops, 112, MEMRA_BACKEND_OPS_STRUCT_SIZE, 112) /* 2.1 */            \
   X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
   X(memra_decay_scan_attrs_v1, 16, MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE, 16) /* 2.1 */ \

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <tuple>
 
 #include "kernels/activation/gated_activation_ref.hpp"
 #include "kernels/attention/attention_ref.hpp"
@@ -361,6 +362,16 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
   if (p->rope) rope = ref::rope_table(*p->rope);
   const int64_t qw = static_cast<int64_t>(p->num_heads) * p->head_dim;
   const int64_t kw = static_cast<int64_t>(p->num_kv_heads) * p->head_dim;
+  // Per-head q/k norms (2.4), the rms_norm op's arithmetic over [tokens * heads][head_dim].
+  if (MEMRA_STRUCT_HAS(p, memra_attention_params, qk_norm_eps)) {
+    for (const auto& [w, t, heads] : {std::tuple{p->q_norm, q, p->num_heads}, std::tuple{p->k_norm, k, p->num_kv_heads}}) {
+      if (!w) continue;
+      if (w->dtype != MEMRA_DTYPE_F32 || w->ndim < 1 || w->shape[0] != p->head_dim)
+        return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("attention: q/k norm weight ") + (w->name ? w->name : "?") + " is not head_dim F32 floats");
+      ref::rms_norm(f32(t), static_cast<const float*>(w->data), static_cast<int64_t>(batch->num_tokens) * heads, p->head_dim,
+                    p->qk_norm_eps, 0.0f, f32(t));
+    }
+  }
   // RoPE and the KV write for every token first, so later tokens of a sequence see earlier ones.
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
     const int32_t s = batch->seq_index[t];

@@ -192,10 +192,26 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     neox = p->rope->neox_style;
     if (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad rotary_dim");
   }
+  // Per-head q/k norms (2.4), fused into the RoPE + KV write.
+  CUdeviceptr norm_w[2] = {0, 0};
+  float norm_eps = 0.0f;
+  if (MEMRA_STRUCT_HAS(p, memra_attention_params, qk_norm_eps)) {
+    norm_eps = p->qk_norm_eps;
+    const memra_weight* nw[2] = {p->q_norm, p->k_norm};
+    for (int i = 0; i < 2; ++i) {
+      if (!nw[i]) continue;
+      if (nw[i]->dtype != MEMRA_DTYPE_F32 || nw[i]->ndim < 1 || nw[i]->shape[0] != head_dim)
+        return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("attention: q/k norm weight ") + (nw[i]->name ? nw[i]->name : "?") +
+                                                    " is not head_dim F32 floats");
+      memra_status rs = MEMRA_OK;
+      norm_w[i] = resolve(nw[i], &rs);
+      if (rs != MEMRA_OK) return rs;
+    }
+  }
   const auto tokens = static_cast<unsigned>(batch->num_tokens);
   memra_status st = launch("rope", bf16 ? "memra_rope_kv_write_bf16" : "memra_rope_kv_write", tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
                            head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
-                           db.block_tables, max_blocks, kc, vc, block_size);
+                           db.block_tables, max_blocks, kc, vc, block_size, norm_w[0], norm_w[1], norm_eps);
   if (st != MEMRA_OK) return st;
 
   // Prompt rows to the prefill kernel, the others to the decode kernel.

@@ -13,6 +13,7 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
+#include "kernels/norm/rms_norm_ref.hpp"
 #include "kernels/rope/rope_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 
@@ -27,6 +28,7 @@ struct Config {
   int32_t window;
   float softcap;
   memra_dtype kv = MEMRA_DTYPE_F32;
+  bool qk_norm = false;  // per-head q/k RMS norms before RoPE (memra_attention_params 2.4)
 };
 
 size_t kv_bytes(memra_dtype d) { return d == MEMRA_DTYPE_BF16 ? 2 : 4; }
@@ -74,6 +76,12 @@ class Scenario {
     for (int32_t s = 0; s < seqs; ++s)
       tables_[static_cast<size_t>(s)].assign(ids.begin() + s * max_blocks, ids.begin() + (s + 1) * max_blocks);
     if (c.has_rope) table_ = ref::rope_table(c.rope);
+    if (c.qk_norm) {
+      q_norm_ = rng.floats(static_cast<size_t>(c.head_dim));
+      k_norm_ = rng.floats(static_cast<size_t>(c.head_dim));
+      q_norm_w_ = d.f32_weight("q_norm", q_norm_);
+      k_norm_w_ = d.f32_weight("k_norm", k_norm_);
+    }
   }
 
   Token token(Rng& rng, int32_t seq, int32_t pos) {
@@ -127,6 +135,9 @@ class Scenario {
     p.sliding_window = c_.window;
     p.logit_softcap = c_.softcap;
     p.rope = c_.has_rope ? &c_.rope : nullptr;
+    p.q_norm = q_norm_w_;
+    p.k_norm = k_norm_w_;
+    p.qk_norm_eps = kQkNormEps;
 
     d_.begin_step();
     memra_tensor qt = d_.upload(q, {T, qw}), kt = d_.upload(k, {T, kw});
@@ -149,6 +160,10 @@ class Scenario {
     L.head_dim = c_.head_dim;
     r.ref_q = q;
     r.ref_k = k;
+    if (c_.qk_norm) {  // the CPU backend's order: the per-head norms over every token, then RoPE
+      ref::rms_norm(r.ref_q.data(), q_norm_.data(), T * c_.heads, c_.head_dim, kQkNormEps, 0.0f, r.ref_q.data());
+      ref::rms_norm(r.ref_k.data(), k_norm_.data(), T * c_.kv_heads, c_.head_dim, kQkNormEps, 0.0f, r.ref_k.data());
+    }
     r.ref_out.assign(static_cast<size_t>(T * qw), 0.0f);
     for (int64_t t = 0; t < T; ++t) {
       const int32_t* table = tables_[static_cast<size_t>(toks[static_cast<size_t>(t)].seq)].data();
@@ -181,6 +196,10 @@ class Scenario {
   std::vector<uint8_t> kc_, vc_;  // the reference caches, elements of c_.kv
   std::vector<std::vector<int32_t>> tables_;
   ref::RopeTable table_;
+  static constexpr float kQkNormEps = 1e-6f;
+  std::vector<float> q_norm_, k_norm_;
+  const memra_weight* q_norm_w_ = nullptr;
+  const memra_weight* k_norm_w_ = nullptr;
 };
 
 std::vector<float> row(const std::vector<float>& v, int64_t i, int64_t width) {
@@ -265,6 +284,8 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       // 4 + 4 + 2 heads, output passes of 8 + 2), and head_dim 96 (lanes and threads idle).
       {"gqa 10/1 hd128 neox window=200", 10, 1, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 200, 0.0f},
       {"gqa 6/1 hd96 neox softcap=50", 6, 1, 96, true, rope(96, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 50.0f},
+      // Qwen3: per-head q/k norms fused into the RoPE + KV write.
+      {"gqa 8/2 hd128 neox qk-norm", 8, 2, 128, true, rope(128, 1, 1000000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, MEMRA_DTYPE_F32, true},
   };
   // Every config again over a bf16 KV cache: same bounds, same bit checks.
   for (size_t i = 0, n = configs.size(); i < n; ++i) {

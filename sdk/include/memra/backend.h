@@ -65,8 +65,15 @@ typedef struct memra_attention_params {
   int32_t sliding_window;      /* 0 = full attention; else attend to the last N positions */
   float logit_softcap;         /* 0 = none */
   const memra_rope_params* rope; /* applied to q and k before the KV write; NULL = none */
+  /* 2.4: per-head RMS norms of q and k before RoPE (Qwen3's q_norm / k_norm), each a
+   * head_dim-float F32 weight or NULL: every head h of a token becomes
+   * x * (1 / sqrt(mean(x^2) + qk_norm_eps)) * w (rms_norm's arithmetic, unit offset 0),
+   * fused into the backend's RoPE + KV write. */
+  const memra_weight* q_norm;
+  const memra_weight* k_norm;
+  float qk_norm_eps;
 } memra_attention_params;
-#define MEMRA_ATTENTION_PARAMS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_attention_params, rope)
+#define MEMRA_ATTENTION_PARAMS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_attention_params, qk_norm_eps)
 
 /* Activation functions for gated MLPs: out = act(gate) * up. */
 typedef int32_t memra_activation;
