@@ -166,6 +166,80 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
   }
 }
 
+// The register form (no shared memory: kUnroll chunks loaded into registers, then used),
+// for memra-kernel-check --bench-bf16 only; the same arithmetic as gemv_tile.
+template <int NT, int kUnroll, int kWarps = memra::gemv_mma::kWarps>
+__device__ __forceinline__ void gemv_tile_registers(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
+                                                    const float* __restrict__ x, int64_t m, float* __restrict__ y,
+                                                    const float* __restrict__ bias) {
+  __shared__ float partial[kWarps * NT * kRows * kTokens];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens * NT;
+  const int64_t chunks = (cols + 31) / 32;
+  const int64_t c_begin = chunks * warp / kWarps, c_end = chunks * (warp + 1) / kWarps;
+  const bool row_a = r0 + g < rows, row_b = r0 + g + 8 < rows;
+  const uint4* wa = reinterpret_cast<const uint4*>(w + (row_a ? r0 + g : 0) * cols);
+  const uint4* wb = reinterpret_cast<const uint4*>(w + (row_b ? r0 + g + 8 : 0) * cols);
+  float acc[NT][4];
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[n][i] = 0.0f;
+  pdl_wait();
+  pdl_launch_dependents();
+  for (int64_t c = c_begin; c < c_end; c += kUnroll) {
+    uint4 va[kUnroll], vb[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t k = (c + u) * 32 + 8 * q;
+      const bool in = c + u < c_end && k < cols;
+      va[u] = in && row_a ? __ldcs(wa + k / 8) : make_uint4(0, 0, 0, 0);
+      vb[u] = in && row_b ? __ldcs(wb + k / 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (c + u >= c_end) break;
+      const int64_t k = (c + u) * 32 + 8 * q;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const int64_t t = t0 + n * kTokens + g;
+        uint32_t bx[4] = {0, 0, 0, 0};
+        if (t < m && k < cols) {
+          const float4 lo = *reinterpret_cast<const float4*>(x + t * cols + k);
+          const float4 hi = *reinterpret_cast<const float4*>(x + t * cols + k + 4);
+          bx[0] = pack_bf16(lo.x, lo.y);
+          bx[1] = pack_bf16(lo.z, lo.w);
+          bx[2] = pack_bf16(hi.x, hi.y);
+          bx[3] = pack_bf16(hi.z, hi.w);
+        }
+        mma(acc[n], va[u].x, vb[u].x, va[u].y, vb[u].y, bx[0], bx[1]);
+        mma(acc[n], va[u].z, vb[u].z, va[u].w, vb[u].w, bx[2], bx[3]);
+      }
+    }
+  }
+  auto at = [&](int wp, int n, int r, int tok) -> float& { return partial[((wp * NT + n) * kRows + r) * kTokens + tok]; };
+#pragma unroll
+  for (int n = 0; n < NT; ++n) {
+    at(warp, n, g, 2 * q) = acc[n][0];
+    at(warp, n, g, 2 * q + 1) = acc[n][1];
+    at(warp, n, g + 8, 2 * q) = acc[n][2];
+    at(warp, n, g + 8, 2 * q + 1) = acc[n][3];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < NT * kRows * kTokens; i += blockDim.x) {
+    const int r = i % kRows, tok = (i / kRows) % kTokens, n = i / (kRows * kTokens);
+    const int64_t row = r0 + r, t = t0 + n * kTokens + tok;
+    if (row >= rows || t >= m) continue;
+    float v = at(0, n, r, tok);
+#pragma unroll
+    for (int j = 1; j < kWarps; ++j) v = v + at(j, n, r, tok);
+    if (bias) v = v + bias[row];
+    y[t * rows + row] = v;
+  }
+}
+
 }  // namespace memra::cuda::gemv_mma
 
 // memra_gemv_bf16_mma_n{1,2}: NT n-tiles of 8 tokens per block, 32 * kWarps threads,
@@ -183,4 +257,10 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
       memra_bench_gemv_bf16_b##B##g##G##w##W##_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols,            \
                                                      const float* x, int64_t m, float* y, const float* bias) {      \
     memra::cuda::gemv_mma::gemv_tile<NT, B, G, W>(w, rows, cols, x, m, y, bias);                                    \
+  }
+#define MEMRA_DEFINE_GEMV_BF16_MMA_REGISTERS_BENCH(U, W)                                                          \
+  extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
+      memra_bench_gemv_bf16_regs_u##U##w##W##_n1(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x, \
+                                                 int64_t m, float* y, const float* bias) {                          \
+    memra::cuda::gemv_mma::gemv_tile_registers<1, U, W>(w, rows, cols, x, m, y, bias);                              \
   }

@@ -144,12 +144,13 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
   DevBuf xf(k.device(), x.size() * 4), y(k.device(), static_cast<uint64_t>(max_m) * 12288 * 4);
   xf.put(x.data(), x.size() * 4);
   struct Variant {
-    int burst, groups, warps;  // warps 0: the warp-per-row kernel
+    int burst, groups, warps;  // warps 0: the warp-per-row kernel; groups 0: the register form (burst = its unroll)
     bool n2;                   // also has a 16-token (two n-tile) entry
   };
   const std::vector<Variant> variants = {{memra::gemv_mma::kBurst, memra::gemv_mma::kGroups, memra::gemv_mma::kWarps, true},
                                          {1, 8, 8, false}, {2, 4, 8, false},  {4, 3, 8, false},  {8, 2, 8, true}, {8, 2, 4, true},
-                                         {8, 3, 4, false}, {16, 2, 4, false}, {16, 2, 2, false}, {0, 0, 0, true}};
+                                         {8, 3, 4, false}, {16, 2, 4, false}, {16, 2, 2, false}, {4, 0, 8, false},
+                                         {8, 0, 8, false}, {8, 0, 4, false},  {0, 0, 0, true}};
   std::printf("\n| shape (rows x cols) | M | kernel | us | GB/s | %% of copy | read of the weight bytes us |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Shape& sh : kShapes) {
     const uint64_t wbytes = static_cast<uint64_t>(sh.rows * sh.cols * 2), slot = align256(wbytes);
@@ -172,6 +173,12 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
           kname = "memra_gemv_bench_bf16_u8_t" + std::to_string(nt);
           label = "warp/row";
           gx = static_cast<unsigned>((sh.rows + 3) / 4), gy = static_cast<unsigned>((m + nt - 1) / nt), block = 128;
+        } else if (!v.groups) {
+          const std::string shape = "u" + std::to_string(v.burst) + "w" + std::to_string(v.warps);
+          kname = "memra_bench_gemv_bf16_regs_" + shape + "_n1";
+          label = "mma registers " + shape;
+          gx = static_cast<unsigned>((sh.rows + 15) / 16), gy = static_cast<unsigned>((m + 7) / 8);
+          block = static_cast<unsigned>(32 * v.warps);
         } else {
           const std::string shape = "b" + std::to_string(v.burst) + "g" + std::to_string(v.groups) + "w" + std::to_string(v.warps);
           kname = vi == 0 ? "memra_gemv_bf16_mma_n" + std::to_string(nt) : "memra_bench_gemv_bf16_" + shape + "_n" + std::to_string(nt);
