@@ -36,37 +36,20 @@ __device__ __forceinline__ void store_planes(const float* v, __nv_bfloat16* __re
   }
 }
 
-// Split planes (lo given): a thread per unit of S (kUnit consecutive elements of one row),
-// rows x k/kUnit threads. One plane (lo NULL): a thread per 8 elements of a unit, so a
-// warp's 16-byte stores are 512 contiguous bytes (each thread dequantises its whole unit
-// and keeps its eighth-run: the unit's loads hit L1 for its other threads); the host
-// launches rows x k/8 threads then.
+// Thread per unit of S (kUnit consecutive elements of one row); rows x k/kUnit threads.
+// (A thread per 8 elements, each dequantising its whole unit, made the q4_k prompt 25 %
+// slower: H200, session 10.)
 template <class S>
 __device__ __forceinline__ void dequant_planes(const uint8_t* __restrict__ w, int64_t row_bytes, int32_t rows, int64_t k,
                                                int64_t ld, __nv_bfloat16* __restrict__ hi, __nv_bfloat16* __restrict__ lo) {
   const int64_t units = k / S::kUnit;
   const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (lo) {
-    if (id >= units * rows) return;
-    const int64_t r = id / units, u = id - r * units;
-    float v[S::kUnit];
-    S::unit(w + r * row_bytes, u, v);
-    const int64_t off = r * ld + u * S::kUnit;
-    store_planes<S::kUnit>(v, hi + off, lo + off);
-    return;
-  }
-  constexpr int kParts = S::kUnit / 8;
-  if (id >= units * kParts * rows) return;
-  const int64_t r = id / (units * kParts), rest = id - r * units * kParts;
-  const int64_t u = rest / kParts;
-  const int part = static_cast<int>(rest - u * kParts);
+  if (id >= units * rows) return;
+  const int64_t r = id / units, u = id - r * units;
   float v[S::kUnit];
   S::unit(w + r * row_bytes, u, v);
-  const int64_t off = r * ld + u * S::kUnit + 8 * part;
-  float e[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) e[i] = v[8 * part + i];
-  store_planes<8>(e, hi + off, nullptr);
+  const int64_t off = r * ld + u * S::kUnit;
+  store_planes<S::kUnit>(v, hi + off, lo ? lo + off : nullptr);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 // row's 128 partials are summed per warp by the xor-butterfly tree, then over the
 // warps in order. None of this depends on R, NT, grid.x or M: a token's result is the
 // same bits for any launch. A launch covers up to 3 matrices over the same activation
-// rows (Int8GemvMats: the groups of matrix k follow those of k-1), so sharing a launch
+// rows (GemvMats: the groups of matrix k follow those of k-1), so sharing a launch
 // changes nothing either. PDL (kernels/common/pdl.cuh): a block issues its first step's
 // weight loads, then waits for the previous kernel before reading activations or writing
 // y. The caller guarantees cols % 256 == 0 (rows of whole
@@ -119,7 +119,7 @@ __device__ __forceinline__ void finish(float (&acc)[R][NT], float (*red)[R * NT]
   }
 }
 
-using Mats = memra::ref::Int8GemvMats;
+using Mats = memra::ref::GemvMats;
 
 // Group g of a launch: its matrix's weight, output, bias, row count and first row.
 struct Segment {

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "kernels/matmul/gemv_mats.hpp"
+
 namespace memra::ref {
 
 struct Int8GemvLaunch {
@@ -23,18 +25,6 @@ struct Int8GemvLaunch {
 
 // scheme: "q8_0" | "q4_0" | "q4_k"; m: the launch's token count (the tile is 1, 2, 4, 8 or 16).
 // grid = (min(ceil(rows / R), blocks_per_sm * SMs) or ceil(rows / R) when 0, ceil(m / NT)).
-// The matrices of one launch (a kernel parameter; device addresses as integers so the
-// host and the kernels share the layout). Up to 3 weights over the same activation rows
-// (q/k/v, gate/up: host/backend/cuda/ops_matmul.cpp merges them); a single matmul is
-// the case of one. Matrix k owns the row groups [group_end[k-1], group_end[k]) (its
-// ceil(rows[k] / R) groups of R rows); unused entries repeat the last end. Which launch a
-// matrix shares changes who computes its rows, never the order of any row's sums.
-struct Int8GemvMats {
-  static constexpr int kMax = 3;
-  uint64_t w[kMax], y[kMax], bias[kMax];  // weight rows, output [m][rows[k]], bias (0: none)
-  int64_t rows[kMax];
-  int64_t group_end[kMax];  // group_end[kMax - 1] = all groups of the launch
-};
 
 inline Int8GemvLaunch int8_gemv_launch(const char* scheme, int64_t m) {
   const int tile = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 3 : 4;

@@ -10,8 +10,9 @@
 // (rounded to bf16), and two mma.m16n8k16 take elements {0-3} and {4-7} of every lane's
 // run: an mma's k order is a permutation of the chunk's, the same one for W and x, so
 // the product is the chunk's dot product. The warps' partial sums meet in shared
-// memory and are added in warp order, then the bias. Dynamic shared memory:
-// gemv_mma_layout.hpp's kSmemBytes.
+// memory and are added in warp order, then the bias. A lane loads kUnroll chunks into
+// registers, then runs their mmas (the register form; the cp.async ring form below is
+// kept for memra-kernel-check --bench-bf16, which measured it slower at M = 1, 8, 16).
 //
 // Batch invariance: a token's column goes through the same mma sequence whatever the
 // other columns hold (an mma's output element depends on its row of A and column of B
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "kernels/common/pdl.cuh"
+#include "kernels/matmul/gemv_mats.hpp"
 #include "kernels/matmul/gemv_mma_layout.hpp"
 
 namespace memra::cuda::gemv_mma {
@@ -60,17 +62,15 @@ __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uin
 // spread over time), kGroups bursts in flight. A lane reads back only the bytes it copied
 // itself, so cp.async.wait_group orders it, and a burst's slots are refilled only after
 // the mmas that used their registers have issued.
-template <int NT, int kBurst = memra::gemv_mma::kBurst, int kGroups = memra::gemv_mma::kGroups,
-          int kWarps = memra::gemv_mma::kWarps>
+template <int NT, int kBurst, int kGroups, int kWarps>
 __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
                                           const float* __restrict__ x, int64_t m, float* __restrict__ y,
-                                          const float* __restrict__ bias) {
+                                          const float* __restrict__ bias, int64_t r0) {
   constexpr int kSlots = kBurst * kGroups;
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, q = lane & 3;
   uint4* ring = smem + warp * kSlots * 64;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens * NT;
   const int64_t chunks = (cols + 31) / 32;
   const int64_t c_begin = chunks * warp / kWarps, c_end = chunks * (warp + 1) / kWarps;
@@ -166,16 +166,15 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
   }
 }
 
-// The register form (no shared memory: kUnroll chunks loaded into registers, then used),
-// for memra-kernel-check --bench-bf16 only; the same arithmetic as gemv_tile.
-template <int NT, int kUnroll, int kWarps = memra::gemv_mma::kWarps>
+// The register form, the production one (kUnroll chunks loaded into registers, then
+// used; shared memory only for the warps' partial sums): the same arithmetic as gemv_tile.
+template <int NT, int kUnroll = memra::gemv_mma::kUnroll, int kWarps = memra::gemv_mma::kWarps>
 __device__ __forceinline__ void gemv_tile_registers(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
                                                     const float* __restrict__ x, int64_t m, float* __restrict__ y,
-                                                    const float* __restrict__ bias) {
+                                                    const float* __restrict__ bias, int64_t r0) {
   __shared__ float partial[kWarps * NT * kRows * kTokens];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, q = lane & 3;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens * NT;
   const int64_t chunks = (cols + 31) / 32;
   const int64_t c_begin = chunks * warp / kWarps, c_end = chunks * (warp + 1) / kWarps;
@@ -240,27 +239,46 @@ __device__ __forceinline__ void gemv_tile_registers(const __nv_bfloat16* __restr
   }
 }
 
+// Block x of a launch over GemvMats (16-row tiles): its matrix and first row.
+struct Segment {
+  const __nv_bfloat16* w;
+  float* y;
+  const float* bias;
+  int64_t rows, row0;
+};
+__device__ __forceinline__ Segment segment(const memra::ref::GemvMats& ms, int64_t tile) {
+  const int k = (tile >= ms.group_end[0]) + (tile >= ms.group_end[1]);  // selects, no indexed parameter loads
+  const int64_t first = k == 0 ? 0 : (k == 1 ? ms.group_end[0] : ms.group_end[1]);
+  Segment s;
+  s.w = reinterpret_cast<const __nv_bfloat16*>(k == 0 ? ms.w[0] : (k == 1 ? ms.w[1] : ms.w[2]));
+  s.y = reinterpret_cast<float*>(k == 0 ? ms.y[0] : (k == 1 ? ms.y[1] : ms.y[2]));
+  s.bias = reinterpret_cast<const float*>(k == 0 ? ms.bias[0] : (k == 1 ? ms.bias[1] : ms.bias[2]));
+  s.rows = k == 0 ? ms.rows[0] : (k == 1 ? ms.rows[1] : ms.rows[2]);
+  s.row0 = (tile - first) * kRows;
+  return s;
+}
+
 }  // namespace memra::cuda::gemv_mma
 
-// memra_gemv_bf16_mma_n{1,2}: NT n-tiles of 8 tokens per block, 32 * kWarps threads,
-// kSmemBytes of dynamic shared memory, grid (ceil(rows / 16), ceil(m / (8 NT))); the
-// host picks NT by the token count.
+// memra_gemv_bf16_mma_n{1,2}: up to 3 matrices over the same x (GemvMats, 16-row tiles),
+// NT n-tiles of 8 tokens per block, 32 * kWarps threads, no dynamic shared memory, grid
+// (group_end[2], ceil(m / (8 NT))); the host picks NT by the token count.
 #define MEMRA_DEFINE_GEMV_BF16_MMA(NT)                                                                              \
-  extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kWarps)                                 \
-      memra_gemv_bf16_mma_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x, int64_t m,     \
-                                float* y, const float* bias) {                                                      \
-    memra::cuda::gemv_mma::gemv_tile<NT>(w, rows, cols, x, m, y, bias);                                             \
+  extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kWarps)                                        \
+      memra_gemv_bf16_mma_n##NT(const memra::ref::GemvMats ms, int64_t cols, const float* x, int64_t m) {          \
+    const memra::cuda::gemv_mma::Segment s = memra::cuda::gemv_mma::segment(ms, blockIdx.x);                       \
+    memra::cuda::gemv_mma::gemv_tile_registers<NT>(s.w, s.rows, cols, x, m, s.y, s.bias, s.row0);                           \
   }
-// Other burst/group/warp shapes for memra-kernel-check --bench-bf16.
+// The ring form and other register shapes, for memra-kernel-check --bench-bf16.
 #define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(B, G, W, NT)                                                               \
   extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
       memra_bench_gemv_bf16_b##B##g##G##w##W##_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols,            \
                                                      const float* x, int64_t m, float* y, const float* bias) {      \
-    memra::cuda::gemv_mma::gemv_tile<NT, B, G, W>(w, rows, cols, x, m, y, bias);                                    \
+    memra::cuda::gemv_mma::gemv_tile<NT, B, G, W>(w, rows, cols, x, m, y, bias, static_cast<int64_t>(blockIdx.x) * 16); \
   }
 #define MEMRA_DEFINE_GEMV_BF16_MMA_REGISTERS_BENCH(U, W)                                                          \
   extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
       memra_bench_gemv_bf16_regs_u##U##w##W##_n1(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x, \
                                                  int64_t m, float* y, const float* bias) {                          \
-    memra::cuda::gemv_mma::gemv_tile_registers<1, U, W>(w, rows, cols, x, m, y, bias);                              \
+    memra::cuda::gemv_mma::gemv_tile_registers<1, U, W>(w, rows, cols, x, m, y, bias, static_cast<int64_t>(blockIdx.x) * 16); \
   }

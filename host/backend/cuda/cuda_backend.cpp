@@ -248,7 +248,7 @@ void CudaBackend::reset_step_scratch() {
   graph_enabled_ = options_.step_graphs;
   recording_ = graph_enabled_ && !sync_each_op_;
   step_ops_.clear();
-  gemv8_merge_.valid = false;
+  gemv_merge_.valid = false;
 }
 
 memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {

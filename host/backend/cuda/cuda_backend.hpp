@@ -310,19 +310,35 @@ class CudaBackend {
                             CUdeviceptr row_index, int64_t m, CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
   QuantizedRows act_q8_;
   uint64_t write_epoch_ = 0;
-  // The last recorded int8 GEMV launch (step_ops_.size() after it), which the next
-  // matmul over the same quantised rows may join (matmul_gemv8). Invalid once the
-  // records are issued or cleared.
-  struct Gemv8Merge {
+  // The last recorded GEMV launch over GemvMats (the int8 GEMV's, or the bf16 tensor-core
+  // GEMV's; step_ops_.size() after it), which the next matmul over the same activation
+  // operands may join (gemv_merge). Invalid once the records are issued or cleared.
+  struct GemvMerge {
     bool valid = false;
     size_t ops = 0;
-    CUdeviceptr q = 0, meta = 0;
+    const Kernel* kernel = nullptr;
+    uint64_t in_lo[2] = {}, in_hi[2] = {};  // the activation operands' bytes (x; or q and meta)
     int64_t m = 0, cols = 0, row_bytes = 0;
+    uint64_t epoch = 0;  // write_epoch_ after the launch
     int n = 0;
-    ref::Int8GemvMats ms{};
-    uint64_t out_lo[ref::Int8GemvMats::kMax] = {}, out_hi[ref::Int8GemvMats::kMax] = {};
+    ref::GemvMats ms{};
+    uint64_t out_lo[ref::GemvMats::kMax] = {}, out_hi[ref::GemvMats::kMax] = {};
   };
-  Gemv8Merge gemv8_merge_;
+  GemvMerge gemv_merge_;
+  // The matrices of the launch that serves this matmul (groups: its row groups): the last
+  // recorded launch of kernel k with this one appended when they may share it (same
+  // operands, disjoint outputs, nothing recorded or written between: entry_epoch is
+  // write_epoch_ when this matmul began; BackendOptions::fuse_decode),
+  // else this matmul alone. The previous record is dropped when merged: the caller
+  // launches the returned matrices and then calls gemv_merge_recorded.
+  const ref::GemvMats& gemv_merge(const Kernel* k, const uint64_t (&in_lo)[2], const uint64_t (&in_hi)[2], int64_t m,
+                                  int64_t cols, int64_t row_bytes, CUdeviceptr w, int64_t rows, CUdeviceptr y,
+                                  CUdeviceptr bias, int64_t groups, uint64_t entry_epoch);
+  void gemv_merge_recorded() {
+    gemv_merge_.valid = recording_;
+    gemv_merge_.ops = step_ops_.size();
+    gemv_merge_.epoch = write_epoch_;
+  }
 
   // Per-kernel decode profile (step_profile.cpp, MEMRA_CUDA_PROFILE=1): graphs off,
   // each launch of a decode step between two events, summed per kernel name.

@@ -213,13 +213,22 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
     // depend on which (every n-tile runs the same mma sequence per column).
     namespace g = memra::gemv_mma;
     const int64_t nt = m > g::kTokens ? 2 : 1;
-    const auto gx = static_cast<unsigned>((rows + g::kRows - 1) / g::kRows);
+    // Recorded matmuls over the same x that follow each other (q, k, v; gate, up) share
+    // one launch, as the int8 GEMV's (gemv_merge): every row's bits are the same.
+    const int64_t tiles = (rows + g::kRows - 1) / g::kRows;
     const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
     const std::string kernel = "memra_gemv_bf16_mma_n" + std::to_string(nt);
     auto k = modules_->kernel(s.module, kernel);
     if (!k) return fail(k.error());
-    if (const memra_status sm = allow_dynamic_smem(*k, g::kSmemBytes); sm != MEMRA_OK) return sm;
-    return launch(s.module.c_str(), kernel.c_str(), gx, gy, 32 * g::kWarps, g::kSmemBytes, wd, rows, cols, xd, m, od, bd);
+    const uint64_t in_lo[2] = {xd, 0}, in_hi[2] = {xd + static_cast<uint64_t>(m * cols) * 4u, 0};
+    ref::GemvMats arg = gemv_merge(*k, in_lo, in_hi, m, cols, 0, wd, rows, od, bd, tiles, write_epoch_);
+    int64_t c = cols, mm = m;
+    CUdeviceptr xa = xd;
+    void* argv[] = {&arg, &c, &xa, &mm};
+    const memra_status st = launch_raw(*k, static_cast<unsigned>(arg.group_end[ref::GemvMats::kMax - 1]), gy, 32 * g::kWarps, 0, argv);
+    if (st != MEMRA_OK) return st;
+    gemv_merge_recorded();
+    return after_op(kernel.c_str());
   }
   constexpr int64_t kTile = 16, kWarps = 4;  // kernels/matmul/gemv.cuh
   // Accumulators per lane: the smallest of 1, 2, 4, 8, 16 that holds min(m, 16)
@@ -260,7 +269,7 @@ Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(CUdevicept
 // y [m][rows] = the int8 GEMV over quantized_rows(x, ...): bitwise ref::gemv_int8 for
 // any m and any launch shape (gemv_int8.cuh), so the table may pick by m freely.
 // Recorded (step graph) matmuls over the same quantised rows that follow each other
-// directly (q, k, v; gate, up) share one launch (Int8GemvMats, up to 3 matrices): the
+// directly (q, k, v; gate, up) share one launch (GemvMats, up to 3 matrices; gemv_merge): the
 // previous record is replaced by a launch over both, which computes every row the same
 // bits (the kernels' order of sums does not depend on the launch), in one ramp.
 memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
@@ -275,41 +284,49 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   if (!k) return fail(k.error());
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
   const CUdeviceptr qd = (*q)->q, md = (*q)->meta;
-  const uint64_t o_lo = od, o_hi = od + static_cast<uint64_t>(m * rows) * 4u;
   const int64_t groups = (rows + l.rows_per_block - 1) / l.rows_per_block;
 
-  Gemv8Merge& g = gemv8_merge_;
-  const auto disjoint = [](uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a1 <= b0 || b1 <= a0; };
-  bool merge = options_.fuse_decode && recording_ && g.valid && g.ops == step_ops_.size() && !step_ops_.empty() && step_ops_.back().kernel == *k &&
-               g.q == qd && g.meta == md && g.m == m && g.cols == cols && g.row_bytes == row_bytes &&
-               g.n < ref::Int8GemvMats::kMax &&
-               disjoint(o_lo, o_hi, qd, qd + static_cast<uint64_t>(m * cols)) &&
-               disjoint(o_lo, o_hi, md, md + static_cast<uint64_t>(m * (cols / 32)) * 8u);
-  for (int i = 0; merge && i < g.n; ++i) merge = disjoint(o_lo, o_hi, g.out_lo[i], g.out_hi[i]);
-  if (!merge) {
-    g = Gemv8Merge{};
-    g.q = qd, g.meta = md, g.m = m, g.cols = cols, g.row_bytes = row_bytes;
-  } else {
-    step_ops_.pop_back();  // the previous matmul's launch, re-recorded below with this one
-    ++merged_gemv_launches_;
-  }
-  ref::Int8GemvMats& ms = g.ms;
-  const int i = g.n++;
-  ms.w[i] = wd, ms.y[i] = od, ms.bias[i] = bd, ms.rows[i] = rows;
-  g.out_lo[i] = o_lo, g.out_hi[i] = o_hi;
-  const int64_t end = (i == 0 ? 0 : ms.group_end[i - 1]) + groups;
-  for (int j = i; j < ref::Int8GemvMats::kMax; ++j) ms.group_end[j] = end;
+  const uint64_t in_lo[2] = {qd, md}, in_hi[2] = {qd + static_cast<uint64_t>(m * cols), md + static_cast<uint64_t>(m * (cols / 32)) * 8u};
+  ref::GemvMats arg = gemv_merge(*k, in_lo, in_hi, m, cols, row_bytes, wd, rows, od, bd, groups, entry_epoch);
+  const int64_t end = arg.group_end[ref::GemvMats::kMax - 1];
   const int64_t persistent = static_cast<int64_t>(l.blocks_per_sm) * ctx_.multiprocessors();
   const int64_t gx = l.blocks_per_sm > 0 && persistent > 0 ? std::min(end, persistent) : end;
-  ref::Int8GemvMats arg = ms;
   int64_t rb = row_bytes, c = cols, mm = m;
   CUdeviceptr qa = qd, ma = md;
   void* argv[] = {&arg, &rb, &c, &qa, &ma, &mm};
   const memra_status st = launch_raw(*k, static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt), 128, 0, argv);
   if (st != MEMRA_OK) return st;
-  g.valid = recording_;
-  g.ops = step_ops_.size();
+  gemv_merge_recorded();
   return after_op(name.c_str());
+}
+
+const ref::GemvMats& CudaBackend::gemv_merge(const Kernel* k, const uint64_t (&in_lo)[2], const uint64_t (&in_hi)[2], int64_t m,
+                                             int64_t cols, int64_t row_bytes, CUdeviceptr w, int64_t rows, CUdeviceptr y,
+                                             CUdeviceptr bias, int64_t groups, uint64_t entry_epoch) {
+  GemvMerge& g = gemv_merge_;
+  const uint64_t o_lo = y, o_hi = y + static_cast<uint64_t>(m * rows) * 4u;
+  const auto disjoint = [](uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a1 <= b0 || b1 <= a0; };
+  bool merge = options_.fuse_decode && recording_ && g.valid && g.ops == step_ops_.size() && g.epoch == entry_epoch && !step_ops_.empty() &&
+               step_ops_.back().kernel == k && g.kernel == k && g.m == m && g.cols == cols && g.row_bytes == row_bytes &&
+               g.n < ref::GemvMats::kMax;
+  for (int j = 0; merge && j < 2; ++j)
+    merge = g.in_lo[j] == in_lo[j] && g.in_hi[j] == in_hi[j] && disjoint(o_lo, o_hi, in_lo[j], in_hi[j]);
+  for (int i = 0; merge && i < g.n; ++i) merge = disjoint(o_lo, o_hi, g.out_lo[i], g.out_hi[i]);
+  if (!merge) {
+    g = GemvMerge{};
+    g.kernel = k, g.m = m, g.cols = cols, g.row_bytes = row_bytes;
+    for (int j = 0; j < 2; ++j) g.in_lo[j] = in_lo[j], g.in_hi[j] = in_hi[j];
+  } else {
+    step_ops_.pop_back();  // the previous matmul's launch, re-recorded by the caller with this one
+    ++merged_gemv_launches_;
+  }
+  ref::GemvMats& ms = g.ms;
+  const int i = g.n++;
+  ms.w[i] = w, ms.y[i] = y, ms.bias[i] = bias, ms.rows[i] = rows;
+  g.out_lo[i] = o_lo, g.out_hi[i] = o_hi;
+  const int64_t end = (i == 0 ? 0 : ms.group_end[i - 1]) + groups;
+  for (int j = i; j < ref::GemvMats::kMax; ++j) ms.group_end[j] = end;
+  return ms;
 }
 
 // The prompt/generated split of a matmul's m rows, from the step's batch: the batch's
@@ -449,7 +466,7 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     const int64_t unit = b.gemm_unit;
     for (int64_t r0 = 0; r0 < rows && st == MEMRA_OK; r0 += chunk) {
       const int64_t nr = std::min(chunk, rows - r0);
-      const int64_t threads = nr * (cols / (one_pass ? 8 : unit));  // one plane: a thread per 8 elements (gemm_mma.cu)
+      const int64_t threads = nr * (cols / unit);
       const CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
       st = launch("matmul_gemm", dequantizer.c_str(), static_cast<unsigned>((threads + 255) / 256), 1, 256, 0, wr,
                   static_cast<int64_t>(s.row_bytes), static_cast<int32_t>(nr), cols, cols, w_hi, w_lo);

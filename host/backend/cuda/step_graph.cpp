@@ -99,7 +99,7 @@ memra_status CudaBackend::issue(const StepOp& op, bool after_kernel) {
 memra_status CudaBackend::flush_recorded() {
   if (!recording_) return MEMRA_OK;
   recording_ = false;
-  gemv8_merge_.valid = false;
+  gemv_merge_.valid = false;
   std::vector<StepOp> ops;
   ops.swap(step_ops_);
   const StepOp* prev = nullptr;
@@ -119,7 +119,7 @@ void CudaBackend::release_graph() {
 
 memra_status CudaBackend::run_step_graph() {
   recording_ = false;
-  gemv8_merge_.valid = false;
+  gemv_merge_.valid = false;
   std::vector<StepOp> ops;
   ops.swap(step_ops_);
   const CUstream s = ctx_.stream();

@@ -6,7 +6,8 @@
 // each matrix's rows as its own launch would. The backend's counters show that both
 // paths ran (merging needs step recording, the default). The path is on by default
 // (BackendOptions::fuse_decode; MEMRA_CUDA_FUSE=0 turns it off), else the check opens a
-// backend with it.
+// backend with it. bf16 weights (no quantised activations) merge their launches too:
+// held bitwise against each matmul run alone.
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
 
@@ -113,6 +114,67 @@ void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
         });
       }
     }
+  }
+
+  // bf16 weights (the tensor-core GEMV, no activation quantisation): q/k/v and gate/up
+  // merge into one launch each; every output bitwise what the matmul computes when it
+  // runs alone (each in a step of its own, downloaded before the next: no merging).
+  for (int64_t m : {int64_t{1}, int64_t{5}, int64_t{16}}) {
+    const std::string name = "fused decode bf16 M=" + std::to_string(m) + " q,k,v (+bias) and gate,up share launches";
+    if (!r.wants(name)) continue;
+    r.guard(name, [&] {
+      struct W {
+        const memra_weight* w;
+        const memra_weight* bias;
+        int64_t rows;
+      };
+      auto make = [&](const char* n, int64_t rows, const char* bias_name) {
+        const std::vector<uint8_t> bytes = random_weight(rng, "bf16", rows, dim, "random");
+        const memra_weight* bw = bias_name ? d.f32_weight(bias_name, rng.floats(static_cast<size_t>(rows))) : nullptr;
+        return W{d.weight(n, "bf16", dtype_of("bf16"), {rows, dim}, bytes), bw, rows};
+      };
+      const W mats[5] = {make("fq", nq, "fbq"), make("fk", nkv, nullptr), make("fv", nkv, "fbv"), make("fg", ffn, nullptr),
+                         make("fu", ffn, nullptr)};
+      i8::DevBuf b1(d, static_cast<uint64_t>(m * dim) * 4), b2(d, static_cast<uint64_t>(m * dim) * 4);
+      const std::vector<float> v1 = rng.floats(static_cast<size_t>(m * dim)), v2 = rng.floats(static_cast<size_t>(m * dim));
+      b1.put(v1.data(), v1.size() * 4);
+      b2.put(v2.data(), v2.size() * 4);
+      auto as_tensor = [&](i8::DevBuf& b) {
+        memra_tensor t{};
+        t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+        t.dtype = MEMRA_DTYPE_F32;
+        t.ndim = 2;
+        t.shape[0] = m;
+        t.shape[1] = dim;
+        t.data = b.ptr();
+        return t;
+      };
+      const memra_tensor x1 = as_tensor(b1), x2 = as_tensor(b2);
+      auto x_of = [&](int i) { return i < 3 ? &x1 : &x2; };
+      d.begin_step();
+      const backend::BackendStats before = d.backend().stats();
+      std::vector<memra_tensor> merged;
+      for (int i = 0; i < 5; ++i) {
+        merged.push_back(d.tensor({m, mats[i].rows}));
+        d.check(d.ops().matmul(d.ctx(), x_of(i), mats[i].w, mats[i].bias, &merged.back()), "matmul");
+      }
+      const backend::BackendStats after = d.backend().stats();
+      std::vector<std::vector<float>> got;
+      for (const memra_tensor& t : merged) got.push_back(d.download(t));
+      std::string bad;
+      const char* names[5] = {"q", "k", "v", "gate", "up"};
+      for (int i = 0; i < 5; ++i) {
+        d.begin_step();
+        memra_tensor alone = d.tensor({m, mats[i].rows});
+        d.check(d.ops().matmul(d.ctx(), x_of(i), mats[i].w, mats[i].bias, &alone), "matmul alone");
+        if (!compare(got[static_cast<size_t>(i)], d.download(alone)).bitwise) bad += std::string(bad.empty() ? "" : ", ") + names[i] + " differs";
+      }
+      const int64_t n_merged = after.merged_gemv_launches - before.merged_gemv_launches;
+      const bool graphs = d.options().step_graphs && !d.options().sync_each_op;
+      r.add(name, bad.empty() && n_merged == (graphs ? 3 : 0),
+            (bad.empty() ? std::string("5 matmuls bitwise == each alone") : bad) + "; merged " + std::to_string(n_merged) + "/" +
+                (graphs ? "3" : "0"));
+    });
   }
 }
 

@@ -107,7 +107,7 @@ inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void
   const int nt = tile_tokens(a.m);
   const std::string sch = scheme_name(s), name = kernel.empty() ? sch : kernel;
   memra_kernel* kern = k.get("matmul8_" + sch, "memra_gemv8_" + name + "_r" + std::to_string(r) + "_t" + std::to_string(nt));
-  ref::Int8GemvMats ms{};
+  ref::GemvMats ms{};
   ms.w[0] = reinterpret_cast<uint64_t>(a.w);
   ms.y[0] = reinterpret_cast<uint64_t>(a.y);
   ms.bias[0] = reinterpret_cast<uint64_t>(a.bias);
