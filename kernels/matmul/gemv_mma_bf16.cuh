@@ -4,7 +4,7 @@
 // bf16 activations, products exact in f32, f32 accumulation; ref::bf16_activation_matmul).
 //
 // A block owns 16 weight rows and 8 tokens per n-tile (NT n-tiles, grid.y walks the
-// rest); its 8 warps split the row's 32-element chunks into 8 contiguous ranges that
+// rest); its kWarps warps split the row's 32-element chunks into kWarps contiguous ranges that
 // depend on cols only. Per chunk, lane (g, q) = (lane / 4, lane % 4) loads 16 bytes of
 // rows g and g + 8 at elements 8q..8q+7 and the same 8 elements of token g's x
 // (rounded to bf16), and two mma.m16n8k16 take elements {0-3} and {4-7} of every lane's

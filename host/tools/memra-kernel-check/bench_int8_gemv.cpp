@@ -149,8 +149,8 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
   };
   // Entry 0: the production kernel (the register form, kUnroll x kWarps).
   const std::vector<Variant> variants = {{memra::gemv_mma::kUnroll, 0, memra::gemv_mma::kWarps, true},
-                                         {2, 4, 8, false}, {4, 2, 8, true}, {8, 2, 8, true},  {2, 0, 8, false},
-                                         {2, 0, 16, false}, {4, 0, 16, false}, {8, 0, 8, false}, {0, 0, 0, true}};
+                                         {4, 2, 8, true}, {4, 0, 8, false}, {1, 0, 16, false}, {2, 0, 32, false},
+                                         {4, 0, 16, false}, {1, 0, 32, false}, {0, 0, 0, true}};
   std::printf("\n| shape (rows x cols) | M | kernel | us | GB/s | %% of copy | read of the weight bytes us |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Shape& sh : kShapes) {
     const uint64_t wbytes = static_cast<uint64_t>(sh.rows * sh.cols * 2), slot = align256(wbytes);
