@@ -12,6 +12,24 @@
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
 
 namespace memra::kcheck {
+namespace {
+
+// m rows of dim random floats in their own buffer, filled before the step: an upload
+// inside the step would end its recording (and so the merging).
+memra_tensor random_rows(Rng& rng, i8::DevBuf& b, int64_t m, int64_t dim) {
+  const std::vector<float> v = rng.floats(static_cast<size_t>(m * dim));
+  b.put(v.data(), v.size() * 4);
+  memra_tensor t{};
+  t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+  t.dtype = MEMRA_DTYPE_F32;
+  t.ndim = 2;
+  t.shape[0] = m;
+  t.shape[1] = dim;
+  t.data = b.ptr();
+  return t;
+}
+
+}  // namespace
 
 void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0xf05edull);
@@ -55,20 +73,7 @@ void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
           const memra_weight* bvw = d.f32_weight("bv", bv);
           const memra_weight* n1 = d.f32_weight("n1", rng.floats(static_cast<size_t>(dim)));
           const memra_weight* n2 = d.f32_weight("n2", rng.floats(static_cast<size_t>(dim)));
-          // Inputs in buffers of their own, filled before the step: an upload inside the
-          // step would end its recording (and so the merging).
-          auto input = [&](i8::DevBuf& b) {
-            const std::vector<float> v = rng.floats(static_cast<size_t>(m * dim));
-            b.put(v.data(), v.size() * 4);
-            memra_tensor t{};
-            t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
-            t.dtype = MEMRA_DTYPE_F32;
-            t.ndim = 2;
-            t.shape[0] = m;
-            t.shape[1] = dim;
-            t.data = b.ptr();
-            return t;
-          };
+          auto input = [&](i8::DevBuf& b) { return random_rows(rng, b, m, dim); };
           i8::DevBuf b1(d, static_cast<uint64_t>(m * dim) * 4), b2(d, static_cast<uint64_t>(m * dim) * 4),
               b3(d, static_cast<uint64_t>(m * dim) * 4);
           const memra_tensor x1 = input(b1), x2 = input(b2);
@@ -136,20 +141,7 @@ void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
       const W mats[5] = {make("fq", nq, "fbq"), make("fk", nkv, nullptr), make("fv", nkv, "fbv"), make("fg", ffn, nullptr),
                          make("fu", ffn, nullptr)};
       i8::DevBuf b1(d, static_cast<uint64_t>(m * dim) * 4), b2(d, static_cast<uint64_t>(m * dim) * 4);
-      const std::vector<float> v1 = rng.floats(static_cast<size_t>(m * dim)), v2 = rng.floats(static_cast<size_t>(m * dim));
-      b1.put(v1.data(), v1.size() * 4);
-      b2.put(v2.data(), v2.size() * 4);
-      auto as_tensor = [&](i8::DevBuf& b) {
-        memra_tensor t{};
-        t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
-        t.dtype = MEMRA_DTYPE_F32;
-        t.ndim = 2;
-        t.shape[0] = m;
-        t.shape[1] = dim;
-        t.data = b.ptr();
-        return t;
-      };
-      const memra_tensor x1 = as_tensor(b1), x2 = as_tensor(b2);
+      const memra_tensor x1 = random_rows(rng, b1, m, dim), x2 = random_rows(rng, b2, m, dim);
       auto x_of = [&](int i) { return i < 3 ? &x1 : &x2; };
       d.begin_step();
       const backend::BackendStats before = d.backend().stats();
