@@ -11,8 +11,8 @@
 // run: an mma's k order is a permutation of the chunk's, the same one for W and x, so
 // the product is the chunk's dot product. The warps' partial sums meet in shared
 // memory and are added in warp order, then the bias. A lane loads kUnroll chunks into
-// registers, then runs their mmas (the register form; the cp.async ring form below is
-// kept for memra-kernel-check --bench-bf16, which measured it slower at M = 1, 8, 16).
+// registers, then runs their mmas (a cp.async ring in shared memory measured slower on
+// the H200 at M = 1, 8 and 16: docs/PERFORMANCE.md, session 10).
 //
 // Batch invariance: a token's column goes through the same mma sequence whatever the
 // other columns hold (an mma's output element depends on its row of A and column of B
@@ -31,17 +31,6 @@ namespace memra::cuda::gemv_mma {
 using memra::gemv_mma::kRows;
 using memra::gemv_mma::kTokens;
 
-// 16 bytes global -> shared, bypassing L1 (weights are read once); src_bytes 0 zero-fills.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // Two floats rounded to bf16 (nearest even, __float2bfloat16_rn) in one register, lo first.
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -56,120 +45,10 @@ __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uin
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Each warp streams its chunks through a ring of kGroups x kBurst slots in shared memory:
-// one cp.async group per burst of kBurst consecutive chunks (kBurst x 64 contiguous bytes
-// of each of its 16 rows, issued together: DRAM sees whole runs, not 64-byte pieces
-// spread over time), kGroups bursts in flight. A lane reads back only the bytes it copied
-// itself, so cp.async.wait_group orders it, and a burst's slots are refilled only after
-// the mmas that used their registers have issued.
-template <int NT, int kBurst, int kGroups, int kWarps>
-__device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
-                                          const float* __restrict__ x, int64_t m, float* __restrict__ y,
-                                          const float* __restrict__ bias, int64_t r0) {
-  constexpr int kSlots = kBurst * kGroups;
-  extern __shared__ uint4 smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, q = lane & 3;
-  uint4* ring = smem + warp * kSlots * 64;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens * NT;
-  const int64_t chunks = (cols + 31) / 32;
-  const int64_t c_begin = chunks * warp / kWarps, c_end = chunks * (warp + 1) / kWarps;
-  const int64_t n_chunks = c_end - c_begin;
-  const int64_t n_bursts = (n_chunks + kBurst - 1) / kBurst;
-  const bool row_a = r0 + g < rows, row_b = r0 + g + 8 < rows;
-  const __nv_bfloat16* wa = w + (row_a ? r0 + g : 0) * cols;
-  const __nv_bfloat16* wb = w + (row_b ? r0 + g + 8 : 0) * cols;
-  auto issue = [&](int64_t burst) {
-    const int base = static_cast<int>(burst % kGroups) * kBurst;
-#pragma unroll
-    for (int u = 0; u < kBurst; ++u) {
-      const int64_t c = burst * kBurst + u;
-      if (c >= n_chunks) break;
-      const int64_t k = (c_begin + c) * 32 + 8 * q;
-      const bool in = k < cols;
-      cp_async16(ring + (base + u) * 64 + lane, wa + (in ? k : 0), in && row_a ? 16 : 0);
-    }
-#pragma unroll
-    for (int u = 0; u < kBurst; ++u) {
-      const int64_t c = burst * kBurst + u;
-      if (c >= n_chunks) break;
-      const int64_t k = (c_begin + c) * 32 + 8 * q;
-      const bool in = k < cols;
-      cp_async16(ring + (base + u) * 64 + 32 + lane, wb + (in ? k : 0), in && row_b ? 16 : 0);
-    }
-  };
-
-  float acc[NT][4];
-#pragma unroll
-  for (int n = 0; n < NT; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[n][i] = 0.0f;
-
-  // PDL (kernels/common/pdl.cuh): the first weights are in flight before x is touched.
-#pragma unroll
-  for (int b = 0; b < kGroups; ++b) {
-    if (b < n_bursts) issue(b);
-    cp_async_commit();
-  }
-  pdl_wait();
-  pdl_launch_dependents();
-  for (int64_t b = 0; b < n_bursts; ++b) {
-    cp_async_wait<kGroups - 1>();
-    const int base = static_cast<int>(b % kGroups) * kBurst;
-#pragma unroll
-    for (int u = 0; u < kBurst; ++u) {
-      const int64_t c = b * kBurst + u;
-      if (c >= n_chunks) break;
-      const uint4 va = ring[(base + u) * 64 + lane], vb = ring[(base + u) * 64 + 32 + lane];
-      const int64_t k = (c_begin + c) * 32 + 8 * q;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        const int64_t t = t0 + n * kTokens + g;
-        uint32_t bx[4] = {0, 0, 0, 0};
-        if (t < m && k < cols) {
-          const float4 lo = *reinterpret_cast<const float4*>(x + t * cols + k);
-          const float4 hi = *reinterpret_cast<const float4*>(x + t * cols + k + 4);
-          bx[0] = pack_bf16(lo.x, lo.y);
-          bx[1] = pack_bf16(lo.z, lo.w);
-          bx[2] = pack_bf16(hi.x, hi.y);
-          bx[3] = pack_bf16(hi.z, hi.w);
-        }
-        mma(acc[n], va.x, vb.x, va.y, vb.y, bx[0], bx[1]);
-        mma(acc[n], va.z, vb.z, va.w, vb.w, bx[2], bx[3]);
-      }
-    }
-    if (b + kGroups < n_bursts) issue(b + kGroups);
-    cp_async_commit();
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // every warp is done with its ring: the partial sums reuse it
-  float* partial = reinterpret_cast<float*>(smem);  // [kWarps][NT][kRows][kTokens]
-  auto at = [&](int wp, int n, int r, int tok) -> float& { return partial[((wp * NT + n) * kRows + r) * kTokens + tok]; };
-  // acc: (row g, tokens 2q, 2q + 1), (row g + 8, tokens 2q, 2q + 1).
-#pragma unroll
-  for (int n = 0; n < NT; ++n) {
-    at(warp, n, g, 2 * q) = acc[n][0];
-    at(warp, n, g, 2 * q + 1) = acc[n][1];
-    at(warp, n, g + 8, 2 * q) = acc[n][2];
-    at(warp, n, g + 8, 2 * q + 1) = acc[n][3];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < NT * kRows * kTokens; i += blockDim.x) {
-    const int r = i % kRows, tok = (i / kRows) % kTokens, n = i / (kRows * kTokens);
-    const int64_t row = r0 + r, t = t0 + n * kTokens + tok;
-    if (row >= rows || t >= m) continue;
-    float v = at(0, n, r, tok);
-#pragma unroll
-    for (int j = 1; j < kWarps; ++j) v = v + at(j, n, r, tok);
-    if (bias) v = v + bias[row];
-    y[t * rows + row] = v;
-  }
-}
-
-// The register form, the production one (kUnroll chunks loaded into registers, then
-// used; shared memory only for the warps' partial sums): the same arithmetic as gemv_tile.
+// kUnroll chunks loaded into registers, then used; shared memory only for the warps'
+// partial sums.
 template <int NT, int kUnroll = memra::gemv_mma::kUnroll, int kWarps = memra::gemv_mma::kWarps>
-__device__ __forceinline__ void gemv_tile_registers(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
+__device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, int64_t rows, int64_t cols,
                                                     const float* __restrict__ x, int64_t m, float* __restrict__ y,
                                                     const float* __restrict__ bias, int64_t r0) {
   __shared__ float partial[kWarps * NT * kRows * kTokens];
@@ -267,18 +146,12 @@ __device__ __forceinline__ Segment segment(const memra::ref::GemvMats& ms, int64
   extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kWarps)                                        \
       memra_gemv_bf16_mma_n##NT(const memra::ref::GemvMats ms, int64_t cols, const float* x, int64_t m) {          \
     const memra::cuda::gemv_mma::Segment s = memra::cuda::gemv_mma::segment(ms, blockIdx.x);                       \
-    memra::cuda::gemv_mma::gemv_tile_registers<NT>(s.w, s.rows, cols, x, m, s.y, s.bias, s.row0);                           \
+    memra::cuda::gemv_mma::gemv_tile<NT>(s.w, s.rows, cols, x, m, s.y, s.bias, s.row0);                           \
   }
-// The ring form and other register shapes, for memra-kernel-check --bench-bf16.
-#define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(B, G, W, NT)                                                               \
+// Other unroll/warp shapes, for memra-kernel-check --bench-bf16.
+#define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(U, W)                                                          \
   extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
-      memra_bench_gemv_bf16_b##B##g##G##w##W##_n##NT(const __nv_bfloat16* w, int64_t rows, int64_t cols,            \
-                                                     const float* x, int64_t m, float* y, const float* bias) {      \
-    memra::cuda::gemv_mma::gemv_tile<NT, B, G, W>(w, rows, cols, x, m, y, bias, static_cast<int64_t>(blockIdx.x) * 16); \
-  }
-#define MEMRA_DEFINE_GEMV_BF16_MMA_REGISTERS_BENCH(U, W)                                                          \
-  extern "C" __global__ void __launch_bounds__(32 * W)                                                              \
-      memra_bench_gemv_bf16_regs_u##U##w##W##_n1(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x, \
+      memra_bench_gemv_bf16_u##U##w##W##_n1(const __nv_bfloat16* w, int64_t rows, int64_t cols, const float* x, \
                                                  int64_t m, float* y, const float* bias) {                          \
-    memra::cuda::gemv_mma::gemv_tile_registers<1, U, W>(w, rows, cols, x, m, y, bias, static_cast<int64_t>(blockIdx.x) * 16); \
+    memra::cuda::gemv_mma::gemv_tile<1, U, W>(w, rows, cols, x, m, y, bias, static_cast<int64_t>(blockIdx.x) * 16); \
   }

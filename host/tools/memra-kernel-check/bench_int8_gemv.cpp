@@ -135,7 +135,7 @@ uint64_t align256(uint64_t v) { return (v + 255) & ~uint64_t{255}; }
 
 // The bf16 GEMVs on the same shapes (the pool's random bits as bf16 weights: no kernel
 // branches on values): the tensor-core kernel (gemv_mma_bf16.cuh) in the production
-// ring/warp shape and others, and the warp-per-row f32-FMA kernel it replaced.
+// unroll/warp shape and others, and the warp-per-row f32-FMA kernel it replaced.
 void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read, DevBuf& sink, double copy_gbs, int64_t sms,
                      Rng& rng) {
   void* st = timer.stream();
@@ -144,13 +144,12 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
   DevBuf xf(k.device(), x.size() * 4), y(k.device(), static_cast<uint64_t>(max_m) * 12288 * 4);
   xf.put(x.data(), x.size() * 4);
   struct Variant {
-    int burst, groups, warps;  // warps 0: the warp-per-row kernel; groups 0: the register form (burst = its unroll)
-    bool n2;                   // also has a 16-token (two n-tile) entry
+    int unroll, warps;  // warps 0: the warp-per-row kernel
+    bool n2;            // also has a 16-token (two n-tile) entry
   };
-  // Entry 0: the production kernel (the register form, kUnroll x kWarps).
-  const std::vector<Variant> variants = {{memra::gemv_mma::kUnroll, 0, memra::gemv_mma::kWarps, true},
-                                         {4, 2, 8, true}, {4, 0, 8, false}, {1, 0, 16, false}, {2, 0, 32, false},
-                                         {4, 0, 16, false}, {1, 0, 32, false}, {0, 0, 0, true}};
+  // Entry 0: the production kernel (kUnroll x kWarps).
+  const std::vector<Variant> variants = {{memra::gemv_mma::kUnroll, memra::gemv_mma::kWarps, true}, {4, 8, false}, {1, 16, false},
+                                         {2, 32, false}, {4, 16, false}, {1, 32, false}, {0, 0, true}};
   std::printf("\n| shape (rows x cols) | M | kernel | us | GB/s | %% of copy | read of the weight bytes us |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Shape& sh : kShapes) {
     const uint64_t wbytes = static_cast<uint64_t>(sh.rows * sh.cols * 2), slot = align256(wbytes);
@@ -168,23 +167,17 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
         const int nt = v.warps ? (m > 8 ? 2 : 1) : tile_tokens(m);
         if (v.warps && nt == 2 && !v.n2) continue;
         std::string kname, label;
-        unsigned gx = 0, gy = 0, block = 0, smem = 0;
+        unsigned gx = 0, gy = 0, block = 0;
         if (!v.warps) {
           kname = "memra_gemv_bench_bf16_u8_t" + std::to_string(nt);
           label = "warp/row";
           gx = static_cast<unsigned>((sh.rows + 3) / 4), gy = static_cast<unsigned>((m + nt - 1) / nt), block = 128;
-        } else if (!v.groups) {
-          const std::string shape = "u" + std::to_string(v.burst) + "w" + std::to_string(v.warps);
-          kname = vi == 0 ? "memra_gemv_bf16_mma_n" + std::to_string(nt) : "memra_bench_gemv_bf16_regs_" + shape + "_n1";
-          label = "mma registers " + shape + (vi == 0 ? " (production)" : "");
+        } else {
+          const std::string shape = "u" + std::to_string(v.unroll) + "w" + std::to_string(v.warps);
+          kname = vi == 0 ? "memra_gemv_bf16_mma_n" + std::to_string(nt) : "memra_bench_gemv_bf16_" + shape + "_n1";
+          label = "mma " + shape + (vi == 0 ? " (production)" : "");
           gx = static_cast<unsigned>((sh.rows + 15) / 16), gy = static_cast<unsigned>((m + 8 * nt - 1) / (8 * nt));
           block = static_cast<unsigned>(32 * v.warps);
-        } else {
-          const std::string shape = "b" + std::to_string(v.burst) + "g" + std::to_string(v.groups) + "w" + std::to_string(v.warps);
-          kname = "memra_bench_gemv_bf16_" + shape + "_n" + std::to_string(nt);
-          label = "mma ring " + shape;
-          gx = static_cast<unsigned>((sh.rows + 15) / 16), gy = static_cast<unsigned>((m + 8 * nt - 1) / (8 * nt));
-          block = static_cast<unsigned>(32 * v.warps), smem = memra::gemv_mma::smem_bytes(v.burst, v.groups, v.warps);
         }
         memra_kernel* kern = k.get("matmul_float", kname);
         const double t = timer.us([&](int i) {
@@ -196,17 +189,15 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
           if (!v.warps) {
             void* args[] = {&w, &rb, &rows, &cols, &xp, &mm, &yp, &bias};
             k.launch(kern, gx, gy, block, args, st);
+          } else if (vi == 0) {  // the production entry: a GemvMats of one matrix
+            ref::GemvMats ms{};
+            ms.w[0] = reinterpret_cast<uint64_t>(w), ms.y[0] = reinterpret_cast<uint64_t>(yp), ms.rows[0] = rows;
+            for (int64_t& e : ms.group_end) e = static_cast<int64_t>(gx);
+            void* args[] = {&ms, &cols, &xp, &mm};
+            k.launch(kern, gx, gy, block, args, st);
           } else {
-            if (vi == 0) {  // the production entry: a GemvMats of one matrix
-              ref::GemvMats ms{};
-              ms.w[0] = reinterpret_cast<uint64_t>(w), ms.y[0] = reinterpret_cast<uint64_t>(yp), ms.rows[0] = rows;
-              for (int64_t& e : ms.group_end) e = static_cast<int64_t>(gx);
-              void* args[] = {&ms, &cols, &xp, &mm};
-              k.launch(kern, gx, gy, block, args, st, smem);
-            } else {
-              void* args[] = {&w, &rows, &cols, &xp, &mm, &yp, &bias};
-              k.launch(kern, gx, gy, block, args, st, smem);
-            }
+            void* args[] = {&w, &rows, &cols, &xp, &mm, &yp, &bias};
+            k.launch(kern, gx, gy, block, args, st);
           }
         });
         const double gbs = static_cast<double>(wbytes) / (t * 1e3);
