@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "kernels/attention/paged_attention_layout.hpp"
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/reduce.cuh"
 
 namespace {
@@ -176,6 +177,8 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
+  memra::cuda::pdl_wait();  // PDL (kernels/common/pdl.cuh)
+  memra::cuda::pdl_launch_dependents();
   const int group = heads / kv_heads;
   int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
   float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
@@ -300,6 +303,8 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
                             int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out,
                             const int32_t* rows) {
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
   const int64_t th = blockIdx.x;
   const int64_t t = rows ? rows[th / heads] : th / heads;
   const int h = static_cast<int>(th % heads);

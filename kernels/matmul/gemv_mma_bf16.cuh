@@ -65,10 +65,8 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
   for (int n = 0; n < NT; ++n)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[n][i] = 0.0f;
-  pdl_wait();
-  pdl_launch_dependents();
-  for (int64_t c = c_begin; c < c_end; c += kUnroll) {
-    uint4 va[kUnroll], vb[kUnroll];
+  uint4 va[kUnroll], vb[kUnroll];
+  auto load = [&](int64_t c) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = (c + u) * 32 + 8 * q;
@@ -76,6 +74,14 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
       va[u] = in && row_a ? __ldcs(wa + k / 8) : make_uint4(0, 0, 0, 0);
       vb[u] = in && row_b ? __ldcs(wb + k / 8) : make_uint4(0, 0, 0, 0);
     }
+  };
+  // The first round's weights (never written) are loaded before waiting: under PDL they
+  // are in flight while the kernels before this one finish (kernels/common/pdl.cuh).
+  load(c_begin);
+  pdl_wait();
+  pdl_launch_dependents();
+  for (int64_t c = c_begin; c < c_end; c += kUnroll) {
+    if (c != c_begin) load(c);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (c + u >= c_end) break;

@@ -30,6 +30,8 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
                                               const int32_t* block_tables, int32_t max_blocks, KvT* k_cache,
                                               KvT* v_cache, int32_t block_size, const float* q_norm, const float* k_norm,
                                               float norm_eps) {
+  memra::cuda::pdl_wait();  // PDL (kernels/common/pdl.cuh)
+  memra::cuda::pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int h = static_cast<int>(blockIdx.y);
   const int32_t pos = positions[t];
