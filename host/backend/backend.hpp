@@ -35,12 +35,12 @@ inline constexpr uint32_t kBackendInterfaceVersion = 3;
 
 // Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
 inline uint64_t kv_element_bytes(memra_dtype dtype) {
-  return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
+  return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_F16 || dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
 }
 
-// One layer's paged KV geometry and element type: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16
-// (K after RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache
-// element type"). kv_heads 0: the layer keeps no KV (a recurrent layer).
+// One layer's paged KV geometry and element type: MEMRA_DTYPE_F32, MEMRA_DTYPE_F16 or
+// MEMRA_DTYPE_BF16 (K after RoPE and V rounded to the 16-bit type when written;
+// docs/ARCHITECTURE.md, "KV cache element type"). kv_heads 0: the layer keeps no KV (a recurrent layer).
 struct KvLayerConfig {
   int64_t kv_heads = 0;
   int64_t head_dim = 0;

@@ -14,6 +14,7 @@
 #include "core/common/result.hpp"
 #include "host/backend/backend.hpp"
 #include "host/engine/kv_blocks.hpp"
+#include "host/engine/kv_dtype.hpp"
 #include "host/engine/model_source.hpp"
 #include "host/engine/prefix_cache.hpp"
 #include "host/engine/sampler.hpp"
@@ -39,10 +40,10 @@ struct EngineOptions {
   // stages on one GPU: separate backends and streams). `backend.device` is ignored then.
   std::vector<int> pipeline_devices;
   // KV cache element type of every state group that does not declare its own
-  // (memra_state_group.kv_dtype), on every backend: MEMRA_DTYPE_F32 or MEMRA_DTYPE_BF16
-  // (K after RoPE and V rounded to bf16 when written; docs/ARCHITECTURE.md, "KV cache
-  // element type"). Anything else fails at load.
-  memra_dtype kv_dtype = MEMRA_DTYPE_F32;
+  // (memra_state_group.kv_dtype), on every backend: MEMRA_DTYPE_F16 (the default),
+  // MEMRA_DTYPE_BF16 or MEMRA_DTYPE_F32 (K after RoPE and V rounded to the 16-bit type
+  // when written; docs/ARCHITECTURE.md, "KV cache element type"). Anything else fails at load.
+  memra_dtype kv_dtype = kDefaultKvDtype;
 };
 
 struct RowSampling;

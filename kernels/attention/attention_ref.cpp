@@ -15,10 +15,18 @@ inline int64_t slot_offset(const PagedKvLayer& layer, const int32_t* block_table
   return row * layer.kv_heads * layer.head_dim;
 }
 
+// The stored element types, read back as exact floats.
+struct F16Bits {
+  uint16_t bits;
+};
+struct Bf16Bits {
+  uint16_t bits;
+};
 inline float load(const float* p, int64_t i) { return p[i]; }
-inline float load(const uint16_t* p, int64_t i) { return quant::bf16_to_f32(p[i]); }
+inline float load(const F16Bits* p, int64_t i) { return quant::fp16_to_f32(p[i].bits); }
+inline float load(const Bf16Bits* p, int64_t i) { return quant::bf16_to_f32(p[i].bits); }
 
-// One arithmetic for both element types: only the load differs (bf16 -> f32 is exact).
+// One arithmetic for every element type: only the load differs (16-bit -> f32 is exact).
 template <class T>
 void attend(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q, int64_t heads,
             float scale, int64_t sliding_window, float logit_softcap, float* out) {
@@ -64,12 +72,13 @@ void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64
                     const float* v) {
   const int64_t off = slot_offset(layer, block_table, position);
   const int64_t n = layer.kv_heads * layer.head_dim;
-  if (layer.element == KvElement::bf16) {
+  if (layer.element != KvElement::f32) {
+    uint16_t (*round)(float) = layer.element == KvElement::f16 ? quant::f32_to_fp16 : quant::f32_to_bf16;
     uint16_t* kd = static_cast<uint16_t*>(layer.k) + off;
     uint16_t* vd = static_cast<uint16_t*>(layer.v) + off;
     for (int64_t i = 0; i < n; ++i) {
-      kd[i] = quant::f32_to_bf16(k[i]);
-      vd[i] = quant::f32_to_bf16(v[i]);
+      kd[i] = round(k[i]);
+      vd[i] = round(v[i]);
     }
     return;
   }
@@ -79,8 +88,10 @@ void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64
 
 void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q,
                      int64_t heads, float scale, int64_t sliding_window, float logit_softcap, float* out) {
-  if (layer.element == KvElement::bf16)
-    attend<uint16_t>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
+  if (layer.element == KvElement::f16)
+    attend<F16Bits>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
+  else if (layer.element == KvElement::bf16)
+    attend<Bf16Bits>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
   else
     attend<float>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
 }

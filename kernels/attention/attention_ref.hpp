@@ -1,22 +1,23 @@
 // Attention over a paged KV cache, CPU reference.
 //
 // One layer's cache is two arrays (K and V) of [num_blocks][block_size][kv_heads][head_dim]
-// elements, float32 or bfloat16 (raw bits, uint16_t); a sequence's block table maps
+// elements, float32, float16 or bfloat16 (raw bits, uint16_t); a sequence's block table maps
 // logical block i (positions i*block_size ...) to a physical block. Grouped-query
 // attention: query head h reads KV head h / (heads / kv_heads).
 //
-// bf16 numerics (docs/ARCHITECTURE.md, "KV cache element type"): the write rounds K
-// (after RoPE) and V to bf16 round-to-nearest-even; attention reads the stored values
-// as exact floats and runs the float32 arithmetic below unchanged.
+// 16-bit numerics (docs/ARCHITECTURE.md, "KV cache element type"): the write rounds K
+// (after RoPE) and V to f16 or bf16, round to nearest even (f16 overflows to inf as IEEE
+// does); attention reads the stored values as exact floats and runs the float32
+// arithmetic below unchanged.
 #pragma once
 #include <cstdint>
 
 namespace memra::ref {
 
-enum class KvElement { f32, bf16 };
+enum class KvElement { f32, f16, bf16 };
 
 struct PagedKvLayer {
-  void* k = nullptr;  // float* (f32) or uint16_t* bf16 bits (bf16)
+  void* k = nullptr;  // float* (f32) or uint16_t* f16 / bf16 bits
   void* v = nullptr;
   int64_t block_size = 0;
   int64_t kv_heads = 0;
@@ -25,7 +26,7 @@ struct PagedKvLayer {
 };
 
 // Stores one token's k and v ([kv_heads][head_dim] each) at `position` (rounded to
-// bf16 when the layer is bf16).
+// the layer's 16-bit type unless it is f32).
 void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
                     const float* v);
 

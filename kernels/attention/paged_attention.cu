@@ -1,6 +1,6 @@
-// Attention over the paged KV cache (f32 or bf16) for generated rows (decode, verify),
+// Attention over the paged KV cache (f32, f16 or bf16) for generated rows (decode, verify),
 // split over fixed chunks of kDecodeChunk positions (paged_attention_layout.hpp).
-// Pass 1 (memra_attention_chunk{,_bf16}): one block per (row, kv head, chunk) serves the
+// Pass 1 (memra_attention_chunk{,_f16,_bf16}): one block per (row, kv head, chunk) serves the
 // kv head's whole q-head group (grouped-query attention: each K and V row of the chunk
 // is read once for the group) and writes per q head the chunk's max score m, the sum l
 // of exp(s - m) and the unnormalised output o. Pass 2 (memra_attention_combine): one
@@ -14,13 +14,14 @@
 //
 // The block stages the chunk's K and V rows in shared memory with 16-byte cp.async
 // (zero-filled past the row's last position), K and V as two groups so the V loads
-// overlap the score phase; both element types then run one code, each element converted
-// exactly to f32, so a bf16 cache's rows are bitwise the f32 kernel's on a cache holding
-// the same (bf16-representable) values (memra-kernel-check proves it).
+// overlap the score phase; every element type then runs one code, each element converted
+// exactly to f32, so an f16 or bf16 cache's rows are bitwise the f32 kernel's on a cache
+// holding the same (representable) values (memra-kernel-check proves it).
 // Without nvcc (tests/cuda/decode_attention_emulator.hpp, which includes this file on the
 // host) the CUDA types and the cp.async / shared-memory primitives come from the emulator.
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #endif
 #include <stdint.h>
 
@@ -65,7 +66,13 @@ __device__ __forceinline__ float4 load4(const __nv_bfloat16* p) {
   return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
                      __uint_as_float(u.y & 0xffff0000u));
 }
+__device__ __forceinline__ float4 load4(const __half* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const __half* h = reinterpret_cast<const __half*>(&u);
+  return make_float4(__half2float(h[0]), __half2float(h[1]), __half2float(h[2]), __half2float(h[3]));
+}
 __device__ __forceinline__ float load1(const float* p) { return *p; }
+__device__ __forceinline__ float load1(const __half* p) { return __half2float(*p); }
 __device__ __forceinline__ float load1(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
 // Rows 0 .. rows-1 of the chunk (row j at src + row_off[j]) into dst [kChunk][head_dim],
@@ -291,6 +298,7 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
                     max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, v_separate);     \
   }
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
 
 // grid (entries * heads), kThreads threads. out: [tokens][heads * head_dim].

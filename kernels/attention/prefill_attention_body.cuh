@@ -10,12 +10,15 @@
 // ldmatrix_x4_trans(addr, r[4]), mma(d[4], a[4], b0, b1) (m16n8k16 bf16, f32 acc),
 // float shfl_xor(v, mask), sync() (the CTA barrier), syncwarp(), split2(a, b, hi, lo) (bf16x2 hi
 // and lo words, a in the low half), load8(src, v[8]), load8_bf16(src, w[4]) (8 bf16 as
-// four words, the lower index in each low half), store2(dst, x, y).
+// four words, the lower index in each low half), store2(dst, x, y); for an f16 cache also
+// load8_f16(src, v[8]) (8 f16 converted exactly to floats).
 //
 // The KV cache element KvT is float (each K/V value split into bf16 hi + lo like q and
 // P: three mma per product) or uint16_t, bf16 bits (a bf16 KV cache): the values are
 // exact bf16 already, so they are staged as the hi plane as they are and their lo term,
-// exactly zero, is skipped (two mma per product: q_hi·k + q_lo·k, P_hi·v + P_lo·v).
+// exactly zero, is skipped (two mma per product: q_hi·k + q_lo·k, P_hi·v + P_lo·v), or
+// PaF16, f16 bits (an f16 KV cache): converted exactly to floats on load, then the f32
+// path, so the f16 kernels are bitwise the f32 kernels on f16-valued K/V.
 #pragma once
 
 #include <math.h>
@@ -69,7 +72,22 @@ MEMRA_PA_FN void pa_mma3(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], const
   ops.mma(d, ah, bl0, bl1);
 }
 
-// One 16-byte chunk of a KV row as loaded: 8 floats, or 8 bf16 in four words.
+// An f16 KV element (its bits).
+struct PaF16 {
+  uint16_t bits;
+};
+
+// K/V with a lo plane: f32 and f16 values are split into bf16 hi + lo; bf16 ones are the hi plane.
+template <class KvT>
+struct PaKvSplit {
+  static constexpr bool value = true;
+};
+template <>
+struct PaKvSplit<uint16_t> {
+  static constexpr bool value = false;
+};
+
+// One chunk of 8 elements of a KV row as loaded: 8 floats (f32, f16 converted), or 8 bf16 in four words.
 template <class KvT>
 struct PaKvChunk {
   float v[8];
@@ -82,8 +100,13 @@ struct PaKvChunk<uint16_t> {
 template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const float* src, PaKvChunk<float>& c) { ops.load8(src, c.v); }
 template <class Ops>
+MEMRA_PA_FN void pa_load_chunk(Ops& ops, const PaF16* src, PaKvChunk<PaF16>& c) {
+  ops.load8_f16(reinterpret_cast<const uint16_t*>(src), c.v);
+}
+template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const uint16_t* src, PaKvChunk<uint16_t>& c) { ops.load8_bf16(src, c.w); }
-MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<float>& c) {
+template <class KvT>
+MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<KvT>& c) {
 MEMRA_PA_UNROLL
   for (int e = 0; e < 8; ++e) c.v[e] = 0.0f;
 }
@@ -91,8 +114,8 @@ MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<uint16_t>& c) {
 MEMRA_PA_UNROLL
   for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // bf16 +0
 }
-template <class Ops>
-MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<float>& c) {
+template <class Ops, class KvT>
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<KvT>& c) {
   pa_store_chunk(ops, hi_plane, lo_plane, off, c.v);
 }
 // bf16: the hi plane only (lo is never read).
@@ -107,7 +130,7 @@ MEMRA_PA_FN void pa_mma_kv(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], con
                            uint32_t bh1, uint32_t bl0, uint32_t bl1) {
   ops.mma(d, ah, bh0, bh1);
   ops.mma(d, al, bh0, bh1);
-  if constexpr (sizeof(KvT) == 4) ops.mma(d, ah, bl0, bl1);
+  if constexpr (PaKvSplit<KvT>::value) ops.mma(d, ah, bl0, bl1);
 }
 
 // One KV tile (kPrefillTileN positions x D elements of one kv head) as the thread's
@@ -174,7 +197,7 @@ MEMRA_PA_FN void prefill_attention_body(Ops& ops, const float* __restrict__ q, c
   const int64_t q_row = static_cast<int64_t>(heads) * D;
 
   // Positions the CTA stages: its rows' union [first(min), max]; tiles j_lo..j_hi.
-  constexpr bool kSplitKv = sizeof(KvT) == 4;  // f32 cache: K/V lo planes exist
+  constexpr bool kSplitKv = PaKvSplit<KvT>::value;  // f32 / f16 cache: K/V lo planes exist
   const PaTileLoader<D, KvT> ld{table, block_size, pa_first_position(cta[4], window), cta[5], row_width,
                            static_cast<int64_t>(kvh) * D};
   const int j_lo = ld.lo / kTileN, j_hi = ld.hi / kTileN;

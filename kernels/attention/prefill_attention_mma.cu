@@ -45,8 +45,11 @@
 // ~1e-11 (kernel-check bound kAttentionBound = 1e-9, the decode kernel's).
 // The _bf16 kernels read a bf16 KV cache: K/V are exact bf16 already, so they are the
 // hi operand as stored and their lo term (zero) is skipped; only q's and P's split
-// residue remains (nmse ~1e-11 against the reference over the same bf16 cache).
+// residue remains (nmse ~1e-11 against the reference over the same bf16 cache). The _f16
+// kernels convert an f16 cache's K/V exactly to floats as they load them and then run the
+// f32 kernel's code (bitwise the f32 kernel on f16-valued K/V).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "kernels/attention/prefill_attention_body.cuh"
@@ -86,6 +89,12 @@ struct DeviceOps {
     const uint4 a = *reinterpret_cast<const uint4*>(src);
     w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
   }
+  __device__ __forceinline__ void load8_f16(const uint16_t* src, float (&v)[8]) const {
+    const uint4 a = *reinterpret_cast<const uint4*>(src);
+    const __half* h = reinterpret_cast<const __half*>(&a);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = __half2float(h[i]);
+  }
   __device__ __forceinline__ void store2(float* dst, float x, float y) const {
     *reinterpret_cast<float2*>(dst) = make_float2(x, y);
   }
@@ -113,7 +122,7 @@ struct DeviceOps {
 
 // grid (CTAs of the plan), kPrefillThreads threads, prefill_attention_smem_bytes(D) of
 // dynamic shared memory. q, out: [tokens][heads * D]; caches: [blocks][block_size][kv_heads][D]
-// of KvT (float, or uint16_t bf16 bits for the _bf16 kernels).
+// of KvT (float, PaF16 f16 bits for the _f16 kernels, uint16_t bf16 bits for the _bf16 ones).
 #define MEMRA_DEFINE_PREFILL_ATTENTION(NAME, D, KvT)                                                                \
   extern "C" __global__ void __launch_bounds__(kPrefillThreads, 2) NAME(                                            \
       const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads, int32_t kv_heads,                     \
@@ -126,5 +135,7 @@ struct DeviceOps {
   }
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64, 64, float)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128, 128, float)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_f16, 64, PaF16)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_f16, 128, PaF16)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_bf16, 64, uint16_t)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_bf16, 128, uint16_t)

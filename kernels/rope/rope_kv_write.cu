@@ -7,12 +7,14 @@
 // inv_freq is the reference's precomputed table (all scalings). Each element's
 // arithmetic is the same whatever the grid, so results are unchanged by batching.
 // The cache layout is kernels/attention/attention_ref's [block][slot][kv_head][head_dim].
-// memra_rope_kv_write_bf16 stores K and V rounded to bf16 (round to nearest even,
-// __float2bfloat16_rn, as the reference's f32_to_bf16); q and k themselves stay f32.
+// memra_rope_kv_write_f16 / _bf16 store K and V rounded to f16 / bf16 (round to nearest
+// even, __float2half_rn / __float2bfloat16_rn, as the reference's f32_to_fp16 /
+// f32_to_bf16); q and k themselves stay f32.
 // With q_norm / k_norm (memra_attention_params 2.4) each head is first RMS-normed in
 // place (rms_norm's formula; thread i sums elements i, i + blockDim, ... in order, then
 // the fixed block sum), so the per-head norm launches of Qwen3 go away.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "kernels/common/pdl.cuh"
@@ -20,6 +22,7 @@
 
 namespace {
 __device__ __forceinline__ void store_kv(float* dst, float x) { *dst = x; }
+__device__ __forceinline__ void store_kv(__half* dst, float x) { *dst = __float2half_rn(x); }
 __device__ __forceinline__ void store_kv(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
 
 template <class KvT>
@@ -82,4 +85,5 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
                   seq_index, block_tables, max_blocks, k_cache, v_cache, block_size, q_norm, k_norm, norm_eps);  \
   }
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write, float)
+MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_f16, __half)
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_bf16, __nv_bfloat16)

@@ -2,7 +2,8 @@
 // the emulator of decode_attention_emulator.hpp (no GPU needed): every row against the
 // CPU reference (kAttentionBound), and bitwise: a row alone == in a batch == through a
 // row list (a step whose prompt rows run the prefill kernel), V beside the K rows == V
-// reusing their space, and the bf16 kernel == the f32 kernel on bf16-valued K/V. Each row
+// reusing their space, and the f16 / bf16 kernels == the f32 kernel on f16- / bf16-valued
+// K/V; over f32, f16 and bf16 caches. Each row
 // has its own sequence whose cache positions outside what the row may see are NaN, so a
 // read past its window or its last position shows up. memra-kernel-check runs the same
 // properties on the GPU.
@@ -27,16 +28,21 @@ struct Config {
 };
 
 // A cache of one sequence per row (scattered blocks); row r's sequence holds K/V at the
-// positions row r sees, NaN elsewhere. Values are bf16-representable when `bf16_values`.
+// positions row r sees, NaN elsewhere. The f32 cache's values are those of the `values`
+// cache (f16- or bf16-representable), or unrounded when it is f32.
+using memra::ref::KvElement;
+const char* element_name(KvElement e) { return e == KvElement::f16 ? "f16 KV" : e == KvElement::bf16 ? "bf16 KV" : "f32 KV"; }
+
 struct Problem {
   Config c;
   std::vector<int32_t> pos, seq, tables;
   int max_blocks = 0, num_blocks = 0;
   std::vector<float> kf, vf;        // f32 cache
+  std::vector<uint16_t> kh, vh;     // f16 cache (bits)
   std::vector<uint16_t> kb, vb;     // bf16 cache (bits)
   std::vector<float> q;             // [rows][heads * head_dim]
 
-  Problem(const Config& cfg, const std::vector<int32_t>& positions, bool bf16_values, uint32_t seed) : c(cfg), pos(positions) {
+  Problem(const Config& cfg, const std::vector<int32_t>& positions, KvElement values, uint32_t seed) : c(cfg), pos(positions) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd;
     const int rows = static_cast<int>(pos.size());
@@ -49,7 +55,7 @@ struct Problem {
     std::shuffle(ids.begin(), ids.end(), rng);
     tables = ids;
     const size_t row_w = static_cast<size_t>(c.kv_heads) * c.head_dim, n = static_cast<size_t>(num_blocks) * kBlock * row_w;
-    kf.assign(n, NAN), vf.assign(n, NAN), kb.assign(n, 0x7fc0), vb.assign(n, 0x7fc0);
+    kf.assign(n, NAN), vf.assign(n, NAN), kh.assign(n, 0x7e00), vh.assign(n, 0x7e00), kb.assign(n, 0x7fc0), vb.assign(n, 0x7fc0);
     for (int r = 0; r < rows; ++r) {
       seq.push_back(r);
       const int32_t first = c.window > 0 ? std::max(0, pos[static_cast<size_t>(r)] - c.window + 1) : 0;
@@ -57,9 +63,12 @@ struct Problem {
         const size_t off = (static_cast<size_t>(tables[static_cast<size_t>(r * max_blocks + p / kBlock)]) * kBlock + p % kBlock) * row_w;
         for (size_t i = 0; i < row_w; ++i) {
           const float a = nd(rng), b = nd(rng);
+          kh[off + i] = memra::quant::f32_to_fp16(a), vh[off + i] = memra::quant::f32_to_fp16(b);
           kb[off + i] = memra::quant::f32_to_bf16(a), vb[off + i] = memra::quant::f32_to_bf16(b);
-          kf[off + i] = bf16_values ? memra::quant::bf16_to_f32(kb[off + i]) : a;
-          vf[off + i] = bf16_values ? memra::quant::bf16_to_f32(vb[off + i]) : b;
+          kf[off + i] = values == KvElement::f16 ? memra::quant::fp16_to_f32(kh[off + i])
+                        : values == KvElement::bf16 ? memra::quant::bf16_to_f32(kb[off + i]) : a;
+          vf[off + i] = values == KvElement::f16 ? memra::quant::fp16_to_f32(vh[off + i])
+                        : values == KvElement::bf16 ? memra::quant::bf16_to_f32(vb[off + i]) : b;
         }
       }
     }
@@ -74,7 +83,7 @@ struct Problem {
   }
 
   // The kernels over `entries` (all rows when empty: no row list), as the backend launches them.
-  std::vector<float> gpu(bool bf16, bool v_separate, const std::vector<int32_t>& entries = {}) const {
+  std::vector<float> gpu(KvElement element, bool v_separate, const std::vector<int32_t>& entries = {}) const {
     const int E = entries.empty() ? static_cast<int>(pos.size()) : static_cast<int>(entries.size());
     const int32_t* rows = entries.empty() ? nullptr : entries.data();
     int max_chunks = 1;
@@ -85,8 +94,14 @@ struct Problem {
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto* kbf = reinterpret_cast<const __nv_bfloat16*>(kb.data());
     const auto* vbf = reinterpret_cast<const __nv_bfloat16*>(vb.data());
+    const auto* khf = reinterpret_cast<const __half*>(kh.data());
+    const auto* vhf = reinterpret_cast<const __half*>(vh.data());
     memra::decode_emu::launch(static_cast<unsigned>(E * c.kv_heads), static_cast<unsigned>(max_chunks), [&] {
-      if (bf16)
+      if (element == KvElement::f16)
+        memra_attention_chunk_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
+                                  tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
+                                  part_ml.data(), rows, v_separate ? 1 : 0);
+      else if (element == KvElement::bf16)
         memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                    tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
                                    part_ml.data(), rows, v_separate ? 1 : 0);
@@ -102,15 +117,20 @@ struct Problem {
     return out;
   }
 
-  std::vector<float> reference(bool bf16) const {
+  std::vector<float> reference(KvElement element) const {
     std::vector<float> out(q.size());
     memra::ref::PagedKvLayer L;
-    L.k = bf16 ? static_cast<void*>(const_cast<uint16_t*>(kb.data())) : static_cast<void*>(const_cast<float*>(kf.data()));
-    L.v = bf16 ? static_cast<void*>(const_cast<uint16_t*>(vb.data())) : static_cast<void*>(const_cast<float*>(vf.data()));
+    const auto plane = [&](const std::vector<float>& f, const std::vector<uint16_t>& h, const std::vector<uint16_t>& b) {
+      return element == KvElement::f16    ? static_cast<void*>(const_cast<uint16_t*>(h.data()))
+             : element == KvElement::bf16 ? static_cast<void*>(const_cast<uint16_t*>(b.data()))
+                                          : static_cast<void*>(const_cast<float*>(f.data()));
+    };
+    L.k = plane(kf, kh, kb);
+    L.v = plane(vf, vh, vb);
     L.block_size = kBlock;
     L.kv_heads = c.kv_heads;
     L.head_dim = c.head_dim;
-    L.element = bf16 ? memra::ref::KvElement::bf16 : memra::ref::KvElement::f32;
+    L.element = element;
     for (size_t r = 0; r < pos.size(); ++r)
       memra::ref::paged_attention(L, tables.data() + r * static_cast<size_t>(max_blocks), pos[r],
                                   q.data() + r * static_cast<size_t>(width()), c.heads,
@@ -135,23 +155,23 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 const std::vector<int32_t> kPositions = {0, 5, 63, 64, 65, 200};
 
 void check_config(const Config& c) {
-  for (const bool bf16 : {false, true}) {
-    SCOPED_TRACE(bf16 ? "bf16 KV" : "f32 KV");
-    const Problem p(c, kPositions, false, 7u + static_cast<uint32_t>(c.head_dim * 31 + c.heads));
-    const auto out = p.gpu(bf16, true);
-    const double e = nmse(out, p.reference(bf16));
+  for (const KvElement element : {KvElement::f32, KvElement::f16, KvElement::bf16}) {
+    SCOPED_TRACE(element_name(element));
+    const Problem p(c, kPositions, KvElement::f32, 7u + static_cast<uint32_t>(c.head_dim * 31 + c.heads));
+    const auto out = p.gpu(element, true);
+    const double e = nmse(out, p.reference(element));
     EXPECT_LE(e, memra::kcheck::kAttentionBound) << "against the reference";
-    EXPECT_TRUE(same_bits(p.gpu(bf16, false).data(), out.data(), out.size())) << "V reusing K's space";
+    EXPECT_TRUE(same_bits(p.gpu(element, false).data(), out.data(), out.size())) << "V reusing K's space";
     const size_t w = static_cast<size_t>(p.width());
     const std::vector<int32_t> list = {5, 1, 3};  // rows 5, 1, 3 through a row list
-    const auto listed = p.gpu(bf16, true, list);
+    const auto listed = p.gpu(element, true, list);
     for (const int32_t r : list)
       EXPECT_TRUE(same_bits(listed.data() + r * w, out.data() + r * w, w)) << "row " << r << " through a row list";
     Problem one = p;  // the last row alone: the same sequence, as a one-row step
     one.pos = {kPositions.back()};
     one.seq = {static_cast<int32_t>(kPositions.size()) - 1};
     one.q.assign(p.q.end() - static_cast<std::ptrdiff_t>(w), p.q.end());
-    const auto solo = one.gpu(bf16, true);
+    const auto solo = one.gpu(element, true);
     EXPECT_TRUE(same_bits(solo.data(), out.data() + (kPositions.size() - 1) * w, w)) << "row alone vs in the batch";
   }
 }
@@ -162,12 +182,13 @@ TEST(CudaDecodeAttentionEmulated, Gqa10x1Hd128Window70) { check_config({10, 1, 1
 TEST(CudaDecodeAttentionEmulated, Gqa6x1Hd96Softcap50) { check_config({6, 1, 96, 0, 50.0f}); }
 TEST(CudaDecodeAttentionEmulated, Mha2Hd256) { check_config({2, 2, 256, 0, 0.0f}); }
 
-TEST(CudaDecodeAttentionEmulated, Bf16KernelIsTheF32KernelOnBf16Values) {
-  for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 100, 30.0f}}) {
-    const Problem p(c, {3, 64, 200}, true, 11);
-    const auto f = p.gpu(false, true), b = p.gpu(true, true);
-    EXPECT_TRUE(same_bits(f.data(), b.data(), f.size())) << c.heads << "/" << c.kv_heads << " hd" << c.head_dim;
-  }
+TEST(CudaDecodeAttentionEmulated, SixteenBitKernelsAreTheF32KernelOnTheirValues) {
+  for (const KvElement e : {KvElement::f16, KvElement::bf16})
+    for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 100, 30.0f}}) {
+      const Problem p(c, {3, 64, 200}, e, 11);
+      const auto f = p.gpu(KvElement::f32, true), b = p.gpu(e, true);
+      EXPECT_TRUE(same_bits(f.data(), b.data(), f.size())) << element_name(e) << " " << c.heads << "/" << c.kv_heads << " hd" << c.head_dim;
+    }
 }
 
 }  // namespace

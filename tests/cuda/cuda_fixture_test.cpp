@@ -4,10 +4,10 @@
 //  - bf16 weights (the fixtures as shipped) on bf16 activations, f32 KV: CUDA logits
 //    (prefill on the single-pass GEMM, 24 greedy decode steps on the GEMV) within
 //    kBf16ActivationBound of the CPU backend's, the same greedy ids;
-//  - a bf16 KV cache (EngineOptions::kv_dtype) on the fixtures repacked to f32 (so the
-//    KV is the only rounding): CUDA logits within kBf16CrossBackendBound of the CPU
-//    backend's bf16-KV logits, far closer than to the CPU's f32-KV logits (the GPU
-//    rounds), the same greedy ids;
+//  - an f16 and a bf16 KV cache (EngineOptions::kv_dtype) on the fixtures repacked to f32
+//    (so the KV is the only rounding): CUDA logits within kBf16CrossBackendBound of the
+//    CPU backend's logits with the same KV type, far closer than to the CPU's f32-KV
+//    logits (the GPU rounds), the same greedy ids;
 //  - memra fp8 (no GGUF twin): the llama fixture repacked to fp8 in-process (its head
 //    stays bf16), prefill logits within kBf16CrossBackendBound of the CPU backend on the
 //    same file, the same greedy continuation.
@@ -89,18 +89,19 @@ double worst_row_diff(const Prefill& a, const Prefill& b) {
   return worst;
 }
 
-// bf16 KV on both backends: the CPU reference rounds K/V as the kernels do, so the CUDA
-// logits stay within kBf16CrossBackendBound of the CPU's, far closer than to the CPU's
-// f32-KV logits (which shows the GPU rounds).
-void check_bf16_kv_against_cpu(const std::string& model) {
+// An f16 or bf16 KV cache on both backends: the CPU reference rounds K/V as the kernels
+// do, so the CUDA logits stay within kBf16CrossBackendBound of the CPU's, far closer than
+// to the CPU's f32-KV logits (which shows the GPU rounds).
+void check_16bit_kv_against_cpu(const std::string& model, memra_dtype kv) {
+  const std::string t = memra::engine::kv_dtype_name(kv);
   MEMRA_SKIP_WITHOUT_CUDA();
   const fs::path dir = memra::testing::fixture("models/" + model);
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent";
   const std::vector<int32_t> input = memra::testing::reference_prompt(dir);
   const fs::path f32_weights = memra::testing::repacked_fixture(dir, "f32");
   ASSERT_FALSE(f32_weights.empty());
-  auto gpu = load(f32_weights, MEMRA_BACKEND_CUDA, MEMRA_DTYPE_BF16);
-  auto cpu = load(f32_weights, MEMRA_BACKEND_CPU, MEMRA_DTYPE_BF16);
+  auto gpu = load(f32_weights, MEMRA_BACKEND_CUDA, kv);
+  auto cpu = load(f32_weights, MEMRA_BACKEND_CPU, kv);
   auto cpu_f32 = load(f32_weights, MEMRA_BACKEND_CPU);
   ASSERT_TRUE(gpu && cpu && cpu_f32);
   const Prefill go = prefill(*gpu, input), co = prefill(*cpu, input), fo = prefill(*cpu_f32, input);
@@ -110,12 +111,12 @@ void check_bf16_kv_against_cpu(const std::string& model) {
   const double worst = worst_row_diff(go, co), worst_f32 = worst_row_diff(go, fo);
   std::vector<int32_t> gt, ct;
   const double worst_step = greedy_side_by_side(*gpu, go.seq, go.rows.back(), *cpu, co.seq, co.rows.back(), 24, gt, ct);
-  std::cout << "[ " << model << " ] bf16 KV: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step
+  std::cout << "[ " << model << " ] " << t << " KV: CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step
             << " (vs the CPU's f32-KV prefill: " << worst_f32 << ")\n";
-  EXPECT_LE(worst, kBf16CrossBackendBound) << model << ": bf16-KV prefill logits differ from the CPU backend's";
-  EXPECT_LE(worst_step, kBf16CrossBackendBound) << model << ": bf16-KV decode logits differ from the CPU backend's";
-  EXPECT_GT(worst_f32, 3 * worst) << model << ": CUDA bf16-KV logits are as close to f32 KV as to bf16 KV: is the KV rounded?";
-  EXPECT_EQ(gt, ct) << model << ": bf16-KV greedy continuation differs from the CPU backend's";
+  EXPECT_LE(worst, kBf16CrossBackendBound) << model << ": " << t << "-KV prefill logits differ from the CPU backend's";
+  EXPECT_LE(worst_step, kBf16CrossBackendBound) << model << ": " << t << "-KV decode logits differ from the CPU backend's";
+  EXPECT_GT(worst_f32, 3 * worst) << model << ": CUDA " << t << "-KV logits are as close to f32 KV as to " << t << " KV: is the KV rounded?";
+  EXPECT_EQ(gt, ct) << model << ": " << t << "-KV greedy continuation differs from the CPU backend's";
 }
 
 // bf16 weights on bf16 activations, f32 KV: the GPU's single-pass GEMM (prompt rows) and
@@ -144,8 +145,10 @@ void check_bf16_weights_against_cpu(const std::string& model) {
 
 TEST(CudaFixture, LlamaBf16WeightsMatchCpuBackend) { check_bf16_weights_against_cpu("llama"); }
 TEST(CudaFixture, Qwen3Bf16WeightsMatchCpuBackend) { check_bf16_weights_against_cpu("qwen3"); }
-TEST(CudaFixture, LlamaBf16KvMatchesCpuBackend) { check_bf16_kv_against_cpu("llama"); }
-TEST(CudaFixture, Qwen3Bf16KvMatchesCpuBackend) { check_bf16_kv_against_cpu("qwen3"); }
+TEST(CudaFixture, LlamaF16KvMatchesCpuBackend) { check_16bit_kv_against_cpu("llama", MEMRA_DTYPE_F16); }
+TEST(CudaFixture, Qwen3F16KvMatchesCpuBackend) { check_16bit_kv_against_cpu("qwen3", MEMRA_DTYPE_F16); }
+TEST(CudaFixture, LlamaBf16KvMatchesCpuBackend) { check_16bit_kv_against_cpu("llama", MEMRA_DTYPE_BF16); }
+TEST(CudaFixture, Qwen3Bf16KvMatchesCpuBackend) { check_16bit_kv_against_cpu("qwen3", MEMRA_DTYPE_BF16); }
 
 TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
   MEMRA_SKIP_WITHOUT_CUDA();

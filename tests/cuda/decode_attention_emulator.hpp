@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "repack/quant/fp_convert.hpp"
+
 namespace memra::decode_emu {
 
 class Cta {
@@ -167,6 +169,10 @@ struct __nv_bfloat16 {
   uint16_t bits;
 };
 inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float(static_cast<uint32_t>(b.bits) << 16); }
+struct __half {
+  uint16_t bits;
+};
+inline float __half2float(__half h) { return memra::quant::fp16_to_f32(h.bits); }
 inline float __fadd_rn(float a, float b) { return a + b; }
 struct Dim3Emu {
   unsigned x = 0, y = 0, z = 0;

@@ -58,12 +58,16 @@ void check_against_transformers(memra_dtype kv_dtype, double bound) {
   }
   EXPECT_EQ(produced, ref.greedy_ids) << "greedy continuation differs from transformers'";
   EXPECT_LE(worst_step, bound) << "decode-step logits differ from transformers";
-  std::cout << "[ memra-demo, KV " << (kv_dtype == MEMRA_DTYPE_BF16 ? "bf16" : "f32") << " ] prefill max rel diff " << worst
+  std::cout << "[ memra-demo, KV " << memra::engine::kv_dtype_name(kv_dtype) << " ] prefill max rel diff " << worst
             << ", decode " << worst_step << "\n";
 }
 
 TEST(DemoModel, LogitsMatchTransformersWithAFloat32KvCache) {
   check_against_transformers(MEMRA_DTYPE_F32, memra::testing::kBf16ActivationBound);
+}
+
+TEST(DemoModel, LogitsMatchTransformersWithAnF16KvCache) {
+  check_against_transformers(MEMRA_DTYPE_F16, memra::testing::kBf16ActivationBound);
 }
 
 TEST(DemoModel, LogitsMatchTransformersWithABf16KvCache) {

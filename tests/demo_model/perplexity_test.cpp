@@ -222,7 +222,7 @@ TEST(MemraPerplexity, UsageErrorsExit2) {
   const std::string m = kModel.string() + " " + kHeldout.string();
   for (const std::string& args : {std::string(""), kModel.string(), m + " --ctx", m + " --ctx abc", m + " --ctx 1",
                                   m + " --ctx 64 --stride 64", m + " --stride 0", m + " --chunks -1",
-                                  m + " --backend tpu", m + " --kv-dtype f16", m + " --bogus", m + " extra"}) {
+                                  m + " --backend tpu", m + " --kv-dtype fp16", m + " --bogus", m + " extra"}) {
     const memra::testing::CommandResult r = run_tool(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find("usage: memra-perplexity"), std::string::npos) << args;

@@ -5,12 +5,12 @@
 //  - models/llama and models/qwen3: logits at every prefill position (on CUDA the prompt
 //    rows take the tensor-core GEMM) and 24 greedy decode steps (on CUDA the GEMV),
 //    relative to each row's max |logit| (measured differences are printed), greedy ids
-//    equal: as shipped (bf16 weights on bf16 activations) within kBf16ActivationBound,
-//    repacked to f32 (float32 activations) within 1e-4;
-//  - gguf/llama/*.gguf: rmse and top-1 agreement against transformers no worse than
+//    equal: as shipped (bf16 weights on bf16 activations, the default f16 KV cache)
+//    within kBf16ActivationBound, repacked to f32 (float32 activations, f32 KV) within 1e-4;
+//  - gguf/llama/*.gguf (the default f16 KV cache, as llama.cpp's): rmse and top-1 agreement against transformers no worse than
 //    llama.cpp's own on the same file (llamacpp_vs_hf.json, its CPU run; the rmse up to
 //    llama.cpp's own CPU/GPU spread, llamacpp_spread);
-//  - batch invariance, bitwise, with f32 and bf16 KV: a prompt's rows alone, beside 3
+//  - batch invariance, bitwise, with f16, bf16 and f32 KV: a prompt's rows alone, beside 3
 //    others, and chunked differently (alone and in mixed prompt/decode steps); decode
 //    rows alone vs in a mixed step beside prompt chunks; a multi-token verify step equal
 //    to plain decode. (On CUDA prompt rows and decode rows take different paths, so a
@@ -59,7 +59,7 @@ double llamacpp_spread(const nlohmann::json& all, const std::string& file) {
   return std::fabs(cpu - gpu) / std::min(cpu, gpu);
 }
 
-std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memra_dtype kv_dtype = MEMRA_DTYPE_F32) {
+std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memra_dtype kv_dtype = memra::engine::kDefaultKvDtype) {
   memra::engine::EngineOptions eo = memra::testing::engine_options(kind);
   eo.kv_dtype = kv_dtype;
   eo.max_context = 512;
@@ -67,7 +67,7 @@ std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memr
 }
 
 // Prefill logits at every position and 24 greedy steps against the reference, the
-// model as shipped (bf16) or repacked to `quant` ("f32": the float32 path).
+// model as shipped (bf16) or repacked to `quant` ("f32": the float32 path, f32 KV too).
 void check_against_transformers(const std::string& model, memra_backend_kind kind, const std::string& quant = "keep") {
   const fs::path dir = memra::testing::fixture("models/" + model);
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
@@ -80,7 +80,7 @@ void check_against_transformers(const std::string& model, memra_backend_kind kin
   const size_t vocab = ref.vocab;
   const std::string what = model + (quant == "keep" ? "" : " (" + quant + ")") + " on " + memra::testing::backend_name(kind);
 
-  auto engine = load(path, kind);
+  auto engine = load(path, kind, quant == "f32" ? MEMRA_DTYPE_F32 : memra::engine::kDefaultKvDtype);
   ASSERT_TRUE(engine);
   const int32_t seq = engine->open_sequence();
   StepRequest req{seq, input, true, true};
@@ -115,7 +115,7 @@ void check_batch_invariance(const std::string& model, memra_backend_kind kind, m
   const fs::path dir = memra::testing::fixture("models/" + model);
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
   const std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
-  const std::string what = model + " on " + memra::testing::backend_name(kind) + (kv_dtype == MEMRA_DTYPE_BF16 ? ", bf16 KV" : "");
+  const std::string what = model + " on " + memra::testing::backend_name(kind) + ", " + memra::engine::kv_dtype_name(kv_dtype) + " KV";
   auto e = load(dir, kind, kv_dtype);
   ASSERT_TRUE(e);
   constexpr int kSteps = 8;
@@ -218,6 +218,8 @@ TEST_P(EngineFixture, LlamaAsF32MatchesTransformers) { check_against_transformer
 TEST_P(EngineFixture, Qwen3AsF32MatchesTransformers) { check_against_transformers("qwen3", GetParam(), "f32"); }
 TEST_P(EngineFixture, LlamaBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_F32); }
 TEST_P(EngineFixture, Qwen3BatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F32); }
+TEST_P(EngineFixture, LlamaF16KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_F16); }
+TEST_P(EngineFixture, Qwen3F16KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F16); }
 TEST_P(EngineFixture, LlamaBf16KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_BF16); }
 TEST_P(EngineFixture, Qwen3Bf16KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_BF16); }
 

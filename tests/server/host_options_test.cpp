@@ -74,16 +74,18 @@ TEST(ServerOptions, EngineKnobs) {
 TEST(ServerOptions, KvDtype) {
   HostOptions o;
   ASSERT_TRUE(apply_environment(o, env_of({})));
-  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F32);
+  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F16);
   ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_KV_DTYPE", "bf16"}})));
   EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_BF16);
   ASSERT_TRUE(apply_flag(o, "kv-dtype", "f32"));
   EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F32);
-  for (const char* bad : {"fp16", "f16", "BF16", ""}) {
+  ASSERT_TRUE(apply_flag(o, "kv-dtype", "f16"));
+  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F16);
+  for (const char* bad : {"fp16", "half", "BF16", ""}) {
     HostOptions b;
     auto s = apply_flag(b, "kv-dtype", bad);
     ASSERT_FALSE(s) << bad;
-    EXPECT_NE(s.error().message.find("--kv-dtype must be f32 or bf16"), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find("--kv-dtype must be f16, bf16 or f32"), std::string::npos) << s.error().message;
   }
 }
 

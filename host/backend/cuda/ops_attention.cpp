@@ -8,11 +8,12 @@
 //    rows of other head sizes): split-KV attention (fixed chunks
 //    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
 //    over those rows only (a row list), bitwise what a decode-only step computes.
-// A bf16 KV layer (KvLayerConfig::dtype) takes each kernel's _bf16 twin: the write rounds K and V
-// to bf16 (round to nearest even), the readers convert them exactly to f32.
+// An f16 or bf16 KV layer (KvLayerConfig::dtype) takes each kernel's _f16 / _bf16 twin: the
+// write rounds K and V to it (round to nearest even), the readers convert them exactly to f32.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "host/backend/cuda/cu_error.hpp"
 #include "host/backend/cuda/cuda_backend.hpp"
@@ -24,6 +25,11 @@ namespace memra::backend::cuda {
 namespace {
 constexpr int32_t kChunk = attn::kDecodeChunk;
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
+
+// The kernels' name suffix for a KV element type (allocate_kv accepted it).
+const char* kv_kernel_suffix(memra_dtype dtype) {
+  return dtype == MEMRA_DTYPE_F16 ? "_f16" : dtype == MEMRA_DTYPE_BF16 ? "_bf16" : "";
+}
 
 int32_t chunks_of(int32_t pos, int32_t window) {
   const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
@@ -98,13 +104,14 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   // layout never changes the arithmetic.
   const int32_t group = heads / kv_heads;
   const KvLayerConfig* geometry = kv_.layer(p->layer);
-  const bool bf16 = geometry && geometry->dtype == MEMRA_DTYPE_BF16;
+  const memra_dtype kv_dtype = geometry ? geometry->dtype : MEMRA_DTYPE_F32;
   if ((kc | vc) % 16 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs 16-byte aligned KV layers");
-  const int kv_bytes = bf16 ? 2 : 4;
+  const int kv_bytes = static_cast<int>(kv_element_bytes(kv_dtype));
   const bool v_separate =
       attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, true) <= attn::kDecodeSmemOverlapLimit;
   const uint64_t shared64 = attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, v_separate);
-  const char* chunk_kernel = bf16 ? "memra_attention_chunk_bf16" : "memra_attention_chunk";
+  const std::string chunk_name = std::string("memra_attention_chunk") + kv_kernel_suffix(kv_dtype);
+  const char* chunk_kernel = chunk_name.c_str();
   {
     auto k = modules_->kernel("attention", chunk_kernel);
     if (!k) return fail(k.error());
@@ -177,7 +184,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
 
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
-  const bool bf16 = geometry->dtype == MEMRA_DTYPE_BF16;
+  const char* suffix = kv_kernel_suffix(geometry->dtype);
   const CUdeviceptr kc = k_cache_ + kv_.layer_offset(local);
   const CUdeviceptr vc = v_cache_ + kv_.layer_offset(local);
 
@@ -209,7 +216,8 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     }
   }
   const auto tokens = static_cast<unsigned>(batch->num_tokens);
-  memra_status st = launch("rope", bf16 ? "memra_rope_kv_write_bf16" : "memra_rope_kv_write", tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
+  const std::string rope_kernel = std::string("memra_rope_kv_write") + suffix;
+  memra_status st = launch("rope", rope_kernel.c_str(), tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
                            head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
                            db.block_tables, max_blocks, kc, vc, block_size, norm_w[0], norm_w[1], norm_eps);
   if (st != MEMRA_OK) return st;
@@ -225,8 +233,8 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   }
   if (!plan || plan->ctas == 0) return decode_attention(p, db, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
 
-  const char* kernel = head_dim == 64 ? (bf16 ? "memra_prefill_attention_hd64_bf16" : "memra_prefill_attention_hd64")
-                                      : (bf16 ? "memra_prefill_attention_hd128_bf16" : "memra_prefill_attention_hd128");
+  const std::string prefill_name = std::string(head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128") + suffix;
+  const char* kernel = prefill_name.c_str();
   const auto smem = static_cast<unsigned>(attn::prefill_attention_smem_bytes(head_dim));
   auto pk = modules_->kernel("attention_prefill", kernel);
   if (!pk) return fail(pk.error());

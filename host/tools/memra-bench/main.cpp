@@ -70,7 +70,7 @@ void usage() {
       "  --concurrency LIST      also: serving throughput through the scheduler with N concurrent greedy\n"
       "                          requests (--prompt tokens each, --decode generated): the aggregate decode\n"
       "                          rate while all N decode, median of --repeats runs\n"
-      "  --kv-dtype f32|bf16     KV cache element type (default f32; bf16 halves the KV bytes read)\n"
+      "  --kv-dtype f16|bf16|f32 KV cache element type (default f16; f32 doubles the KV bytes read)\n"
       "  --pp-groups LIST        --concurrency: scheduler rolling groups to measure (1: one step at a time,\n"
       "                          2: two groups alternate through the stages; default 1,2 with --pp, else 1)\n"
       "  --table                 instead: every figure of issue #15's table in one run (tg and roofline per\n"
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   memra::bench::SpecBenchOptions sbo;
   double hbm_gbps = 4300;
   int pp = 1;
-  memra_dtype kv_dtype = MEMRA_DTYPE_F32;
+  memra_dtype kv_dtype = memra::engine::kDefaultKvDtype;
   std::string pp_split, pp_devices, concurrency_arg, groups_arg;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     else if (a == "--kv-dtype") {
       const auto d = memra::engine::parse_kv_dtype(value());
       if (!d) {
-        std::fprintf(stderr, "memra-bench: --kv-dtype must be f32 or bf16\n");
+        std::fprintf(stderr, "memra-bench: --kv-dtype must be f16, bf16 or f32\n");
         return 2;
       }
       kv_dtype = *d;

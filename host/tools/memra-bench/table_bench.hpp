@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/plugin_host/plugin_host.hpp"
+#include "host/engine/kv_dtype.hpp"
 #include "memra/abi.h"
 #include "memra/backend.h"
 
@@ -20,7 +21,7 @@ struct TableBenchOptions {
   std::string shape_json;  // the random models' config.json
   std::string shape_name;  // for the report
   memra_backend_kind backend = MEMRA_BACKEND_CUDA;
-  memra_dtype kv_dtype = MEMRA_DTYPE_F32;
+  memra_dtype kv_dtype = engine::kDefaultKvDtype;
   int repeats = 3;
   double hbm_gbps = 4300;  // the roofline's bandwidth where none can be measured (CPU)
 };

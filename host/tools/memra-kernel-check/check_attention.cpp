@@ -1,11 +1,11 @@
 // RoPE + paged-KV write + split-KV attention against the CPU reference
 // (kernels/rope, kernels/attention), and its batch-invariance bit checks: a row
 // alone vs beside three other sequences, and in a prefill vs a decode step; with an
-// f32 and a bf16 KV cache (the reference then rounds K and V to bf16 when written; its
-// bf16 K is the device's RoPE'd k, so a 1-ulp RoPE difference cannot flip a rounding).
-// For bf16 also: the bf16 decode kernel is bitwise the f32 one when both caches hold
-// the same bf16-representable values (only the element load differs). And a layer's
-// results do not depend on the other layers' KV geometry or dtype.
+// f32, an f16 and a bf16 KV cache (the reference then rounds K and V to the 16-bit type
+// when written; its K is the device's RoPE'd k, so a 1-ulp RoPE difference cannot flip a
+// rounding). For f16 and bf16 also: their decode kernel is bitwise the f32 one when both
+// caches hold the same representable values (only the element load differs). And a
+// layer's results do not depend on the other layers' KV geometry or dtype.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -31,7 +31,11 @@ struct Config {
   bool qk_norm = false;  // per-head q/k RMS norms before RoPE (memra_attention_params 2.4)
 };
 
-size_t kv_bytes(memra_dtype d) { return d == MEMRA_DTYPE_BF16 ? 2 : 4; }
+size_t kv_bytes(memra_dtype d) { return static_cast<size_t>(backend::kv_element_bytes(d)); }
+ref::KvElement kv_element(memra_dtype d) {
+  return d == MEMRA_DTYPE_F16 ? ref::KvElement::f16 : d == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
+}
+const char* kv_name(memra_dtype d) { return d == MEMRA_DTYPE_F16 ? "f16" : d == MEMRA_DTYPE_BF16 ? "bf16" : "f32"; }
 
 memra_rope_params rope(int32_t rotary_dim, int32_t neox, float theta, memra_rope_scaling scaling) {
   memra_rope_params p{};
@@ -154,7 +158,7 @@ class Scenario {
     const int64_t block_bytes = static_cast<int64_t>(bs_) * c_.kv_heads * c_.head_dim * static_cast<int64_t>(kv_bytes(c_.kv));
     L.k = kc_.data() + layer * num_blocks_ * block_bytes;
     L.v = vc_.data() + layer * num_blocks_ * block_bytes;
-    L.element = c_.kv == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
+    L.element = kv_element(c_.kv);
     L.block_size = bs_;
     L.kv_heads = c_.kv_heads;
     L.head_dim = c_.head_dim;
@@ -171,12 +175,12 @@ class Scenario {
         ref::rope_apply(table_, c_.rope, pos[static_cast<size_t>(t)], r.ref_q.data() + t * qw, c_.heads, c_.head_dim);
         ref::rope_apply(table_, c_.rope, pos[static_cast<size_t>(t)], r.ref_k.data() + t * kw, c_.kv_heads, c_.head_dim);
       }
-      // A bf16 cache stores the device's RoPE'd k, rounded by the reference: the CPU's and
+      // A 16-bit cache stores the device's RoPE'd k, rounded by the reference: the CPU's and
       // the GPU's RoPE differ by ~1 f32 ulp (the rope checks bound it), and where that
-      // straddles a bf16 rounding boundary the stored K would differ by one bf16 ulp
-      // (2^16 times more), which the attention bound is not about. The rounding itself
-      // (RNE of the device's f32 k) is still the reference's.
-      const float* kw_row = (c_.kv == MEMRA_DTYPE_BF16 ? r.k : r.ref_k).data() + t * kw;
+      // straddles a rounding boundary the stored K would differ by one 16-bit ulp
+      // (2^13 to 2^16 times more), which the attention bound is not about. The rounding
+      // itself (RNE of the device's f32 k) is still the reference's.
+      const float* kw_row = (c_.kv != MEMRA_DTYPE_F32 ? r.k : r.ref_k).data() + t * kw;
       ref::paged_kv_write(L, table, pos[static_cast<size_t>(t)], kw_row, v.data() + t * kw);
     }
     for (int64_t t = 0; t < T; ++t) {
@@ -208,17 +212,19 @@ std::vector<float> row(const std::vector<float>& v, int64_t i, int64_t width) {
 
 }  // namespace
 
-// The bf16 decode kernel against the f32 one on the same values: K and V drawn as
-// bf16-representable floats, no RoPE (which would leave them unrepresentable), so both
+// The f16 / bf16 decode kernel against the f32 one on the same values: K and V drawn as
+// representable floats, no RoPE (which would leave them unrepresentable), so both
 // caches hold identical values and every row must match bit for bit.
-void check_bf16_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n) {
-  const std::string name = "bitwise attention bf16 KV kernel == f32 KV kernel on bf16-valued K/V (gqa 8/2 hd128, T=" +
+void check_16bit_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n, memra_dtype kv) {
+  const std::string t = kv_name(kv);
+  const std::string name = "bitwise attention " + t + " KV kernel == f32 KV kernel on " + t + "-valued K/V (gqa 8/2 hd128, T=" +
                            std::to_string(n) + " + decode)";
   r.guard(name, [&] {
     Config c{"", 8, 2, 128, false, {}, 0, 0.0f, MEMRA_DTYPE_F32};
     const int32_t bs = 16, max_blocks = (n + 1 + bs - 1) / bs + 1;
-    auto round = [](std::vector<float>& v) {
-      for (float& x : v) x = quant::bf16_to_f32(quant::f32_to_bf16(x));
+    auto round = [kv](std::vector<float>& v) {
+      for (float& x : v)
+        x = kv == MEMRA_DTYPE_F16 ? quant::fp16_to_f32(quant::f32_to_fp16(x)) : quant::bf16_to_f32(quant::f32_to_bf16(x));
     };
     std::vector<Token> toks;
     const size_t qw = static_cast<size_t>(c.heads) * c.head_dim, kw = static_cast<size_t>(c.kv_heads) * c.head_dim;
@@ -230,7 +236,7 @@ void check_bf16_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n) {
     }
     std::vector<float> out[2];
     for (int i = 0; i < 2; ++i) {
-      c.kv = i == 0 ? MEMRA_DTYPE_F32 : MEMRA_DTYPE_BF16;
+      c.kv = i == 0 ? MEMRA_DTYPE_F32 : kv;
       Rng table_rng(7);  // the same paging for both
       Scenario s(d, c, 1, bs, max_blocks, 1, table_rng);
       out[i] = s.step(std::vector<Token>(toks.begin(), toks.end() - 1), 0).out;
@@ -244,12 +250,12 @@ void check_bf16_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n) {
 // A layer after a layer of another KV geometry and dtype (a cache sized per state group)
 // computes bitwise what it computes in a cache of its own geometry throughout.
 void check_mixed_geometry(Device& d, Report& r, int32_t n) {
-  for (const memra_dtype kv : {MEMRA_DTYPE_F32, MEMRA_DTYPE_BF16}) {
-    const std::string name = std::string("bitwise attention gqa 8/2 hd128 ") + (kv == MEMRA_DTYPE_BF16 ? "bf16" : "f32") +
-                             "-kv on layer 1 after a layer of 4 kv heads of hd64 in the other dtype == a uniform cache";
+  for (const memra_dtype kv : {MEMRA_DTYPE_F32, MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) {
+    const std::string name = std::string("bitwise attention gqa 8/2 hd128 ") + kv_name(kv) +
+                             "-kv on layer 1 after a layer of 4 kv heads of hd64 in another dtype == a uniform cache";
     r.guard(name, [&] {
       const Config c{"", 8, 2, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, kv};
-      const backend::KvLayerConfig other{4, 64, kv == MEMRA_DTYPE_BF16 ? MEMRA_DTYPE_F32 : MEMRA_DTYPE_BF16};
+      const backend::KvLayerConfig other{4, 64, kv == MEMRA_DTYPE_F32 ? MEMRA_DTYPE_BF16 : MEMRA_DTYPE_F32};
       const int32_t bs = 16, max_blocks = (n + 1 + bs - 1) / bs + 1;
       std::vector<Token> toks;
       {
@@ -287,13 +293,14 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       // Qwen3: per-head q/k norms fused into the RoPE + KV write.
       {"gqa 8/2 hd128 neox qk-norm", 8, 2, 128, true, rope(128, 1, 1000000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, MEMRA_DTYPE_F32, true},
   };
-  // Every config again over a bf16 KV cache: same bounds, same bit checks.
-  for (size_t i = 0, n = configs.size(); i < n; ++i) {
-    Config b = configs[i];
-    b.kv = MEMRA_DTYPE_BF16;
-    b.name += " bf16-kv";
-    configs.push_back(b);
-  }
+  // Every config again over an f16 and a bf16 KV cache: same bounds, same bit checks.
+  for (size_t i = 0, n = configs.size(); i < n; ++i)
+    for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) {
+      Config b = configs[i];
+      b.kv = kv;
+      b.name += std::string(" ") + kv_name(kv) + "-kv";
+      configs.push_back(b);
+    }
   const int32_t n = o.quick ? 270 : 600;  // > one 256-position chunk: split-KV runs
   for (const Config& c : configs) {
     const std::string base = "attention " + c.name;
@@ -337,7 +344,7 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       r.bitwise("bitwise " + base + " prefill rows == decode rows", compare(pe.out, a_rows));
     });
   }
-  check_bf16_matches_f32_kernel(d, r, rng, o.quick ? 270 : 600);
+  for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) check_16bit_matches_f32_kernel(d, r, rng, o.quick ? 270 : 600, kv);
   check_mixed_geometry(d, r, o.quick ? 270 : 600);
 }
 

@@ -13,8 +13,8 @@
 //    another sequence) gives bitwise-identical rows for every token;
 //  - a mixed step's decode rows are bitwise a decode-only step's, and its prompt
 //    rows bitwise a prompt-only step's;
-//  - all of it again over a bf16 KV cache for several configs (the _bf16 kernels
-//    against the reference over its bf16 cache, same bound).
+//  - all of it again over an f16 and a bf16 KV cache for several configs (the _f16 /
+//    _bf16 kernels against the reference over its 16-bit cache, same bound).
 // A failing line names the first differing (or worst) token row: its position,
 // sequence and q head.
 #include <algorithm>
@@ -162,7 +162,9 @@ class Cache {
     const int64_t block_bytes = static_cast<int64_t>(kBlock) * c_.kv_heads * c_.head_dim * static_cast<int64_t>(elem_bytes());
     L.k = kc_.data() + 1 * num_blocks_ * block_bytes;
     L.v = vc_.data() + 1 * num_blocks_ * block_bytes;
-    L.element = c_.kv == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
+    L.element = c_.kv == MEMRA_DTYPE_F16    ? ref::KvElement::f16
+                : c_.kv == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16
+                                            : ref::KvElement::f32;
     L.block_size = kBlock;
     L.kv_heads = c_.kv_heads;
     L.head_dim = c_.head_dim;
@@ -190,7 +192,7 @@ class Cache {
   int32_t head_dim() const { return c_.head_dim; }
 
  private:
-  size_t elem_bytes() const { return c_.kv == MEMRA_DTYPE_BF16 ? 2 : 4; }
+  size_t elem_bytes() const { return static_cast<size_t>(backend::kv_element_bytes(c_.kv)); }
   static constexpr int32_t kLayers = 2, kBlock = 16;
   Device& d_;
   PConfig c_;
@@ -350,7 +352,7 @@ void run_config(Device& d, Report& r, const CheckOptions& o, const PConfig& c, R
 
 void check_prefill_attention(Device& d, Report& r, const CheckOptions& o) {
   Rng rng(o.seed ^ 0x70726566);
-  const std::vector<PConfig> configs = {
+  std::vector<PConfig> configs = {
       {"gqa 8/2 hd128 neox", 8, 2, 128, true, 0, 0.0f, 1.0f, "random"},
       {"gqa 8/1 hd128 softcap=30", 8, 1, 128, false, 0, 30.0f, 1.0f, "random"},
       {"mha 4/4 hd64 neox window=128", 4, 4, 64, true, 128, 0.0f, 1.0f, "random"},
@@ -358,14 +360,16 @@ void check_prefill_attention(Device& d, Report& r, const CheckOptions& o) {
       {"gqa 8/2 hd128 peaky (q x4)", 8, 2, 128, false, 0, 0.0f, 4.0f, "random"},
       {"gqa 4/1 hd128 uniform (k = 0)", 4, 1, 128, false, 0, 0.0f, 1.0f, "zeros"},
       {"mha 2/2 hd256 (decode kernel)", 2, 2, 256, false, 0, 0.0f, 1.0f, "random"},
-      // A bf16 KV cache: both head sizes of the tensor-core path, windows, softcap, peaky
-      // scores, and the decode-kernel fallback.
-      {"gqa 8/2 hd128 neox bf16-kv", 8, 2, 128, true, 0, 0.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
-      {"mha 4/4 hd64 neox window=128 bf16-kv", 4, 4, 64, true, 128, 0.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
-      {"gqa 6/2 hd64 window=37 softcap=20 bf16-kv", 6, 2, 64, false, 37, 20.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
-      {"gqa 8/2 hd128 peaky (q x4) bf16-kv", 8, 2, 128, false, 0, 0.0f, 4.0f, "random", MEMRA_DTYPE_BF16},
-      {"mha 2/2 hd256 (decode kernel) bf16-kv", 2, 2, 256, false, 0, 0.0f, 1.0f, "random", MEMRA_DTYPE_BF16},
   };
+  // An f16 and a bf16 KV cache: both head sizes of the tensor-core path, windows,
+  // softcap, peaky scores, and the decode-kernel fallback.
+  for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16})
+    for (const size_t i : {0u, 2u, 3u, 4u, 6u}) {
+      PConfig c = configs[i];
+      c.kv = kv;
+      c.name += kv == MEMRA_DTYPE_F16 ? " f16-kv" : " bf16-kv";
+      configs.push_back(c);
+    }
   for (const PConfig& c : configs) {
     const std::string base = "prefill attention " + c.name;
     r.guard(base, [&] { run_config(d, r, o, c, rng); });

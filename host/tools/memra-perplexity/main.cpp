@@ -4,7 +4,7 @@
 // figure with its uncertainty to stdout (or one JSON object with --json).
 //
 //   memra-perplexity MODEL FILE [--ctx 512] [--stride 256] [--chunks N] [--backend cpu|cuda]
-//                    [--kv-dtype f32|bf16] [--plugin-dir DIR] [--json]
+//                    [--kv-dtype f16|bf16|f32] [--plugin-dir DIR] [--json]
 //
 // Exit status: 0 done, 1 the model or the file cannot be used (missing, not UTF-8, shorter
 // than one context), 2 usage error.
@@ -42,7 +42,7 @@ const char kUsage[] =
     "  --stride N       tokens between windows, and tokens each scores (default ctx/2; below ctx)\n"
     "  --chunks N       use only the first N windows (default: all)\n"
     "  --backend NAME   cpu (default, the reference) or cuda\n"
-    "  --kv-dtype T     KV cache element type: f32 (default) or bf16\n"
+    "  --kv-dtype T     KV cache element type: f16 (default), bf16 or f32\n"
     "  --plugin-dir DIR also look for plugins in DIR (repeatable)\n"
     "  --json           print one JSON object instead of the PPL line\n"
     "  --help           this text\n"
@@ -73,7 +73,7 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 struct Args {
   std::string model, file;
   int64_t ctx = 512, stride = 0, chunks = 0;
-  std::string backend = "cpu", kv_dtype = "f32";
+  std::string backend = "cpu", kv_dtype = engine::kv_dtype_name(engine::kDefaultKvDtype);
   std::vector<std::string> plugin_dirs;
   bool json = false;
 };
@@ -122,7 +122,7 @@ int parse(int argc, char** argv, Args& a) {
   if (a.stride == 0) a.stride = a.ctx / 2;
   if (a.stride >= a.ctx) return usage_error("--stride " + std::to_string(a.stride) + " must be below --ctx " + std::to_string(a.ctx));
   if (a.backend != "cpu" && a.backend != "cuda") return usage_error("--backend must be cpu or cuda");
-  if (!engine::parse_kv_dtype(a.kv_dtype)) return usage_error("--kv-dtype must be f32 or bf16");
+  if (!engine::parse_kv_dtype(a.kv_dtype)) return usage_error("--kv-dtype must be f16, bf16 or f32");
   return -1;
 }
 

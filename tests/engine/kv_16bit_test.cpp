@@ -1,9 +1,10 @@
-// A bf16 KV cache on the CPU reference backend (EngineOptions::kv_dtype; numerics in
-// docs/ARCHITECTURE.md, "KV cache element type": K after RoPE and V rounded to bf16
-// when written, read back exactly, f32 attention arithmetic unchanged):
+// An f16 and a bf16 KV cache on the CPU reference backend (EngineOptions::kv_dtype;
+// numerics in docs/ARCHITECTURE.md, "KV cache element type": K after RoPE and V rounded
+// to the 16-bit type when written, read back exactly, f32 attention arithmetic unchanged),
+// every test for both types:
 //  - against transformers' float32 reference (llama, qwen3 fixtures repacked to f32, so
 //    the KV's rounding is the only one: bf16 weights would add their bf16 activations):
-//    the greedy ids are transformers' and every logit is within kBf16KvBound of its row's
+//    the greedy ids are transformers' and every logit is within kKv16Bound of its row's
 //    scale; the rounding really happens (logits differ from the f32-KV engine's, by more
 //    than f32's own error);
 //  - the exactness contract still holds bitwise: prefill chunking, the scheduler's
@@ -35,18 +36,26 @@ const fs::path kFixtures = memra::testing::fixtures_dir();
 
 // Max |memra - ref| / max |ref| per row. bf16 keeps 8 significant bits (relative
 // rounding error <= 2^-9 per K/V element); measured 2.8e-3 / 1.4e-3 (llama prefill /
-// decode) and 2.6e-3 / 2.4e-3 (qwen3), so 1e-2 leaves ~3.5x margin, while f32 KV is at
-// ~1e-6 and a broken conversion (wrong element stride, truncated exponent) moves logits
-// by far more.
-constexpr double kBf16KvBound = 1e-2;
+// decode) and 2.6e-3 / 2.4e-3 (qwen3), so 1e-2 leaves ~3.5x margin; f16 keeps 11 bits
+// (~8x closer), while f32 KV is at ~1e-6 and a broken conversion (wrong element stride,
+// truncated exponent) moves logits by far more.
+constexpr double kKv16Bound = 1e-2;
 
 std::unique_ptr<Engine> load(const fs::path& path, const EngineOptions& eo) { return memra::testing::open_engine(path, eo); }
 
-EngineOptions bf16_options() {
+EngineOptions kv_options(memra_dtype dtype) {
   EngineOptions eo;
-  eo.kv_dtype = MEMRA_DTYPE_BF16;
+  eo.kv_dtype = dtype;
   return eo;
 }
+
+EngineOptions f32_kv_options() { return kv_options(MEMRA_DTYPE_F32); }
+
+class EngineKv16 : public ::testing::TestWithParam<memra_dtype> {
+ protected:
+  EngineOptions options() const { return kv_options(GetParam()); }
+  const char* name() const { return kv_dtype_name(GetParam()); }
+};
 
 using memra::testing::bitwise_equal;
 using memra::testing::max_rel_diff;
@@ -79,7 +88,8 @@ Run run_greedy(Engine& e, const std::vector<int32_t>& input, size_t n) {
   return r;
 }
 
-void check_against_transformers(const std::string& model) {
+void check_against_transformers(const std::string& model, memra_dtype dtype) {
+  const char* kv = kv_dtype_name(dtype);
   const fs::path dir = kFixtures / "models" / model;
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
   const memra::testing::TransformersReference ref = memra::testing::read_reference(dir);
@@ -91,14 +101,14 @@ void check_against_transformers(const std::string& model) {
 
   const fs::path f32_weights = memra::testing::repacked_fixture(dir, "f32");
   ASSERT_FALSE(f32_weights.empty());
-  auto bf16 = load(f32_weights, bf16_options());
-  auto f32 = load(f32_weights, {});
+  auto bf16 = load(f32_weights, kv_options(dtype));
+  auto f32 = load(f32_weights, f32_kv_options());
   ASSERT_TRUE(bf16 && f32);
   const Run b = run_greedy(*bf16, input, greedy.size());
   const Run f = run_greedy(*f32, input, greedy.size());
   ASSERT_EQ(b.prefill.size(), input.size());
   ASSERT_EQ(b.steps.size(), greedy.size());
-  EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a bf16 KV cache differs from transformers'";
+  EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a " << kv << " KV cache differs from transformers'";
   double worst_b = 0, worst_f = 0;
   for (size_t i = 0; i < input.size(); ++i) {
     worst_b = std::max(worst_b, max_rel_diff(b.prefill[i], prefill.data() + i * vocab, vocab));
@@ -107,25 +117,25 @@ void check_against_transformers(const std::string& model) {
   double worst_step_b = 0;
   for (size_t s = 0; s < greedy.size(); ++s)
     worst_step_b = std::max(worst_step_b, max_rel_diff(b.steps[s], steps.data() + s * vocab, vocab));
-  std::cout << "[ " << model << " ] bf16 KV: prefill max rel diff " << worst_b << ", decode " << worst_step_b
+  std::cout << "[ " << model << " ] " << kv << " KV: prefill max rel diff " << worst_b << ", decode " << worst_step_b
             << " (f32 KV prefill: " << worst_f << ")\n";
-  EXPECT_LE(worst_b, kBf16KvBound) << model << ": bf16-KV prefill logits too far from transformers";
-  EXPECT_LE(worst_step_b, kBf16KvBound) << model << ": bf16-KV decode logits too far from transformers";
-  // Teeth: the KV really is rounded (a bf16 option that kept f32 would land at f32's error).
-  EXPECT_GT(worst_b, 10 * worst_f) << model << ": bf16 KV logits are as close as f32 KV's: is the KV rounded?";
+  EXPECT_LE(worst_b, kKv16Bound) << model << ": " << kv << "-KV prefill logits too far from transformers";
+  EXPECT_LE(worst_step_b, kKv16Bound) << model << ": " << kv << "-KV decode logits too far from transformers";
+  // Teeth: the KV really is rounded (an option that kept f32 would land at f32's error).
+  EXPECT_GT(worst_b, 10 * worst_f) << model << ": " << kv << " KV logits are as close as f32 KV's: is the KV rounded?";
 }
 
 }  // namespace
 
-TEST(EngineKvBf16, LlamaKeepsGreedyIdsWithinBound) { check_against_transformers("llama"); }
-TEST(EngineKvBf16, Qwen3KeepsGreedyIdsWithinBound) { check_against_transformers("qwen3"); }
+TEST_P(EngineKv16, LlamaKeepsGreedyIdsWithinBound) { check_against_transformers("llama", GetParam()); }
+TEST_P(EngineKv16, Qwen3KeepsGreedyIdsWithinBound) { check_against_transformers("qwen3", GetParam()); }
 
 // The same prompt in one step and in chunks of 1, 3 and 8 tokens (prefill chunking,
 // and a chunk boundary mid-block): every position's logits bitwise equal.
-TEST(EngineKvBf16, ChunkedPrefillIsBitwiseOneStep) {
+TEST_P(EngineKv16, ChunkedPrefillIsBitwiseOneStep) {
   const fs::path dir = kFixtures / "models/qwen3";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
-  auto e = load(dir, bf16_options());
+  auto e = load(dir, options());
   ASSERT_TRUE(e);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 37; ++i) prompt.push_back((i * 53 + 11) % 900 + 3);
@@ -150,8 +160,8 @@ TEST(EngineKvBf16, ChunkedPrefillIsBitwiseOneStep) {
 
 namespace {
 
-std::unique_ptr<Engine> scheduler_engine() {
-  EngineOptions eo = bf16_options();
+std::unique_ptr<Engine> scheduler_engine(memra_dtype dtype) {
+  EngineOptions eo = kv_options(dtype);
   eo.max_context = 256;
   eo.max_sequences = 20;
   eo.block_size = 8;
@@ -170,9 +180,9 @@ SequenceRequest request(int variant, bool sampled) {
 
 }  // namespace
 
-// The scheduler's exactness contract with a bf16 KV cache: tokens and logprobs alone ==
+// The scheduler's exactness contract with a 16-bit KV cache: tokens and logprobs alone ==
 // among 12 others with 7-token prefill chunks == after a prefix-cache hit.
-TEST(EngineKvBf16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
+TEST_P(EngineKv16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
   if (!fs::exists(kFixtures / "models/llama")) GTEST_SKIP() << "fixtures absent";
   using test_support::drain;
   using test_support::DrainedSequence;
@@ -180,12 +190,12 @@ TEST(EngineKvBf16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
   for (bool sampled : {false, true}) {
     std::vector<DrainedSequence> alone;
     {
-      auto engine = scheduler_engine();
+      auto engine = scheduler_engine(GetParam());
       ASSERT_TRUE(engine);
       Scheduler s(*engine, {.max_step_tokens = 512, .max_running = 1, .max_waiting = 64});
       for (int v = 0; v < kVariants; ++v) alone.push_back(drain(**s.submit(request(v, sampled))));
     }
-    auto engine = scheduler_engine();
+    auto engine = scheduler_engine(GetParam());
     ASSERT_TRUE(engine);
     Scheduler s(*engine, {.max_step_tokens = 7, .max_running = kVariants, .max_waiting = 64});
     std::vector<std::shared_ptr<SequenceHandle>> hs;
@@ -209,9 +219,9 @@ TEST(EngineKvBf16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
   }
 }
 
-// Pipeline stages (CPU) with a bf16 KV cache compute one backend's logits bitwise, and
-// copy_kv_block copies bf16 blocks on every stage (it changes the result, identically).
-TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
+// Pipeline stages (CPU) with a 16-bit KV cache compute one backend's logits bitwise, and
+// copy_kv_block copies 16-bit blocks on every stage (it changes the result, identically).
+TEST_P(EngineKv16, PipelineStagesAndBlockCopyMatchOneBackend) {
   const fs::path dir = kFixtures / "models/llama";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
   std::vector<int32_t> prompt;
@@ -219,7 +229,7 @@ TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
   std::vector<std::vector<float>> rows;  // {1 stage plain, 1 stage copied, 2 stages plain, 2 stages copied}
   for (int32_t stages : {1, 2}) {
     for (bool copy : {false, true}) {
-      EngineOptions eo = bf16_options();
+      EngineOptions eo = options();
       eo.pipeline_stages = stages;
       eo.max_sequences = 2;
       eo.max_context = 64;
@@ -241,21 +251,28 @@ TEST(EngineKvBf16, PipelineStagesAndBlockCopyMatchOneBackend) {
     }
   }
   EXPECT_NE(rows[0], rows[1]) << "the block copy changed nothing (test has no teeth)";
-  EXPECT_TRUE(bitwise_equal(rows[0], rows[2])) << "2 stages with bf16 KV differ from one backend";
+  EXPECT_TRUE(bitwise_equal(rows[0], rows[2])) << "2 stages with " << name() << " KV differ from one backend";
   EXPECT_TRUE(bitwise_equal(rows[1], rows[3])) << "after copy_kv_block, 2 stages differ from one backend";
 }
 
-TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
+INSTANTIATE_TEST_SUITE_P(Dtypes, EngineKv16, ::testing::Values(MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16),
+                         [](const auto& info) { return std::string(kv_dtype_name(info.param)); });
+
+TEST(EngineKvDtype, DefaultIsF16) { EXPECT_EQ(EngineOptions{}.kv_dtype, MEMRA_DTYPE_F16); }
+
+TEST(EngineKvDtype, OtherDtypesAreRefusedAtLoad) {
   memra::backend::StateConfig state;
-  state.kv = memra::backend::KvCacheConfig::uniform(1, 2, 8, 16, 4, MEMRA_DTYPE_F16);
+  state.kv = memra::backend::KvCacheConfig::uniform(1, 2, 8, 16, 4, MEMRA_DTYPE_F8_E4M3);
   memra::backend::CpuBackend cpu([](const char*) { return memra::backend::QuantTable{}; });
   const memra::Status refused = cpu.allocate_state(state);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, memra::ErrorCode::unsupported);
   EXPECT_NE(refused.error().message.find("KV cache dtype"), std::string::npos) << refused.error().message;
-  state.kv.layers[0].dtype = MEMRA_DTYPE_BF16;
-  memra::backend::CpuBackend ok([](const char*) { return memra::backend::QuantTable{}; });
-  EXPECT_TRUE(ok.allocate_state(state).ok());
+  for (const memra_dtype ok_dtype : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F32}) {
+    state.kv.layers[0].dtype = ok_dtype;
+    memra::backend::CpuBackend ok([](const char*) { return memra::backend::QuantTable{}; });
+    EXPECT_TRUE(ok.allocate_state(state).ok()) << kv_dtype_name(ok_dtype);
+  }
 
   const fs::path dir = kFixtures / "models/llama";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
@@ -263,7 +280,7 @@ TEST(EngineKvBf16, OtherDtypesAreRefusedAtLoad) {
     auto src = open_model_source(dir.string(), memra::testing::build_plugins());
     ASSERT_TRUE(src.ok());
     EngineOptions eo;
-    eo.kv_dtype = MEMRA_DTYPE_F16;
+    eo.kv_dtype = MEMRA_DTYPE_F8_E4M3;
     eo.pipeline_stages = stages;
     auto e = Engine::create(std::move(*src), memra::testing::build_plugins(), eo);
     ASSERT_FALSE(e.ok()) << stages << " stage(s)";
