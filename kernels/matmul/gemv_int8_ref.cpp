@@ -68,7 +68,7 @@ bool int8_activation_matmul(const std::string& scheme, int64_t cols) {
 }
 
 bool bf16_prompt_matmul(const std::string& scheme) {
-  for (const char* s : {"bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs"})
+  for (const char* s : {"bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs", "fp8"})
     if (scheme == s) return true;
   return false;
 }

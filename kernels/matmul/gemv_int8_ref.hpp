@@ -43,19 +43,23 @@ bool int8_scheme(const std::string& name, Int8Scheme* out);
 // numerics"):
 //  - int8x32: an integer scheme whose rows are whole 256-element runs, on its generated
 //    rows (decode, speculative verify);
-//  - bf16: bf16 weights, every row (activations rounded to bf16, products exact in f32);
-//  - f32: any other weight (f32, f16, fp8, the other block schemes).
+//  - bf16: bf16 and fp8 weights, every row (activations rounded to bf16, products of
+//    the exact weights in f32);
+//  - f32: any other weight (f32, f16, the other block schemes).
 // Prompt rows (memra_forward_batch.prompt_tokens) follow bf16_prompt_matmul instead.
 constexpr const char* kActivationInt8 = "int8x32";
 constexpr const char* kActivationBf16 = "bf16";
 constexpr const char* kActivationF32 = "f32";
 bool int8_activation_matmul(const std::string& scheme, int64_t cols);
-inline bool bf16_activation_matmul(const std::string& scheme) { return scheme == "bf16"; }
-// The prompt rows' numerics: bf16 weights and the block schemes (q8_0, q4_0, q4_k,
-// q5_k, q6_k, iq4_xs: each weight dequantised exactly, then rounded to bf16) take bf16
-// activations, products exact in f32, f32 accumulation: the single-pass tensor-core
-// GEMM. f32, f16 and fp8 weights keep f32 activations on prompt rows (the split GEMM).
+inline bool bf16_activation_matmul(const std::string& scheme) { return scheme == "bf16" || scheme == "fp8"; }
+// The prompt rows' numerics: bf16 weights and the block and fp8 schemes (q8_0, q4_0,
+// q4_k, q5_k, q6_k, iq4_xs, fp8: each weight dequantised exactly, then rounded to bf16)
+// take bf16 activations, products exact in f32, f32 accumulation: the single-pass
+// tensor-core GEMM. f32 and f16 weights keep f32 activations on prompt rows (the split GEMM).
 bool bf16_prompt_matmul(const std::string& scheme);
+// Whether prompt rows round the weights to bf16 (so differ from the generated rows'
+// numerics): every bf16_prompt_matmul scheme but bf16 itself.
+inline bool prompt_rounds_weights(const std::string& scheme) { return scheme != "bf16" && bf16_prompt_matmul(scheme); }
 inline const char* matmul_activation(const std::string& scheme, int64_t cols) {
   if (int8_activation_matmul(scheme, cols)) return kActivationInt8;
   return bf16_activation_matmul(scheme) ? kActivationBf16 : kActivationF32;

@@ -9,8 +9,9 @@
 //    CPU backend's logits with the same KV type, far closer than to the CPU's f32-KV
 //    logits (the GPU rounds), the same greedy ids;
 //  - memra fp8 (no GGUF twin): the llama fixture repacked to fp8 in-process (its head
-//    stays bf16), prefill logits within kBf16CrossBackendBound of the CPU backend on the
-//    same file, the same greedy continuation.
+//    stays bf16), bf16 activations at every matmul: prefill (the single-pass GEMM) and
+//    decode (the tensor-core fp8 GEMV) logits within kBf16ActivationBound of the CPU
+//    backend on the same file, the same greedy continuation.
 // Skips with the reason when there is no driver, GPU or CUDA build.
 #include <gtest/gtest.h>
 
@@ -36,8 +37,7 @@ namespace {
 // KV. Given identical rounded operands the kernels are within memra-kernel-check's bounds.
 // (bf16 activations round at every matmul of every layer, and in these narrow models one
 // straddle moves a logit by ~5e-4 of its row's scale: bf16 weights measured 2.6e-3
-// (llama) and 2.9e-3 (qwen3) CUDA vs CPU, held to kBf16ActivationBound; the fp8 repack,
-// whose bf16 head is its only bf16 matmul, 5.2e-4.)
+// (llama) and 2.9e-3 (qwen3) CUDA vs CPU, held to kBf16ActivationBound, as is fp8.)
 constexpr double kBf16CrossBackendBound = 1e-3;
 
 std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memra_dtype kv_dtype = MEMRA_DTYPE_F32) {
@@ -115,7 +115,12 @@ void check_16bit_kv_against_cpu(const std::string& model, memra_dtype kv) {
             << " (vs the CPU's f32-KV prefill: " << worst_f32 << ")\n";
   EXPECT_LE(worst, kBf16CrossBackendBound) << model << ": " << t << "-KV prefill logits differ from the CPU backend's";
   EXPECT_LE(worst_step, kBf16CrossBackendBound) << model << ": " << t << "-KV decode logits differ from the CPU backend's";
-  EXPECT_GT(worst_f32, 3 * worst) << model << ": CUDA " << t << "-KV logits are as close to f32 KV as to " << t << " KV: is the KV rounded?";
+  // bf16 rounding moves the logits ~10x more than the backends differ; f16 rounding is 8x
+  // finer (2^-11) and the backends' f32 K/V straddle its boundaries 8x more often, so
+  // there the CUDA logits need only be closer to f16 KV than to f32 KV.
+  const double margin = kv == MEMRA_DTYPE_BF16 ? 3.0 : 1.0;
+  EXPECT_GT(worst_f32, margin * worst) << model << ": CUDA " << t << "-KV logits are as close to f32 KV as to " << t
+                                       << " KV: is the KV rounded?";
   EXPECT_EQ(gt, ct) << model << ": " << t << "-KV greedy continuation differs from the CPU backend's";
 }
 
@@ -173,10 +178,10 @@ TEST(CudaFixture, Fp8RepackMatchesCpuBackend) {
   ASSERT_EQ(go.rows.size(), input.size());
   ASSERT_EQ(co.rows.size(), input.size());
   const double worst = worst_row_diff(go, co);
-  std::cout << "[ fp8 ] CUDA prefill max rel diff vs the CPU backend " << worst << "\n";
-  // The fp8 repack keeps the embeddings and the head in bf16: the head's bf16 activations.
-  EXPECT_LE(worst, kBf16CrossBackendBound);
   std::vector<int32_t> gt, ct;
-  greedy_side_by_side(*gpu, go.seq, go.rows.back(), *cpu, co.seq, co.rows.back(), 16, gt, ct);
+  const double worst_step = greedy_side_by_side(*gpu, go.seq, go.rows.back(), *cpu, co.seq, co.rows.back(), 16, gt, ct);
+  std::cout << "[ fp8 ] CUDA vs CPU backend max rel diff, prefill " << worst << ", decode " << worst_step << "\n";
+  EXPECT_LE(worst, memra::testing::kBf16ActivationBound) << "fp8 prefill logits differ from the CPU backend's";
+  EXPECT_LE(worst_step, memra::testing::kBf16ActivationBound) << "fp8 decode logits differ from the CPU backend's";
   EXPECT_EQ(gt, ct) << "fp8: the CUDA greedy continuation differs from the CPU backend's";
 }

@@ -52,15 +52,17 @@ TEST(KernelRegistry, ActivationRuleIsTheReferences) {
   EXPECT_STREQ(matmul_activation("q8_0", 800), "f32");  // 25 blocks: not whole 256-element runs
   EXPECT_STREQ(matmul_activation("q4_0", 32), "f32");
   for (int64_t cols : {1000, 4096}) EXPECT_STREQ(matmul_activation("bf16", cols), "bf16");  // every row length
-  for (const char* s : {"q5_k", "q6_k", "iq4_xs", "f16", "f32", "fp8", "example_i8"})
+  for (int64_t cols : {128, 4096}) EXPECT_STREQ(matmul_activation("fp8", cols), "bf16");
+  for (const char* s : {"q5_k", "q6_k", "iq4_xs", "f16", "f32", "example_i8"})
     EXPECT_STREQ(matmul_activation(s, 4096), "f32") << s;
   // Every built-in scheme has a kernel for the format the rule picks, for any row length.
   const KernelRegistry r = builtins("sm_90a");
   for (const std::string scheme : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs", "fp8"})
     for (int64_t cols : {256, 768, 4096})
       EXPECT_NE(r.find("matmul", scheme, matmul_activation(scheme, cols)), nullptr) << scheme << " cols " << cols;
-  // bf16 weights have no f32-activation kernel: a bf16 weight is never served f32 rows.
+  // bf16 and fp8 weights have no f32-activation kernel: never served f32 rows.
   EXPECT_EQ(r.find("matmul", "bf16", "f32"), nullptr);
+  EXPECT_EQ(r.find("matmul", "fp8", "f32"), nullptr);
 }
 
 memra_status dummy_matmul(memra_plugin_ctx*, const memra_matmul_args*) { return MEMRA_OK; }

@@ -288,7 +288,7 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   std::string scheme(w->quant);
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::vector<uint8_t> kinds;
-  if (ref::bf16_prompt_matmul(scheme) && !ref::bf16_activation_matmul(scheme)) kinds = matmul_row_kinds(args.m);
+  if (ref::prompt_rounds_weights(scheme)) kinds = matmul_row_kinds(args.m);
   const memra_status st = std::find(kinds.begin(), kinds.end(), uint8_t{1}) == kinds.end() ? q->matmul(qt.ctx, &args)
                                                                                         : matmul_prompt_rows_bf16(qt, args, kinds);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");

@@ -5,6 +5,7 @@
 #include "host/backend/cuda/builtin_kernels.hpp"
 
 #include "kernels/matmul/gemv_int8_ref.hpp"
+#include "kernels/matmul/gemv_mma_layout.hpp"
 
 namespace memra::backend::cuda {
 namespace {
@@ -36,13 +37,12 @@ BuiltinMatmul float_gemv(const std::string& type, int64_t bytes, Gemm gemm) {
 }
 
 // kernels/matmul/matmul_<scheme>.cu: one module per block scheme.
-BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes, int small_tile_rows = 1) {
+BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes) {
   BuiltinMatmul m;
   m.module = "matmul_" + scheme;
   m.gemv_suffix = scheme;
   m.block_elems = elems;
   m.block_bytes = bytes;
-  m.small_tile_rows = small_tile_rows;
   m.gemm = ref::bf16_prompt_matmul(scheme) ? Gemm::dequantized_bf16 : Gemm::dequantized;
   return m;
 }
@@ -66,6 +66,7 @@ Status register_builtin_kernels(KernelRegistry& r) {
   // load; prompt rows run the single-pass GEMM).
   BuiltinMatmul bf16 = float_gemv("bf16", 2, Gemm::streams_bf16);
   bf16.gemv_mma = true;
+  bf16.mma_warps = memra::gemv_mma::kWarps;
   MEMRA_TRY(add_gemv(r, "bf16", std::move(bf16), ref::kActivationBf16));
   MEMRA_TRY(add_gemv(r, "q8_0", block_gemv("q8_0", 32, 34)));
   MEMRA_TRY(add_gemv(r, "q4_0", block_gemv("q4_0", 32, 18)));
@@ -73,8 +74,12 @@ Status register_builtin_kernels(KernelRegistry& r) {
   MEMRA_TRY(add_gemv(r, "q5_k", block_gemv("q5_k", 256, 176)));
   MEMRA_TRY(add_gemv(r, "q6_k", block_gemv("q6_k", 256, 210)));
   MEMRA_TRY(add_gemv(r, "iq4_xs", block_gemv("iq4_xs", 256, 136)));
-  // fp8: per 128 columns an f32 scale + 128 codes; 2 rows per warp (matmul_fp8.cu).
-  MEMRA_TRY(add_gemv(r, "fp8", block_gemv("fp8", 128, 132, 2)));
+  // fp8: per 128 columns an f32 scale + 128 codes; bf16 activations on every row, the
+  // tensor-core GEMV (matmul_fp8.cu), prompt rows the single-pass GEMM.
+  BuiltinMatmul fp8 = block_gemv("fp8", 128, 132);
+  fp8.gemv_mma = true;
+  fp8.mma_warps = memra::gemv_mma::kFp8Warps;
+  MEMRA_TRY(add_gemv(r, "fp8", std::move(fp8), ref::kActivationBf16));
   // Integer schemes whose rows are whole 256-element runs take int8 activations
   // (ref::matmul_activation); the f32 entries above serve their other row lengths.
   MEMRA_TRY(add_gemv(r, "q8_0", int8_gemv("q8_0", 32, 34), ref::kActivationInt8));

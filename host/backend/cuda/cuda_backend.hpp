@@ -41,9 +41,10 @@ struct SchemeInfo {
   std::string module;  // "matmul_q4_k"
   std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
   uint64_t row_bytes = 0;
-  int small_tile_rows = 1;  // rows per warp of the GEMV for tiles up to 4 tokens (fp8: 2)
   bool int8 = false;        // int8x32 activations (ref::matmul_activation): the int8 GEMV
-  bool mma = false;         // the tensor-core bf16 GEMV (BuiltinMatmul::gemv_mma)
+  bool mma = false;         // the tensor-core GEMV (BuiltinMatmul::gemv_mma)
+  std::string mma_kernel;   // its kernel name less the n-tile count: "memra_gemv_fp8_mma_n"
+  int mma_warps = 16;       // its warps per block
 };
 
 // The batch arrays of one forward step, on the device.

@@ -94,10 +94,10 @@ Result<Kernel*> KernelModules::get(Module* module, const std::string& kernel_nam
   if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "cuKernelGetFunction"));
   // The modules whose every kernel is PDL-aware (kernels/common/pdl.cuh).
   const std::string& mn = module->name;
-  // The f32-activation GEMV modules built on gemv.cuh alone count; matmul_q8_0,
-  // matmul_q4_k, matmul_q5_k and matmul_fp8 (own GEMVs) do not yet.
+  // The f32-activation GEMV modules built on gemv.cuh alone count, and matmul_fp8;
+  // matmul_q8_0, matmul_q4_k and matmul_q5_k (own GEMVs) do not yet.
   k->pdl = mn == "norm" || mn == "activation" || mn == "rope" || mn == "attention" || mn.rfind("matmul8_", 0) == 0 || mn.rfind("nvrtc:rms_norm_dim", 0) == 0 ||
-           mn == "matmul_float" || mn == "matmul_q4_0" || mn == "matmul_q6_k" || mn == "matmul_iq4_xs";
+           mn == "matmul_float" || mn == "matmul_q4_0" || mn == "matmul_q6_k" || mn == "matmul_iq4_xs" || mn == "matmul_fp8";
   Kernel* raw = k.get();
   module->kernels[kernel_name] = std::move(k);
   return raw;

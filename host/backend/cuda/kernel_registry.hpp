@@ -33,10 +33,11 @@ struct BuiltinMatmul {
   bool suffix_by_alignment = false;   // float schemes: _u8 when a row is 8-element aligned, else _u1
   int64_t block_elems = 1;
   int64_t block_bytes = 4;
-  int small_tile_rows = 1;            // GEMV rows per warp for tiles of up to 4 tokens
-  // bf16 rows of 8-element multiples: the tensor-core GEMV memra_gemv_bf16_mma_n<NT>
-  // (kernels/matmul/gemv_mma_bf16.cuh) instead of memra_gemv_<suffix>_u8.
+  // bf16 activations on the tensor cores: the GEMV memra_gemv_<suffix>_mma_n<NT> over
+  // GemvMats (bf16 rows of 8-element multiples, kernels/matmul/gemv_mma_bf16.cuh; fp8,
+  // gemv_mma_fp8.cuh) instead of memra_gemv_<suffix>[_u8]_t<N>.
   bool gemv_mma = false;
+  int mma_warps = 16;                 // its warps per block (gemv_mma_layout.hpp kWarps, kFp8Warps)
   enum class Gemm { none, streams_bf16, dequantized_bf16, dequantized } gemm = Gemm::none;
   int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
   // int8x32 activations: the GEMV is memra_gemv8_<kernel>_r<R>_t<NT> of `module`

@@ -11,10 +11,11 @@
 // In a mixed step the prompt rows are gathered into the GEMM's operand planes and
 // its results scattered back by index; the generated rows are gathered, run through
 // the GEMV on their own and scattered back (bitwise copies). The GEMM's operands follow
-// the prompt rows' numerics (ref::bf16_prompt_matmul): bf16 weights, and the block
-// schemes' weights dequantised and rounded to bf16, take bf16 activations, one pass
-// (cuBLASLt where it is installed and row invariant, else the own GEMM); f32, f16 and
-// fp8 weights take f32 activations, both operands split into bf16 hi + lo, f32-faithful.
+// the prompt rows' numerics (ref::bf16_prompt_matmul): bf16 weights, and the block and
+// fp8 schemes' weights dequantised and rounded to bf16, take bf16 activations, one pass
+// (cuBLASLt where it is installed and row invariant, else the own GEMM); f32 and f16
+// weights take f32 activations, both operands split into bf16 hi + lo, f32-faithful.
+// bf16 and fp8 weights' generated rows take bf16 activations on the tensor-core GEMV.
 //
 // Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
 // ref::matmul_activation) take int8 activations on their generated rows, as their CPU
@@ -73,11 +74,12 @@ Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w, const char* activa
   if (cols <= 0 || cols % b.block_elems != 0)
     return make_error(ErrorCode::invalid_argument, "weight row length breaks the " + name + " block size");
   info.row_bytes = static_cast<uint64_t>(cols / b.block_elems) * static_cast<uint64_t>(b.block_bytes);
-  info.small_tile_rows = b.small_tile_rows;
   info.module = b.module;
   info.int8 = b.int8_activations;
   info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
   info.mma = b.gemv_mma && cols % 8 == 0;
+  info.mma_kernel = "memra_gemv_" + b.gemv_suffix + "_mma_n";
+  info.mma_warps = b.mma_warps;
   if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
     return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
   return info;
@@ -209,15 +211,15 @@ memra_status CudaBackend::matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr wd, 
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                       int64_t m, CUdeviceptr od, CUdeviceptr bd) {
   if (s.mma) {
-    // gemv_mma_bf16.cuh: 16 rows x 8 or 16 tokens per block; a token's bits do not
-    // depend on which (every n-tile runs the same mma sequence per column).
+    // gemv_mma_bf16.cuh / gemv_mma_fp8.cuh: 16 rows x 8 or 16 tokens per block; a token's
+    // bits do not depend on which (every n-tile runs the same mma sequence per column).
     namespace g = memra::gemv_mma;
     const int64_t nt = m > g::kTokens ? 2 : 1;
     // Recorded matmuls over the same x that follow each other (q, k, v; gate, up) share
     // one launch, as the int8 GEMV's (gemv_merge): every row's bits are the same.
     const int64_t tiles = (rows + g::kRows - 1) / g::kRows;
     const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
-    const std::string kernel = "memra_gemv_bf16_mma_n" + std::to_string(nt);
+    const std::string kernel = s.mma_kernel + std::to_string(nt);
     auto k = modules_->kernel(s.module, kernel);
     if (!k) return fail(k.error());
     const uint64_t in_lo[2] = {xd, 0}, in_hi[2] = {xd + static_cast<uint64_t>(m * cols) * 4u, 0};
@@ -225,7 +227,8 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
     int64_t c = cols, mm = m;
     CUdeviceptr xa = xd;
     void* argv[] = {&arg, &c, &xa, &mm};
-    const memra_status st = launch_raw(*k, static_cast<unsigned>(arg.group_end[ref::GemvMats::kMax - 1]), gy, 32 * g::kWarps, 0, argv);
+    const memra_status st =
+        launch_raw(*k, static_cast<unsigned>(arg.group_end[ref::GemvMats::kMax - 1]), gy, static_cast<unsigned>(32 * s.mma_warps), 0, argv);
     if (st != MEMRA_OK) return st;
     gemv_merge_recorded();
     return after_op(kernel.c_str());
@@ -236,8 +239,7 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   // which depends on the batch, cannot change any token's bits.
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
-  const int64_t rows_per_block = kWarps * (nt <= 4 ? s.small_tile_rows : 1);
-  const auto gx = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+  const auto gx = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
   const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
   const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
@@ -396,7 +398,7 @@ memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
 // the tensor cores. Operands follow ref::bf16_prompt_matmul: bf16 weights as they are
 // and the block schemes' weights dequantised and rounded to bf16 take bf16 x, one
 // pass (cuBLASLt where a row-invariant algorithm exists for the shape, else the own
-// GEMM of gemm_mma.cu); f32, f16 and fp8 weights take f32 x, both operands split
+// GEMM of gemm_mma.cu); f32 and f16 weights take f32 x, both operands split
 // into bf16 hi + lo (the own GEMM). Dequantised weights go through planes of at most
 // kPlaneBudget bytes, chunked by the weight's shape only.
 memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64_t rows,

@@ -11,9 +11,9 @@
 //    without flags), prompt rows bitwise equal to a pure-prompt step, and the same
 //    for a matmul over gathered logits rows.
 // Operands follow the prompt rows' numerics (ref::bf16_prompt_matmul): bf16 weights
-// and the block schemes' weights rounded to bf16 take bf16 activations (one pass; the
-// exact product is taken over the rounded x, and for the block schemes over their
-// unrounded weights, so it bounds the weight rounding too), f32, f16 and fp8 weights f32
+// and the block and fp8 schemes' weights rounded to bf16 take bf16 activations (one pass;
+// the exact product is taken over the rounded x, and for the block and fp8 schemes over
+// their unrounded weights, so it bounds the weight rounding too), f32 and f16 weights f32
 // activations, split into bf16 hi + lo with the weights (the int8 schemes' generated
 // rows in the mixed steps below run the int8 GEMV, bitwise a pure decode step's).
 // Bounds (normalised MSE): 1e-9 vs exact (1e-5 where weights are rounded to bf16),
@@ -129,7 +129,7 @@ void check_gemm(Device& d, Report& r, const CheckOptions& o) {
   for (const Scheme& sc : schemes()) {
     const std::string s = sc.name;
     const bool fast = ref::bf16_prompt_matmul(s);  // one bf16 pass
-    const bool rounded_weights = fast && !ref::bf16_activation_matmul(s);
+    const bool rounded_weights = ref::prompt_rounds_weights(s);
     const double exact_bound = rounded_weights ? kGemmRoundedWeightBound : kGemmExactBound;
     const std::string mode = fast ? "bf16 operands" : "precise";
     const ref::GemmPrecision prec = fast ? ref::GemmPrecision::bf16 : ref::GemmPrecision::split;

@@ -2,7 +2,7 @@
 // with batch-invariance bit checks; embedding and row gather bitwise. Integer schemes
 // whose rows take int8 activations (ref::int8_activation_matmul) are held bitwise to
 // their reference (quantize_act_q8 + gemv_int8); the others to the exact product (of
-// the bf16-rounded x for bf16 weights, ref::bf16_activation_matmul).
+// the bf16-rounded x for bf16 and fp8 weights, ref::bf16_activation_matmul).
 #include <cstring>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
@@ -115,6 +115,7 @@ std::vector<uint8_t> random_weight(Rng& rng, const std::string& scheme, int64_t 
       for (int64_t c = 0; c < cols; ++c) {
         uint8_t q = static_cast<uint8_t>(rng.bits());
         if ((q & 0x7fu) == 0x7fu) q = static_cast<uint8_t>(q - 1);
+        if (flavour == "subnormal") q &= 0x87u;  // zero and subnormal codes only
         row[groups * 4 + c] = q;
       }
     }
@@ -156,8 +157,13 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
     if (is_float) cases.push_back({7, 33, 1003, "random", "random", true});  // rows not a multiple of 8
     // 32-element blocks whose rows do not start 16-byte aligned (Q8_0's generic path).
     if (l.block_elems == 32) cases.push_back({3, 40, 800, "random", "random", true});
-    // fp8 rows of 3 groups: the codes are not 16-byte aligned (the 4-byte path).
-    if (s == "fp8") cases.push_back({5, 40, 384, "random", "random", true});
+    // fp8 rows of 3 groups: the codes are not 16-byte aligned (the 4-byte path); rows of
+    // subnormal codes only (the GEMV maps them to bf16 subnormals on the tensor cores).
+    if (s == "fp8") {
+      cases.push_back({5, 40, 384, "random", "random", true});
+      cases.push_back({3, 64, 1024, "subnormal", "random", false});
+      cases.push_back({9, 64, 1024, "subnormal", "large", false});
+    }
     for (const Case& c : cases) {
       const std::string name = "matmul " + s + " " + shape_str(c.m, c.rows, c.cols) + " w=" + c.wflav + " x=" + c.xflav + (c.bias ? " +bias" : "");
       r.guard(name, [&] {
@@ -169,7 +175,7 @@ void check_matmul(Device& d, Report& r, const CheckOptions& o) {
         const RefWeight rw = ref_weight(s, wb, c.rows, c.cols);
         // Integer schemes on int8 activations: the reference of the same arithmetic, bitwise.
         const bool int8 = ref::int8_activation_matmul(s, c.cols);
-        // bf16 weights take bf16 activations: the exact product of the rounded x.
+        // bf16 and fp8 weights take bf16 activations: the exact product of the rounded x.
         const std::vector<float> xe = ref::bf16_activation_matmul(s) ? ref::bf16_rounded(x.data(), static_cast<int64_t>(x.size())) : x;
         if (int8 ? !int8_matmul_ref(s, wb, c.rows, c.cols, x, c.m, c.bias ? bias.data() : nullptr, ref.data())
                  : !ref::matmul_rows(rw.type, rw.bytes.data(), c.rows, c.cols, xe.data(), c.m, c.bias ? bias.data() : nullptr, ref.data()))
