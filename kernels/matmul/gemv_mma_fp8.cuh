@@ -55,7 +55,13 @@ __device__ __forceinline__ uint4 load_codes(const uint8_t* p) {
   }
 }
 
-template <int NT, bool kAligned, int kUnroll = 2>
+// How x reaches the mma: kXGroupScaled (production, above); memra-kernel-check
+// --bench-fp8's measures of what the per-group scaling costs: kXFixedScale (x * 2^64 for
+// every group, no largest-magnitude pass) and kXPrepared (x already a bf16 plane in the
+// mma's pair order, as a producer kernel could write it: no arithmetic on x at all).
+enum XMode { kXGroupScaled, kXFixedScale, kXPrepared };
+
+template <int NT, bool kAligned, int kUnroll = 2, int kX = kXGroupScaled>
 __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
                                               const float* __restrict__ x, int64_t m, float* __restrict__ y,
                                               const float* __restrict__ bias, int64_t r0) {
@@ -106,7 +112,14 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
         const int64_t t = t0 + n * kTokens + g;
         float xv[2][16];
         float amax = 0.0f;
-        if (t < m) {
+        uint4 xw[2][2];
+        if constexpr (kX == kXPrepared) {
+          const uint4* xp = reinterpret_cast<const uint4*>(reinterpret_cast<const uint16_t*>(x) + t * cols + j * kFp8Group + 16 * q);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) xw[h][i] = t < m ? xp[4 * h + i] : make_uint4(0, 0, 0, 0);
+        } else if (t < m) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const float4* xp = reinterpret_cast<const float4*>(x + t * cols + j * kFp8Group + 64 * h + 16 * q);
@@ -116,10 +129,12 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
               xv[h][4 * i] = v.x, xv[h][4 * i + 1] = v.y, xv[h][4 * i + 2] = v.z, xv[h][4 * i + 3] = v.w;
             }
           }
+          if constexpr (kX == kXGroupScaled) {
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
+            for (int h = 0; h < 2; ++h)
 #pragma unroll
-            for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(xv[h][i]));
+              for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(xv[h][i]));
+          }
         } else {
 #pragma unroll
           for (int h = 0; h < 2; ++h)
@@ -127,9 +142,11 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
             for (int i = 0; i < 16; ++i) xv[h][i] = 0.0f;
         }
         // The group's largest |x| of token g (its four lanes q).
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        const int e = group_exponent(amax);
+        if constexpr (kX == kXGroupScaled) {
+          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        }
+        const int e = kX == kXGroupScaled ? group_exponent(amax) : 64;
         const float up = pow2(e);
         // Back-scale of tokens 2q and 2q + 1 (the columns of this lane's accumulators).
         const float back = pow2(120 - e);
@@ -145,8 +162,14 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
             e4m3x4_to_bf16_scaled(wa[i], ae, ao);
             e4m3x4_to_bf16_scaled(wb[i], be, bo);
             const float* xs = xv[h] + 4 * i;
-            const uint32_t x_even = pack_bf16(xs[0] * up, xs[2] * up);
-            const uint32_t x_odd = pack_bf16(xs[1] * up, xs[3] * up);
+            uint32_t x_even, x_odd;
+            if constexpr (kX == kXPrepared) {
+              const uint32_t* pw = reinterpret_cast<const uint32_t*>(&xw[h][0]);
+              x_even = pw[2 * i], x_odd = pw[2 * i + 1];
+            } else {
+              x_even = pack_bf16(xs[0] * up, xs[2] * up);
+              x_odd = pack_bf16(xs[1] * up, xs[3] * up);
+            }
             mma(p, ae, be, ao, bo, x_even, x_odd);
           }
         }

@@ -21,3 +21,17 @@
   }
 MEMRA_DEFINE_GEMV_FP8_MMA(1)
 MEMRA_DEFINE_GEMV_FP8_MMA(2)
+// memra-kernel-check --bench-fp8: other unrolls (groups a lane loads per round) and x
+// modes (gemv_mma_fp8.cuh XMode), any warp count up to 8 (the launch's block size),
+// 16-byte aligned rows.
+#define MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(NAME, U, X)                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kFp8Warps, 2)                               \
+      memra_bench_gemv_fp8_##NAME##_n1(const memra::ref::GemvMats ms, int64_t cols, const float* x, int64_t m) { \
+    namespace g = memra::cuda::gemv_mma;                                                                         \
+    const g::Segment s = g::segment(ms, blockIdx.x);                                                             \
+    g::gemv_fp8_tile<1, true, U, g::X>(static_cast<const uint8_t*>(s.w), s.rows, cols, x, m, s.y, s.bias, s.row0); \
+  }
+MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(u1, 1, kXGroupScaled)
+MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(u4, 4, kXGroupScaled)
+MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(u2_fixed, 2, kXFixedScale)
+MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(u2_prepared, 2, kXPrepared)

@@ -33,6 +33,8 @@ void usage() {
       "                     GEMVs on the Qwen3-8B decode shapes (GB/s, %% of the copy bandwidth)\n"
       "  --bench-bf16       instead of the checks: time the bf16 GEMVs (the tensor-core kernel in\n"
       "                     several ring/warp shapes, the warp-per-row kernel it replaced) likewise\n"
+      "  --bench-fp8        instead of the checks: time the fp8 tensor-core GEMV in several\n"
+      "                     unroll/warp shapes likewise\n"
       "  --help             this text\n");
 }
 
@@ -43,7 +45,7 @@ int main(int argc, char** argv) {
   open.kind = MEMRA_BACKEND_CUDA;
   memra::kcheck::CheckOptions opts;
   std::string filter;
-  bool bench = false, bench_bf16 = false;
+  bool bench = false, bench_bf16 = false, bench_fp8 = false;
   std::vector<std::string> plugin_dirs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-nvrtc") open.use_nvrtc = false;
     else if (a == "--bench") bench = true;
     else if (a == "--bench-bf16") bench = bench_bf16 = true;
+    else if (a == "--bench-fp8") bench = bench_fp8 = true;
     else if (a == "--plugin-dir") plugin_dirs.push_back(value("--plugin-dir"));
     else {
       std::fprintf(stderr, "memra-kernel-check: unknown option %s (see --help)\n", a.c_str());
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
   if (bench) {
     int rc = 0;
     try {
-      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device, bench_bf16});
+      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device, bench_bf16, bench_fp8});
     } catch (const std::exception& e) {
       std::printf("FAILED: bench: %s\n", e.what());
       rc = 1;
