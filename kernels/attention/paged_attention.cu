@@ -10,7 +10,11 @@
 // prefill, a decode or a verify step and beside any other sequences.
 // `rows` (nullable) lists the token rows to compute (a step whose prompt rows run the
 // prefill kernel, prefill_attention_mma.cu): entry i of the launch is token rows[i]
-// (i itself when rows is NULL); part_o/part_ml are indexed by i.
+// (i itself when rows is NULL); part_o/part_ml are indexed by i. `fresh_from` (nullable:
+// every row waits) gives per token row the first position the step writes for its sequence.
+// `out` (nullable) when every row of the launch has one chunk (max_chunks == 1): pass 1
+// then writes the output itself with pass 2's arithmetic for one chunk (bitwise the
+// same) and pass 2 is not launched.
 //
 // The block stages the chunk's K and V rows in shared memory with 16-byte cp.async
 // (zero-filled past the row's last position), K and V as two groups so the V loads
@@ -75,14 +79,14 @@ __device__ __forceinline__ float load1(const float* p) { return *p; }
 __device__ __forceinline__ float load1(const __half* p) { return __half2float(*p); }
 __device__ __forceinline__ float load1(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
-// Rows 0 .. rows-1 of the chunk (row j at src + row_off[j]) into dst [kChunk][head_dim],
+// Rows begin .. end-1 of the chunk (row j at src + row_off[j]) into dst [kChunk][head_dim],
 // 16-byte pieces; rows at or past `len` are zero-filled (no global read).
 template <class KvT>
-__device__ __forceinline__ void stage_rows(KvT* dst, const KvT* src, const int64_t* row_off, int head_dim, int rows,
-                                           int len) {
+__device__ __forceinline__ void stage_rows(KvT* dst, const KvT* src, const int64_t* row_off, int head_dim, int begin,
+                                           int end, int len) {
   constexpr int kPer = 16 / static_cast<int>(sizeof(KvT));
   const int per_row = head_dim / kPer;
-  for (int idx = threadIdx.x; idx < rows * per_row; idx += kThreads) {
+  for (int idx = begin * per_row + threadIdx.x; idx < end * per_row; idx += kThreads) {
     const int j = idx / per_row, c = idx - j * per_row;
     cp_async16(dst + j * head_dim + c * kPer, src + row_off[j] + c * kPer, j < len ? 16 : 0);
   }
@@ -129,7 +133,7 @@ __device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float
                                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   if (g0 == 0) {
-    cp_async_wait<1>();  // this thread's K pieces (the V group may still be in flight)
+    cp_async_wait<1>();  // this thread's K pieces (and the stable V rows; the fresh V rows may be in flight)
     __syncthreads();     // everyone's
   }
 #pragma unroll
@@ -180,16 +184,16 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
                                                 const int32_t* positions, const int32_t* seq_index,
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
                                                 int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
-                                                float* part_ml, const int32_t* rows, int32_t v_separate) {
+                                                float* part_ml, const int32_t* rows, const int32_t* fresh_from,
+                                                int32_t v_separate, float* out) {
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
-  memra::cuda::pdl_wait();  // PDL (kernels/common/pdl.cuh)
-  memra::cuda::pdl_launch_dependents();
   const int group = heads / kv_heads;
   int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
   float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
-  KvT* kt = reinterpret_cast<KvT*>(scores + group * kChunk);      // [kChunk][head_dim]
+  float* sums = scores + group * kChunk;                          // [group] (padded)
+  KvT* kt = reinterpret_cast<KvT*>(sums + ((group + 3) & ~3));  // [kChunk][head_dim] (decode_attention_sum_slots)
   KvT* vt = v_separate ? kt + kChunk * head_dim : kt;             // [kChunk][head_dim]
   const int64_t tk = blockIdx.x;
   const int64_t i_entry = tk / kv_heads;
@@ -211,10 +215,22 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   if (tid < staged)
     row_off[tid] = slot_offset(table, j0 + min(tid, len - 1), block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
   __syncthreads();
-  stage_rows(kt, k_cache, row_off, head_dim, staged, len);
+  // PDL (kernels/common/pdl.cuh): the positions, tables and row lists are the step's
+  // uploads and the K/V rows before fresh_from[t] (the first position any row of this
+  // step writes for t's sequence) were written by earlier steps, so those rows stream in
+  // while the previous kernel (RoPE + KV write) still runs; q and this step's K/V rows
+  // only after the wait. Which row lands when never changes what is computed.
+  const int stable = fresh_from ? max(0, min(len, fresh_from[t] - j0)) : 0;
+  stage_rows(kt, k_cache, row_off, head_dim, 0, stable, len);
   cp_async_commit();
-  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, staged, len);
-  cp_async_commit();  // (an empty group when V waits for the K rows' space)
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, 0, stable, len);
+  cp_async_commit();
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
+  stage_rows(kt, k_cache, row_off, head_dim, stable, staged, len);
+  cp_async_commit();
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stable, staged, len);
+  cp_async_commit();  // (empty groups when V waits for the K rows' space)
 
   const int groups4 = head_dim / 4;
   for (int g0 = 0; g0 < group; g0 += kPassHeads) {
@@ -228,7 +244,7 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   }
   __syncthreads();  // scores published, K rows read
   if (!v_separate) {
-    stage_rows(vt, v_cache, row_off, head_dim, staged, len);
+    stage_rows(vt, v_cache, row_off, head_dim, 0, staged, len);
     cp_async_commit();
   }
 
@@ -244,9 +260,12 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
     sc[lane] = pa;
     sc[lane + 32] = pb;
     if (lane == 0) {
-      const int64_t part = (i_entry * heads + h0 + g) * max_chunks + chunk;
-      part_ml[part * 2] = m;
-      part_ml[part * 2 + 1] = l;
+      sums[g] = l;
+      if (!out) {
+        const int64_t part = (i_entry * heads + h0 + g) * max_chunks + chunk;
+        part_ml[part * 2] = m;
+        part_ml[part * 2 + 1] = l;
+      }
     }
   }
   cp_async_wait<0>();
@@ -281,7 +300,11 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
 #pragma unroll
       for (int k = 0; k < kPvHeads; ++k) {
         const int g = gb + k * slots;
-        if (g < group) part_o[((i_entry * heads + h0 + g) * max_chunks + chunk) * head_dim + d] = o[k];
+        if (g >= group) continue;
+        if (out)  // memra_attention_combine's arithmetic for one chunk: w = 1, (o + 0) * (1 / l)
+          out[(t * heads + h0 + g) * static_cast<int64_t>(head_dim) + d] = (o[k] + 0.0f) * (1.0f / sums[g]);
+        else
+          part_o[((i_entry * heads + h0 + g) * max_chunks + chunk) * head_dim + d] = o[k];
       }
     }
   }
@@ -293,9 +316,11 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
       NAME(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads, int32_t kv_heads,                 \
            int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,                \
            const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap,     \
-           int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows, int32_t v_separate) {            \
+           int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows, const int32_t* fresh_from,       \
+           int32_t v_separate, float* out) {                                                                         \
     attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index, block_tables, \
-                    max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, v_separate);     \
+                    max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, fresh_from,      \
+                    v_separate, out);                                                                                \
   }
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)

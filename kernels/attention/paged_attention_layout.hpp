@@ -13,13 +13,18 @@ constexpr int kDecodeThreads = 128;
 // head_dim must be a multiple of 8 (16-byte staging of bf16 rows) and at most this.
 constexpr int kDecodeMaxHeadDim = 512;
 
-// Dynamic shared memory of memra_attention_chunk{,_bf16} in bytes: the chunk's row
-// offsets (int64), the scores [group][chunk] (f32), the staged K rows [chunk][head_dim]
-// and, when `v_separate`, the V rows beside them (else V reuses the K rows' space once
-// the scores are done: less memory, no overlap of the V loads with the score phase).
+// q heads' entries of the per-head sums, padded so that the rows after them stay 16-byte aligned.
+constexpr int decode_attention_sum_slots(int group) { return (group + 3) & ~3; }
+
+// Dynamic shared memory of memra_attention_chunk{,_f16,_bf16} in bytes: the chunk's row
+// offsets (int64), the scores [group][chunk] (f32), the per-head sums of the weights
+// (f32, padded), the staged K rows [chunk][head_dim] and, when `v_separate`, the V rows
+// beside them (else V reuses the K rows' space once the scores are done: less memory,
+// no overlap of the V loads with the score phase).
 constexpr unsigned long long decode_attention_smem_bytes(int group, int head_dim, int kv_bytes, bool v_separate) {
   const unsigned long long tile = static_cast<unsigned long long>(kDecodeChunk) * head_dim * kv_bytes;
-  return kDecodeChunk * 8ull + static_cast<unsigned long long>(group) * kDecodeChunk * 4ull + tile * (v_separate ? 2 : 1);
+  return kDecodeChunk * 8ull + static_cast<unsigned long long>(group) * kDecodeChunk * 4ull +
+         static_cast<unsigned long long>(decode_attention_sum_slots(group)) * 4ull + tile * (v_separate ? 2 : 1);
 }
 
 // V gets its own space when the whole block fits this (every target arch's opt-in limit

@@ -41,6 +41,9 @@ struct Problem {
   std::vector<uint16_t> kh, vh;     // f16 cache (bits)
   std::vector<uint16_t> kb, vb;     // bf16 cache (bits)
   std::vector<float> q;             // [rows][heads * head_dim]
+  // Per row, the first position the step writes for its sequence (the kernel stages the
+  // rows before it ahead of the PDL wait); empty: none is known, every row waits.
+  std::vector<int32_t> fresh;
 
   Problem(const Config& cfg, const std::vector<int32_t>& positions, KvElement values, uint32_t seed) : c(cfg), pos(positions) {
     std::mt19937 rng(seed);
@@ -82,15 +85,20 @@ struct Problem {
     return (p - first + 1 + memra::attn::kDecodeChunk - 1) / memra::attn::kDecodeChunk;
   }
 
-  // The kernels over `entries` (all rows when empty: no row list), as the backend launches them.
-  std::vector<float> gpu(KvElement element, bool v_separate, const std::vector<int32_t>& entries = {}) const {
+  // The kernels over `entries` (all rows when empty: no row list), as the backend launches
+  // them: rows of one chunk each write the output from the chunk kernel, unless `merge`.
+  std::vector<float> gpu(KvElement element, bool v_separate, const std::vector<int32_t>& entries = {},
+                         bool merge = false) const {
     const int E = entries.empty() ? static_cast<int>(pos.size()) : static_cast<int>(entries.size());
     const int32_t* rows = entries.empty() ? nullptr : entries.data();
+    const int32_t* fresh_from = fresh.empty() ? nullptr : fresh.data();
     int max_chunks = 1;
     for (int e = 0; e < E; ++e) max_chunks = std::max(max_chunks, chunks_of(pos[static_cast<size_t>(rows ? rows[e] : e)]));
     std::vector<float> part_o(static_cast<size_t>(E) * c.heads * max_chunks * c.head_dim, NAN);
     std::vector<float> part_ml(static_cast<size_t>(E) * c.heads * max_chunks * 2, NAN);
     std::vector<float> out(q.size(), 0.0f);
+    merge = merge || max_chunks > 1;
+    float* direct = merge ? nullptr : out.data();
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto* kbf = reinterpret_cast<const __nv_bfloat16*>(kb.data());
     const auto* vbf = reinterpret_cast<const __nv_bfloat16*>(vb.data());
@@ -100,16 +108,17 @@ struct Problem {
       if (element == KvElement::f16)
         memra_attention_chunk_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
-                                  part_ml.data(), rows, v_separate ? 1 : 0);
+                                  part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
       else if (element == KvElement::bf16)
         memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                    tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
-                                   part_ml.data(), rows, v_separate ? 1 : 0);
+                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
       else
         memra_attention_chunk(q.data(), kf.data(), vf.data(), c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(),
                               seq.data(), tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks,
-                              part_o.data(), part_ml.data(), rows, v_separate ? 1 : 0);
+                              part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
     });
+    if (!merge) return out;
     memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), 1, [&] {
       memra_attention_combine(part_o.data(), part_ml.data(), pos.data(), c.heads, c.head_dim, c.window, max_chunks,
                               out.data(), rows);
@@ -162,6 +171,16 @@ void check_config(const Config& c) {
     const double e = nmse(out, p.reference(element));
     EXPECT_LE(e, memra::kcheck::kAttentionBound) << "against the reference";
     EXPECT_TRUE(same_bits(p.gpu(element, false).data(), out.data(), out.size())) << "V reusing K's space";
+    // Rows staged before the PDL wait (a decode step: lag 0; verify-like steps whose fresh
+    // rows span chunks; everything stable) land as the waited-for ones: bitwise the same.
+    for (const int32_t lag : {0, 1, 70, 1 << 20}) {
+      Problem staged = p;
+      staged.fresh.resize(p.pos.size());
+      for (size_t r = 0; r < p.pos.size(); ++r) staged.fresh[r] = std::max(0, p.pos[r] - lag);
+      for (const bool v_separate : {true, false})
+        EXPECT_TRUE(same_bits(staged.gpu(element, v_separate).data(), out.data(), out.size()))
+            << "rows before fresh_from staged ahead, lag " << lag << (v_separate ? "" : ", V reusing K's space");
+    }
     const size_t w = static_cast<size_t>(p.width());
     const std::vector<int32_t> list = {5, 1, 3};  // rows 5, 1, 3 through a row list
     const auto listed = p.gpu(element, true, list);
@@ -181,6 +200,23 @@ TEST(CudaDecodeAttentionEmulated, Mha4Hd64Window100Softcap30) { check_config({4,
 TEST(CudaDecodeAttentionEmulated, Gqa10x1Hd128Window70) { check_config({10, 1, 128, 70, 0.0f}); }
 TEST(CudaDecodeAttentionEmulated, Gqa6x1Hd96Softcap50) { check_config({6, 1, 96, 0, 50.0f}); }
 TEST(CudaDecodeAttentionEmulated, Mha2Hd256) { check_config({2, 2, 256, 0, 0.0f}); }
+
+// Steps whose rows all fit one chunk skip the merge pass: bitwise what the merge writes,
+// and within the reference's bound.
+TEST(CudaDecodeAttentionEmulated, OneChunkRowsWriteTheMergedOutputThemselves) {
+  for (const KvElement e : {KvElement::f32, KvElement::f16, KvElement::bf16})
+    for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 30, 30.0f},
+                            Config{2, 2, 256, 0, 0.0f}}) {
+      const Problem p(c, {0, 5, 63, 40}, KvElement::f32, 5);
+      const auto merged = p.gpu(e, true, {}, true), direct = p.gpu(e, true);
+      EXPECT_TRUE(same_bits(merged.data(), direct.data(), merged.size())) << element_name(e) << " hd" << c.head_dim;
+      EXPECT_TRUE(same_bits(p.gpu(e, false).data(), direct.data(), direct.size())) << "V reusing K's space";
+      EXPECT_TRUE(same_bits(p.gpu(e, true, {3, 0}).data() + 3 * p.width(), direct.data() + 3 * p.width(),
+                            static_cast<size_t>(p.width())))
+          << "through a row list";
+      EXPECT_LE(nmse(direct, p.reference(e)), memra::kcheck::kAttentionBound);
+    }
+}
 
 TEST(CudaDecodeAttentionEmulated, SixteenBitKernelsAreTheF32KernelOnTheirValues) {
   for (const KvElement e : {KvElement::f16, KvElement::bf16})

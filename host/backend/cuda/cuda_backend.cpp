@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -495,7 +496,7 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   const uint64_t t = static_cast<uint64_t>(b->num_tokens);
   const uint64_t tables = static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
   const uint64_t logits = b->logits_rows ? static_cast<uint64_t>(std::max(0, b->num_logits)) : 0;
-  const uint64_t n = 3 * t + tables + logits;
+  const uint64_t n = 4 * t + tables + logits;
   if (MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&
       std::any_of(b->prompt_tokens, b->prompt_tokens + b->num_tokens, [](uint8_t f) { return f != 0; })) {
     if (profile_ && profile_decode_step_) {  // not a decode step: its spans so far are dropped
@@ -518,8 +519,19 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   std::memcpy(h, b->token_ids, t * 4);
   std::memcpy(h + t, b->positions, t * 4);
   std::memcpy(h + 2 * t, b->seq_index, t * 4);
-  if (tables) std::memcpy(h + 3 * t, b->block_tables, tables * 4);
-  if (logits) std::memcpy(h + 3 * t + tables, b->logits_rows, logits * 4);
+  {
+    std::vector<int32_t> first(static_cast<size_t>(std::max(0, b->num_seqs)), INT32_MAX);
+    for (uint64_t i = 0; i < t; ++i) {
+      const int32_t s = b->seq_index[i];
+      if (s >= 0 && s < b->num_seqs) first[static_cast<size_t>(s)] = std::min(first[static_cast<size_t>(s)], b->positions[i]);
+    }
+    for (uint64_t i = 0; i < t; ++i) {
+      const int32_t s = b->seq_index[i];
+      h[3 * t + i] = s >= 0 && s < b->num_seqs ? first[static_cast<size_t>(s)] : 0;  // (attention refuses the row)
+    }
+  }
+  if (tables) std::memcpy(h + 4 * t, b->block_tables, tables * 4);
+  if (logits) std::memcpy(h + 4 * t + tables, b->logits_rows, logits * 4);
   auto dev = arena_->alloc(n * 4);
   if (!dev) return dev.error();
   if (recording_) {
@@ -535,8 +547,9 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   d->ids = *dev;
   d->positions = *dev + t * 4;
   d->seq_index = *dev + 2 * t * 4;
-  d->block_tables = *dev + 3 * t * 4;
-  d->logits_rows = *dev + (3 * t + tables) * 4;
+  d->fresh_from = *dev + 3 * t * 4;
+  d->block_tables = *dev + 4 * t * 4;
+  d->logits_rows = *dev + (4 * t + tables) * 4;
   batches_.push_back(std::move(d));
   return batches_.back().get();
 }

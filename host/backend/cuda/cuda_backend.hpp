@@ -53,6 +53,9 @@ struct DeviceBatch {
   const int32_t* source_ids = nullptr;
   int32_t num_tokens = 0;
   CUdeviceptr ids = 0, positions = 0, seq_index = 0, block_tables = 0, logits_rows = 0;
+  // Per token row: the first position any row of the step writes for its sequence (K/V
+  // before it are earlier steps' and may be read before the RoPE + KV write finishes).
+  CUdeviceptr fresh_from = 0;
   // Prompt and generated rows of a matmul over this batch (ops_matmul.cpp), built at
   // first use: [0] the batch's token rows, [1] its gathered logits rows. Device lists
   // (prompt rows, then generated rows) only when both kinds are present.

@@ -94,10 +94,16 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
     return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs head_dim a multiple of 8, at most " +
                                            std::to_string(attn::kDecodeMaxHeadDim) + " (got " + std::to_string(head_dim) + ")");
   const uint64_t n = static_cast<uint64_t>(entries) * static_cast<uint64_t>(heads);
-  auto part_o = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
-  if (!part_o) return fail(part_o.error());
-  auto part_ml = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
-  if (!part_ml) return fail(part_ml.error());
+  // One chunk per row (short rows): the chunk kernel writes `out` itself, no merge pass.
+  const bool merge = max_chunks > 1;
+  CUdeviceptr part_o = 0, part_ml = 0;
+  if (merge) {
+    auto po = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
+    if (!po) return fail(po.error());
+    auto pm = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
+    if (!pm) return fail(pm.error());
+    part_o = *po, part_ml = *pm;
+  }
   // One block per (row, kv head, chunk) serves the kv head's whole q-head group; its
   // shared memory (paged_attention_layout.hpp) holds the scores and the chunk's K rows,
   // and the V rows beside them when that fits every arch (else V reuses K's space). The
@@ -124,11 +130,11 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks),
                            static_cast<unsigned>(attn::kDecodeThreads), shared, q, kc, vc, heads, kv_heads, head_dim,
                            block_size, db.positions, db.seq_index, db.block_tables, max_blocks, p->scale,
-                           p->sliding_window, p->logit_softcap, max_chunks, *part_o, *part_ml, rows,
-                           static_cast<int32_t>(v_separate ? 1 : 0));
-  if (st != MEMRA_OK) return st;
+                           p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows, db.fresh_from,
+                           static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out);
+  if (st != MEMRA_OK || !merge) return st;
   return launch("attention", "memra_attention_combine", static_cast<unsigned>(n), 1,
-                static_cast<unsigned>(attn::kDecodeThreads), 0, *part_o, *part_ml, db.positions, heads, head_dim,
+                static_cast<unsigned>(attn::kDecodeThreads), 0, part_o, part_ml, db.positions, heads, head_dim,
                 p->sliding_window, max_chunks, out, rows);
 }
 
