@@ -326,16 +326,20 @@ MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
 
-// grid (entries * heads), kThreads threads. out: [tokens][heads * head_dim].
-// The max of the chunks' m, then per chunk its weight w_c = exp(m_c - m) (once, kept in
+// grid (entries * heads, decode_combine_slices(head_dim)), kThreads threads; out:
+// [tokens][heads * head_dim]. Block (row head, y) merges dims 32y .. 32y + 31 (fewer in the
+// last one) so that a long row's partials are read by several blocks at once. Each block:
+// the max of the chunks' m, then per chunk its weight w_c = exp(m_c - m) (once, kept in
 // shared memory when the chunks fit) and l = sum l_c w_c (per thread over chunks t,
 // t+128, ..., then the block sum); the output as float4 columns: thread (quad, slice)
-// runs an fmaf chain over chunks slice, slice+slices, ... (several loads in flight), and
-// the slices are added in order. All orders depend on the chunk count and head_dim only.
+// runs an fmaf chain over chunks slice, slice+slices, ... (its first kAhead partials
+// loaded before the weights are known), and the slices are added in order. All orders
+// depend on the chunk count and head_dim only.
 extern "C" __global__ void __launch_bounds__(kThreads)
     memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
                             int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out,
                             const int32_t* rows) {
+  constexpr int kDims = memra::attn::kCombineDims, kAhead = 4;
   memra::cuda::pdl_wait();
   memra::cuda::pdl_launch_dependents();
   const int64_t th = blockIdx.x;
@@ -345,10 +349,22 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   const int32_t n = pos - first_position(pos, sliding_window) + 1;
   const int chunks = (n + kChunk - 1) / kChunk;
   const float* ml = part_ml + th * max_chunks * 2;
+  const int dim0 = static_cast<int>(blockIdx.y) * kDims, dims = min(kDims, head_dim - dim0);
+  const int quads = dims / 4, slices = kThreads / quads;
+  const int qd = threadIdx.x % quads, s = threadIdx.x / quads;
+  const bool active = s < slices;  // (kThreads % quads threads idle when quads does not divide it)
+  const float4* po = reinterpret_cast<const float4*>(part_o + th * max_chunks * head_dim + dim0) + qd;
+  const int64_t stride = head_dim / 4;  // float4s per chunk
+  float4 ahead[kAhead];
+#pragma unroll
+  for (int i = 0; i < kAhead; ++i) {
+    const int c = s + i * slices;
+    ahead[i] = active && c < chunks ? po[c * stride] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
   __shared__ float scratch[32];
   constexpr int kStaged = 2048;
   __shared__ float wts[kStaged];
-  __shared__ __align__(16) float partial[4 * kThreads];  // [slices][head_dim]: slices * head_dim <= 4 * kThreads
+  __shared__ __align__(16) float partial[kThreads * 4];  // [slices][dims]: slices * dims == 4 * kThreads
   float m = -INFINITY;
   for (int c = threadIdx.x; c < chunks; c += kThreads) m = fmaxf(m, ml[2 * c]);
   m = memra::cuda::block_max(m, scratch);
@@ -361,27 +377,27 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   }
   l = memra::cuda::block_sum(l, scratch);  // its barriers also publish wts
   const float inv = 1.0f / l;
-  const int quads = head_dim / 4, slices = max(1, kThreads / quads);
-  const int qd = threadIdx.x % quads, s = threadIdx.x / quads;
-  if (s < slices) {
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float4* po = reinterpret_cast<const float4*>(part_o + th * max_chunks * head_dim) + qd;
-#pragma unroll 8
-    for (int c = s; c < chunks; c += slices) {
-      const float w = staged ? wts[c] : expf(ml[2 * c] - m);
-      const float4 x = po[static_cast<int64_t>(c) * quads];
-      acc.x = fmaf(x.x, w, acc.x);
-      acc.y = fmaf(x.y, w, acc.y);
-      acc.z = fmaf(x.z, w, acc.z);
-      acc.w = fmaf(x.w, w, acc.w);
-    }
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](int c, const float4& x) {
+    const float w = staged ? wts[c] : expf(ml[2 * c] - m);
+    acc.x = fmaf(x.x, w, acc.x);
+    acc.y = fmaf(x.y, w, acc.y);
+    acc.z = fmaf(x.z, w, acc.z);
+    acc.w = fmaf(x.w, w, acc.w);
+  };
+  if (active) {
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i)
+      if (s + i * slices < chunks) add(s + i * slices, ahead[i]);
+#pragma unroll 4
+    for (int c = s + kAhead * slices; c < chunks; c += slices) add(c, po[c * stride]);
     reinterpret_cast<float4*>(partial)[s * quads + qd] = acc;
   }
   __syncthreads();
-  float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += kThreads) {
+  float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim + dim0;
+  for (int i = threadIdx.x; i < dims; i += kThreads) {
     float sum = partial[i];
-    for (int sl = 1; sl < slices; ++sl) sum = __fadd_rn(sum, partial[sl * head_dim + i]);
+    for (int sl = 1; sl < slices; ++sl) sum = __fadd_rn(sum, partial[sl * dims + i]);
     o[i] = sum * inv;
   }
 }

@@ -13,6 +13,11 @@ constexpr int kDecodeThreads = 128;
 // head_dim must be a multiple of 8 (16-byte staging of bf16 rows) and at most this.
 constexpr int kDecodeMaxHeadDim = 512;
 
+// The merge pass (memra_attention_combine) splits a head's dims over blocks of this many
+// (head_dim is a multiple of 8, so every block has whole float4 columns).
+constexpr int kCombineDims = 32;
+constexpr int decode_combine_slices(int head_dim) { return (head_dim + kCombineDims - 1) / kCombineDims; }
+
 // q heads' entries of the per-head sums, padded so that the rows after them stay 16-byte aligned.
 constexpr int decode_attention_sum_slots(int group) { return (group + 3) & ~3; }
 

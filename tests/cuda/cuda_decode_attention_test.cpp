@@ -11,6 +11,7 @@
 
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
@@ -119,7 +120,7 @@ struct Problem {
                               part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
     });
     if (!merge) return out;
-    memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), 1, [&] {
+    memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), static_cast<unsigned>(memra::attn::decode_combine_slices(c.head_dim)), [&] {
       memra_attention_combine(part_o.data(), part_ml.data(), pos.data(), c.heads, c.head_dim, c.window, max_chunks,
                               out.data(), rows);
     });
@@ -173,13 +174,12 @@ void check_config(const Config& c) {
     EXPECT_TRUE(same_bits(p.gpu(element, false).data(), out.data(), out.size())) << "V reusing K's space";
     // Rows staged before the PDL wait (a decode step: lag 0; verify-like steps whose fresh
     // rows span chunks; everything stable) land as the waited-for ones: bitwise the same.
-    for (const int32_t lag : {0, 1, 70, 1 << 20}) {
+    for (const auto& [lag, v_separate] : {std::pair{0, true}, std::pair{70, true}, std::pair{1 << 20, false}}) {
       Problem staged = p;
       staged.fresh.resize(p.pos.size());
       for (size_t r = 0; r < p.pos.size(); ++r) staged.fresh[r] = std::max(0, p.pos[r] - lag);
-      for (const bool v_separate : {true, false})
-        EXPECT_TRUE(same_bits(staged.gpu(element, v_separate).data(), out.data(), out.size()))
-            << "rows before fresh_from staged ahead, lag " << lag << (v_separate ? "" : ", V reusing K's space");
+      EXPECT_TRUE(same_bits(staged.gpu(element, v_separate).data(), out.data(), out.size()))
+          << "rows before fresh_from staged ahead, lag " << lag << (v_separate ? "" : ", V reusing K's space");
     }
     const size_t w = static_cast<size_t>(p.width());
     const std::vector<int32_t> list = {5, 1, 3};  // rows 5, 1, 3 through a row list

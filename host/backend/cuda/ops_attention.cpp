@@ -130,10 +130,12 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks),
                            static_cast<unsigned>(attn::kDecodeThreads), shared, q, kc, vc, heads, kv_heads, head_dim,
                            block_size, db.positions, db.seq_index, db.block_tables, max_blocks, p->scale,
-                           p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows, db.fresh_from,
+                           p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows,
+                           options_.early_kv_reads ? db.fresh_from : CUdeviceptr{0},
                            static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out);
   if (st != MEMRA_OK || !merge) return st;
-  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n), 1,
+  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n),
+                static_cast<unsigned>(attn::decode_combine_slices(head_dim)),
                 static_cast<unsigned>(attn::kDecodeThreads), 0, part_o, part_ml, db.positions, heads, head_dim,
                 p->sliding_window, max_chunks, out, rows);
 }
