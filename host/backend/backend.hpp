@@ -31,7 +31,7 @@ namespace memra::backend {
 
 // Bumped whenever anything in this header changes shape: the CUDA module reports the
 // version it was built with and a different one is refused at open.
-inline constexpr uint32_t kBackendInterfaceVersion = 3;
+inline constexpr uint32_t kBackendInterfaceVersion = 4;
 
 // Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
 inline uint64_t kv_element_bytes(memra_dtype dtype) {
@@ -41,33 +41,47 @@ inline uint64_t kv_element_bytes(memra_dtype dtype) {
 // One layer's paged KV geometry and element type: MEMRA_DTYPE_F32, MEMRA_DTYPE_F16 or
 // MEMRA_DTYPE_BF16 (K after RoPE and V rounded to the 16-bit type when written;
 // docs/ARCHITECTURE.md, "KV cache element type"). kv_heads 0: the layer keeps no KV (a recurrent layer).
+// pool: the KV pool whose blocks hold it; window: that pool's sliding window (0: every
+// position is kept; N: a query reads only the last N positions, and blocks before them
+// are dropped, so their table entries are -1).
 struct KvLayerConfig {
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
   memra_dtype dtype = MEMRA_DTYPE_F32;
+  int32_t pool = 0;
+  int64_t window = 0;
 };
 
 // The paged KV cache, sized from the plan's state groups layer by layer (each group its
-// own geometry and dtype). Every layer has num_blocks blocks of block_size positions,
-// so a sequence's block table serves all of them. The cache holds the model's layers
+// own geometry and dtype). Layers live in KV pools (docs/ARCHITECTURE.md, "State
+// manager"): full-attention layers in one pool, each sliding-window size in its own,
+// sized for its window only. Pool p has pool_blocks[p] blocks of block_size positions;
+// a sequence has one block table per pool (memra_forward_batch.block_tables: pool 0's
+// tables, then pool 1's, ...). The cache holds the model's layers
 // [first_layer, first_layer + layers.size()) (a pipeline stage holds a range); ops name
 // layers by the model's index.
 struct KvCacheConfig {
   std::vector<KvLayerConfig> layers;
   int64_t block_size = 16;
-  int64_t num_blocks = 0;
+  std::vector<int64_t> pool_blocks;
   int64_t first_layer = 0;
 
-  // Every layer alike (tools and tests).
+  // Every layer alike, one pool (tools and tests).
   static KvCacheConfig uniform(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size, int64_t num_blocks,
                                memra_dtype dtype = MEMRA_DTYPE_F32) {
     KvCacheConfig c;
     c.layers.assign(static_cast<size_t>(layers), KvLayerConfig{kv_heads, head_dim, dtype});
     c.block_size = block_size;
-    c.num_blocks = num_blocks;
+    c.pool_blocks = {num_blocks};
     return c;
   }
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
+  int32_t num_pools() const { return static_cast<int32_t>(pool_blocks.size()); }
+  // Blocks of the pool holding backend layer l.
+  int64_t blocks_of(size_t l) const {
+    const int32_t p = layers[l].pool;
+    return p >= 0 && p < num_pools() ? pool_blocks[static_cast<size_t>(p)] : 0;
+  }
   // The layer of the model's index `layer`, or nullptr when this cache does not hold it
   // or it keeps no KV.
   const KvLayerConfig* layer(int64_t model_layer) const {
@@ -75,30 +89,66 @@ struct KvCacheConfig {
     if (l < 0 || l >= num_layers() || layers[static_cast<size_t>(l)].kv_heads <= 0) return nullptr;
     return &layers[static_cast<size_t>(l)];
   }
-  // The layer an attention op names, checked against the geometry its group declared;
-  // nullptr with `why` (for the op's error) when this cache holds no KV for it or differs.
+  // The layer an attention op names, checked against the geometry and window its group
+  // declared; nullptr with `why` (for the op's error) when this cache holds no KV for it,
+  // differs, or keeps fewer positions than the op would read.
   const KvLayerConfig* attention_layer(const memra_attention_params& p, std::string* why) const {
     const KvLayerConfig* g = layer(p.layer);
-    if (!g) *why = "attention: layer " + std::to_string(p.layer) + " has no KV in this cache";
+    const std::string name = "attention: layer " + std::to_string(p.layer);
+    if (!g) *why = name + " has no KV in this cache";
     else if (p.num_kv_heads != g->kv_heads || p.head_dim != g->head_dim)
-      *why = "attention: layer " + std::to_string(p.layer) + "'s heads/head_dim differ from the KV its state group declared";
+      *why = name + "'s heads/head_dim differ from the KV its state group declared";
+    else if (g->window > 0 && (p.sliding_window <= 0 || p.sliding_window > g->window))
+      *why = name + " reads " + (p.sliding_window <= 0 ? std::string("every position") : "a window of " + std::to_string(p.sliding_window)) +
+             " but its state group keeps only the last " + std::to_string(g->window);
     else return g;
     return nullptr;
+  }
+  // Sequence s's block table for layer g in `batch` (the layer's pool's tables).
+  static const int32_t* block_table(const memra_forward_batch& batch, const KvLayerConfig& g, int32_t s) {
+    return batch.block_tables + (static_cast<int64_t>(g.pool) * batch.num_seqs + s) * batch.max_blocks_per_seq;
+  }
+  // Why token t of `batch` cannot write its K/V into layer g and read its `window` (0:
+  // every earlier position): a position beyond the table, a block id outside the pool or
+  // one the pool dropped, or too few tables in the batch. Empty when it can.
+  std::string token_blocks_error(const memra_forward_batch& batch, const KvLayerConfig& g, int32_t t, int64_t window) const {
+    const int32_t pools =
+        batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, num_kv_pools) && batch.num_kv_pools > 0 ? batch.num_kv_pools : 1;
+    if (g.pool >= pools) return "attention: the batch carries " + std::to_string(pools) + " KV pool tables, the cache has " + std::to_string(num_pools());
+    const int32_t s = batch.seq_index[t];
+    const int64_t pos = batch.positions[t];
+    if (s < 0 || s >= batch.num_seqs || pos < 0) return "attention: bad sequence index or position";
+    if (pos / block_size >= batch.max_blocks_per_seq) return "attention: position beyond block table";
+    const int32_t* table = block_table(batch, g, s);
+    const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    const int64_t blocks = pool_blocks[static_cast<size_t>(g.pool)];
+    for (int64_t b = first / block_size; b <= pos / block_size; ++b)
+      if (table[b] < 0 || table[b] >= blocks) return "attention: bad KV block id";
+    return {};
   }
   // Bytes of one block of backend layer l's K (or V).
   uint64_t block_bytes(size_t l) const {
     const KvLayerConfig& c = layers[l];
     return static_cast<uint64_t>(block_size * c.kv_heads * c.head_dim) * kv_element_bytes(c.dtype);
   }
-  // Where backend layer l's K (or V) starts in one allocation of every layer's, and its size.
+  uint64_t layer_bytes(size_t l) const { return block_bytes(l) * static_cast<uint64_t>(blocks_of(l)); }
+  // Where backend layer l's K (or V) starts in one allocation of every layer's.
   uint64_t layer_offset(size_t l) const {
     uint64_t o = 0;
-    for (size_t i = 0; i < l; ++i) o += block_bytes(i) * static_cast<uint64_t>(num_blocks);
+    for (size_t i = 0; i < l; ++i) o += layer_bytes(i);
     return o;
   }
-  uint64_t layer_bytes(size_t l) const { return block_bytes(l) * static_cast<uint64_t>(num_blocks); }
   // K (or V) of every layer.
   uint64_t bytes() const { return layer_offset(layers.size()); }
+  // Whether the geometry is usable: a block size, every pool non-empty, every KV layer in one.
+  bool valid() const {
+    if (block_size <= 0 || pool_blocks.empty()) return false;
+    for (int64_t n : pool_blocks)
+      if (n <= 0) return false;
+    for (const KvLayerConfig& l : layers)
+      if (l.kv_heads > 0 && (l.pool < 0 || l.pool >= num_pools() || l.window < 0)) return false;
+    return true;
+  }
 };
 
 // Recurrent state (the plan's RECURRENT groups, docs/ARCHITECTURE.md "State manager"):
@@ -256,9 +306,10 @@ class Backend {
     return {};
   }
 
-  // State: prefix-cache copy-on-write of one KV block in every layer; recurrent slots
-  // copied (fork, snapshot, restore) or zeroed (a new sequence).
-  virtual Status copy_kv_block(int32_t from, int32_t to) = 0;
+  // State: one KV block of KV pool `pool` copied in every layer of that pool (fork,
+  // prefix-cache copy-on-write); recurrent slots copied (fork, snapshot, restore) or
+  // zeroed (a new sequence).
+  virtual Status copy_kv_block(int32_t pool, int32_t from, int32_t to) = 0;
   virtual Status copy_state_slot(int32_t from, int32_t to) = 0;
   virtual Status reset_state_slot(int32_t slot) = 0;
 

@@ -16,12 +16,13 @@
 namespace memra::engine {
 namespace {
 // The state the plan's groups ask for: each PAGED_KV group's layers get its KV geometry
-// and dtype (all layers share the block size and count, so one block table per sequence
-// serves them; a sliding window only limits what is read); RECURRENT groups give each of
-// their layers bytes_per_sequence per sequence and no KV. Anything else is refused by
-// name, never guessed.
+// and dtype and a KV pool by window (full-attention layers share pool 0, each sliding
+// window size its own pool, which keeps only the window: every layer of a pool shares
+// its block tables); RECURRENT groups give each of their layers bytes_per_sequence per
+// sequence and no KV. Anything else is refused by name, never guessed.
 struct PlanState {
   backend::KvCacheConfig kv;
+  std::vector<int64_t> pool_window;   // per KV pool: its window (0: full attention first)
   std::vector<uint64_t> state_bytes;  // per model layer: recurrent bytes per sequence (0: none)
   bool recurrent = false;
   std::vector<memra_op_requirement> required_ops;
@@ -66,9 +67,19 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
       if (group.kind == MEMRA_STATE_RECURRENT) ps.state_bytes[static_cast<size_t>(l)] = group.bytes_per_sequence;
       else  // the family's dtype when it declares one, else the engine's (--kv-dtype)
         kv.layers[static_cast<size_t>(l)] = {group.kv_heads, group.head_dim,
-                                             group.kv_dtype != MEMRA_DTYPE_INVALID ? group.kv_dtype : default_kv_dtype};
+                                             group.kv_dtype != MEMRA_DTYPE_INVALID ? group.kv_dtype : default_kv_dtype, 0,
+                                             group.sliding_window};
     }
   }
+  // Pools: full attention (window 0) first, then the windows in increasing size; a model
+  // without KV layers keeps one (empty) pool for its sequences' bookkeeping.
+  std::set<int64_t> windows;
+  for (const backend::KvLayerConfig& l : kv.layers)
+    if (l.kv_heads > 0) windows.insert(l.window);
+  if (windows.empty()) windows.insert(0);
+  ps.pool_window.assign(windows.begin(), windows.end());
+  for (backend::KvLayerConfig& l : kv.layers)
+    l.pool = static_cast<int32_t>(std::find(ps.pool_window.begin(), ps.pool_window.end(), l.window) - ps.pool_window.begin());
   for (size_t l = 0; l < seen.size(); ++l)
     if (!seen[l]) return make_error(ErrorCode::invalid_argument, who + "'s plan gives layer " + std::to_string(l) + " no state group");
   if (MEMRA_STRUCT_HAS(&*info, memra_plan_info, required_ops) && info->num_required_ops > 0) {
@@ -86,9 +97,23 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
 }  // namespace
 
 Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
-               int32_t num_blocks)
-    : source_(std::move(source)), vocab_(vocab), max_context_(max_context), block_size_(block_size), blocks_(num_blocks),
-      prefix_cache_(blocks_, block_size) {}
+               const std::vector<int64_t>& pool_blocks, std::vector<int64_t> pool_window, int64_t max_step_tokens)
+    : source_(std::move(source)),
+      vocab_(vocab),
+      max_context_(max_context),
+      block_size_(block_size),
+      pools_(pool_blocks.begin(), pool_blocks.end()),
+      pool_window_(std::move(pool_window)),
+      max_step_tokens_(max_step_tokens),
+      prefix_cache_(pools_[0], block_size) {}
+
+std::vector<int64_t> Engine::kv_blocks_for(int64_t tokens) const {
+  const int64_t all = (tokens + block_size_ - 1) / block_size_;
+  std::vector<int64_t> need;
+  // A sliding pool: the window and one step's tokens span at most (span - 1) / bs + 2 blocks.
+  for (int64_t w : pool_window_) need.push_back(w > 0 ? std::min(all, (w + max_step_tokens_ - 2) / block_size_ + 2) : all);
+  return need;
+}
 
 Engine::~Engine() {
   // The model references the backend's op table and the source's weights: drop it first.
@@ -116,17 +141,26 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   int64_t max_context = options.max_context;
   if (max_context <= 0) max_context = std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
   const int64_t bs = std::max<int64_t>(1, options.block_size);
-  const int64_t blocks_per_seq = (max_context + bs - 1) / bs;
-  const auto num_blocks = static_cast<int32_t>(blocks_per_seq * std::max<int64_t>(1, options.max_sequences));
+  const int64_t max_step = std::max<int64_t>(1, options.max_step_tokens);
+  // Each pool holds max_sequences sequences at full context, a sliding pool their
+  // windows (Engine::kv_blocks_for).
+  std::vector<int64_t> pool_blocks;
+  for (int64_t w : state->pool_window) {
+    const int64_t all = (max_context + bs - 1) / bs;
+    const int64_t per_seq = w > 0 ? std::min(all, (w + max_step - 2) / bs + 2) : all;
+    pool_blocks.push_back(per_seq * std::max<int64_t>(1, options.max_sequences));
+  }
 
-  std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, num_blocks));
+  std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, pool_blocks, state->pool_window, max_step));
   e->hidden_width_ = state->hidden_width;
   const std::string& path = e->source_->path;
   backend::StateConfig sc;
   sc.kv = state->kv;
   sc.kv.block_size = bs;
-  sc.kv.num_blocks = num_blocks;
+  sc.kv.pool_blocks = pool_blocks;
   e->kv_bytes_ = 2 * sc.kv.bytes();
+  // A cached prefix is pool 0's blocks: a sliding pool's would be dropped ones.
+  if (e->num_kv_pools() > 1 || e->kv_pool_window(0) > 0) e->prefix_cache_.disable();
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
   // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
   if (state->recurrent) {
@@ -212,6 +246,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
 int32_t Engine::open_sequence() { return open_sequence(std::vector<int32_t>{}); }
 
 int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
+  auto refuse = [&] {
+    for (int32_t b : prefix_blocks) pools_[0].release(b);
+    return -1;
+  };
+  if (!prefix_blocks.empty() && (num_kv_pools() > 1 || kv_pool_window(0) > 0)) return refuse();  // no prefix cache then
   Sequence s;
   if (has_recurrent_state()) {
     // A live and a snapshot slot, or no sequence (can_open_sequence() said so first).
@@ -220,31 +259,53 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
     if (!snap || !reset_state_slot(*live)) {
       if (live) state_slots_.release(*live);
       if (snap) state_slots_.release(*snap);
-      for (int32_t b : prefix_blocks) blocks_.release(b);
-      return -1;
+      return refuse();
     }
     s.state_slot = *live;
     s.snapshot_slot = *snap;
   }
   const int32_t id = next_seq_++;
   s.length = static_cast<int64_t>(prefix_blocks.size()) * block_size_;
-  s.blocks = std::move(prefix_blocks);
+  s.blocks.resize(pools_.size());
+  s.blocks[0] = std::move(prefix_blocks);
   sequences_[id] = std::move(s);
   return id;
 }
 
 bool Engine::can_open_sequence() const { return !has_recurrent_state() || state_slots_.num_free() >= 2; }
 
-const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq) const {
+const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq, int32_t pool) const {
   static const std::vector<int32_t> kNone;
   auto it = sequences_.find(seq);
-  return it == sequences_.end() ? kNone : it->second.blocks;
+  return it == sequences_.end() || pool < 0 || pool >= num_kv_pools() ? kNone : it->second.blocks[static_cast<size_t>(pool)];
+}
+
+void Engine::release_blocks_from(Sequence& s, size_t keep) {
+  for (size_t p = 0; p < s.blocks.size(); ++p)
+    while (s.blocks[p].size() > keep) {
+      if (s.blocks[p].back() >= 0) pools_[p].release(s.blocks[p].back());
+      s.blocks[p].pop_back();
+    }
+}
+
+void Engine::drop_window_blocks(Sequence& s, int64_t position) {
+  for (size_t p = 0; p < s.blocks.size(); ++p) {
+    const int64_t w = pool_window_[p];
+    if (w <= 0) continue;
+    // The first position a token at `position` or later reads is position - w + 1.
+    const auto first = static_cast<size_t>(std::max<int64_t>(0, position - w + 1) / block_size_);
+    for (size_t b = 0; b < std::min(first, s.blocks[p].size()); ++b)
+      if (s.blocks[p][b] >= 0) {
+        pools_[p].release(s.blocks[p][b]);
+        s.blocks[p][b] = -1;
+      }
+  }
 }
 
 void Engine::close_sequence(int32_t seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return;
-  for (int32_t b : it->second.blocks) blocks_.release(b);
+  release_blocks_from(it->second, 0);
   if (it->second.state_slot >= 0) state_slots_.release(it->second.state_slot);
   if (it->second.snapshot_slot >= 0) state_slots_.release(it->second.snapshot_slot);
   sequences_.erase(it);
@@ -259,24 +320,29 @@ Result<int32_t> Engine::fork_sequence(int32_t seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return make_error(ErrorCode::not_found, "fork_sequence: no such sequence");
   if (!can_open_sequence()) return make_error(ErrorCode::conflict, "fork_sequence: no free recurrent-state slots");
-  // Every block copied, not shared: either side may later roll back into and rewrite a block.
-  std::vector<int32_t> blocks;
-  auto give_back = [&] {
-    for (int32_t b : blocks) blocks_.release(b);
-  };
-  for (int32_t from : it->second.blocks) {
-    auto b = blocks_.allocate();
-    while (!b && prefix_cache_.evict_one()) b = blocks_.allocate();
-    if (!b) {
-      give_back();
-      return make_error(ErrorCode::conflict, "fork_sequence: KV cache is full");
+  // Every block copied, not shared: either side may later roll back into and rewrite a
+  // block. Blocks a sliding pool dropped stay dropped.
+  Sequence copy;
+  copy.blocks.resize(pools_.size());
+  auto give_back = [&] { release_blocks_from(copy, 0); };
+  for (size_t p = 0; p < pools_.size(); ++p)
+    for (int32_t from : it->second.blocks[p]) {
+      if (from < 0) {
+        copy.blocks[p].push_back(-1);
+        continue;
+      }
+      auto b = pools_[p].allocate();
+      while (!b && p == 0 && prefix_cache_.evict_one()) b = pools_[p].allocate();
+      if (!b) {
+        give_back();
+        return make_error(ErrorCode::conflict, "fork_sequence: KV cache is full");
+      }
+      copy.blocks[p].push_back(*b);
+      if (Status st = copy_kv_block(static_cast<int32_t>(p), from, *b); !st) {
+        give_back();
+        return st.error();
+      }
     }
-    blocks.push_back(*b);
-    if (Status st = copy_kv_block(from, *b); !st) {
-      give_back();
-      return st.error();
-    }
-  }
   const int64_t length = it->second.length;
   const int32_t id = open_sequence(std::vector<int32_t>{});
   if (id < 0) {
@@ -286,7 +352,7 @@ Result<int32_t> Engine::fork_sequence(int32_t seq) {
   Sequence& from = sequences_[seq];
   Sequence& to = sequences_[id];
   to.length = length;
-  to.blocks = std::move(blocks);
+  to.blocks = std::move(copy.blocks);
   if (has_recurrent_state()) {
     // The state (live and snapshot) and what replays the snapshot: the fork can roll back too.
     if (Status st = copy_state_slot(from.state_slot, to.state_slot); !st) return st.error();
@@ -309,11 +375,16 @@ Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
   if (has_recurrent_state() && (s.snapshot_length < 0 || new_length < s.snapshot_length))
     return make_error(ErrorCode::invalid_argument, "truncate_sequence: a sequence with recurrent state rolls back only within its last step "
                                                    "(to a length of at least " + std::to_string(std::max<int64_t>(s.snapshot_length, 0)) + ")");
-  const auto keep = static_cast<size_t>((new_length + block_size_ - 1) / block_size_);
-  while (s.blocks.size() > keep) {
-    blocks_.release(s.blocks.back());
-    s.blocks.pop_back();
+  // A sliding pool's next step reads from new_length - window + 1: its block must be kept.
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    const int64_t w = pool_window_[p];
+    const auto b = static_cast<size_t>(std::max<int64_t>(0, new_length - w + 1) / block_size_);
+    if (w > 0 && b < s.blocks[p].size() && s.blocks[p][b] < 0)
+      return make_error(ErrorCode::invalid_argument, "truncate_sequence: the sliding window of " + std::to_string(w) +
+                                                         " positions already dropped the KV a length of " + std::to_string(new_length) +
+                                                         " needs (roll back only within the last step)");
   }
+  release_blocks_from(s, static_cast<size_t>((new_length + block_size_ - 1) / block_size_));
   if (!has_recurrent_state()) {
     s.length = new_length;
     return {};
@@ -339,10 +410,10 @@ Status Engine::copy_state_slot(int32_t from, int32_t to) { return backend_->copy
 
 Status Engine::reset_state_slot(int32_t slot) { return backend_->reset_state_slot(slot); }
 
-Status Engine::copy_kv_block(int32_t from, int32_t to) {
-  if (from < 0 || to < 0 || from >= blocks_.num_blocks() || to >= blocks_.num_blocks())
-    return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");
-  return backend_->copy_kv_block(from, to);
+Status Engine::copy_kv_block(int32_t pool, int32_t from, int32_t to) {
+  if (pool < 0 || pool >= num_kv_pools() || from < 0 || to < 0 || from >= kv_pool(pool).num_blocks() || to >= kv_pool(pool).num_blocks())
+    return make_error(ErrorCode::invalid_argument, "copy_kv_block: pool or block out of range");
+  return backend_->copy_kv_block(pool, from, to);
 }
 
 Result<std::vector<std::vector<float>>> Engine::step(std::span<const StepRequest> requests) {
@@ -371,15 +442,12 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   if (requests.empty()) return make_error(ErrorCode::invalid_argument, "step: no requests");
   if (slot < -1 || slot > 1) return make_error(ErrorCode::invalid_argument, "step: slot must be 0 or 1");
   // Reserve KV blocks for every request first; undo on failure so nothing leaks.
-  std::vector<std::pair<int32_t, size_t>> grown;  // (seq, blocks before)
+  std::vector<std::pair<int32_t, size_t>> grown;  // (seq, table entries before)
   bool snapshotted = false;
   auto undo = [&] {
     for (auto& [seq, before] : grown) {
       Sequence& s = sequences_[seq];
-      while (s.blocks.size() > before) {
-        blocks_.release(s.blocks.back());
-        s.blocks.pop_back();
-      }
+      release_blocks_from(s, before);
       // A failed forward may have advanced some layers' state: back to the snapshot.
       // The snapshot now holds the state at the current length.
       if (snapshotted) {
@@ -402,20 +470,25 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
       undo();
       return make_error(ErrorCode::invalid_argument, "sequence would exceed the context of " + std::to_string(max_context_) + " tokens");
     }
-    grown.emplace_back(r.seq, s.blocks.size());
-    while (static_cast<int64_t>(s.blocks.size()) * block_size_ < new_len) {
-      auto b = blocks_.allocate();
-      while (!b && prefix_cache_.evict_one()) b = blocks_.allocate();  // cached prefixes yield first
-      if (!b) {
-        undo();
-        return make_error(ErrorCode::conflict, "KV cache is full");
+    // Sliding pools first give back what no token of this step reads, then every pool
+    // grows to cover the step's positions.
+    drop_window_blocks(s, s.length);
+    grown.emplace_back(r.seq, s.blocks[0].size());
+    const auto entries = static_cast<size_t>((new_len + block_size_ - 1) / block_size_);
+    for (size_t pool = 0; pool < pools_.size(); ++pool)
+      while (s.blocks[pool].size() < entries) {
+        auto b = pools_[pool].allocate();
+        while (!b && pool == 0 && prefix_cache_.evict_one()) b = pools_[pool].allocate();  // cached prefixes yield first
+        if (!b) {
+          undo();
+          return make_error(ErrorCode::conflict, "KV cache is full");
+        }
+        s.blocks[pool].push_back(*b);
       }
-      s.blocks.push_back(*b);
-    }
   }
 
   size_t max_blocks = 1;
-  for (const StepRequest& r : requests) max_blocks = std::max(max_blocks, sequences_[r.seq].blocks.size());
+  for (const StepRequest& r : requests) max_blocks = std::max(max_blocks, sequences_[r.seq].blocks[0].size());
   auto pending = std::make_unique<PendingStep>();
   PendingStep& p = *pending;
   if (has_recurrent_state()) {
@@ -434,7 +507,8 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   std::vector<int32_t>&ids = p.ids, &positions = p.positions, &seq_index = p.seq_index, &seq_lens = p.seq_lens,
                       &tables = p.tables, &logit_rows = p.logit_rows;
   std::vector<uint8_t>& prompt_flags = p.prompt_flags;
-  tables.assign(requests.size() * max_blocks, -1);
+  // Every pool's tables, pool 0's first (memra_forward_batch.block_tables, ABI 2.5).
+  tables.assign(pools_.size() * requests.size() * max_blocks, -1);
   for (size_t i = 0; i < requests.size(); ++i) {
     const StepRequest& r = requests[i];
     const Sequence& s = sequences_[r.seq];
@@ -450,7 +524,9 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
       seq_index.push_back(static_cast<int32_t>(i));
     }
     seq_lens.push_back(static_cast<int32_t>(s.length + static_cast<int64_t>(r.tokens.size())));
-    std::copy(s.blocks.begin(), s.blocks.end(), tables.begin() + static_cast<std::ptrdiff_t>(i * max_blocks));
+    for (size_t pool = 0; pool < pools_.size(); ++pool)
+      std::copy(s.blocks[pool].begin(), s.blocks[pool].end(),
+                tables.begin() + static_cast<std::ptrdiff_t>((pool * requests.size() + i) * max_blocks));
   }
   const bool hidden = row_output == MEMRA_ROW_OUTPUT_HIDDEN;
   p.row_width = hidden ? hidden_width_ : vocab_;
@@ -472,6 +548,7 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   batch.prompt_tokens = prompt_flags.data();
   batch.state_slots = p.state_slots.empty() ? nullptr : p.state_slots.data();
   batch.row_output = row_output;
+  batch.num_kv_pools = static_cast<int32_t>(pools_.size());
   if (keep_logits_on_device_ && !hidden) {
     // Sampled on the device: the logits stay there (backend.hpp sample_rows).
     logits.clear();

@@ -44,6 +44,10 @@ struct EngineOptions {
   // MEMRA_DTYPE_BF16 or MEMRA_DTYPE_F32 (K after RoPE and V rounded to the 16-bit type
   // when written; docs/ARCHITECTURE.md, "KV cache element type"). Anything else fails at load.
   memra_dtype kv_dtype = kDefaultKvDtype;
+  // The most tokens one step adds to one sequence, for sizing sliding-window KV pools
+  // (docs/ARCHITECTURE.md, "State manager": such a pool keeps a sequence's window plus
+  // one step's tokens). A longer step is served while the pool has room.
+  int64_t max_step_tokens = 512;
 };
 
 struct RowSampling;
@@ -123,13 +127,23 @@ class Engine {
   // memra_plan_info.hidden_width, ABI 2.3), else 0.
   int64_t hidden_width() const { return hidden_width_; }
   int64_t max_context() const { return max_context_; }
-  const KvBlockAllocator& kv_blocks() const { return blocks_; }
+  // KV pools (docs/ARCHITECTURE.md, "State manager"): the full-attention layers' pool
+  // first (when the model has such layers), then one per sliding-window size, each sized
+  // for its window. kv_blocks() is pool 0's allocator.
+  const KvBlockAllocator& kv_blocks() const { return pools_[0]; }
+  int32_t num_kv_pools() const { return static_cast<int32_t>(pools_.size()); }
+  const KvBlockAllocator& kv_pool(int32_t pool) const { return pools_[static_cast<size_t>(pool)]; }
+  int64_t kv_pool_window(int32_t pool) const { return pool_window_[static_cast<size_t>(pool)]; }
+  // The blocks of each pool a sequence of `tokens` tokens holds at most (a sliding pool:
+  // its window plus one step's tokens), for admission.
+  std::vector<int64_t> kv_blocks_for(int64_t tokens) const;
 
   // A new, empty sequence (its recurrent state zeroed), or -1 when the model keeps
   // recurrent state and every slot is taken (can_open_sequence() is false).
   int32_t open_sequence();
-  // A sequence that starts on `prefix_blocks` (full blocks already retained for it,
-  // e.g. by the prefix cache) holding their tokens' KV. -1 as above (the blocks are released).
+  // A sequence that starts on `prefix_blocks` (full blocks of pool 0 already retained for
+  // it, e.g. by the prefix cache) holding their tokens' KV. -1 as above, or when the
+  // model has sliding-window pools (no prefix cache then); the blocks are released.
   int32_t open_sequence(std::vector<int32_t> prefix_blocks);
   // Whether open_sequence can succeed: always, unless every recurrent-state slot is
   // taken (admission waits on this; docs/ARCHITECTURE.md, "State manager").
@@ -144,17 +158,21 @@ class Engine {
   // state group's geometry and dtype), all blocks.
   uint64_t kv_cache_bytes() const { return kv_bytes_; }
   int32_t free_state_slots() const { return state_slots_.num_free(); }
-  const std::vector<int32_t>& sequence_blocks(int32_t seq) const;
+  // A sequence's block table in a KV pool (-1 where a sliding pool dropped a block).
+  const std::vector<int32_t>& sequence_blocks(int32_t seq, int32_t pool = 0) const;
   int64_t block_size() const { return block_size_; }
   PrefixCache& prefix_cache() { return prefix_cache_; }
   void close_sequence(int32_t seq);           // frees its KV blocks
   int64_t sequence_length(int32_t seq) const; // tokens in its KV cache
   // Drops a sequence's positions from `new_length` on (speculative rollback). With
   // recurrent state, new_length must lie within the last step: the state is restored to
-  // the snapshot taken before that step and the kept tokens of it are replayed.
+  // the snapshot taken before that step and the kept tokens of it are replayed. With
+  // sliding-window pools, new_length must not need a block the pool already dropped
+  // (a rollback within the last step never does).
   Status truncate_sequence(int32_t seq, int64_t new_length);
-  // Copies one KV block's contents to another in every layer (on every pipeline stage).
-  Status copy_kv_block(int32_t from, int32_t to);
+  // Copies one KV block's contents to another in every layer of a KV pool (on every
+  // pipeline stage).
+  Status copy_kv_block(int32_t pool, int32_t from, int32_t to);
   // The backend the model runs on (tests and tools read its name, description and stats).
   const backend::Backend& backend() const { return *backend_; }
 
@@ -194,10 +212,10 @@ class Engine {
 
  private:
   Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
-         int32_t num_blocks);
+         const std::vector<int64_t>& pool_blocks, std::vector<int64_t> pool_window, int64_t max_step_tokens);
   struct Sequence {
     int64_t length = 0;
-    std::vector<int32_t> blocks;
+    std::vector<std::vector<int32_t>> blocks;  // per KV pool: the block of each position / block_size (-1: dropped)
     // Recurrent state: its slot, the snapshot taken before the last step (at
     // snapshot_length) and that step's tokens, which truncate_sequence replays.
     int32_t state_slot = -1, snapshot_slot = -1;
@@ -208,6 +226,10 @@ class Engine {
   // step_issue with the rows' kind (memra_forward_batch.row_output).
   Result<std::unique_ptr<PendingStep>> issue(std::span<const StepRequest> requests, int32_t slot, int32_t row_output);
   Status copy_state_slot(int32_t from, int32_t to);
+  // Gives back a sequence's sliding-pool blocks that no step from `position` on reads.
+  void drop_window_blocks(Sequence& s, int64_t position);
+  // Releases the blocks a sequence holds past `keep` table entries, in every pool.
+  void release_blocks_from(Sequence& s, size_t keep);
   Status reset_state_slot(int32_t slot);
 
   std::unique_ptr<ModelSource> source_;
@@ -215,7 +237,9 @@ class Engine {
   int64_t hidden_width_ = 0;
   int64_t max_context_ = 0;
   int64_t block_size_ = 16;
-  KvBlockAllocator blocks_;
+  std::vector<KvBlockAllocator> pools_;  // per KV pool; never resized (prefix_cache_ holds pool 0's)
+  std::vector<int64_t> pool_window_;     // per KV pool: its sliding window, 0 for full attention
+  int64_t max_step_tokens_ = 512;
   PrefixCache prefix_cache_;
   KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
   uint64_t state_bytes_ = 0;

@@ -37,8 +37,8 @@ class PrefixCache {
   bool evict_one();
 
   int64_t entries() const { return static_cast<int64_t>(entries_.size()); }
-  // For models whose sequences carry state besides KV (recurrent): lookups find
-  // nothing and inserts keep nothing.
+  // For models whose sequences carry state besides KV (recurrent) or whose sliding-window
+  // pools drop old blocks: lookups find nothing and inserts keep nothing.
   void disable() { enabled_ = false; }
   bool enabled() const { return enabled_; }
 

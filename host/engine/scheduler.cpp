@@ -57,6 +57,7 @@ void SequenceHandle::publish_embedding(std::vector<float> vector) {
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options) : engine_(engine), options_(options) {
   stats_.kv_blocks_total = engine_.kv_blocks().num_blocks();
   stats_.kv_blocks_free = engine_.kv_blocks().num_free();
+  reserved_blocks_.assign(static_cast<size_t>(engine_.num_kv_pools()), 0);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -69,9 +70,12 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-int64_t Scheduler::blocks_for(int64_t tokens) const {
-  const int64_t bs = engine_.block_size();
-  return (tokens + bs - 1) / bs;
+std::vector<int64_t> Scheduler::blocks_for(int64_t tokens) const { return engine_.kv_blocks_for(tokens); }
+
+bool Scheduler::fits(const std::vector<int64_t>& need, bool beside_reserved) const {
+  for (size_t p = 0; p < need.size(); ++p)
+    if ((beside_reserved ? reserved_blocks_[p] : 0) + need[p] > engine_.kv_pool(static_cast<int32_t>(p)).num_blocks()) return false;
+  return true;
 }
 
 Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest request) {
@@ -100,7 +104,7 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     return make_error(ErrorCode::invalid_argument, "the prompt (" + std::to_string(request.prompt.size()) +
                                                        " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
                                                        ") exceeds the context of " + std::to_string(engine_.max_context()) + " tokens");
-  if (blocks_for(total) > stats_.kv_blocks_total)
+  if (!fits(blocks_for(total), false))
     return make_error(ErrorCode::invalid_argument, "the request needs more KV cache than this server has");
   auto job = std::make_unique<Job>();
   job->req = std::move(request);
@@ -145,16 +149,16 @@ void Scheduler::admit_locked() {
   for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int64_t>(running_.size()) < options_.max_running;) {
     Job& job = **it;
     if (!engine_.can_open_sequence()) break;  // recurrent-state slots: nobody can open
-    const int64_t need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
-    if (reserved_blocks_ + need > stats_.kv_blocks_total) {
+    std::vector<int64_t> need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
+    if (!fits(need, true)) {
       // It does not fit yet. Smaller ones behind it may start (backfill) until it has
       // waited the window; then they wait for it, so it cannot be starved.
       if (now - job.queued_at >= options_.backfill_window) break;
       ++it;
       continue;
     }
-    reserved_blocks_ += need;
-    job.reserved_blocks = need;
+    for (size_t p = 0; p < need.size(); ++p) reserved_blocks_[p] += need[p];
+    job.reserved_blocks = std::move(need);
     std::vector<int32_t> prefix;
     if (!job.req.cache_namespace.empty()) prefix = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
     job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
@@ -186,8 +190,8 @@ void Scheduler::finish(Job& job, FinishReason reason, std::string error) {
   if (job.seq >= 0) engine_.close_sequence(job.seq);
   job.seq = -1;
   job.drafter.reset();  // a draft model's sequence goes with it
-  reserved_blocks_ -= job.reserved_blocks;
-  job.reserved_blocks = 0;
+  for (size_t p = 0; p < job.reserved_blocks.size(); ++p) reserved_blocks_[p] -= job.reserved_blocks[p];
+  job.reserved_blocks.clear();
   job.handle->publish(nullptr, reason, std::move(error));
 }
 

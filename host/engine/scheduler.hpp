@@ -181,8 +181,9 @@ class Scheduler {
   // (at the scheduler's next iteration; a step in flight first completes). Later
   // submissions fail. For a drain that runs out of time.
   void abort_all(std::string reason);
-  // Blocks needed to guarantee a request's completion (for admission decisions).
-  int64_t blocks_for(int64_t tokens) const;
+  // Blocks of each KV pool needed to guarantee a request's completion (admission;
+  // Engine::kv_blocks_for).
+  std::vector<int64_t> blocks_for(int64_t tokens) const;
 
  private:
   struct Job {
@@ -190,7 +191,7 @@ class Scheduler {
     std::shared_ptr<SequenceHandle> handle;
     int32_t seq = -1;
     std::chrono::steady_clock::time_point queued_at;
-    int64_t reserved_blocks = 0;
+    std::vector<int64_t> reserved_blocks;  // per KV pool
     int64_t prompt_done = 0;          // prompt tokens already in the KV cache
     std::vector<int32_t> output;
     std::vector<int32_t> context;     // prompt + output (what drafters read)
@@ -264,8 +265,11 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Job>> waiting_;
   std::vector<std::unique_ptr<Job>> running_;
-  int64_t reserved_blocks_ = 0;
+  std::vector<int64_t> reserved_blocks_;  // per KV pool, by the running jobs
   SchedulerStats stats_;
+  // Whether `need` more blocks (per pool) fit beside what is reserved (every pool when
+  // `reserved` is zero: a request that can never fit).
+  bool fits(const std::vector<int64_t>& need, bool beside_reserved) const;
   bool stop_ = false;
   std::string abort_reason_;  // set: abort_all() was called
   StepCostModel step_costs_;  // decode steps' wall time against their tokens (spec fallback)

@@ -241,7 +241,7 @@ TEST_P(EngineKv16, PipelineStagesAndBlockCopyMatchOneBackend) {
       const auto blocks = e->sequence_blocks(seq);
       ASSERT_EQ(blocks.size(), 2u);
       if (copy) {
-        ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+        ASSERT_TRUE(e->copy_kv_block(0, blocks[0], blocks[1]).ok());
       }
       const int32_t tok = 7;
       StepRequest d{seq, {&tok, 1}, false};

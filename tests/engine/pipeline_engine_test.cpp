@@ -248,7 +248,7 @@ TEST(PipelineCpu, KvBlockCopyReachesEveryStage) {
       const auto blocks = e->sequence_blocks(seq);
       ASSERT_EQ(blocks.size(), 2u);
       if (copy) {
-        ASSERT_TRUE(e->copy_kv_block(blocks[0], blocks[1]).ok());
+        ASSERT_TRUE(e->copy_kv_block(0, blocks[0], blocks[1]).ok());
       }
       const int32_t tok = 7;
       StepRequest d{seq, {&tok, 1}, false};
@@ -324,7 +324,7 @@ struct LoggingStage final : memra::backend::Backend {
   Status upload_weights(const memra_weight_set& w) override { return inner->upload_weights(w); }
   Status allocate_state(const memra::backend::StateConfig& s) override { return inner->allocate_state(s); }
   Status begin_step(int32_t slot) override { return inner->begin_step(slot); }
-  Status copy_kv_block(int32_t f, int32_t t) override { return inner->copy_kv_block(f, t); }
+  Status copy_kv_block(int32_t p, int32_t f, int32_t t) override { return inner->copy_kv_block(p, f, t); }
   Status copy_state_slot(int32_t f, int32_t t) override { return inner->copy_state_slot(f, t); }
   Status reset_state_slot(int32_t s) override { return inner->reset_state_slot(s); }
   std::string last_error() const override { return inner->last_error(); }

@@ -81,6 +81,7 @@
   X(memra_forward_batch, carry_out, 128)                       \
   X(memra_forward_batch, num_carry_out, 136)                   \
   X(memra_forward_batch, row_output, 144)                      \
+  X(memra_forward_batch, num_kv_pools, 148)                    \
   X(memra_state_group, struct_size, 0)                         \
   X(memra_state_group, kind, 8)                                \
   X(memra_state_group, num_layers, 12)                         \
@@ -234,7 +235,7 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 152, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 148) /* 2.3 */     \
+  X(memra_forward_batch, 152, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 152) /* 2.5 */     \
   X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
   X(memra_plan_info, 80, MEMRA_PLAN_INFO_STRUCT_SIZE, 80) /* 2.3 */                  \
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \

@@ -85,6 +85,7 @@ memra_device_info CpuBackend::device_info() const {
 }
 
 Status CpuBackend::allocate_state(const StateConfig& state) {
+  if (!state.kv.valid()) return make_error(ErrorCode::invalid_argument, "allocate_state: bad KV cache geometry");
   for (const KvLayerConfig& l : state.kv.layers)
     if (l.kv_heads > 0 && kv_element_bytes(l.dtype) == 0)
       return make_error(ErrorCode::unsupported, "KV cache dtype " + std::to_string(l.dtype) +
@@ -192,10 +193,12 @@ memra_status CpuBackend::fail(memra_status code, std::string message) {
   return code;
 }
 
-Status CpuBackend::copy_kv_block(int32_t from, int32_t to) {
-  if (from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
-    return make_error(ErrorCode::invalid_argument, "copy_kv_block: block out of range");
+Status CpuBackend::copy_kv_block(int32_t pool, int32_t from, int32_t to) {
+  if (pool < 0 || pool >= kv_.num_pools() || from < 0 || to < 0 || from >= kv_.pool_blocks[static_cast<size_t>(pool)] ||
+      to >= kv_.pool_blocks[static_cast<size_t>(pool)])
+    return make_error(ErrorCode::invalid_argument, "copy_kv_block: pool or block out of range");
   for (size_t l = 0; l < kv_.layers.size(); ++l) {
+    if (kv_.layers[l].kv_heads <= 0 || kv_.layers[l].pool != pool) continue;
     const uint64_t base = kv_.layer_offset(l), block = kv_.block_bytes(l);
     for (std::vector<uint8_t>* c : {&k_cache_, &v_cache_})
       std::copy_n(c->begin() + static_cast<int64_t>(base + static_cast<uint64_t>(from) * block), block,
@@ -376,21 +379,18 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
   }
   // RoPE and the KV write for every token first, so later tokens of a sequence see earlier ones.
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
-    const int32_t s = batch->seq_index[t];
+    if (std::string e = kv_.token_blocks_error(*batch, *geometry, t, p->sliding_window); !e.empty())
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, std::move(e));
     const int64_t pos = batch->positions[t];
-    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
-    if (pos / kv_.block_size >= batch->max_blocks_per_seq) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: position beyond block table");
+    const int32_t* table = KvCacheConfig::block_table(*batch, *geometry, batch->seq_index[t]);
     if (p->rope) {
       ref::rope_apply(rope, *p->rope, pos, f32(q) + t * qw, p->num_heads, p->head_dim);
       ref::rope_apply(rope, *p->rope, pos, f32(k) + t * kw, p->num_kv_heads, p->head_dim);
     }
-    for (int64_t b = 0; b <= pos / kv_.block_size; ++b)
-      if (table[b] < 0 || table[b] >= kv_.num_blocks) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad KV block id");
     ref::paged_kv_write(layer, table, pos, f32(k) + t * kw, f32(v) + t * kw);
   }
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
-    const int32_t s = batch->seq_index[t];
-    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
+    const int32_t* table = KvCacheConfig::block_table(*batch, *geometry, batch->seq_index[t]);
     ref::paged_attention(layer, table, batch->positions[t], f32(q) + t * qw, p->num_heads, p->scale,
                          p->sliding_window, p->logit_softcap, f32(out) + t * qw);
   }

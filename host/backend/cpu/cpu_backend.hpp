@@ -37,7 +37,7 @@ class CpuBackend final : public Backend {
   // and attention note the batch too, a pipeline stage whose first ops are matmuls
   // gets it here.
   Status prepare_batch(const memra_forward_batch& batch) override;
-  Status copy_kv_block(int32_t from, int32_t to) override;
+  Status copy_kv_block(int32_t pool, int32_t from, int32_t to) override;
   // Recurrent state slots, every layer that keeps state: copy (fork, snapshot, restore)
   // and zero (a new sequence). invalid_argument for a slot out of range.
   Status copy_state_slot(int32_t from, int32_t to) override;

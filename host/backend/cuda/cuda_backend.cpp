@@ -195,7 +195,7 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
 
 memra_status CudaBackend::allocate_kv(const KvCacheConfig& kv) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
-  if (kv.layers.empty() || kv.block_size <= 0 || kv.num_blocks <= 0)
+  if (kv.layers.empty() || !kv.valid())
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
   for (const KvLayerConfig& l : kv.layers) {
     if (l.kv_heads < 0 || (l.kv_heads > 0 && l.head_dim <= 0)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
@@ -252,14 +252,15 @@ void CudaBackend::reset_step_scratch() {
   gemv_merge_.valid = false;
 }
 
-memra_status CudaBackend::copy_kv_block(int32_t from, int32_t to) {
+memra_status CudaBackend::copy_kv_block(int32_t pool, int32_t from, int32_t to) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
-  if (from < 0 || to < 0 || from >= kv_.num_blocks || to >= kv_.num_blocks)
-    return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_kv_block: block out of range");
+  if (pool < 0 || pool >= kv_.num_pools() || from < 0 || to < 0 || from >= kv_.pool_blocks[static_cast<size_t>(pool)] ||
+      to >= kv_.pool_blocks[static_cast<size_t>(pool)])
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "copy_kv_block: pool or block out of range");
   if (!k_cache_) return MEMRA_OK;  // no attention layer here (a pipeline stage of recurrent layers): no KV to copy
   for (size_t l = 0; l < kv_.layers.size(); ++l) {
     const uint64_t base = kv_.layer_offset(l), block = kv_.block_bytes(l);
-    if (block == 0) continue;
+    if (block == 0 || kv_.layers[l].pool != pool) continue;
     for (CUdeviceptr c : {k_cache_, v_cache_}) {
       const CUresult r = cuMemcpyDtoDAsync(c + base + to * block, c + base + from * block, block, ctx_.stream());
       if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "copy_kv_block"));
@@ -494,7 +495,9 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
       !b->seq_index || !b->block_tables)
     return make_error(ErrorCode::invalid_argument, "forward batch is incomplete");
   const uint64_t t = static_cast<uint64_t>(b->num_tokens);
-  const uint64_t tables = static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
+  // Every KV pool's tables (ABI 2.5; an older batch carries pool 0's only).
+  const int32_t pools = MEMRA_STRUCT_HAS(b, memra_forward_batch, num_kv_pools) && b->num_kv_pools > 0 ? b->num_kv_pools : 1;
+  const uint64_t tables = static_cast<uint64_t>(pools) * static_cast<uint64_t>(b->num_seqs) * static_cast<uint64_t>(b->max_blocks_per_seq);
   const uint64_t logits = b->logits_rows ? static_cast<uint64_t>(std::max(0, b->num_logits)) : 0;
   const uint64_t n = 4 * t + tables + logits;
   if (MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&

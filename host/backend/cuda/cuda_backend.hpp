@@ -99,7 +99,7 @@ class CudaBackend {
   // group's step is still running on its stream.
   memra_status begin_step_slot(int32_t slot);
   memra_status wait_logits(int32_t slot);
-  memra_status copy_kv_block(int32_t from, int32_t to);
+  memra_status copy_kv_block(int32_t pool, int32_t from, int32_t to);
   // Pipeline hand-off from another backend's tensor (peer_copy.cpp).
   memra_status copy_from_backend(CudaBackend& from, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
   memra_status prepare_batch(const memra_forward_batch* batch);  // peer_copy.cpp
@@ -386,7 +386,7 @@ class CudaBackend {
   // the others through the decode kernel.
   Result<const DeviceBatch::AttentionPlan*> attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads);
   Result<CUdeviceptr> upload_step_ints(const int32_t* data, size_t count);
-  memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries, CUdeviceptr rows,
+  memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries, CUdeviceptr rows,
                                 int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
 };
 

@@ -64,8 +64,8 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
     return call("uploading the step's batch", [&](CudaBackend* b) { return b->prepare_batch(&batch); });
   }
 
-  Status copy_kv_block(int32_t from, int32_t to) override {
-    return call("copying a KV block", [&](CudaBackend* b) { return b->copy_kv_block(from, to); });
+  Status copy_kv_block(int32_t pool, int32_t from, int32_t to) override {
+    return call("copying a KV block", [&](CudaBackend* b) { return b->copy_kv_block(pool, from, to); });
   }
   Status copy_state_slot(int32_t from, int32_t to) override {
     return call("copying a recurrent-state slot", [&](CudaBackend* b) { return b->copy_state_slot(from, to); });

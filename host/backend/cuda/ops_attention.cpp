@@ -85,7 +85,7 @@ Result<const DeviceBatch::AttentionPlan*> CudaBackend::attention_plan(DeviceBatc
 }
 
 // Split-KV decode attention over `entries` rows: rows[i] (or i when rows is 0).
-memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, int32_t entries,
+memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries,
                                            CUdeviceptr rows, int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc,
                                            CUdeviceptr vc, CUdeviceptr out) {
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
@@ -129,7 +129,7 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
   memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks),
                            static_cast<unsigned>(attn::kDecodeThreads), shared, q, kc, vc, heads, kv_heads, head_dim,
-                           block_size, db.positions, db.seq_index, db.block_tables, max_blocks, p->scale,
+                           block_size, db.positions, db.seq_index, tables, max_blocks, p->scale,
                            p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows,
                            options_.early_kv_reads ? db.fresh_from : CUdeviceptr{0},
                            static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out);
@@ -177,18 +177,16 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   // Host-side checks the CPU backend makes too, and the chunk count of the longest row.
   int32_t max_chunks = 1;
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
-    const int32_t s = batch->seq_index[t];
-    const int32_t pos = batch->positions[t];
-    if (s < 0 || s >= batch->num_seqs || pos < 0) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad sequence index or position");
-    if (pos / kv_.block_size >= batch->max_blocks_per_seq) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: position beyond block table");
-    const int32_t* table = batch->block_tables + static_cast<int64_t>(s) * batch->max_blocks_per_seq;
-    for (int64_t b = 0; b <= pos / kv_.block_size; ++b)
-      if (table[b] < 0 || table[b] >= kv_.num_blocks) return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: bad KV block id");
-    max_chunks = std::max(max_chunks, chunks_of(pos, p->sliding_window));
+    if (std::string e = kv_.token_blocks_error(*batch, *geometry, t, p->sliding_window); !e.empty())
+      return fail(MEMRA_ERR_INVALID_ARGUMENT, std::move(e));
+    max_chunks = std::max(max_chunks, chunks_of(batch->positions[t], p->sliding_window));
   }
   auto b = device_batch(batch);
   if (!b) return fail(b.error());
   const DeviceBatch& db = **b;
+  // The layer's KV pool's tables (pool 0's first in the upload).
+  const CUdeviceptr tables = db.block_tables + static_cast<uint64_t>(geometry->pool) * static_cast<uint64_t>(batch->num_seqs) *
+                                                   static_cast<uint64_t>(batch->max_blocks_per_seq) * 4u;
 
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = batch->max_blocks_per_seq;
@@ -227,7 +225,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   const std::string rope_kernel = std::string("memra_rope_kv_write") + suffix;
   memra_status st = launch("rope", rope_kernel.c_str(), tokens, static_cast<unsigned>(heads + kv_heads), 64, 0, dptr(q), dptr(k), dptr(v), heads, kv_heads,
                            head_dim, rotary_dim, neox, inv_freq, attention_factor, db.positions, db.seq_index,
-                           db.block_tables, max_blocks, kc, vc, block_size, norm_w[0], norm_w[1], norm_eps);
+                           tables, max_blocks, kc, vc, block_size, norm_w[0], norm_w[1], norm_eps);
   if (st != MEMRA_OK) return st;
 
   // Prompt rows to the prefill kernel, the others to the decode kernel.
@@ -239,7 +237,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (!ap) return fail(ap.error());
     plan = *ap;
   }
-  if (!plan || plan->ctas == 0) return decode_attention(p, db, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
+  if (!plan || plan->ctas == 0) return decode_attention(p, db, tables, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
 
   const std::string prefill_name = std::string(head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128") + suffix;
   const char* kernel = prefill_name.c_str();
@@ -248,13 +246,13 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   if (!pk) return fail(pk.error());
   if (const memra_status sm = allow_dynamic_smem(*pk, smem); sm != MEMRA_OK) return sm;
   st = launch("attention_prefill", kernel, static_cast<unsigned>(plan->ctas), 1, static_cast<unsigned>(attn::kPrefillThreads),
-              smem, dptr(q), kc, vc, heads, kv_heads, block_size, db.positions, db.block_tables, max_blocks, p->scale,
+              smem, dptr(q), kc, vc, heads, kv_heads, block_size, db.positions, tables, max_blocks, p->scale,
               p->sliding_window, p->logit_softcap, plan->tasks, dptr(out));
   if (st != MEMRA_OK || plan->generated == 0) return st;
   int32_t gen_chunks = 1;
   for (int32_t t = 0; t < batch->num_tokens; ++t)
     if (!batch->prompt_tokens[t]) gen_chunks = std::max(gen_chunks, chunks_of(batch->positions[t], p->sliding_window));
-  return decode_attention(p, db, plan->generated, plan->generated_rows, gen_chunks, dptr(q), kc, vc, dptr(out));
+  return decode_attention(p, db, tables, plan->generated, plan->generated_rows, gen_chunks, dptr(q), kc, vc, dptr(out));
 }
 
 }  // namespace memra::backend::cuda

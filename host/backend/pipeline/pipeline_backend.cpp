@@ -151,9 +151,9 @@ bool PipelineBackend::defers_slot_logits() const {
   return false;
 }
 
-Status PipelineBackend::copy_kv_block(int32_t from, int32_t to) {
+Status PipelineBackend::copy_kv_block(int32_t pool, int32_t from, int32_t to) {
   for (int32_t s = 0; s < num_stages(); ++s)
-    if (auto st = stage(s).copy_kv_block(from, to); !st) return stage_error(s, st.error());
+    if (auto st = stage(s).copy_kv_block(pool, from, to); !st) return stage_error(s, st.error());
   return {};
 }
 

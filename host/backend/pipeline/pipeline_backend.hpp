@@ -52,7 +52,7 @@ class PipelineBackend final : public Backend {
   Status wait_logits(int32_t slot) override;
   bool defers_slot_logits() const override;
   // Prefix-cache copy-on-write: the block in every stage's layers.
-  Status copy_kv_block(int32_t from, int32_t to) override;
+  Status copy_kv_block(int32_t pool, int32_t from, int32_t to) override;
   // Recurrent state slots on every stage (a stage without recurrent layers has none to copy).
   Status copy_state_slot(int32_t from, int32_t to) override;
   Status reset_state_slot(int32_t slot) override;

@@ -50,7 +50,8 @@ typedef struct memra_forward_batch {
   const int32_t* seq_index;     /* [num_tokens] index into the per-sequence arrays */
   int32_t num_seqs;
   const int32_t* seq_lens;      /* [num_seqs] KV length after this step */
-  const int32_t* block_tables;  /* [num_seqs][max_blocks_per_seq] KV block ids */
+  const int32_t* block_tables;  /* [num_kv_pools][num_seqs][max_blocks_per_seq] KV block ids (ABI 2.5: pool 0's
+                                   tables first; -1 where a sliding-window pool dropped a block) */
   int32_t max_blocks_per_seq;
   int32_t num_logits;
   const int32_t* logits_rows;   /* [num_logits] token rows whose logits are wanted */
@@ -82,8 +83,13 @@ typedef struct memra_forward_batch {
    * batch->logits is [num_logits][memra_plan_info.hidden_width] and logits_output gets
    * the gathered normed rows. Only for a plan whose hidden_width is set; 0 = LOGITS. */
   int32_t row_output;
+  /* ABI 2.5: the KV pools block_tables holds tables for (the host's state manager keeps
+   * full-attention layers in one pool and each sliding window in its own, sized for the
+   * window: docs/ARCHITECTURE.md, "State manager"). Only backends read it; a plugin
+   * passes the batch on. Absent (an older struct) = 1. */
+  int32_t num_kv_pools;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, row_output)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, num_kv_pools)
 #define MEMRA_ROW_OUTPUT_LOGITS 0 /* [num_logits][vocab_size] logits */
 #define MEMRA_ROW_OUTPUT_HIDDEN 1 /* [num_logits][hidden_width] final hidden states */
 #define MEMRA_MAX_CARRY 4

@@ -1,0 +1,250 @@
+// Window-only KV for sliding-window layers (docs/ARCHITECTURE.md, "State manager"): the
+// layers of a sliding window keep their own KV pool, sized for the window, and give back
+// every block no later token reads. A suite over backends on the qwen3 fixture with a
+// window of 8 on layer 0 (tests/models/qwen3-sliding: its config and transformers'
+// logits, made by tests/models/make_qwen3_sliding.py), 4-token blocks so blocks are
+// dropped over and over:
+//  - every logits row of a 48-token sequence (prefilled in chunks, then decoded) is
+//    transformers' within the float32 bound, and the sliding pool holds only the window's
+//    blocks while the full-attention pool holds them all;
+//  - batching, chunking, fork and a rollback within the last step are bitwise invisible;
+//  - a rollback past what the window dropped is refused by name, the prefix cache is off,
+//    and the scheduler serves concurrent requests with the tokens of one alone.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "host/engine/engine.hpp"
+#include "host/engine/scheduler.hpp"
+#include "tests/engine/sequence_drain.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/fixture_engine.hpp"
+#include "tests/support/repacked_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/test_models.hpp"
+
+namespace fs = std::filesystem;
+using namespace memra::engine;
+using memra::testing::bitwise_equal;
+using memra::testing::rows_differing;
+
+namespace {
+
+constexpr int64_t kWindow = 8, kBlock = 4;
+// The float32 path (the fixture repacked to f32, f32 KV) against transformers' float32
+// logits, relative to each row's max |logit| (repacked_fixture.hpp: the CPU is at ~1e-6).
+constexpr double kF32Bound = 1e-4;
+
+const fs::path kCommitted = memra::testing::test_model("qwen3-sliding");
+
+// The sliding model as a checkpoint directory: the fixture's weights and tokenizer, the
+// committed config (f32 weights: repacked once per process).
+fs::path sliding_model(bool f32) {
+  static memra::testing::TempDir dir("memra-sliding");
+  const fs::path fixture = memra::testing::fixture("models/qwen3");
+  if (!fs::exists(fixture / "model.safetensors")) return {};
+  if (!fs::exists(dir / "config.json")) {
+    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+      fs::copy_file(fixture / f, dir / f);
+    fs::copy_file(kCommitted / "config.json", dir / "config.json");
+  }
+  return f32 ? memra::testing::repacked_fixture(dir.path(), "f32") : dir.path();
+}
+
+// The 48 ids every test feeds: the fixture's prompt and greedy continuation.
+std::vector<int32_t> input_ids() {
+  const memra::testing::TransformersReference r = memra::testing::read_reference(memra::testing::fixture("models/qwen3"));
+  std::vector<int32_t> ids = r.input_ids;
+  ids.insert(ids.end(), r.greedy_ids.begin(), r.greedy_ids.end());
+  return ids;
+}
+
+struct Reference {
+  std::vector<int32_t> ids;
+  size_t vocab = 0;
+  std::vector<float> logits;  // [ids][vocab]
+};
+
+Reference read_sliding_reference() {
+  const auto j = nlohmann::json::parse(std::ifstream(kCommitted / "reference.json"));
+  Reference r;
+  r.ids = j["input_ids"].get<std::vector<int32_t>>();
+  r.vocab = j["arrays"][0]["shape"][1].get<size_t>();
+  r.logits = memra::testing::read_f32(kCommitted / "reference.bin", 0, r.ids.size() * r.vocab);
+  return r;
+}
+
+
+class SlidingWindow : public memra::testing::BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    if (IsSkipped()) return;
+    if (sliding_model(false).empty()) GTEST_SKIP() << "fixture models/qwen3 absent (expects ../shared/fixtures)";
+  }
+  EngineOptions options(memra_dtype kv = MEMRA_DTYPE_F32) const {
+    EngineOptions eo = memra::testing::engine_options(GetParam());
+    eo.block_size = kBlock;
+    eo.max_context = 64;
+    eo.max_sequences = 4;
+    eo.max_step_tokens = 8;
+    eo.kv_dtype = kv;
+    return eo;
+  }
+};
+
+// Steps `tokens` of `seq` in chunks of `chunk` (prompt rows), every row's logits.
+std::vector<std::vector<float>> feed(Engine& e, int32_t seq, std::span<const int32_t> tokens, size_t chunk, bool prompt) {
+  std::vector<std::vector<float>> rows;
+  for (size_t at = 0; at < tokens.size(); at += chunk) {
+    StepRequest r{seq, tokens.subspan(at, std::min(chunk, tokens.size() - at)), true, prompt};
+    auto out = e.step({&r, 1});
+    EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+    if (!out) return rows;
+    for (auto& row : *out) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Blocks a sequence still holds in a pool.
+size_t held(const Engine& e, int32_t seq, int32_t pool) {
+  size_t n = 0;
+  for (int32_t b : e.sequence_blocks(seq, pool)) n += b >= 0;
+  return n;
+}
+
+TEST_P(SlidingWindow, MatchesTransformersKeepingOnlyTheWindow) {
+  if (!fs::exists(kCommitted / "reference.json")) GTEST_SKIP() << kCommitted << " has no reference (tests/models/make_qwen3_sliding.py)";
+  const Reference ref = read_sliding_reference();
+  ASSERT_EQ(ref.ids, input_ids()) << "the reference was made for other ids";
+  const fs::path model = sliding_model(true);
+  ASSERT_FALSE(model.empty());
+  auto e = memra::testing::open_engine(model, options());
+  ASSERT_TRUE(e);
+  // Pool 0: the full-attention layer, every position; pool 1: layer 0's window.
+  ASSERT_EQ(e->num_kv_pools(), 2);
+  EXPECT_EQ(e->kv_pool_window(0), 0);
+  EXPECT_EQ(e->kv_pool_window(1), kWindow);
+  EXPECT_LT(e->kv_pool(1).num_blocks(), e->kv_pool(0).num_blocks()) << "the sliding pool is sized for its window";
+
+  const int32_t seq = e->open_sequence();
+  const std::span<const int32_t> ids(ref.ids);
+  // 24 prompt tokens in chunks of 5, then 24 generated one at a time.
+  std::vector<std::vector<float>> rows = feed(*e, seq, ids.subspan(0, 24), 5, true);
+  size_t most_held = 0;
+  for (size_t t = 24; t < ids.size(); ++t) {
+    for (auto& row : feed(*e, seq, ids.subspan(t, 1), 1, false)) rows.push_back(std::move(row));
+    most_held = std::max(most_held, held(*e, seq, 1));
+  }
+  ASSERT_EQ(rows.size(), ref.ids.size());
+  double worst = 0;
+  for (size_t i = 0; i < rows.size(); ++i)
+    worst = std::max(worst, memra::testing::max_rel_diff(rows[i], ref.logits.data() + i * ref.vocab, ref.vocab));
+  std::cout << "[ qwen3-sliding ] " << memra::testing::backend_name(GetParam()) << ": max rel diff vs transformers " << worst << "\n";
+  EXPECT_LE(worst, kF32Bound);
+  // A one-token step reads the window: at most (window + 1 - 2) / block + 2 blocks.
+  EXPECT_LE(most_held, static_cast<size_t>((kWindow - 1) / kBlock + 2));
+  EXPECT_EQ(held(*e, seq, 0), (ref.ids.size() + kBlock - 1) / kBlock);
+  e->close_sequence(seq);
+  for (int32_t p = 0; p < e->num_kv_pools(); ++p) EXPECT_EQ(e->kv_pool(p).num_free(), e->kv_pool(p).num_blocks()) << "pool " << p;
+}
+
+// Batching, chunking, fork and rollback within the last step change no bit (f16 KV,
+// bf16 weights: the serving defaults).
+TEST_P(SlidingWindow, BatchingChunkingForkAndRollbackAreBitwise) {
+  const std::vector<int32_t> all = input_ids();
+  const std::span<const int32_t> ids(all);
+  auto e = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
+  ASSERT_TRUE(e);
+  // Alone: the prompt in one step, then one token per step.
+  const int32_t a = e->open_sequence();
+  std::vector<std::vector<float>> alone = feed(*e, a, ids.subspan(0, 24), 24, true);
+  for (auto& row : feed(*e, a, ids.subspan(24), 1, false)) alone.push_back(std::move(row));
+  e->close_sequence(a);
+
+  // Chunked by 3 and batched with another sequence (2 prompt tokens of its own) in every step.
+  const int32_t b = e->open_sequence(), other = e->open_sequence();
+  std::vector<std::vector<float>> batched;
+  const std::vector<int32_t> noise(ids.rbegin(), ids.rend());
+  for (size_t at = 0, step = 0; at < 40; ++step) {
+    const bool prompt = at < 24;
+    const size_t n = prompt ? std::min<size_t>(3, 24 - at) : 1;
+    StepRequest r[2] = {{b, ids.subspan(at, n), true, prompt}, {other, std::span(noise).subspan((2 * step) % 46, 2), false, true}};
+    auto out = e->step({r, 2});
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    for (size_t k = 0; k < n; ++k) batched.push_back((*out)[k]);
+    at += n;
+  }
+  const std::vector<std::vector<float>> head(alone.begin(), alone.begin() + static_cast<std::ptrdiff_t>(batched.size()));
+  EXPECT_TRUE(bitwise_equal(head, batched)) << rows_differing(head, batched);
+
+  // A fork continues bitwise as the original; a verify-like step of 6 generated tokens,
+  // rolled back by 4 and stepped again, gives the same rows.
+  auto fork = e->fork_sequence(b);
+  ASSERT_TRUE(fork.ok()) << fork.error().message;
+  const size_t from = batched.size();
+  const std::vector<std::vector<float>> orig = feed(*e, b, ids.subspan(from, 6), 6, false);
+  const std::vector<std::vector<float>> forked = feed(*e, *fork, ids.subspan(from, 6), 6, false);
+  EXPECT_TRUE(bitwise_equal(orig, forked)) << rows_differing(orig, forked);
+  const std::vector<std::vector<float>> want(alone.begin() + static_cast<std::ptrdiff_t>(from),
+                                             alone.begin() + static_cast<std::ptrdiff_t>(from + 6));
+  ASSERT_TRUE(e->truncate_sequence(b, static_cast<int64_t>(from + 2)).ok());
+  const std::vector<std::vector<float>> again = feed(*e, b, ids.subspan(from + 2, 4), 1, false);
+  const std::vector<std::vector<float>> tail(want.begin() + 2, want.end());
+  EXPECT_TRUE(bitwise_equal(tail, again)) << rows_differing(tail, again);
+
+  // Past what the window dropped: refused by name.
+  auto st = e->truncate_sequence(b, 1);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("sliding window"), std::string::npos) << st.error().message;
+  EXPECT_EQ(e->sequence_length(b), static_cast<int64_t>(from + 6)) << "a refused rollback keeps the sequence";
+}
+
+// The scheduler (per-pool admission) serves three concurrent requests with the tokens
+// each gets alone; no prefix cache (a cached prefix would be blocks the window dropped).
+TEST_P(SlidingWindow, SchedulerServesConcurrentRequestsAsAlone) {
+  const std::vector<int32_t> ids = input_ids();
+  auto serve = [&](int n) {
+    auto e = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
+    std::vector<test_support::DrainedSequence> out;
+    if (!e) return out;
+    EXPECT_FALSE(e->prefix_cache().enabled());
+    SchedulerOptions so;
+    so.max_step_tokens = 8;
+    Scheduler s(*e, so);
+    std::vector<std::shared_ptr<SequenceHandle>> handles;
+    for (int i = 0; i < n; ++i) {
+      SequenceRequest r;
+      r.prompt.assign(ids.begin() + i, ids.begin() + 20 + 3 * i);
+      r.max_tokens = 24;
+      r.cache_namespace = "t";
+      auto h = s.submit(std::move(r));
+      EXPECT_TRUE(h.ok()) << (h.ok() ? "" : h.error().message);
+      if (h) handles.push_back(*h);
+    }
+    for (auto& h : handles) out.push_back(test_support::drain(*h));
+    return out;
+  };
+  const auto together = serve(3);
+  ASSERT_EQ(together.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    auto e = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
+    ASSERT_TRUE(e);
+    Scheduler s(*e, SchedulerOptions{});
+    SequenceRequest r;
+    r.prompt.assign(ids.begin() + i, ids.begin() + 20 + 3 * i);
+    r.max_tokens = 24;
+    auto h = s.submit(std::move(r));
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    const auto alone = test_support::drain(**h);
+    EXPECT_EQ(alone.tokens.size(), 24u);
+    EXPECT_EQ(alone, together[static_cast<size_t>(i)]);
+  }
+}
+
+MEMRA_INSTANTIATE_BACKENDS(SlidingWindow);
+
+}  // namespace
