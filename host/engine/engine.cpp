@@ -15,6 +15,11 @@
 
 namespace memra::engine {
 namespace {
+// Blocks a sequence holds at most in a sliding pool of `window` positions: the window
+// before a step, the rollback margin (`step` positions, Engine::drop_window_blocks) and
+// the step's own `step` tokens span window + 2 * step - 1 positions, so at most
+// (span - 1) / block + 2 blocks.
+int64_t sliding_blocks_per_sequence(int64_t window, int64_t step, int64_t block) { return (window + 2 * step - 2) / block + 2; }
 // The state the plan's groups ask for: each PAGED_KV group's layers get its KV geometry
 // and dtype and a KV pool by window (full-attention layers share pool 0, each sliding
 // window size its own pool, which keeps only the window: every layer of a pool shares
@@ -110,8 +115,8 @@ Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_c
 std::vector<int64_t> Engine::kv_blocks_for(int64_t tokens) const {
   const int64_t all = (tokens + block_size_ - 1) / block_size_;
   std::vector<int64_t> need;
-  // A sliding pool: the window and one step's tokens span at most (span - 1) / bs + 2 blocks.
-  for (int64_t w : pool_window_) need.push_back(w > 0 ? std::min(all, (w + max_step_tokens_ - 2) / block_size_ + 2) : all);
+  for (int64_t w : pool_window_)
+    need.push_back(w > 0 ? std::min(all, sliding_blocks_per_sequence(w, max_step_tokens_, block_size_)) : all);
   return need;
 }
 
@@ -147,7 +152,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   std::vector<int64_t> pool_blocks;
   for (int64_t w : state->pool_window) {
     const int64_t all = (max_context + bs - 1) / bs;
-    const int64_t per_seq = w > 0 ? std::min(all, (w + max_step - 2) / bs + 2) : all;
+    const int64_t per_seq = w > 0 ? std::min(all, sliding_blocks_per_sequence(w, max_step, bs)) : all;
     pool_blocks.push_back(per_seq * std::max<int64_t>(1, options.max_sequences));
   }
 
@@ -292,8 +297,10 @@ void Engine::drop_window_blocks(Sequence& s, int64_t position) {
   for (size_t p = 0; p < s.blocks.size(); ++p) {
     const int64_t w = pool_window_[p];
     if (w <= 0) continue;
-    // The first position a token at `position` or later reads is position - w + 1.
-    const auto first = static_cast<size_t>(std::max<int64_t>(0, position - w + 1) / block_size_);
+    // The first position a token at `position` or later reads is position - w + 1; a
+    // rollback of up to max_step_tokens positions (a draft model's drafts) may still
+    // read max_step_tokens before it.
+    const auto first = static_cast<size_t>(std::max<int64_t>(0, position - w + 1 - max_step_tokens_) / block_size_);
     for (size_t b = 0; b < std::min(first, s.blocks[p].size()); ++b)
       if (s.blocks[p][b] >= 0) {
         pools_[p].release(s.blocks[p][b]);

@@ -44,9 +44,10 @@ struct EngineOptions {
   // MEMRA_DTYPE_BF16 or MEMRA_DTYPE_F32 (K after RoPE and V rounded to the 16-bit type
   // when written; docs/ARCHITECTURE.md, "KV cache element type"). Anything else fails at load.
   memra_dtype kv_dtype = kDefaultKvDtype;
-  // The most tokens one step adds to one sequence, for sizing sliding-window KV pools
-  // (docs/ARCHITECTURE.md, "State manager": such a pool keeps a sequence's window plus
-  // one step's tokens). A longer step is served while the pool has room.
+  // The most tokens one step adds to one sequence, and the rollback a sliding-window KV
+  // pool always allows, for sizing such pools (docs/ARCHITECTURE.md, "State manager": a
+  // pool keeps a sequence's window plus that many positions before it and one step's
+  // tokens). A longer step is served while the pool has room.
   int64_t max_step_tokens = 512;
 };
 
@@ -135,7 +136,7 @@ class Engine {
   const KvBlockAllocator& kv_pool(int32_t pool) const { return pools_[static_cast<size_t>(pool)]; }
   int64_t kv_pool_window(int32_t pool) const { return pool_window_[static_cast<size_t>(pool)]; }
   // The blocks of each pool a sequence of `tokens` tokens holds at most (a sliding pool:
-  // its window plus one step's tokens), for admission.
+  // its window, the rollback margin and one step's tokens), for admission.
   std::vector<int64_t> kv_blocks_for(int64_t tokens) const;
 
   // A new, empty sequence (its recurrent state zeroed), or -1 when the model keeps
@@ -168,7 +169,7 @@ class Engine {
   // recurrent state, new_length must lie within the last step: the state is restored to
   // the snapshot taken before that step and the kept tokens of it are replayed. With
   // sliding-window pools, new_length must not need a block the pool already dropped
-  // (a rollback within the last step never does).
+  // (a rollback of up to EngineOptions::max_step_tokens positions never does).
   Status truncate_sequence(int32_t seq, int64_t new_length);
   // Copies one KV block's contents to another in every layer of a KV pool (on every
   // pipeline stage).

@@ -32,7 +32,7 @@ using memra::testing::rows_differing;
 
 namespace {
 
-constexpr int64_t kWindow = 8, kBlock = 4;
+constexpr int64_t kWindow = 8, kBlock = 4, kStep = 8;
 // The float32 path (the fixture repacked to f32, f32 KV) against transformers' float32
 // logits, relative to each row's max |logit| (repacked_fixture.hpp: the CPU is at ~1e-6).
 constexpr double kF32Bound = 1e-4;
@@ -89,7 +89,7 @@ class SlidingWindow : public memra::testing::BackendTest {
     eo.block_size = kBlock;
     eo.max_context = 64;
     eo.max_sequences = 4;
-    eo.max_step_tokens = 8;
+    eo.max_step_tokens = kStep;
     eo.kv_dtype = kv;
     return eo;
   }
@@ -144,8 +144,10 @@ TEST_P(SlidingWindow, MatchesTransformersKeepingOnlyTheWindow) {
     worst = std::max(worst, memra::testing::max_rel_diff(rows[i], ref.logits.data() + i * ref.vocab, ref.vocab));
   std::cout << "[ qwen3-sliding ] " << memra::testing::backend_name(GetParam()) << ": max rel diff vs transformers " << worst << "\n";
   EXPECT_LE(worst, kF32Bound);
-  // A one-token step reads the window: at most (window + 1 - 2) / block + 2 blocks.
-  EXPECT_LE(most_held, static_cast<size_t>((kWindow - 1) / kBlock + 2));
+  // After a one-token step the pool keeps the window and the rollback margin (8 positions
+  // here) before it: window + 8 positions, at most (window + 8 - 1) / block + 2 blocks.
+  EXPECT_LE(most_held, static_cast<size_t>((kWindow + kStep - 1) / kBlock + 2));
+  EXPECT_GT(most_held, 0u);
   EXPECT_EQ(held(*e, seq, 0), (ref.ids.size() + kBlock - 1) / kBlock);
   e->close_sequence(seq);
   for (int32_t p = 0; p < e->num_kv_pools(); ++p) EXPECT_EQ(e->kv_pool(p).num_free(), e->kv_pool(p).num_blocks()) << "pool " << p;
@@ -162,6 +164,10 @@ TEST_P(SlidingWindow, BatchingChunkingForkAndRollbackAreBitwise) {
   const int32_t a = e->open_sequence();
   std::vector<std::vector<float>> alone = feed(*e, a, ids.subspan(0, 24), 24, true);
   for (auto& row : feed(*e, a, ids.subspan(24), 1, false)) alone.push_back(std::move(row));
+  // The sliding pool keeps the window and the rollback margin; the full pool every block.
+  EXPECT_GT(held(*e, a, 1), 0u);
+  EXPECT_LE(held(*e, a, 1), static_cast<size_t>((kWindow + kStep - 1) / kBlock + 2));
+  EXPECT_EQ(held(*e, a, 0), (ids.size() + kBlock - 1) / kBlock);
   e->close_sequence(a);
 
   // Chunked by 3 and batched with another sequence (2 prompt tokens of its own) in every step.
@@ -194,6 +200,11 @@ TEST_P(SlidingWindow, BatchingChunkingForkAndRollbackAreBitwise) {
   const std::vector<std::vector<float>> again = feed(*e, b, ids.subspan(from + 2, 4), 1, false);
   const std::vector<std::vector<float>> tail(want.begin() + 2, want.end());
   EXPECT_TRUE(bitwise_equal(tail, again)) << rows_differing(tail, again);
+  // A draft model's rollback: back over the last 3 one-token steps, then the same tokens.
+  ASSERT_TRUE(e->truncate_sequence(b, static_cast<int64_t>(from + 3)).ok());
+  const std::vector<std::vector<float>> redo = feed(*e, b, ids.subspan(from + 3, 3), 1, false);
+  const std::vector<std::vector<float>> last3(want.begin() + 3, want.end());
+  EXPECT_TRUE(bitwise_equal(last3, redo)) << rows_differing(last3, redo);
 
   // Past what the window dropped: refused by name.
   auto st = e->truncate_sequence(b, 1);
@@ -212,7 +223,7 @@ TEST_P(SlidingWindow, SchedulerServesConcurrentRequestsAsAlone) {
     if (!e) return out;
     EXPECT_FALSE(e->prefix_cache().enabled());
     SchedulerOptions so;
-    so.max_step_tokens = 8;
+    so.max_step_tokens = kStep;
     Scheduler s(*e, so);
     std::vector<std::shared_ptr<SequenceHandle>> handles;
     for (int i = 0; i < n; ++i) {
