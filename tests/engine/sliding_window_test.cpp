@@ -7,6 +7,8 @@
 //  - every logits row of a 48-token sequence (prefilled in chunks, then decoded) is
 //    transformers' within the float32 bound, and the sliding pool holds only the window's
 //    blocks while the full-attention pool holds them all;
+//  - with layer 0 alone, row p is the full-attention model's row for tokens p-7..p alone
+//    (the window's meaning, with no reference file);
 //  - batching, chunking, fork and a rollback within the last step are bitwise invisible;
 //  - a rollback past what the window dropped is refused by name, the prefix cache is off,
 //    and the scheduler serves concurrent requests with the tokens of one alone.
@@ -14,6 +16,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "host/engine/engine.hpp"
@@ -39,18 +43,34 @@ constexpr double kF32Bound = 1e-4;
 
 const fs::path kCommitted = memra::testing::test_model("qwen3-sliding");
 
-// The sliding model as a checkpoint directory: the fixture's weights and tokenizer, the
-// committed config (f32 weights: repacked once per process).
-fs::path sliding_model(bool f32) {
-  static memra::testing::TempDir dir("memra-sliding");
+// A checkpoint directory of the qwen3 fixture's weights and tokenizer with `config`,
+// made once per variant name and process (f32: repacked to f32 weights), or empty when
+// the fixture is absent.
+fs::path model_variant(const std::string& name, const nlohmann::json& config, bool f32) {
+  static std::map<std::string, std::unique_ptr<memra::testing::TempDir>> dirs;
   const fs::path fixture = memra::testing::fixture("models/qwen3");
   if (!fs::exists(fixture / "model.safetensors")) return {};
-  if (!fs::exists(dir / "config.json")) {
+  auto& dir = dirs[name];
+  if (!dir) {
+    dir = std::make_unique<memra::testing::TempDir>("memra-sliding");
     for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
-      fs::copy_file(fixture / f, dir / f);
-    fs::copy_file(kCommitted / "config.json", dir / "config.json");
+      fs::copy_file(fixture / f, *dir / f);
+    dir->write("config.json", config.dump(2));
   }
-  return f32 ? memra::testing::repacked_fixture(dir.path(), "f32") : dir.path();
+  return f32 ? memra::testing::repacked_fixture(dir->path(), "f32") : dir->path();
+}
+
+// The committed sliding model (window 8 on layer 0 of 2).
+fs::path sliding_model(bool f32) {
+  return model_variant("sliding", nlohmann::json::parse(std::ifstream(kCommitted / "config.json")), f32);
+}
+
+// Its first layer alone, sliding or full attention (f32 weights).
+fs::path one_layer_model(const std::string& kind) {
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(kCommitted / "config.json"));
+  c["num_hidden_layers"] = 1;
+  c["layer_types"] = nlohmann::json::array({kind});
+  return model_variant("one-" + kind, c, true);
 }
 
 // The 48 ids every test feeds: the fixture's prompt and greedy continuation.
@@ -151,6 +171,41 @@ TEST_P(SlidingWindow, MatchesTransformersKeepingOnlyTheWindow) {
   EXPECT_EQ(held(*e, seq, 0), (ref.ids.size() + kBlock - 1) / kBlock);
   e->close_sequence(seq);
   for (int32_t p = 0; p < e->num_kv_pools(); ++p) EXPECT_EQ(e->kv_pool(p).num_free(), e->kv_pool(p).num_blocks()) << "pool " << p;
+}
+
+// The window's meaning, with no reference file: with one layer, the logits at position p
+// depend on the tokens p - 7 .. p only, so the sliding model's row p (its history long
+// dropped) is the full-attention model's last row for those 8 tokens alone (at
+// positions 0..7: RoPE scores depend on relative positions only, so the rows agree to
+// float rounding, far closer than a window of 7 or 9 tokens would). Rows before the
+// window fills are the full model's bit for bit.
+TEST_P(SlidingWindow, OneLayerWindowIsTheLastWindowTokens) {
+  const std::vector<int32_t> ids = input_ids();
+  auto sliding = memra::testing::open_engine(one_layer_model("sliding_attention"), options());
+  auto full = memra::testing::open_engine(one_layer_model("full_attention"), options());
+  ASSERT_TRUE(sliding && full);
+  ASSERT_EQ(sliding->kv_pool_window(0), kWindow);
+  const int32_t s = sliding->open_sequence(), f = full->open_sequence();
+  const std::vector<std::vector<float>> rows = feed(*sliding, s, ids, 5, true);
+  const std::vector<std::vector<float>> head = feed(*full, f, std::span(ids).subspan(0, kWindow), kWindow, true);
+  ASSERT_EQ(rows.size(), ids.size());
+  for (size_t p = 0; p < static_cast<size_t>(kWindow); ++p) EXPECT_TRUE(bitwise_equal(rows[p], head[p])) << "row " << p;
+  double worst = 0, off_by_one = 1e9;
+  for (size_t p = kWindow; p < ids.size(); p += 5) {
+    for (int64_t n : {kWindow - 1, kWindow, kWindow + 1}) {
+      const int32_t q = full->open_sequence();
+      const std::vector<std::vector<float>> alone = feed(*full, q, std::span(ids).subspan(p + 1 - static_cast<size_t>(n), static_cast<size_t>(n)), 16, true);
+      full->close_sequence(q);
+      ASSERT_FALSE(alone.empty());
+      const double d = memra::testing::max_rel_diff(rows[p], alone.back());
+      if (n == kWindow) worst = std::max(worst, d);
+      else off_by_one = std::min(off_by_one, d);
+    }
+  }
+  std::cout << "[ one-layer window ] " << memra::testing::backend_name(GetParam()) << ": max rel diff vs the window alone " << worst
+            << ", vs a window of 7 or 9 at least " << off_by_one << "\n";
+  EXPECT_LE(worst, kF32Bound);
+  EXPECT_GT(off_by_one, 100 * kF32Bound) << "a window one off should differ clearly";
 }
 
 // Batching, chunking, fork and rollback within the last step change no bit (f16 KV,
