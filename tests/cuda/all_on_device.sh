@@ -54,9 +54,10 @@ bench() { local envs=(); while [[ "${1:-}" == *=* ]]; do envs+=("$1"); shift; do
          case "$QUICK" in only:*|bench:*) echo "${envs[*]} $*" | grep -qE "${QUICK#*:}" || return 0 ;; esac
          say "== ${envs[*]} memra-bench $*"; timeout 900 env "${envs[@]}" "$D/bin/memra-bench" "$@" 2>&1 | tee -a "$L/bench.log" |
           grep -E "^(pp|tg|copy|peak|spec|pipeline|serve|mask| +[0-9]|\|)|floors met" | tee -a "$R"; }
-# Issue #15's table in one run (memra-bench --table), with the default f16 and the f32 KV cache.
+# Issue #15's table in one run (memra-bench --table), with the default f16, the f32 and the bf16 KV cache.
 bench --table
 bench --table --kv-dtype f32
+bench --table --kv-dtype bf16  # #14: bf16 depth 4096 >= 0.93 x depth 0 with the bf16 KV cache
 # Where a decode step's time goes (MEMRA_CUDA_PROFILE: eager, per kernel), bf16 and q4_k.
 profile() { case "$QUICK" in only:*|bench:*) echo "profile $*" | grep -qE "${QUICK#*:}" || return 0 ;; esac
            say "== MEMRA_CUDA_PROFILE=1 memra-bench $*"; timeout 300 env MEMRA_CUDA_PROFILE=1 "$D/bin/memra-bench" "$@" > "$L/profile.log" 2>&1
