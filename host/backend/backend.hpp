@@ -197,7 +197,7 @@ struct BackendOptions {
   // algorithm per shape): "" finds libcublasLt.so.13, "off" never, else its path.
   std::string cublaslt;
   bool programmatic_launch = true;  // step graphs: PDL-aware kernels overlap the previous kernel's tail
-  // int8 quantisation fused into norm/activation, merged q/k/v and gate/up GEMVs
+  // int8 quantisation (or the fp8 GEMV's prepared rows) fused into norm/activation, merged q/k/v and gate/up GEMVs
   // (bitwise the unfused path; docs/PERFORMANCE.md, "Latest figures")
   bool fuse_decode = true;
   // Decode attention streams the K/V rows earlier steps wrote before waiting on the RoPE +
@@ -243,7 +243,7 @@ struct BackendStats {
   int64_t nvrtc_cache_hits = 0;          // NVRTC compiles served from the on-disk cache
   int64_t handoffs = 0;                  // pipeline: activation copies between stages, since the last step began
   uint64_t handoff_bytes = 0;
-  int64_t fused_act_quantisations = 0;   // CUDA: producers (norm, gated activation) that also wrote int8x32 rows
+  int64_t fused_act_quantisations = 0;   // CUDA: producers (norm, gated activation) that also wrote int8x32 or fp8 rows
   int64_t merged_gemv_launches = 0;      // CUDA: int8 GEMVs merged into the previous one's launch (q/k/v, gate/up)
 };
 

@@ -22,6 +22,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "kernels/common/bf16_pack.cuh"
 #include "kernels/common/pdl.cuh"
 #include "kernels/matmul/gemv_mats.hpp"
 #include "kernels/matmul/gemv_mma_layout.hpp"
@@ -30,12 +31,6 @@ namespace memra::cuda::gemv_mma {
 
 using memra::gemv_mma::kRows;
 using memra::gemv_mma::kTokens;
-
-// Two floats rounded to bf16 (nearest even, __float2bfloat16_rn) in one register, lo first.
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                     uint32_t b1) {

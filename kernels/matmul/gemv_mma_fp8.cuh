@@ -9,6 +9,9 @@
 // range, each token's 128-element group of x is scaled by 2^E (its largest magnitude to
 // [2^63, 2^64), E in [-7, 127]: exact, bf16 has f32's exponent range) before the bf16
 // rounding, and the group's mma sum is multiplied back by 2^(120 - E) and the row's scale.
+// The production kernels read x so prepared (fp8_act_ref.hpp: the bf16 plane in the mma's
+// pair order and 2^(120 - E) per group), written once per activation by its producer or
+// by memra_prepare_act_fp8_rows instead of once per weight tile by every block.
 //
 // Geometry as gemv_mma_bf16.cuh: a block owns 16 weight rows and NT n-tiles of 8 tokens;
 // its warps (blockDim.x / 32, at most kFp8MaxWarps: gemv_mma_layout.hpp) split the row's
@@ -22,6 +25,7 @@
 // the other columns hold and whatever NT or the token count is.
 #pragma once
 
+#include "kernels/matmul/fp8_act.cuh"
 #include "kernels/matmul/fp8_units.cuh"
 #include "kernels/matmul/gemv_mma_bf16.cuh"
 
@@ -34,17 +38,6 @@ __device__ __forceinline__ void e4m3x4_to_bf16_scaled(uint32_t c, uint32_t& even
   odd = (c & 0x80008000u) | ((c >> 4) & 0x07f007f0u);
 }
 
-// 2^e as a float, e in [-126, 127].
-__device__ __forceinline__ float pow2(int e) { return __int_as_float((e + 127) << 23); }
-
-// The group scale exponent E of a token whose group's largest |x| is `amax`: amax * 2^E in
-// [2^63, 2^64), clamped to [-7, 127] so that 2^E and 2^(120 - E) are normal floats (groups
-// below 2^-64 or above 2^70 only, whose products stay normal anyway).
-__device__ __forceinline__ int group_exponent(float amax) {
-  const int be = static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu);
-  return max(-7, min(190 - be, 127));
-}
-
 template <bool kAligned>
 __device__ __forceinline__ uint4 load_codes(const uint8_t* p) {
   if constexpr (kAligned) {
@@ -55,16 +48,17 @@ __device__ __forceinline__ uint4 load_codes(const uint8_t* p) {
   }
 }
 
-// How x reaches the mma: kXGroupScaled (production, above); memra-kernel-check
-// --bench-fp8's measures of what the per-group scaling costs: kXFixedScale (x * 2^64 for
-// every group, no largest-magnitude pass) and kXPrepared (x already a bf16 plane in the
-// mma's pair order, as a producer kernel could write it: no arithmetic on x at all).
-enum XMode { kXGroupScaled, kXFixedScale, kXPrepared };
+// How x reaches the mma: kXPrepared (production): x is the prepared bf16 plane
+// (fp8_act_ref.hpp) and `back` its 2^(120 - E) per (token, group); kXScaled: x is f32 and
+// each block computes E, scales and rounds x itself (the path kXPrepared replaced, the
+// same values: memra-kernel-check holds the two bitwise equal and --bench-fp8 times both;
+// `back` unused).
+enum XMode { kXPrepared, kXScaled };
 
-template <int NT, bool kAligned, int kUnroll = 2, int kX = kXGroupScaled>
+template <int NT, bool kAligned, int kUnroll = 2, int kX = kXPrepared>
 __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
-                                              const float* __restrict__ x, int64_t m, float* __restrict__ y,
-                                              const float* __restrict__ bias, int64_t r0) {
+                                              const void* __restrict__ x, const float* __restrict__ back, int64_t m,
+                                              float* __restrict__ y, const float* __restrict__ bias, int64_t r0) {
   constexpr int kMaxWarps = memra::gemv_mma::kFp8MaxWarps;
   __shared__ float partial[kMaxWarps * NT * kRows * kTokens];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = static_cast<int>(blockDim.x >> 5);
@@ -110,47 +104,68 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
         const int64_t t = t0 + n * kTokens + g;
-        float xv[2][16];
-        float amax = 0.0f;
-        uint4 xw[2][2];
+        // Token g's x operands: xe[h][i] / xo[h][i] = bf16(x * 2^E) of the word's elements
+        // (0, 2) / (1, 3), zeros past the last token; back0 / back1: 2^(120 - E) of tokens
+        // 2q and 2q + 1 (the columns of this lane's accumulators).
+        uint32_t xe[2][4], xo[2][4];
+        float back0, back1;
         if constexpr (kX == kXPrepared) {
-          const uint4* xp = reinterpret_cast<const uint4*>(reinterpret_cast<const uint16_t*>(x) + t * cols + j * kFp8Group + 16 * q);
+          // Elements 64h + 16q .. +15 of the plane: two 16-byte loads per half.
+          uint4 xw[2][2];
+          const uint4* xp = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(x) + t * cols + j * kFp8Group + 16 * q);
 #pragma unroll
           for (int h = 0; h < 2; ++h)
 #pragma unroll
-            for (int i = 0; i < 2; ++i) xw[h][i] = t < m ? xp[4 * h + i] : make_uint4(0, 0, 0, 0);
-        } else if (t < m) {
+            for (int i = 0; i < 2; ++i) xw[h][i] = t < m ? xp[8 * h + i] : make_uint4(0, 0, 0, 0);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const float4* xp = reinterpret_cast<const float4*>(x + t * cols + j * kFp8Group + 64 * h + 16 * q);
+            const uint32_t* pw = reinterpret_cast<const uint32_t*>(&xw[h][0]);
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const float4 v = xp[i];
-              xv[h][4 * i] = v.x, xv[h][4 * i + 1] = v.y, xv[h][4 * i + 2] = v.z, xv[h][4 * i + 3] = v.w;
-            }
+            for (int i = 0; i < 4; ++i) xe[h][i] = pw[2 * i], xo[h][i] = pw[2 * i + 1];
           }
-          if constexpr (kX == kXGroupScaled) {
+          // Tokens past the last read no scale (their columns are never stored).
+          const int64_t tb = t0 + n * kTokens + 2 * q;
+          back0 = tb < m ? back[tb * groups + j] : 0.0f;
+          back1 = tb + 1 < m ? back[(tb + 1) * groups + j] : 0.0f;
+        } else {
+          float xv[2][16];
+          float amax = 0.0f;
+          if (t < m) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float4* xp = reinterpret_cast<const float4*>(static_cast<const float*>(x) + t * cols + j * kFp8Group + 64 * h + 16 * q);
+#pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                const float4 v = xp[i];
+                xv[h][4 * i] = v.x, xv[h][4 * i + 1] = v.y, xv[h][4 * i + 2] = v.z, xv[h][4 * i + 3] = v.w;
+              }
+            }
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
               for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(xv[h][i]));
+          } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+              for (int i = 0; i < 16; ++i) xv[h][i] = 0.0f;
           }
-        } else {
+          // The group's largest |x| of token g (its four lanes q).
+          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+          const int e = group_exponent(amax);
+          const float up = pow2(e);
 #pragma unroll
           for (int h = 0; h < 2; ++h)
 #pragma unroll
-            for (int i = 0; i < 16; ++i) xv[h][i] = 0.0f;
+            for (int i = 0; i < 4; ++i) {
+              const float* xs = xv[h] + 4 * i;
+              xe[h][i] = pack_bf16(xs[0] * up, xs[2] * up);
+              xo[h][i] = pack_bf16(xs[1] * up, xs[3] * up);
+            }
+          const float bk = pow2(120 - e);
+          back0 = __shfl_sync(0xffffffffu, bk, 8 * q), back1 = __shfl_sync(0xffffffffu, bk, 8 * q + 4);
         }
-        // The group's largest |x| of token g (its four lanes q).
-        if constexpr (kX == kXGroupScaled) {
-          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        }
-        const int e = kX == kXGroupScaled ? group_exponent(amax) : 64;
-        const float up = pow2(e);
-        // Back-scale of tokens 2q and 2q + 1 (the columns of this lane's accumulators).
-        const float back = pow2(120 - e);
-        const float back0 = __shfl_sync(0xffffffffu, back, 8 * q), back1 = __shfl_sync(0xffffffffu, back, 8 * q + 4);
         float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -161,16 +176,7 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
             uint32_t ae, ao, be, bo;
             e4m3x4_to_bf16_scaled(wa[i], ae, ao);
             e4m3x4_to_bf16_scaled(wb[i], be, bo);
-            const float* xs = xv[h] + 4 * i;
-            uint32_t x_even, x_odd;
-            if constexpr (kX == kXPrepared) {
-              const uint32_t* pw = reinterpret_cast<const uint32_t*>(&xw[h][0]);
-              x_even = pw[2 * i], x_odd = pw[2 * i + 1];
-            } else {
-              x_even = pack_bf16(xs[0] * up, xs[2] * up);
-              x_odd = pack_bf16(xs[1] * up, xs[3] * up);
-            }
-            mma(p, ae, be, ao, bo, x_even, x_odd);
+            mma(p, ae, be, ao, bo, xe[h][i], xo[h][i]);
           }
         }
         acc[n][0] = fmaf(p[0] * back0, s_a, acc[n][0]);

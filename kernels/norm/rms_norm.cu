@@ -8,6 +8,7 @@
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/quantize_q8.cuh"
 #include "kernels/common/reduce.cuh"
+#include "kernels/matmul/fp8_act.cuh"
 
 namespace {
 constexpr int kNormThreads = 256;
@@ -139,11 +140,15 @@ __device__ __forceinline__ void add_rms_norm_row(const float* x, float* residual
 // (before the PDL wait: no kernel writes them), of x and of the residual, all in flight
 // together, then one reduction. Thread sums run over its float4s in order, components
 // x, y, z, w, then the block sum; the order depends on dim only.
-// Quantise (the _q8 entry, dim % 128 == 0): eight lanes hold a 32-element block.
+// Also written for the next matmul (dim % 128 == 0; whole warps): the _q8 entry's int8x32
+// blocks (eight lanes hold a 32-element block), the _fp8 entry's prepared fp8-GEMV rows
+// (fp8_act.cuh: a warp holds a 128-element group, its float4s in order).
 constexpr int kWidePer = 4;  // float4s per thread
-template <bool Quantize>
+enum WideOut { kWideF32, kWideQ8, kWideFp8 };
+template <int Out>
 __device__ __forceinline__ void add_rms_norm_wide(const float* x, float* residual, const float* w, int64_t dim, float eps,
-                                                  float unit_offset, float* out, int8_t* q, float2* meta) {
+                                                  float unit_offset, float* out, int8_t* q, float2* meta, uint2* plane,
+                                                  float* back) {
   __shared__ float scratch[32];
   const int64_t row = static_cast<int64_t>(blockIdx.x) * dim;
   const int n4 = static_cast<int>(dim / 4);
@@ -184,11 +189,12 @@ __device__ __forceinline__ void add_rms_norm_wide(const float* x, float* residua
 #pragma unroll
   for (int j = 0; j < kWidePer; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
-    if (i < n4) {  // uniform over each warp when Quantize (dim % 128 == 0)
+    if (i < n4) {  // uniform over each warp when Out != kWideF32 (dim % 128 == 0)
       const float4 v = make_float4((rv[j].x * inv) * (wv[j].x + unit_offset), (rv[j].y * inv) * (wv[j].y + unit_offset),
                                    (rv[j].z * inv) * (wv[j].z + unit_offset), (rv[j].w * inv) * (wv[j].w + unit_offset));
       o4[i] = v;
-      if constexpr (Quantize) memra::cuda::quantize_vec4_q8(v, row + 4 * static_cast<int64_t>(i), q, meta);
+      if constexpr (Out == kWideQ8) memra::cuda::quantize_vec4_q8(v, row + 4 * static_cast<int64_t>(i), q, meta);
+      if constexpr (Out == kWideFp8) memra::cuda::prepare_vec4_fp8(v, row + 4 * static_cast<int64_t>(i), plane, back);
     }
   }
 }
@@ -196,13 +202,19 @@ __device__ __forceinline__ void add_rms_norm_wide(const float* x, float* residua
 extern "C" __global__ void __launch_bounds__(1024)
     memra_add_rms_norm_wide(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
                             float* out) {
-  add_rms_norm_wide<false>(x, residual, w, dim, eps, unit_offset, out, nullptr, nullptr);
+  add_rms_norm_wide<kWideF32>(x, residual, w, dim, eps, unit_offset, out, nullptr, nullptr, nullptr, nullptr);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
     memra_add_rms_norm_wide_q8(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
                                float* out, int8_t* q, float2* meta) {
-  add_rms_norm_wide<true>(x, residual, w, dim, eps, unit_offset, out, q, meta);
+  add_rms_norm_wide<kWideQ8>(x, residual, w, dim, eps, unit_offset, out, q, meta, nullptr, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    memra_add_rms_norm_wide_fp8(const float* x, float* residual, const float* w, int64_t dim, float eps, float unit_offset,
+                                float* out, uint2* plane, float* back) {
+  add_rms_norm_wide<kWideFp8>(x, residual, w, dim, eps, unit_offset, out, nullptr, nullptr, plane, back);
 }
 
 extern "C" __global__ void __launch_bounds__(kNormThreads)

@@ -75,9 +75,11 @@ Status register_builtin_kernels(KernelRegistry& r) {
   MEMRA_TRY(add_gemv(r, "q6_k", block_gemv("q6_k", 256, 210)));
   MEMRA_TRY(add_gemv(r, "iq4_xs", block_gemv("iq4_xs", 256, 136)));
   // fp8: per 128 columns an f32 scale + 128 codes; bf16 activations on every row, the
-  // tensor-core GEMV (matmul_fp8.cu), prompt rows the single-pass GEMM.
+  // tensor-core GEMV (matmul_fp8.cu) on x prepared once per activation, prompt rows the
+  // single-pass GEMM.
   BuiltinMatmul fp8 = block_gemv("fp8", 128, 132);
   fp8.gemv_mma = true;
+  fp8.fp8_activations = true;
   fp8.mma_warps = memra::gemv_mma::kFp8Warps;
   MEMRA_TRY(add_gemv(r, "fp8", std::move(fp8), ref::kActivationBf16));
   // Integer schemes whose rows are whole 256-element runs take int8 activations

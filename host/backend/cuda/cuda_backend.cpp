@@ -133,8 +133,10 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
   for (size_t i = 0; i < set->count; ++i) {
     const memra_weight& w = set->weights[i];
     if (w.ndim != 2 || !w.quant) continue;
-    if (auto s = scheme(&w); !s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
+    auto s = scheme(&w);
+    if (!s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
     if (ref::int8_activation_matmul(lower_scheme(w.quant), w.shape[1])) int8_weights_ = true;
+    if (s->fp8_act) fp8_weights_ = true;
   }
   // One allocation for the whole set; tensors sharing host memory (tied embeddings) share the copy.
   std::vector<std::pair<const memra_weight*, uint64_t>> plan;
@@ -242,7 +244,7 @@ void CudaBackend::reset_step_scratch() {
     profile_decode_step_ = true;
   }
   batches_.clear();
-  act_q8_ = {};  // its buffers were step scratch
+  act_rows_ = {};  // its buffers were step scratch
   arena_->reset();
   staging_->reset();
   // Step graphs unless turned off (eager launches, for debugging).

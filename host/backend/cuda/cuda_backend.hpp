@@ -42,6 +42,7 @@ struct SchemeInfo {
   std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
   uint64_t row_bytes = 0;
   bool int8 = false;        // int8x32 activations (ref::matmul_activation): the int8 GEMV
+  bool fp8_act = false;     // prepared fp8-GEMV activations (BuiltinMatmul::fp8_activations)
   bool mma = false;         // the tensor-core GEMV (BuiltinMatmul::gemv_mma)
   std::string mma_kernel;   // its kernel name less the n-tile count: "memra_gemv_fp8_mma_n"
   int mma_warps = 16;       // its warps per block
@@ -299,20 +300,32 @@ class CudaBackend {
   std::unique_ptr<CublasLtGemm> cublaslt_;
   bool cublaslt_opened_ = false;
   std::set<std::pair<int64_t, int64_t>> cublaslt_refused_;  // shapes whose refusal was logged
-  // Integer-activation matmuls (ops_matmul.cpp): rows of x quantised into step scratch
-  // once and reused by the next matmuls over the same rows (q/k/v, gate/up) while no
-  // other write happened: write_epoch_ counts launches and copies into device memory.
+  // Matmuls over prepared activations (ops_matmul.cpp): rows of x quantised into step
+  // scratch once, as int8x32 blocks for the integer GEMVs (q: codes, meta: {d, s};
+  // gemv_int8_ref.hpp) or as the fp8 GEMV's rows (q: the bf16 plane, meta: 2^(120 - E)
+  // per group; fp8_act_ref.hpp), and reused by the next matmuls over the same rows
+  // (q/k/v, gate/up) while no other write happened: write_epoch_ counts launches and
+  // copies into device memory.
+  enum class ActFormat { none, int8x32, fp8 };
   struct QuantizedRows {
     bool valid = false;
+    ActFormat format = ActFormat::none;
     CUdeviceptr x = 0, row_index = 0, q = 0, meta = 0;
     int64_t m = 0, cols = 0;
     uint64_t epoch = 0;  // write_epoch_ after the matmul that last used them
   };
-  Result<const QuantizedRows*> quantized_rows(CUdeviceptr x, int64_t cols, CUdeviceptr row_index, int64_t m,
+  // Step scratch for m rows of `cols` in format f (not yet written; epoch 0).
+  Result<QuantizedRows> alloc_act_rows(ActFormat f, CUdeviceptr x, CUdeviceptr row_index, int64_t m, int64_t cols);
+  Result<const QuantizedRows*> quantized_rows(ActFormat f, CUdeviceptr x, int64_t cols, CUdeviceptr row_index, int64_t m,
                                               uint64_t entry_epoch);
-  memra_status matmul_gemv8(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x,
-                            CUdeviceptr row_index, int64_t m, CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
-  QuantizedRows act_q8_;
+  // The generated rows of an int8x32 or fp8 matmul: quantized_rows, then its GEMV.
+  memra_status matmul_prepared(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x,
+                               CUdeviceptr row_index, int64_t m, CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
+  memra_status matmul_gemv8(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, const QuantizedRows& a,
+                            CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
+  memra_status matmul_gemv_fp8(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, const QuantizedRows& a,
+                               CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
+  QuantizedRows act_rows_;
   uint64_t write_epoch_ = 0;
   // The last recorded GEMV launch over GemvMats (the int8 GEMV's, or the bf16 tensor-core
   // GEMV's; step_ops_.size() after it), which the next matmul over the same activation
@@ -365,13 +378,15 @@ class CudaBackend {
   std::map<std::string, ProfileTotal> profile_totals_;
   int64_t profile_steps_ = 0;
   // Fused quantisation (ops_basic.cpp): add_rms_norm and the gated activations write
-  // their output also as int8x32 blocks when the model has integer-activation weights
-  // and the rows are generated ones, so the next matmul finds them in act_q8_.
-  // fused_act_q8 returns the buffers to fill (nullptr: no fusion); fused_act_q8_done
-  // makes them act_q8_ after the producer's launch.
-  bool int8_weights_ = false;
-  Result<const QuantizedRows*> fused_act_q8(CUdeviceptr out, int64_t m, int64_t cols);
-  void fused_act_q8_done(const QuantizedRows& rows);
+  // their output also as int8x32 blocks when the model has integer-activation weights,
+  // else as the fp8 GEMV's rows when it has fp8 weights, for generated rows, so the next
+  // matmul finds them in act_rows_. fused_act_format says which (none: no fusion);
+  // fused_act_rows returns the buffers to fill; fused_act_rows_done makes them act_rows_
+  // after the producer's launch.
+  bool int8_weights_ = false, fp8_weights_ = false;
+  Result<ActFormat> fused_act_format(int64_t m, int64_t cols);
+  Result<const QuantizedRows*> fused_act_rows(ActFormat f, CUdeviceptr out, int64_t m, int64_t cols);
+  void fused_act_rows_done(const QuantizedRows& rows);
   QuantizedRows fused_pending_;
   int64_t fused_act_quantisations_ = 0, merged_gemv_launches_ = 0;
   // Raises k's dynamic shared memory limit to `bytes` (once; the default is 48 KB);

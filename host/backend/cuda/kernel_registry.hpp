@@ -44,6 +44,10 @@ struct BuiltinMatmul {
   // (kernels/matmul/matmul8_<scheme>.cu, launch table gemv_int8_launch.hpp), fed by
   // memra_quantize_act_q8_rows, for generated rows; prompt rows take the GEMM.
   bool int8_activations = false;
+  // Prepared fp8-GEMV activations (kernels/matmul/fp8_act_ref.hpp): the tensor-core GEMV
+  // memra_gemv_<suffix>_mma_n<NT> reads the bf16 plane and per-group back-scales that the
+  // producer of x or memra_prepare_act_fp8_rows wrote, for generated rows.
+  bool fp8_activations = false;
 };
 
 // A plugin's matmul for one key (memra_kernel_desc).

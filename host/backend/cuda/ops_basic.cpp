@@ -85,42 +85,55 @@ memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* resi
   // alone (rms_norm.cu); others the 256-thread one.
   const bool wide = dim % 4 == 0 && dim <= 16384 && ((dptr(x) | dptr(residual) | dptr(out) | wd) & 15u) == 0;
   const auto wide_threads = static_cast<unsigned>(std::min<int64_t>(1024, (dim / 4 + 31) / 32 * 32));
-  if (wide ? dim % 128 == 0 : dim <= 8192) {  // the register paths quantise too
-    auto f = fused_act_q8(dptr(out), rows, dim);
-    if (!f) return fail(f.error());
-    if (const QuantizedRows* q = *f) {
-      const memra_status st = launch("norm", wide ? "memra_add_rms_norm_wide_q8" : "memra_add_rms_norm_q8", static_cast<unsigned>(rows), 1,
-                                     wide ? wide_threads : 256u, 0, dptr(x), dptr(residual), wd, dim, eps, unit_offset, dptr(out), q->q, q->meta);
-      if (st == MEMRA_OK) fused_act_q8_done(*q);
-      return st;
-    }
+  auto f = fused_act_format(rows, dim);
+  if (!f) return fail(f.error());
+  // int8x32 from both register paths (the wide one needs dim % 128 == 0); the fp8 rows
+  // from the wide one (a warp per 128-group), else memra_prepare_act_fp8_rows at the matmul.
+  const char* fused = *f == ActFormat::int8x32 && (wide ? dim % 128 == 0 : dim <= 8192)
+                          ? (wide ? "memra_add_rms_norm_wide_q8" : "memra_add_rms_norm_q8")
+                          : *f == ActFormat::fp8 && wide ? "memra_add_rms_norm_wide_fp8" : nullptr;
+  if (fused) {
+    auto q = fused_act_rows(*f, dptr(out), rows, dim);
+    if (!q) return fail(q.error());
+    const memra_status st = launch("norm", fused, static_cast<unsigned>(rows), 1, wide ? wide_threads : 256u, 0, dptr(x), dptr(residual), wd,
+                                   dim, eps, unit_offset, dptr(out), (*q)->q, (*q)->meta);
+    if (st == MEMRA_OK) fused_act_rows_done(**q);
+    return st;
   }
   return launch("norm", wide ? "memra_add_rms_norm_wide" : "memra_add_rms_norm", static_cast<unsigned>(rows), 1, wide ? wide_threads : 256u, 0,
                 dptr(x), dptr(residual), wd, dim, eps, unit_offset, dptr(out));
 }
 
-// The int8x32 buffers a producer of m rows of `cols` at `out` also fills, or nullptr:
-// only with integer-activation weights in the model, rows of whole 256-element runs
-// (what those weights take), at most 64 rows and no prompt rows in the step (prompt
-// rows take f32 activations), so prefill pays nothing. The codes are the ones
-// quantized_rows would compute from out (the same arithmetic on the same floats:
-// kernels/common/quantize_q8.cuh), so the next matmul over out reuses them.
-Result<const CudaBackend::QuantizedRows*> CudaBackend::fused_act_q8(CUdeviceptr out, int64_t m, int64_t cols) {
-  if (!options_.fuse_decode || !int8_weights_ || cols % 256 != 0 || m <= 0 || m > 64) return static_cast<const QuantizedRows*>(nullptr);
+// The activation rows a producer of m rows of `cols` also writes for the next matmul:
+// int8x32 with integer-activation weights in the model and rows of whole 256-element
+// runs (what those weights take), else the fp8 GEMV's rows with fp8 weights (rows of
+// whole 128-element groups); at most 64 rows and no prompt rows in the step (prompt rows
+// take the GEMM), so prefill pays nothing. none: no fusion (BackendOptions::fuse_decode
+// off, MEMRA_CUDA_FUSE=0: the matmul prepares them itself, the same bits).
+Result<CudaBackend::ActFormat> CudaBackend::fused_act_format(int64_t m, int64_t cols) {
+  if (!options_.fuse_decode || m <= 0 || m > 64) return ActFormat::none;
+  const ActFormat f = int8_weights_ && cols % 256 == 0 ? ActFormat::int8x32 : fp8_weights_ && cols % 128 == 0 ? ActFormat::fp8 : ActFormat::none;
+  if (f == ActFormat::none) return f;
   auto r = matmul_split(m);
   if (!r) return r.error();
-  if (*r && (*r)->prompt > 0) return static_cast<const QuantizedRows*>(nullptr);
-  const uint64_t q_bytes = align_up(static_cast<uint64_t>(m * cols), 256);
-  auto buf = arena_->alloc(q_bytes + static_cast<uint64_t>(m * (cols / 32)) * 8u);
-  if (!buf) return buf.error();
-  fused_pending_ = QuantizedRows{true, out, 0, *buf, *buf + q_bytes, m, cols, 0};
+  if (*r && (*r)->prompt > 0) return ActFormat::none;
+  return f;
+}
+
+// The buffers of format f for m rows at `out`. The values are the ones quantized_rows
+// would compute from out (the same arithmetic on the same floats: kernels/common/
+// quantize_q8.cuh, kernels/matmul/fp8_act.cuh), so the next matmul over out reuses them.
+Result<const CudaBackend::QuantizedRows*> CudaBackend::fused_act_rows(ActFormat f, CUdeviceptr out, int64_t m, int64_t cols) {
+  auto rows = alloc_act_rows(f, out, 0, m, cols);
+  if (!rows) return rows.error();
+  fused_pending_ = *rows;
   return &fused_pending_;
 }
 
-void CudaBackend::fused_act_q8_done(const QuantizedRows& rows) {
-  act_q8_ = rows;
+void CudaBackend::fused_act_rows_done(const QuantizedRows& rows) {
+  act_rows_ = rows;
   ++fused_act_quantisations_;
-  act_q8_.epoch = write_epoch_;  // the producer's launch was the last write
+  act_rows_.epoch = write_epoch_;  // the producer's launch was the last write
 }
 
 memra_status CudaBackend::add(const memra_tensor* a, const memra_tensor* b, memra_tensor* out) {
@@ -134,13 +147,18 @@ memra_status CudaBackend::gated_activation(memra_activation act, const memra_ten
   const char* k = act == MEMRA_ACTIVATION_SILU ? "memra_silu_mul" : act == MEMRA_ACTIVATION_GELU_TANH ? "memra_gelu_tanh_mul" : nullptr;
   if (!k) return fail(MEMRA_ERR_UNSUPPORTED, "gated_activation: unknown activation");
   const int64_t cols = tensor_last_dim(gate);
-  auto f = fused_act_q8(dptr(out), n / std::max<int64_t>(cols, 1), cols);
+  auto f = fused_act_format(n / std::max<int64_t>(cols, 1), cols);
   if (!f) return fail(f.error());
-  if (const QuantizedRows* q = *f) {
-    const std::string kq = std::string(k) + "_q8";
-    const memra_status st = launch("activation", kq.c_str(), elementwise_grid(n), 1, 256, 0, dptr(gate), dptr(up), n, dptr(out),
-                                   q->q, q->meta);
-    if (st == MEMRA_OK) fused_act_q8_done(*q);
+  // The fp8 rows' entries take float4s (a thread per 4 elements, a warp per 128-group).
+  const bool aligned = ((dptr(gate) | dptr(up) | dptr(out)) & 15u) == 0;
+  if (*f == ActFormat::int8x32 || (*f == ActFormat::fp8 && aligned)) {
+    auto q = fused_act_rows(*f, dptr(out), n / cols, cols);
+    if (!q) return fail(q.error());
+    const bool fp8 = *f == ActFormat::fp8;
+    const std::string kq = std::string(k) + (fp8 ? "_fp8" : "_q8");
+    const memra_status st = launch("activation", kq.c_str(), elementwise_grid(fp8 ? n / 4 : n), 1, 256, 0, dptr(gate), dptr(up), n,
+                                   dptr(out), (*q)->q, (*q)->meta);
+    if (st == MEMRA_OK) fused_act_rows_done(**q);
     return st;
   }
   return launch("activation", k, elementwise_grid(n), 1, 256, 0, dptr(gate), dptr(up), n, dptr(out));

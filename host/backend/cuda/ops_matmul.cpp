@@ -22,7 +22,9 @@
 // reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
 // once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows; or
 // by the producing norm/activation with BackendOptions::fuse_decode, ops_basic.cpp),
-// then the int8 GEMV, bitwise the reference.
+// then the int8 GEMV, bitwise the reference. fp8 weights' generated rows are prepared
+// the same way for their GEMV (memra_prepare_act_fp8_rows or the producer: each
+// 128-group scaled by 2^E and rounded to bf16 once per activation, not in every block).
 //
 // Which kernel serves a scheme comes from the backend's kernel registry
 // (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
@@ -76,6 +78,7 @@ Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w, const char* activa
   info.row_bytes = static_cast<uint64_t>(cols / b.block_elems) * static_cast<uint64_t>(b.block_bytes);
   info.module = b.module;
   info.int8 = b.int8_activations;
+  info.fp8_act = b.fp8_activations;
   info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
   info.mma = b.gemv_mma && cols % 8 == 0;
   info.mma_kernel = "memra_gemv_" + b.gemv_suffix + "_mma_n";
@@ -144,14 +147,15 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
     return matmul_plugin(*s, wd, rows, cols, xd, m, od);
   }
 
-  if (s->int8) {
-    // Generated rows on the int8 GEMV (bitwise the CPU reference), prompt rows on the GEMM.
+  if (s->int8 || s->fp8_act) {
+    // Generated rows on the GEMV over prepared activations (int8: bitwise the CPU
+    // reference), prompt rows on the GEMM.
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
     const DeviceBatch::RowSplit* split = *r;
     memra_status st = MEMRA_OK;
     if (!split || split->prompt == 0) {
-      st = matmul_gemv8(*s, wd, rows, cols, xd, 0, m, od, bd, entry_epoch);
+      st = matmul_prepared(*s, wd, rows, cols, xd, 0, m, od, bd, entry_epoch);
     } else {
       const bool all_prompt = split->generated == 0;
       st = matmul_gemm(*s, wd, rows, cols, xd, all_prompt ? m : split->prompt, all_prompt ? 0 : split->prompt_rows, od, bd);
@@ -159,7 +163,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
         // The generated rows are quantised by index (no gather), their results scattered back.
         const int64_t gen = split->generated;
         st = gemm_buffer(gemm_rows_, static_cast<uint64_t>(gen * rows) * 4u);
-        if (st == MEMRA_OK) st = matmul_gemv8(*s, wd, rows, cols, xd, split->generated_rows, gen, gemm_rows_.ptr, bd, entry_epoch);
+        if (st == MEMRA_OK) st = matmul_prepared(*s, wd, rows, cols, xd, split->generated_rows, gen, gemm_rows_.ptr, bd, entry_epoch);
         if (st == MEMRA_OK)
           st = launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(gen), 1, 256, 0, gemm_rows_.ptr, rows,
                       split->generated_rows, od);
@@ -168,9 +172,9 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
     if (st != MEMRA_OK) return st;
     // The quantised rows stay valid for the next matmul unless this one wrote over x.
     const uint64_t x_end = xd + static_cast<uint64_t>(m * cols) * 4u, o_end = od + static_cast<uint64_t>(m * rows) * 4u;
-    if (act_q8_.valid) {
-      if (od < x_end && xd < o_end) act_q8_.valid = false;
-      else act_q8_.epoch = write_epoch_;
+    if (act_rows_.valid) {
+      if (od < x_end && xd < o_end) act_rows_.valid = false;
+      else act_rows_.epoch = write_epoch_;
     }
     return MEMRA_OK;
   }
@@ -211,8 +215,8 @@ memra_status CudaBackend::matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr wd, 
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                       int64_t m, CUdeviceptr od, CUdeviceptr bd) {
   if (s.mma) {
-    // gemv_mma_bf16.cuh / gemv_mma_fp8.cuh: 16 rows x 8 or 16 tokens per block; a token's
-    // bits do not depend on which (every n-tile runs the same mma sequence per column).
+    // gemv_mma_bf16.cuh: 16 rows x 8 or 16 tokens per block; a token's bits do not
+    // depend on which (every n-tile runs the same mma sequence per column).
     namespace g = memra::gemv_mma;
     const int64_t nt = m > g::kTokens ? 2 : 1;
     // Recorded matmuls over the same x that follow each other (q, k, v; gate, up) share
@@ -246,38 +250,61 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   return launch(s.module.c_str(), kernel.c_str(), gx, gy, 32 * kWarps, 0, wd, row_bytes, rows, cols, xd, m, od, bd);
 }
 
-// Rows of x (row_index[i], or i when 0) quantised to int8 blocks (gemv_int8_ref.hpp),
-// in step scratch. The previous matmul's quantisation is reused when it covered the
-// same rows of the same x and nothing was written to the device since that matmul
-// (entry_epoch: write_epoch_ when this matmul began): q, k and v, or gate and up,
-// read one normed activation tensor and quantise it once.
-Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(CUdeviceptr x, int64_t cols, CUdeviceptr row_index,
-                                                                      int64_t m, uint64_t entry_epoch) {
-  QuantizedRows& c = act_q8_;
-  if (c.valid && c.x == x && c.row_index == row_index && c.m == m && c.cols == cols && c.epoch == entry_epoch) return &c;
-  const uint64_t q_bytes = align_up(static_cast<uint64_t>(m * cols), 256);
-  auto buf = arena_->alloc(q_bytes + static_cast<uint64_t>(m * (cols / 32)) * 8u);
+Result<CudaBackend::QuantizedRows> CudaBackend::alloc_act_rows(ActFormat f, CUdeviceptr x, CUdeviceptr row_index, int64_t m,
+                                                               int64_t cols) {
+  // int8x32: codes [m][cols] and {d, s} [m][cols/32]; fp8: the bf16 plane [m][cols] and
+  // one f32 back-scale per 128-group.
+  const bool fp8 = f == ActFormat::fp8;
+  const uint64_t q_bytes = align_up(static_cast<uint64_t>(m * cols) * (fp8 ? 2u : 1u), 256);
+  const uint64_t meta_bytes = fp8 ? static_cast<uint64_t>(m * (cols / 128)) * 4u : static_cast<uint64_t>(m * (cols / 32)) * 8u;
+  auto buf = arena_->alloc(q_bytes + meta_bytes);
   if (!buf) return buf.error();
-  c = QuantizedRows{true, x, row_index, *buf, *buf + q_bytes, m, cols, 0};
-  const uint64_t groups = static_cast<uint64_t>(m * cols / 8);
-  if (launch("matmul8_act", "memra_quantize_act_q8_rows", static_cast<unsigned>((groups + 255) / 256), 1, 256, 0, x, cols,
-             row_index, m, c.q, c.meta) != MEMRA_OK) {
+  return QuantizedRows{true, f, x, row_index, *buf, *buf + q_bytes, m, cols, 0};
+}
+
+// Rows of x (row_index[i], or i when 0) prepared in format f (int8x32 blocks,
+// gemv_int8_ref.hpp; or the fp8 GEMV's rows, fp8_act_ref.hpp), in step scratch. The
+// previous matmul's rows are reused when they are of the same format and covered the
+// same rows of the same x, and nothing was written to the device since that matmul
+// (entry_epoch: write_epoch_ when this matmul began): q, k and v, or gate and up, read
+// one normed activation tensor and prepare it once.
+Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(ActFormat f, CUdeviceptr x, int64_t cols,
+                                                                      CUdeviceptr row_index, int64_t m, uint64_t entry_epoch) {
+  QuantizedRows& c = act_rows_;
+  if (c.valid && c.format == f && c.x == x && c.row_index == row_index && c.m == m && c.cols == cols && c.epoch == entry_epoch)
+    return &c;
+  auto rows = alloc_act_rows(f, x, row_index, m, cols);
+  if (!rows) return rows.error();
+  c = *rows;
+  const memra_status st =
+      f == ActFormat::fp8
+          ? launch("matmul_fp8", "memra_prepare_act_fp8_rows", static_cast<unsigned>((m * (cols / 128) + 7) / 8), 1, 256, 0, x,
+                   cols, row_index, m, c.q, c.meta)
+          : launch("matmul8_act", "memra_quantize_act_q8_rows", static_cast<unsigned>((static_cast<uint64_t>(m * cols / 8) + 255) / 256),
+                   1, 256, 0, x, cols, row_index, m, c.q, c.meta);
+  if (st != MEMRA_OK) {
     c.valid = false;
     return make_error(ErrorCode::internal, last_error_);
   }
   return &c;
 }
 
-// y [m][rows] = the int8 GEMV over quantized_rows(x, ...): bitwise ref::gemv_int8 for
+memra_status CudaBackend::matmul_prepared(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
+                                          CUdeviceptr row_index, int64_t m, CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
+  auto a = quantized_rows(s.int8 ? ActFormat::int8x32 : ActFormat::fp8, xd, cols, row_index, m, entry_epoch);
+  if (!a) return fail(a.error());
+  return s.int8 ? matmul_gemv8(s, wd, rows, cols, **a, od, bd, entry_epoch) : matmul_gemv_fp8(s, wd, rows, cols, **a, od, bd, entry_epoch);
+}
+
+// y [m][rows] = the int8 GEMV over the quantised rows a: bitwise ref::gemv_int8 for
 // any m and any launch shape (gemv_int8.cuh), so the table may pick by m freely.
 // Recorded (step graph) matmuls over the same quantised rows that follow each other
 // directly (q, k, v; gate, up) share one launch (GemvMats, up to 3 matrices; gemv_merge): the
 // previous record is replaced by a launch over both, which computes every row the same
 // bits (the kernels' order of sums does not depend on the launch), in one ramp.
-memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
-                                       CUdeviceptr row_index, int64_t m, CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
-  auto q = quantized_rows(xd, cols, row_index, m, entry_epoch);
-  if (!q) return fail(q.error());
+memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, const QuantizedRows& a,
+                                       CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
+  const int64_t m = a.m;
   const ref::Int8GemvLaunch l = ref::int8_gemv_launch(s.scheme.c_str(), m);
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, 16)) nt *= 2;
@@ -285,7 +312,7 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   auto k = modules_->kernel(s.module, name);
   if (!k) return fail(k.error());
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
-  const CUdeviceptr qd = (*q)->q, md = (*q)->meta;
+  const CUdeviceptr qd = a.q, md = a.meta;
   const int64_t groups = (rows + l.rows_per_block - 1) / l.rows_per_block;
 
   const uint64_t in_lo[2] = {qd, md}, in_hi[2] = {qd + static_cast<uint64_t>(m * cols), md + static_cast<uint64_t>(m * (cols / 32)) * 8u};
@@ -300,6 +327,33 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   if (st != MEMRA_OK) return st;
   gemv_merge_recorded();
   return after_op(name.c_str());
+}
+
+// y [m][rows] = the fp8 tensor-core GEMV over the prepared rows a (gemv_mma_fp8.cuh):
+// 16 rows x 8 or 16 tokens per block; a token's bits do not depend on which (every
+// n-tile runs the same mma sequence per column). Matmuls over the same prepared rows
+// that follow each other (q, k, v; gate, up) share one launch, as matmul_gemv8's.
+memra_status CudaBackend::matmul_gemv_fp8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, const QuantizedRows& a,
+                                          CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
+  namespace g = memra::gemv_mma;
+  const int64_t m = a.m;
+  const int64_t nt = m > g::kTokens ? 2 : 1;
+  const int64_t tiles = (rows + g::kRows - 1) / g::kRows;
+  const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
+  const std::string kernel = s.mma_kernel + std::to_string(nt);
+  auto k = modules_->kernel(s.module, kernel);
+  if (!k) return fail(k.error());
+  const uint64_t in_lo[2] = {a.q, a.meta},
+                 in_hi[2] = {a.q + static_cast<uint64_t>(m * cols) * 2u, a.meta + static_cast<uint64_t>(m * (cols / 128)) * 4u};
+  ref::GemvMats arg = gemv_merge(*k, in_lo, in_hi, m, cols, 0, wd, rows, od, bd, tiles, entry_epoch);
+  int64_t c = cols, mm = m;
+  CUdeviceptr plane = a.q, back = a.meta;
+  void* argv[] = {&arg, &c, &plane, &back, &mm};
+  const memra_status st =
+      launch_raw(*k, static_cast<unsigned>(arg.group_end[ref::GemvMats::kMax - 1]), gy, static_cast<unsigned>(32 * s.mma_warps), 0, argv);
+  if (st != MEMRA_OK) return st;
+  gemv_merge_recorded();
+  return after_op(kernel.c_str());
 }
 
 const ref::GemvMats& CudaBackend::gemv_merge(const Kernel* k, const uint64_t (&in_lo)[2], const uint64_t (&in_hi)[2], int64_t m,

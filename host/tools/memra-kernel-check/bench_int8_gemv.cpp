@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
+#include "host/tools/memra-kernel-check/fp8_gemv_util.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
 #include "kernels/matmul/gemv_mma_layout.hpp"
 
@@ -208,22 +209,30 @@ void bench_bf16_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read,
 }
 
 // The fp8 tensor-core GEMV (gemv_mma_fp8.cuh) on the same shapes, the pool's random bits as
-// scales and codes (no kernel branches on values), in its production shape (kUnroll 2,
-// kFp8Warps per block) and other unroll / warp counts. Bytes counted: codes + scales.
+// scales and codes (no kernel branches on values), over x prepared once
+// (memra_prepare_act_fp8_rows, timed on its own: a producer writes it in the decode step):
+// the production shape (kUnroll 2, kFp8Warps per block), other unroll / warp counts, and
+// memra_gemv_fp8_scaled_n1 (x f32, scaled per group in every block: the path the prepared
+// x replaced). Bytes counted: codes + scales.
 void bench_fp8_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read, DevBuf& sink, double copy_gbs, int64_t sms,
                     Rng& rng) {
   void* st = timer.stream();
   const int64_t max_cols = 12288, max_m = 16;
   std::vector<float> x = rng.floats(static_cast<size_t>(max_m * max_cols));
-  DevBuf xf(k.device(), x.size() * 4), y(k.device(), static_cast<uint64_t>(max_m) * 12288 * 4);
+  DevBuf xf(k.device(), x.size() * 4), plane(k.device(), x.size() * 2), back(k.device(), x.size() / 128 * 4),
+      y(k.device(), static_cast<uint64_t>(max_m) * 12288 * 4);
   xf.put(x.data(), x.size() * 4);
+  for (int64_t cols : {int64_t{4096}, int64_t{12288}})
+    for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
+      const double t = timer.us([&](int) { fp8::launch_prepare(k, xf.ptr(), cols, nullptr, m, plane.ptr(), back.ptr(), st); });
+      std::printf("bench: fp8 act prepare M=%lld cols=%lld: %.2f us\n", static_cast<long long>(m), static_cast<long long>(cols), t);
+    }
   struct Variant {
     int unroll, warps;
-    const char* x;  // the x mode (gemv_mma_fp8.cuh XMode): "" per-group scaled (production), "fixed", "prepared"
+    bool scaled;  // memra_gemv_fp8_scaled_n1 on f32 x instead of the prepared plane
   };
-  // Entry 0: the production kernel.
-  const std::vector<Variant> variants = {{2, memra::gemv_mma::kFp8Warps, ""}, {2, 4, ""}, {1, 8, ""}, {4, 8, ""},
-                                         {2, 8, "fixed"}, {2, 8, "prepared"}, {2, 4, "prepared"}};
+  // Entry 0: the production kernel; entry 1 the same kernel on 4 warps.
+  const std::vector<Variant> variants = {{2, memra::gemv_mma::kFp8Warps, false}, {2, 4, false}, {1, 8, false}, {4, 8, false}, {2, 8, true}};
   std::printf("\n| shape (rows x cols) | M | kernel | us | GB/s | %% of copy | read of the weight bytes us |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Shape& sh : kShapes) {
     const uint64_t wbytes = static_cast<uint64_t>(sh.rows * (sh.cols / 128 * 4 + sh.cols)), slot = align256(wbytes);
@@ -235,32 +244,30 @@ void bench_fp8_gemv(Kernels& k, Timer& timer, DevBuf& pool, memra_kernel* read, 
       void* args[] = {&src, &n, &sp};
       k.launch(read, static_cast<unsigned>(sms * 8), 1, 256, args, st);
     });
-    for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}})
+    for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
+      // Real prepared rows of this shape's x (row stride sh.cols).
+      fp8::launch_prepare(k, xf.ptr(), sh.cols, nullptr, m, plane.ptr(), back.ptr(), st);
       for (size_t vi = 0; vi < variants.size(); ++vi) {
         const Variant& v = variants[vi];
         const int nt = m > 8 ? 2 : 1;
         if (vi != 0 && nt == 2) continue;
-        const std::string xm = v.x;
-        const std::string shape = "u" + std::to_string(v.unroll) + "w" + std::to_string(v.warps) + (xm.empty() ? "" : " x " + xm);
-        const std::string kname = v.unroll == 2 && xm.empty() ? "memra_gemv_fp8_mma_n" + std::to_string(nt)
-                                  : "memra_bench_gemv_fp8_u" + std::to_string(v.unroll) + (xm.empty() ? "" : "_" + xm) + "_n1";
-        const std::string label = "mma " + shape + (vi == 0 ? " (production)" : "");
-        const auto gx = static_cast<unsigned>((sh.rows + 15) / 16), gy = static_cast<unsigned>((m + 8 * nt - 1) / (8 * nt));
+        const std::string shape = "u" + std::to_string(v.unroll) + "w" + std::to_string(v.warps);
+        const std::string kname = v.scaled          ? "memra_gemv_fp8_scaled_n1"
+                                  : v.unroll == 2 ? "memra_gemv_fp8_mma_n" + std::to_string(nt)
+                                                  : "memra_bench_gemv_fp8_u" + std::to_string(v.unroll) + "_n1";
+        const std::string label = "mma " + shape + (vi == 0 ? " (production)" : v.scaled ? " x scaled per block (before)" : "");
         memra_kernel* kern = k.get("matmul_fp8", kname);
+        const void* xp = v.scaled ? xf.ptr() : plane.ptr();
+        const void* bp = v.scaled ? nullptr : back.ptr();
         const double t = timer.us([&](int i) {
           const void* w = pool.at(static_cast<uint64_t>(i % slots) * slot);
-          const void* xp = xf.ptr();
-          int64_t cols = sh.cols, mm = m;
-          ref::GemvMats ms{};
-          ms.w[0] = reinterpret_cast<uint64_t>(w), ms.y[0] = reinterpret_cast<uint64_t>(y.ptr()), ms.rows[0] = sh.rows;
-          for (int64_t& e : ms.group_end) e = static_cast<int64_t>(gx);
-          void* args[] = {&ms, &cols, &xp, &mm};
-          k.launch(kern, gx, gy, static_cast<unsigned>(32 * v.warps), args, st);
+          fp8::launch_gemv(k, kern, nt, v.warps, w, sh.rows, sh.cols, xp, bp, m, y.ptr(), nullptr, st);
         });
         const double gbs = static_cast<double>(wbytes) / (t * 1e3);
         std::printf("| %s %lldx%lld | %lld | %s | %.2f | %.0f | %.1f | %.2f |\n", sh.name, static_cast<long long>(sh.rows),
                     static_cast<long long>(sh.cols), static_cast<long long>(m), label.c_str(), t, gbs, 100.0 * gbs / copy_gbs, t_read);
       }
+    }
   }
 }
 

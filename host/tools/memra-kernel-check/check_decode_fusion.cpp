@@ -6,18 +6,23 @@
 // each matrix's rows as its own launch would. The backend's counters show that both
 // paths ran (merging needs step recording, the default). The path is on by default
 // (BackendOptions::fuse_decode; MEMRA_CUDA_FUSE=0 turns it off), else the check opens a
-// backend with it. bf16 weights (no quantised activations) merge their launches too:
-// held bitwise against each matmul run alone.
+// backend with it. fp8 weights: the producers write the fp8 GEMV's prepared rows instead;
+// every output bitwise what the matmul computes alone over the same values (prepared by
+// memra_prepare_act_fp8_rows, its own launch), and within the matmul bound of the CPU
+// reference. bf16 weights (no prepared activations) merge their launches too: held
+// bitwise against each matmul run alone.
+#include <algorithm>
+
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
+#include "kernels/matmul/matmul_ref.hpp"
 
 namespace memra::kcheck {
 namespace {
 
-// m rows of dim random floats in their own buffer, filled before the step: an upload
-// inside the step would end its recording (and so the merging).
-memra_tensor random_rows(Rng& rng, i8::DevBuf& b, int64_t m, int64_t dim) {
-  const std::vector<float> v = rng.floats(static_cast<size_t>(m * dim));
+// m rows of dim floats in their own buffer, filled before the step: an upload inside the
+// step would end its recording (and so the merging).
+memra_tensor rows_tensor(i8::DevBuf& b, const std::vector<float>& v, int64_t m, int64_t dim) {
   b.put(v.data(), v.size() * 4);
   memra_tensor t{};
   t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
@@ -27,6 +32,115 @@ memra_tensor random_rows(Rng& rng, i8::DevBuf& b, int64_t m, int64_t dim) {
   t.shape[1] = dim;
   t.data = b.ptr();
   return t;
+}
+
+memra_tensor random_rows(Rng& rng, i8::DevBuf& b, int64_t m, int64_t dim) {
+  return rows_tensor(b, rng.floats(static_cast<size_t>(m * dim)), m, dim);
+}
+
+// fp8 weights on a backend of their own: the format a producer writes follows the weights
+// the backend holds (int8x32 first), and the integer checks' weights are on the other one.
+void check_fusion_fp8(Device& dev, Report& r, Rng& rng, int64_t dim, int64_t ffn, int64_t nq, int64_t nkv, int64_t ndown) {
+  const std::vector<int64_t> ms = {1, 2, 5, 16, 40};
+  auto name_of = [](int64_t m, int act) {
+    return "fused decode fp8 M=" + std::to_string(m) + " add_rms_norm->q,k,v (+bias) and ->gate,up; " +
+           (act == MEMRA_ACTIVATION_SILU ? "silu_mul" : "gelu_tanh_mul") + "->down";
+  };
+  bool any = false;
+  for (int64_t m : ms) any = any || r.wants(name_of(m, MEMRA_ACTIVATION_SILU)) || (m == 5 && r.wants(name_of(m, MEMRA_ACTIVATION_GELU_TANH)));
+  if (!any) return;
+  std::unique_ptr<Device> own;
+  try {
+    own = dev.reopen([](backend::BackendOptions& b) { b.fuse_decode = true; });
+  } catch (const Failure& e) {
+    r.add("fused decode fp8: open a backend with fuse_decode", false, e.what());
+    return;
+  }
+  Device& d = *own;
+  for (int64_t m : ms) {
+    for (int act : {MEMRA_ACTIVATION_SILU, MEMRA_ACTIVATION_GELU_TANH}) {
+      if (act == MEMRA_ACTIVATION_GELU_TANH && m != 5) continue;
+      const std::string name = name_of(m, act);
+      if (!r.wants(name)) continue;
+      r.guard(name, [&] {
+        struct W {
+          int64_t rows, cols;
+          std::vector<uint8_t> bytes;
+          const memra_weight* w;
+        };
+        auto make = [&](const char* n, int64_t rows, int64_t cols) {
+          W w{rows, cols, random_weight(rng, "fp8", rows, cols, "random"), nullptr};
+          w.w = d.weight(n, "fp8", dtype_of("fp8"), {rows, cols}, w.bytes);
+          return w;
+        };
+        const W wq = make("wq", nq, dim), wk = make("wk", nkv, dim), wv = make("wv", nkv, dim);
+        const W wg = make("wg", ffn, dim), wu = make("wu", ffn, dim), wd = make("wd", ndown, ffn);
+        const std::vector<float> bq = rng.floats(static_cast<size_t>(nq)), bv = rng.floats(static_cast<size_t>(nkv));
+        const memra_weight* bqw = d.f32_weight("bq", bq);
+        const memra_weight* bvw = d.f32_weight("bv", bv);
+        const memra_weight* n1 = d.f32_weight("n1", rng.floats(static_cast<size_t>(dim)));
+        const memra_weight* n2 = d.f32_weight("n2", rng.floats(static_cast<size_t>(dim)));
+        const uint64_t xb = static_cast<uint64_t>(m * dim) * 4;
+        i8::DevBuf b1(d, xb), b2(d, xb), b3(d, xb);
+        const memra_tensor x1 = random_rows(rng, b1, m, dim), x2 = random_rows(rng, b2, m, dim);
+        memra_tensor res = random_rows(rng, b3, m, dim);
+        d.begin_step();
+        const backend::BackendStats before = d.backend().stats();
+        memra_tensor h1 = d.tensor({m, dim}), h2 = d.tensor({m, dim});
+        memra_tensor q = d.tensor({m, nq}), k = d.tensor({m, nkv}), v = d.tensor({m, nkv});
+        memra_tensor g = d.tensor({m, ffn}), u = d.tensor({m, ffn}), a = d.tensor({m, ffn}), dn = d.tensor({m, ndown});
+        d.check(d.ops().add_rms_norm(d.ctx(), &x1, &res, n1, 1e-6f, 0.0f, &h1), "add_rms_norm");
+        d.check(d.ops().matmul(d.ctx(), &h1, wq.w, bqw, &q), "matmul q");
+        d.check(d.ops().matmul(d.ctx(), &h1, wk.w, nullptr, &k), "matmul k");
+        d.check(d.ops().matmul(d.ctx(), &h1, wv.w, bvw, &v), "matmul v");
+        d.check(d.ops().add_rms_norm(d.ctx(), &x2, &res, n2, 1e-6f, 0.0f, &h2), "add_rms_norm");
+        d.check(d.ops().matmul(d.ctx(), &h2, wg.w, nullptr, &g), "matmul gate");
+        d.check(d.ops().matmul(d.ctx(), &h2, wu.w, nullptr, &u), "matmul up");
+        d.check(d.ops().gated_activation(d.ctx(), static_cast<memra_activation>(act), &g, &u, &a), "gated_activation");
+        d.check(d.ops().matmul(d.ctx(), &a, wd.w, nullptr, &dn), "matmul down");
+        const backend::BackendStats after = d.backend().stats();
+
+        // Everything downloaded before the steps below reuse the step scratch.
+        const std::vector<float> h1v = d.download(h1), h2v = d.download(h2), av = d.download(a);
+        const std::vector<float> qv = d.download(q), kv = d.download(k), vv = d.download(v), gv = d.download(g), uv = d.download(u),
+                                 dv = d.download(dn);
+        std::string bad;
+        double worst = 0;
+        // Alone: the producer's values in a buffer of their own, one matmul in a step of
+        // its own (no producer: the standalone preparation; nothing to merge with).
+        auto expect = [&](const char* what, const W& w, const std::vector<float>& x, const memra_weight* bias_w, const float* bias,
+                          const std::vector<float>& fused) {
+          i8::DevBuf xbuf(d, x.size() * 4);
+          const memra_tensor xt = rows_tensor(xbuf, x, m, w.cols);
+          d.begin_step();
+          memra_tensor alone = d.tensor({m, w.rows});
+          d.check(d.ops().matmul(d.ctx(), &xt, w.w, bias_w, &alone), "matmul alone");
+          const Comparison c = compare(fused, d.download(alone));
+          if (!c.bitwise) bad += std::string(bad.empty() ? "" : ", ") + what + " != alone (nmse " + fmt(c.nmse) + ")";
+          std::vector<float> ref(static_cast<size_t>(m * w.rows));
+          const RefWeight rw = ref_weight("fp8", w.bytes, w.rows, w.cols);
+          const std::vector<float> xe = ref::bf16_rounded(x.data(), static_cast<int64_t>(x.size()));
+          if (!ref::matmul_rows(rw.type, rw.bytes.data(), w.rows, w.cols, xe.data(), m, bias, ref.data())) throw Failure("reference refused the shape");
+          const Comparison e = compare(fused, ref);
+          worst = std::max(worst, e.nmse);
+          if (e.nonfinite_mismatch || e.nmse > kMatmulBound) bad += std::string(bad.empty() ? "" : ", ") + what + " nmse " + fmt(e.nmse) + " vs reference";
+        };
+        expect("q", wq, h1v, bqw, bq.data(), qv);
+        expect("k", wk, h1v, nullptr, nullptr, kv);
+        expect("v", wv, h1v, bvw, bv.data(), vv);
+        expect("gate", wg, h2v, nullptr, nullptr, gv);
+        expect("up", wu, h2v, nullptr, nullptr, uv);
+        expect("down", wd, av, nullptr, nullptr, dv);
+        const int64_t fused = after.fused_act_quantisations - before.fused_act_quantisations;
+        const int64_t merged = after.merged_gemv_launches - before.merged_gemv_launches;
+        const bool graphs = d.options().step_graphs && !d.options().sync_each_op;
+        const bool counts = fused == 3 && merged == (graphs ? 3 : 0);
+        r.add(name, bad.empty() && counts,
+              (bad.empty() ? "6 matmuls bitwise == each alone (standalone preparation), nmse <= " + fmt(worst) + " vs reference" : bad) +
+                  "; fused " + std::to_string(fused) + "/3, merged " + std::to_string(merged) + "/" + (graphs ? "3" : "0"));
+      });
+    }
+  }
 }
 
 }  // namespace
@@ -120,6 +234,8 @@ void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
       }
     }
   }
+
+  check_fusion_fp8(dev, r, rng, dim, ffn, nq, nkv, ndown);
 
   // bf16 weights (the tensor-core GEMV, no activation quantisation): q/k/v and gate/up
   // merge into one launch each; every output bitwise what the matmul computes when it

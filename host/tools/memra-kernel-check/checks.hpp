@@ -48,8 +48,13 @@ void check_step_graph(Device& d, Report& r, const CheckOptions& o);
 // bitwise against gemv_int8_ref for M = 1..16 and 40, every rows-per-block variant, and
 // their int8-activation error against the exact f32 product.
 void check_int8_gemv(Device& d, Report& r, const CheckOptions& o);
-// The fused decode path (check_decode_fusion.cpp): int8x32 rows written by add_rms_norm
-// and the gated activations, q/k/v and gate/up GEMVs merged into one launch; bitwise.
+// The fp8 decode GEMV's prepared activations and the GEMV over them (check_fp8_gemv.cpp):
+// the preparation bitwise against ref::prepare_act_fp8, the GEMV bitwise against the
+// path that scaled x per block, for M = 1..16 and 40.
+void check_fp8_gemv(Device& d, Report& r, const CheckOptions& o);
+// The fused decode path (check_decode_fusion.cpp): int8x32 or fp8-GEMV rows written by
+// add_rms_norm and the gated activations, q/k/v and gate/up GEMVs merged into one
+// launch; bitwise.
 void check_decode_fusion(Device& d, Report& r, const CheckOptions& o);
 
 struct BenchOptions {
@@ -81,6 +86,7 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_elementwise(d, r, o);
   check_matmul(d, r, o);
   check_int8_gemv(d, r, o);
+  check_fp8_gemv(d, r, o);
   check_decode_fusion(d, r, o);
   check_gemm(d, r, o);
   check_attention(d, r, o);

@@ -1,6 +1,7 @@
 // Shared by check_int8_gemv.cpp and bench_int8_gemv.cpp: device buffers and kernel
-// launches through the CUDA backend's kernel services (no libcuda link), the launch
-// shape of the integer-activation GEMVs, and their weights.
+// launches through the CUDA backend's kernel services (no libcuda link; also used by
+// the fp8 GEMV's checks, fp8_gemv_util.hpp), the launch shape of the integer-activation
+// GEMVs, and their weights.
 #pragma once
 
 #include <cstring>

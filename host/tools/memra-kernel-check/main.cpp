@@ -33,8 +33,9 @@ void usage() {
       "                     GEMVs on the Qwen3-8B decode shapes (GB/s, %% of the copy bandwidth)\n"
       "  --bench-bf16       instead of the checks: time the bf16 GEMVs (the tensor-core kernel in\n"
       "                     several ring/warp shapes, the warp-per-row kernel it replaced) likewise\n"
-      "  --bench-fp8        instead of the checks: time the fp8 tensor-core GEMV in several\n"
-      "                     unroll/warp shapes likewise\n"
+      "  --bench-fp8        instead of the checks: time the fp8 tensor-core GEMV on prepared\n"
+      "                     activations in several unroll/warp shapes, the preparation kernel,\n"
+      "                     and the per-block scaling of x it replaced, likewise\n"
       "  --help             this text\n");
 }
 
