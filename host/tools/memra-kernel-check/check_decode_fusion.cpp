@@ -38,6 +38,57 @@ memra_tensor random_rows(Rng& rng, i8::DevBuf& b, int64_t m, int64_t dim) {
   return rows_tensor(b, rng.floats(static_cast<size_t>(m * dim)), m, dim);
 }
 
+// One decode layer on random weights of `scheme`, its producers and matmuls in one step:
+// add_rms_norm -> q, k, v (+bias); add_rms_norm -> gate, up; the gated activation -> down.
+// The inputs go into `in` (three buffers of m * dim floats, alive until the downloads).
+struct FusedLayer {
+  struct W {
+    int64_t rows, cols;
+    std::vector<uint8_t> bytes;
+    const memra_weight* w;
+  };
+  W wq, wk, wv, wg, wu, wd;
+  std::vector<float> bq, bv;
+  const memra_weight *bqw = nullptr, *bvw = nullptr;
+  memra_tensor h1{}, h2{}, q{}, k{}, v{}, g{}, u{}, a{}, dn{};
+  backend::BackendStats before, after;
+};
+
+FusedLayer run_fused_layer(Device& d, Rng& rng, const std::string& scheme, int64_t m, int act, int64_t dim, int64_t ffn,
+                           int64_t nq, int64_t nkv, int64_t ndown, i8::DevBuf (&in)[3]) {
+  FusedLayer L;
+  auto make = [&](const char* n, int64_t rows, int64_t cols) {
+    FusedLayer::W w{rows, cols, random_weight(rng, scheme, rows, cols, "random"), nullptr};
+    w.w = d.weight(n, scheme, dtype_of(scheme), {rows, cols}, w.bytes);
+    return w;
+  };
+  L.wq = make("wq", nq, dim), L.wk = make("wk", nkv, dim), L.wv = make("wv", nkv, dim);
+  L.wg = make("wg", ffn, dim), L.wu = make("wu", ffn, dim), L.wd = make("wd", ndown, ffn);
+  L.bq = rng.floats(static_cast<size_t>(nq)), L.bv = rng.floats(static_cast<size_t>(nkv));
+  L.bqw = d.f32_weight("bq", L.bq);
+  L.bvw = d.f32_weight("bv", L.bv);
+  const memra_weight* n1 = d.f32_weight("n1", rng.floats(static_cast<size_t>(dim)));
+  const memra_weight* n2 = d.f32_weight("n2", rng.floats(static_cast<size_t>(dim)));
+  const memra_tensor x1 = random_rows(rng, in[0], m, dim), x2 = random_rows(rng, in[1], m, dim);
+  memra_tensor res = random_rows(rng, in[2], m, dim);
+  d.begin_step();
+  L.before = d.backend().stats();
+  L.h1 = d.tensor({m, dim}), L.h2 = d.tensor({m, dim});
+  L.q = d.tensor({m, nq}), L.k = d.tensor({m, nkv}), L.v = d.tensor({m, nkv});
+  L.g = d.tensor({m, ffn}), L.u = d.tensor({m, ffn}), L.a = d.tensor({m, ffn}), L.dn = d.tensor({m, ndown});
+  d.check(d.ops().add_rms_norm(d.ctx(), &x1, &res, n1, 1e-6f, 0.0f, &L.h1), "add_rms_norm");
+  d.check(d.ops().matmul(d.ctx(), &L.h1, L.wq.w, L.bqw, &L.q), "matmul q");
+  d.check(d.ops().matmul(d.ctx(), &L.h1, L.wk.w, nullptr, &L.k), "matmul k");
+  d.check(d.ops().matmul(d.ctx(), &L.h1, L.wv.w, L.bvw, &L.v), "matmul v");
+  d.check(d.ops().add_rms_norm(d.ctx(), &x2, &res, n2, 1e-6f, 0.0f, &L.h2), "add_rms_norm");
+  d.check(d.ops().matmul(d.ctx(), &L.h2, L.wg.w, nullptr, &L.g), "matmul gate");
+  d.check(d.ops().matmul(d.ctx(), &L.h2, L.wu.w, nullptr, &L.u), "matmul up");
+  d.check(d.ops().gated_activation(d.ctx(), static_cast<memra_activation>(act), &L.g, &L.u, &L.a), "gated_activation");
+  d.check(d.ops().matmul(d.ctx(), &L.a, L.wd.w, nullptr, &L.dn), "matmul down");
+  L.after = d.backend().stats();
+  return L;
+}
+
 // fp8 weights on a backend of their own: the format a producer writes follows the weights
 // the backend holds (int8x32 first), and the integer checks' weights are on the other one.
 void check_fusion_fp8(Device& dev, Report& r, Rng& rng, int64_t dim, int64_t ffn, int64_t nq, int64_t nkv, int64_t ndown) {
@@ -63,42 +114,15 @@ void check_fusion_fp8(Device& dev, Report& r, Rng& rng, int64_t dim, int64_t ffn
       const std::string name = name_of(m, act);
       if (!r.wants(name)) continue;
       r.guard(name, [&] {
-        struct W {
-          int64_t rows, cols;
-          std::vector<uint8_t> bytes;
-          const memra_weight* w;
-        };
-        auto make = [&](const char* n, int64_t rows, int64_t cols) {
-          W w{rows, cols, random_weight(rng, "fp8", rows, cols, "random"), nullptr};
-          w.w = d.weight(n, "fp8", dtype_of("fp8"), {rows, cols}, w.bytes);
-          return w;
-        };
-        const W wq = make("wq", nq, dim), wk = make("wk", nkv, dim), wv = make("wv", nkv, dim);
-        const W wg = make("wg", ffn, dim), wu = make("wu", ffn, dim), wd = make("wd", ndown, ffn);
-        const std::vector<float> bq = rng.floats(static_cast<size_t>(nq)), bv = rng.floats(static_cast<size_t>(nkv));
-        const memra_weight* bqw = d.f32_weight("bq", bq);
-        const memra_weight* bvw = d.f32_weight("bv", bv);
-        const memra_weight* n1 = d.f32_weight("n1", rng.floats(static_cast<size_t>(dim)));
-        const memra_weight* n2 = d.f32_weight("n2", rng.floats(static_cast<size_t>(dim)));
         const uint64_t xb = static_cast<uint64_t>(m * dim) * 4;
-        i8::DevBuf b1(d, xb), b2(d, xb), b3(d, xb);
-        const memra_tensor x1 = random_rows(rng, b1, m, dim), x2 = random_rows(rng, b2, m, dim);
-        memra_tensor res = random_rows(rng, b3, m, dim);
-        d.begin_step();
-        const backend::BackendStats before = d.backend().stats();
-        memra_tensor h1 = d.tensor({m, dim}), h2 = d.tensor({m, dim});
-        memra_tensor q = d.tensor({m, nq}), k = d.tensor({m, nkv}), v = d.tensor({m, nkv});
-        memra_tensor g = d.tensor({m, ffn}), u = d.tensor({m, ffn}), a = d.tensor({m, ffn}), dn = d.tensor({m, ndown});
-        d.check(d.ops().add_rms_norm(d.ctx(), &x1, &res, n1, 1e-6f, 0.0f, &h1), "add_rms_norm");
-        d.check(d.ops().matmul(d.ctx(), &h1, wq.w, bqw, &q), "matmul q");
-        d.check(d.ops().matmul(d.ctx(), &h1, wk.w, nullptr, &k), "matmul k");
-        d.check(d.ops().matmul(d.ctx(), &h1, wv.w, bvw, &v), "matmul v");
-        d.check(d.ops().add_rms_norm(d.ctx(), &x2, &res, n2, 1e-6f, 0.0f, &h2), "add_rms_norm");
-        d.check(d.ops().matmul(d.ctx(), &h2, wg.w, nullptr, &g), "matmul gate");
-        d.check(d.ops().matmul(d.ctx(), &h2, wu.w, nullptr, &u), "matmul up");
-        d.check(d.ops().gated_activation(d.ctx(), static_cast<memra_activation>(act), &g, &u, &a), "gated_activation");
-        d.check(d.ops().matmul(d.ctx(), &a, wd.w, nullptr, &dn), "matmul down");
-        const backend::BackendStats after = d.backend().stats();
+        i8::DevBuf in[3] = {i8::DevBuf(d, xb), i8::DevBuf(d, xb), i8::DevBuf(d, xb)};
+        const FusedLayer L = run_fused_layer(d, rng, "fp8", m, act, dim, ffn, nq, nkv, ndown, in);
+        using W = FusedLayer::W;
+        const auto &wq = L.wq, &wk = L.wk, &wv = L.wv, &wg = L.wg, &wu = L.wu, &wd = L.wd;
+        const auto &bq = L.bq, &bv = L.bv;
+        const memra_weight *bqw = L.bqw, *bvw = L.bvw;
+        const auto &h1 = L.h1, &h2 = L.h2, &q = L.q, &k = L.k, &v = L.v, &g = L.g, &u = L.u, &a = L.a, &dn = L.dn;
+        const backend::BackendStats &before = L.before, &after = L.after;
 
         // Everything downloaded before the steps below reuse the step scratch.
         const std::vector<float> h1v = d.download(h1), h2v = d.download(h2), av = d.download(a);
@@ -170,43 +194,14 @@ void check_decode_fusion(Device& dev, Report& r, const CheckOptions& o) {
                                  (act == MEMRA_ACTIVATION_SILU ? "silu_mul" : "gelu_tanh_mul") + "->down";
         if (!r.wants(name)) continue;
         r.guard(name, [&] {
-          struct W {
-            int64_t rows, cols;
-            std::vector<uint8_t> bytes;
-            const memra_weight* w;
-          };
-          auto make = [&](const char* n, int64_t rows, int64_t cols) {
-            W w{rows, cols, random_weight(rng, s, rows, cols, "random"), nullptr};
-            w.w = d.weight(n, s, dtype_of(s), {rows, cols}, w.bytes);
-            return w;
-          };
-          const W wq = make("wq", nq, dim), wk = make("wk", nkv, dim), wv = make("wv", nkv, dim);
-          const W wg = make("wg", ffn, dim), wu = make("wu", ffn, dim), wd = make("wd", ndown, ffn);
-          const std::vector<float> bq = rng.floats(static_cast<size_t>(nq)), bv = rng.floats(static_cast<size_t>(nkv));
-          const memra_weight* bqw = d.f32_weight("bq", bq);
-          const memra_weight* bvw = d.f32_weight("bv", bv);
-          const memra_weight* n1 = d.f32_weight("n1", rng.floats(static_cast<size_t>(dim)));
-          const memra_weight* n2 = d.f32_weight("n2", rng.floats(static_cast<size_t>(dim)));
-          auto input = [&](i8::DevBuf& b) { return random_rows(rng, b, m, dim); };
-          i8::DevBuf b1(d, static_cast<uint64_t>(m * dim) * 4), b2(d, static_cast<uint64_t>(m * dim) * 4),
-              b3(d, static_cast<uint64_t>(m * dim) * 4);
-          const memra_tensor x1 = input(b1), x2 = input(b2);
-          memra_tensor res = input(b3);
-          d.begin_step();
-          const backend::BackendStats before = d.backend().stats();
-          memra_tensor h1 = d.tensor({m, dim}), h2 = d.tensor({m, dim});
-          memra_tensor q = d.tensor({m, nq}), k = d.tensor({m, nkv}), v = d.tensor({m, nkv});
-          memra_tensor g = d.tensor({m, ffn}), u = d.tensor({m, ffn}), a = d.tensor({m, ffn}), dn = d.tensor({m, ndown});
-          d.check(d.ops().add_rms_norm(d.ctx(), &x1, &res, n1, 1e-6f, 0.0f, &h1), "add_rms_norm");
-          d.check(d.ops().matmul(d.ctx(), &h1, wq.w, bqw, &q), "matmul q");
-          d.check(d.ops().matmul(d.ctx(), &h1, wk.w, nullptr, &k), "matmul k");
-          d.check(d.ops().matmul(d.ctx(), &h1, wv.w, bvw, &v), "matmul v");
-          d.check(d.ops().add_rms_norm(d.ctx(), &x2, &res, n2, 1e-6f, 0.0f, &h2), "add_rms_norm");
-          d.check(d.ops().matmul(d.ctx(), &h2, wg.w, nullptr, &g), "matmul gate");
-          d.check(d.ops().matmul(d.ctx(), &h2, wu.w, nullptr, &u), "matmul up");
-          d.check(d.ops().gated_activation(d.ctx(), static_cast<memra_activation>(act), &g, &u, &a), "gated_activation");
-          d.check(d.ops().matmul(d.ctx(), &a, wd.w, nullptr, &dn), "matmul down");
-          const backend::BackendStats after = d.backend().stats();
+          const uint64_t xb = static_cast<uint64_t>(m * dim) * 4;
+          i8::DevBuf in[3] = {i8::DevBuf(d, xb), i8::DevBuf(d, xb), i8::DevBuf(d, xb)};
+          const FusedLayer L = run_fused_layer(d, rng, s, m, act, dim, ffn, nq, nkv, ndown, in);
+          using W = FusedLayer::W;
+          const auto &wq = L.wq, &wk = L.wk, &wv = L.wv, &wg = L.wg, &wu = L.wu, &wd = L.wd;
+          const auto &bq = L.bq, &bv = L.bv;
+          const auto &h1 = L.h1, &h2 = L.h2, &q = L.q, &k = L.k, &v = L.v, &g = L.g, &u = L.u, &a = L.a, &dn = L.dn;
+          const backend::BackendStats &before = L.before, &after = L.after;
 
           const std::vector<float> h1v = d.download(h1), h2v = d.download(h2), av = d.download(a);
           std::string bad;
