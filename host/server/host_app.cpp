@@ -238,7 +238,7 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("max-waiting", "",
                            "sequences queued per model before requests get 503 (default 256)")
                         .argument("N"));
-  options.addOption(Option("max-step-tokens", "", "prompt tokens per scheduler step, chunked prefill (default 512)")
+  options.addOption(Option("max-step-tokens", "", "prompt tokens per scheduler step, chunked prefill; sizes sliding-window KV pools (default 512)")
                         .argument("N"));
   options.addOption(Option("default-max-tokens", "",
                            "tokens a request without max_tokens generates at most (also capped by the context left "
