@@ -11,7 +11,9 @@
 //    (the window's meaning, with no reference file);
 //  - batching, chunking, fork and a rollback within the last step are bitwise invisible;
 //  - a rollback past what the window dropped is refused by name, the prefix cache is off,
-//    and the scheduler serves concurrent requests with the tokens of one alone.
+//    and the scheduler serves concurrent requests with the tokens of one alone;
+//  - speculative decoding (n-gram and a draft model that is itself a sliding model, whose
+//    rollbacks span several one-token steps) gives plain decode's tokens and logprobs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
+#include "tests/engine/speculative_gates.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
 #include "tests/support/repacked_fixture.hpp"
@@ -255,11 +258,13 @@ TEST_P(SlidingWindow, BatchingChunkingForkAndRollbackAreBitwise) {
   const std::vector<std::vector<float>> again = feed(*e, b, ids.subspan(from + 2, 4), 1, false);
   const std::vector<std::vector<float>> tail(want.begin() + 2, want.end());
   EXPECT_TRUE(bitwise_equal(tail, again)) << rows_differing(tail, again);
-  // A draft model's rollback: back over the last 3 one-token steps, then the same tokens.
-  ASSERT_TRUE(e->truncate_sequence(b, static_cast<int64_t>(from + 3)).ok());
-  const std::vector<std::vector<float>> redo = feed(*e, b, ids.subspan(from + 3, 3), 1, false);
-  const std::vector<std::vector<float>> last3(want.begin() + 3, want.end());
-  EXPECT_TRUE(bitwise_equal(last3, redo)) << rows_differing(last3, redo);
+  // A draft model's rollback of 7 (k = 7 < kStep) over several one-token steps: the
+  // window alone would have dropped the block its next step reads, the margin kept it.
+  ASSERT_TRUE(e->truncate_sequence(b, static_cast<int64_t>(from - 1)).ok());
+  const std::vector<std::vector<float>> redo = feed(*e, b, ids.subspan(from - 1, 7), 1, false);
+  const std::vector<std::vector<float>> last7(alone.begin() + static_cast<std::ptrdiff_t>(from - 1),
+                                              alone.begin() + static_cast<std::ptrdiff_t>(from + 6));
+  EXPECT_TRUE(bitwise_equal(last7, redo)) << rows_differing(last7, redo);
 
   // Past what the window dropped: refused by name.
   auto st = e->truncate_sequence(b, 1);
@@ -309,6 +314,39 @@ TEST_P(SlidingWindow, SchedulerServesConcurrentRequestsAsAlone) {
     EXPECT_EQ(alone.tokens.size(), 24u);
     EXPECT_EQ(alone, together[static_cast<size_t>(i)]);
   }
+}
+
+// Speculative identity with window-only KV: 80-token sequences, so both pools of the
+// target and of the draft model drop blocks between verify steps and rollbacks; every
+// step adds at most kStep tokens (the scheduler's budget is the engines' step bound).
+TEST_P(SlidingWindow, SpeculativeDecodingGivesPlainTokens) {
+  EngineOptions eo = options(MEMRA_DTYPE_F16);
+  eo.max_context = 128;
+  auto target = memra::testing::open_engine(sliding_model(false), eo);
+  auto draft = memra::testing::open_engine(sliding_model(false), eo);
+  ASSERT_TRUE(target && draft);
+  const std::vector<int32_t> base = input_ids();
+  int64_t accepted = 0;
+  for (bool sampled : {false, true}) {
+    const auto reqs = memra::spec_gates::requests(base, sampled, 3, 24);
+    const auto plain = memra::spec_gates::run(*target, SchedulerOptions{.max_step_tokens = kStep, .max_running = 1}, reqs, false);
+    for (int k : {1, 3, 7}) {
+      for (bool together : {false, true}) {
+        for (bool ngram : {true, false}) {
+          auto factory = ngram ? memra::spec_gates::ngram_factory() : memra::spec_gates::draft_factory(*target, *draft);
+          SchedulerOptions o = memra::spec_gates::speculative(std::move(factory), k, together);
+          o.max_step_tokens = kStep;
+          const auto spec = memra::spec_gates::run(*target, o, reqs, together);
+          const std::string what = std::string(ngram ? "ngram" : "draft model") + " k=" + std::to_string(k) +
+                                   (sampled ? " seeded" : " greedy") + (together ? " batched" : " alone");
+          memra::spec_gates::expect_same(spec, plain, what);
+          EXPECT_GT(spec.stats.spec_drafted, 0) << what << ": nothing was drafted";
+          accepted += spec.stats.spec_accepted;
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0) << "no draft was ever accepted: the rollbacks were never partial";
 }
 
 MEMRA_INSTANTIATE_BACKENDS(SlidingWindow);
