@@ -156,7 +156,8 @@ typedef struct memra_plan_info {
 
 /* Output strings use the buffer protocol: the callee copies at most buf_size bytes
  * including the NUL and always sets *needed to the full size including the NUL; a
- * buffer that is too small gets MEMRA_ERR_INVALID_ARGUMENT and nothing else. */
+ * buffer that is too small gets MEMRA_ERR_INVALID_ARGUMENT and nothing else.
+ * Every slot is required: the host refuses a plugin with a NULL one, naming it. */
 typedef struct memra_family_api {
   size_t struct_size;
   /* raw_json: the checkpoint as the host read it (docs/PLUGINS.md, "Raw configs":

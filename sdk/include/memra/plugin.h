@@ -50,8 +50,8 @@ typedef struct memra_plugin_api {
   memra_plugin_ctx* ctx;
   const memra_family_api* family; /* set by family plugins; static lifetime */
   const memra_quant_api* quant;   /* set by quant plugins; static lifetime */
-  /* Called once when the host is done with `ctx`, after every object created through
-   * it is destroyed; frees the context. */
+  /* Optional (NULL: nothing to free). Called once when the host is done with `ctx`,
+   * after every object created through it is destroyed; frees the context. */
   void (*shutdown)(memra_plugin_ctx* ctx);
 } memra_plugin_api;
 #define MEMRA_PLUGIN_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plugin_api, shutdown)

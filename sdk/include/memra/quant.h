@@ -64,6 +64,8 @@ typedef struct memra_kernel_registrar {
 } memra_kernel_registrar;
 #define MEMRA_KERNEL_REGISTRAR_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_kernel_registrar, add)
 
+/* weight_bytes, quantize, dequantize and matmul are required (the host refuses a plugin
+ * with a NULL one, naming it); register_kernels is optional. */
 typedef struct memra_quant_api {
   size_t struct_size;
   /* Bytes a [rows][cols] matrix takes; UNSUPPORTED when cols breaks the block size. */
