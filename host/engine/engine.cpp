@@ -15,11 +15,16 @@
 
 namespace memra::engine {
 namespace {
-// Blocks a sequence holds at most in a sliding pool of `window` positions: the window
-// before a step, the rollback margin (`step` positions, Engine::drop_window_blocks) and
-// the step's own `step` tokens span window + 2 * step - 1 positions, so at most
-// (span - 1) / block + 2 blocks.
-int64_t sliding_blocks_per_sequence(int64_t window, int64_t step, int64_t block) { return (window + 2 * step - 2) / block + 2; }
+// Blocks a sequence of `tokens` tokens holds at most in each pool of these windows: all
+// of its blocks in a full pool; in a sliding pool, the window before a step, the
+// rollback margin (`step` positions, Engine::drop_window_blocks) and the step's own
+// `step` tokens span window + 2 * step - 1 positions, so at most (span - 1) / block + 2.
+std::vector<int64_t> blocks_per_sequence(const std::vector<int64_t>& windows, int64_t tokens, int64_t step, int64_t block) {
+  const int64_t all = (tokens + block - 1) / block;
+  std::vector<int64_t> need;
+  for (int64_t w : windows) need.push_back(w > 0 ? std::min(all, (w + 2 * step - 2) / block + 2) : all);
+  return need;
+}
 // The state the plan's groups ask for: each PAGED_KV group's layers get its KV geometry
 // and dtype and a KV pool by window (full-attention layers share pool 0, each sliding
 // window size its own pool, which keeps only the window: every layer of a pool shares
@@ -113,11 +118,7 @@ Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_c
       prefix_cache_(pools_[0], block_size) {}
 
 std::vector<int64_t> Engine::kv_blocks_for(int64_t tokens) const {
-  const int64_t all = (tokens + block_size_ - 1) / block_size_;
-  std::vector<int64_t> need;
-  for (int64_t w : pool_window_)
-    need.push_back(w > 0 ? std::min(all, sliding_blocks_per_sequence(w, max_step_tokens_, block_size_)) : all);
-  return need;
+  return blocks_per_sequence(pool_window_, tokens, max_step_tokens_, block_size_);
 }
 
 Engine::~Engine() {
@@ -149,12 +150,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   const int64_t max_step = std::max<int64_t>(1, options.max_step_tokens);
   // Each pool holds max_sequences sequences at full context, a sliding pool their
   // windows (Engine::kv_blocks_for).
-  std::vector<int64_t> pool_blocks;
-  for (int64_t w : state->pool_window) {
-    const int64_t all = (max_context + bs - 1) / bs;
-    const int64_t per_seq = w > 0 ? std::min(all, sliding_blocks_per_sequence(w, max_step, bs)) : all;
-    pool_blocks.push_back(per_seq * std::max<int64_t>(1, options.max_sequences));
-  }
+  std::vector<int64_t> pool_blocks = blocks_per_sequence(state->pool_window, max_context, max_step, bs);
+  for (int64_t& n : pool_blocks) n *= std::max<int64_t>(1, options.max_sequences);
 
   std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, pool_blocks, state->pool_window, max_step));
   e->hidden_width_ = state->hidden_width;

@@ -70,8 +70,6 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-std::vector<int64_t> Scheduler::blocks_for(int64_t tokens) const { return engine_.kv_blocks_for(tokens); }
-
 bool Scheduler::fits(const std::vector<int64_t>& need, bool beside_reserved) const {
   for (size_t p = 0; p < need.size(); ++p)
     if ((beside_reserved ? reserved_blocks_[p] : 0) + need[p] > engine_.kv_pool(static_cast<int32_t>(p)).num_blocks()) return false;
@@ -104,7 +102,7 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     return make_error(ErrorCode::invalid_argument, "the prompt (" + std::to_string(request.prompt.size()) +
                                                        " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
                                                        ") exceeds the context of " + std::to_string(engine_.max_context()) + " tokens");
-  if (!fits(blocks_for(total), false))
+  if (!fits(engine_.kv_blocks_for(total), false))
     return make_error(ErrorCode::invalid_argument, "the request needs more KV cache than this server has");
   auto job = std::make_unique<Job>();
   job->req = std::move(request);
@@ -149,7 +147,7 @@ void Scheduler::admit_locked() {
   for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int64_t>(running_.size()) < options_.max_running;) {
     Job& job = **it;
     if (!engine_.can_open_sequence()) break;  // recurrent-state slots: nobody can open
-    std::vector<int64_t> need = blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
+    std::vector<int64_t> need = engine_.kv_blocks_for(static_cast<int64_t>(job.req.prompt.size()) + job.req.max_tokens);
     if (!fits(need, true)) {
       // It does not fit yet. Smaller ones behind it may start (backfill) until it has
       // waited the window; then they wait for it, so it cannot be starved.

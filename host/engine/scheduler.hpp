@@ -181,9 +181,6 @@ class Scheduler {
   // (at the scheduler's next iteration; a step in flight first completes). Later
   // submissions fail. For a drain that runs out of time.
   void abort_all(std::string reason);
-  // Blocks of each KV pool needed to guarantee a request's completion (admission;
-  // Engine::kv_blocks_for).
-  std::vector<int64_t> blocks_for(int64_t tokens) const;
 
  private:
   struct Job {
@@ -267,8 +264,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Job>> running_;
   std::vector<int64_t> reserved_blocks_;  // per KV pool, by the running jobs
   SchedulerStats stats_;
-  // Whether `need` more blocks (per pool) fit beside what is reserved (every pool when
-  // `reserved` is zero: a request that can never fit).
+  // Whether `need` blocks (per KV pool, Engine::kv_blocks_for) fit every pool: beside the
+  // running jobs' reservations, or (beside_reserved false) in an empty cache at all.
   bool fits(const std::vector<int64_t>& need, bool beside_reserved) const;
   bool stop_ = false;
   std::string abort_reason_;  // set: abort_all() was called
