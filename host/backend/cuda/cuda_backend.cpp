@@ -359,15 +359,18 @@ memra_status CudaBackend::kernel_get(memra_kernel_module* module, const char* na
 
 memra_status CudaBackend::allow_dynamic_smem(Kernel* k, uint64_t bytes) {
   if (bytes <= k->dynamic_smem_limit) return MEMRA_OK;
-  int optin = 0;
-  const CUresult ra = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx_.device());
-  if (ra != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(ra, "cuDeviceGetAttribute (shared memory opt-in)"));
-  if (bytes > static_cast<uint64_t>(optin))
-    return fail(MEMRA_ERR_UNSUPPORTED, k->name + " needs " + std::to_string(bytes) + " bytes of shared memory per block; the device allows " +
-                                           std::to_string(optin));
-  const CUresult r = cuFuncSetAttribute(k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin);
+  // The opt-in limit covers the kernel's static shared memory too.
+  int optin = 0, static_bytes = 0;
+  CUresult r = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx_.device());
+  if (r == CUDA_SUCCESS) r = cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
+  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("shared memory limits of " + k->name).c_str()));
+  const int dynamic_max = optin - static_bytes;
+  if (bytes > static_cast<uint64_t>(std::max(dynamic_max, 0)))
+    return fail(MEMRA_ERR_UNSUPPORTED, k->name + " needs " + std::to_string(bytes) + " bytes of dynamic shared memory per block; the device allows " +
+                                           std::to_string(dynamic_max));
+  r = cuFuncSetAttribute(k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_max);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("cuFuncSetAttribute (shared memory of " + k->name + ")").c_str()));
-  k->dynamic_smem_limit = static_cast<uint32_t>(optin);
+  k->dynamic_smem_limit = static_cast<uint32_t>(dynamic_max);
   return MEMRA_OK;
 }
 
