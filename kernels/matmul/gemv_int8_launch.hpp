@@ -23,8 +23,19 @@ struct Int8GemvLaunch {
   int blocks_per_sm;    // persistent blocks per multiprocessor; 0 = one block per R-row group
 };
 
+// Threads per block of an entry's kernel part: the tensor-core Q4_K kernel "q4_km<W>"
+// (gemv_int8_mma.cuh, R = 16) runs W warps per slot group, 128 * W threads; the dp4a
+// kernels (gemv_int8.cuh) 128.
+constexpr int int8_gemv_block_threads(const char* kernel) {
+  int n = 0;
+  while (kernel[n] != '\0') ++n;
+  const bool mma = n == 6 && kernel[0] == 'q' && kernel[1] == '4' && kernel[2] == '_' && kernel[3] == 'k' && kernel[4] == 'm';
+  return mma ? 128 * (kernel[5] - '0') : 128;
+}
+
 // scheme: "q8_0" | "q4_0" | "q4_k"; m: the launch's token count (the tile is 1, 2, 4, 8 or 16).
-// grid = (min(ceil(rows / R), blocks_per_sm * SMs) or ceil(rows / R) when 0, ceil(m / NT)).
+// grid = (min(ceil(rows / R), blocks_per_sm * SMs) or ceil(rows / R) when 0, ceil(m / NT)),
+// int8_gemv_block_threads(kernel) threads.
 
 inline Int8GemvLaunch int8_gemv_launch(const char* scheme, int64_t m) {
   const int tile = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 3 : 4;
@@ -35,6 +46,8 @@ inline Int8GemvLaunch int8_gemv_launch(const char* scheme, int64_t m) {
   }
   if (s == 'k') {
     static constexpr Int8GemvLaunch t[5] = {{"q4_k", 2, 8}, {"q4_k2", 4, 4}, {"q4_k2", 4, 4}, {"q4_k2", 4, 0}, {"q4_k", 4, 0}};
+    // The tensor-core kernel ("q4_km1", 16, 0 for tiles 8 and 16) waits for its first GPU run
+    // (memra-kernel-check bitwise + --bench) before the table picks it.
     return t[tile];
   }
   static constexpr Int8GemvLaunch t[5] = {{"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 0}, {"q4_0", 4, 8}};

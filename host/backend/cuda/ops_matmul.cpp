@@ -323,7 +323,8 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   int64_t rb = row_bytes, c = cols, mm = m;
   CUdeviceptr qa = qd, ma = md;
   void* argv[] = {&arg, &rb, &c, &qa, &ma, &mm};
-  const memra_status st = launch_raw(*k, static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt), 128, 0, argv);
+  const memra_status st = launch_raw(*k, static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt),
+                                     static_cast<unsigned>(ref::int8_gemv_block_threads(l.kernel)), 0, argv);
   if (st != MEMRA_OK) return st;
   gemv_merge_recorded();
   return after_op(name.c_str());

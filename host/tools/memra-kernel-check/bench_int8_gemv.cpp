@@ -15,6 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -340,7 +342,14 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
   for (Int8Scheme s : {Int8Scheme::q8_0, Int8Scheme::q4_k, Int8Scheme::q4_0}) {
     const std::string sch = scheme_name(s);
     std::vector<std::string> kernels = {sch};
-    if (s == Int8Scheme::q4_k) kernels.push_back("q4_k2");
+    if (s == Int8Scheme::q4_k) {
+      kernels.push_back("q4_k2");
+      for (const std::string& km : q4_k_mma_kernels()) kernels.push_back(km);
+    }
+    // Per configuration and M: the layer's summed time (one configuration for all 7
+    // matrices, as the launch table picks); the best dp4a and tensor-core ones are printed.
+    std::map<std::string, double> layer_cfg[5];
+    double layer_dp4a[5] = {}, layer_mma[5] = {};
     // Fill the pool with this scheme's blocks (one 64 MiB draw, replicated on the device; a
     // slot need not start on a copy's block boundary, which timing does not notice: no
     // kernel branches on weight values).
@@ -381,11 +390,12 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
           void* args[] = {&w, &rb, &rows, &cols, &xp, &mm, &yp, &bias};
           k.launch(old, static_cast<unsigned>((rows + 3) / 4), static_cast<unsigned>((m + nt - 1) / nt), 128, args, st);
         });
-        double best = 1e30;
-        std::string best_cfg;
+        double best = 1e30, best_dp4a = 1e30, best_mma = 1e30;
+        std::string best_cfg, best_dp4a_cfg, best_mma_cfg;
         for (const std::string& kern : kernels)
-          for (int r : kRs)
-            for (int64_t bps : {int64_t{0}, int64_t{4}, int64_t{8}}) {
+          for (int r : is_mma_kernel(kern) ? std::vector<int>{16} : std::vector<int>(std::begin(kRs), std::end(kRs)))
+            for (int64_t bps : is_mma_kernel(kern) ? std::vector<int64_t>{0, 1, 2, 4} : std::vector<int64_t>{0, 4, 8}) {
+              if (!has_tile(kern, m)) continue;
               const double t = timer.us([&](int i) {
                 launch_gemv8(k, s, r,
                              {pool.at(static_cast<uint64_t>(i % slots) * slot), row_bytes, sh.rows, sh.cols, xq.ptr(), xm.ptr(),
@@ -395,7 +405,19 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
               const std::string cfg = kern + " R=" + std::to_string(r) + " " + (bps ? std::to_string(bps) + "/SM" : "all");
               std::printf("cfg %s %s M=%lld %s: %.2f us\n", sch.c_str(), sh.name, static_cast<long long>(m), cfg.c_str(), t);
               if (t < best) best = t, best_cfg = cfg;
+              if (is_mma_kernel(kern) && t < best_mma) best_mma = t, best_mma_cfg = cfg;
+              if (!is_mma_kernel(kern) && t < best_dp4a) best_dp4a = t, best_dp4a_cfg = cfg;
+              layer_cfg[mi][cfg] += sh.per_layer * t;
             }
+        layer_dp4a[mi] += sh.per_layer * best_dp4a;
+        if (best_mma < 1e30) {
+          layer_mma[mi] += sh.per_layer * best_mma;
+          const double wgb = static_cast<double>(wbytes) / 1e3;
+          std::printf("bench: %s %s M=%lld dp4a %.2f us (%s, %.1f %% of copy) | mma %.2f us (%s, %.1f %% of copy) | %.2fx\n",
+                      sch.c_str(), sh.name, static_cast<long long>(m), best_dp4a, best_dp4a_cfg.c_str(),
+                      100.0 * wgb / best_dp4a / copy_gbs, best_mma, best_mma_cfg.c_str(), 100.0 * wgb / best_mma / copy_gbs,
+                      best_dp4a / best_mma);
+        }
         const double act_new = static_cast<double>(m * sh.cols + m * sh.cols / 32 * 8), act_old = static_cast<double>(m * sh.cols * 4);
         const double out = static_cast<double>(m * sh.rows * 4);
         const double gbs = (static_cast<double>(wbytes) + act_new + out) / (best * 1e3);
@@ -410,6 +432,17 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
     }
     std::printf("bench: %s layer read ceiling (7 perfect streaming reads of its weights): %.1f us = %.0f GB/s (%.1f %% of copy)\n",
                 sch.c_str(), layer_read, layer_bytes / (layer_read * 1e3), 100.0 * layer_bytes / (layer_read * 1e3) / copy_gbs);
+    for (int mi = 0; mi < 5; ++mi) {
+      std::vector<std::pair<double, std::string>> cfgs;
+      for (const auto& [cfg, t] : layer_cfg[mi]) cfgs.push_back({t, cfg});
+      std::sort(cfgs.begin(), cfgs.end());
+      for (size_t i = 0; i < cfgs.size() && i < 4; ++i)
+        std::printf("bench: %s layer M=%d one config for all 7: %s %.1f us\n", sch.c_str(), kMs[mi], cfgs[i].second.c_str(),
+                    cfgs[i].first);
+      if (s == Int8Scheme::q4_k)
+        std::printf("bench: %s layer M=%d best per matrix: dp4a %.1f us (%.2fx M=1), mma %.1f us (%.2fx dp4a M=1)\n", sch.c_str(),
+                    kMs[mi], layer_dp4a[mi], layer_dp4a[mi] / layer_dp4a[0], layer_mma[mi], layer_mma[mi] / layer_dp4a[0]);
+    }
     for (int mi = 0; mi < 5; ++mi)
       std::printf("bench: %s Qwen3-8B layer (q,k,v,o,gate,up,down) M=%d: int8 %.1f us = %.0f GB/s of weights (%.1f %% of copy), "
                   "%.2fx the M=1 call; f32-act %.1f us (%.0f GB/s); speed-up %.2fx\n",

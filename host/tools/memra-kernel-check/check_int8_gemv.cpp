@@ -129,7 +129,7 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
                 const std::string& xflavour) {
   const std::string sch = scheme_name(s);
   const std::string name = "int8 gemv " + sch + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-                           " M=1..16,40 R=1,2,4 blocks=all,5" + (s == Int8Scheme::q4_k ? " q4_k,q4_k2 " : " ") + xflavour +
+                           " M=1..16,40 R=1,2,4 blocks=all,5" + (s == Int8Scheme::q4_k ? " q4_k,q4_k2,q4_km1/2/4(R=16) " : " ") + xflavour +
                            (with_bias ? " +bias" : "");
   if (!r.wants(name)) return;
   r.guard(name, [&] {
@@ -157,11 +157,15 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
     int runs = 0, mismatched_runs = 0;
     std::string first_bad;
     std::vector<std::string> kernels = {sch};
-    if (s == Int8Scheme::q4_k) kernels.push_back("q4_k2");
+    if (s == Int8Scheme::q4_k) {
+      kernels.push_back("q4_k2");
+      for (const std::string& km : q4_k_mma_kernels()) kernels.push_back(km);
+    }
     for (const std::string& kern : kernels)
       for (int64_t blocks : {int64_t{0}, int64_t{5}})  // one block per group; 5 persistent blocks
-        for (int rr : {1, 2, 4}) {
+        for (int rr : is_mma_kernel(kern) ? std::vector<int>{16} : std::vector<int>{1, 2, 4}) {
           for (int64_t m = 1; m <= kMaxM; m = m == 16 ? kMaxM : m + 1) {
+            if (!has_tile(kern, m)) continue;
             yd.put(poison.data(), poison.size() * 4);
             launch_gemv8(k, s, rr, {wd.ptr(), row_bytes, rows, cols, qd.ptr(), md.ptr(), m, yd.ptr(), with_bias ? bd.ptr() : nullptr},
                          nullptr, kern, blocks);
@@ -180,6 +184,47 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
             if (m == kMaxM) break;
           }
         }
+    // The same matrix as 3 matrices of one launch (GemvMats: rows split 40 % / 35 % / rest,
+    // none a multiple of 16), each bitwise its rows of the reference, for the tensor-core
+    // kernels (q4_k) or the production kernel, M = 1..16.
+    int mats_runs = 0, mats_bad = 0;
+    const int64_t r0 = rows * 2 / 5 | 1, r1 = rows * 7 / 20 | 1, r2 = rows - r0 - r1;
+    std::vector<std::string> mats_kernels = {ref::int8_gemv_launch(sch.c_str(), 8).kernel};
+    if (s == Int8Scheme::q4_k) mats_kernels = q4_k_mma_kernels();
+    if (r2 > 0)
+      for (const std::string& kern : mats_kernels)
+        for (int64_t m = 1; m <= 16; ++m) {
+          if (!has_tile(kern, m)) continue;
+          const int rr = is_mma_kernel(kern) ? 16 : ref::int8_gemv_launch(sch.c_str(), m).rows_per_block;
+          const int64_t mr[3] = {r0, r1, r2};
+          const void* mw[3] = {wd.ptr(), wd.at(static_cast<uint64_t>(r0 * row_bytes)), wd.at(static_cast<uint64_t>((r0 + r1) * row_bytes))};
+          const uint64_t yo[3] = {0, static_cast<uint64_t>(m * r0) * 4, static_cast<uint64_t>(m * (r0 + r1)) * 4};
+          void* my[3] = {yd.at(yo[0]), yd.at(yo[1]), yd.at(yo[2])};
+          const void* mb[3] = {nullptr, nullptr, nullptr};
+          if (with_bias)
+            for (int i = 0; i < 3; ++i) mb[i] = bd.at(static_cast<uint64_t>(i == 0 ? 0 : i == 1 ? r0 : r0 + r1) * 4);
+          yd.put(poison.data(), poison.size() * 4);
+          launch_gemv8_mats(k, sch, kern, rr, 3, mw, mr, my, mb, row_bytes, cols, qd.ptr(), md.ptr(), m, m % 3 == 0 ? 7 : 0);
+          const auto y = yd.get<float>(static_cast<size_t>(m * rows) + guard);
+          bool ok = guard_intact(std::vector<float>(y.begin() + m * rows, y.end()));
+          int64_t row_base = 0;
+          for (int i = 0; i < 3; ++i) {
+            for (int64_t t = 0; t < m; ++t)
+              for (int64_t rr2 = 0; rr2 < mr[i]; ++rr2) {
+                const float got = y[static_cast<size_t>(yo[i] / 4 + t * mr[i] + rr2)];
+                const float want = yref[static_cast<size_t>(t * rows + row_base + rr2)];
+                ok &= std::memcmp(&got, &want, 4) == 0;
+              }
+            row_base += mr[i];
+          }
+          ++mats_runs;
+          if (!ok) {
+            ++mats_bad;
+            if (first_bad.empty()) first_bad = " first: 3 matrices " + kern + " M=" + std::to_string(m);
+          }
+        }
+    runs += mats_runs;
+    mismatched_runs += mats_bad;
     // Neighbours redrawn: tokens 20..39 get other activations; tokens 0..19 must keep their bits.
     std::vector<float> x2 = activations(rng, kMaxM, cols, xflavour);
     std::copy(x.begin(), x.begin() + 20 * cols, x2.begin());
@@ -189,7 +234,13 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
     yd.put(poison.data(), poison.size() * 4);
     launch_gemv8(k, s, 2, {wd.ptr(), row_bytes, rows, cols, qd.ptr(), md.ptr(), kMaxM, yd.ptr(), with_bias ? bd.ptr() : nullptr});
     const auto y2 = yd.get<float>(static_cast<size_t>(20 * rows));
-    const bool same = compare(y2, std::vector<float>(yref.begin(), yref.begin() + 20 * rows)).bitwise;
+    bool same = compare(y2, std::vector<float>(yref.begin(), yref.begin() + 20 * rows)).bitwise;
+    if (s == Int8Scheme::q4_k) {
+      yd.put(poison.data(), poison.size() * 4);
+      launch_gemv8(k, s, 16, {wd.ptr(), row_bytes, rows, cols, qd.ptr(), md.ptr(), kMaxM, yd.ptr(), with_bias ? bd.ptr() : nullptr},
+                   nullptr, "q4_km1");
+      same &= compare(yd.get<float>(static_cast<size_t>(20 * rows)), std::vector<float>(yref.begin(), yref.begin() + 20 * rows)).bitwise;
+    }
     r.add(name, mismatched_runs == 0 && same,
           std::to_string(runs - mismatched_runs) + "/" + std::to_string(runs) + " launches bitwise == reference" + first_bad +
               (same ? "; rows unchanged with neighbours redrawn" : "; a row CHANGED when its neighbours were redrawn"));
@@ -246,6 +297,7 @@ void check_int8_gemv(Device& d, Report& r, const CheckOptions& o) {
   for (Int8Scheme s : {Int8Scheme::q8_0, Int8Scheme::q4_0, Int8Scheme::q4_k}) {
     // 4352 columns = 136 units: a second, partial phase; 37 and 301 rows: partial row blocks.
     check_gemv(d, k, r, rng, s, 301, 4352, false, "random");
+    if (s == Int8Scheme::q4_k) check_gemv(d, k, r, rng, s, 45, 12288, true, "spiky");  // 3 units per slot, partial tiles
     check_gemv(d, k, r, rng, s, 37, 256, true, "spiky");
     if (!o.quick) {
       check_gemv(d, k, r, rng, s, 64, 12288, false, "random");

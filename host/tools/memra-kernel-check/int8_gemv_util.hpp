@@ -91,7 +91,16 @@ inline int tile_tokens(int64_t m) {
   return nt;
 }
 
-// One integer-activation GEMV launch: R rows and tile_tokens(m) tokens per 128-thread block.
+// The q4_k tensor-core kernels (gemv_int8_mma.cuh: 16 rows per block, 128 * W threads).
+inline const std::vector<std::string>& q4_k_mma_kernels() {
+  static const std::vector<std::string> k = {"q4_km1", "q4_km2", "q4_km4"};
+  return k;
+}
+inline bool is_mma_kernel(const std::string& kernel) { return kernel.rfind("q4_km", 0) == 0; }
+// Entries a kernel has: q4_km4 has no 16-token tile.
+inline bool has_tile(const std::string& kernel, int64_t m) { return !(kernel == "q4_km4" && m > 8); }
+
+// One integer-activation GEMV launch: R rows and tile_tokens(m) tokens per block.
 struct Gemv8Args {
   const void* w;
   int64_t row_bytes, rows, cols;
@@ -101,8 +110,9 @@ struct Gemv8Args {
   void* y;
   const void* bias;
 };
-// kernel: the entry's scheme part, "q8_0", "q4_0", "q4_k" or "q4_k2" (the q4_k variant
-// without the per-token shuffle). blocks: grid.x (persistent blocks), 0 = one per group.
+// kernel: the entry's scheme part, "q8_0", "q4_0", "q4_k", "q4_k2" (the q4_k variant
+// without the per-token shuffle) or "q4_km1" / "q4_km2" / "q4_km4" (the tensor-core
+// kernel, r = 16). blocks: grid.x (persistent blocks), 0 = one per group.
 inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void* stream = nullptr,
                          const std::string& kernel = "", int64_t blocks = 0) {
   const int nt = tile_tokens(a.m);
@@ -117,7 +127,33 @@ inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void
   for (int64_t& e : ms.group_end) e = groups;
   void* args[] = {&ms, &a.row_bytes, &a.cols, &a.xq, &a.xm, &a.m};
   const int64_t gx = blocks > 0 && blocks < groups ? blocks : groups;
-  k.launch(kern, static_cast<unsigned>(gx), static_cast<unsigned>((a.m + nt - 1) / nt), 128, args, stream);
+  k.launch(kern, static_cast<unsigned>(gx), static_cast<unsigned>((a.m + nt - 1) / nt),
+           static_cast<unsigned>(ref::int8_gemv_block_threads(name.c_str())), args, stream);
+}
+
+// Up to 3 matrices over the same activation rows in one launch (GemvMats, as the CUDA
+// backend merges q/k/v and gate/up): matrix i has rows[i] rows, weights w[i], output y[i].
+inline void launch_gemv8_mats(Kernels& k, const std::string& scheme, const std::string& kernel, int r, int nmats,
+                              const void* const* w, const int64_t* rows, void* const* y, const void* const* bias,
+                              int64_t row_bytes, int64_t cols, const void* xq, const void* xm, int64_t m, int64_t blocks = 0) {
+  const int nt = tile_tokens(m);
+  memra_kernel* kern = k.get("matmul8_" + scheme, "memra_gemv8_" + kernel + "_r" + std::to_string(r) + "_t" + std::to_string(nt));
+  ref::GemvMats ms{};
+  int64_t end = 0;
+  for (int i = 0; i < ref::GemvMats::kMax; ++i) {
+    if (i < nmats) {
+      ms.w[i] = reinterpret_cast<uint64_t>(w[i]);
+      ms.y[i] = reinterpret_cast<uint64_t>(y[i]);
+      ms.bias[i] = reinterpret_cast<uint64_t>(bias[i]);
+      ms.rows[i] = rows[i];
+      end += (rows[i] + r - 1) / r;
+    }
+    ms.group_end[i] = end;
+  }
+  void* args[] = {&ms, &row_bytes, &cols, &xq, &xm, &m};
+  const int64_t gx = blocks > 0 && blocks < end ? blocks : end;
+  k.launch(kern, static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt),
+           static_cast<unsigned>(ref::int8_gemv_block_threads(kernel.c_str())), args);
 }
 
 // Activations x [m][cols] (device f32) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
