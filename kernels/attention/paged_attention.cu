@@ -1,28 +1,28 @@
 // Attention over the paged KV cache (f32, f16 or bf16) for generated rows (decode, verify),
-// split-KV (paged_attention_layout.hpp): a row's visible positions are cut into chunks of
-// kDecodeChunk, its chunks into splits of decode_split_chunks; one CTA per (row, kv head,
-// split) serves the kv head's whole q-head group (grouped-query attention: each K and V
-// row is read once for the group) and walks its chunks in order with an online softmax
-// (running max m, sum l of exp(s - m), unnormalised output o, rescaled by exp(m_old - m)
-// per chunk). A row of one split writes its output itself; otherwise each split writes
-// its (m, l, o) and the split that finishes last (a per (row, kv head) counter, reset by
-// it) merges them in split order. Every reduction below has an order fixed by the row's
-// visible positions, the head_dim and the group size, so a row's output is bitwise the
-// same in a prefill, a decode or a verify step and beside any other sequences.
+// split over fixed chunks of kDecodeChunk positions (paged_attention_layout.hpp).
+// Pass 1 (memra_attention_chunk{,_f16,_bf16}): one block per (row, kv head, chunk) serves the
+// kv head's whole q-head group (grouped-query attention: each K and V row of the chunk
+// is read once for the group) and writes per q head the chunk's max score m, the sum l
+// of exp(s - m) and the unnormalised output o. Pass 2 (memra_attention_combine): one
+// block per (row, q head) merges its chunks. Every reduction below has an order fixed by
+// the chunk, the head_dim and the group size, and the chunking depends only on the row's
+// own position (and the sliding window), so a row's output is bitwise the same in a
+// prefill, a decode or a verify step and beside any other sequences.
 // `rows` (nullable) lists the token rows to compute (a step whose prompt rows run the
 // prefill kernel, prefill_attention_mma.cu): entry i of the launch is token rows[i]
-// (i itself when rows is NULL); part_o/part_ml and the counters are indexed by i.
-// `fresh_from` (nullable: every row waits) gives per token row the first position the
-// step writes for its sequence.
+// (i itself when rows is NULL); part_o/part_ml are indexed by i. `fresh_from` (nullable:
+// every row waits) gives per token row the first position the step writes for its sequence.
+// `out` (nullable) when every row of the launch has one chunk (max_chunks == 1): pass 1
+// then writes the output itself with pass 2's arithmetic for one chunk (bitwise the
+// same) and pass 2 is not launched.
 //
-// The CTA stages a chunk's K and V rows in shared memory with 16-byte cp.async
+// The block stages the chunk's K and V rows in shared memory with 16-byte cp.async
 // (zero-filled past the row's last position), K and V as two groups so the V loads
-// overlap the score phase, and with two stages the next chunk's rows while it computes
-// this one; every element type then runs one code, each element converted exactly to
-// f32, so an f16 or bf16 cache's rows are bitwise the f32 kernel's on a cache holding the
-// same (representable) values (memra-kernel-check proves it).
+// overlap the score phase; every element type then runs one code, each element converted
+// exactly to f32, so an f16 or bf16 cache's rows are bitwise the f32 kernel's on a cache
+// holding the same (representable) values (memra-kernel-check proves it).
 // Without nvcc (tests/cuda/decode_attention_emulator.hpp, which includes this file on the
-// host) the CUDA types and the cp.async / shared-memory / atomic primitives come from the emulator.
+// host) the CUDA types and the cp.async / shared-memory primitives come from the emulator.
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -120,7 +120,7 @@ __device__ __forceinline__ float reduce_scatter32(float (&v)[32], int lane) {
 // ends with position l / 4, head l % 4 of the round. Positions past `len` score -inf.
 template <int S, class KvT>
 __device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float* scores, int g0, int gn, int head_dim,
-                                           int len, float scale, float softcap, bool next_in_flight) {
+                                           int len, float scale, float softcap) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups4 = head_dim / 4;
   float4 qv[kPassHeads][S];
@@ -133,10 +133,8 @@ __device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float
                                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   if (g0 == 0) {
-    // This thread's K pieces (and the stable V rows; the fresh V rows and the next
-    // chunk's two groups may be in flight), then everyone's.
-    if (next_in_flight) cp_async_wait<3>(); else cp_async_wait<1>();
-    __syncthreads();
+    cp_async_wait<1>();  // this thread's K pieces (and the stable V rows; the fresh V rows may be in flight)
+    __syncthreads();     // everyone's
   }
 #pragma unroll
   for (int r = 0; r < kWarpRows / 8; ++r) {
@@ -178,39 +176,25 @@ __device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float
   }
 }
 
-// The chunk's row offsets: threads `base` .. base + 63 fill row_off[j] for the chunk's
-// rows j < staged (rows past the last position repeat it; they are zero-filled anyway).
-__device__ __forceinline__ void chunk_offsets(int64_t* row_off, const int32_t* table, int32_t j0, int len, int staged,
-                                              int32_t block_size, int64_t row_width, int64_t head_off, int base) {
-  const int j = static_cast<int>(threadIdx.x) - base;
-  if (j >= 0 && j < staged) row_off[j] = slot_offset(table, j0 + min(j, len - 1), block_size, row_width) + head_off;
-}
-
-// part_o: [entries*heads][max_splits][head_dim]; part_ml: [entries*heads][max_splits][2];
-// counters: [entries*kv_heads], zero between launches. Shared memory:
-// paged_attention_layout.hpp (decode_attention_smem_bytes).
+// part_o: [entries*heads][max_chunks][head_dim]; part_ml: [entries*heads][max_chunks][2].
+// Shared memory: paged_attention_layout.hpp (decode_attention_smem_bytes).
 template <class KvT>
-__device__ __forceinline__ void attention_split(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads,
+__device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads,
                                                 int32_t kv_heads, int32_t head_dim, int32_t block_size,
                                                 const int32_t* positions, const int32_t* seq_index,
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
-                                                int32_t sliding_window, float softcap, int32_t max_splits, float* part_o,
+                                                int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
                                                 float* part_ml, const int32_t* rows, const int32_t* fresh_from,
-                                                int32_t stages, int32_t v_separate, int32_t* counters, float* out) {
+                                                int32_t v_separate, float* out) {
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
-  __shared__ int is_last;
-  const int group = heads / kv_heads, slots = memra::attn::decode_attention_sum_slots(group);
-  int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);  // [2][kChunk]
-  float* scores = reinterpret_cast<float*>(row_off + 2 * kChunk);  // [group][kChunk]
-  float* run_m = scores + group * kChunk;                          // [slots] each
-  float* run_l = run_m + slots;
-  float* alpha = run_l + slots;
-  float* o_acc = alpha + slots;                                    // [group][head_dim]
-  KvT* tiles = reinterpret_cast<KvT*>(o_acc + group * head_dim);   // [stages][K (, V)][kChunk][head_dim]
-  const int64_t tile = static_cast<int64_t>(kChunk) * head_dim;
-  const int64_t stage_elems = v_separate ? 2 * tile : tile;
+  const int group = heads / kv_heads;
+  int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
+  float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
+  float* sums = scores + group * kChunk;                          // [group] (padded)
+  KvT* kt = reinterpret_cast<KvT*>(sums + ((group + 3) & ~3));  // [kChunk][head_dim] (decode_attention_sum_slots)
+  KvT* vt = v_separate ? kt + kChunk * head_dim : kt;             // [kChunk][head_dim]
   const int64_t tk = blockIdx.x;
   const int64_t i_entry = tk / kv_heads;
   const int64_t t = rows ? rows[i_entry] : i_entry;
@@ -219,207 +203,201 @@ __device__ __forceinline__ void attention_split(const float* q, const KvT* k_cac
   const int32_t pos = positions[t];
   const int32_t first = first_position(pos, sliding_window);
   const int32_t n = pos - first + 1;
-  const int chunks = memra::attn::decode_chunks(n), per = memra::attn::decode_split_chunks(chunks);
-  const int splits = (chunks + per - 1) / per;
-  const int split = blockIdx.y;
-  if (split >= splits) return;
-  const int c_begin = split * per, c_end = min(chunks, c_begin + per);
-  const int64_t row_width = static_cast<int64_t>(kv_heads) * head_dim, head_off = static_cast<int64_t>(kvh) * head_dim;
+  const int chunk = blockIdx.y;
+  if (static_cast<int64_t>(chunk) * kChunk >= n) return;
+  const int32_t j0 = first + chunk * kChunk;
+  const int len = min(kChunk, n - chunk * kChunk);
+  const int staged = min(kChunk, (len + 7) & ~7);  // rows the phases read (8-row score rounds)
+  const int64_t row_width = static_cast<int64_t>(kv_heads) * head_dim;
   const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
   const float* qg = q + (t * heads + h0) * static_cast<int64_t>(head_dim);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  auto chunk_len = [&](int c) { return min(kChunk, n - c * kChunk); };
-  auto chunk_staged = [&](int c) { return min(kChunk, (chunk_len(c) + 7) & ~7); };  // rows the phases read (8-row rounds)
-  // Stage K (and V when separate) rows [begin, end) of chunk c into stage s: two groups.
-  auto stage_chunk = [&](int c, int s, int begin, int end) {
-    KvT* kt = tiles + s * stage_elems;
-    stage_rows(kt, k_cache, row_off + s * kChunk, head_dim, begin, end, chunk_len(c));
-    cp_async_commit();
-    if (v_separate) stage_rows(kt + tile, v_cache, row_off + s * kChunk, head_dim, begin, end, chunk_len(c));
-    cp_async_commit();  // (an empty group when V waits for the K rows' space)
-  };
-  const bool two = stages > 1;
-  chunk_offsets(row_off, table, first + c_begin * kChunk, chunk_len(c_begin), chunk_staged(c_begin), block_size, row_width,
-                head_off, 0);
-  if (two && c_begin + 1 < c_end)
-    chunk_offsets(row_off + kChunk, table, first + (c_begin + 1) * kChunk, chunk_len(c_begin + 1),
-                  chunk_staged(c_begin + 1), block_size, row_width, head_off, kChunk);
-  for (int i = tid; i < group * head_dim; i += kThreads) o_acc[i] = 0.0f;
-  if (tid < group) run_m[tid] = -INFINITY, run_l[tid] = 0.0f;
+  const int tid = threadIdx.x;
+  if (tid < staged)
+    row_off[tid] = slot_offset(table, j0 + min(tid, len - 1), block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
   __syncthreads();
   // PDL (kernels/common/pdl.cuh): the positions, tables and row lists are the step's
   // uploads and the K/V rows before fresh_from[t] (the first position any row of this
-  // step writes for t's sequence) were written by earlier steps, so the first chunk's
-  // such rows stream in while the previous kernel (RoPE + KV write) still runs; q and
-  // this step's K/V rows only after the wait. Which row lands when never changes what is computed.
-  const int32_t j_begin = first + c_begin * kChunk;
-  const int stable = fresh_from ? max(0, min(chunk_len(c_begin), fresh_from[t] - j_begin)) : 0;
-  stage_chunk(c_begin, 0, 0, stable);
+  // step writes for t's sequence) were written by earlier steps, so those rows stream in
+  // while the previous kernel (RoPE + KV write) still runs; q and this step's K/V rows
+  // only after the wait. Which row lands when never changes what is computed.
+  const int stable = fresh_from ? max(0, min(len, fresh_from[t] - j0)) : 0;
+  stage_rows(kt, k_cache, row_off, head_dim, 0, stable, len);
+  cp_async_commit();
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, 0, stable, len);
+  cp_async_commit();
   memra::cuda::pdl_wait();
   memra::cuda::pdl_launch_dependents();
-  stage_chunk(c_begin, 0, stable, chunk_staged(c_begin));
-  if (two && c_begin + 1 < c_end) stage_chunk(c_begin + 1, 1, 0, chunk_staged(c_begin + 1));
+  stage_rows(kt, k_cache, row_off, head_dim, stable, staged, len);
+  cp_async_commit();
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stable, staged, len);
+  cp_async_commit();  // (empty groups when V waits for the K rows' space)
 
   const int groups4 = head_dim / 4;
-  for (int c = c_begin; c < c_end; ++c) {
-    const int s = two ? (c - c_begin) & 1 : 0;
-    const bool next_in_flight = two && c + 1 < c_end;  // its two groups were committed after this chunk's
-    const int len = chunk_len(c), staged = chunk_staged(c);
-    KvT* kt = tiles + s * stage_elems;
-    KvT* vt = v_separate ? kt + tile : kt;
-    for (int g0 = 0; g0 < group; g0 += kPassHeads) {
-      const int gn = min(kPassHeads, group - g0);
-      if (groups4 <= 32)
-        score_pass<1>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap, next_in_flight);
-      else if (groups4 <= 64)
-        score_pass<2>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap, next_in_flight);
-      else
-        score_pass<4>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap, next_in_flight);
-    }
-    __syncthreads();  // scores published, K rows read
-    if (!v_separate) {
-      stage_rows(vt, v_cache, row_off + s * kChunk, head_dim, 0, staged, len);
-      cp_async_commit();
-    }
+  for (int g0 = 0; g0 < group; g0 += kPassHeads) {
+    const int gn = min(kPassHeads, group - g0);
+    if (groups4 <= 32)
+      score_pass<1>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+    else if (groups4 <= 64)
+      score_pass<2>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+    else
+      score_pass<4>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+  }
+  __syncthreads();  // scores published, K rows read
+  if (!v_separate) {
+    stage_rows(vt, v_cache, row_off, head_dim, 0, staged, len);
+    cp_async_commit();
+  }
 
-    // Online softmax per q head, warp w taking heads w, w+4, ...: lane l holds positions
-    // l and l+32; the chunk's max and sum of exp(s - m) by warp butterflies (fixed order),
-    // m the running max; the earlier chunks' sum and output are rescaled by exp(m_old - m).
-    for (int g = warp; g < group; g += kThreads / 32) {
-      float* sc = scores + g * kChunk;
-      const float a = sc[lane], b = sc[lane + 32];
-      const float m_old = run_m[g];
-      const float m = fmaxf(m_old, memra::cuda::warp_max(fmaxf(a, b)));
-      const float pa = expf(a - m), pb = expf(b - m);
-      const float l = memra::cuda::warp_sum(pa + pb);
-      sc[lane] = pa;
-      sc[lane + 32] = pb;
-      if (lane == 0) {
-        const float r = expf(m_old - m);  // 0 for the first chunk (m_old = -inf)
-        alpha[g] = r;
-        run_l[g] = fmaf(run_l[g], r, l);
-        run_m[g] = m;
+  // Softmax per q head, warp w taking heads w, w+4, ...: lane l holds positions l and
+  // l+32; the max and the sum of exp(s - m) by warp butterflies (fixed order).
+  const int lane = tid & 31, warp = tid >> 5;
+  for (int g = warp; g < group; g += kThreads / 32) {
+    float* sc = scores + g * kChunk;
+    const float a = sc[lane], b = sc[lane + 32];
+    const float m = memra::cuda::warp_max(fmaxf(a, b));
+    const float pa = expf(a - m), pb = expf(b - m);
+    const float l = memra::cuda::warp_sum(pa + pb);
+    sc[lane] = pa;
+    sc[lane + 32] = pb;
+    if (lane == 0) {
+      sums[g] = l;
+      if (!out) {
+        const int64_t part = (i_entry * heads + h0 + g) * max_chunks + chunk;
+        part_ml[part * 2] = m;
+        part_ml[part * 2 + 1] = l;
       }
     }
-    if (next_in_flight) cp_async_wait<2>(); else cp_async_wait<0>();
-    __syncthreads();  // V rows and the weights published
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // V rows and the weights published
 
-    // Output: thread (dim d, head slot) runs, per q head, one fmaf chain over the chunk's
-    // positions in order (weights past `len` are 0 and so are the zero-filled V rows),
-    // then o = o_old * alpha + chain. With head_dim < 128 the block's threads split the
-    // heads in slots.
-    const int dcount = min(head_dim, kThreads), hslots = kThreads / dcount;
-    const int d0 = tid % dcount, slot = tid / dcount;
-    if (slot < hslots)
-      for (int d = d0; d < head_dim; d += dcount) {
-        for (int gb = slot; gb < group; gb += hslots * kPvHeads) {
-          float o[kPvHeads];
+  // Output: thread (dim d, head slot) runs, per q head, one fmaf chain over the chunk's
+  // positions in order (weights past `len` are 0 and so are the zero-filled V rows).
+  // With head_dim < 128 the block's threads split the heads in slots.
+  const int dcount = min(head_dim, kThreads), slots = kThreads / dcount;
+  const int d0 = tid % dcount, slot = tid / dcount;
+  if (slot >= slots) return;
+  for (int d = d0; d < head_dim; d += dcount) {
+    for (int gb = slot; gb < group; gb += slots * kPvHeads) {
+      float o[kPvHeads];
 #pragma unroll
-          for (int k = 0; k < kPvHeads; ++k) o[k] = 0.0f;
-          for (int j = 0; j < len; j += 4) {
-            const float v0 = load1(vt + (j + 0) * head_dim + d), v1 = load1(vt + (j + 1) * head_dim + d);
-            const float v2 = load1(vt + (j + 2) * head_dim + d), v3 = load1(vt + (j + 3) * head_dim + d);
+      for (int k = 0; k < kPvHeads; ++k) o[k] = 0.0f;
+      for (int j = 0; j < len; j += 4) {
+        const float v0 = load1(vt + (j + 0) * head_dim + d), v1 = load1(vt + (j + 1) * head_dim + d);
+        const float v2 = load1(vt + (j + 2) * head_dim + d), v3 = load1(vt + (j + 3) * head_dim + d);
 #pragma unroll
-            for (int k = 0; k < kPvHeads; ++k) {
-              const int g = gb + k * hslots;
-              if (g < group) {
-                const float4 p = *reinterpret_cast<const float4*>(scores + g * kChunk + j);
-                o[k] = fmaf(p.x, v0, o[k]);
-                o[k] = fmaf(p.y, v1, o[k]);
-                o[k] = fmaf(p.z, v2, o[k]);
-                o[k] = fmaf(p.w, v3, o[k]);
-              }
-            }
-          }
-#pragma unroll
-          for (int k = 0; k < kPvHeads; ++k) {
-            const int g = gb + k * hslots;
-            if (g < group) o_acc[g * head_dim + d] = fmaf(o_acc[g * head_dim + d], alpha[g], o[k]);
+        for (int k = 0; k < kPvHeads; ++k) {
+          const int g = gb + k * slots;
+          if (g < group) {
+            const float4 p = *reinterpret_cast<const float4*>(scores + g * kChunk + j);
+            o[k] = fmaf(p.x, v0, o[k]);
+            o[k] = fmaf(p.y, v1, o[k]);
+            o[k] = fmaf(p.z, v2, o[k]);
+            o[k] = fmaf(p.w, v3, o[k]);
           }
         }
       }
-    __syncthreads();  // this stage's rows, row offsets, scores and alpha are free again
-    const int c_next = c + (two ? 2 : 1);
-    if (c_next < c_end) {
-      chunk_offsets(row_off + s * kChunk, table, first + c_next * kChunk, chunk_len(c_next), chunk_staged(c_next),
-                    block_size, row_width, head_off, 0);
-      __syncthreads();
-      stage_chunk(c_next, s, 0, chunk_staged(c_next));
+#pragma unroll
+      for (int k = 0; k < kPvHeads; ++k) {
+        const int g = gb + k * slots;
+        if (g >= group) continue;
+        if (out)  // memra_attention_combine's arithmetic for one chunk: w = 1, (o + 0) * (1 / l)
+          out[(t * heads + h0 + g) * static_cast<int64_t>(head_dim) + d] = (o[k] + 0.0f) * (1.0f / sums[g]);
+        else
+          part_o[((i_entry * heads + h0 + g) * max_chunks + chunk) * head_dim + d] = o[k];
+      }
     }
   }
-
-  const int64_t head_base = i_entry * heads + h0;  // partials' index of the group's first q head
-  if (splits == 1) {
-    for (int i = tid; i < group * head_dim; i += kThreads)
-      out[(t * heads + h0) * static_cast<int64_t>(head_dim) + i] = o_acc[i] * (1.0f / run_l[i / head_dim]);
-    return;
-  }
-  for (int i = tid; i < group * head_dim; i += kThreads) {
-    const int g = i / head_dim, d = i - g * head_dim;
-    part_o[((head_base + g) * max_splits + split) * head_dim + d] = o_acc[i];
-  }
-  if (tid < group) {
-    part_ml[((head_base + tid) * max_splits + split) * 2] = run_m[tid];
-    part_ml[((head_base + tid) * max_splits + split) * 2 + 1] = run_l[tid];
-  }
-  // The last split of (row, kv head) to finish merges: each thread's writes are made
-  // visible device-wide before one thread counts the split in.
-  __threadfence();
-  __syncthreads();
-  int32_t* counter = counters + i_entry * kv_heads + kvh;
-  if (tid == 0) is_last = atomicAdd(counter, 1) == splits - 1;
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-
-  // Merge, per q head: m = max of the splits' m; w_s = exp(m_s - m) (staged in the free
-  // K/V buffers when they fit); l = sum l_s w_s (lane-strided fmaf chains, then the warp
-  // butterfly); output (head, dim) = fmaf chain over the splits in order of o_s w_s, times 1/l.
-  float* wts = reinterpret_cast<float*>(tiles);
-  const bool staged_w = static_cast<int64_t>(group) * splits * 4 <= stages * stage_elems * static_cast<int64_t>(sizeof(KvT));
-  for (int g = warp; g < group; g += kThreads / 32) {
-    const float* ml = part_ml + (head_base + g) * max_splits * 2;
-    float m = -INFINITY;
-    for (int i = lane; i < splits; i += 32) m = fmaxf(m, __ldcg(ml + 2 * i));
-    m = memra::cuda::warp_max(m);
-    float l = 0.0f;
-    for (int i = lane; i < splits; i += 32) {
-      const float w = expf(__ldcg(ml + 2 * i) - m);
-      if (staged_w) wts[g * splits + i] = w;
-      l = fmaf(__ldcg(ml + 2 * i + 1), w, l);
-    }
-    l = memra::cuda::warp_sum(l);
-    if (lane == 0) run_m[g] = m, run_l[g] = l;
-  }
-  __syncthreads();
-  for (int i = tid; i < group * head_dim; i += kThreads) {
-    const int g = i / head_dim, d = i - g * head_dim;
-    const float* po = part_o + (head_base + g) * max_splits * head_dim + d;
-    const float* ml = part_ml + (head_base + g) * max_splits * 2;
-    const float m = run_m[g];
-    float acc = 0.0f;
-#pragma unroll 8
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = staged_w ? wts[g * splits + sp] : expf(__ldcg(ml + 2 * sp) - m);
-      acc = fmaf(__ldcg(po + static_cast<int64_t>(sp) * head_dim), w, acc);
-    }
-    out[(t * heads + h0) * static_cast<int64_t>(head_dim) + i] = acc * (1.0f / run_l[g]);
-  }
-  if (tid == 0) *counter = 0;  // every split of this row has counted in: ready for the next launch
 }
 }  // namespace
 
-#define MEMRA_DEFINE_ATTENTION_SPLIT(NAME, KvT)                                                                      \
+#define MEMRA_DEFINE_ATTENTION_CHUNK(NAME, KvT)                                                                      \
   extern "C" __global__ void __launch_bounds__(kThreads, 4)                                                          \
       NAME(const float* q, const KvT* k_cache, const KvT* v_cache, int32_t heads, int32_t kv_heads,                 \
            int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,                \
            const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap,     \
-           int32_t max_splits, float* part_o, float* part_ml, const int32_t* rows, const int32_t* fresh_from,       \
-           int32_t stages, int32_t v_separate, int32_t* counters, float* out) {                                     \
-    attention_split(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index, block_tables, \
-                    max_blocks, scale, sliding_window, softcap, max_splits, part_o, part_ml, rows, fresh_from,      \
-                    stages, v_separate, counters, out);                                                              \
+           int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows, const int32_t* fresh_from,       \
+           int32_t v_separate, float* out) {                                                                         \
+    attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index, block_tables, \
+                    max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, fresh_from,      \
+                    v_separate, out);                                                                                \
   }
-MEMRA_DEFINE_ATTENTION_SPLIT(memra_attention_split, float)
-MEMRA_DEFINE_ATTENTION_SPLIT(memra_attention_split_f16, __half)
-MEMRA_DEFINE_ATTENTION_SPLIT(memra_attention_split_bf16, __nv_bfloat16)
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
+
+// grid (entries * heads, decode_combine_slices(head_dim)), kThreads threads; out:
+// [tokens][heads * head_dim]. Block (row head, y) merges dims 32y .. 32y + 31 (fewer in the
+// last one) so that a long row's partials are read by several blocks at once. Each block:
+// the max of the chunks' m, then per chunk its weight w_c = exp(m_c - m) (once, kept in
+// shared memory when the chunks fit) and l = sum l_c w_c (per thread over chunks t,
+// t+128, ..., then the block sum); the output as float4 columns: thread (quad, slice)
+// runs an fmaf chain over chunks slice, slice+slices, ... (its first kAhead partials
+// loaded before the weights are known), and the slices are added in order. All orders
+// depend on the chunk count and head_dim only.
+extern "C" __global__ void __launch_bounds__(kThreads)
+    memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
+                            int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out,
+                            const int32_t* rows) {
+  constexpr int kDims = memra::attn::kCombineDims, kAhead = 4;
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
+  const int64_t th = blockIdx.x;
+  const int64_t t = rows ? rows[th / heads] : th / heads;
+  const int h = static_cast<int>(th % heads);
+  const int32_t pos = positions[t];
+  const int32_t n = pos - first_position(pos, sliding_window) + 1;
+  const int chunks = (n + kChunk - 1) / kChunk;
+  const float* ml = part_ml + th * max_chunks * 2;
+  const int dim0 = static_cast<int>(blockIdx.y) * kDims, dims = min(kDims, head_dim - dim0);
+  const int quads = dims / 4, slices = kThreads / quads;
+  const int qd = threadIdx.x % quads, s = threadIdx.x / quads;
+  const bool active = s < slices;  // (kThreads % quads threads idle when quads does not divide it)
+  const float4* po = reinterpret_cast<const float4*>(part_o + th * max_chunks * head_dim + dim0) + qd;
+  const int64_t stride = head_dim / 4;  // float4s per chunk
+  float4 ahead[kAhead];
+#pragma unroll
+  for (int i = 0; i < kAhead; ++i) {
+    const int c = s + i * slices;
+    ahead[i] = active && c < chunks ? po[c * stride] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  __shared__ float scratch[32];
+  constexpr int kStaged = 2048;
+  __shared__ float wts[kStaged];
+  __shared__ __align__(16) float partial[kThreads * 4];  // [slices][dims]: slices * dims == 4 * kThreads
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < chunks; c += kThreads) m = fmaxf(m, ml[2 * c]);
+  m = memra::cuda::block_max(m, scratch);
+  const bool staged = chunks <= kStaged;
+  float l = 0.0f;
+  for (int c = threadIdx.x; c < chunks; c += kThreads) {
+    const float w = expf(ml[2 * c] - m);
+    if (staged) wts[c] = w;
+    l = fmaf(ml[2 * c + 1], w, l);
+  }
+  l = memra::cuda::block_sum(l, scratch);  // its barriers also publish wts
+  const float inv = 1.0f / l;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](int c, const float4& x) {
+    const float w = staged ? wts[c] : expf(ml[2 * c] - m);
+    acc.x = fmaf(x.x, w, acc.x);
+    acc.y = fmaf(x.y, w, acc.y);
+    acc.z = fmaf(x.z, w, acc.z);
+    acc.w = fmaf(x.w, w, acc.w);
+  };
+  if (active) {
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i)
+      if (s + i * slices < chunks) add(s + i * slices, ahead[i]);
+#pragma unroll 4
+    for (int c = s + kAhead * slices; c < chunks; c += slices) add(c, po[c * stride]);
+    reinterpret_cast<float4*>(partial)[s * quads + qd] = acc;
+  }
+  __syncthreads();
+  float* o = out + t * heads * head_dim + static_cast<int64_t>(h) * head_dim + dim0;
+  for (int i = threadIdx.x; i < dims; i += kThreads) {
+    float sum = partial[i];
+    for (int sl = 1; sl < slices; ++sl) sum = __fadd_rn(sum, partial[sl * dims + i]);
+    o[i] = sum * inv;
+  }
+}

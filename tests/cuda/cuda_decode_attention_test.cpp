@@ -1,9 +1,9 @@
 // The decode attention kernels (kernels/attention/paged_attention.cu) run on the host by
 // the emulator of decode_attention_emulator.hpp (no GPU needed): every row against the
 // CPU reference (kAttentionBound), and bitwise: a row alone == in a batch == through a
-// row list (a step whose prompt rows run the prefill kernel), every shared-memory layout
-// (two stages, one, V reusing K's space), rows staged ahead of the PDL wait, and the f16 /
-// bf16 kernels == the f32 kernel on f16- / bf16-valued K/V; over f32, f16 and bf16 caches. Each row
+// row list (a step whose prompt rows run the prefill kernel), V beside the K rows == V
+// reusing their space, and the f16 / bf16 kernels == the f32 kernel on f16- / bf16-valued
+// K/V; over f32, f16 and bf16 caches. Each row
 // has its own sequence whose cache positions outside what the row may see are NaN, so a
 // read past its window or its last position shows up. memra-kernel-check runs the same
 // properties on the GPU.
@@ -27,14 +27,6 @@ struct Config {
   int heads, kv_heads, head_dim, window;
   float softcap;
 };
-
-// The kernel's shared-memory layouts (paged_attention_layout.hpp): the backend picks by
-// size; each must compute the same bits.
-struct Layout {
-  int stages;
-  bool v_separate;
-};
-constexpr Layout kTwoStages{2, true}, kOneStage{1, true}, kVReusesK{1, false};
 
 // A cache of one sequence per row (scattered blocks); row r's sequence holds K/V at the
 // positions row r sees, NaN elsewhere. The f32 cache's values are those of the `values`
@@ -89,48 +81,49 @@ struct Problem {
   }
 
   int64_t width() const { return static_cast<int64_t>(c.heads) * c.head_dim; }
-  int splits_of(int32_t p) const {
+  int chunks_of(int32_t p) const {
     const int32_t first = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
-    return memra::attn::decode_splits(p - first + 1);
+    return (p - first + 1 + memra::attn::kDecodeChunk - 1) / memra::attn::kDecodeChunk;
   }
 
-  // The kernel over `entries` (all rows when empty: no row list), as the backend launches
-  // it, with the given shared-memory layout.
-  std::vector<float> gpu(KvElement element, Layout layout, const std::vector<int32_t>& entries = {}) const {
+  // The kernels over `entries` (all rows when empty: no row list), as the backend launches
+  // them: rows of one chunk each write the output from the chunk kernel, unless `merge`.
+  std::vector<float> gpu(KvElement element, bool v_separate, const std::vector<int32_t>& entries = {},
+                         bool merge = false) const {
     const int E = entries.empty() ? static_cast<int>(pos.size()) : static_cast<int>(entries.size());
     const int32_t* rows = entries.empty() ? nullptr : entries.data();
     const int32_t* fresh_from = fresh.empty() ? nullptr : fresh.data();
-    int max_splits = 1;
-    for (int e = 0; e < E; ++e) max_splits = std::max(max_splits, splits_of(pos[static_cast<size_t>(rows ? rows[e] : e)]));
-    std::vector<float> part_o(static_cast<size_t>(E) * c.heads * max_splits * c.head_dim, NAN);
-    std::vector<float> part_ml(static_cast<size_t>(E) * c.heads * max_splits * 2, NAN);
-    std::vector<int32_t> counters(static_cast<size_t>(E) * c.kv_heads, 0);
-    std::vector<float> out(q.size(), NAN);
+    int max_chunks = 1;
+    for (int e = 0; e < E; ++e) max_chunks = std::max(max_chunks, chunks_of(pos[static_cast<size_t>(rows ? rows[e] : e)]));
+    std::vector<float> part_o(static_cast<size_t>(E) * c.heads * max_chunks * c.head_dim, NAN);
+    std::vector<float> part_ml(static_cast<size_t>(E) * c.heads * max_chunks * 2, NAN);
+    std::vector<float> out(q.size(), 0.0f);
+    merge = merge || max_chunks > 1;
+    float* direct = merge ? nullptr : out.data();
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto* kbf = reinterpret_cast<const __nv_bfloat16*>(kb.data());
     const auto* vbf = reinterpret_cast<const __nv_bfloat16*>(vb.data());
     const auto* khf = reinterpret_cast<const __half*>(kh.data());
     const auto* vhf = reinterpret_cast<const __half*>(vh.data());
-    const int vsep = layout.v_separate ? 1 : 0;
-    const int kv_bytes = element == KvElement::f32 ? 4 : 2;
-    const auto smem = static_cast<size_t>(memra::attn::decode_attention_smem_bytes(c.heads / c.kv_heads, c.head_dim, kv_bytes,
-                                                                                   layout.stages, layout.v_separate));
-    memra::decode_emu::launch(static_cast<unsigned>(E * c.kv_heads), static_cast<unsigned>(max_splits), smem, [&] {
+    memra::decode_emu::launch(static_cast<unsigned>(E * c.kv_heads), static_cast<unsigned>(max_chunks), [&] {
       if (element == KvElement::f16)
-        memra_attention_split_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
-                                  tables.data(), max_blocks, scale, c.window, c.softcap, max_splits, part_o.data(),
-                                  part_ml.data(), rows, fresh_from, layout.stages, vsep, counters.data(), out.data());
+        memra_attention_chunk_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
+                                  tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
+                                  part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
       else if (element == KvElement::bf16)
-        memra_attention_split_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
-                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_splits, part_o.data(),
-                                   part_ml.data(), rows, fresh_from, layout.stages, vsep, counters.data(), out.data());
+        memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
+                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
+                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
       else
-        memra_attention_split(q.data(), kf.data(), vf.data(), c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(),
-                              seq.data(), tables.data(), max_blocks, scale, c.window, c.softcap, max_splits,
-                              part_o.data(), part_ml.data(), rows, fresh_from, layout.stages, vsep, counters.data(),
-                              out.data());
+        memra_attention_chunk(q.data(), kf.data(), vf.data(), c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(),
+                              seq.data(), tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks,
+                              part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
     });
-    for (const int32_t n : counters) EXPECT_EQ(n, 0) << "a merge left its counter set";
+    if (!merge) return out;
+    memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), static_cast<unsigned>(memra::attn::decode_combine_slices(c.head_dim)), [&] {
+      memra_attention_combine(part_o.data(), part_ml.data(), pos.data(), c.heads, c.head_dim, c.window, max_chunks,
+                              out.data(), rows);
+    });
     return out;
   }
 
@@ -171,40 +164,34 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 // Positions: one-row chunks, chunk edges, several chunks (the last one partial).
 const std::vector<int32_t> kPositions = {0, 5, 63, 64, 65, 200};
 
-// Every property of a row's output against `out` (the batch of p computed with kOneStage).
-void check_invariance(const Problem& p, KvElement element, const std::vector<float>& out) {
-  EXPECT_TRUE(same_bits(p.gpu(element, kVReusesK).data(), out.data(), out.size())) << "V reusing K's space";
-  EXPECT_TRUE(same_bits(p.gpu(element, kTwoStages).data(), out.data(), out.size())) << "two stages";
-  // Rows staged before the PDL wait (a decode step: lag 0; verify-like steps whose fresh
-  // rows span chunks; everything stable) land as the waited-for ones: bitwise the same.
-  for (const auto& [lag, layout] : {std::pair{0, kOneStage}, std::pair{70, kTwoStages}, std::pair{1 << 20, kVReusesK}}) {
-    Problem staged = p;
-    staged.fresh.resize(p.pos.size());
-    for (size_t r = 0; r < p.pos.size(); ++r) staged.fresh[r] = std::max(0, p.pos[r] - lag);
-    EXPECT_TRUE(same_bits(staged.gpu(element, layout).data(), out.data(), out.size()))
-        << "rows before fresh_from staged ahead, lag " << lag << ", stages " << layout.stages;
-  }
-  const size_t w = static_cast<size_t>(p.width()), rows = p.pos.size();
-  std::vector<int32_t> list;  // the rows through a row list, in reverse, the first one left out
-  for (size_t r = rows; r-- > 1;) list.push_back(static_cast<int32_t>(r));
-  const auto listed = p.gpu(element, kOneStage, list);
-  for (const int32_t r : list)  // (the output stays indexed by token row)
-    EXPECT_TRUE(same_bits(listed.data() + r * w, out.data() + r * w, w)) << "row " << r << " through a row list";
-  Problem one = p;  // the last row alone: the same sequence, as a one-row step
-  one.pos = {p.pos.back()};
-  one.seq = {static_cast<int32_t>(rows) - 1};
-  one.q.assign(p.q.end() - static_cast<std::ptrdiff_t>(w), p.q.end());
-  const auto solo = one.gpu(element, kTwoStages);
-  EXPECT_TRUE(same_bits(solo.data(), out.data() + (rows - 1) * w, w)) << "row alone vs in the batch";
-}
-
 void check_config(const Config& c) {
   for (const KvElement element : {KvElement::f32, KvElement::f16, KvElement::bf16}) {
     SCOPED_TRACE(element_name(element));
     const Problem p(c, kPositions, KvElement::f32, 7u + static_cast<uint32_t>(c.head_dim * 31 + c.heads));
-    const auto out = p.gpu(element, kOneStage);
-    EXPECT_LE(nmse(out, p.reference(element)), memra::kcheck::kAttentionBound) << "against the reference";
-    check_invariance(p, element, out);
+    const auto out = p.gpu(element, true);
+    const double e = nmse(out, p.reference(element));
+    EXPECT_LE(e, memra::kcheck::kAttentionBound) << "against the reference";
+    EXPECT_TRUE(same_bits(p.gpu(element, false).data(), out.data(), out.size())) << "V reusing K's space";
+    // Rows staged before the PDL wait (a decode step: lag 0; verify-like steps whose fresh
+    // rows span chunks; everything stable) land as the waited-for ones: bitwise the same.
+    for (const auto& [lag, v_separate] : {std::pair{0, true}, std::pair{70, true}, std::pair{1 << 20, false}}) {
+      Problem staged = p;
+      staged.fresh.resize(p.pos.size());
+      for (size_t r = 0; r < p.pos.size(); ++r) staged.fresh[r] = std::max(0, p.pos[r] - lag);
+      EXPECT_TRUE(same_bits(staged.gpu(element, v_separate).data(), out.data(), out.size()))
+          << "rows before fresh_from staged ahead, lag " << lag << (v_separate ? "" : ", V reusing K's space");
+    }
+    const size_t w = static_cast<size_t>(p.width());
+    const std::vector<int32_t> list = {5, 1, 3};  // rows 5, 1, 3 through a row list
+    const auto listed = p.gpu(element, true, list);
+    for (const int32_t r : list)
+      EXPECT_TRUE(same_bits(listed.data() + r * w, out.data() + r * w, w)) << "row " << r << " through a row list";
+    Problem one = p;  // the last row alone: the same sequence, as a one-row step
+    one.pos = {kPositions.back()};
+    one.seq = {static_cast<int32_t>(kPositions.size()) - 1};
+    one.q.assign(p.q.end() - static_cast<std::ptrdiff_t>(w), p.q.end());
+    const auto solo = one.gpu(element, true);
+    EXPECT_TRUE(same_bits(solo.data(), out.data() + (kPositions.size() - 1) * w, w)) << "row alone vs in the batch";
   }
 }
 
@@ -214,19 +201,20 @@ TEST(CudaDecodeAttentionEmulated, Gqa10x1Hd128Window70) { check_config({10, 1, 1
 TEST(CudaDecodeAttentionEmulated, Gqa6x1Hd96Softcap50) { check_config({6, 1, 96, 0, 50.0f}); }
 TEST(CudaDecodeAttentionEmulated, Mha2Hd256) { check_config({2, 2, 256, 0, 0.0f}); }
 
-// Rows long enough for splits of several chunks (the online softmax over a CTA's chunks,
-// the last split shorter) beside short ones, a window longer than a split, one KV head
-// of the group in flight per stage: against the reference and every invariance.
-TEST(CudaDecodeAttentionEmulated, LongRowsSplitOverSeveralChunks) {
-  ASSERT_EQ(memra::attn::decode_split_chunks(memra::attn::decode_chunks(4150 + 1)), 2);
-  ASSERT_EQ(memra::attn::decode_splits(4150 + 1), 33);  // 65 chunks: 32 splits of 2, then 1
-  for (const auto& [element, c] : {std::pair{KvElement::bf16, Config{4, 1, 128, 0, 0.0f}},
-                                  std::pair{KvElement::f32, Config{2, 1, 64, 4100, 20.0f}}}) {
-      SCOPED_TRACE(std::string(element_name(element)) + " hd" + std::to_string(c.head_dim));
-      const Problem p(c, {70, 4150, 3, 4300}, KvElement::f32, 13);
-      const auto out = p.gpu(element, kOneStage);
-      EXPECT_LE(nmse(out, p.reference(element)), memra::kcheck::kAttentionBound) << "against the reference";
-      check_invariance(p, element, out);
+// Steps whose rows all fit one chunk skip the merge pass: bitwise what the merge writes,
+// and within the reference's bound.
+TEST(CudaDecodeAttentionEmulated, OneChunkRowsWriteTheMergedOutputThemselves) {
+  for (const KvElement e : {KvElement::f32, KvElement::f16, KvElement::bf16})
+    for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 30, 30.0f},
+                            Config{2, 2, 256, 0, 0.0f}}) {
+      const Problem p(c, {0, 5, 63, 40}, KvElement::f32, 5);
+      const auto merged = p.gpu(e, true, {}, true), direct = p.gpu(e, true);
+      EXPECT_TRUE(same_bits(merged.data(), direct.data(), merged.size())) << element_name(e) << " hd" << c.head_dim;
+      EXPECT_TRUE(same_bits(p.gpu(e, false).data(), direct.data(), direct.size())) << "V reusing K's space";
+      EXPECT_TRUE(same_bits(p.gpu(e, true, {3, 0}).data() + 3 * p.width(), direct.data() + 3 * p.width(),
+                            static_cast<size_t>(p.width())))
+          << "through a row list";
+      EXPECT_LE(nmse(direct, p.reference(e)), memra::kcheck::kAttentionBound);
     }
 }
 
@@ -234,7 +222,7 @@ TEST(CudaDecodeAttentionEmulated, SixteenBitKernelsAreTheF32KernelOnTheirValues)
   for (const KvElement e : {KvElement::f16, KvElement::bf16})
     for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 100, 30.0f}}) {
       const Problem p(c, {3, 64, 200}, e, 11);
-      const auto f = p.gpu(KvElement::f32, kOneStage), b = p.gpu(e, kTwoStages);
+      const auto f = p.gpu(KvElement::f32, true), b = p.gpu(e, true);
       EXPECT_TRUE(same_bits(f.data(), b.data(), f.size())) << element_name(e) << " " << c.heads << "/" << c.kv_heads << " hd" << c.head_dim;
     }
 }

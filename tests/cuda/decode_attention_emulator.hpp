@@ -1,7 +1,7 @@
 // A host emulation of the decode attention kernels (kernels/attention/paged_attention.cu,
 // included at the end of this header): a CTA's 128 threads run the kernel as user-level
-// fibers (ucontext) in one OS thread, one CTA at a time (in a scrambled order); __syncthreads,
-// the warp shuffles, cp.async and the atomics are emulated. A cp.async copy lands only when its thread waits for its
+// fibers (ucontext) in one OS thread, one CTA at a time; __syncthreads, the warp shuffles
+// and cp.async are emulated. A cp.async copy lands only when its thread waits for its
 // group (cp.async.wait_group), and shared memory starts as NaN, so a read of staged data
 // before the wait and the barrier, or of anything never staged, shows up as NaN in the
 // output. A deadlock (a warp split between a warp shuffle and a block barrier) throws.
@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -194,37 +193,24 @@ template <int N>
 inline void cp_async_wait() {
   memra::decode_emu::g_cta->wait_groups(N);
 }
-alignas(16) inline unsigned char smem_raw[512 * 1024];
-// One CTA runs at a time, to completion: plain memory is coherent, fences are no-ops.
-inline void __threadfence() {}
-inline float __ldcg(const float* p) { return *p; }
-inline int atomicAdd(int* p, int v) {
-  const int old = *p;
-  *p = old + v;
-  return old;
-}
+alignas(16) inline unsigned char smem_raw[256 * 1024];
 
 #include "kernels/attention/paged_attention.cu"  // (its #pragma unroll: the test builds with -Wno-unknown-pragmas)
 
 namespace memra::decode_emu {
 
 // Launches a grid (gx, gy) of one of the kernels: body() runs once per thread with
-// blockIdx set; the `smem_bytes` of dynamic shared memory are NaN at the start of every
-// CTA. The CTAs run in a scrambled order (a fixed permutation), so no result may depend
-// on which CTA runs last.
+// blockIdx set; shared memory is NaN at the start of every CTA.
 template <class Body>
-void launch(unsigned gx, unsigned gy, size_t smem_bytes, Body body) {
-  if (smem_bytes > sizeof smem_raw) throw std::runtime_error("decode attention emulator: shared memory too large");
+void launch(unsigned gx, unsigned gy, Body body) {
   static Cta cta;
-  const unsigned n = gx * gy;
-  unsigned step = 7919 % n;  // a stride coprime to n visits every CTA once
-  while (n > 1 && std::gcd(step, n) != 1) ++step;
-  for (unsigned i = 0, id = n / 2; i < n; ++i, id = (id + (n > 1 ? step : 0)) % n) {
-    blockIdx.x = id % gx;
-    blockIdx.y = id / gx;
-    std::memset(smem_raw, 0xff, smem_bytes);
-    cta.run(body);
-  }
+  for (unsigned y = 0; y < gy; ++y)
+    for (unsigned x = 0; x < gx; ++x) {
+      blockIdx.x = x;
+      blockIdx.y = y;
+      std::memset(smem_raw, 0xff, sizeof smem_raw);
+      cta.run(body);
+    }
 }
 
 }  // namespace memra::decode_emu

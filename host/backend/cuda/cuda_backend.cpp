@@ -63,7 +63,6 @@ CudaBackend::~CudaBackend() {
   modules_.reset();
   for (CUdeviceptr p : weight_blobs_) cuMemFree(p);
   for (RopeEntry& r : ropes_) cuMemFree(r.inv_freq);
-  for (CUdeviceptr p : attn_counters_) cuMemFree(p);
   if (k_cache_) cuMemFree(k_cache_);
   if (v_cache_) cuMemFree(v_cache_);
   for (CUdeviceptr p : state_cache_)

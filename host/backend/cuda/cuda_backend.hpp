@@ -402,10 +402,7 @@ class CudaBackend {
   Result<const DeviceBatch::AttentionPlan*> attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads);
   Result<CUdeviceptr> upload_step_ints(const int32_t* data, size_t count);
   memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries, CUdeviceptr rows,
-                                int32_t max_splits, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
-  Result<CUdeviceptr> attention_counters(uint64_t count);
-  std::vector<CUdeviceptr> attn_counters_;  // the last one is current (ops_attention.cpp)
-  uint64_t attn_counter_capacity_ = 0;
+                                int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).

@@ -5,9 +5,9 @@
 //    prefill_attention_mma.cu, head_dim 64 or 128), whose rows are bitwise the same
 //    however the prompt is chunked and whatever else the step holds;
 //  - generated rows (decode, verify; every row when the flags are absent, and prompt
-//    rows of other head sizes): split-KV attention (kernels/attention/paged_attention.cu:
-//    splits fixed by each row's position, merged by the split that finishes last) over
-//    those rows only (a row list), bitwise what a decode-only step computes.
+//    rows of other head sizes): split-KV attention (fixed chunks
+//    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
+//    over those rows only (a row list), bitwise what a decode-only step computes.
 // An f16 or bf16 KV layer (KvLayerConfig::dtype) takes each kernel's _f16 / _bf16 twin: the
 // write rounds K and V to it (round to nearest even), the readers convert them exactly to f32.
 #include <algorithm>
@@ -23,6 +23,7 @@
 
 namespace memra::backend::cuda {
 namespace {
+constexpr int32_t kChunk = attn::kDecodeChunk;
 CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t->data); }
 
 // The kernels' name suffix for a KV element type (allocate_kv accepted it).
@@ -30,9 +31,9 @@ const char* kv_kernel_suffix(memra_dtype dtype) {
   return dtype == MEMRA_DTYPE_F16 ? "_f16" : dtype == MEMRA_DTYPE_BF16 ? "_bf16" : "";
 }
 
-int32_t splits_of(int32_t pos, int32_t window) {
+int32_t chunks_of(int32_t pos, int32_t window) {
   const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
-  return attn::decode_splits(pos - first + 1);
+  return (pos - first + 1 + kChunk - 1) / kChunk;
 }
 }  // namespace
 
@@ -85,7 +86,7 @@ Result<const DeviceBatch::AttentionPlan*> CudaBackend::attention_plan(DeviceBatc
 
 // Split-KV decode attention over `entries` rows: rows[i] (or i when rows is 0).
 memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries,
-                                           CUdeviceptr rows, int32_t max_splits, CUdeviceptr q, CUdeviceptr kc,
+                                           CUdeviceptr rows, int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc,
                                            CUdeviceptr vc, CUdeviceptr out) {
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = db.source->max_blocks_per_seq;
@@ -93,66 +94,50 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
     return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs head_dim a multiple of 8, at most " +
                                            std::to_string(attn::kDecodeMaxHeadDim) + " (got " + std::to_string(head_dim) + ")");
   const uint64_t n = static_cast<uint64_t>(entries) * static_cast<uint64_t>(heads);
-  // Rows of several splits write partials, merged by their last split (per (row, kv head)
-  // counters that the merging split resets, so they stay zero between launches).
-  CUdeviceptr part_o = 0, part_ml = 0, counters = 0;
-  if (max_splits > 1) {
-    auto po = arena_->alloc(n * static_cast<uint64_t>(max_splits) * static_cast<uint64_t>(head_dim) * 4u);
+  // One chunk per row (short rows): the chunk kernel writes `out` itself, no merge pass.
+  const bool merge = max_chunks > 1;
+  CUdeviceptr part_o = 0, part_ml = 0;
+  if (merge) {
+    auto po = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
     if (!po) return fail(po.error());
-    auto pm = arena_->alloc(n * static_cast<uint64_t>(max_splits) * 2u * 4u);
+    auto pm = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
     if (!pm) return fail(pm.error());
-    auto c = attention_counters(static_cast<uint64_t>(entries) * static_cast<uint64_t>(kv_heads));
-    if (!c) return fail(c.error());
-    part_o = *po, part_ml = *pm, counters = *c;
+    part_o = *po, part_ml = *pm;
   }
-  // One CTA per (row, kv head, split) serves the kv head's whole q-head group; its shared
-  // memory (paged_attention_layout.hpp) holds two chunks' K and V rows when rows have
-  // splits of several chunks and that fits every arch, else one (V beside K, or reusing
-  // K's space). The layout never changes the arithmetic.
+  // One block per (row, kv head, chunk) serves the kv head's whole q-head group; its
+  // shared memory (paged_attention_layout.hpp) holds the scores and the chunk's K rows,
+  // and the V rows beside them when that fits every arch (else V reuses K's space). The
+  // layout never changes the arithmetic.
   const int32_t group = heads / kv_heads;
   const KvLayerConfig* geometry = kv_.layer(p->layer);
   const memra_dtype kv_dtype = geometry ? geometry->dtype : MEMRA_DTYPE_F32;
   if ((kc | vc) % 16 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs 16-byte aligned KV layers");
   const int kv_bytes = static_cast<int>(kv_element_bytes(kv_dtype));
-  const auto fits = [&](int stages, bool v_separate) {
-    return attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, stages, v_separate) <= attn::kDecodeSmemOverlapLimit;
-  };
-  const bool multi_chunk = max_splits >= attn::kDecodeSplitTarget;  // only then can a split hold several chunks
-  const int stages = multi_chunk && fits(2, true) ? 2 : 1;
-  const bool v_separate = stages == 2 || fits(1, true);
-  const uint64_t shared64 = attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, stages, v_separate);
-  const std::string name = std::string("memra_attention_split") + kv_kernel_suffix(kv_dtype);
+  const bool v_separate =
+      attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, true) <= attn::kDecodeSmemOverlapLimit;
+  const uint64_t shared64 = attn::decode_attention_smem_bytes(group, head_dim, kv_bytes, v_separate);
+  const std::string chunk_name = std::string("memra_attention_chunk") + kv_kernel_suffix(kv_dtype);
+  const char* chunk_kernel = chunk_name.c_str();
   {
-    auto k = modules_->kernel("attention", name.c_str());
+    auto k = modules_->kernel("attention", chunk_kernel);
     if (!k) return fail(k.error());
     if (allow_dynamic_smem(*k, shared64) != MEMRA_OK)
       return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group " + std::to_string(group) + " x head_dim " + std::to_string(head_dim) +
                                              ": " + last_error_);
   }
+  const auto shared = static_cast<unsigned>(shared64);
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
-  return launch("attention", name.c_str(), group_rows, static_cast<unsigned>(max_splits),
-                static_cast<unsigned>(attn::kDecodeThreads), static_cast<unsigned>(shared64), q, kc, vc, heads, kv_heads,
-                head_dim, block_size, db.positions, db.seq_index, tables, max_blocks, p->scale, p->sliding_window,
-                p->logit_softcap, max_splits, part_o, part_ml, rows,
-                options_.early_kv_reads ? db.fresh_from : CUdeviceptr{0}, static_cast<int32_t>(stages),
-                static_cast<int32_t>(v_separate ? 1 : 0), counters, out);
-}
-
-// Zeroed int32 counters for the decode attention's merge, at least `count`: grown (never
-// shrunk, earlier buffers kept until the backend closes: a captured step graph may name them).
-Result<CUdeviceptr> CudaBackend::attention_counters(uint64_t count) {
-  if (count <= attn_counter_capacity_) return attn_counters_.back();
-  const uint64_t capacity = std::max<uint64_t>(count, 4096);
-  CUdeviceptr ptr = 0;
-  CUresult r = cuMemAlloc(&ptr, capacity * 4u);
-  if (r == CUDA_SUCCESS) r = cuMemsetD32(ptr, 0, capacity);
-  if (r != CUDA_SUCCESS) {
-    if (ptr) (void)cuMemFree(ptr);
-    return make_error(ErrorCode::internal, cu_error(r, "attention counters"));
-  }
-  attn_counters_.push_back(ptr);
-  attn_counter_capacity_ = capacity;
-  return ptr;
+  memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks),
+                           static_cast<unsigned>(attn::kDecodeThreads), shared, q, kc, vc, heads, kv_heads, head_dim,
+                           block_size, db.positions, db.seq_index, tables, max_blocks, p->scale,
+                           p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows,
+                           options_.early_kv_reads ? db.fresh_from : CUdeviceptr{0},
+                           static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out);
+  if (st != MEMRA_OK || !merge) return st;
+  return launch("attention", "memra_attention_combine", static_cast<unsigned>(n),
+                static_cast<unsigned>(attn::decode_combine_slices(head_dim)),
+                static_cast<unsigned>(attn::kDecodeThreads), 0, part_o, part_ml, db.positions, heads, head_dim,
+                p->sliding_window, max_chunks, out, rows);
 }
 
 Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {
@@ -189,12 +174,12 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   const auto local = static_cast<size_t>(p->layer - kv_.first_layer);
   if (p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads != 0)
     return fail(MEMRA_ERR_INVALID_ARGUMENT, "attention: heads must be a multiple of kv_heads");
-  // Host-side checks the CPU backend makes too, and the split count of the longest row.
-  int32_t max_splits = 1;
+  // Host-side checks the CPU backend makes too, and the chunk count of the longest row.
+  int32_t max_chunks = 1;
   for (int32_t t = 0; t < batch->num_tokens; ++t) {
     if (std::string e = kv_.token_blocks_error(*batch, *geometry, t, p->sliding_window); !e.empty())
       return fail(MEMRA_ERR_INVALID_ARGUMENT, std::move(e));
-    max_splits = std::max(max_splits, splits_of(batch->positions[t], p->sliding_window));
+    max_chunks = std::max(max_chunks, chunks_of(batch->positions[t], p->sliding_window));
   }
   auto b = device_batch(batch);
   if (!b) return fail(b.error());
@@ -252,7 +237,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (!ap) return fail(ap.error());
     plan = *ap;
   }
-  if (!plan || plan->ctas == 0) return decode_attention(p, db, tables, batch->num_tokens, 0, max_splits, dptr(q), kc, vc, dptr(out));
+  if (!plan || plan->ctas == 0) return decode_attention(p, db, tables, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
 
   const std::string prefill_name = std::string(head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128") + suffix;
   const char* kernel = prefill_name.c_str();
@@ -264,10 +249,10 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
               smem, dptr(q), kc, vc, heads, kv_heads, block_size, db.positions, tables, max_blocks, p->scale,
               p->sliding_window, p->logit_softcap, plan->tasks, dptr(out));
   if (st != MEMRA_OK || plan->generated == 0) return st;
-  int32_t gen_splits = 1;
+  int32_t gen_chunks = 1;
   for (int32_t t = 0; t < batch->num_tokens; ++t)
-    if (!batch->prompt_tokens[t]) gen_splits = std::max(gen_splits, splits_of(batch->positions[t], p->sliding_window));
-  return decode_attention(p, db, tables, plan->generated, plan->generated_rows, gen_splits, dptr(q), kc, vc, dptr(out));
+    if (!batch->prompt_tokens[t]) gen_chunks = std::max(gen_chunks, chunks_of(batch->positions[t], p->sliding_window));
+  return decode_attention(p, db, tables, plan->generated, plan->generated_rows, gen_chunks, dptr(q), kc, vc, dptr(out));
 }
 
 }  // namespace memra::backend::cuda
