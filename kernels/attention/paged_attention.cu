@@ -62,33 +62,74 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 #endif
 
-// Elements as exact floats: 4 consecutive ones (f32: one 16-byte load, bf16: one 8-byte
-// load; lanes reading consecutive groups touch consecutive banks), or one.
+// f32 cache elements (the CUDA-core kernel): 4 consecutive ones (one 16-byte load), or one.
 __device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 load4(const __nv_bfloat16* p) {
-  const uint2 u = *reinterpret_cast<const uint2*>(p);
-  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
-                     __uint_as_float(u.y & 0xffff0000u));
-}
-__device__ __forceinline__ float4 load4(const __half* p) {
-  const uint2 u = *reinterpret_cast<const uint2*>(p);
-  const __half* h = reinterpret_cast<const __half*>(&u);
-  return make_float4(__half2float(h[0]), __half2float(h[1]), __half2float(h[2]), __half2float(h[3]));
-}
 __device__ __forceinline__ float load1(const float* p) { return *p; }
-__device__ __forceinline__ float load1(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float load1(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
-// Rows begin .. end-1 of the chunk (row j at src + row_off[j]) into dst [kChunk][head_dim],
+// Rows begin .. end-1 of the chunk (row j at src + row_off[j]) into dst [kChunk][stride],
 // 16-byte pieces; rows at or past `len` are zero-filled (no global read).
 template <class KvT>
-__device__ __forceinline__ void stage_rows(KvT* dst, const KvT* src, const int64_t* row_off, int head_dim, int begin,
-                                           int end, int len) {
+__device__ __forceinline__ void stage_rows(KvT* dst, const KvT* src, const int64_t* row_off, int head_dim, int stride,
+                                           int begin, int end, int len) {
   constexpr int kPer = 16 / static_cast<int>(sizeof(KvT));
   const int per_row = head_dim / kPer;
   for (int idx = begin * per_row + threadIdx.x; idx < end * per_row; idx += kThreads) {
     const int j = idx / per_row, c = idx - j * per_row;
-    cp_async16(dst + j * head_dim + c * kPer, src + row_off[j] + c * kPer, j < len ? 16 : 0);
+    cp_async16(dst + j * stride + c * kPer, src + row_off[j] + c * kPer, j < len ? 16 : 0);
+  }
+}
+
+// ---- Tensor-core primitives (the 16-bit caches' kernels) ----
+// mma.m16n8k16 (f32 accumulate) over f16 or bf16 operands, ldmatrix .x4 (.trans) of
+// four 8x8 16-bit matrices; the emulator (tests/cuda) builds them from the PTX ISA's
+// fragment layouts. An f32 operand x enters as hi = T(x) and lo = T(x - hi) (two mma).
+#if defined(__CUDACC__)
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __nv_bfloat16) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __half) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t to16(float x, __nv_bfloat16) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float from16(uint32_t h, __nv_bfloat16) { return __uint_as_float(h << 16); }
+__device__ __forceinline__ uint32_t to16(float x, __half) { return __half_as_ushort(__float2half_rn(x)); }
+__device__ __forceinline__ float from16(uint32_t h, __half) { return __half2float(__ushort_as_half(static_cast<unsigned short>(h))); }
+#endif
+template <class T>
+__device__ __forceinline__ void split2(float x0, float x1, uint32_t& hi, uint32_t& lo) {
+  const uint32_t h0 = to16(x0, T{}), h1 = to16(x1, T{});
+  hi = h0 | (h1 << 16);
+  lo = to16(x0 - from16(h0, T{}), T{}) | (to16(x1 - from16(h1, T{}), T{}) << 16);
+}
+// The A fragment (16 rows x 16 k) of rows r0.. of a [rows][ld] f32 matrix at column k0 as
+// hi and lo words: rows at or past `rows` and columns at or past `cols` are zero.
+template <class T>
+__device__ __forceinline__ void a_frag(const float* m, int ld, int r0, int rows, int k0, int cols, uint32_t (&hi)[4],
+                                       uint32_t (&lo)[4]) {
+  const int lane = threadIdx.x & 31, gid = lane >> 2, c = k0 + 2 * (lane & 3);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = r0 + gid + 8 * (i & 1), cc = c + 8 * (i >> 1);
+    float x0 = 0.0f, x1 = 0.0f;
+    if (r < rows && cc < cols) {
+      x0 = m[static_cast<int64_t>(r) * ld + cc];
+      x1 = m[static_cast<int64_t>(r) * ld + cc + 1];
+    }
+    split2<T>(x0, x1, hi[i], lo[i]);
   }
 }
 
@@ -176,6 +217,83 @@ __device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float
   }
 }
 
+// Scores on the tensor cores (16-bit caches): warp w takes positions 16w .. 16w+15 (two
+// n-tiles of 8) for 16 q heads at a time (an m-tile; heads past the group are zero rows):
+// per 16 dims of head_dim in order, q_hi.K then q_lo.K into the f32 accumulators (K exact
+// as stored). Then x scale, softcap; positions past `len` score -inf.
+template <class KvT>
+__device__ __forceinline__ void mma_scores(const float* qg, const KvT* kt, float* scores, int group, int head_dim,
+                                           int stride, int len, int staged, float scale, float softcap) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tig = lane & 3;
+  cp_async_wait<1>();  // this thread's K pieces (and the stable V rows; the fresh V rows may be in flight)
+  __syncthreads();     // everyone's
+  const int jw = warp * 16;
+  for (int m0 = 0; m0 < group; m0 += 16) {
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    if (jw < staged) {
+      const int mi = lane >> 3, r = lane & 7;
+      const KvT* krow = kt + (jw + (mi >> 1) * 8 + r) * stride + (mi & 1) * 8;
+      for (int k0 = 0; k0 < head_dim; k0 += 16) {
+        uint32_t hi[4], lo[4], b[4];
+        a_frag<KvT>(qg, head_dim, m0, group, k0, head_dim, hi, lo);
+        ldsm_x4(b, krow + k0);
+        mma16816(acc[0], hi, b[0], b[1], KvT{});
+        mma16816(acc[0], lo, b[0], b[1], KvT{});
+        mma16816(acc[1], hi, b[2], b[3], KvT{});
+        mma16816(acc[1], lo, b[2], b[3], KvT{});
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {  // accumulator (n-tile i / 4, row half (i / 2) % 2, column i % 2)
+      const int g = m0 + gid + 8 * ((i >> 1) & 1), j = jw + 8 * (i >> 2) + 2 * tig + (i & 1);
+      if (g >= group) continue;
+      float sc = -INFINITY;
+      if (j < len) {
+        sc = acc[i >> 2][i & 3] * scale;
+        if (softcap > 0.0f) sc = softcap * tanhf(sc / softcap);
+      }
+      scores[g * kChunk + j] = sc;
+    }
+  }
+}
+
+// P.V on the tensor cores: the head_dim's n-tiles of 8 dims go to the warps in pairs
+// (warp w: tiles 2w, 2w+1, then 2w+8, ...), 16 q heads at a time; per 16 positions in
+// order, P_hi.V then P_lo.V (V exact as stored; positions past `len` have P = 0 and
+// zero-filled rows). The chunk's output (unnormalised) goes to p_row [head][pitch], or
+// with one chunk (o_row) o * (1 / l) as the merge would write it: (o + 0) * (1 / l).
+template <class KvT>
+__device__ __forceinline__ void mma_output(const float* scores, const float* sums, const KvT* vt, int group,
+                                           int head_dim, int stride, int staged, float* o_row, float* p_row,
+                                           int64_t pitch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tig = lane & 3;
+  const int ntiles = head_dim / 8, mi = lane >> 3, r = lane & 7;
+  for (int m0 = 0; m0 < group; m0 += 16)
+    for (int n0 = 2 * warp; n0 < ntiles; n0 += 8) {
+      float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+      const KvT* vcol = vt + ((mi & 1) * 8 + r) * stride + (n0 + (mi >> 1)) * 8;
+      for (int k0 = 0; k0 < staged; k0 += 16) {
+        uint32_t hi[4], lo[4], b[4];
+        a_frag<KvT>(scores, kChunk, m0, group, k0, kChunk, hi, lo);
+        ldsm_x4_trans(b, vcol + k0 * stride);
+        mma16816(acc[0], hi, b[0], b[1], KvT{});
+        mma16816(acc[0], lo, b[0], b[1], KvT{});
+        mma16816(acc[1], hi, b[2], b[3], KvT{});
+        mma16816(acc[1], lo, b[2], b[3], KvT{});
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int g = m0 + gid + 8 * ((i >> 1) & 1), d = 8 * (n0 + (i >> 2)) + 2 * tig + (i & 1);
+        if (g >= group || d >= head_dim) continue;
+        const float o = acc[i >> 2][i & 3];
+        if (o_row)
+          o_row[static_cast<int64_t>(g) * head_dim + d] = (o + 0.0f) * (1.0f / sums[g]);
+        else
+          p_row[g * pitch + d] = o;
+      }
+    }
+}
+
 // part_o: [entries*heads][max_chunks][head_dim]; part_ml: [entries*heads][max_chunks][2].
 // Shared memory: paged_attention_layout.hpp (decode_attention_smem_bytes).
 template <class KvT>
@@ -189,12 +307,16 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
+  // 16-bit caches take the tensor cores for the scores and P.V (their rows padded by 8
+  // elements so the ldmatrix rows fall in distinct banks); f32 caches the CUDA cores.
+  constexpr bool kMma = sizeof(KvT) == 2;
   const int group = heads / kv_heads;
+  const int stride = memra::attn::decode_tile_stride(head_dim, static_cast<int>(sizeof(KvT)));
   int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
   float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
   float* sums = scores + group * kChunk;                          // [group] (padded)
-  KvT* kt = reinterpret_cast<KvT*>(sums + ((group + 3) & ~3));  // [kChunk][head_dim] (decode_attention_sum_slots)
-  KvT* vt = v_separate ? kt + kChunk * head_dim : kt;             // [kChunk][head_dim]
+  KvT* kt = reinterpret_cast<KvT*>(sums + ((group + 3) & ~3));  // [kChunk][stride] (decode_attention_sum_slots)
+  KvT* vt = v_separate ? kt + kChunk * stride : kt;               // [kChunk][stride]
   const int64_t tk = blockIdx.x;
   const int64_t i_entry = tk / kv_heads;
   const int64_t t = rows ? rows[i_entry] : i_entry;
@@ -207,13 +329,19 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   if (static_cast<int64_t>(chunk) * kChunk >= n) return;
   const int32_t j0 = first + chunk * kChunk;
   const int len = min(kChunk, n - chunk * kChunk);
-  const int staged = min(kChunk, (len + 7) & ~7);  // rows the phases read (8-row score rounds)
+  // Rows the phases read: 8-row score rounds, 16-position mma steps.
+  const int staged = min(kChunk, kMma ? (len + 15) & ~15 : (len + 7) & ~7);
   const int64_t row_width = static_cast<int64_t>(kv_heads) * head_dim;
   const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
   const float* qg = q + (t * heads + h0) * static_cast<int64_t>(head_dim);
   const int tid = threadIdx.x;
   if (tid < staged)
     row_off[tid] = slot_offset(table, j0 + min(tid, len - 1), block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+  if (kMma && tid < kChunk) {  // the row pads, read (as 0) when head_dim % 16 == 8
+    const int j = tid;
+    *reinterpret_cast<uint4*>(kt + j * stride + head_dim) = make_uint4(0u, 0u, 0u, 0u);
+    if (v_separate) *reinterpret_cast<uint4*>(vt + j * stride + head_dim) = make_uint4(0u, 0u, 0u, 0u);
+  }
   __syncthreads();
   // PDL (kernels/common/pdl.cuh): the positions, tables and row lists are the step's
   // uploads and the K/V rows before fresh_from[t] (the first position any row of this
@@ -221,36 +349,40 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   // while the previous kernel (RoPE + KV write) still runs; q and this step's K/V rows
   // only after the wait. Which row lands when never changes what is computed.
   const int stable = fresh_from ? max(0, min(len, fresh_from[t] - j0)) : 0;
-  stage_rows(kt, k_cache, row_off, head_dim, 0, stable, len);
+  stage_rows(kt, k_cache, row_off, head_dim, stride, 0, stable, len);
   cp_async_commit();
-  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, 0, stable, len);
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stride, 0, stable, len);
   cp_async_commit();
   memra::cuda::pdl_wait();
   memra::cuda::pdl_launch_dependents();
-  stage_rows(kt, k_cache, row_off, head_dim, stable, staged, len);
+  stage_rows(kt, k_cache, row_off, head_dim, stride, stable, staged, len);
   cp_async_commit();
-  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stable, staged, len);
+  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stride, stable, staged, len);
   cp_async_commit();  // (empty groups when V waits for the K rows' space)
 
-  const int groups4 = head_dim / 4;
-  for (int g0 = 0; g0 < group; g0 += kPassHeads) {
-    const int gn = min(kPassHeads, group - g0);
-    if (groups4 <= 32)
-      score_pass<1>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
-    else if (groups4 <= 64)
-      score_pass<2>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
-    else
-      score_pass<4>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+  const int lane = tid & 31, warp = tid >> 5;
+  if constexpr (kMma) {
+    mma_scores(qg, kt, scores, group, head_dim, stride, len, staged, scale, softcap);
+  } else {
+    const int groups4 = head_dim / 4;
+    for (int g0 = 0; g0 < group; g0 += kPassHeads) {
+      const int gn = min(kPassHeads, group - g0);
+      if (groups4 <= 32)
+        score_pass<1>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+      else if (groups4 <= 64)
+        score_pass<2>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+      else
+        score_pass<4>(qg, kt, scores, g0, gn, head_dim, len, scale, softcap);
+    }
   }
   __syncthreads();  // scores published, K rows read
   if (!v_separate) {
-    stage_rows(vt, v_cache, row_off, head_dim, 0, staged, len);
+    stage_rows(vt, v_cache, row_off, head_dim, stride, 0, staged, len);
     cp_async_commit();
   }
 
   // Softmax per q head, warp w taking heads w, w+4, ...: lane l holds positions l and
   // l+32; the max and the sum of exp(s - m) by warp butterflies (fixed order).
-  const int lane = tid & 31, warp = tid >> 5;
   for (int g = warp; g < group; g += kThreads / 32) {
     float* sc = scores + g * kChunk;
     const float a = sc[lane], b = sc[lane + 32];
@@ -271,40 +403,46 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   cp_async_wait<0>();
   __syncthreads();  // V rows and the weights published
 
-  // Output: thread (dim d, head slot) runs, per q head, one fmaf chain over the chunk's
-  // positions in order (weights past `len` are 0 and so are the zero-filled V rows).
-  // With head_dim < 128 the block's threads split the heads in slots.
-  const int dcount = min(head_dim, kThreads), slots = kThreads / dcount;
-  const int d0 = tid % dcount, slot = tid / dcount;
-  if (slot >= slots) return;
-  for (int d = d0; d < head_dim; d += dcount) {
-    for (int gb = slot; gb < group; gb += slots * kPvHeads) {
-      float o[kPvHeads];
+  if constexpr (kMma) {
+    float* o_row = out ? out + (t * heads + h0) * static_cast<int64_t>(head_dim) : nullptr;
+    float* p_row = out ? nullptr : part_o + ((i_entry * heads + h0) * max_chunks + chunk) * head_dim;
+    mma_output(scores, sums, vt, group, head_dim, stride, staged, o_row, p_row,
+               static_cast<int64_t>(max_chunks) * head_dim);
+  } else {
+    // Output: thread (dim d, head slot) runs, per q head, one fmaf chain over the chunk's
+    // positions in order (weights past `len` are 0 and so are the zero-filled V rows).
+    // With head_dim < 128 the block's threads split the heads in slots.
+    const int dcount = min(head_dim, kThreads), slots = kThreads / dcount;
+    const int d0 = tid % dcount, slot = tid / dcount;
+    for (int d = d0; slot < slots && d < head_dim; d += dcount) {  // (threads past the slots idle)
+      for (int gb = slot; gb < group; gb += slots * kPvHeads) {
+        float o[kPvHeads];
 #pragma unroll
-      for (int k = 0; k < kPvHeads; ++k) o[k] = 0.0f;
-      for (int j = 0; j < len; j += 4) {
-        const float v0 = load1(vt + (j + 0) * head_dim + d), v1 = load1(vt + (j + 1) * head_dim + d);
-        const float v2 = load1(vt + (j + 2) * head_dim + d), v3 = load1(vt + (j + 3) * head_dim + d);
+        for (int k = 0; k < kPvHeads; ++k) o[k] = 0.0f;
+        for (int j = 0; j < len; j += 4) {
+          const float v0 = load1(vt + (j + 0) * stride + d), v1 = load1(vt + (j + 1) * stride + d);
+          const float v2 = load1(vt + (j + 2) * stride + d), v3 = load1(vt + (j + 3) * stride + d);
+#pragma unroll
+          for (int k = 0; k < kPvHeads; ++k) {
+            const int g = gb + k * slots;
+            if (g < group) {
+              const float4 p = *reinterpret_cast<const float4*>(scores + g * kChunk + j);
+              o[k] = fmaf(p.x, v0, o[k]);
+              o[k] = fmaf(p.y, v1, o[k]);
+              o[k] = fmaf(p.z, v2, o[k]);
+              o[k] = fmaf(p.w, v3, o[k]);
+            }
+          }
+        }
 #pragma unroll
         for (int k = 0; k < kPvHeads; ++k) {
           const int g = gb + k * slots;
-          if (g < group) {
-            const float4 p = *reinterpret_cast<const float4*>(scores + g * kChunk + j);
-            o[k] = fmaf(p.x, v0, o[k]);
-            o[k] = fmaf(p.y, v1, o[k]);
-            o[k] = fmaf(p.z, v2, o[k]);
-            o[k] = fmaf(p.w, v3, o[k]);
-          }
+          if (g >= group) continue;
+          if (out)  // memra_attention_combine's arithmetic for one chunk: w = 1, (o + 0) * (1 / l)
+            out[(t * heads + h0 + g) * static_cast<int64_t>(head_dim) + d] = (o[k] + 0.0f) * (1.0f / sums[g]);
+          else
+            part_o[((i_entry * heads + h0 + g) * max_chunks + chunk) * head_dim + d] = o[k];
         }
-      }
-#pragma unroll
-      for (int k = 0; k < kPvHeads; ++k) {
-        const int g = gb + k * slots;
-        if (g >= group) continue;
-        if (out)  // memra_attention_combine's arithmetic for one chunk: w = 1, (o + 0) * (1 / l)
-          out[(t * heads + h0 + g) * static_cast<int64_t>(head_dim) + d] = (o[k] + 0.0f) * (1.0f / sums[g]);
-        else
-          part_o[((i_entry * heads + h0 + g) * max_chunks + chunk) * head_dim + d] = o[k];
       }
     }
   }

@@ -3,6 +3,13 @@
 // nvcc and the host compiler both read it.
 #pragma once
 
+// Used by the kernels too.
+#if defined(__CUDACC__)
+#define MEMRA_ATTN_HD __host__ __device__
+#else
+#define MEMRA_ATTN_HD
+#endif
+
 namespace memra::attn {
 
 // KV positions per chunk. Chunks start at the row's first visible position and are
@@ -21,13 +28,18 @@ constexpr int decode_combine_slices(int head_dim) { return (head_dim + kCombineD
 // q heads' entries of the per-head sums, padded so that the rows after them stay 16-byte aligned.
 constexpr int decode_attention_sum_slots(int group) { return (group + 3) & ~3; }
 
+// Elements per staged K/V row: 16-bit rows (the tensor-core kernels' ldmatrix operands)
+// are padded by 8 elements (16 bytes) so that 8 rows at one column fall in distinct banks.
+MEMRA_ATTN_HD constexpr int decode_tile_stride(int head_dim, int kv_bytes) { return kv_bytes == 2 ? head_dim + 8 : head_dim; }
+
 // Dynamic shared memory of memra_attention_chunk{,_f16,_bf16} in bytes: the chunk's row
 // offsets (int64), the scores [group][chunk] (f32), the per-head sums of the weights
-// (f32, padded), the staged K rows [chunk][head_dim] and, when `v_separate`, the V rows
+// (f32, padded), the staged K rows [chunk][stride] and, when `v_separate`, the V rows
 // beside them (else V reuses the K rows' space once the scores are done: less memory,
 // no overlap of the V loads with the score phase).
 constexpr unsigned long long decode_attention_smem_bytes(int group, int head_dim, int kv_bytes, bool v_separate) {
-  const unsigned long long tile = static_cast<unsigned long long>(kDecodeChunk) * head_dim * kv_bytes;
+  const unsigned long long tile =
+      static_cast<unsigned long long>(kDecodeChunk) * decode_tile_stride(head_dim, kv_bytes) * kv_bytes;
   return kDecodeChunk * 8ull + static_cast<unsigned long long>(group) * kDecodeChunk * 4ull +
          static_cast<unsigned long long>(decode_attention_sum_slots(group)) * 4ull + tile * (v_separate ? 2 : 1);
 }

@@ -42,6 +42,17 @@ class Cta {
     yield(kWarp);
     return r;
   }
+  // Every lane of the warp deposits `mine`; each then reads the warp's 32 deposits (a
+  // warp-collective step: ldmatrix, mma).
+  template <class T>
+  void warp_gather(const T& mine, T* all) {
+    static_assert(sizeof(T) <= kSlot, "deposit too large");
+    std::memcpy(slot_[cur_], &mine, sizeof(T));
+    yield(kWarp);
+    const int base = cur_ & ~31;
+    for (int l = 0; l < 32; ++l) std::memcpy(&all[l], slot_[base + l], sizeof(T));
+    yield(kWarp);
+  }
   void cp_async(void* dst, const void* src, int bytes) { pending_[cur_].push_back(Copy{dst, src, bytes}); }
   void commit() {
     groups_[cur_].push_back(std::move(pending_[cur_]));
@@ -60,6 +71,7 @@ class Cta {
 
  private:
   static constexpr size_t kStack = 64 * 1024;
+  static constexpr size_t kSlot = 64;
   enum State { kRunnable, kBlock, kWarp, kDone };
   struct Copy {
     void* dst;
@@ -76,6 +88,7 @@ class Cta {
   ucontext_t main_{}, ctx_[kThreads]{};
   State state_[kThreads]{};
   float xchg_[kThreads]{};
+  alignas(16) unsigned char slot_[kThreads][kSlot]{};
   std::vector<Copy> pending_[kThreads];
   std::vector<std::vector<Copy>> groups_[kThreads];
   int cur_ = 0;
@@ -194,6 +207,77 @@ inline void cp_async_wait() {
   memra::decode_emu::g_cta->wait_groups(N);
 }
 alignas(16) inline unsigned char smem_raw[256 * 1024];
+
+// The tensor-core primitives from the PTX ISA's fragment layouts (m16n8k16, 16-bit
+// operands, f32 accumulation; ldmatrix .x4: lane l names row l % 8 of matrix l / 8 and
+// receives, per matrix, row l / 4, columns 2 (l % 4) and + 1 — .trans: rows 2 (l % 4)
+// and + 1 of column l / 4). The emulated mma adds c, then the 16 products in k order
+// (the tensor cores' own accumulation order is not specified; only bounds and bit
+// equalities between the emulator's own runs are checked here).
+struct uint4 {
+  uint32_t x, y, z, w;
+};
+inline uint4 make_uint4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return {a, b, c, d}; }
+inline uint32_t to16(float x, __nv_bfloat16) { return memra::quant::f32_to_bf16(x); }
+inline float from16(uint32_t h, __nv_bfloat16) { return __uint_as_float(h << 16); }
+inline uint32_t to16(float x, __half) { return memra::quant::f32_to_fp16(x); }
+inline float from16(uint32_t h, __half) { return memra::quant::fp16_to_f32(static_cast<uint16_t>(h)); }
+namespace memra::decode_emu {
+inline uint16_t half_at(const void* row, int col) {
+  uint16_t h;
+  std::memcpy(&h, static_cast<const unsigned char*>(row) + 2 * col, 2);
+  return h;
+}
+inline void ldmatrix(uint32_t (&r)[4], const void* p, bool trans) {
+  const void* rows[32];
+  g_cta->warp_gather(p, rows);
+  const int l = g_cta->tid() & 31;
+  for (int k = 0; k < 4; ++k) {
+    uint16_t e0, e1;
+    if (trans) {
+      e0 = half_at(rows[8 * k + 2 * (l % 4)], l / 4);
+      e1 = half_at(rows[8 * k + 2 * (l % 4) + 1], l / 4);
+    } else {
+      e0 = half_at(rows[8 * k + l / 4], 2 * (l % 4));
+      e1 = half_at(rows[8 * k + l / 4], 2 * (l % 4) + 1);
+    }
+    r[k] = e0 | (static_cast<uint32_t>(e1) << 16);
+  }
+}
+template <class T>
+inline void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  struct Frag {
+    uint32_t a[4], b[2];
+  };
+  Frag all[32];
+  g_cta->warp_gather(Frag{{a[0], a[1], a[2], a[3]}, {b0, b1}}, all);
+  const int l = g_cta->tid() & 31;
+  // A[row][k]: lane (row % 8) * 4 + (k % 8) / 2, register (row / 8) + 2 (k / 8), half k % 2.
+  auto A = [&](int row, int k) {
+    const uint32_t w = all[(row % 8) * 4 + (k % 8) / 2].a[(row / 8) + 2 * (k / 8)];
+    return from16((k % 2) ? w >> 16 : w & 0xffffu, T{});
+  };
+  // B[k][col]: lane col * 4 + (k % 8) / 2, register k / 8, half k % 2.
+  auto B = [&](int k, int col) {
+    const uint32_t w = all[col * 4 + (k % 8) / 2].b[k / 8];
+    return from16((k % 2) ? w >> 16 : w & 0xffffu, T{});
+  };
+  for (int i = 0; i < 4; ++i) {
+    const int row = l / 4 + 8 * (i / 2), col = 2 * (l % 4) + (i % 2);
+    float acc = d[i];
+    for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
+    d[i] = acc;
+  }
+}
+}  // namespace memra::decode_emu
+inline void ldsm_x4(uint32_t (&r)[4], const void* p) { memra::decode_emu::ldmatrix(r, p, false); }
+inline void ldsm_x4_trans(uint32_t (&r)[4], const void* p) { memra::decode_emu::ldmatrix(r, p, true); }
+inline void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __nv_bfloat16) {
+  memra::decode_emu::mma<__nv_bfloat16>(d, a, b0, b1);
+}
+inline void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __half) {
+  memra::decode_emu::mma<__half>(d, a, b0, b1);
+}
 
 #include "kernels/attention/paged_attention.cu"  // (its #pragma unroll: the test builds with -Wno-unknown-pragmas)
 

@@ -3,9 +3,9 @@
 // alone vs beside three other sequences, and in a prefill vs a decode step; with an
 // f32, an f16 and a bf16 KV cache (the reference then rounds K and V to the 16-bit type
 // when written; its K is the device's RoPE'd k, so a 1-ulp RoPE difference cannot flip a
-// rounding). For f16 and bf16 also: their decode kernel is bitwise the f32 one when both
-// caches hold the same representable values (only the element load differs). And a
-// layer's results do not depend on the other layers' KV geometry or dtype.
+// rounding). (The f16 / bf16 decode kernels run on the tensor cores, the f32 one on the
+// CUDA cores: each is held to the reference on its own.) And a layer's results do not
+// depend on the other layers' KV geometry or dtype.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -212,41 +212,6 @@ std::vector<float> row(const std::vector<float>& v, int64_t i, int64_t width) {
 
 }  // namespace
 
-// The f16 / bf16 decode kernel against the f32 one on the same values: K and V drawn as
-// representable floats, no RoPE (which would leave them unrepresentable), so both
-// caches hold identical values and every row must match bit for bit.
-void check_16bit_matches_f32_kernel(Device& d, Report& r, Rng& rng, int32_t n, memra_dtype kv) {
-  const std::string t = kv_name(kv);
-  const std::string name = "bitwise attention " + t + " KV kernel == f32 KV kernel on " + t + "-valued K/V (gqa 8/2 hd128, T=" +
-                           std::to_string(n) + " + decode)";
-  r.guard(name, [&] {
-    Config c{"", 8, 2, 128, false, {}, 0, 0.0f, MEMRA_DTYPE_F32};
-    const int32_t bs = 16, max_blocks = (n + 1 + bs - 1) / bs + 1;
-    auto round = [kv](std::vector<float>& v) {
-      for (float& x : v)
-        x = kv == MEMRA_DTYPE_F16 ? quant::fp16_to_f32(quant::f32_to_fp16(x)) : quant::bf16_to_f32(quant::f32_to_bf16(x));
-    };
-    std::vector<Token> toks;
-    const size_t qw = static_cast<size_t>(c.heads) * c.head_dim, kw = static_cast<size_t>(c.kv_heads) * c.head_dim;
-    for (int32_t p = 0; p <= n; ++p) {
-      Token t{0, p, rng.floats(qw), rng.floats(kw), rng.floats(kw)};
-      round(t.k);
-      round(t.v);
-      toks.push_back(std::move(t));
-    }
-    std::vector<float> out[2];
-    for (int i = 0; i < 2; ++i) {
-      c.kv = i == 0 ? MEMRA_DTYPE_F32 : kv;
-      Rng table_rng(7);  // the same paging for both
-      Scenario s(d, c, 1, bs, max_blocks, 1, table_rng);
-      out[i] = s.step(std::vector<Token>(toks.begin(), toks.end() - 1), 0).out;
-      const auto dec = s.step({toks.back()}, 0).out;
-      out[i].insert(out[i].end(), dec.begin(), dec.end());
-    }
-    r.bitwise(name, compare(out[1], out[0]));
-  });
-}
-
 // A layer after a layer of another KV geometry and dtype (a cache sized per state group)
 // computes bitwise what it computes in a cache of its own geometry throughout.
 void check_mixed_geometry(Device& d, Report& r, int32_t n) {
@@ -290,6 +255,8 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       // 4 + 4 + 2 heads, output passes of 8 + 2), and head_dim 96 (lanes and threads idle).
       {"gqa 10/1 hd128 neox window=200", 10, 1, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 200, 0.0f},
       {"gqa 6/1 hd96 neox softcap=50", 6, 1, 96, true, rope(96, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 50.0f},
+      // head_dim % 16 == 8: the 16-bit kernels' last mma step reads the zeroed row pads.
+      {"gqa 4/2 hd72 neox", 4, 2, 72, true, rope(72, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f},
       // Qwen3: per-head q/k norms fused into the RoPE + KV write.
       {"gqa 8/2 hd128 neox qk-norm", 8, 2, 128, true, rope(128, 1, 1000000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, MEMRA_DTYPE_F32, true},
   };
@@ -344,7 +311,6 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       r.bitwise("bitwise " + base + " prefill rows == decode rows", compare(pe.out, a_rows));
     });
   }
-  for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) check_16bit_matches_f32_kernel(d, r, rng, o.quick ? 270 : 600, kv);
   check_mixed_geometry(d, r, o.quick ? 270 : 600);
 }
 
