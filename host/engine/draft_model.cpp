@@ -75,11 +75,14 @@ void DraftModelDrafter::draft_batch(std::span<DraftCall> calls) {
     // so that its logits row (which proposes the first draft) comes out.
     const size_t common = static_cast<size_t>(
         std::mismatch(d->fed_.begin(), d->fed_.end(), c.context.begin(), c.context.end()).first - d->fed_.begin());
-    const size_t keep = std::min(common, c.context.size() - 1);
-    if (auto st = engine_.truncate_sequence(d->seq_, static_cast<int64_t>(keep)); !st) {
-      d->error_ = st.error().message;
+    size_t keep = std::min(common, c.context.size() - 1);
+    if (!engine_.truncate_sequence(d->seq_, static_cast<int64_t>(keep))) {
+      // A draft model with sliding-window layers cannot roll back past the blocks its
+      // window dropped: start the sequence over and feed the whole context this call.
       d->reset();
-      continue;
+      d->seq_ = engine_.open_sequence();
+      keep = 0;
+      ++d->restarts_;
     }
     d->fed_.resize(keep);
     live.push_back({&c, d, c.context.subspan(keep), k});

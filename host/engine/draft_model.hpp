@@ -2,8 +2,9 @@
 // with the same tokenizer proposes the next k tokens greedily. It keeps one
 // sequence in the draft engine whose KV tracks the target's context: each call
 // truncates it to the longest common prefix with the new context (rejected
-// drafts and the draft's own look-ahead roll back), feeds the missing tokens,
-// then decodes k tokens greedily. A failure in the draft engine (full KV, a
+// drafts and the draft's own look-ahead roll back; where a sliding-window draft
+// model cannot, it starts the sequence over), feeds the missing tokens, then
+// decodes k tokens greedily. A failure in the draft engine (full KV, a
 // context longer than the draft model's) only means no drafts this time.
 //
 // Threading: the drafter and every other user of the draft Engine run on one
@@ -44,6 +45,9 @@ class DraftModelDrafter : public Drafter {
   // Why the last call drafted nothing ("" when it did not fail).
   const std::string& last_error() const { return error_; }
   int64_t tokens_in_kv() const { return static_cast<int64_t>(fed_.size()); }
+  // Calls that fed the whole context again because the draft sequence could not roll
+  // back (a sliding-window draft model's dropped blocks).
+  int64_t restarts() const { return restarts_; }
 
  private:
   void reset();
@@ -53,6 +57,7 @@ class DraftModelDrafter : public Drafter {
   int32_t seq_ = -1;
   std::vector<int32_t> fed_;  // the tokens whose KV the draft sequence holds
   std::string error_;
+  int64_t restarts_ = 0;
 };
 
 }  // namespace memra::engine

@@ -65,6 +65,12 @@ profile() { case "$QUICK" in only:*|bench:*) echo "profile $*" | grep -qE "${QUI
 profile --quant bf16 --prompt-tokens 16 --gen-tokens 32 --repeats 1
 profile --quant q4_k --prompt-tokens 16 --gen-tokens 32 --repeats 1
 profile --quant q4_k --prompt-tokens 16 --gen-tokens 32 --depth 4096 --repeats 1
+# The decode GEMVs on their own (memra-kernel-check --bench: per shape and M the best dp4a and
+# tensor-core configuration, and a Qwen3-8B layer's sum; every configuration in the log).
+kbench() { case "$QUICK" in only:*|bench:*) echo "kernel-bench" | grep -qE "${QUICK#*:}" || return 0 ;; esac
+          say "== memra-kernel-check --bench"; timeout 300 "$D/bin/memra-kernel-check" --bench > "$L/kernel-bench.log" 2>&1
+          grep -E "^bench: .*(best per matrix|Qwen3-8B layer|\| mma)" "$L/kernel-bench.log" | tee -a "$R"; }
+kbench
 # True per-kernel durations of decode steps (ncu, caches kept warm, eager launches): the
 # launches after the warm-up's prefill, per kernel and grid, for STEPS decode steps.
 ncu_profile() { local steps=$1; shift

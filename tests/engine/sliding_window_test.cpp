@@ -22,6 +22,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "host/engine/draft_model.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
@@ -347,6 +348,33 @@ TEST_P(SlidingWindow, SpeculativeDecodingGivesPlainTokens) {
     }
   }
   EXPECT_GT(accepted, 0) << "no draft was ever accepted: the rollbacks were never partial";
+}
+
+// A draft model whose sliding-window sequence cannot roll back to the new context's
+// common prefix (its window dropped those blocks) starts the sequence over: it drafts
+// this call, exactly what a fresh drafter drafts for that context.
+TEST_P(SlidingWindow, DraftModelStartsOverWhereItCannotRollBack) {
+  EngineOptions eo = options(MEMRA_DTYPE_F16);
+  eo.max_context = 128;
+  auto draft = memra::testing::open_engine(sliding_model(false), eo);
+  ASSERT_TRUE(draft);
+  const std::vector<int32_t> ids = input_ids();
+  ASSERT_GE(ids.size(), 40u);
+  memra::engine::DraftModelDrafter d(*draft, 0.1);
+  EXPECT_EQ(d.draft(std::span<const int32_t>(ids.data(), 40), 3).size(), 3u);
+  std::vector<int32_t> other(ids.begin(), ids.begin() + 2);  // shares 2 tokens: far behind the window
+  other.insert(other.end(), ids.rbegin(), ids.rbegin() + 30);
+  const std::vector<int32_t> got = d.draft(other, 3);
+  EXPECT_TRUE(d.last_error().empty()) << d.last_error();
+  EXPECT_EQ(d.restarts(), 1);
+  EXPECT_EQ(got.size(), 3u);
+  memra::engine::DraftModelDrafter fresh(*draft, 0.1);
+  EXPECT_EQ(got, fresh.draft(other, 3));
+  // Rolling back within the window still keeps the sequence.
+  std::vector<int32_t> longer = other;
+  longer.push_back(got[0]);
+  EXPECT_EQ(d.draft(longer, 3).size(), 3u);
+  EXPECT_EQ(d.restarts(), 1);
 }
 
 MEMRA_INSTANTIATE_BACKENDS(SlidingWindow);
