@@ -31,6 +31,10 @@
 //    = half of sub-block 2(v/2), high nibbles = half of sub-block 2(v/2)+1) and the header
 //    (one broadcast load per 8 lanes). Partner lanes v, v^1 swap their integer partial of
 //    the other's sub-block (one shuffle; integer, so exact), so lane v owns sub-block v.
+//  - q5_k (the same kernel, Q5 = true): the 176-byte super-block is 11 vectors, header,
+//    qh (2) and 8 code vectors; a lane also loads the qh vector of its elements and ORs
+//    the fifth bit of its sub-blocks into the nibbles.
+//  - q6_k / iq4_xs (gemv_int8_sb.cuh): 210- and 136-byte super-blocks, staged per warp.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -315,7 +319,9 @@ __device__ __forceinline__ uint32_t header_byte(uint4 h, int k) {
 // Pair = true: the lanes of a pair each load both code vectors of their pair of
 // sub-blocks (the same 32 bytes, one request per pair) and keep their own nibbles, so
 // no shuffle is needed per token; Pair = false: one vector per lane and the swap above.
-template <int R, int NT, bool Pair = false>
+// Q5 = true: Q5_K super-blocks (176 bytes: header, qh[32], qs[128]); the fifth bit of
+// sub-block g, element l is bit g of qh[l].
+template <int R, int NT, bool Pair = false, bool Q5 = false>
 __device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int64_t cols,
                                           const int8_t* __restrict__ xq, const float2* __restrict__ xm, int64_t m) {
   __shared__ float red[2][kWarps][R * NT];
@@ -335,7 +341,8 @@ __device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
 
-  uint4 hv[R], qv[R], qv2[R];
+  constexpr int kSbBytes = Q5 ? 176 : 144, kQs = Q5 ? 48 : 16;
+  uint4 hv[R], qv[R], qv2[R], hb[R], hb2[R];  // hb, hb2: q5_k's qh vectors (unused for q4_k)
   auto load = [&](const Steps& st) {
     const int64_t sb = static_cast<int64_t>(st.phase) * kPhaseSupers + (tid >> 3);
     const Segment sg = segment<R>(ms, st.group);
@@ -343,13 +350,18 @@ __device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int
     for (int r = 0; r < R; ++r) {
       const int64_t row = sg.row0 + r;
       if (sb < supers && row < sg.rows) {
-        const uint8_t* src = sg.w + row * row_bytes + sb * 144;
+        const uint8_t* src = sg.w + row * row_bytes + sb * kSbBytes;
         hv[r] = ld_stream(src);
         if constexpr (Pair) {
-          qv[r] = ld_stream(src + 16 + 32 * c);
-          qv2[r] = ld_stream(src + 32 + 32 * c);
+          qv[r] = ld_stream(src + kQs + 32 * c);
+          qv2[r] = ld_stream(src + kQs + 16 + 32 * c);
+          if constexpr (Q5) {
+            hb[r] = ld_stream(src + 16);
+            hb2[r] = ld_stream(src + 32);
+          }
         } else {
-          qv[r] = ld_stream(src + 16 + 16 * v);
+          qv[r] = ld_stream(src + kQs + 16 * v);
+          if constexpr (Q5) hb[r] = ld_stream(src + 16 + 16 * half);  // qh of elements 16*half..
         }
       }
     }
@@ -377,11 +389,27 @@ __device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int
           lo[r][i] = (q[i] >> sh) & 0x0f0f0f0fu;   // elements 4i .. 4i+3
           hi[r][i] = (q2[i] >> sh) & 0x0f0f0f0fu;  // elements 16 + 4i ..
         }
+        if constexpr (Q5) {
+          const uint32_t h1[4] = {hb[r].x, hb[r].y, hb[r].z, hb[r].w}, h2[4] = {hb2[r].x, hb2[r].y, hb2[r].z, hb2[r].w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            lo[r][i] |= ((h1[i] >> v) & 0x01010101u) << 4;
+            hi[r][i] |= ((h2[i] >> v) & 0x01010101u) << 4;
+          }
+        }
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           lo[r][i] = q[i] & 0x0f0f0f0fu;         // sub-block 2c, elements 16*half + 4i ..
           hi[r][i] = (q[i] >> 4) & 0x0f0f0f0fu;  // sub-block 2c+1, same elements
+        }
+        if constexpr (Q5) {
+          const uint32_t h[4] = {hb[r].x, hb[r].y, hb[r].z, hb[r].w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            lo[r][i] |= ((h[i] >> (2 * c)) & 0x01010101u) << 4;
+            hi[r][i] |= ((h[i] >> (2 * c + 1)) & 0x01010101u) << 4;
+          }
         }
       }
       const uint4 h = hv[r];

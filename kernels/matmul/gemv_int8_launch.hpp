@@ -33,21 +33,41 @@ constexpr int int8_gemv_block_threads(const char* kernel) {
   return mma ? 128 * (kernel[5] - '0') : 128;
 }
 
-// scheme: "q8_0" | "q4_0" | "q4_k"; m: the launch's token count (the tile is 1, 2, 4, 8 or 16).
+// scheme: "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "iq4_xs"; m: the launch's token
+// count (the tile is 1, 2, 4, 8 or 16).
 // grid = (min(ceil(rows / R), blocks_per_sm * SMs) or ceil(rows / R) when 0, ceil(m / NT)),
 // int8_gemv_block_threads(kernel) threads.
+// q5_k, q6_k, iq4_xs: by analogy (q5_k: q4_k's kernels and table; q6_k: staged like
+// q8_0, iq4_xs like q4_0) until they are measured on a GPU (docs/PERFORMANCE.md).
+
+constexpr bool int8_scheme_is(const char* a, const char* b) {
+  int i = 0;
+  while (a[i] != '\0' && a[i] == b[i]) ++i;
+  return a[i] == b[i];
+}
 
 inline Int8GemvLaunch int8_gemv_launch(const char* scheme, int64_t m) {
   const int tile = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 3 : 4;
-  const char s = scheme[1] == '8' ? '8' : scheme[3] == 'k' ? 'k' : '0';  // q8_0, q4_k, q4_0
-  if (s == '8') {
+  if (int8_scheme_is(scheme, "q8_0")) {
     static constexpr Int8GemvLaunch t[5] = {{"q8_0", 2, 8}, {"q8_0", 4, 4}, {"q8_0", 4, 4}, {"q8_0", 4, 8}, {"q8_0", 4, 4}};
     return t[tile];
   }
-  if (s == 'k') {
+  if (int8_scheme_is(scheme, "q4_k")) {
     static constexpr Int8GemvLaunch t[5] = {{"q4_k", 2, 8}, {"q4_k2", 4, 4}, {"q4_k2", 4, 4}, {"q4_k2", 4, 0}, {"q4_k", 4, 0}};
     // The tensor-core kernel ("q4_km1", 16, 0 for tiles 8 and 16) waits for its first GPU run
     // (memra-kernel-check bitwise + --bench) before the table picks it.
+    return t[tile];
+  }
+  if (int8_scheme_is(scheme, "q5_k")) {
+    static constexpr Int8GemvLaunch t[5] = {{"q5_k", 2, 8}, {"q5_k2", 4, 4}, {"q5_k2", 4, 4}, {"q5_k2", 4, 0}, {"q5_k", 4, 0}};
+    return t[tile];
+  }
+  if (int8_scheme_is(scheme, "q6_k")) {
+    static constexpr Int8GemvLaunch t[5] = {{"q6_k", 2, 8}, {"q6_k", 4, 4}, {"q6_k", 4, 4}, {"q6_k", 4, 8}, {"q6_k", 4, 4}};
+    return t[tile];
+  }
+  if (int8_scheme_is(scheme, "iq4_xs")) {
+    static constexpr Int8GemvLaunch t[5] = {{"iq4_xs", 4, 4}, {"iq4_xs", 4, 4}, {"iq4_xs", 4, 4}, {"iq4_xs", 4, 0}, {"iq4_xs", 4, 8}};
     return t[tile];
   }
   static constexpr Int8GemvLaunch t[5] = {{"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 0}, {"q4_0", 4, 8}};

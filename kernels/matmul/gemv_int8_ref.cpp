@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "repack/quant/block_read.hpp"
+#include "repack/quant/dequant.hpp"
 
 namespace memra::ref {
 namespace {
@@ -31,18 +32,22 @@ float unit_q4_0(const uint8_t* blk, const int8_t* a, const float* ds, float acc)
   return std::fmaf(static_cast<float>(isum), dw * ds[0], acc);
 }
 
+// Sub-block g's 6-bit scale and min of the 12-byte field Q4_K and Q5_K share.
+void k4_scale_min(const uint8_t* s, int g, int* sc, int* mn) {
+  if (g < 4) {
+    *sc = s[g] & 63;
+    *mn = s[g + 4] & 63;
+  } else {
+    *sc = (s[g + 4] & 0x0f) | ((s[g - 4] >> 6) << 4);
+    *mn = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
+  }
+}
+
 // Q4_K sub-block g of a super-block (layout as repack/quant/dequant_kquants.cpp).
 float unit_q4_k(const uint8_t* sb, int g, const int8_t* a, const float* ds, float acc) {
   const float d = load_f16(sb), dmin = load_f16(sb + 2);
-  const uint8_t* s = sb + 4;
   int sc, mn;
-  if (g < 4) {
-    sc = s[g] & 63;
-    mn = s[g + 4] & 63;
-  } else {
-    sc = (s[g + 4] & 0x0f) | ((s[g - 4] >> 6) << 4);
-    mn = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
-  }
+  k4_scale_min(sb + 4, g, &sc, &mn);
   const uint8_t* qs = sb + 16 + 32 * (g / 2);
   const int shift = 4 * (g % 2);
   int32_t isum = 0;
@@ -52,12 +57,64 @@ float unit_q4_k(const uint8_t* sb, int g, const int8_t* a, const float* ds, floa
   return std::fmaf(-mw, ds[1], acc);
 }
 
+// Q5_K sub-block g: Q4_K's scales, mins and nibbles plus the fifth bit (bit g of qh[l]);
+// layout as repack/quant/dequant_kquants.cpp (d, dmin, scales[12], qh[32], qs[128]).
+float unit_q5_k(const uint8_t* sb, int g, const int8_t* a, const float* ds, float acc) {
+  const float d = load_f16(sb), dmin = load_f16(sb + 2);
+  int sc, mn;
+  k4_scale_min(sb + 4, g, &sc, &mn);
+  const uint8_t* qh = sb + 16;
+  const uint8_t* qs = sb + 48 + 32 * (g / 2);
+  const int shift = 4 * (g % 2);
+  int32_t isum = 0;
+  for (int l = 0; l < 32; ++l) isum += (((qs[l] >> shift) & 0x0f) | (((qh[l] >> g) & 1) << 4)) * a[l];
+  const float dw = d * static_cast<float>(sc), mw = dmin * static_cast<float>(mn);
+  acc = std::fmaf(dw * static_cast<float>(isum), ds[0], acc);
+  return std::fmaf(-mw, ds[1], acc);
+}
+
+// Q6_K unit g = elements 32g..32g+31 (ql[128], qh[64], int8 scales[16], f16 d): the two
+// 16-element halves' integer sums times their int8 scales, added as integers (exact:
+// |isum| <= 32 * 32 * 127 * 128 < 2^24, so (float)isum is exact too).
+float unit_q6_k(const uint8_t* sb, int g, const int8_t* a, const float* ds, float acc) {
+  const uint8_t* ql = sb + 64 * (g / 4) + 32 * (g % 2);
+  const uint8_t* qh = sb + 128 + 32 * (g / 4);
+  const int lshift = 4 * ((g % 4) / 2), hshift = 2 * (g % 4);
+  const auto* sc = reinterpret_cast<const int8_t*>(sb + 192 + 2 * g);
+  int32_t half[2] = {0, 0};
+  for (int l = 0; l < 32; ++l) {
+    const int q = (((ql[l] >> lshift) & 0x0f) | (((qh[l] >> hshift) & 3) << 4)) - 32;
+    half[l / 16] += q * a[l];
+  }
+  const int32_t isum = sc[0] * half[0] + sc[1] * half[1];
+  return std::fmaf(static_cast<float>(isum), load_f16(sb + 208) * ds[0], acc);
+}
+
+// IQ4_XS sub-block g (f16 d, u16 scales_h, scales_l[4], qs[128]; repack/quant/
+// dequant_iq4.cpp): codes kIq4nlValues[nibble], scale ls = 6-bit - 32 folded into the
+// integer sum (|isum| <= 32 * 32 * 127 * 127 < 2^24).
+float unit_iq4_xs(const uint8_t* sb, int g, const int8_t* a, const float* ds, float acc) {
+  const int lo = (sb[4 + g / 2] >> (4 * (g % 2))) & 0x0f;
+  const int hi = (quant::detail::load_u16(sb + 2) >> (2 * g)) & 3;
+  const int ls = (lo | (hi << 4)) - 32;
+  const uint8_t* qs = sb + 8 + 16 * g;
+  int32_t dot = 0;
+  for (int l = 0; l < 16; ++l) {
+    dot += quant::kIq4nlValues[qs[l] & 0x0f] * a[l];
+    dot += quant::kIq4nlValues[qs[l] >> 4] * a[l + 16];
+  }
+  return std::fmaf(static_cast<float>(ls * dot), load_f16(sb) * ds[0], acc);
+}
+
 }  // namespace
 
 bool int8_scheme(const std::string& name, Int8Scheme* out) {
   if (name == "q8_0") *out = Int8Scheme::q8_0;
   else if (name == "q4_0") *out = Int8Scheme::q4_0;
   else if (name == "q4_k") *out = Int8Scheme::q4_k;
+  else if (name == "q5_k") *out = Int8Scheme::q5_k;
+  else if (name == "q6_k") *out = Int8Scheme::q6_k;
+  else if (name == "iq4_xs") *out = Int8Scheme::iq4_xs;
   else return false;
   return true;
 }
@@ -78,6 +135,9 @@ int64_t int8_scheme_row_bytes(Int8Scheme s, int64_t cols) {
     case Int8Scheme::q8_0: return cols / 32 * 34;
     case Int8Scheme::q4_0: return cols / 32 * 18;
     case Int8Scheme::q4_k: return cols / 256 * 144;
+    case Int8Scheme::q5_k: return cols / 256 * 176;
+    case Int8Scheme::q6_k: return cols / 256 * 210;
+    case Int8Scheme::iq4_xs: return cols / 256 * 136;
   }
   return 0;
 }
@@ -124,6 +184,9 @@ bool gemv_int8(Int8Scheme s, const uint8_t* w, int64_t rows, int64_t cols, const
           case Int8Scheme::q8_0: acc = unit_q8_0(wr + 34 * u, a, ds, acc); break;
           case Int8Scheme::q4_0: acc = unit_q4_0(wr + 18 * u, a, ds, acc); break;
           case Int8Scheme::q4_k: acc = unit_q4_k(wr + 144 * (u / 8), static_cast<int>(u % 8), a, ds, acc); break;
+          case Int8Scheme::q5_k: acc = unit_q5_k(wr + 176 * (u / 8), static_cast<int>(u % 8), a, ds, acc); break;
+          case Int8Scheme::q6_k: acc = unit_q6_k(wr + 210 * (u / 8), static_cast<int>(u % 8), a, ds, acc); break;
+          case Int8Scheme::iq4_xs: acc = unit_iq4_xs(wr + 136 * (u / 8), static_cast<int>(u % 8), a, ds, acc); break;
         }
       }
       // Four warps' xor butterflies (every lane ends with the same sum; lane 0's is taken).

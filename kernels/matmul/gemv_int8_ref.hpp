@@ -11,15 +11,28 @@
 // Inputs must be finite.
 //
 // Weights: the GGUF block layouts as memra repacks them (q8_0 34-byte blocks, q4_0
-// 18-byte blocks, q4_k 144-byte super-blocks), rows of cols % 256 == 0 elements.
+// 18-byte blocks; super-blocks of 256: q4_k 144 bytes, q5_k 176, q6_k 210, iq4_xs 136;
+// repack/quant/dequant_kquants.cpp, dequant_iq4.cpp), rows of cols % 256 == 0 elements.
 //
-// Products. A "unit" is 32 weights x 32 activation codes (a q8_0/q4_0 block, a q4_k
-// sub-block); u counts units along the row. The integer dot is exact; per unit, with
-// dw the weight block's scale (f16 -> f32; q4_k: d*sc) and (da, sa) the activation's:
+// Products. A "unit" is 32 weights x 32 activation codes (a q8_0/q4_0 block, a 32-element
+// sub-block g = 0..7 of a super-block); u counts units along the row. The integer dot is
+// exact; per unit, with dw the weight block's scale (f16 -> f32; q4_k/q5_k: d*sc, sc and
+// mn the sub-block's 6-bit scale and min, d, dmin the super-block's f16 scales) and
+// (da, sa) the activation's:
 //   q8_0:  isum = sum q_w*q_a;          acc = fmaf((float)isum, dw*da, acc)
 //   q4_0:  isum = sum (q_w - 8)*q_a;    acc = fmaf((float)isum, dw*da, acc)
 //   q4_k:  isum = sum q_w*q_a;          acc = fmaf(dw*(float)isum, da, acc);
 //          acc = fmaf(-(dmin*mn), sa, acc)
+//   q5_k:  as q4_k with q_w = nibble | fifth bit << 4 (0..31)
+//   q6_k:  q_w = 6-bit code - 32 (-32..31); the unit's halves (elements 0..15, 16..31)
+//          have int8 scales sc0, sc1 (scales[2g], scales[2g+1]):
+//          isum = sc0 * sum_{l<16} q_w*q_a + sc1 * sum_{l>=16} q_w*q_a   (int32);
+//          acc = fmaf((float)isum, d*da, acc)
+//   iq4_xs: q_w = kvalues[nibble] (the 16-entry int8 table kIq4nlValues), ls = the
+//          sub-block's 6-bit scale - 32:
+//          isum = ls * sum q_w*q_a   (int32);  acc = fmaf((float)isum, d*da, acc)
+// Every isum is below 2^24 in magnitude (q6_k: 32*32*127*128, iq4_xs: 32*32*127*127), so
+// (float)isum is exact.
 // Order of the f32 sums (fixed by cols, never by M or the launch's tiling): unit u goes
 // to partial p[u % 128] in ascending u; the 128 partials are four warps of 32, each
 // summed by the xor butterfly (v = v + v[lane ^ off], off = 16, 8, 4, 2, 1); then
@@ -32,9 +45,9 @@
 
 namespace memra::ref {
 
-enum class Int8Scheme { q8_0, q4_0, q4_k };
+enum class Int8Scheme { q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs };
 
-// "q8_0" | "q4_0" | "q4_k"; false otherwise.
+// "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k" | "iq4_xs"; false otherwise.
 bool int8_scheme(const std::string& name, Int8Scheme* out);
 
 // The activation format of a matmul's rows: the one rule every backend follows (the CPU

@@ -26,7 +26,7 @@ TEST(Int8GemvLaunch, BlockThreadsFollowTheKernelName) {
 }
 
 TEST(Int8GemvLaunch, EveryTokenCountGetsAnEntryThatExists) {
-  for (const std::string scheme : {"q8_0", "q4_0", "q4_k"})
+  for (const std::string scheme : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs"})
     for (int64_t m = 1; m <= 40; ++m) {
       const auto l = int8_gemv_launch(scheme.c_str(), m);
       const std::string k = l.kernel;
@@ -39,7 +39,8 @@ TEST(Int8GemvLaunch, EveryTokenCountGetsAnEntryThatExists) {
           EXPECT_LE(m, 8) << "q4_km4 has no 16-token tile";
         }
       } else {
-        EXPECT_TRUE(k == scheme || (scheme == "q4_k" && k == "q4_k2")) << scheme << " m=" << m << ": " << k;
+        EXPECT_TRUE(k == scheme || (scheme == "q4_k" && k == "q4_k2") || (scheme == "q5_k" && k == "q5_k2"))
+            << scheme << " m=" << m << ": " << k;
         EXPECT_TRUE(l.rows_per_block == 1 || l.rows_per_block == 2 || l.rows_per_block == 4) << k;
         EXPECT_EQ(int8_gemv_block_threads(l.kernel), 128);
       }

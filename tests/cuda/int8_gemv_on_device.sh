@@ -26,7 +26,7 @@ if [ "$WHAT" != check ]; then
     mkdir -p /tmp/int8-sass && cuobjdump -sass "$f" > "/tmp/int8-sass/$(basename "$f" .fatbin).sass" 2>&1 || true
   done
   for k in ${SASS_KERNELS:-memra_gemv8_q8_0_r2_t1 memra_gemv8_q4_k_r2_t1 memra_gemv8_q4_k2_r2_t8 memra_gemv8_q4_k_r2_t8}; do
-    f="/tmp/int8-sass/matmul8_$(echo "$k" | sed -E 's/memra_gemv8_(q[0-9]_[0-9k]).*/\1/').sass"
+    f="/tmp/int8-sass/matmul8_$(echo "$k" | sed -E 's/memra_gemv8_(iq4_xs|q[0-9]_[0-9k]).*/\1/').sass"
     awk -v k="$k" '/Function : /{on = ($3 == k)} on' "$f" | grep -v "^\s*$" > "$OUT/$k.sass.txt"
     echo "sass $k: $(grep -c 'LDG.E.128\|LDG.E.ENL2.128\|LDG.E.NA.128\|LDG.*128' "$OUT/$k.sass.txt") LDG.128, $(grep -c 'IDP.4A' "$OUT/$k.sass.txt") IDP.4A, $(grep -c ' LDS' "$OUT/$k.sass.txt") LDS, $(grep -c 'SHFL' "$OUT/$k.sass.txt") SHFL, $(grep -c 'LDL\|STL' "$OUT/$k.sass.txt") local, $(wc -l < "$OUT/$k.sass.txt") lines"
   done

@@ -26,7 +26,7 @@ KernelRegistry builtins(const std::string& arch) {
 TEST(KernelRegistry, IntegerSchemesHaveInt8GemvsOnBothArchs) {
   for (const std::string arch : {"sm_90a", "sm_120a"}) {
     const KernelRegistry r = builtins(arch);
-    for (const std::string scheme : {"q8_0", "q4_0", "q4_k"}) {
+    for (const std::string scheme : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs"}) {
       const KernelEntry* e = r.find("matmul", scheme, "int8x32");
       ASSERT_NE(e, nullptr) << scheme << " on " << arch;
       ASSERT_TRUE(e->builtin.has_value());
@@ -39,8 +39,8 @@ TEST(KernelRegistry, IntegerSchemesHaveInt8GemvsOnBothArchs) {
       EXPECT_FALSE(f->builtin->int8_activations);
       EXPECT_EQ(f->builtin->module, "matmul_" + scheme);
     }
-    for (const std::string scheme : {"q5_k", "q6_k", "iq4_xs", "bf16", "f16", "f32", "fp8"})
-      EXPECT_EQ(r.find("matmul", scheme, "int8x32"), nullptr) << scheme << " has no int8 GEMV yet";
+    for (const std::string scheme : {"bf16", "f16", "f32", "fp8"})
+      EXPECT_EQ(r.find("matmul", scheme, "int8x32"), nullptr) << scheme << " has no int8 GEMV";
   }
 }
 
@@ -49,11 +49,15 @@ TEST(KernelRegistry, ActivationRuleIsTheReferences) {
   EXPECT_STREQ(matmul_activation("q8_0", 4096), "int8x32");
   EXPECT_STREQ(matmul_activation("q4_0", 256), "int8x32");
   EXPECT_STREQ(matmul_activation("q4_k", 12288), "int8x32");
+  for (const char* s : {"q5_k", "q6_k", "iq4_xs"}) {
+    EXPECT_STREQ(matmul_activation(s, 256), "int8x32") << s;
+    EXPECT_STREQ(matmul_activation(s, 12288), "int8x32") << s;
+  }
   EXPECT_STREQ(matmul_activation("q8_0", 800), "f32");  // 25 blocks: not whole 256-element runs
   EXPECT_STREQ(matmul_activation("q4_0", 32), "f32");
   for (int64_t cols : {1000, 4096}) EXPECT_STREQ(matmul_activation("bf16", cols), "bf16");  // every row length
   for (int64_t cols : {128, 4096}) EXPECT_STREQ(matmul_activation("fp8", cols), "bf16");
-  for (const char* s : {"q5_k", "q6_k", "iq4_xs", "f16", "f32", "example_i8"})
+  for (const char* s : {"f16", "f32", "example_i8"})
     EXPECT_STREQ(matmul_activation(s, 4096), "f32") << s;
   // Every built-in scheme has a kernel for the format the rule picks, for any row length.
   const KernelRegistry r = builtins("sm_90a");

@@ -87,6 +87,9 @@ Status register_builtin_kernels(KernelRegistry& r) {
   MEMRA_TRY(add_gemv(r, "q8_0", int8_gemv("q8_0", 32, 34), ref::kActivationInt8));
   MEMRA_TRY(add_gemv(r, "q4_0", int8_gemv("q4_0", 32, 18), ref::kActivationInt8));
   MEMRA_TRY(add_gemv(r, "q4_k", int8_gemv("q4_k", 256, 144), ref::kActivationInt8));
+  MEMRA_TRY(add_gemv(r, "q5_k", int8_gemv("q5_k", 256, 176), ref::kActivationInt8));
+  MEMRA_TRY(add_gemv(r, "q6_k", int8_gemv("q6_k", 256, 210), ref::kActivationInt8));
+  MEMRA_TRY(add_gemv(r, "iq4_xs", int8_gemv("iq4_xs", 256, 136), ref::kActivationInt8));
   return {};
 }
 

@@ -339,11 +339,10 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
               "| read of the weight bytes us (%% of copy) | f32-act GB/s |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   const int64_t sms = info.multiprocessor_count;
-  for (Int8Scheme s : {Int8Scheme::q8_0, Int8Scheme::q4_k, Int8Scheme::q4_0}) {
+  for (Int8Scheme s : int8_schemes()) {
     const std::string sch = scheme_name(s);
-    std::vector<std::string> kernels = {sch};
+    std::vector<std::string> kernels = dp4a_kernels(s);
     if (s == Int8Scheme::q4_k) {
-      kernels.push_back("q4_k2");
       for (const std::string& km : q4_k_mma_kernels()) kernels.push_back(km);
     }
     // Per configuration and M: the layer's summed time (one configuration for all 7

@@ -1,8 +1,8 @@
 // Integer-activation decode GEMVs (kernels/matmul/gemv_int8.cuh, numeric contract v2)
 // against their CPU reference (kernels/matmul/gemv_int8_ref.cpp), which implements the
 // same integer dots and the same f32 operations in the same order: every check here
-// is bitwise. Weights come from repack/quantize's real quantisers (q8_0, q4_k; q4_0 has
-// none, so its blocks are random bytes with sane f16 scales), inputs are fresh random
+// is bitwise. Weights come from repack/quantize's real quantisers (q8_0, q4_k, q5_k,
+// q6_k, iq4_xs; q4_0's blocks are random bytes with sane f16 scales), inputs are fresh random
 // draws per run (--seed), outputs are poisoned before each launch, and a guard tail past
 // the output must stay poisoned. Then the int8-activation error against the exact
 // product of the dequantised weights and the f32 activations (the v2 contract's
@@ -70,8 +70,12 @@ std::vector<uint8_t> weights(Rng& rng, Int8Scheme s, int64_t rows, int64_t cols)
     const float scale = 0.02f * std::pow(2.0f, static_cast<float>(rng.uniform(-4, 4)));
     for (auto& v : f) v = rng.normal() * scale;
     if (r % 3 == 0) f[static_cast<size_t>(rng.uniform(0, static_cast<int>(cols) - 1))] *= 20.0f;
-    const bool ok = s == Int8Scheme::q8_0 ? quant::quantize_q8_0(f.data(), w.data() + r * row_bytes, cols)
-                                          : quant::quantize_q4_k(f.data(), w.data() + r * row_bytes, cols);
+    uint8_t* dst = w.data() + r * row_bytes;
+    const bool ok = s == Int8Scheme::q8_0   ? quant::quantize_q8_0(f.data(), dst, cols)
+                    : s == Int8Scheme::q4_k ? quant::quantize_q4_k(f.data(), dst, cols)
+                    : s == Int8Scheme::q5_k ? quant::quantize_q5_k(f.data(), dst, cols)
+                    : s == Int8Scheme::q6_k ? quant::quantize_q6_k(f.data(), dst, cols)
+                                            : quant::quantize_iq4_xs(f.data(), dst, cols);
     if (!ok) throw Failure("quantiser refused a row");
   }
   return w;
@@ -129,7 +133,8 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
                 const std::string& xflavour) {
   const std::string sch = scheme_name(s);
   const std::string name = "int8 gemv " + sch + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-                           " M=1..16,40 R=1,2,4 blocks=all,5" + (s == Int8Scheme::q4_k ? " q4_k,q4_k2,q4_km1/2/4(R=16) " : " ") + xflavour +
+                           " M=1..16,40 R=1,2,4 blocks=all,5" + (s == Int8Scheme::q4_k ? " q4_k,q4_k2,q4_km1/2/4(R=16) "
+                                                                  : s == Int8Scheme::q5_k ? " q5_k,q5_k2 " : " ") + xflavour +
                            (with_bias ? " +bias" : "");
   if (!r.wants(name)) return;
   r.guard(name, [&] {
@@ -156,9 +161,8 @@ void check_gemv(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, int64_
 
     int runs = 0, mismatched_runs = 0;
     std::string first_bad;
-    std::vector<std::string> kernels = {sch};
+    std::vector<std::string> kernels = dp4a_kernels(s);
     if (s == Int8Scheme::q4_k) {
-      kernels.push_back("q4_k2");
       for (const std::string& km : q4_k_mma_kernels()) kernels.push_back(km);
     }
     for (const std::string& kern : kernels)
@@ -268,8 +272,12 @@ void check_accuracy(Device& d, Kernels& k, Report& r, Rng& rng, Int8Scheme s, in
     launch_gemv8(k, s, 2, {wd.ptr(), row_bytes, rows, cols, qd.ptr(), md.ptr(), m, yd.ptr(), nullptr});
     const auto y = yd.get<float>(static_cast<size_t>(m * rows));
     std::vector<float> wf(static_cast<size_t>(cols)), exact(static_cast<size_t>(m * rows));
-    quant::GgmlType type = s == Int8Scheme::q8_0 ? quant::GgmlType::Q8_0
-                           : s == Int8Scheme::q4_0 ? quant::GgmlType::Q4_0 : quant::GgmlType::Q4_K;
+    const quant::GgmlType type = s == Int8Scheme::q8_0   ? quant::GgmlType::Q8_0
+                                 : s == Int8Scheme::q4_0 ? quant::GgmlType::Q4_0
+                                 : s == Int8Scheme::q4_k ? quant::GgmlType::Q4_K
+                                 : s == Int8Scheme::q5_k ? quant::GgmlType::Q5_K
+                                 : s == Int8Scheme::q6_k ? quant::GgmlType::Q6_K
+                                                         : quant::GgmlType::IQ4_XS;
     for (int64_t i = 0; i < rows; ++i) {
       if (!quant::dequantize_row(type, w.data() + i * row_bytes, wf.data(), cols)) throw Failure("dequantize_row");
       for (int64_t t = 0; t < m; ++t) {
@@ -294,11 +302,14 @@ void check_int8_gemv(Device& d, Report& r, const CheckOptions& o) {
     check_quantize(d, k, r, rng, 7, 12288, f);
     check_quantize(d, k, r, rng, 16, 288, f);
   }
-  for (Int8Scheme s : {Int8Scheme::q8_0, Int8Scheme::q4_0, Int8Scheme::q4_k}) {
+  for (Int8Scheme s : int8_schemes()) {
+    const bool kquant = s == Int8Scheme::q4_k || s == Int8Scheme::q5_k || s == Int8Scheme::q6_k || s == Int8Scheme::iq4_xs;
     // 4352 columns = 136 units: a second, partial phase; 37 and 301 rows: partial row blocks.
+    // (q6_k / iq4_xs rows of 17 super-blocks start off the 16-byte grid: the staged loads.)
     check_gemv(d, k, r, rng, s, 301, 4352, false, "random");
-    if (s == Int8Scheme::q4_k) check_gemv(d, k, r, rng, s, 45, 12288, true, "spiky");  // 3 units per slot, partial tiles
+    if (kquant) check_gemv(d, k, r, rng, s, 45, 12288, true, "spiky");  // 3 units per slot, partial tiles
     check_gemv(d, k, r, rng, s, 37, 256, true, "spiky");
+    if (kquant) check_gemv(d, k, r, rng, s, 19, 768, false, "random");  // 3 super-blocks: odd rows off the 16-byte grid
     if (!o.quick) {
       check_gemv(d, k, r, rng, s, 64, 12288, false, "random");
       check_gemv(d, k, r, rng, s, 130, 4096, true, "random");

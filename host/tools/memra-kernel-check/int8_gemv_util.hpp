@@ -80,6 +80,9 @@ inline const char* scheme_name(ref::Int8Scheme s) {
     case ref::Int8Scheme::q8_0: return "q8_0";
     case ref::Int8Scheme::q4_0: return "q4_0";
     case ref::Int8Scheme::q4_k: return "q4_k";
+    case ref::Int8Scheme::q5_k: return "q5_k";
+    case ref::Int8Scheme::q6_k: return "q6_k";
+    case ref::Int8Scheme::iq4_xs: return "iq4_xs";
   }
   return "?";
 }
@@ -89,6 +92,21 @@ inline int tile_tokens(int64_t m) {
   int nt = 1;
   while (nt < 16 && nt < m) nt *= 2;
   return nt;
+}
+
+// Every integer scheme, in the order the checks and the bench walk them.
+inline const std::vector<ref::Int8Scheme>& int8_schemes() {
+  using S = ref::Int8Scheme;
+  static const std::vector<S> s = {S::q8_0, S::q4_0, S::q4_k, S::q5_k, S::q6_k, S::iq4_xs};
+  return s;
+}
+
+// The dp4a kernels of a scheme's module: its own and, for q4_k / q5_k, the variant
+// holding both code vectors per lane ("q4_k2", "q5_k2").
+inline std::vector<std::string> dp4a_kernels(ref::Int8Scheme s) {
+  const std::string n = scheme_name(s);
+  if (s == ref::Int8Scheme::q4_k || s == ref::Int8Scheme::q5_k) return {n, n + "2"};
+  return {n};
 }
 
 // The q4_k tensor-core kernels (gemv_int8_mma.cuh: 16 rows per block, 128 * W threads).
@@ -110,8 +128,8 @@ struct Gemv8Args {
   void* y;
   const void* bias;
 };
-// kernel: the entry's scheme part, "q8_0", "q4_0", "q4_k", "q4_k2" (the q4_k variant
-// without the per-token shuffle) or "q4_km1" / "q4_km2" / "q4_km4" (the tensor-core
+// kernel: the entry's scheme part, "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "iq4_xs",
+// "q4_k2" / "q5_k2" (the variants without the per-token shuffle) or "q4_km1" / "q4_km2" / "q4_km4" (the tensor-core
 // kernel, r = 16). blocks: grid.x (persistent blocks), 0 = one per group.
 inline void launch_gemv8(Kernels& k, ref::Int8Scheme s, int r, Gemv8Args a, void* stream = nullptr,
                          const std::string& kernel = "", int64_t blocks = 0) {

@@ -1,0 +1,17 @@
+// Integer-activation GEMV module for IQ4_XS weights (gemv_int8_sb.cuh: 136-byte super-blocks
+// staged per warp; reference gemv_int8_ref.cpp). Entry memra_gemv8_iq4_xs_r<R>_t<NT>: R
+// weight rows and NT tokens per 128-thread block over up to 3 matrices (GemvMats); every
+// (R, NT) and any sharing of a launch computes a token's row identically.
+#include "kernels/matmul/gemv_int8_sb.cuh"
+
+#define MEMRA_GEMV8_IQ4_XS(R, NT)                                                                            \
+  extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_iq4_xs_r##R##_t##NT( \
+      const memra::ref::GemvMats ms, int64_t row_bytes, int64_t cols, const int8_t* xq, const float2* xm, \
+      int64_t m) {                                                                                       \
+    memra::cuda::i8::gemv_sb_staged<1, R, NT>(ms, row_bytes, cols, xq, xm, m);                      \
+  }
+#define MEMRA_GEMV8_IQ4_XS_R(R) \
+  MEMRA_GEMV8_IQ4_XS(R, 1) MEMRA_GEMV8_IQ4_XS(R, 2) MEMRA_GEMV8_IQ4_XS(R, 4) MEMRA_GEMV8_IQ4_XS(R, 8) MEMRA_GEMV8_IQ4_XS(R, 16)
+MEMRA_GEMV8_IQ4_XS_R(1)
+MEMRA_GEMV8_IQ4_XS_R(2)
+MEMRA_GEMV8_IQ4_XS_R(4)

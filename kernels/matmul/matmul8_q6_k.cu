@@ -1,0 +1,17 @@
+// Integer-activation GEMV module for Q6_K weights (gemv_int8_sb.cuh: 210-byte super-blocks
+// staged per warp; reference gemv_int8_ref.cpp). Entry memra_gemv8_q6_k_r<R>_t<NT>: R
+// weight rows and NT tokens per 128-thread block over up to 3 matrices (GemvMats); every
+// (R, NT) and any sharing of a launch computes a token's row identically.
+#include "kernels/matmul/gemv_int8_sb.cuh"
+
+#define MEMRA_GEMV8_Q6_K(R, NT)                                                                            \
+  extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_q6_k_r##R##_t##NT( \
+      const memra::ref::GemvMats ms, int64_t row_bytes, int64_t cols, const int8_t* xq, const float2* xm, \
+      int64_t m) {                                                                                       \
+    memra::cuda::i8::gemv_sb_staged<0, R, NT>(ms, row_bytes, cols, xq, xm, m);                      \
+  }
+#define MEMRA_GEMV8_Q6_K_R(R) \
+  MEMRA_GEMV8_Q6_K(R, 1) MEMRA_GEMV8_Q6_K(R, 2) MEMRA_GEMV8_Q6_K(R, 4) MEMRA_GEMV8_Q6_K(R, 8) MEMRA_GEMV8_Q6_K(R, 16)
+MEMRA_GEMV8_Q6_K_R(1)
+MEMRA_GEMV8_Q6_K_R(2)
+MEMRA_GEMV8_Q6_K_R(4)
