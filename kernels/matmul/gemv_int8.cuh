@@ -42,6 +42,7 @@
 
 #include "kernels/common/pdl.cuh"
 #include "kernels/matmul/gemv_int8_launch.hpp"
+#include "kernels/matmul/gemv_segment.cuh"
 
 namespace memra::cuda::i8 {
 
@@ -125,25 +126,7 @@ __device__ __forceinline__ void finish(float (&acc)[R][NT], float (*red)[R * NT]
 
 using Mats = memra::ref::GemvMats;
 
-// Group g of a launch: its matrix's weight, output, bias, row count and first row.
-struct Segment {
-  const uint8_t* w;
-  float* y;
-  const float* bias;
-  int64_t rows, row0;
-};
-template <int R>
-__device__ __forceinline__ Segment segment(const Mats& ms, int64_t g) {
-  const int k = (g >= ms.group_end[0]) + (g >= ms.group_end[1]);  // selects, no indexed parameter loads
-  const int64_t first = k == 0 ? 0 : (k == 1 ? ms.group_end[0] : ms.group_end[1]);
-  Segment s;
-  s.w = reinterpret_cast<const uint8_t*>(k == 0 ? ms.w[0] : (k == 1 ? ms.w[1] : ms.w[2]));
-  s.y = reinterpret_cast<float*>(k == 0 ? ms.y[0] : (k == 1 ? ms.y[1] : ms.y[2]));
-  s.bias = reinterpret_cast<const float*>(k == 0 ? ms.bias[0] : (k == 1 ? ms.bias[1] : ms.bias[2]));
-  s.rows = k == 0 ? ms.rows[0] : (k == 1 ? ms.rows[1] : ms.rows[2]);
-  s.row0 = (g - first) * R;
-  return s;
-}
+using Segment = GemvSegment;
 
 // The step sequence of a persistent block: (group, phase) pairs in order.
 struct Steps {
@@ -217,7 +200,7 @@ __device__ __forceinline__ void gemv_staged(const Mats& ms, int64_t row_bytes, i
   auto load = [&](const Steps& st) {
     const int64_t b0 = static_cast<int64_t>(st.phase) * kPhaseUnits + 32 * warp;
     const int vecs = run_blocks(st.phase) * BB / 16;
-    const Segment sg = segment<R>(ms, st.group);
+    const Segment sg = gemv_segment<R>(ms, st.group);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int64_t row = sg.row0 + r;
@@ -296,7 +279,7 @@ __device__ __forceinline__ void gemv_staged(const Mats& ms, int64_t row_bytes, i
       }
     }
     if (cur.phase == phases - 1) {
-      const Segment sg = segment<R>(ms, cur.group);
+      const Segment sg = gemv_segment<R>(ms, cur.group);
       finish<R, NT>(acc, red[parity], sg.row0, sg.rows, t0, nt, sg.y, sg.bias);
       parity ^= 1;
 #pragma unroll
@@ -345,7 +328,7 @@ __device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int
   uint4 hv[R], qv[R], qv2[R], hb[R], hb2[R];  // hb, hb2: q5_k's qh vectors (unused for q4_k)
   auto load = [&](const Steps& st) {
     const int64_t sb = static_cast<int64_t>(st.phase) * kPhaseSupers + (tid >> 3);
-    const Segment sg = segment<R>(ms, st.group);
+    const Segment sg = gemv_segment<R>(ms, st.group);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int64_t row = sg.row0 + r;
@@ -474,7 +457,7 @@ __device__ __forceinline__ void gemv_q4_k(const Mats& ms, int64_t row_bytes, int
       }
     }
     if (cur.phase == phases - 1) {
-      const Segment sg = segment<R>(ms, cur.group);
+      const Segment sg = gemv_segment<R>(ms, cur.group);
       finish<R, NT>(acc, red[parity], sg.row0, sg.rows, t0, nt, sg.y, sg.bias);
       parity ^= 1;
 #pragma unroll

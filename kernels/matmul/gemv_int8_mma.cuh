@@ -48,6 +48,7 @@
 
 #include "kernels/common/pdl.cuh"
 #include "kernels/matmul/gemv_mats.hpp"
+#include "kernels/matmul/gemv_segment.cuh"
 
 namespace memra::cuda::i8mma {
 
@@ -83,23 +84,7 @@ __device__ __forceinline__ float byte_float(uint32_t w, uint32_t b) {
 
 using Mats = memra::ref::GemvMats;
 
-struct Segment {
-  const uint8_t* w;
-  float* y;
-  const float* bias;
-  int64_t rows, row0;
-};
-__device__ __forceinline__ Segment segment(const Mats& ms, int64_t g) {
-  const int k = (g >= ms.group_end[0]) + (g >= ms.group_end[1]);  // selects, no indexed parameter loads
-  const int64_t first = k == 0 ? 0 : (k == 1 ? ms.group_end[0] : ms.group_end[1]);
-  Segment s;
-  s.w = reinterpret_cast<const uint8_t*>(k == 0 ? ms.w[0] : (k == 1 ? ms.w[1] : ms.w[2]));
-  s.y = reinterpret_cast<float*>(k == 0 ? ms.y[0] : (k == 1 ? ms.y[1] : ms.y[2]));
-  s.bias = reinterpret_cast<const float*>(k == 0 ? ms.bias[0] : (k == 1 ? ms.bias[1] : ms.bias[2]));
-  s.rows = k == 0 ? ms.rows[0] : (k == 1 ? ms.rows[1] : ms.rows[2]);
-  s.row0 = (g - first) * kRows;
-  return s;
-}
+using Segment = GemvSegment;
 
 // W warps per slot group; NT tokens (1, 2, 4, 8: one n-tile; 16: two).
 template <int NT, int W>
@@ -137,7 +122,7 @@ __device__ __forceinline__ void gemv_q4_k_mma(const Mats& ms, int64_t row_bytes,
   uint2 wv[4][2];
   uint4 hv[2];
   auto load = [&](const Step& st) {
-    const Segment sg = segment(ms, st.tile);
+    const Segment sg = gemv_segment<kRows>(ms, st.tile);
     const int c = chunk_of(st.ci);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -308,7 +293,7 @@ __device__ __forceinline__ void gemv_q4_k_mma(const Mats& ms, int64_t row_bytes,
 
     if (cur.p == phases - 1 && cur.ci == kSteps - 1) {
       // The tile is complete: the warps' parts meet in shared memory.
-      const Segment sg = segment(ms, cur.tile);
+      const Segment sg = gemv_segment<kRows>(ms, cur.tile);
       if (!first_tile) __syncthreads();  // the previous tile's reads of red are done
       first_tile = false;
 #pragma unroll

@@ -95,7 +95,7 @@ __device__ __forceinline__ void gemv_sb_staged(const Mats& ms, int64_t row_bytes
   uint4 v[R][S::kVecsPerLane];
   auto load = [&](const Steps& st) {
     const int bytes = run_units(st.phase) / 8 * BB;
-    const Segment sg = segment<R>(ms, st.group);
+    const Segment sg = gemv_segment<R>(ms, st.group);
     const uint8_t* end = sg.w + sg.rows * row_bytes;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -121,7 +121,7 @@ __device__ __forceinline__ void gemv_sb_staged(const Mats& ms, int64_t row_bytes
   int parity = 0;
   while (cur.group < groups) {
     const int nu = run_units(cur.phase);
-    const Segment sg = segment<R>(ms, cur.group);
+    const Segment sg = gemv_segment<R>(ms, cur.group);
     int lead[R];
     __syncwarp();  // the previous step's shared reads are done
 #pragma unroll

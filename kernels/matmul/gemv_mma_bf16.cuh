@@ -26,6 +26,7 @@
 #include "kernels/common/pdl.cuh"
 #include "kernels/matmul/gemv_mats.hpp"
 #include "kernels/matmul/gemv_mma_layout.hpp"
+#include "kernels/matmul/gemv_segment.cuh"
 
 namespace memra::cuda::gemv_mma {
 
@@ -120,23 +121,8 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
 }
 
 // Block x of a launch over GemvMats (16-row tiles): its matrix and first row.
-struct Segment {
-  const void* w;
-  float* y;
-  const float* bias;
-  int64_t rows, row0;
-};
-__device__ __forceinline__ Segment segment(const memra::ref::GemvMats& ms, int64_t tile) {
-  const int k = (tile >= ms.group_end[0]) + (tile >= ms.group_end[1]);  // selects, no indexed parameter loads
-  const int64_t first = k == 0 ? 0 : (k == 1 ? ms.group_end[0] : ms.group_end[1]);
-  Segment s;
-  s.w = reinterpret_cast<const void*>(k == 0 ? ms.w[0] : (k == 1 ? ms.w[1] : ms.w[2]));
-  s.y = reinterpret_cast<float*>(k == 0 ? ms.y[0] : (k == 1 ? ms.y[1] : ms.y[2]));
-  s.bias = reinterpret_cast<const float*>(k == 0 ? ms.bias[0] : (k == 1 ? ms.bias[1] : ms.bias[2]));
-  s.rows = k == 0 ? ms.rows[0] : (k == 1 ? ms.rows[1] : ms.rows[2]);
-  s.row0 = (tile - first) * kRows;
-  return s;
-}
+using Segment = GemvSegment;
+__device__ __forceinline__ Segment segment(const memra::ref::GemvMats& ms, int64_t tile) { return gemv_segment<kRows>(ms, tile); }
 
 }  // namespace memra::cuda::gemv_mma
 
@@ -147,7 +133,7 @@ __device__ __forceinline__ Segment segment(const memra::ref::GemvMats& ms, int64
   extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kWarps)                                        \
       memra_gemv_bf16_mma_n##NT(const memra::ref::GemvMats ms, int64_t cols, const float* x, int64_t m) {          \
     const memra::cuda::gemv_mma::Segment s = memra::cuda::gemv_mma::segment(ms, blockIdx.x);                       \
-    memra::cuda::gemv_mma::gemv_tile<NT>(static_cast<const __nv_bfloat16*>(s.w), s.rows, cols, x, m, s.y, s.bias, s.row0); \
+    memra::cuda::gemv_mma::gemv_tile<NT>(reinterpret_cast<const __nv_bfloat16*>(s.w), s.rows, cols, x, m, s.y, s.bias, s.row0); \
   }
 // Other unroll/warp shapes, for memra-kernel-check --bench-bf16.
 #define MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(U, W)                                                          \
