@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <set>
@@ -325,6 +326,9 @@ class CudaBackend {
                             CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
   memra_status matmul_gemv_fp8(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, const QuantizedRows& a,
                                CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
+  memra_status matmul_mma(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, int64_t m,
+                          std::span<const CUdeviceptr> xs, const uint64_t (&in_lo)[2], const uint64_t (&in_hi)[2],
+                          CUdeviceptr y, CUdeviceptr bias, uint64_t entry_epoch);
   QuantizedRows act_rows_;
   uint64_t write_epoch_ = 0;
   // The last recorded GEMV launch over GemvMats (the int8 GEMV's, or the bf16 tensor-core

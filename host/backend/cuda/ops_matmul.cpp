@@ -214,28 +214,10 @@ memra_status CudaBackend::matmul_rows_gemv(const SchemeInfo& s, CUdeviceptr wd, 
 
 memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                       int64_t m, CUdeviceptr od, CUdeviceptr bd) {
-  if (s.mma) {
-    // gemv_mma_bf16.cuh: 16 rows x 8 or 16 tokens per block; a token's bits do not
-    // depend on which (every n-tile runs the same mma sequence per column).
-    namespace g = memra::gemv_mma;
-    const int64_t nt = m > g::kTokens ? 2 : 1;
-    // Recorded matmuls over the same x that follow each other (q, k, v; gate, up) share
-    // one launch, as the int8 GEMV's (gemv_merge): every row's bits are the same.
-    const int64_t tiles = (rows + g::kRows - 1) / g::kRows;
-    const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
-    const std::string kernel = s.mma_kernel + std::to_string(nt);
-    auto k = modules_->kernel(s.module, kernel);
-    if (!k) return fail(k.error());
+  if (s.mma) {  // gemv_mma_bf16.cuh
     const uint64_t in_lo[2] = {xd, 0}, in_hi[2] = {xd + static_cast<uint64_t>(m * cols) * 4u, 0};
-    ref::GemvMats arg = gemv_merge(*k, in_lo, in_hi, m, cols, 0, wd, rows, od, bd, tiles, write_epoch_);
-    int64_t c = cols, mm = m;
-    CUdeviceptr xa = xd;
-    void* argv[] = {&arg, &c, &xa, &mm};
-    const memra_status st =
-        launch_raw(*k, static_cast<unsigned>(arg.group_end[ref::GemvMats::kMax - 1]), gy, static_cast<unsigned>(32 * s.mma_warps), 0, argv);
-    if (st != MEMRA_OK) return st;
-    gemv_merge_recorded();
-    return after_op(kernel.c_str());
+    const CUdeviceptr x[1] = {xd};
+    return matmul_mma(s, wd, rows, cols, m, x, in_lo, in_hi, od, bd, write_epoch_);
   }
   constexpr int64_t kTile = 16, kWarps = 4;  // kernels/matmul/gemv.cuh
   // Accumulators per lane: the smallest of 1, 2, 4, 8, 16 that holds min(m, 16)
@@ -330,26 +312,36 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   return after_op(name.c_str());
 }
 
-// y [m][rows] = the fp8 tensor-core GEMV over the prepared rows a (gemv_mma_fp8.cuh):
-// 16 rows x 8 or 16 tokens per block; a token's bits do not depend on which (every
-// n-tile runs the same mma sequence per column). Matmuls over the same prepared rows
-// that follow each other (q, k, v; gate, up) share one launch, as matmul_gemv8's.
+// y [m][rows] = the fp8 tensor-core GEMV over the prepared rows a (gemv_mma_fp8.cuh).
 memra_status CudaBackend::matmul_gemv_fp8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, const QuantizedRows& a,
                                           CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
-  namespace g = memra::gemv_mma;
   const int64_t m = a.m;
+  const uint64_t in_lo[2] = {a.q, a.meta},
+                 in_hi[2] = {a.q + static_cast<uint64_t>(m * cols) * 2u, a.meta + static_cast<uint64_t>(m * (cols / 128)) * 4u};
+  const CUdeviceptr x[2] = {a.q, a.meta};  // the bf16 plane, 2^(120 - E) per (token, group)
+  return matmul_mma(s, wd, rows, cols, m, x, in_lo, in_hi, od, bd, entry_epoch);
+}
+
+// The 16-row tensor-core GEMVs (gemv_mma_bf16.cuh, gemv_mma_fp8.cuh; kernel(ms, cols, xs...,
+// m)): 8 or 16 tokens per block, a token's bits the same either way (every n-tile runs
+// the same mma sequence per column). Recorded matmuls over the same activation rows that
+// follow each other (q, k, v; gate, up) share one launch (gemv_merge; in_lo / in_hi: the
+// bytes the activation arguments cover), every row's bits unchanged.
+memra_status CudaBackend::matmul_mma(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, int64_t m,
+                                     std::span<const CUdeviceptr> xs, const uint64_t (&in_lo)[2], const uint64_t (&in_hi)[2],
+                                     CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
+  namespace g = memra::gemv_mma;
   const int64_t nt = m > g::kTokens ? 2 : 1;
   const int64_t tiles = (rows + g::kRows - 1) / g::kRows;
   const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
   const std::string kernel = s.mma_kernel + std::to_string(nt);
   auto k = modules_->kernel(s.module, kernel);
   if (!k) return fail(k.error());
-  const uint64_t in_lo[2] = {a.q, a.meta},
-                 in_hi[2] = {a.q + static_cast<uint64_t>(m * cols) * 2u, a.meta + static_cast<uint64_t>(m * (cols / 128)) * 4u};
   ref::GemvMats arg = gemv_merge(*k, in_lo, in_hi, m, cols, 0, wd, rows, od, bd, tiles, entry_epoch);
   int64_t c = cols, mm = m;
-  CUdeviceptr plane = a.q, back = a.meta;
-  void* argv[] = {&arg, &c, &plane, &back, &mm};
+  CUdeviceptr x[2] = {xs[0], xs.size() > 1 ? xs[1] : 0};
+  void* argv[5] = {&arg, &c, &x[0], &x[1], &mm};
+  if (xs.size() == 1) argv[3] = &mm;
   const memra_status st =
       launch_raw(*k, static_cast<unsigned>(arg.group_end[ref::GemvMats::kMax - 1]), gy, static_cast<unsigned>(32 * s.mma_warps), 0, argv);
   if (st != MEMRA_OK) return st;
