@@ -15,6 +15,10 @@
 // `out` (nullable) when every row of the launch has one chunk (max_chunks == 1): pass 1
 // then writes the output itself with pass 2's arithmetic for one chunk (bitwise the
 // same) and pass 2 is not launched.
+// `xq`/`xm` (nullable; only with `rows` NULL and head_dim % 32 == 0): whichever kernel
+// writes `out` also writes it as int8x32 rows (kernels/common/quantize_q8.cuh, what
+// memra_quantize_act_q8_rows would compute from `out`) for the next integer-activation
+// matmul (the o projection), which then needs no quantisation launch.
 //
 // The block stages the chunk's K and V rows in shared memory with 16-byte cp.async
 // (zero-filled past the row's last position), K and V as two groups so the V loads
@@ -31,6 +35,7 @@
 
 #include "kernels/attention/paged_attention_layout.hpp"
 #include "kernels/common/pdl.cuh"
+#include "kernels/common/quantize_q8.cuh"
 #include "kernels/common/reduce.cuh"
 
 namespace {
@@ -303,7 +308,7 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
                                                 int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
                                                 float* part_ml, const int32_t* rows, const int32_t* fresh_from,
-                                                int32_t v_separate, float* out) {
+                                                int32_t v_separate, float* out, int8_t* xq, float2* xm) {
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
@@ -446,6 +451,15 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
       }
     }
   }
+  if (out && xq) {
+    // The group's outputs (contiguous in the row) as int8x32 blocks, a warp per block,
+    // read back once every thread's stores are visible to the block.
+    __syncthreads();
+    const int64_t base = (t * heads + h0) * static_cast<int64_t>(head_dim);
+    const int64_t qbase = (i_entry * heads + h0) * static_cast<int64_t>(head_dim);
+    for (int b = warp; b < group * head_dim / 32; b += kThreads / 32)
+      memra::cuda::quantize_lane_q8(out[base + 32 * b + lane], qbase + 32 * b + lane, xq, xm);
+  }
 }
 }  // namespace
 
@@ -455,10 +469,10 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
            int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,                \
            const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap,     \
            int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows, const int32_t* fresh_from,       \
-           int32_t v_separate, float* out) {                                                                         \
+           int32_t v_separate, float* out, int8_t* xq, float2* xm) {                                                \
     attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index, block_tables, \
                     max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, fresh_from,      \
-                    v_separate, out);                                                                                \
+                    v_separate, out, xq, xm);                                                                        \
   }
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)
@@ -472,11 +486,12 @@ MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
 // t+128, ..., then the block sum); the output as float4 columns: thread (quad, slice)
 // runs an fmaf chain over chunks slice, slice+slices, ... (its first kAhead partials
 // loaded before the weights are known), and the slices are added in order. All orders
-// depend on the chunk count and head_dim only.
+// depend on the chunk count and head_dim only. With `xq` (head_dim % 32 == 0: a block's
+// 32 dims are one int8x32 block of the row) warp 0 also writes them quantised.
 extern "C" __global__ void __launch_bounds__(kThreads)
     memra_attention_combine(const float* part_o, const float* part_ml, const int32_t* positions, int32_t heads,
                             int32_t head_dim, int32_t sliding_window, int32_t max_chunks, float* out,
-                            const int32_t* rows) {
+                            const int32_t* rows, int8_t* xq, float2* xm) {
   constexpr int kDims = memra::attn::kCombineDims, kAhead = 4;
   memra::cuda::pdl_wait();
   memra::cuda::pdl_launch_dependents();
@@ -537,5 +552,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     float sum = partial[i];
     for (int sl = 1; sl < slices; ++sl) sum = __fadd_rn(sum, partial[sl * dims + i]);
     o[i] = sum * inv;
+    if (xq)  // (dims == 32: warp 0, one element per lane)
+      memra::cuda::quantize_lane_q8(sum * inv, th * head_dim + dim0 + i, xq, xm);
   }
 }

@@ -37,8 +37,8 @@ constexpr int int8_gemv_block_threads(const char* kernel) {
 // count (the tile is 1, 2, 4, 8 or 16).
 // grid = (min(ceil(rows / R), blocks_per_sm * SMs) or ceil(rows / R) when 0, ceil(m / NT)),
 // int8_gemv_block_threads(kernel) threads.
-// q5_k, q6_k, iq4_xs: by analogy (q5_k: q4_k's kernels and table; q6_k: staged like
-// q8_0, iq4_xs like q4_0) until they are measured on a GPU (docs/PERFORMANCE.md).
+// q5_k, q6_k, iq4_xs (and q4_k's tile 16): measured on an H100 (session 17, the same rule:
+// the smallest summed layer time per tile); the other rows on the H200.
 
 constexpr bool int8_scheme_is(const char* a, const char* b) {
   int i = 0;
@@ -53,21 +53,21 @@ inline Int8GemvLaunch int8_gemv_launch(const char* scheme, int64_t m) {
     return t[tile];
   }
   if (int8_scheme_is(scheme, "q4_k")) {
-    static constexpr Int8GemvLaunch t[5] = {{"q4_k", 2, 8}, {"q4_k2", 4, 4}, {"q4_k2", 4, 4}, {"q4_k2", 4, 0}, {"q4_k", 4, 0}};
-    // The tensor-core kernel ("q4_km1", 16, 0 for tiles 8 and 16) waits for its first GPU run
-    // (memra-kernel-check bitwise + --bench) before the table picks it.
+    // Tile 16: the tensor-core kernel (gemv_int8_mma.cuh), flat in M, passes dp4a there
+    // (H100, session 17: a layer 199 against 225 us); below it dp4a is faster.
+    static constexpr Int8GemvLaunch t[5] = {{"q4_k", 2, 8}, {"q4_k2", 4, 4}, {"q4_k2", 4, 4}, {"q4_k2", 4, 0}, {"q4_km2", 16, 2}};
     return t[tile];
   }
   if (int8_scheme_is(scheme, "q5_k")) {
-    static constexpr Int8GemvLaunch t[5] = {{"q5_k", 2, 8}, {"q5_k2", 4, 4}, {"q5_k2", 4, 4}, {"q5_k2", 4, 0}, {"q5_k", 4, 0}};
+    static constexpr Int8GemvLaunch t[5] = {{"q5_k", 2, 4}, {"q5_k", 4, 4}, {"q5_k", 2, 0}, {"q5_k", 4, 0}, {"q5_k2", 2, 8}};
     return t[tile];
   }
   if (int8_scheme_is(scheme, "q6_k")) {
-    static constexpr Int8GemvLaunch t[5] = {{"q6_k", 2, 8}, {"q6_k", 4, 4}, {"q6_k", 4, 4}, {"q6_k", 4, 8}, {"q6_k", 4, 4}};
+    static constexpr Int8GemvLaunch t[5] = {{"q6_k", 2, 0}, {"q6_k", 4, 4}, {"q6_k", 4, 4}, {"q6_k", 4, 4}, {"q6_k", 4, 8}};
     return t[tile];
   }
   if (int8_scheme_is(scheme, "iq4_xs")) {
-    static constexpr Int8GemvLaunch t[5] = {{"iq4_xs", 4, 4}, {"iq4_xs", 4, 4}, {"iq4_xs", 4, 4}, {"iq4_xs", 4, 0}, {"iq4_xs", 4, 8}};
+    static constexpr Int8GemvLaunch t[5] = {{"iq4_xs", 4, 0}, {"iq4_xs", 4, 8}, {"iq4_xs", 4, 8}, {"iq4_xs", 4, 0}, {"iq4_xs", 4, 0}};
     return t[tile];
   }
   static constexpr Int8GemvLaunch t[5] = {{"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 4}, {"q4_0", 4, 0}, {"q4_0", 4, 8}};

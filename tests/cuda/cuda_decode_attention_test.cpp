@@ -16,6 +16,7 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
+#include "kernels/matmul/gemv_int8_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/decode_attention_emulator.hpp"
 
@@ -88,8 +89,10 @@ struct Problem {
 
   // The kernels over `entries` (all rows when empty: no row list), as the backend launches
   // them: rows of one chunk each write the output from the chunk kernel, unless `merge`.
+  // With `quantised` (no row list), the kernel that writes the output also writes it as
+  // int8x32 rows: codes into quantised->first, {d, s} per block into quantised->second.
   std::vector<float> gpu(KvElement element, bool v_separate, const std::vector<int32_t>& entries = {},
-                         bool merge = false) const {
+                         bool merge = false, std::pair<std::vector<int8_t>, std::vector<float>>* quantised = nullptr) const {
     const int E = entries.empty() ? static_cast<int>(pos.size()) : static_cast<int>(entries.size());
     const int32_t* rows = entries.empty() ? nullptr : entries.data();
     const int32_t* fresh_from = fresh.empty() ? nullptr : fresh.data();
@@ -100,6 +103,14 @@ struct Problem {
     std::vector<float> out(q.size(), 0.0f);
     merge = merge || max_chunks > 1;
     float* direct = merge ? nullptr : out.data();
+    int8_t* xq = nullptr;
+    float2* xm = nullptr;
+    if (quantised) {
+      quantised->first.assign(out.size(), 0x55);
+      quantised->second.assign(out.size() / 16, NAN);
+      xq = quantised->first.data();
+      xm = reinterpret_cast<float2*>(quantised->second.data());
+    }
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto* kbf = reinterpret_cast<const __nv_bfloat16*>(kb.data());
     const auto* vbf = reinterpret_cast<const __nv_bfloat16*>(vb.data());
@@ -109,20 +120,20 @@ struct Problem {
       if (element == KvElement::f16)
         memra_attention_chunk_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
-                                  part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
+                                  part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
       else if (element == KvElement::bf16)
         memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                    tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
-                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
+                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
       else
         memra_attention_chunk(q.data(), kf.data(), vf.data(), c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(),
                               seq.data(), tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks,
-                              part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct);
+                              part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
     });
     if (!merge) return out;
     memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), static_cast<unsigned>(memra::attn::decode_combine_slices(c.head_dim)), [&] {
       memra_attention_combine(part_o.data(), part_ml.data(), pos.data(), c.heads, c.head_dim, c.window, max_chunks,
-                              out.data(), rows);
+                              out.data(), rows, xq, xm);
     });
     return out;
   }
@@ -220,6 +231,27 @@ TEST(CudaDecodeAttentionEmulated, OneChunkRowsWriteTheMergedOutputThemselves) {
           << "through a row list";
       EXPECT_LE(nmse(direct, p.reference(e)), memra::kcheck::kAttentionBound);
     }
+}
+
+// With integer-activation weights the kernel that writes the output (the chunk kernel for
+// one-chunk steps, else the merge) also writes the o projection's int8x32 rows: exactly
+// ref::quantize_act_q8 of that output, and the output itself unchanged.
+TEST(CudaDecodeAttentionEmulated, FusedInt8RowsAreTheReferenceQuantisationOfTheOutput) {
+  for (const KvElement e : {KvElement::f32, KvElement::bf16})
+    for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 30, 30.0f}})
+      for (const auto& positions : {std::vector<int32_t>{0, 5, 63, 40}, kPositions}) {
+        SCOPED_TRACE(testing::Message() << element_name(e) << " hd" << c.head_dim << " rows " << positions.size());
+        const Problem p(c, positions, KvElement::f32, 11);
+        std::pair<std::vector<int8_t>, std::vector<float>> fused;
+        const auto out = p.gpu(e, true, {}, false, &fused);
+        EXPECT_TRUE(same_bits(out.data(), p.gpu(e, true).data(), out.size())) << "the output with the quantisation";
+        const int64_t rows = static_cast<int64_t>(positions.size());
+        std::vector<int8_t> q(out.size());
+        std::vector<float> meta(out.size() / 16);
+        ASSERT_TRUE(memra::ref::quantize_act_q8(out.data(), rows, p.width(), q.data(), meta.data()));
+        EXPECT_EQ(fused.first, q) << "codes";
+        EXPECT_TRUE(same_bits(fused.second.data(), meta.data(), meta.size())) << "{d, s} per block";
+      }
 }
 
 }  // namespace

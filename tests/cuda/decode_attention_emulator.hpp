@@ -173,6 +173,14 @@ struct uint2 {
   uint32_t x, y;
 };
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+struct float2 {
+  float x, y;
+};
+inline float2 make_float2(float a, float b) { return {a, b}; }
+// Correctly rounded f32 operations (the host's, round to nearest even).
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
 inline float __uint_as_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
@@ -200,6 +208,13 @@ inline ThreadIdxView threadIdx;
 inline Dim3Emu blockIdx, blockDim{128, 1, 1};
 inline void __syncthreads() { memra::decode_emu::g_cta->block_barrier(); }
 inline float __shfl_xor_sync(unsigned, float v, int offset) { return memra::decode_emu::g_cta->shfl_xor(v, offset); }
+inline int __shfl_xor_sync(unsigned, int v, int offset) {  // the int's bits through the float exchange
+  float f;
+  std::memcpy(&f, &v, 4);
+  f = memra::decode_emu::g_cta->shfl_xor(f, offset);
+  std::memcpy(&v, &f, 4);
+  return v;
+}
 inline void cp_async16(void* dst, const void* src, int src_bytes) { memra::decode_emu::g_cta->cp_async(dst, src, src_bytes); }
 inline void cp_async_commit() { memra::decode_emu::g_cta->commit(); }
 template <int N>

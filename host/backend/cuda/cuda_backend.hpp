@@ -381,8 +381,8 @@ class CudaBackend {
   std::vector<CUevent> profile_events_;
   std::map<std::string, ProfileTotal> profile_totals_;
   int64_t profile_steps_ = 0;
-  // Fused quantisation (ops_basic.cpp): add_rms_norm and the gated activations write
-  // their output also as int8x32 blocks when the model has integer-activation weights,
+  // Fused quantisation (ops_basic.cpp): add_rms_norm, the gated activations (and the
+  // decode attention, int8x32 only) write their output also as int8x32 blocks when the model has integer-activation weights,
   // else as the fp8 GEMV's rows when it has fp8 weights, for generated rows, so the next
   // matmul finds them in act_rows_. fused_act_format says which (none: no fusion);
   // fused_act_rows returns the buffers to fill; fused_act_rows_done makes them act_rows_
@@ -406,7 +406,8 @@ class CudaBackend {
   Result<const DeviceBatch::AttentionPlan*> attention_plan(DeviceBatch& db, int32_t heads, int32_t kv_heads);
   Result<CUdeviceptr> upload_step_ints(const int32_t* data, size_t count);
   memra_status decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries, CUdeviceptr rows,
-                                int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out);
+                                int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out,
+                                const QuantizedRows* fused = nullptr);
 };
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).

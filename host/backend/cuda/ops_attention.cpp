@@ -8,6 +8,8 @@
 //    rows of other head sizes): split-KV attention (fixed chunks
 //    of kChunk positions, kernels/attention/paged_attention.cu) and the chunk merge,
 //    over those rows only (a row list), bitwise what a decode-only step computes.
+//    In a decode-only step with integer-activation weights, the kernel that writes the
+//    output also writes the o projection's int8x32 rows (ops_basic.cpp's fused rows).
 // An f16 or bf16 KV layer (KvLayerConfig::dtype) takes each kernel's _f16 / _bf16 twin: the
 // write rounds K and V to it (round to nearest even), the readers convert them exactly to f32.
 #include <algorithm>
@@ -87,7 +89,7 @@ Result<const DeviceBatch::AttentionPlan*> CudaBackend::attention_plan(DeviceBatc
 // Split-KV decode attention over `entries` rows: rows[i] (or i when rows is 0).
 memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries,
                                            CUdeviceptr rows, int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc,
-                                           CUdeviceptr vc, CUdeviceptr out) {
+                                           CUdeviceptr vc, CUdeviceptr out, const QuantizedRows* fused) {
   const int32_t heads = p->num_heads, kv_heads = p->num_kv_heads, head_dim = p->head_dim;
   const int32_t block_size = static_cast<int32_t>(kv_.block_size), max_blocks = db.source->max_blocks_per_seq;
   if (head_dim % 8 != 0 || head_dim > attn::kDecodeMaxHeadDim)
@@ -132,12 +134,14 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
                            block_size, db.positions, db.seq_index, tables, max_blocks, p->scale,
                            p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows,
                            options_.early_kv_reads ? db.fresh_from : CUdeviceptr{0},
-                           static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out);
+                           static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out,
+                           fused && !merge ? fused->q : CUdeviceptr{0}, fused && !merge ? fused->meta : CUdeviceptr{0});
   if (st != MEMRA_OK || !merge) return st;
   return launch("attention", "memra_attention_combine", static_cast<unsigned>(n),
                 static_cast<unsigned>(attn::decode_combine_slices(head_dim)),
                 static_cast<unsigned>(attn::kDecodeThreads), 0, part_o, part_ml, db.positions, heads, head_dim,
-                p->sliding_window, max_chunks, out, rows);
+                p->sliding_window, max_chunks, out, rows, fused ? fused->q : CUdeviceptr{0},
+                fused ? fused->meta : CUdeviceptr{0});
 }
 
 Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {
@@ -237,7 +241,24 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (!ap) return fail(ap.error());
     plan = *ap;
   }
-  if (!plan || plan->ctas == 0) return decode_attention(p, db, tables, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out));
+  if (!plan || plan->ctas == 0) {
+    // Decode rows only: with integer-activation weights the kernel that writes `out` also
+    // writes it as the o projection's int8x32 rows (a 32-dim block within one head).
+    const QuantizedRows* fused = nullptr;
+    const int64_t width = static_cast<int64_t>(heads) * head_dim;
+    if (head_dim % 32 == 0) {
+      auto f = fused_act_format(batch->num_tokens, width);
+      if (!f) return fail(f.error());
+      if (*f == ActFormat::int8x32) {
+        auto rows = fused_act_rows(*f, dptr(out), batch->num_tokens, width);
+        if (!rows) return fail(rows.error());
+        fused = *rows;
+      }
+    }
+    st = decode_attention(p, db, tables, batch->num_tokens, 0, max_chunks, dptr(q), kc, vc, dptr(out), fused);
+    if (st == MEMRA_OK && fused) fused_act_rows_done(*fused);
+    return st;
+  }
 
   const std::string prefill_name = std::string(head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128") + suffix;
   const char* kernel = prefill_name.c_str();
