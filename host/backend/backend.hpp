@@ -31,15 +31,25 @@ namespace memra::backend {
 
 // Bumped whenever anything in this header changes shape: the CUDA module reports the
 // version it was built with and a different one is refused at open.
-inline constexpr uint32_t kBackendInterfaceVersion = 4;
+inline constexpr uint32_t kBackendInterfaceVersion = 5;
 
-// Bytes of one KV element (4 or 2), or 0 for a dtype the KV cache does not support.
+// Bytes of one KV element (4, 2 or 1), or 0 for a dtype the KV cache does not support.
 inline uint64_t kv_element_bytes(memra_dtype dtype) {
-  return dtype == MEMRA_DTYPE_F32 ? 4u : dtype == MEMRA_DTYPE_F16 || dtype == MEMRA_DTYPE_BF16 ? 2u : 0u;
+  return dtype == MEMRA_DTYPE_F32                                ? 4u
+         : dtype == MEMRA_DTYPE_F16 || dtype == MEMRA_DTYPE_BF16 ? 2u
+         : dtype == MEMRA_DTYPE_F8_E4M3                          ? 1u
+                                                                 : 0u;
 }
 
-// One layer's paged KV geometry and element type: MEMRA_DTYPE_F32, MEMRA_DTYPE_F16 or
-// MEMRA_DTYPE_BF16 (K after RoPE and V rounded to the 16-bit type when written;
+// Bytes one position keeps per kv head: its head_dim elements, and for fp8 its f32 scale
+// (kernels/attention/attention_ref.hpp: a block's codes, then its scales).
+inline uint64_t kv_row_bytes(memra_dtype dtype, int64_t head_dim) {
+  return static_cast<uint64_t>(head_dim) * kv_element_bytes(dtype) + (dtype == MEMRA_DTYPE_F8_E4M3 ? 4u : 0u);
+}
+
+// One layer's paged KV geometry and element type: MEMRA_DTYPE_F32, MEMRA_DTYPE_F16,
+// MEMRA_DTYPE_BF16 (K after RoPE and V rounded to the 16-bit type when written) or
+// MEMRA_DTYPE_F8_E4M3 (quantised per position and kv head with an f32 scale;
 // docs/ARCHITECTURE.md, "KV cache element type"). kv_heads 0: the layer keeps no KV (a recurrent layer).
 // pool: the KV pool whose blocks hold it; window: that pool's sliding window (0: every
 // position is kept; N: a query reads only the last N positions, and blocks before them
@@ -129,7 +139,7 @@ struct KvCacheConfig {
   // Bytes of one block of backend layer l's K (or V).
   uint64_t block_bytes(size_t l) const {
     const KvLayerConfig& c = layers[l];
-    return static_cast<uint64_t>(block_size * c.kv_heads * c.head_dim) * kv_element_bytes(c.dtype);
+    return static_cast<uint64_t>(block_size * c.kv_heads) * kv_row_bytes(c.dtype, c.head_dim);
   }
   uint64_t layer_bytes(size_t l) const { return block_bytes(l) * static_cast<uint64_t>(blocks_of(l)); }
   // Where backend layer l's K (or V) starts in one allocation of every layer's.

@@ -1,4 +1,4 @@
-// The KV cache element type as the tools spell it (--kv-dtype f16|bf16|f32 of memra-host,
+// The KV cache element type as the tools spell it (--kv-dtype f16|bf16|fp8|f32 of memra-host,
 // memra-gen and memra-bench; EngineOptions::kv_dtype).
 #pragma once
 
@@ -18,6 +18,7 @@ inline std::optional<memra_dtype> parse_kv_dtype(std::string_view text) {
   if (text == "f16") return MEMRA_DTYPE_F16;
   if (text == "f32") return MEMRA_DTYPE_F32;
   if (text == "bf16") return MEMRA_DTYPE_BF16;
+  if (text == "fp8") return MEMRA_DTYPE_F8_E4M3;
   return std::nullopt;
 }
 
@@ -25,6 +26,7 @@ inline const char* kv_dtype_name(memra_dtype dtype) {
   return dtype == MEMRA_DTYPE_F16    ? "f16"
          : dtype == MEMRA_DTYPE_BF16 ? "bf16"
          : dtype == MEMRA_DTYPE_F32  ? "f32"
+         : dtype == MEMRA_DTYPE_F8_E4M3 ? "fp8"
                                      : "unsupported";
 }
 

@@ -153,7 +153,7 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     o.kv_cache_tokens = *n;
   } else if (name == "kv-dtype") {
     const auto dtype = engine::parse_kv_dtype(value);
-    if (!dtype) return usage(what + " must be f16, bf16 or f32, got '" + value + "'");
+    if (!dtype) return usage(what + " must be f16, bf16, fp8 or f32, got '" + value + "'");
     o.kv_dtype = *dtype;
   } else if (name == "max-running") {
     auto n = parse_int(value, what, 1, 4096);

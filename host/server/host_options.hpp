@@ -54,7 +54,7 @@ struct HostOptions {
   bool repack_on_load = true;  // --no-repack: serve checkpoints in place, without a .memra repack
   std::int64_t max_context = 0;        // 0 = the model's, at most 4096
   std::int64_t kv_cache_tokens = 0;    // 0 = 8 sequences at full context
-  memra_dtype kv_dtype = engine::kDefaultKvDtype;  // --kv-dtype f16|bf16|f32: the KV cache's element type
+  memra_dtype kv_dtype = engine::kDefaultKvDtype;  // --kv-dtype f16|bf16|fp8|f32: the KV cache's element type
   std::int64_t max_running = 16;
   std::int64_t max_waiting = 256;
   std::int64_t max_step_tokens = 512;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "repack/quant/fp_convert.hpp"
@@ -9,10 +10,11 @@
 namespace memra::ref {
 namespace {
 
+inline int64_t slot_row(const PagedKvLayer& layer, const int32_t* block_table, int64_t position) {
+  return static_cast<int64_t>(block_table[position / layer.block_size]) * layer.block_size + position % layer.block_size;
+}
 inline int64_t slot_offset(const PagedKvLayer& layer, const int32_t* block_table, int64_t position) {
-  const int64_t block = block_table[position / layer.block_size];
-  const int64_t row = block * layer.block_size + position % layer.block_size;
-  return row * layer.kv_heads * layer.head_dim;
+  return slot_row(layer, block_table, position) * layer.kv_heads * layer.head_dim;
 }
 
 // The stored element types, read back as exact floats.
@@ -26,12 +28,58 @@ inline float load(const float* p, int64_t i) { return p[i]; }
 inline float load(const F16Bits* p, int64_t i) { return quant::fp16_to_f32(p[i].bits); }
 inline float load(const Bf16Bits* p, int64_t i) { return quant::bf16_to_f32(p[i].bits); }
 
-// One arithmetic for every element type: only the load differs (16-bit -> f32 is exact).
+// One kv head's row at a position: element i as a float.
 template <class T>
-void attend(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q, int64_t heads,
-            float scale, int64_t sliding_window, float logit_softcap, float* out) {
-  const T* kc = static_cast<const T*>(layer.k);
-  const T* vc = static_cast<const T*>(layer.v);
+struct PlainRow {
+  const T* p;
+  float operator[](int64_t i) const { return load(p, i); }
+};
+struct Fp8Row {
+  const uint8_t* codes;
+  float scale;
+  float operator[](int64_t i) const { return quant::f8_e4m3_to_f32(codes[i]) * scale; }
+};
+
+// Where (position, kv head)'s fp8 codes and scale live in a layer's blocks.
+struct Fp8Slot {
+  int64_t codes, scale;  // byte offsets
+};
+inline Fp8Slot fp8_slot(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, int64_t kvh) {
+  const int64_t block = block_table[position / layer.block_size], in = position % layer.block_size;
+  const int64_t base = block * fp8_kv_block_bytes(layer.block_size, layer.kv_heads, layer.head_dim);
+  const int64_t r = in * layer.kv_heads + kvh;
+  return {base + r * layer.head_dim, base + layer.block_size * layer.kv_heads * layer.head_dim + r * 4};
+}
+
+template <class T>
+struct PlainRows {
+  const PagedKvLayer& layer;
+  const int32_t* table;
+  PlainRow<T> k(int64_t pos, int64_t kvh) const { return {at(layer.k, pos, kvh)}; }
+  PlainRow<T> v(int64_t pos, int64_t kvh) const { return {at(layer.v, pos, kvh)}; }
+  const T* at(const void* plane, int64_t pos, int64_t kvh) const {
+    return static_cast<const T*>(plane) + slot_offset(layer, table, pos) + kvh * layer.head_dim;
+  }
+};
+struct Fp8Rows {
+  const PagedKvLayer& layer;
+  const int32_t* table;
+  Fp8Row k(int64_t pos, int64_t kvh) const { return at(layer.k, pos, kvh); }
+  Fp8Row v(int64_t pos, int64_t kvh) const { return at(layer.v, pos, kvh); }
+  Fp8Row at(const void* plane, int64_t pos, int64_t kvh) const {
+    const Fp8Slot s = fp8_slot(layer, table, pos, kvh);
+    const auto* b = static_cast<const uint8_t*>(plane);
+    float scale;
+    std::memcpy(&scale, b + s.scale, 4);
+    return {b + s.codes, scale};
+  }
+};
+
+// One arithmetic for every element type: only the row reader differs (each stored
+// element read back as an exact float; an fp8 element times its row's scale).
+template <class Rows>
+void attend(const PagedKvLayer& layer, const Rows& rows, int64_t position, const float* q, int64_t heads, float scale,
+            int64_t sliding_window, float logit_softcap, float* out) {
   const int64_t d = layer.head_dim;
   const int64_t group = heads / layer.kv_heads;
   const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, position - sliding_window + 1) : 0;
@@ -42,9 +90,9 @@ void attend(const PagedKvLayer& layer, const int32_t* block_table, int64_t posit
     const int64_t kvh = h / group;
     float max_score = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
-      const T* kj = kc + slot_offset(layer, block_table, first + j) + kvh * d;
+      const auto kj = rows.k(first + j, kvh);
       float s = 0.0f;
-      for (int64_t i = 0; i < d; ++i) s += qh[i] * load(kj, i);
+      for (int64_t i = 0; i < d; ++i) s += qh[i] * kj[i];
       s *= scale;
       if (logit_softcap > 0.0f) s = logit_softcap * std::tanh(s / logit_softcap);
       p[static_cast<size_t>(j)] = s;
@@ -60,16 +108,35 @@ void attend(const PagedKvLayer& layer, const int32_t* block_table, int64_t posit
     std::fill(oh, oh + d, 0.0f);
     for (int64_t j = 0; j < n; ++j) {
       const float w = p[static_cast<size_t>(j)] / sum;
-      const T* vj = vc + slot_offset(layer, block_table, first + j) + kvh * d;
-      for (int64_t i = 0; i < d; ++i) oh[i] += w * load(vj, i);
+      const auto vj = rows.v(first + j, kvh);
+      for (int64_t i = 0; i < d; ++i) oh[i] += w * vj[i];
     }
   }
+}
+
+// One (position, kv head) row of x quantised to fp8 at dst (codes) and its scale.
+void write_fp8_row(const float* x, int64_t n, uint8_t* codes, uint8_t* scale_at) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float d = amax / 448.0f;
+  for (int64_t i = 0; i < n; ++i) codes[i] = d == 0.0f ? 0 : quant::f32_to_f8_e4m3(x[i] / d);
+  std::memcpy(scale_at, &d, 4);
 }
 
 }  // namespace
 
 void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
                     const float* v) {
+  if (layer.element == KvElement::fp8) {
+    for (int64_t h = 0; h < layer.kv_heads; ++h) {
+      const Fp8Slot s = fp8_slot(layer, block_table, position, h);
+      auto* kb = static_cast<uint8_t*>(layer.k);
+      auto* vb = static_cast<uint8_t*>(layer.v);
+      write_fp8_row(k + h * layer.head_dim, layer.head_dim, kb + s.codes, kb + s.scale);
+      write_fp8_row(v + h * layer.head_dim, layer.head_dim, vb + s.codes, vb + s.scale);
+    }
+    return;
+  }
   const int64_t off = slot_offset(layer, block_table, position);
   const int64_t n = layer.kv_heads * layer.head_dim;
   if (layer.element != KvElement::f32) {
@@ -88,12 +155,17 @@ void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64
 
 void paged_attention(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* q,
                      int64_t heads, float scale, int64_t sliding_window, float logit_softcap, float* out) {
-  if (layer.element == KvElement::f16)
-    attend<F16Bits>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
-  else if (layer.element == KvElement::bf16)
-    attend<Bf16Bits>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
-  else
-    attend<float>(layer, block_table, position, q, heads, scale, sliding_window, logit_softcap, out);
+  switch (layer.element) {
+    case KvElement::f16:
+      return attend(layer, PlainRows<F16Bits>{layer, block_table}, position, q, heads, scale, sliding_window, logit_softcap, out);
+    case KvElement::bf16:
+      return attend(layer, PlainRows<Bf16Bits>{layer, block_table}, position, q, heads, scale, sliding_window, logit_softcap, out);
+    case KvElement::fp8:
+      return attend(layer, Fp8Rows{layer, block_table}, position, q, heads, scale, sliding_window, logit_softcap, out);
+    case KvElement::f32:
+      break;
+  }
+  attend(layer, PlainRows<float>{layer, block_table}, position, q, heads, scale, sliding_window, logit_softcap, out);
 }
 
 }  // namespace memra::ref

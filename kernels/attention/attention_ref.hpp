@@ -9,15 +9,24 @@
 // (after RoPE) and V to f16 or bf16, round to nearest even (f16 overflows to inf as IEEE
 // does); attention reads the stored values as exact floats and runs the float32
 // arithmetic below unchanged.
+// fp8 (e4m3fn): a block is [block_size][kv_heads][head_dim] codes, then
+// [block_size][kv_heads] f32 scales (fp8_block_bytes). Per written (position, kv head):
+// d = amax / 448 over its head_dim values, code = e4m3(x / d) (round to nearest even,
+// saturating; all codes 0 when d == 0); attention reads e4m3(code) * d.
 #pragma once
 #include <cstdint>
 
 namespace memra::ref {
 
-enum class KvElement { f32, f16, bf16 };
+enum class KvElement { f32, f16, bf16, fp8 };
+
+// Bytes of one fp8 block: the codes, then one f32 scale per (position, kv head).
+constexpr int64_t fp8_kv_block_bytes(int64_t block_size, int64_t kv_heads, int64_t head_dim) {
+  return block_size * kv_heads * (head_dim + 4);
+}
 
 struct PagedKvLayer {
-  void* k = nullptr;  // float* (f32) or uint16_t* f16 / bf16 bits
+  void* k = nullptr;  // float* (f32), uint16_t* f16 / bf16 bits, or fp8 blocks (bytes)
   void* v = nullptr;
   int64_t block_size = 0;
   int64_t kv_heads = 0;
@@ -26,7 +35,7 @@ struct PagedKvLayer {
 };
 
 // Stores one token's k and v ([kv_heads][head_dim] each) at `position` (rounded to
-// the layer's 16-bit type unless it is f32).
+// the layer's 16-bit type, or quantised to fp8 per kv head, unless it is f32).
 void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, const float* k,
                     const float* v);
 

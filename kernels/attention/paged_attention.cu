@@ -25,11 +25,17 @@
 // overlap the score phase; every element type then runs one code, each element converted
 // exactly to f32, so an f16 or bf16 cache's rows are bitwise the f32 kernel's on a cache
 // holding the same (representable) values (memra-kernel-check proves it).
+// An fp8 (e4m3fn) cache (memra_attention_chunk_fp8; its blocks hold the codes, then one
+// f32 scale per position and kv head: attention_ref.hpp) stages the raw codes and their
+// rows' scales, converts the codes exactly to f16 in shared memory and runs the f16
+// tensor-core code, a K row's scale multiplying its scores and a V row's scale its
+// weights after the softmax sums (so o = sum_j p_j d_j v_j, l = sum_j p_j).
 // Without nvcc (tests/cuda/decode_attention_emulator.hpp, which includes this file on the
 // host) the CUDA types and the cp.async / shared-memory primitives come from the emulator.
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #endif
 #include <stdint.h>
 
@@ -44,6 +50,19 @@ constexpr int kThreads = memra::attn::kDecodeThreads;
 constexpr int kWarpRows = kChunk / (kThreads / 32);  // 16 positions of the chunk per warp
 constexpr int kPassHeads = 4;  // score phase: 8 positions x 4 q heads = 32 partial dots per lane
 constexpr int kPvHeads = 8;    // output phase: q heads per pass (accumulators per thread)
+
+// An fp8 cache element (its bits); the tiles it is converted into are f16.
+struct Fp8E4m3 {
+  uint8_t bits;
+};
+template <class KvT>
+struct TileOf {
+  using type = KvT;
+};
+template <>
+struct TileOf<Fp8E4m3> {
+  using type = __half;
+};
 
 __device__ __forceinline__ int32_t first_position(int32_t pos, int32_t window) {
   return window > 0 ? max(0, pos - window + 1) : 0;
@@ -113,7 +132,22 @@ __device__ __forceinline__ uint32_t to16(float x, __nv_bfloat16) { return __bflo
 __device__ __forceinline__ float from16(uint32_t h, __nv_bfloat16) { return __uint_as_float(h << 16); }
 __device__ __forceinline__ uint32_t to16(float x, __half) { return __half_as_ushort(__float2half_rn(x)); }
 __device__ __forceinline__ float from16(uint32_t h, __half) { return __half2float(__ushort_as_half(static_cast<unsigned short>(h))); }
+// Two e4m3 codes (the low 16 bits, first in the low byte) as two f16 bits (exact).
+__device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xffffu), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
 #endif
+// Rows 0 .. rows-1 of a raw fp8 tile [kChunk][head_dim] into the f16 tile [kChunk][stride].
+__device__ __forceinline__ void fp8_rows_to_tile(const uint8_t* raw, __half* tile, int head_dim, int stride, int rows) {
+  const int per_row = head_dim / 8;
+  for (int idx = threadIdx.x; idx < rows * per_row; idx += kThreads) {
+    const int j = idx / per_row, c = idx - j * per_row;
+    const uint2 w = *reinterpret_cast<const uint2*>(raw + j * head_dim + 8 * c);
+    *reinterpret_cast<uint4*>(tile + j * stride + 8 * c) =
+        make_uint4(fp8x2_to_f16x2(w.x), fp8x2_to_f16x2(w.x >> 16), fp8x2_to_f16x2(w.y), fp8x2_to_f16x2(w.y >> 16));
+  }
+}
 template <class T>
 __device__ __forceinline__ void split2(float x0, float x1, uint32_t& hi, uint32_t& lo) {
   const uint32_t h0 = to16(x0, T{}), h1 = to16(x1, T{});
@@ -225,13 +259,19 @@ __device__ __forceinline__ void score_pass(const float* qg, const KvT* kt, float
 // Scores on the tensor cores (16-bit caches): warp w takes positions 16w .. 16w+15 (two
 // n-tiles of 8) for 16 q heads at a time (an m-tile; heads past the group are zero rows):
 // per 16 dims of head_dim in order, q_hi.K then q_lo.K into the f32 accumulators (K exact
-// as stored). Then x scale, softcap; positions past `len` score -inf.
-template <class KvT>
-__device__ __forceinline__ void mma_scores(const float* qg, const KvT* kt, float* scores, int group, int head_dim,
-                                           int stride, int len, int staged, float scale, float softcap) {
+// as stored). Then x scale, softcap; positions past `len` score -inf. fp8 (kFp8): the
+// staged codes (kraw) are first converted into kt, and a score is (acc * kscale[j]) * scale.
+template <class KvT, bool kFp8 = false>
+__device__ __forceinline__ void mma_scores(const float* qg, KvT* kt, float* scores, int group, int head_dim, int stride,
+                                           int len, int staged, float scale, float softcap, const uint8_t* kraw = nullptr,
+                                           const float* kscale = nullptr) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tig = lane & 3;
   cp_async_wait<1>();  // this thread's K pieces (and the stable V rows; the fresh V rows may be in flight)
   __syncthreads();     // everyone's
+  if constexpr (kFp8) {
+    fp8_rows_to_tile(kraw, kt, head_dim, stride, staged);
+    __syncthreads();
+  }
   const int jw = warp * 16;
   for (int m0 = 0; m0 < group; m0 += 16) {
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
@@ -254,7 +294,9 @@ __device__ __forceinline__ void mma_scores(const float* qg, const KvT* kt, float
       if (g >= group) continue;
       float sc = -INFINITY;
       if (j < len) {
-        sc = acc[i >> 2][i & 3] * scale;
+        float a = acc[i >> 2][i & 3];
+        if constexpr (kFp8) a = a * kscale[j];
+        sc = a * scale;
         if (softcap > 0.0f) sc = softcap * tanhf(sc / softcap);
       }
       scores[g * kChunk + j] = sc;
@@ -313,15 +355,28 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
   // 16-bit caches take the tensor cores for the scores and P.V (their rows padded by 8
-  // elements so the ldmatrix rows fall in distinct banks); f32 caches the CUDA cores.
-  constexpr bool kMma = sizeof(KvT) == 2;
+  // elements so the ldmatrix rows fall in distinct banks), and fp8 ones through f16
+  // tiles; f32 caches the CUDA cores.
+  using TileT = typename TileOf<KvT>::type;
+  constexpr bool kFp8 = sizeof(KvT) == 1;
+  constexpr bool kMma = sizeof(TileT) == 2;
   const int group = heads / kv_heads;
-  const int stride = memra::attn::decode_tile_stride(head_dim, static_cast<int>(sizeof(KvT)));
+  const int stride = memra::attn::decode_tile_stride(head_dim, static_cast<int>(sizeof(TileT)));
   int64_t* row_off = reinterpret_cast<int64_t*>(smem_raw);       // [kChunk]
   float* scores = reinterpret_cast<float*>(row_off + kChunk);     // [group][kChunk]
   float* sums = scores + group * kChunk;                          // [group] (padded)
-  KvT* kt = reinterpret_cast<KvT*>(sums + ((group + 3) & ~3));  // [kChunk][stride] (decode_attention_sum_slots)
-  KvT* vt = v_separate ? kt + kChunk * stride : kt;               // [kChunk][stride]
+  TileT* kt = reinterpret_cast<TileT*>(sums + ((group + 3) & ~3));  // [kChunk][stride] (decode_attention_sum_slots)
+  TileT* vt = v_separate ? kt + kChunk * stride : kt;               // [kChunk][stride]
+  // fp8 only: the rows' scale offsets and scales, then the raw codes [kChunk][head_dim].
+  int64_t* sc_off = reinterpret_cast<int64_t*>(vt + kChunk * stride);
+  float* kscale = reinterpret_cast<float*>(sc_off + kChunk);
+  float* vscale = kscale + kChunk;
+  uint8_t* kraw = reinterpret_cast<uint8_t*>(vscale + kChunk);
+  uint8_t* vraw = v_separate ? kraw + kChunk * head_dim : kraw;
+  // Where the cp.async copies land: the tiles themselves, or fp8's raw rows.
+  KvT* k_stage = kFp8 ? reinterpret_cast<KvT*>(kraw) : reinterpret_cast<KvT*>(kt);
+  KvT* v_stage = kFp8 ? reinterpret_cast<KvT*>(vraw) : reinterpret_cast<KvT*>(vt);
+  const int stage_stride = kFp8 ? head_dim : stride;
   const int64_t tk = blockIdx.x;
   const int64_t i_entry = tk / kv_heads;
   const int64_t t = rows ? rows[i_entry] : i_entry;
@@ -340,8 +395,18 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   const int32_t* table = block_tables + static_cast<int64_t>(seq_index[t]) * max_blocks;
   const float* qg = q + (t * heads + h0) * static_cast<int64_t>(head_dim);
   const int tid = threadIdx.x;
-  if (tid < staged)
-    row_off[tid] = slot_offset(table, j0 + min(tid, len - 1), block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+  if (tid < staged) {
+    const int32_t p = j0 + min(tid, len - 1);
+    if constexpr (kFp8) {  // a block: codes [block_size][kv_heads][head_dim], then scales [block_size][kv_heads]
+      const int64_t block_bytes = static_cast<int64_t>(block_size) * kv_heads * (head_dim + 4);
+      const int64_t base = static_cast<int64_t>(table[p / block_size]) * block_bytes;
+      const int64_t r = static_cast<int64_t>(p % block_size) * kv_heads + kvh;
+      row_off[tid] = base + r * head_dim;
+      sc_off[tid] = base + static_cast<int64_t>(block_size) * kv_heads * head_dim + r * 4;
+    } else {
+      row_off[tid] = slot_offset(table, p, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
+    }
+  }
   if (kMma && tid < kChunk) {  // the row pads, read (as 0) when head_dim % 16 == 8
     const int j = tid;
     *reinterpret_cast<uint4*>(kt + j * stride + head_dim) = make_uint4(0u, 0u, 0u, 0u);
@@ -354,20 +419,27 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   // while the previous kernel (RoPE + KV write) still runs; q and this step's K/V rows
   // only after the wait. Which row lands when never changes what is computed.
   const int stable = fresh_from ? max(0, min(len, fresh_from[t] - j0)) : 0;
-  stage_rows(kt, k_cache, row_off, head_dim, stride, 0, stable, len);
+  stage_rows(k_stage, k_cache, row_off, head_dim, stage_stride, 0, stable, len);
   cp_async_commit();
-  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stride, 0, stable, len);
+  if (v_separate) stage_rows(v_stage, v_cache, row_off, head_dim, stage_stride, 0, stable, len);
   cp_async_commit();
   memra::cuda::pdl_wait();
   memra::cuda::pdl_launch_dependents();
-  stage_rows(kt, k_cache, row_off, head_dim, stride, stable, staged, len);
+  stage_rows(k_stage, k_cache, row_off, head_dim, stage_stride, stable, staged, len);
   cp_async_commit();
-  if (v_separate) stage_rows(vt, v_cache, row_off, head_dim, stride, stable, staged, len);
+  if (v_separate) stage_rows(v_stage, v_cache, row_off, head_dim, stage_stride, stable, staged, len);
   cp_async_commit();  // (empty groups when V waits for the K rows' space)
+  if constexpr (kFp8) {  // the rows' scales (this step's rows are written by now)
+    if (tid < kChunk) {
+      const bool in = tid < len;
+      kscale[tid] = in ? *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(k_cache) + sc_off[tid]) : 0.0f;
+      vscale[tid] = in ? *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(v_cache) + sc_off[tid]) : 0.0f;
+    }
+  }
 
   const int lane = tid & 31, warp = tid >> 5;
   if constexpr (kMma) {
-    mma_scores(qg, kt, scores, group, head_dim, stride, len, staged, scale, softcap);
+    mma_scores<TileT, kFp8>(qg, kt, scores, group, head_dim, stride, len, staged, scale, softcap, kraw, kscale);
   } else {
     const int groups4 = head_dim / 4;
     for (int g0 = 0; g0 < group; g0 += kPassHeads) {
@@ -382,7 +454,7 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   }
   __syncthreads();  // scores published, K rows read
   if (!v_separate) {
-    stage_rows(vt, v_cache, row_off, head_dim, stride, 0, staged, len);
+    stage_rows(v_stage, v_cache, row_off, head_dim, stage_stride, 0, staged, len);
     cp_async_commit();
   }
 
@@ -407,6 +479,12 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   }
   cp_async_wait<0>();
   __syncthreads();  // V rows and the weights published
+  if constexpr (kFp8) {  // V's codes into its tile; each weight times its V row's scale
+    fp8_rows_to_tile(vraw, vt, head_dim, stride, staged);
+    for (int i = tid; i < group * kChunk; i += kThreads)
+      if (i % kChunk < len) scores[i] = scores[i] * vscale[i % kChunk];
+    __syncthreads();
+  }
 
   if constexpr (kMma) {
     float* o_row = out ? out + (t * heads + h0) * static_cast<int64_t>(head_dim) : nullptr;
@@ -477,6 +555,7 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_bf16, __nv_bfloat16)
+MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_fp8, Fp8E4m3)
 
 // grid (entries * heads, decode_combine_slices(head_dim)), kThreads threads; out:
 // [tokens][heads * head_dim]. Block (row head, y) merges dims 32y .. 32y + 31 (fewer in the

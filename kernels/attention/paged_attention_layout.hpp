@@ -17,7 +17,7 @@ namespace memra::attn {
 // row is a function of its position only.
 constexpr int kDecodeChunk = 64;
 constexpr int kDecodeThreads = 128;
-// head_dim must be a multiple of 8 (16-byte staging of bf16 rows) and at most this.
+// head_dim must be a multiple of 8 (16-byte staging of bf16 rows; of 16 for fp8 rows) and at most this.
 constexpr int kDecodeMaxHeadDim = 512;
 
 // The merge pass (memra_attention_combine) splits a head's dims over blocks of this many
@@ -32,16 +32,22 @@ constexpr int decode_attention_sum_slots(int group) { return (group + 3) & ~3; }
 // are padded by 8 elements (16 bytes) so that 8 rows at one column fall in distinct banks.
 MEMRA_ATTN_HD constexpr int decode_tile_stride(int head_dim, int kv_bytes) { return kv_bytes == 2 ? head_dim + 8 : head_dim; }
 
-// Dynamic shared memory of memra_attention_chunk{,_f16,_bf16} in bytes: the chunk's row
+// Dynamic shared memory of memra_attention_chunk{,_f16,_bf16,_fp8} in bytes: the chunk's row
 // offsets (int64), the scores [group][chunk] (f32), the per-head sums of the weights
 // (f32, padded), the staged K rows [chunk][stride] and, when `v_separate`, the V rows
 // beside them (else V reuses the K rows' space once the scores are done: less memory,
-// no overlap of the V loads with the score phase).
+// no overlap of the V loads with the score phase). fp8 (kv_bytes 1): the K / V tiles
+// are f16, and then come the rows' scale offsets (int64), their K and V scales (f32) and
+// the raw codes [chunk][head_dim] (V's beside K's when `v_separate`).
 constexpr unsigned long long decode_attention_smem_bytes(int group, int head_dim, int kv_bytes, bool v_separate) {
+  const int tile_bytes = kv_bytes == 1 ? 2 : kv_bytes;
   const unsigned long long tile =
-      static_cast<unsigned long long>(kDecodeChunk) * decode_tile_stride(head_dim, kv_bytes) * kv_bytes;
+      static_cast<unsigned long long>(kDecodeChunk) * decode_tile_stride(head_dim, tile_bytes) * tile_bytes;
+  const unsigned long long fp8 =
+      kv_bytes == 1 ? kDecodeChunk * (8ull + 8ull) + static_cast<unsigned long long>(kDecodeChunk) * head_dim * (v_separate ? 2 : 1)
+                    : 0ull;
   return kDecodeChunk * 8ull + static_cast<unsigned long long>(group) * kDecodeChunk * 4ull +
-         static_cast<unsigned long long>(decode_attention_sum_slots(group)) * 4ull + tile * (v_separate ? 2 : 1);
+         static_cast<unsigned long long>(decode_attention_sum_slots(group)) * 4ull + tile * (v_separate ? 2 : 1) + fp8;
 }
 
 // V gets its own space when the whole block fits this (every target arch's opt-in limit

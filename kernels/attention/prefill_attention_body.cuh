@@ -11,14 +11,18 @@
 // float shfl_xor(v, mask), sync() (the CTA barrier), syncwarp(), split2(a, b, hi, lo) (bf16x2 hi
 // and lo words, a in the low half), load8(src, v[8]), load8_bf16(src, w[4]) (8 bf16 as
 // four words, the lower index in each low half), store2(dst, x, y); for an f16 cache also
-// load8_f16(src, v[8]) (8 f16 converted exactly to floats).
+// load8_f16(src, v[8]) (8 f16 converted exactly to floats); for an fp8 cache load_f32(src)
+// and load8_fp8(src, scale, v[8]) (8 e4m3 codes, each converted exactly and times scale).
 //
 // The KV cache element KvT is float (each K/V value split into bf16 hi + lo like q and
 // P: three mma per product) or uint16_t, bf16 bits (a bf16 KV cache): the values are
 // exact bf16 already, so they are staged as the hi plane as they are and their lo term,
 // exactly zero, is skipped (two mma per product: q_hi·k + q_lo·k, P_hi·v + P_lo·v), or
 // PaF16, f16 bits (an f16 KV cache): converted exactly to floats on load, then the f32
-// path, so the f16 kernels are bitwise the f32 kernels on f16-valued K/V.
+// path, so the f16 kernels are bitwise the f32 kernels on f16-valued K/V; or PaFp8, e4m3
+// codes (an fp8 cache: blocks of codes, then one f32 scale per position and kv head,
+// kernels/attention/attention_ref.hpp): each code times its row's scale on load (the
+// reference's product), then the f32 path.
 #pragma once
 
 #include <math.h>
@@ -77,7 +81,12 @@ struct PaF16 {
   uint16_t bits;
 };
 
-// K/V with a lo plane: f32 and f16 values are split into bf16 hi + lo; bf16 ones are the hi plane.
+// An fp8 KV element (its bits).
+struct PaFp8 {
+  uint8_t bits;
+};
+
+// K/V with a lo plane: f32, f16 and fp8 values are split into bf16 hi + lo; bf16 ones are the hi plane.
 template <class KvT>
 struct PaKvSplit {
   static constexpr bool value = true;
@@ -105,6 +114,23 @@ MEMRA_PA_FN void pa_load_chunk(Ops& ops, const PaF16* src, PaKvChunk<PaF16>& c) 
 }
 template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const uint16_t* src, PaKvChunk<uint16_t>& c) { ops.load8_bf16(src, c.w); }
+// The 8 elements at chunk c of (pos, the loader's kv head): one slot offset for the plain
+// caches; an fp8 block holds its codes [block_size][kv_heads][D], then its scales.
+template <int D, class Ops, class KvT>
+MEMRA_PA_FN void pa_load_kv(Ops& ops, const KvT* cache, const int32_t* table, int32_t pos, int32_t block_size,
+                            int64_t row_width, int64_t head_offset, int c, PaKvChunk<KvT>& out) {
+  pa_load_chunk(ops, cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, out);
+}
+template <int D, class Ops>
+MEMRA_PA_FN void pa_load_kv(Ops& ops, const PaFp8* cache, const int32_t* table, int32_t pos, int32_t block_size,
+                            int64_t row_width, int64_t head_offset, int c, PaKvChunk<PaFp8>& out) {
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(cache);
+  const int64_t kv_heads = row_width / D, in = pos % block_size;
+  const int64_t base = static_cast<int64_t>(table[pos / block_size]) * block_size * (row_width + 4 * kv_heads);
+  const float scale = ops.load_f32(bytes + base + block_size * row_width + (in * kv_heads + head_offset / D) * 4);
+  ops.load8_fp8(bytes + base + in * row_width + head_offset + c * 8, scale, out.v);
+}
+
 template <class KvT>
 MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<KvT>& c) {
 MEMRA_PA_UNROLL
@@ -154,7 +180,7 @@ MEMRA_PA_UNROLL
       const int r = idx / kChunks, c = idx % kChunks;
       const int32_t pos = j0 + r;
       if (pos >= lo && pos <= hi) {
-        pa_load_chunk(ops, cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, buf[i]);
+        pa_load_kv<D>(ops, cache, table, pos, block_size, row_width, head_offset, c, buf[i]);
       } else {
         pa_zero_chunk(buf[i]);
       }

@@ -50,6 +50,7 @@
 // f32 kernel's code (bitwise the f32 kernel on f16-valued K/V).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 #include "kernels/attention/prefill_attention_body.cuh"
@@ -95,6 +96,19 @@ struct DeviceOps {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = __half2float(h[i]);
   }
+  __device__ __forceinline__ float load_f32(const uint8_t* src) const { return *reinterpret_cast<const float*>(src); }
+  // 8 e4m3 codes (exact as f16) times scale (__fmul_rn: a product, never fused into a later add).
+  __device__ __forceinline__ void load8_fp8(const uint8_t* src, float scale, float (&v)[8]) const {
+    const uint2 w = *reinterpret_cast<const uint2*>(src);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t word = i < 2 ? w.x : w.y;
+      const __half2_raw h =
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>((word >> (16 * (i & 1))) & 0xffffu), __NV_E4M3);
+      v[2 * i] = __fmul_rn(__half2float(__ushort_as_half(h.x)), scale);
+      v[2 * i + 1] = __fmul_rn(__half2float(__ushort_as_half(h.y)), scale);
+    }
+  }
   __device__ __forceinline__ void store2(float* dst, float x, float y) const {
     *reinterpret_cast<float2*>(dst) = make_float2(x, y);
   }
@@ -139,3 +153,5 @@ MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_f16, 64, PaF16)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_f16, 128, PaF16)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_bf16, 64, uint16_t)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_bf16, 128, uint16_t)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_fp8, 64, PaFp8)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_fp8, 128, PaFp8)

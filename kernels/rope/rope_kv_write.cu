@@ -9,12 +9,16 @@
 // The cache layout is kernels/attention/attention_ref's [block][slot][kv_head][head_dim].
 // memra_rope_kv_write_f16 / _bf16 store K and V rounded to f16 / bf16 (round to nearest
 // even, __float2half_rn / __float2bfloat16_rn, as the reference's f32_to_fp16 /
-// f32_to_bf16); q and k themselves stay f32.
+// f32_to_bf16); q and k themselves stay f32. memra_rope_kv_write_fp8 quantises each
+// (position, kv head) row of K and of V to e4m3 with its scale d = amax / 448 (the
+// reference's fp8 KV: kernels/attention/attention_ref.hpp; codes RNE and saturating,
+// __nv_cvt_float_to_fp8 with __NV_SATFINITE, so the codes are the reference's bits).
 // With q_norm / k_norm (memra_attention_params 2.4) each head is first RMS-normed in
 // place (rms_norm's formula; thread i sums elements i, i + blockDim, ... in order, then
 // the fixed block sum), so the per-head norm launches of Qwen3 go away.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 #include "kernels/common/pdl.cuh"
@@ -24,6 +28,7 @@ namespace {
 __device__ __forceinline__ void store_kv(float* dst, float x) { *dst = x; }
 __device__ __forceinline__ void store_kv(__half* dst, float x) { *dst = __float2half_rn(x); }
 __device__ __forceinline__ void store_kv(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store_kv(uint8_t*, float) {}  // (fp8 rows are written per row, with their scale)
 
 template <class KvT>
 __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v, int32_t q_heads, int32_t kv_heads,
@@ -65,6 +70,28 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
   if (h < q_heads) return;
   __syncthreads();  // the KV write below reads rotated k written by other threads
   const int kvh = h - q_heads;
+  if constexpr (sizeof(KvT) == 1) {
+    // fp8: a block is [block_size][kv_heads][head_dim] codes, then [block_size][kv_heads] f32 scales.
+    __shared__ float scratch[32];
+    const int32_t block = block_tables[static_cast<int64_t>(seq_index[t]) * max_blocks + pos / block_size];
+    const int64_t block_bytes = static_cast<int64_t>(block_size) * kv_heads * (head_dim + 4);
+    const int64_t r = static_cast<int64_t>(pos % block_size) * kv_heads + kvh;
+    const int64_t codes = block * block_bytes + r * head_dim;
+    const int64_t scale_at = block * block_bytes + static_cast<int64_t>(block_size) * kv_heads * head_dim + r * 4;
+    const float* vh = v + t * kw + static_cast<int64_t>(kvh) * head_dim;
+    for (int which = 0; which < 2; ++which) {
+      const float* x = which == 0 ? vec : vh;
+      uint8_t* cache = reinterpret_cast<uint8_t*>(which == 0 ? k_cache : v_cache);
+      float amax = 0.0f;
+      for (int e = threadIdx.x; e < head_dim; e += blockDim.x) amax = fmaxf(amax, fabsf(x[e]));
+      amax = memra::cuda::block_max(amax, scratch);
+      const float d = __fdiv_rn(amax, 448.0f);
+      for (int e = threadIdx.x; e < head_dim; e += blockDim.x)
+        cache[codes + e] = d == 0.0f ? 0 : __nv_cvt_float_to_fp8(__fdiv_rn(x[e], d), __NV_SATFINITE, __NV_E4M3);
+      if (threadIdx.x == 0) *reinterpret_cast<float*>(cache + scale_at) = d;
+    }
+    return;
+  }
   const int32_t block = block_tables[static_cast<int64_t>(seq_index[t]) * max_blocks + pos / block_size];
   const int64_t off = (static_cast<int64_t>(block) * block_size + pos % block_size) * kw + static_cast<int64_t>(kvh) * head_dim;
   const float* vh = v + t * kw + static_cast<int64_t>(kvh) * head_dim;
@@ -87,3 +114,4 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write, float)
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_f16, __half)
 MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_bf16, __nv_bfloat16)
+MEMRA_DEFINE_ROPE_KV_WRITE(memra_rope_kv_write_fp8, uint8_t)

@@ -96,4 +96,30 @@ inline float f8_e4m3_to_f32(uint8_t v) {
   return bits_to_f32(sign | ((exp + 120) << 23) | (man << 20));
 }
 
+// float32 -> float8 e4m3fn: round to nearest, ties to even; values beyond +-448 (and
+// infinities) saturate to +-448; NaN -> 0x7f with the sign (the fp8 weight quantiser's
+// and the fp8 KV cache's rounding; CUDA's __nv_cvt_float_to_fp8 with __NV_SATFINITE).
+inline uint8_t f32_to_f8_e4m3(float x) {
+  const uint32_t bits = f32_to_bits(x);
+  const auto sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  const uint32_t a = bits & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7f);  // NaN
+  if (a >= 0x43e00000u) return static_cast<uint8_t>(sign | 0x7e);  // >= 448 (and inf): saturate
+  if (a < 0x3c800000u) {
+    // Below 2^-6: subnormal codes m * 2^-9 (m = 8 is the smallest normal, code 0x08).
+    // |x| * 512 is exact; round to nearest even by hand (no dependence on the FP mode).
+    const float y = bits_to_f32(a) * 512.0f;
+    auto m = static_cast<uint32_t>(y);  // truncation: y < 8
+    const float frac = y - static_cast<float>(m);
+    if (frac > 0.5f || (frac == 0.5f && (m & 1u))) ++m;
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(m));
+  }
+  // Normal: round the 23-bit mantissa to 3 bits (ties to even); a carry bumps the
+  // exponent, which is the right answer. Re-bias 127 -> 7.
+  const uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
+  const uint32_t exp = (r >> 23) - 127u + 7u;
+  const uint32_t code = (exp << 3) | ((r >> 20) & 7u);
+  return static_cast<uint8_t>(sign | (code > 0x7e ? 0x7e : code));
+}
+
 }  // namespace memra::quant

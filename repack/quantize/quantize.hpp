@@ -49,8 +49,4 @@ bool quantize_iq4_xs(const float* x, void* dst, int64_t n);
 // One fp8 row of `cols` (multiple of 128) values.
 void quantize_fp8_row(const float* x, void* dst, int64_t cols);
 
-// float32 -> float8 e4m3fn: round to nearest, ties to even; values beyond +-448
-// (and infinities) saturate to +-448; NaN -> 0x7f with the sign.
-uint8_t f32_to_f8_e4m3(float x);
-
 }  // namespace memra::quant

@@ -5,30 +5,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "repack/quant/fp_convert.hpp"
 #include "repack/quantize/quantize.hpp"
 #include "repack/quantize/quantize_internal.hpp"
 
 namespace memra::quant {
-
-uint8_t f32_to_f8_e4m3(float x) {
-  const uint32_t bits = f32_to_bits(x);
-  const auto sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
-  const uint32_t a = bits & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7f);  // NaN
-  if (a >= 0x43e00000u) return static_cast<uint8_t>(sign | 0x7e);  // >= 448 (and inf): saturate
-  if (a < 0x3c800000u) {
-    // Below 2^-6: subnormal codes m * 2^-9 (m = 8 is the smallest normal, code 0x08).
-    // |x| * 512 is exact; nearbyint rounds to nearest even in the default mode.
-    const float m = std::nearbyint(bits_to_f32(a) * 512.0f);
-    return static_cast<uint8_t>(sign | static_cast<uint8_t>(m));
-  }
-  // Normal: round the 23-bit mantissa to 3 bits (ties to even); a carry bumps the
-  // exponent, which is the right answer. Re-bias 127 -> 7.
-  const uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
-  const uint32_t exp = (r >> 23) - 127u + 7u;
-  const uint32_t code = (exp << 3) | ((r >> 20) & 7u);
-  return static_cast<uint8_t>(sign | (code > 0x7e ? 0x7e : code));
-}
 
 void quantize_fp8_row(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);

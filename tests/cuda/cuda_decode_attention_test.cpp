@@ -3,7 +3,8 @@
 // CPU reference (kAttentionBound), and bitwise: a row alone == in a batch == through a
 // row list (a step whose prompt rows run the prefill kernel), V beside the K rows == V
 // reusing their space; over f32 caches (CUDA-core kernel) and f16 and bf16 caches (the
-// tensor-core kernels, their mma and ldmatrix emulated from the PTX fragment layouts). Each row
+// tensor-core kernels, their mma and ldmatrix emulated from the PTX fragment layouts; and fp8
+// caches, the reference's own codes and scales, through f16 tiles). Each row
 // has its own sequence whose cache positions outside what the row may see are NaN, so a
 // read past its window or its last position shows up. memra-kernel-check runs the same
 // properties on the GPU.
@@ -33,7 +34,9 @@ struct Config {
 // positions row r sees, NaN elsewhere. The f32 cache's values are those of the `values`
 // cache (f16- or bf16-representable), or unrounded when it is f32.
 using memra::ref::KvElement;
-const char* element_name(KvElement e) { return e == KvElement::f16 ? "f16 KV" : e == KvElement::bf16 ? "bf16 KV" : "f32 KV"; }
+const char* element_name(KvElement e) {
+  return e == KvElement::f16 ? "f16 KV" : e == KvElement::bf16 ? "bf16 KV" : e == KvElement::fp8 ? "fp8 KV" : "f32 KV";
+}
 
 struct Problem {
   Config c;
@@ -42,6 +45,7 @@ struct Problem {
   std::vector<float> kf, vf;        // f32 cache
   std::vector<uint16_t> kh, vh;     // f16 cache (bits)
   std::vector<uint16_t> kb, vb;     // bf16 cache (bits)
+  std::vector<uint8_t> k8, v8;      // fp8 cache (blocks of codes, then scales; head_dim % 16 == 0 only)
   std::vector<float> q;             // [rows][heads * head_dim]
   // Per row, the first position the step writes for its sequence (the kernel stages the
   // rows before it ahead of the PDL wait); empty: none is known, every row waits.
@@ -61,6 +65,16 @@ struct Problem {
     tables = ids;
     const size_t row_w = static_cast<size_t>(c.kv_heads) * c.head_dim, n = static_cast<size_t>(num_blocks) * kBlock * row_w;
     kf.assign(n, NAN), vf.assign(n, NAN), kh.assign(n, 0x7e00), vh.assign(n, 0x7e00), kb.assign(n, 0x7fc0), vb.assign(n, 0x7fc0);
+    // fp8: NaN codes (0x7f) and NaN scales (0xff bytes) where nothing was written.
+    const size_t fp8_bytes = static_cast<size_t>(num_blocks) * static_cast<size_t>(memra::ref::fp8_kv_block_bytes(kBlock, c.kv_heads, c.head_dim));
+    if (c.head_dim % 16 == 0) k8.assign(fp8_bytes, 0x7f), v8.assign(fp8_bytes, 0x7f);
+    for (int b = 0; b < num_blocks && !k8.empty(); ++b) {
+      const size_t bb = static_cast<size_t>(memra::ref::fp8_kv_block_bytes(kBlock, c.kv_heads, c.head_dim));
+      const size_t codes = static_cast<size_t>(kBlock) * row_w;
+      std::fill(k8.begin() + b * bb + codes, k8.begin() + (b + 1) * bb, 0xff);
+      std::fill(v8.begin() + b * bb + codes, v8.begin() + (b + 1) * bb, 0xff);
+    }
+    std::vector<float> krow(row_w), vrow(row_w);
     for (int r = 0; r < rows; ++r) {
       seq.push_back(r);
       const int32_t first = c.window > 0 ? std::max(0, pos[static_cast<size_t>(r)] - c.window + 1) : 0;
@@ -68,6 +82,7 @@ struct Problem {
         const size_t off = (static_cast<size_t>(tables[static_cast<size_t>(r * max_blocks + p / kBlock)]) * kBlock + p % kBlock) * row_w;
         for (size_t i = 0; i < row_w; ++i) {
           const float a = nd(rng), b = nd(rng);
+          krow[i] = a, vrow[i] = b;
           kh[off + i] = memra::quant::f32_to_fp16(a), vh[off + i] = memra::quant::f32_to_fp16(b);
           kb[off + i] = memra::quant::f32_to_bf16(a), vb[off + i] = memra::quant::f32_to_bf16(b);
           kf[off + i] = values == KvElement::f16 ? memra::quant::fp16_to_f32(kh[off + i])
@@ -75,6 +90,7 @@ struct Problem {
           vf[off + i] = values == KvElement::f16 ? memra::quant::fp16_to_f32(vh[off + i])
                         : values == KvElement::bf16 ? memra::quant::bf16_to_f32(vb[off + i]) : b;
         }
+        if (!k8.empty()) memra::ref::paged_kv_write(fp8_layer(), tables.data() + r * max_blocks, p, krow.data(), vrow.data());
       }
     }
     q.resize(static_cast<size_t>(rows) * c.heads * c.head_dim);
@@ -82,6 +98,16 @@ struct Problem {
   }
 
   int64_t width() const { return static_cast<int64_t>(c.heads) * c.head_dim; }
+  memra::ref::PagedKvLayer fp8_layer() const {
+    memra::ref::PagedKvLayer L;
+    L.k = const_cast<uint8_t*>(k8.data());
+    L.v = const_cast<uint8_t*>(v8.data());
+    L.block_size = kBlock;
+    L.kv_heads = c.kv_heads;
+    L.head_dim = c.head_dim;
+    L.element = KvElement::fp8;
+    return L;
+  }
   int chunks_of(int32_t p) const {
     const int32_t first = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
     return (p - first + 1 + memra::attn::kDecodeChunk - 1) / memra::attn::kDecodeChunk;
@@ -121,6 +147,11 @@ struct Problem {
         memra_attention_chunk_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
+      else if (element == KvElement::fp8)
+        memra_attention_chunk_fp8(q.data(), reinterpret_cast<const Fp8E4m3*>(k8.data()), reinterpret_cast<const Fp8E4m3*>(v8.data()),
+                                  c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(), tables.data(), max_blocks,
+                                  scale, c.window, c.softcap, max_chunks, part_o.data(), part_ml.data(), rows, fresh_from,
+                                  v_separate ? 1 : 0, direct, xq, xm);
       else if (element == KvElement::bf16)
         memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                    tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
@@ -152,6 +183,7 @@ struct Problem {
     L.kv_heads = c.kv_heads;
     L.head_dim = c.head_dim;
     L.element = element;
+    if (element == KvElement::fp8) L = fp8_layer();
     for (size_t r = 0; r < pos.size(); ++r)
       memra::ref::paged_attention(L, tables.data() + r * static_cast<size_t>(max_blocks), pos[r],
                                   q.data() + r * static_cast<size_t>(width()), c.heads,
@@ -176,7 +208,8 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 const std::vector<int32_t> kPositions = {0, 5, 63, 64, 65, 200};
 
 void check_config(const Config& c) {
-  for (const KvElement element : {KvElement::f32, KvElement::f16, KvElement::bf16}) {
+  for (const KvElement element : {KvElement::f32, KvElement::f16, KvElement::bf16, KvElement::fp8}) {
+    if (element == KvElement::fp8 && c.head_dim % 16 != 0) continue;  // fp8 rows are staged in 16-byte pieces
     SCOPED_TRACE(element_name(element));
     const Problem p(c, kPositions, KvElement::f32, 7u + static_cast<uint32_t>(c.head_dim * 31 + c.heads));
     const auto out = p.gpu(element, true);
@@ -219,7 +252,7 @@ TEST(CudaDecodeAttentionEmulated, Gqa20x1Hd64) { check_config({20, 1, 64, 0, 0.0
 // Steps whose rows all fit one chunk skip the merge pass: bitwise what the merge writes,
 // and within the reference's bound.
 TEST(CudaDecodeAttentionEmulated, OneChunkRowsWriteTheMergedOutputThemselves) {
-  for (const KvElement e : {KvElement::f32, KvElement::f16, KvElement::bf16})
+  for (const KvElement e : {KvElement::f32, KvElement::f16, KvElement::bf16, KvElement::fp8})
     for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 30, 30.0f},
                             Config{2, 2, 256, 0, 0.0f}}) {
       const Problem p(c, {0, 5, 63, 40}, KvElement::f32, 5);
@@ -237,7 +270,7 @@ TEST(CudaDecodeAttentionEmulated, OneChunkRowsWriteTheMergedOutputThemselves) {
 // one-chunk steps, else the merge) also writes the o projection's int8x32 rows: exactly
 // ref::quantize_act_q8 of that output, and the output itself unchanged.
 TEST(CudaDecodeAttentionEmulated, FusedInt8RowsAreTheReferenceQuantisationOfTheOutput) {
-  for (const KvElement e : {KvElement::f32, KvElement::bf16})
+  for (const KvElement e : {KvElement::f32, KvElement::bf16, KvElement::fp8})
     for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{6, 1, 96, 0, 50.0f}, Config{4, 4, 64, 30, 30.0f}})
       for (const auto& positions : {std::vector<int32_t>{0, 5, 63, 40}, kPositions}) {
         SCOPED_TRACE(testing::Message() << element_name(e) << " hd" << c.head_dim << " rows " << positions.size());

@@ -11,7 +11,7 @@
 //    emulator of prefill_attention_emulator.hpp (PTX fragment layouts, shared-memory
 //    bounds and race checks), against the CPU reference (kAttentionBound) and bitwise
 //    across chunkings, with every cache position a step must not read set to NaN; for
-//    an f32 and a bf16 KV cache.
+//    an f32, a bf16 and an fp8 KV cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -209,6 +209,7 @@ struct EmuConfig {
   std::vector<int32_t> chunks;  // chunk sizes to compare with the one-step run
   float q_scale = 1.0f;         // > 1: peakier softmax
   bool kv_bf16 = false;         // a bf16 KV cache (the _bf16 kernels' body)
+  bool kv_fp8 = false;          // an fp8 KV cache (the _fp8 kernels' body): the reference's codes and scales
 };
 
 class EmuScenario {
@@ -235,6 +236,23 @@ class EmuScenario {
       for (float x : k_) k16_.push_back(memra::quant::f32_to_bf16(x));
       for (float x : v_) v16_.push_back(memra::quant::f32_to_bf16(x));
     }
+    if (c.kv_fp8) {  // every physical slot written by the reference (an identity table: slot s = position s)
+      const size_t bytes = static_cast<size_t>(2 * max_blocks_) * static_cast<size_t>(block_bytes8());
+      k8_.assign(bytes, 0);
+      v8_.assign(bytes, 0);
+      std::vector<int32_t> identity(static_cast<size_t>(2 * max_blocks_));
+      for (size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<int32_t>(i);
+      const memra::ref::PagedKvLayer L8 = fp8_layer(k8_, v8_);
+      for (int64_t slot = 0; slot < 2 * max_blocks_ * kBlock; ++slot)
+        memra::ref::paged_kv_write(L8, identity.data(), slot, k_.data() + slot * row_, v_.data() + slot * row_);
+    }
+  }
+
+  int64_t block_bytes8() const { return memra::ref::fp8_kv_block_bytes(kBlock, c_.kv_heads, c_.head_dim); }
+  memra::ref::PagedKvLayer fp8_layer(const std::vector<uint8_t>& k, const std::vector<uint8_t>& v) const {
+    memra::ref::PagedKvLayer L{const_cast<uint8_t*>(k.data()), const_cast<uint8_t*>(v.data()), kBlock, c_.kv_heads, c_.head_dim};
+    L.element = memra::ref::KvElement::fp8;
+    return L;
   }
 
   int64_t qw() const { return static_cast<int64_t>(c_.heads) * c_.head_dim; }
@@ -247,6 +265,7 @@ class EmuScenario {
       L.v = const_cast<uint16_t*>(v16_.data());
       L.element = memra::ref::KvElement::bf16;
     }
+    if (c_.kv_fp8) L = fp8_layer(k8_, v8_);
     std::vector<float> out(q_.size());
     for (int32_t p = 0; p < c_.n; ++p)
       memra::ref::paged_attention(L, tables_.data(), p, q_.data() + p * qw(), c_.heads, scale(), c_.window, c_.softcap,
@@ -274,11 +293,19 @@ class EmuScenario {
     if (!perr.empty()) return {{}, perr};
     std::vector<float> k = k_, v = v_;
     std::vector<uint16_t> k16 = k16_, v16 = v16_;
+    std::vector<uint8_t> k8 = k8_, v8 = v8_;
     const int32_t lo = c_.window > 0 ? std::max(0, p0 - c_.window + 1) : 0;
     for (int32_t p = 0; p < max_blocks_ * kBlock; ++p) {
       if (p >= lo && p < p1) continue;
       const int64_t off = (static_cast<int64_t>(tables_[static_cast<size_t>(p / kBlock)]) * kBlock + p % kBlock) * row_;
-      if (c_.kv_bf16) {
+      if (c_.kv_fp8) {  // NaN codes and a NaN scale (0xff bytes) for each kv head of the slot
+        const int64_t block = tables_[static_cast<size_t>(p / kBlock)], in = p % kBlock;
+        const int64_t codes = block * block_bytes8() + in * row_, scales = block * block_bytes8() + kBlock * row_ + in * c_.kv_heads * 4;
+        for (auto* c8 : {&k8, &v8}) {
+          std::fill(c8->begin() + codes, c8->begin() + codes + row_, uint8_t{0x7f});
+          std::fill(c8->begin() + scales, c8->begin() + scales + 4 * c_.kv_heads, uint8_t{0xff});
+        }
+      } else if (c_.kv_bf16) {
         std::fill(k16.begin() + off, k16.begin() + off + row_, uint16_t{0x7fc0});  // bf16 NaN
         std::fill(v16.begin() + off, v16.begin() + off + row_, uint16_t{0x7fc0});
       } else {
@@ -291,9 +318,10 @@ class EmuScenario {
     a.q = q.data();
     a.q_bytes = q.size() * 4;
     a.kv_bf16 = c_.kv_bf16;
-    a.k_cache = c_.kv_bf16 ? static_cast<const void*>(k16.data()) : k.data();
-    a.v_cache = c_.kv_bf16 ? static_cast<const void*>(v16.data()) : v.data();
-    a.cache_bytes = c_.kv_bf16 ? k16.size() * 2 : k.size() * 4;
+    a.kv_fp8 = c_.kv_fp8;
+    a.k_cache = c_.kv_fp8 ? static_cast<const void*>(k8.data()) : c_.kv_bf16 ? static_cast<const void*>(k16.data()) : k.data();
+    a.v_cache = c_.kv_fp8 ? static_cast<const void*>(v8.data()) : c_.kv_bf16 ? static_cast<const void*>(v16.data()) : v.data();
+    a.cache_bytes = c_.kv_fp8 ? k8.size() : c_.kv_bf16 ? k16.size() * 2 : k.size() * 4;
     a.heads = c_.heads;
     a.kv_heads = c_.kv_heads;
     a.head_dim = c_.head_dim;
@@ -323,6 +351,7 @@ class EmuScenario {
   std::vector<int32_t> tables_;
   std::vector<float> k_, v_, q_;
   std::vector<uint16_t> k16_, v16_;  // the bf16 cache (kv_bf16)
+  std::vector<uint8_t> k8_, v8_;     // the fp8 cache (kv_fp8)
 };
 
 void check_emulated(const EmuConfig& c) {
@@ -334,7 +363,7 @@ void check_emulated(const EmuConfig& c) {
   EXPECT_EQ(cmp.nonfinite_mismatch, 0u);
   EXPECT_LE(cmp.nmse, memra::kcheck::kAttentionBound) << "max abs diff " << cmp.max_abs;
   std::cout << "[ emulated ] heads " << c.heads << "/" << c.kv_heads << " hd" << c.head_dim << " window " << c.window
-            << " softcap " << c.softcap << " T=" << c.n << (c.kv_bf16 ? " bf16 KV" : " f32 KV") << ": nmse " << cmp.nmse
+            << " softcap " << c.softcap << " T=" << c.n << (c.kv_fp8 ? " fp8 KV" : c.kv_bf16 ? " bf16 KV" : " f32 KV") << ": nmse " << cmp.nmse
             << " vs the reference\n";
   for (int32_t chunk : c.chunks) {
     std::vector<float> got;
@@ -365,6 +394,14 @@ TEST(CudaPrefillAttentionEmulated, Bf16KvGqa2Hd64FullAttention) {
 }
 TEST(CudaPrefillAttentionEmulated, Bf16KvGqa4Hd128WindowSoftcapPeaky) {
   check_emulated({8, 2, 128, 37, 20.0f, 70, {1, 23}, 4.0f, true});
+}
+// An fp8 KV cache (the _fp8 kernels: each code times its row's scale on load, then the
+// f32 path) against the reference over the same codes and scales, chunking bit for bit.
+TEST(CudaPrefillAttentionEmulated, Fp8KvGqa2Hd64FullAttention) {
+  check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}, 1.0f, false, true});
+}
+TEST(CudaPrefillAttentionEmulated, Fp8KvGqa4Hd128WindowSoftcapPeaky) {
+  check_emulated({8, 2, 128, 37, 20.0f, 70, {1, 23}, 4.0f, false, true});
 }
 
 }  // namespace

@@ -236,6 +236,13 @@ inline uint4 make_uint4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return
 inline uint32_t to16(float x, __nv_bfloat16) { return memra::quant::f32_to_bf16(x); }
 inline float from16(uint32_t h, __nv_bfloat16) { return __uint_as_float(h << 16); }
 inline uint32_t to16(float x, __half) { return memra::quant::f32_to_fp16(x); }
+// Two e4m3 codes (low 16 bits) as two f16 (exact: e4m3's values are f16 values).
+inline uint32_t fp8x2_to_f16x2(uint32_t two) {
+  const auto h = [](uint32_t c) {
+    return static_cast<uint32_t>(memra::quant::f32_to_fp16(memra::quant::f8_e4m3_to_f32(static_cast<uint8_t>(c & 0xffu))));
+  };
+  return h(two) | (h(two >> 8) << 16);
+}
 inline float from16(uint32_t h, __half) { return memra::quant::fp16_to_f32(static_cast<uint16_t>(h)); }
 namespace memra::decode_emu {
 inline uint16_t half_at(const void* row, int col) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/attention/prefill_attention_body.cuh"
+#include "repack/quant/fp_convert.hpp"
 
 namespace memra::attn::emu {
 
@@ -266,6 +267,25 @@ class HostOps {
     if (reinterpret_cast<uintptr_t>(src) % 16 != 0) c_->error("global uint4 load misaligned");
     std::memcpy(w, src, 16);
   }
+  float load_f32(const uint8_t* src) {
+    if (!inside(src, 4, readable_)) {
+      c_->error("global load of an fp8 row's scale outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
+      return NAN;
+    }
+    if (reinterpret_cast<uintptr_t>(src) % 4 != 0) c_->error("global f32 load misaligned");
+    float f;
+    std::memcpy(&f, src, 4);
+    return f;
+  }
+  void load8_fp8(const uint8_t* src, float scale, float (&v)[8]) {
+    if (!inside(src, 8, readable_)) {
+      c_->error("global load of 8 fp8 codes outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
+      for (float& x : v) x = NAN;
+      return;
+    }
+    if (reinterpret_cast<uintptr_t>(src) % 8 != 0) c_->error("global uint2 load misaligned");
+    for (int i = 0; i < 8; ++i) v[i] = memra::quant::f8_e4m3_to_f32(src[i]) * scale;
+  }
   void store2(float* dst, float x, float y) {
     if (!inside(dst, 8, {writable_})) {
       c_->error("global store outside the output (thread " + std::to_string(tid_) + ")");
@@ -349,9 +369,10 @@ class HostOps {
 // The kernel over a plan: CTAs one after the other. Returns the first error or "".
 struct KernelArgs {
   const float* q;
-  const void *k_cache, *v_cache;  // float, or uint16_t bf16 bits when kv_bf16
+  const void *k_cache, *v_cache;  // float, uint16_t bf16 bits when kv_bf16, fp8 blocks when kv_fp8
   size_t q_bytes, cache_bytes;
   bool kv_bf16;
+  bool kv_fp8 = false;
   int32_t heads, kv_heads, head_dim, block_size;
   const int32_t *positions, *block_tables;
   int32_t max_blocks;
@@ -377,7 +398,10 @@ inline std::string run_prefill_attention(const KernelArgs& a) {
       };
       using D64 = std::integral_constant<int, 64>;
       using D128 = std::integral_constant<int, 128>;
-      if (a.kv_bf16) {
+      if (a.kv_fp8) {
+        if (a.head_dim == 64) body(D64{}, static_cast<PaFp8*>(nullptr));
+        else body(D128{}, static_cast<PaFp8*>(nullptr));
+      } else if (a.kv_bf16) {
         if (a.head_dim == 64) body(D64{}, static_cast<uint16_t*>(nullptr));
         else body(D128{}, static_cast<uint16_t*>(nullptr));
       } else {

@@ -10,7 +10,7 @@
 //  - gguf/llama/*.gguf (the default f16 KV cache, as llama.cpp's): rmse and top-1 agreement against transformers no worse than
 //    llama.cpp's own on the same file (llamacpp_vs_hf.json, its CPU run; the rmse up to
 //    llama.cpp's own CPU/GPU spread, llamacpp_spread);
-//  - batch invariance, bitwise, with f16, bf16 and f32 KV: a prompt's rows alone, beside 3
+//  - batch invariance, bitwise, with f16, bf16, fp8 and f32 KV: a prompt's rows alone, beside 3
 //    others, and chunked differently (alone and in mixed prompt/decode steps); decode
 //    rows alone vs in a mixed step beside prompt chunks; a multi-token verify step equal
 //    to plain decode. (On CUDA prompt rows and decode rows take different paths, so a
@@ -222,6 +222,8 @@ TEST_P(EngineFixture, LlamaF16KvBatchInvariant) { check_batch_invariance("llama"
 TEST_P(EngineFixture, Qwen3F16KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F16); }
 TEST_P(EngineFixture, LlamaBf16KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_BF16); }
 TEST_P(EngineFixture, Qwen3Bf16KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_BF16); }
+TEST_P(EngineFixture, LlamaFp8KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_F8_E4M3); }
+TEST_P(EngineFixture, Qwen3Fp8KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F8_E4M3); }
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
 

@@ -89,10 +89,10 @@ Status CpuBackend::allocate_state(const StateConfig& state) {
   for (const KvLayerConfig& l : state.kv.layers)
     if (l.kv_heads > 0 && kv_element_bytes(l.dtype) == 0)
       return make_error(ErrorCode::unsupported, "KV cache dtype " + std::to_string(l.dtype) +
-                                                    " is not supported (MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16 or MEMRA_DTYPE_F32)");
+                                                    " is not supported (MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F8_E4M3 or MEMRA_DTYPE_F32)");
   kv_ = state.kv;
   state_ = state.recurrent;
-  // Zeroed: +0.0 in both element types.
+  // Zeroed: +0.0 in every element type (and fp8 scales of 0).
   k_cache_.assign(static_cast<size_t>(kv_.bytes()), 0);
   v_cache_.assign(static_cast<size_t>(kv_.bytes()), 0);
   state_cache_.clear();
@@ -357,9 +357,10 @@ memra_status CpuBackend::attention(const memra_attention_params* p, const memra_
   ref::PagedKvLayer layer;
   layer.k = k_cache_.data() + kv_.layer_offset(local);
   layer.v = v_cache_.data() + kv_.layer_offset(local);
-  layer.element = geometry->dtype == MEMRA_DTYPE_F16    ? ref::KvElement::f16
-                  : geometry->dtype == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16
-                                                        : ref::KvElement::f32;
+  layer.element = geometry->dtype == MEMRA_DTYPE_F16       ? ref::KvElement::f16
+                  : geometry->dtype == MEMRA_DTYPE_BF16    ? ref::KvElement::bf16
+                  : geometry->dtype == MEMRA_DTYPE_F8_E4M3 ? ref::KvElement::fp8
+                                                           : ref::KvElement::f32;
   layer.block_size = kv_.block_size;
   layer.kv_heads = geometry->kv_heads;
   layer.head_dim = geometry->head_dim;

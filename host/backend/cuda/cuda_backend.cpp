@@ -203,7 +203,10 @@ memra_status CudaBackend::allocate_kv(const KvCacheConfig& kv) {
     if (l.kv_heads < 0 || (l.kv_heads > 0 && l.head_dim <= 0)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "allocate_kv: bad KV cache geometry");
     if (l.kv_heads > 0 && kv_element_bytes(l.dtype) == 0)
       return fail(MEMRA_ERR_UNSUPPORTED, "allocate_kv: KV cache dtype " + std::to_string(l.dtype) +
-                                             " is not supported (MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16 or MEMRA_DTYPE_F32)");
+                                             " is not supported (MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F8_E4M3 or MEMRA_DTYPE_F32)");
+    if (l.kv_heads > 0 && l.dtype == MEMRA_DTYPE_F8_E4M3 && l.head_dim % 16 != 0)
+      return fail(MEMRA_ERR_UNSUPPORTED, "allocate_kv: an fp8 KV cache needs head_dim a multiple of 16 (got " +
+                                             std::to_string(l.head_dim) + ")");
   }
   if (k_cache_) cuMemFree(k_cache_);
   if (v_cache_) cuMemFree(v_cache_);

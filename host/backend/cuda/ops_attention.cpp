@@ -12,6 +12,8 @@
 //    output also writes the o projection's int8x32 rows (ops_basic.cpp's fused rows).
 // An f16 or bf16 KV layer (KvLayerConfig::dtype) takes each kernel's _f16 / _bf16 twin: the
 // write rounds K and V to it (round to nearest even), the readers convert them exactly to f32.
+// An fp8 layer (_fp8) quantises each (position, kv head) row with its scale (head_dim a
+// multiple of 16); the readers convert the codes exactly and apply the rows' scales.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +32,7 @@ CUdeviceptr dptr(const memra_tensor* t) { return reinterpret_cast<CUdeviceptr>(t
 
 // The kernels' name suffix for a KV element type (allocate_kv accepted it).
 const char* kv_kernel_suffix(memra_dtype dtype) {
-  return dtype == MEMRA_DTYPE_F16 ? "_f16" : dtype == MEMRA_DTYPE_BF16 ? "_bf16" : "";
+  return dtype == MEMRA_DTYPE_F16 ? "_f16" : dtype == MEMRA_DTYPE_BF16 ? "_bf16" : dtype == MEMRA_DTYPE_F8_E4M3 ? "_fp8" : "";
 }
 
 int32_t chunks_of(int32_t pos, int32_t window) {
@@ -113,6 +115,8 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   const int32_t group = heads / kv_heads;
   const KvLayerConfig* geometry = kv_.layer(p->layer);
   const memra_dtype kv_dtype = geometry ? geometry->dtype : MEMRA_DTYPE_F32;
+  if (kv_dtype == MEMRA_DTYPE_F8_E4M3 && head_dim % 16 != 0)
+    return fail(MEMRA_ERR_UNSUPPORTED, "attention: an fp8 KV cache needs head_dim a multiple of 16 (got " + std::to_string(head_dim) + ")");
   if ((kc | vc) % 16 != 0) return fail(MEMRA_ERR_UNSUPPORTED, "attention: the decode kernel needs 16-byte aligned KV layers");
   const int kv_bytes = static_cast<int>(kv_element_bytes(kv_dtype));
   const bool v_separate =

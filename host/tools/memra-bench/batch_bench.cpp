@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <random>
 
+#include "host/backend/backend.hpp"
+
 namespace memra::bench {
 namespace {
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -56,7 +58,8 @@ int run_batch_bench(engine::Engine& engine, const BatchBenchOptions& o, std::vec
     const double med = times[times.size() / 2];
     // Batch-1 roofline: every matrix once, plus the KV cache of the context (K and V).
     const double ctx = o.prompt + o.decode / 2.0;
-    const double kv_bytes = 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * o.kv_element_bytes * ctx * b;
+    const double kv_bytes =
+        2.0 * cfg.num_layers * cfg.num_kv_heads * static_cast<double>(backend::kv_row_bytes(o.kv_dtype, cfg.head_dim)) * ctx * b;
     const double roof = b * o.hbm_gbps * 1e9 / (static_cast<double>(o.matrix_bytes) + kv_bytes);
     std::printf("%6d %12.1f %12.3f %12.1f %12.1f %9.1f%%\n", b, b * o.prompt / prefill_s, med * 1e3, b / med, roof,
                 100.0 * (b / med) / roof);

@@ -16,7 +16,7 @@ struct BatchBenchOptions {
   int prompt = 64;             // prompt tokens per sequence
   int decode = 32;             // decode steps timed per batch size
   uint64_t matrix_bytes = 0;   // weights read per step (every matrix once)
-  double kv_element_bytes = 4; // 4: f32 KV, 2: bf16
+  memra_dtype kv_dtype = MEMRA_DTYPE_F16;  // --kv-dtype: the KV bytes of the roofline
   double hbm_gbps = 4300;      // the roofline's bandwidth
 };
 

@@ -70,7 +70,7 @@ void usage() {
       "  --concurrency LIST      also: serving throughput through the scheduler with N concurrent greedy\n"
       "                          requests (--prompt tokens each, --decode generated): the aggregate decode\n"
       "                          rate while all N decode, median of --repeats runs\n"
-      "  --kv-dtype f16|bf16|f32 KV cache element type (default f16; f32 doubles the KV bytes read)\n"
+      "  --kv-dtype f16|bf16|fp8|f32 KV cache element type (default f16; f32 doubles the KV bytes read, fp8 about halves them)\n"
       "  --pp-groups LIST        --concurrency: scheduler rolling groups to measure (1: one step at a time,\n"
       "                          2: two groups alternate through the stages; default 1,2 with --pp, else 1)\n"
       "  --table                 instead: every figure of issue #15's table in one run (tg and roofline per\n"
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     else if (a == "--kv-dtype") {
       const auto d = memra::engine::parse_kv_dtype(value());
       if (!d) {
-        std::fprintf(stderr, "memra-bench: --kv-dtype must be f16, bf16 or f32\n");
+        std::fprintf(stderr, "memra-bench: --kv-dtype must be f16, bf16, fp8 or f32\n");
         return 2;
       }
       kv_dtype = *d;
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   sb.quant = model_path.empty() ? quant : "as stored";
   sb.weight_bytes_per_token = wb.per_token();
   sb.fallback_gbps = hbm_gbps;
-  sb.kv_element_bytes = static_cast<double>(memra::backend::kv_element_bytes(kv_dtype));
+  sb.kv_dtype = kv_dtype;
   if (const int rc = memra::bench::run_standard_bench(**engine, sb); rc != 0) return rc;
   if (!concurrency.empty()) {
     memra::bench::ServeBenchOptions so;
@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
   bo.prompt = prompt;
   bo.decode = decode;
   bo.matrix_bytes = matrix_bytes;
-  bo.kv_element_bytes = sb.kv_element_bytes;
+  bo.kv_dtype = kv_dtype;
   bo.hbm_gbps = hbm_gbps;
   return memra::bench::run_batch_bench(**engine, bo);
 }

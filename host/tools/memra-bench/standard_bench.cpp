@@ -198,9 +198,9 @@ int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o, St
 
   // Decode (tg) at each depth: prefill `depth` tokens in chunks of 512, then time
   // `gen_tokens` one-token steps. KV bytes read per token: every layer's K and V rows
-  // (kv_element_bytes each) up to the token's position, averaged over the timed steps.
+  // (backend::kv_row_bytes each: fp8 with its scale) up to the token's position, averaged over the timed steps.
   const double kv_row_bytes = 2.0 * static_cast<double>(cfg.num_layers) * static_cast<double>(cfg.num_kv_heads) *
-                              static_cast<double>(cfg.head_dim) * o.kv_element_bytes;
+                              static_cast<double>(backend::kv_row_bytes(o.kv_dtype, cfg.head_dim));
   for (int depth : o.depths) {
     std::vector<double> times;
     for (int run = 0; run <= o.repeats; ++run) {

@@ -24,7 +24,7 @@ struct StandardBenchOptions {
   std::string model_label, quant;
   uint64_t weight_bytes_per_token = 0;  // matrices read per token, input embedding excluded
   double fallback_gbps = 4300;    // roofline bandwidth when none can be measured (CPU)
-  double kv_element_bytes = 2;    // 2: f16 / bf16 KV cache, 4: f32 (--kv-dtype)
+  memra_dtype kv_dtype = MEMRA_DTYPE_F16;  // --kv-dtype: the KV bytes a token reads
 };
 
 // What run_standard_bench measured.

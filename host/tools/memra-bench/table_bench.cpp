@@ -66,7 +66,7 @@ int run_scheme(const TableBenchOptions& o, const plugins::PluginHost& plugins, c
   sb.quant = part.scheme;
   sb.weight_bytes_per_token = wb.per_token();
   sb.fallback_gbps = o.hbm_gbps;
-  sb.kv_element_bytes = static_cast<double>(backend::kv_element_bytes(o.kv_dtype));
+  sb.kv_dtype = o.kv_dtype;
   StandardBenchOptions long_prompt = sb;
   long_prompt.prompt_tokens = 2048;
   long_prompt.gen_tokens = 8;
@@ -100,7 +100,7 @@ int run_scheme(const TableBenchOptions& o, const plugins::PluginHost& plugins, c
     bo.prompt = 64;
     bo.decode = 16;
     bo.matrix_bytes = matrix_bytes;
-    bo.kv_element_bytes = sb.kv_element_bytes;
+    bo.kv_dtype = o.kv_dtype;
     bo.hbm_gbps = m.standard.copy_gbps > 0 ? m.standard.copy_gbps : o.hbm_gbps;
     if (const int rc = run_batch_bench(**engine, bo, &m.batches); rc != 0) return rc;
   }

@@ -99,7 +99,7 @@ class GenApp : public Application {
     add("pp", "split the layers over N pipeline stages (CUDA devices 0..N-1; default 1)", "N");
     add("pp-split", "layers per pipeline stage, e.g. 18 or 12,12,12 (default: balanced by memory)", "LIST");
     add("pp-devices", "CUDA device of each pipeline stage, e.g. 0,1 (default 0..N-1)", "LIST");
-    add("kv-dtype", "KV cache element type: f16, bf16 or f32 (default f16)", "TYPE");
+    add("kv-dtype", "KV cache element type: f16, bf16, fp8 or f32 (default f16; fp8: CPU backend only so far)", "TYPE");
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
@@ -189,7 +189,7 @@ class GenApp : public Application {
     eo.pipeline_split = list("pp-split", opt("pp-split", ""), 1);
     for (int64_t d : list("pp-devices", opt("pp-devices", ""), 0)) eo.pipeline_devices.push_back(static_cast<int>(d));
     const auto kv_dtype = engine::parse_kv_dtype(opt("kv-dtype", engine::kv_dtype_name(engine::kDefaultKvDtype)));
-    if (!kv_dtype) return usage_error("--kv-dtype must be f16, bf16 or f32");
+    if (!kv_dtype) return usage_error("--kv-dtype must be f16, bf16, fp8 or f32");
     eo.kv_dtype = *kv_dtype;
     engine::GenerateOptions g;
     constexpr float kBig = 1e30f;

@@ -32,11 +32,15 @@ struct Config {
   bool qk_norm = false;  // per-head q/k RMS norms before RoPE (memra_attention_params 2.4)
 };
 
-size_t kv_bytes(memra_dtype d) { return static_cast<size_t>(backend::kv_element_bytes(d)); }
 ref::KvElement kv_element(memra_dtype d) {
-  return d == MEMRA_DTYPE_F16 ? ref::KvElement::f16 : d == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16 : ref::KvElement::f32;
+  return d == MEMRA_DTYPE_F16         ? ref::KvElement::f16
+         : d == MEMRA_DTYPE_BF16      ? ref::KvElement::bf16
+         : d == MEMRA_DTYPE_F8_E4M3   ? ref::KvElement::fp8
+                                      : ref::KvElement::f32;
 }
-const char* kv_name(memra_dtype d) { return d == MEMRA_DTYPE_F16 ? "f16" : d == MEMRA_DTYPE_BF16 ? "bf16" : "f32"; }
+const char* kv_name(memra_dtype d) {
+  return d == MEMRA_DTYPE_F16 ? "f16" : d == MEMRA_DTYPE_BF16 ? "bf16" : d == MEMRA_DTYPE_F8_E4M3 ? "fp8" : "f32";
+}
 
 memra_rope_params rope(int32_t rotary_dim, int32_t neox, float theta, memra_rope_scaling scaling) {
   memra_rope_params p{};
@@ -70,9 +74,9 @@ class Scenario {
     auto kv = backend::KvCacheConfig::uniform(layers, c.kv_heads, c.head_dim, block_size, num_blocks_, c.kv);
     if (layer0) kv.layers[0] = *layer0;
     d.check(d.allocate_kv(kv), "allocate_kv");
-    const size_t n = static_cast<size_t>(layers) * num_blocks_ * block_size * c.kv_heads * c.head_dim;
-    kc_.assign(n * kv_bytes(c.kv), 0);
-    vc_.assign(n * kv_bytes(c.kv), 0);
+    const size_t n = static_cast<size_t>(layers) * num_blocks_ * static_cast<size_t>(block_bytes());
+    kc_.assign(n, 0);
+    vc_.assign(n, 0);
     // Each sequence gets scattered physical blocks (exercises the paging).
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
     std::iota(ids.begin(), ids.end(), 0);
@@ -158,7 +162,7 @@ class Scenario {
 
     // The CPU backend's sequence of reference calls.
     ref::PagedKvLayer L;
-    const int64_t block_bytes = static_cast<int64_t>(bs_) * c_.kv_heads * c_.head_dim * static_cast<int64_t>(kv_bytes(c_.kv));
+    const int64_t block_bytes = this->block_bytes();
     L.k = kc_.data() + layer * num_blocks_ * block_bytes;
     L.v = vc_.data() + layer * num_blocks_ * block_bytes;
     L.element = kv_element(c_.kv);
@@ -182,7 +186,8 @@ class Scenario {
       // the GPU's RoPE differ by ~1 f32 ulp (the rope checks bound it), and where that
       // straddles a rounding boundary the stored K would differ by one 16-bit ulp
       // (2^13 to 2^16 times more), which the attention bound is not about. The rounding
-      // itself (RNE of the device's f32 k) is still the reference's.
+      // itself (RNE of the device's f32 k) is still the reference's; so is an fp8 row's
+      // quantisation (its scale and codes).
       const float* kw_row = (c_.kv != MEMRA_DTYPE_F32 ? r.k : r.ref_k).data() + t * kw;
       ref::paged_kv_write(L, table, pos[static_cast<size_t>(t)], kw_row, v.data() + t * kw);
     }
@@ -195,6 +200,10 @@ class Scenario {
   }
 
   int64_t qw() const { return static_cast<int64_t>(c_.heads) * c_.head_dim; }
+  // Bytes of one KV block of one layer (fp8: the codes, then the rows' scales).
+  int64_t block_bytes() const {
+    return static_cast<int64_t>(bs_) * c_.kv_heads * static_cast<int64_t>(backend::kv_row_bytes(c_.kv, c_.head_dim));
+  }
 
  private:
   Device& d_;
@@ -314,9 +323,11 @@ void check_attention(Device& d, Report& r, const CheckOptions& o) {
       // Qwen3: per-head q/k norms fused into the RoPE + KV write.
       {"gqa 8/2 hd128 neox qk-norm", 8, 2, 128, true, rope(128, 1, 1000000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, MEMRA_DTYPE_F32, true},
   };
-  // Every config again over an f16 and a bf16 KV cache: same bounds, same bit checks.
+  // Every config again over an f16, a bf16 and (head_dim a multiple of 16) an fp8 KV
+  // cache: same bounds, same bit checks.
   for (size_t i = 0, n = configs.size(); i < n; ++i)
-    for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) {
+    for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F8_E4M3}) {
+      if (kv == MEMRA_DTYPE_F8_E4M3 && configs[i].head_dim % 16 != 0) continue;
       Config b = configs[i];
       b.kv = kv;
       b.name += std::string(" ") + kv_name(kv) + "-kv";

@@ -73,9 +73,9 @@ class Cache {
     num_blocks_ = seqs * max_blocks_;
     const auto kv = backend::KvCacheConfig::uniform(kLayers, c.kv_heads, c.head_dim, kBlock, num_blocks_, c.kv);
     d.check(d.allocate_kv(kv), "allocate_kv");
-    const size_t n = static_cast<size_t>(kLayers) * num_blocks_ * kBlock * c.kv_heads * c.head_dim;
-    kc_.assign(n * elem_bytes(), 0);
-    vc_.assign(n * elem_bytes(), 0);
+    const size_t n = static_cast<size_t>(kLayers) * num_blocks_ * static_cast<size_t>(block_bytes());
+    kc_.assign(n, 0);
+    vc_.assign(n, 0);
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng.engine());
@@ -159,12 +159,12 @@ class Cache {
 
     // The CPU backend's sequence of reference calls (the mirror is always updated).
     ref::PagedKvLayer L;
-    const int64_t block_bytes = static_cast<int64_t>(kBlock) * c_.kv_heads * c_.head_dim * static_cast<int64_t>(elem_bytes());
-    L.k = kc_.data() + 1 * num_blocks_ * block_bytes;
-    L.v = vc_.data() + 1 * num_blocks_ * block_bytes;
-    L.element = c_.kv == MEMRA_DTYPE_F16    ? ref::KvElement::f16
-                : c_.kv == MEMRA_DTYPE_BF16 ? ref::KvElement::bf16
-                                            : ref::KvElement::f32;
+    L.k = kc_.data() + 1 * num_blocks_ * block_bytes();
+    L.v = vc_.data() + 1 * num_blocks_ * block_bytes();
+    L.element = c_.kv == MEMRA_DTYPE_F16       ? ref::KvElement::f16
+                : c_.kv == MEMRA_DTYPE_BF16    ? ref::KvElement::bf16
+                : c_.kv == MEMRA_DTYPE_F8_E4M3 ? ref::KvElement::fp8
+                                               : ref::KvElement::f32;
     L.block_size = kBlock;
     L.kv_heads = c_.kv_heads;
     L.head_dim = c_.head_dim;
@@ -192,7 +192,10 @@ class Cache {
   int32_t head_dim() const { return c_.head_dim; }
 
  private:
-  size_t elem_bytes() const { return static_cast<size_t>(backend::kv_element_bytes(c_.kv)); }
+  // Bytes of one KV block of one layer (fp8: the codes, then the rows' scales).
+  int64_t block_bytes() const {
+    return static_cast<int64_t>(kBlock) * c_.kv_heads * static_cast<int64_t>(backend::kv_row_bytes(c_.kv, c_.head_dim));
+  }
   static constexpr int32_t kLayers = 2, kBlock = 16;
   Device& d_;
   PConfig c_;
@@ -370,6 +373,14 @@ void check_prefill_attention(Device& d, Report& r, const CheckOptions& o) {
       c.name += kv == MEMRA_DTYPE_F16 ? " f16-kv" : " bf16-kv";
       configs.push_back(c);
     }
+  // An fp8 KV cache, on the configs without RoPE (the reference then quantises the very k
+  // the device does, so the codes are the same; a RoPE'd k one ulp off may flip a code).
+  for (const size_t i : {1u, 3u, 4u, 6u}) {
+    PConfig c = configs[i];
+    c.kv = MEMRA_DTYPE_F8_E4M3;
+    c.name += " fp8-kv";
+    configs.push_back(c);
+  }
   for (const PConfig& c : configs) {
     const std::string base = "prefill attention " + c.name;
     r.guard(base, [&] { run_config(d, r, o, c, rng); });

@@ -4,7 +4,7 @@
 // figure with its uncertainty to stdout (or one JSON object with --json).
 //
 //   memra-perplexity MODEL FILE [--ctx 512] [--stride 256] [--chunks N] [--backend cpu|cuda]
-//                    [--kv-dtype f16|bf16|f32] [--plugin-dir DIR] [--json]
+//                    [--kv-dtype f16|bf16|fp8|f32] [--plugin-dir DIR] [--json]
 //
 // Exit status: 0 done, 1 the model or the file cannot be used (missing, not UTF-8, shorter
 // than one context), 2 usage error.
@@ -122,7 +122,7 @@ int parse(int argc, char** argv, Args& a) {
   if (a.stride == 0) a.stride = a.ctx / 2;
   if (a.stride >= a.ctx) return usage_error("--stride " + std::to_string(a.stride) + " must be below --ctx " + std::to_string(a.ctx));
   if (a.backend != "cpu" && a.backend != "cuda") return usage_error("--backend must be cpu or cuda");
-  if (!engine::parse_kv_dtype(a.kv_dtype)) return usage_error("--kv-dtype must be f16, bf16 or f32");
+  if (!engine::parse_kv_dtype(a.kv_dtype)) return usage_error("--kv-dtype must be f16, bf16, fp8 or f32");
   return -1;
 }
 

@@ -1,10 +1,10 @@
-// An f16 and a bf16 KV cache on the CPU reference backend (EngineOptions::kv_dtype;
+// An f16, a bf16 and an fp8 KV cache on the CPU reference backend (EngineOptions::kv_dtype;
 // numerics in docs/ARCHITECTURE.md, "KV cache element type": K after RoPE and V rounded
-// to the 16-bit type when written, read back exactly, f32 attention arithmetic unchanged),
-// every test for both types:
+// to the 16-bit type when written, or quantised to e4m3 with one scale per position and
+// kv head, read back exactly, f32 attention arithmetic unchanged), every test for each type:
 //  - against transformers' float32 reference (llama, qwen3 fixtures repacked to f32, so
 //    the KV's rounding is the only one: bf16 weights would add their bf16 activations):
-//    the greedy ids are transformers' and every logit is within kKv16Bound of its row's
+//    the greedy ids are transformers' and every logit is within kv_bound(dtype) of its row's
 //    scale; the rounding really happens (logits differ from the f32-KV engine's, by more
 //    than f32's own error);
 //  - the exactness contract still holds bitwise: prefill chunking, the scheduler's
@@ -40,6 +40,11 @@ const fs::path kFixtures = memra::testing::fixtures_dir();
 // (~8x closer), while f32 KV is at ~1e-6 and a broken conversion (wrong element stride,
 // truncated exponent) moves logits by far more.
 constexpr double kKv16Bound = 1e-2;
+// e4m3 keeps 4 significant bits (relative rounding error <= 2^-4 per element, 16x bf16's;
+// each row's largest magnitude is exact): measured 0.034 / 0.024 (llama prefill / forced
+// decode) and 0.037 / 0.041 (qwen3), ~13x bf16's, so 1e-1 leaves ~2.4x margin.
+constexpr double kKvFp8Bound = 1e-1;
+double kv_bound(memra_dtype dtype) { return dtype == MEMRA_DTYPE_F8_E4M3 ? kKvFp8Bound : kKv16Bound; }
 
 std::unique_ptr<Engine> load(const fs::path& path, const EngineOptions& eo) { return memra::testing::open_engine(path, eo); }
 
@@ -51,7 +56,7 @@ EngineOptions kv_options(memra_dtype dtype) {
 
 EngineOptions f32_kv_options() { return kv_options(MEMRA_DTYPE_F32); }
 
-class EngineKv16 : public ::testing::TestWithParam<memra_dtype> {
+class EngineKvRounded : public ::testing::TestWithParam<memra_dtype> {
  protected:
   EngineOptions options() const { return kv_options(GetParam()); }
   const char* name() const { return kv_dtype_name(GetParam()); }
@@ -66,7 +71,9 @@ struct Run {
   std::vector<int32_t> ids;
 };
 
-Run run_greedy(Engine& e, const std::vector<int32_t>& input, size_t n) {
+// `forced` (optional): feed these ids instead of the argmax (teacher forcing), so every
+// step's logits are comparable with the reference's even where a near-tie flips an id.
+Run run_greedy(Engine& e, const std::vector<int32_t>& input, size_t n, const std::vector<int32_t>* forced = nullptr) {
   Run r;
   const int32_t seq = e.open_sequence();
   StepRequest req{seq, input, true, true};
@@ -78,7 +85,7 @@ Run run_greedy(Engine& e, const std::vector<int32_t>& input, size_t n) {
   for (size_t s = 0; s < n; ++s) {
     r.steps.push_back(last);
     r.ids.push_back(argmax(last));
-    StepRequest d{seq, {&r.ids.back(), 1}, false};
+    StepRequest d{seq, {forced ? &(*forced)[s] : &r.ids.back(), 1}, false};
     auto o = e.step({&d, 1});
     EXPECT_TRUE(o.ok()) << (o.ok() ? "" : o.error().message);
     if (!o) return r;
@@ -104,11 +111,15 @@ void check_against_transformers(const std::string& model, memra_dtype dtype) {
   auto bf16 = load(f32_weights, kv_options(dtype));
   auto f32 = load(f32_weights, f32_kv_options());
   ASSERT_TRUE(bf16 && f32);
-  const Run b = run_greedy(*bf16, input, greedy.size());
+  // fp8 (4 significant bits) flips the tiny random models' near-tied ids (their greedy
+  // runs are repetitive: 252, 150, 479, ...), so its steps are teacher-forced with
+  // transformers' ids and held to the logit bound alone; the 16-bit types keep the ids.
+  const bool fp8 = dtype == MEMRA_DTYPE_F8_E4M3;
+  const Run b = run_greedy(*bf16, input, greedy.size(), fp8 ? &greedy : nullptr);
   const Run f = run_greedy(*f32, input, greedy.size());
   ASSERT_EQ(b.prefill.size(), input.size());
   ASSERT_EQ(b.steps.size(), greedy.size());
-  EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a " << kv << " KV cache differs from transformers'";
+  if (!fp8) EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a " << kv << " KV cache differs from transformers'";
   double worst_b = 0, worst_f = 0;
   for (size_t i = 0; i < input.size(); ++i) {
     worst_b = std::max(worst_b, max_rel_diff(b.prefill[i], prefill.data() + i * vocab, vocab));
@@ -119,20 +130,20 @@ void check_against_transformers(const std::string& model, memra_dtype dtype) {
     worst_step_b = std::max(worst_step_b, max_rel_diff(b.steps[s], steps.data() + s * vocab, vocab));
   std::cout << "[ " << model << " ] " << kv << " KV: prefill max rel diff " << worst_b << ", decode " << worst_step_b
             << " (f32 KV prefill: " << worst_f << ")\n";
-  EXPECT_LE(worst_b, kKv16Bound) << model << ": " << kv << "-KV prefill logits too far from transformers";
-  EXPECT_LE(worst_step_b, kKv16Bound) << model << ": " << kv << "-KV decode logits too far from transformers";
+  EXPECT_LE(worst_b, kv_bound(dtype)) << model << ": " << kv << "-KV prefill logits too far from transformers";
+  EXPECT_LE(worst_step_b, kv_bound(dtype)) << model << ": " << kv << "-KV decode logits too far from transformers";
   // Teeth: the KV really is rounded (an option that kept f32 would land at f32's error).
   EXPECT_GT(worst_b, 10 * worst_f) << model << ": " << kv << " KV logits are as close as f32 KV's: is the KV rounded?";
 }
 
 }  // namespace
 
-TEST_P(EngineKv16, LlamaKeepsGreedyIdsWithinBound) { check_against_transformers("llama", GetParam()); }
-TEST_P(EngineKv16, Qwen3KeepsGreedyIdsWithinBound) { check_against_transformers("qwen3", GetParam()); }
+TEST_P(EngineKvRounded, LlamaKeepsGreedyIdsWithinBound) { check_against_transformers("llama", GetParam()); }
+TEST_P(EngineKvRounded, Qwen3KeepsGreedyIdsWithinBound) { check_against_transformers("qwen3", GetParam()); }
 
 // The same prompt in one step and in chunks of 1, 3 and 8 tokens (prefill chunking,
 // and a chunk boundary mid-block): every position's logits bitwise equal.
-TEST_P(EngineKv16, ChunkedPrefillIsBitwiseOneStep) {
+TEST_P(EngineKvRounded, ChunkedPrefillIsBitwiseOneStep) {
   const fs::path dir = kFixtures / "models/qwen3";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
   auto e = load(dir, options());
@@ -182,7 +193,7 @@ SequenceRequest request(int variant, bool sampled) {
 
 // The scheduler's exactness contract with a 16-bit KV cache: tokens and logprobs alone ==
 // among 12 others with 7-token prefill chunks == after a prefix-cache hit.
-TEST_P(EngineKv16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
+TEST_P(EngineKvRounded, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
   if (!fs::exists(kFixtures / "models/llama")) GTEST_SKIP() << "fixtures absent";
   using test_support::drain;
   using test_support::DrainedSequence;
@@ -221,7 +232,7 @@ TEST_P(EngineKv16, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
 
 // Pipeline stages (CPU) with a 16-bit KV cache compute one backend's logits bitwise, and
 // copy_kv_block copies 16-bit blocks on every stage (it changes the result, identically).
-TEST_P(EngineKv16, PipelineStagesAndBlockCopyMatchOneBackend) {
+TEST_P(EngineKvRounded, PipelineStagesAndBlockCopyMatchOneBackend) {
   const fs::path dir = kFixtures / "models/llama";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
   std::vector<int32_t> prompt;
@@ -255,20 +266,20 @@ TEST_P(EngineKv16, PipelineStagesAndBlockCopyMatchOneBackend) {
   EXPECT_TRUE(bitwise_equal(rows[1], rows[3])) << "after copy_kv_block, 2 stages differ from one backend";
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, EngineKv16, ::testing::Values(MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, EngineKvRounded, ::testing::Values(MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F8_E4M3),
                          [](const auto& info) { return std::string(kv_dtype_name(info.param)); });
 
 TEST(EngineKvDtype, DefaultIsF16) { EXPECT_EQ(EngineOptions{}.kv_dtype, MEMRA_DTYPE_F16); }
 
 TEST(EngineKvDtype, OtherDtypesAreRefusedAtLoad) {
   memra::backend::StateConfig state;
-  state.kv = memra::backend::KvCacheConfig::uniform(1, 2, 8, 16, 4, MEMRA_DTYPE_F8_E4M3);
+  state.kv = memra::backend::KvCacheConfig::uniform(1, 2, 8, 16, 4, MEMRA_DTYPE_I8);
   memra::backend::CpuBackend cpu([](const char*) { return memra::backend::QuantTable{}; });
   const memra::Status refused = cpu.allocate_state(state);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, memra::ErrorCode::unsupported);
   EXPECT_NE(refused.error().message.find("KV cache dtype"), std::string::npos) << refused.error().message;
-  for (const memra_dtype ok_dtype : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F32}) {
+  for (const memra_dtype ok_dtype : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16, MEMRA_DTYPE_F8_E4M3, MEMRA_DTYPE_F32}) {
     state.kv.layers[0].dtype = ok_dtype;
     memra::backend::CpuBackend ok([](const char*) { return memra::backend::QuantTable{}; });
     EXPECT_TRUE(ok.allocate_state(state).ok()) << kv_dtype_name(ok_dtype);
@@ -280,7 +291,7 @@ TEST(EngineKvDtype, OtherDtypesAreRefusedAtLoad) {
     auto src = open_model_source(dir.string(), memra::testing::build_plugins());
     ASSERT_TRUE(src.ok());
     EngineOptions eo;
-    eo.kv_dtype = MEMRA_DTYPE_F8_E4M3;
+    eo.kv_dtype = MEMRA_DTYPE_I8;
     eo.pipeline_stages = stages;
     auto e = Engine::create(std::move(*src), memra::testing::build_plugins(), eo);
     ASSERT_FALSE(e.ok()) << stages << " stage(s)";
