@@ -233,7 +233,7 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("kv-cache-tokens", "",
                            "KV-cache size in tokens, rounded up to whole contexts (default 0: 8 contexts)")
                         .argument("N"));
-  options.addOption(Option("kv-dtype", "", "KV cache element type: f16, bf16, fp8 or f32 (default f16; fp8: CPU backend only so far)").argument("TYPE"));
+  options.addOption(Option("kv-dtype", "", "KV cache element type: f16, bf16, fp8 or f32 (default f16)").argument("TYPE"));
   options.addOption(Option("max-running", "", "sequences decoding at once per model (default 16)").argument("N"));
   options.addOption(Option("max-waiting", "",
                            "sequences queued per model before requests get 503 (default 256)")

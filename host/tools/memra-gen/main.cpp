@@ -99,7 +99,7 @@ class GenApp : public Application {
     add("pp", "split the layers over N pipeline stages (CUDA devices 0..N-1; default 1)", "N");
     add("pp-split", "layers per pipeline stage, e.g. 18 or 12,12,12 (default: balanced by memory)", "LIST");
     add("pp-devices", "CUDA device of each pipeline stage, e.g. 0,1 (default 0..N-1)", "LIST");
-    add("kv-dtype", "KV cache element type: f16, bf16, fp8 or f32 (default f16; fp8: CPU backend only so far)", "TYPE");
+    add("kv-dtype", "KV cache element type: f16, bf16, fp8 or f32 (default f16)", "TYPE");
     add("plugin-dir", "also look for plugins in DIR (repeatable)", "DIR", true);
     add("json", "print one JSON object at the end instead of streaming text");
     add("top-logprobs", "alternatives per step in --json output (default 5)", "N");
