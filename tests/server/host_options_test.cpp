@@ -79,13 +79,15 @@ TEST(ServerOptions, KvDtype) {
   EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_BF16);
   ASSERT_TRUE(apply_flag(o, "kv-dtype", "f32"));
   EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F32);
+  ASSERT_TRUE(apply_flag(o, "kv-dtype", "fp8"));
+  EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F8_E4M3);
   ASSERT_TRUE(apply_flag(o, "kv-dtype", "f16"));
   EXPECT_EQ(o.kv_dtype, MEMRA_DTYPE_F16);
-  for (const char* bad : {"fp16", "half", "BF16", ""}) {
+  for (const char* bad : {"fp16", "half", "BF16", "e4m3", ""}) {
     HostOptions b;
     auto s = apply_flag(b, "kv-dtype", bad);
     ASSERT_FALSE(s) << bad;
-    EXPECT_NE(s.error().message.find("--kv-dtype must be f16, bf16 or f32"), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find("--kv-dtype must be f16, bf16, fp8 or f32"), std::string::npos) << s.error().message;
   }
 }
 
