@@ -9,17 +9,18 @@
 // the dynamic buffer), st_shared_v4(addr, w0..w3), ldmatrix_x4(addr, r[4]),
 // ldmatrix_x4_trans(addr, r[4]), mma(d[4], a[4], b0, b1) (m16n8k16 bf16, f32 acc),
 // float shfl_xor(v, mask), sync() (the CTA barrier), syncwarp(), split2(a, b, hi, lo) (bf16x2 hi
-// and lo words, a in the low half), load8(src, v[8]), load8_bf16(src, w[4]) (8 bf16 as
-// four words, the lower index in each low half), store2(dst, x, y); for an f16 cache also
-// load8_f16(src, v[8]) (8 f16 converted exactly to floats); for an fp8 cache load_f32(src)
-// and load8_fp8(src, scale, v[8]) (8 e4m3 codes, each converted exactly and times scale).
+// and lo words, a in the low half), load8(src, v[8]), load8_16bit(src, w[4]) (8 16-bit
+// elements as four words, the lower index in each low half), store2(dst, x, y); for an f16
+// cache also mma_f16 and split2_f16 (the same with f16 operands); for an fp8 cache
+// load_f32(src) and load8_fp8(src, scale, v[8]) (8 e4m3 codes, each converted exactly and
+// times scale).
 //
 // The KV cache element KvT is float (each K/V value split into bf16 hi + lo like q and
 // P: three mma per product) or uint16_t, bf16 bits (a bf16 KV cache): the values are
 // exact bf16 already, so they are staged as the hi plane as they are and their lo term,
 // exactly zero, is skipped (two mma per product: q_hi·k + q_lo·k, P_hi·v + P_lo·v), or
-// PaF16, f16 bits (an f16 KV cache): converted exactly to floats on load, then the f32
-// path, so the f16 kernels are bitwise the f32 kernels on f16-valued K/V; or PaFp8, e4m3
+// PaF16, f16 bits (an f16 KV cache): the same with f16 operands (q and P split into f16
+// hi + lo, K/V exact as stored, mma_f16), as the f16 decode kernel; or PaFp8, e4m3
 // codes (an fp8 cache: blocks of codes, then one f32 scale per position and kv head,
 // kernels/attention/attention_ref.hpp): each code times its row's scale on load (the
 // reference's product), then the f32 path.
@@ -57,23 +58,18 @@ MEMRA_PA_FN uint32_t pa_swz(int r, int c) {
   return static_cast<uint32_t>(r * (D * 2) + ((c ^ (r & 7)) << 4));
 }
 
-// 8 consecutive floats into one 16-byte chunk of the hi plane and one of the lo plane.
-template <class Ops>
+// 8 consecutive floats into one 16-byte chunk of the hi plane and one of the lo plane
+// (bf16 operands; f16 with OpsF16, the f16 cache's Q planes).
+template <class Ops, bool OpsF16 = false>
 MEMRA_PA_FN void pa_store_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const float (&v)[8]) {
   uint32_t h[4], l[4];
 MEMRA_PA_UNROLL
-  for (int i = 0; i < 4; ++i) ops.split2(v[2 * i], v[2 * i + 1], h[i], l[i]);
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (OpsF16) ops.split2_f16(v[2 * i], v[2 * i + 1], h[i], l[i]);
+    else ops.split2(v[2 * i], v[2 * i + 1], h[i], l[i]);
+  }
   ops.st_shared_v4(hi_plane + off, h[0], h[1], h[2], h[3]);
   ops.st_shared_v4(lo_plane + off, l[0], l[1], l[2], l[3]);
-}
-
-// The split product in its fixed order: hi·hi, lo·hi, hi·lo.
-template <class Ops>
-MEMRA_PA_FN void pa_mma3(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint32_t bh0,
-                         uint32_t bh1, uint32_t bl0, uint32_t bl1) {
-  ops.mma(d, ah, bh0, bh1);
-  ops.mma(d, al, bh0, bh1);
-  ops.mma(d, ah, bl0, bl1);
 }
 
 // An f16 KV element (its bits).
@@ -95,6 +91,30 @@ template <>
 struct PaKvSplit<uint16_t> {
   static constexpr bool value = false;
 };
+template <>
+struct PaKvSplit<PaF16> {
+  static constexpr bool value = false;
+};
+
+// The mma's operand type: f16 for an f16 cache (its K/V exact), bf16 otherwise.
+template <class KvT>
+struct PaF16Operands {
+  static constexpr bool value = false;
+};
+template <>
+struct PaF16Operands<PaF16> {
+  static constexpr bool value = true;
+};
+template <class KvT, class Ops>
+MEMRA_PA_FN void pa_split2(Ops& ops, float a, float b, uint32_t& hi, uint32_t& lo) {
+  if constexpr (PaF16Operands<KvT>::value) ops.split2_f16(a, b, hi, lo);
+  else ops.split2(a, b, hi, lo);
+}
+template <class KvT, class Ops>
+MEMRA_PA_FN void pa_mma(Ops& ops, float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (PaF16Operands<KvT>::value) ops.mma_f16(d, a, b0, b1);
+  else ops.mma(d, a, b0, b1);
+}
 
 // One chunk of 8 elements of a KV row as loaded: 8 floats (f32, f16 converted), or 8 bf16 in four words.
 template <class KvT>
@@ -105,15 +125,19 @@ template <>
 struct PaKvChunk<uint16_t> {
   uint32_t w[4];
 };
+template <>
+struct PaKvChunk<PaF16> {
+  uint32_t w[4];
+};
 
 template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const float* src, PaKvChunk<float>& c) { ops.load8(src, c.v); }
 template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const PaF16* src, PaKvChunk<PaF16>& c) {
-  ops.load8_f16(reinterpret_cast<const uint16_t*>(src), c.v);
+  ops.load8_16bit(reinterpret_cast<const uint16_t*>(src), c.w);
 }
 template <class Ops>
-MEMRA_PA_FN void pa_load_chunk(Ops& ops, const uint16_t* src, PaKvChunk<uint16_t>& c) { ops.load8_bf16(src, c.w); }
+MEMRA_PA_FN void pa_load_chunk(Ops& ops, const uint16_t* src, PaKvChunk<uint16_t>& c) { ops.load8_16bit(src, c.w); }
 // The 8 elements at chunk c of (pos, the loader's kv head): one slot offset for the plain
 // caches; an fp8 block holds its codes [block_size][kv_heads][D], then its scales.
 template <int D, class Ops, class KvT>
@@ -140,23 +164,31 @@ MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<uint16_t>& c) {
 MEMRA_PA_UNROLL
   for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // bf16 +0
 }
+MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<PaF16>& c) {
+MEMRA_PA_UNROLL
+  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // f16 +0
+}
 template <class Ops, class KvT>
 MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<KvT>& c) {
   pa_store_chunk(ops, hi_plane, lo_plane, off, c.v);
 }
-// bf16: the hi plane only (lo is never read).
+// bf16 and f16: the hi plane only (lo is never read).
 template <class Ops>
 MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<uint16_t>& c) {
   ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
 }
+template <class Ops>
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<PaF16>& c) {
+  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
+}
 
-// a·b with b a KV operand: hi·hi, lo·hi, then hi·lo unless the cache is bf16 (b's lo is 0).
+// a·b with b a KV operand: hi·hi, lo·hi, then hi·lo unless the cache is bf16 or f16 (b's lo is 0).
 template <class KvT, class Ops>
 MEMRA_PA_FN void pa_mma_kv(Ops& ops, float (&d)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint32_t bh0,
                            uint32_t bh1, uint32_t bl0, uint32_t bl1) {
-  ops.mma(d, ah, bh0, bh1);
-  ops.mma(d, al, bh0, bh1);
-  if constexpr (PaKvSplit<KvT>::value) ops.mma(d, ah, bl0, bl1);
+  pa_mma<KvT>(ops, d, ah, bh0, bh1);
+  pa_mma<KvT>(ops, d, al, bh0, bh1);
+  if constexpr (PaKvSplit<KvT>::value) pa_mma<KvT>(ops, d, ah, bl0, bl1);
 }
 
 // One KV tile (kPrefillTileN positions x D elements of one kv head) as the thread's
@@ -245,7 +277,7 @@ MEMRA_PA_UNROLL
 MEMRA_PA_UNROLL
         for (int e = 0; e < 8; ++e) v[e] = 0.0f;
       }
-      pa_store_chunk(ops, q_hi, q_lo, pa_swz<D>(r, c), v);
+      pa_store_chunk<Ops, PaF16Operands<KvT>::value>(ops, q_hi, q_lo, pa_swz<D>(r, c), v);
     }
   }
   // This thread's two rows: slot g (accumulator elements 0, 1) and g + 8 (2, 3).
@@ -355,10 +387,10 @@ MEMRA_PA_UNROLL
       for (int kk = 0; kk < kTileN / 16; ++kk) {
         // P as the A fragment (positions kk*16 .. +15) straight from the S accumulators.
         uint32_t ph[4], pl[4];
-        ops.split2(s[2 * kk][0], s[2 * kk][1], ph[0], pl[0]);          // row g, k 2t4
-        ops.split2(s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);          // row g+8, k 2t4
-        ops.split2(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);  // row g, k 2t4+8
-        ops.split2(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);  // row g+8, k 2t4+8
+        pa_split2<KvT>(ops, s[2 * kk][0], s[2 * kk][1], ph[0], pl[0]);          // row g, k 2t4
+        pa_split2<KvT>(ops, s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);          // row g+8, k 2t4
+        pa_split2<KvT>(ops, s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);  // row g, k 2t4+8
+        pa_split2<KvT>(ops, s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);  // row g+8, k 2t4+8
 MEMRA_PA_UNROLL
         for (int dp = 0; dp < D / 16; ++dp) {
           // V rows kk*16 .. +15 (positions), dims dp*16 .. +15, transposed into B:

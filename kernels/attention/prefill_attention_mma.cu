@@ -86,15 +86,17 @@ struct DeviceOps {
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
   }
-  __device__ __forceinline__ void load8_bf16(const uint16_t* src, uint32_t (&w)[4]) const {
+  __device__ __forceinline__ void load8_16bit(const uint16_t* src, uint32_t (&w)[4]) const {
     const uint4 a = *reinterpret_cast<const uint4*>(src);
     w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
   }
-  __device__ __forceinline__ void load8_f16(const uint16_t* src, float (&v)[8]) const {
-    const uint4 a = *reinterpret_cast<const uint4*>(src);
-    const __half* h = reinterpret_cast<const __half*>(&a);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = __half2float(h[i]);
+  // split2 with f16 operands (an f16 cache's q and P).
+  __device__ __forceinline__ void split2_f16(float a, float b, uint32_t& hi, uint32_t& lo) const {
+    __half2 h = __floats2half2_rn(a, b);
+    const float ha = __low2float(h), hb = __high2float(h);
+    __half2 l = __floats2half2_rn(isfinite(ha) ? a - ha : 0.0f, isfinite(hb) ? b - hb : 0.0f);
+    hi = *reinterpret_cast<uint32_t*>(&h);
+    lo = *reinterpret_cast<uint32_t*>(&l);
   }
   __device__ __forceinline__ float load_f32(const uint8_t* src) const { return *reinterpret_cast<const float*>(src); }
   // 8 e4m3 codes (exact as f16) times scale (__fmul_rn: a product, never fused into a later add).
@@ -126,6 +128,13 @@ struct DeviceOps {
   __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));

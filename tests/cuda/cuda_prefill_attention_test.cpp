@@ -11,7 +11,7 @@
 //    emulator of prefill_attention_emulator.hpp (PTX fragment layouts, shared-memory
 //    bounds and race checks), against the CPU reference (kAttentionBound) and bitwise
 //    across chunkings, with every cache position a step must not read set to NaN; for
-//    an f32, a bf16 and an fp8 KV cache.
+//    an f32, a bf16, an f16 and an fp8 KV cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -210,6 +210,7 @@ struct EmuConfig {
   float q_scale = 1.0f;         // > 1: peakier softmax
   bool kv_bf16 = false;         // a bf16 KV cache (the _bf16 kernels' body)
   bool kv_fp8 = false;          // an fp8 KV cache (the _fp8 kernels' body): the reference's codes and scales
+  bool kv_f16 = false;          // an f16 KV cache (the _f16 kernels' body: f16 operands)
 };
 
 class EmuScenario {
@@ -236,6 +237,10 @@ class EmuScenario {
       for (float x : k_) k16_.push_back(memra::quant::f32_to_bf16(x));
       for (float x : v_) v16_.push_back(memra::quant::f32_to_bf16(x));
     }
+    if (c.kv_f16) {
+      for (float x : k_) k16_.push_back(memra::quant::f32_to_fp16(x));
+      for (float x : v_) v16_.push_back(memra::quant::f32_to_fp16(x));
+    }
     if (c.kv_fp8) {  // every physical slot written by the reference (an identity table: slot s = position s)
       const size_t bytes = static_cast<size_t>(2 * max_blocks_) * static_cast<size_t>(block_bytes8());
       k8_.assign(bytes, 0);
@@ -260,10 +265,10 @@ class EmuScenario {
   // The CPU reference rows of positions [0, n).
   std::vector<float> reference() const {
     memra::ref::PagedKvLayer L{const_cast<float*>(k_.data()), const_cast<float*>(v_.data()), kBlock, c_.kv_heads, c_.head_dim};
-    if (c_.kv_bf16) {
+    if (c_.kv_bf16 || c_.kv_f16) {
       L.k = const_cast<uint16_t*>(k16_.data());
       L.v = const_cast<uint16_t*>(v16_.data());
-      L.element = memra::ref::KvElement::bf16;
+      L.element = c_.kv_f16 ? memra::ref::KvElement::f16 : memra::ref::KvElement::bf16;
     }
     if (c_.kv_fp8) L = fp8_layer(k8_, v8_);
     std::vector<float> out(q_.size());
@@ -305,9 +310,10 @@ class EmuScenario {
           std::fill(c8->begin() + codes, c8->begin() + codes + row_, uint8_t{0x7f});
           std::fill(c8->begin() + scales, c8->begin() + scales + 4 * c_.kv_heads, uint8_t{0xff});
         }
-      } else if (c_.kv_bf16) {
-        std::fill(k16.begin() + off, k16.begin() + off + row_, uint16_t{0x7fc0});  // bf16 NaN
-        std::fill(v16.begin() + off, v16.begin() + off + row_, uint16_t{0x7fc0});
+      } else if (c_.kv_bf16 || c_.kv_f16) {
+        const uint16_t nan = c_.kv_f16 ? uint16_t{0x7e00} : uint16_t{0x7fc0};
+        std::fill(k16.begin() + off, k16.begin() + off + row_, nan);
+        std::fill(v16.begin() + off, v16.begin() + off + row_, nan);
       } else {
         std::fill(k.begin() + off, k.begin() + off + row_, NAN);
         std::fill(v.begin() + off, v.begin() + off + row_, NAN);
@@ -319,9 +325,11 @@ class EmuScenario {
     a.q_bytes = q.size() * 4;
     a.kv_bf16 = c_.kv_bf16;
     a.kv_fp8 = c_.kv_fp8;
-    a.k_cache = c_.kv_fp8 ? static_cast<const void*>(k8.data()) : c_.kv_bf16 ? static_cast<const void*>(k16.data()) : k.data();
-    a.v_cache = c_.kv_fp8 ? static_cast<const void*>(v8.data()) : c_.kv_bf16 ? static_cast<const void*>(v16.data()) : v.data();
-    a.cache_bytes = c_.kv_fp8 ? k8.size() : c_.kv_bf16 ? k16.size() * 2 : k.size() * 4;
+    a.kv_f16 = c_.kv_f16;
+    const bool k16bit = c_.kv_bf16 || c_.kv_f16;
+    a.k_cache = c_.kv_fp8 ? static_cast<const void*>(k8.data()) : k16bit ? static_cast<const void*>(k16.data()) : k.data();
+    a.v_cache = c_.kv_fp8 ? static_cast<const void*>(v8.data()) : k16bit ? static_cast<const void*>(v16.data()) : v.data();
+    a.cache_bytes = c_.kv_fp8 ? k8.size() : k16bit ? k16.size() * 2 : k.size() * 4;
     a.heads = c_.heads;
     a.kv_heads = c_.kv_heads;
     a.head_dim = c_.head_dim;
@@ -350,7 +358,7 @@ class EmuScenario {
   int64_t row_ = 0;
   std::vector<int32_t> tables_;
   std::vector<float> k_, v_, q_;
-  std::vector<uint16_t> k16_, v16_;  // the bf16 cache (kv_bf16)
+  std::vector<uint16_t> k16_, v16_;  // the bf16 or f16 cache (kv_bf16, kv_f16)
   std::vector<uint8_t> k8_, v8_;     // the fp8 cache (kv_fp8)
 };
 
@@ -363,7 +371,7 @@ void check_emulated(const EmuConfig& c) {
   EXPECT_EQ(cmp.nonfinite_mismatch, 0u);
   EXPECT_LE(cmp.nmse, memra::kcheck::kAttentionBound) << "max abs diff " << cmp.max_abs;
   std::cout << "[ emulated ] heads " << c.heads << "/" << c.kv_heads << " hd" << c.head_dim << " window " << c.window
-            << " softcap " << c.softcap << " T=" << c.n << (c.kv_fp8 ? " fp8 KV" : c.kv_bf16 ? " bf16 KV" : " f32 KV") << ": nmse " << cmp.nmse
+            << " softcap " << c.softcap << " T=" << c.n << (c.kv_fp8 ? " fp8 KV" : c.kv_f16 ? " f16 KV" : c.kv_bf16 ? " bf16 KV" : " f32 KV") << ": nmse " << cmp.nmse
             << " vs the reference\n";
   for (int32_t chunk : c.chunks) {
     std::vector<float> got;
@@ -397,6 +405,14 @@ TEST(CudaPrefillAttentionEmulated, Bf16KvGqa4Hd128WindowSoftcapPeaky) {
 }
 // An fp8 KV cache (the _fp8 kernels: each code times its row's scale on load, then the
 // f32 path) against the reference over the same codes and scales, chunking bit for bit.
+// An f16 KV cache (the _f16 kernels: f16 operands, q and P split into f16 hi + lo, K/V
+// exact as stored: two mma per product).
+TEST(CudaPrefillAttentionEmulated, F16KvGqa2Hd64FullAttention) {
+  check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}, 1.0f, false, false, true});
+}
+TEST(CudaPrefillAttentionEmulated, F16KvGqa4Hd128WindowSoftcapPeaky) {
+  check_emulated({8, 2, 128, 37, 20.0f, 70, {1, 23}, 4.0f, false, false, true});
+}
 TEST(CudaPrefillAttentionEmulated, Fp8KvGqa2Hd64FullAttention) {
   check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}, 1.0f, false, true});
 }

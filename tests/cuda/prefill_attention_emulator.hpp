@@ -258,9 +258,9 @@ class HostOps {
     if (reinterpret_cast<uintptr_t>(src) % 16 != 0) c_->error("global float4 load misaligned");
     std::memcpy(v, src, 32);
   }
-  void load8_bf16(const uint16_t* src, uint32_t (&w)[4]) {
+  void load8_16bit(const uint16_t* src, uint32_t (&w)[4]) {
     if (!inside(src, 16, readable_)) {
-      c_->error("global load of 8 bf16 outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
+      c_->error("global load of 8 16-bit elements outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
       for (uint32_t& x : w) x = 0x7fc07fc0u;  // NaN pairs
       return;
     }
@@ -302,7 +302,20 @@ class HostOps {
   // m16n8k16, row.col: lane L = 4g + t holds A (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..),
   // (g+8, 2t+8..) in a[0..3]; B (k 2t..2t+1, n g) in b0, (k 2t+8.., n g) in b1; C/D
   // (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). Low half = lower column / k.
-  void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  void split2_f16(float a, float b, uint32_t& hi, uint32_t& lo) const {
+    const uint16_t ha = memra::quant::f32_to_fp16(a), hb = memra::quant::f32_to_fp16(b);
+    const float fa = memra::quant::fp16_to_f32(ha), fb = memra::quant::fp16_to_f32(hb);
+    const uint16_t la = memra::quant::f32_to_fp16(std::isfinite(fa) ? a - fa : 0.0f),
+                   lb = memra::quant::f32_to_fp16(std::isfinite(fb) ? b - fb : 0.0f);
+    hi = static_cast<uint32_t>(ha) | (static_cast<uint32_t>(hb) << 16);
+    lo = static_cast<uint32_t>(la) | (static_cast<uint32_t>(lb) << 16);
+  }
+  void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { mma_of(d, a, b0, b1, false); }
+  void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { mma_of(d, a, b0, b1, true); }
+  void mma_of(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, bool f16) {
+    const auto value = [f16](uint32_t h) {
+      return f16 ? memra::quant::fp16_to_f32(static_cast<uint16_t>(h & 0xffffu)) : bf16_float(h);
+    };
     Cta::Slots& s = c_->slots(warp());
     const int L = lane();
     for (int i = 0; i < 4; ++i) s.a[L][i] = a[i];
@@ -316,7 +329,7 @@ class HostOps {
       for (int k = 0; k < 16; ++k) {
         const uint32_t aw = s.a[(row & 7) * 4 + (k & 7) / 2][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
         const uint32_t bw = s.b[col * 4 + (k & 7) / 2][k >= 8 ? 1 : 0];
-        const float av = bf16_float((k & 1) ? aw >> 16 : aw), bv = bf16_float((k & 1) ? bw >> 16 : bw);
+        const float av = value((k & 1) ? aw >> 16 : aw), bv = value((k & 1) ? bw >> 16 : bw);
         acc = acc + av * bv;
       }
       d[e] = acc;
@@ -373,6 +386,7 @@ struct KernelArgs {
   size_t q_bytes, cache_bytes;
   bool kv_bf16;
   bool kv_fp8 = false;
+  bool kv_f16 = false;  // k_cache / v_cache: f16 bits
   int32_t heads, kv_heads, head_dim, block_size;
   const int32_t *positions, *block_tables;
   int32_t max_blocks;
@@ -398,7 +412,10 @@ inline std::string run_prefill_attention(const KernelArgs& a) {
       };
       using D64 = std::integral_constant<int, 64>;
       using D128 = std::integral_constant<int, 128>;
-      if (a.kv_fp8) {
+      if (a.kv_f16) {
+        if (a.head_dim == 64) body(D64{}, static_cast<PaF16*>(nullptr));
+        else body(D128{}, static_cast<PaF16*>(nullptr));
+      } else if (a.kv_fp8) {
         if (a.head_dim == 64) body(D64{}, static_cast<PaFp8*>(nullptr));
         else body(D128{}, static_cast<PaFp8*>(nullptr));
       } else if (a.kv_bf16) {
