@@ -58,6 +58,9 @@ bench() { local envs=(); while [[ "${1:-}" == *=* ]]; do envs+=("$1"); shift; do
 bench --table
 bench --table --kv-dtype f32
 bench --table --kv-dtype bf16  # #14: bf16 depth 4096 >= 0.93 x depth 0 with the bf16 KV cache
+# The fp8 KV cache against f16 at depth (a depth-4096 token reads about half the KV bytes).
+bench --quant q4_k --kv-dtype fp8 --prompt-tokens 16 --gen-tokens 64 --depth 0,4096
+bench --quant q4_k --kv-dtype f16 --prompt-tokens 16 --gen-tokens 64 --depth 0,4096
 # Where a decode step's time goes (MEMRA_CUDA_PROFILE: eager, per kernel), bf16 and q4_k.
 profile() { case "$QUICK" in only:*|bench:*) echo "profile $*" | grep -qE "${QUICK#*:}" || return 0 ;; esac
            say "== MEMRA_CUDA_PROFILE=1 memra-bench $*"; timeout 300 env MEMRA_CUDA_PROFILE=1 "$D/bin/memra-bench" "$@" > "$L/profile.log" 2>&1
