@@ -12,8 +12,7 @@
 // and lo words, a in the low half), load8(src, v[8]), load8_16bit(src, w[4]) (8 16-bit
 // elements as four words, the lower index in each low half), store2(dst, x, y); for an f16
 // cache also mma_f16 and split2_f16 (the same with f16 operands); for an fp8 cache
-// load_f32(src) and load8_fp8(src, scale, v[8]) (8 e4m3 codes, each converted exactly and
-// times scale).
+// load_f32(src) and load8_fp8_bf16(src, w[4]) (8 e4m3 codes as exact bf16, four words).
 //
 // The KV cache element KvT is float (each K/V value split into bf16 hi + lo like q and
 // P: three mma per product) or uint16_t, bf16 bits (a bf16 KV cache): the values are
@@ -22,8 +21,9 @@
 // PaF16, f16 bits (an f16 KV cache): the same with f16 operands (q and P split into f16
 // hi + lo, K/V exact as stored, mma_f16), as the f16 decode kernel; or PaFp8, e4m3
 // codes (an fp8 cache: blocks of codes, then one f32 scale per position and kv head,
-// kernels/attention/attention_ref.hpp): each code times its row's scale on load (the
-// reference's product), then the f32 path.
+// kernels/attention/attention_ref.hpp): the codes staged as exact bf16 (the hi plane, no
+// lo), a K row's scale multiplying its scores and a V row's scale its weights after the
+// softmax sums, as the fp8 decode kernel.
 #pragma once
 
 #include <math.h>
@@ -82,7 +82,7 @@ struct PaFp8 {
   uint8_t bits;
 };
 
-// K/V with a lo plane: f32, f16 and fp8 values are split into bf16 hi + lo; bf16 ones are the hi plane.
+// K/V with a lo plane: f32 values are split into bf16 hi + lo; 16-bit and fp8 ones are the hi plane.
 template <class KvT>
 struct PaKvSplit {
   static constexpr bool value = true;
@@ -93,6 +93,10 @@ struct PaKvSplit<uint16_t> {
 };
 template <>
 struct PaKvSplit<PaF16> {
+  static constexpr bool value = false;
+};
+template <>
+struct PaKvSplit<PaFp8> {
   static constexpr bool value = false;
 };
 
@@ -129,6 +133,10 @@ template <>
 struct PaKvChunk<PaF16> {
   uint32_t w[4];
 };
+template <>
+struct PaKvChunk<PaFp8> {
+  uint32_t w[4];  // 8 codes as exact bf16
+};
 
 template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const float* src, PaKvChunk<float>& c) { ops.load8(src, c.v); }
@@ -145,14 +153,26 @@ MEMRA_PA_FN void pa_load_kv(Ops& ops, const KvT* cache, const int32_t* table, in
                             int64_t row_width, int64_t head_offset, int c, PaKvChunk<KvT>& out) {
   pa_load_chunk(ops, cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, out);
 }
+// An fp8 block: its codes [block_size][kv_heads][D], then its scales [block_size][kv_heads].
+template <int D>
+MEMRA_PA_FN int64_t pa_fp8_block_base(const int32_t* table, int32_t pos, int32_t block_size, int64_t row_width) {
+  return static_cast<int64_t>(table[pos / block_size]) * block_size * (row_width + 4 * (row_width / D));
+}
 template <int D, class Ops>
 MEMRA_PA_FN void pa_load_kv(Ops& ops, const PaFp8* cache, const int32_t* table, int32_t pos, int32_t block_size,
                             int64_t row_width, int64_t head_offset, int c, PaKvChunk<PaFp8>& out) {
-  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(cache);
-  const int64_t kv_heads = row_width / D, in = pos % block_size;
-  const int64_t base = static_cast<int64_t>(table[pos / block_size]) * block_size * (row_width + 4 * kv_heads);
-  const float scale = ops.load_f32(bytes + base + block_size * row_width + (in * kv_heads + head_offset / D) * 4);
-  ops.load8_fp8(bytes + base + in * row_width + head_offset + c * 8, scale, out.v);
+  const int64_t in = pos % block_size;
+  ops.load8_fp8_bf16(reinterpret_cast<const uint8_t*>(cache) + pa_fp8_block_base<D>(table, pos, block_size, row_width) +
+                         in * row_width + head_offset + c * 8,
+                     out.w);
+}
+// The scale of (pos, kv head head_offset / D) in an fp8 cache.
+template <int D, class Ops>
+MEMRA_PA_FN float pa_fp8_scale(Ops& ops, const PaFp8* cache, const int32_t* table, int32_t pos, int32_t block_size,
+                               int64_t row_width, int64_t head_offset) {
+  const int64_t in = pos % block_size;
+  return ops.load_f32(reinterpret_cast<const uint8_t*>(cache) + pa_fp8_block_base<D>(table, pos, block_size, row_width) +
+                      block_size * row_width + (in * (row_width / D) + head_offset / D) * 4);
 }
 
 template <class KvT>
@@ -168,6 +188,10 @@ MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<PaF16>& c) {
 MEMRA_PA_UNROLL
   for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // f16 +0
 }
+MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<PaFp8>& c) {
+MEMRA_PA_UNROLL
+  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // bf16 +0
+}
 template <class Ops, class KvT>
 MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<KvT>& c) {
   pa_store_chunk(ops, hi_plane, lo_plane, off, c.v);
@@ -179,6 +203,10 @@ MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32
 }
 template <class Ops>
 MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<PaF16>& c) {
+  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
+}
+template <class Ops>
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<PaFp8>& c) {
   ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
 }
 
@@ -255,7 +283,8 @@ MEMRA_PA_FN void prefill_attention_body(Ops& ops, const float* __restrict__ q, c
   const int64_t q_row = static_cast<int64_t>(heads) * D;
 
   // Positions the CTA stages: its rows' union [first(min), max]; tiles j_lo..j_hi.
-  constexpr bool kSplitKv = PaKvSplit<KvT>::value;  // f32 / f16 cache: K/V lo planes exist
+  constexpr bool kSplitKv = PaKvSplit<KvT>::value;  // f32 cache: K/V lo planes exist
+  constexpr bool kFp8 = sizeof(KvT) == 1;            // fp8 cache: the rows' scales apply to scores and weights
   const PaTileLoader<D, KvT> ld{table, block_size, pa_first_position(cta[4], window), cta[5], row_width,
                            static_cast<int64_t>(kvh) * D};
   const int j_lo = ld.lo / kTileN, j_hi = ld.hi / kTileN;
@@ -332,6 +361,19 @@ MEMRA_PA_UNROLL
         }
       }
       // Element e of n-tile n: row slot g + 8*(e>>1), position j0 + 8n + 2*t4 + (e&1).
+      if constexpr (kFp8) {  // each score times its K row's scale (positions the CTA staged)
+MEMRA_PA_UNROLL
+        for (int n = 0; n < kTileN / 8; ++n)
+MEMRA_PA_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const int32_t j = j0 + 8 * n + 2 * t4 + e;
+            const float ks = j >= ld.lo && j <= ld.hi
+                                 ? pa_fp8_scale<D>(ops, k_cache, table, j, block_size, row_width, ld.head_offset)
+                                 : 0.0f;
+            s[n][e] = s[n][e] * ks;
+            s[n][2 + e] = s[n][2 + e] * ks;
+          }
+      }
 MEMRA_PA_UNROLL
       for (int h = 0; h < 2; ++h) {
         float tile_max = -INFINITY;
@@ -383,6 +425,19 @@ MEMRA_PA_UNROLL
 
     if (active) {
       ops.syncwarp();
+      if constexpr (kFp8) {  // each weight times its V row's scale (after the sums l took them)
+MEMRA_PA_UNROLL
+        for (int n = 0; n < kTileN / 8; ++n)
+MEMRA_PA_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const int32_t j = j0 + 8 * n + 2 * t4 + e;
+            const float vs = j >= ld.lo && j <= ld.hi
+                                 ? pa_fp8_scale<D>(ops, v_cache, table, j, block_size, row_width, ld.head_offset)
+                                 : 0.0f;
+            s[n][e] = s[n][e] * vs;
+            s[n][2 + e] = s[n][2 + e] * vs;
+          }
+      }
 MEMRA_PA_UNROLL
       for (int kk = 0; kk < kTileN / 16; ++kk) {
         // P as the A fragment (positions kk*16 .. +15) straight from the S accumulators.

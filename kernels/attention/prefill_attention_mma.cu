@@ -99,16 +99,16 @@ struct DeviceOps {
     lo = *reinterpret_cast<uint32_t*>(&l);
   }
   __device__ __forceinline__ float load_f32(const uint8_t* src) const { return *reinterpret_cast<const float*>(src); }
-  // 8 e4m3 codes (exact as f16) times scale (__fmul_rn: a product, never fused into a later add).
-  __device__ __forceinline__ void load8_fp8(const uint8_t* src, float scale, float (&v)[8]) const {
-    const uint2 w = *reinterpret_cast<const uint2*>(src);
+  // 8 e4m3 codes as exact bf16 (e4m3 -> f16 -> f32 -> bf16, each step exact), four words.
+  __device__ __forceinline__ void load8_fp8_bf16(const uint8_t* src, uint32_t (&w)[4]) const {
+    const uint2 c = *reinterpret_cast<const uint2*>(src);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint32_t word = i < 2 ? w.x : w.y;
+      const uint32_t word = i < 2 ? c.x : c.y;
       const __half2_raw h =
           __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>((word >> (16 * (i & 1))) & 0xffffu), __NV_E4M3);
-      v[2 * i] = __fmul_rn(__half2float(__ushort_as_half(h.x)), scale);
-      v[2 * i + 1] = __fmul_rn(__half2float(__ushort_as_half(h.y)), scale);
+      __nv_bfloat162 b = __floats2bfloat162_rn(__half2float(__ushort_as_half(h.x)), __half2float(__ushort_as_half(h.y)));
+      w[i] = *reinterpret_cast<uint32_t*>(&b);
     }
   }
   __device__ __forceinline__ void store2(float* dst, float x, float y) const {

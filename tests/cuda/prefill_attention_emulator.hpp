@@ -277,14 +277,16 @@ class HostOps {
     std::memcpy(&f, src, 4);
     return f;
   }
-  void load8_fp8(const uint8_t* src, float scale, float (&v)[8]) {
+  void load8_fp8_bf16(const uint8_t* src, uint32_t (&w)[4]) {
     if (!inside(src, 8, readable_)) {
       c_->error("global load of 8 fp8 codes outside the kernel's inputs (thread " + std::to_string(tid_) + ")");
-      for (float& x : v) x = NAN;
+      for (uint32_t& x : w) x = 0x7fc07fc0u;  // NaN pairs
       return;
     }
     if (reinterpret_cast<uintptr_t>(src) % 8 != 0) c_->error("global uint2 load misaligned");
-    for (int i = 0; i < 8; ++i) v[i] = memra::quant::f8_e4m3_to_f32(src[i]) * scale;
+    for (int i = 0; i < 4; ++i)
+      w[i] = static_cast<uint32_t>(memra::quant::f32_to_bf16(memra::quant::f8_e4m3_to_f32(src[2 * i]))) |
+             (static_cast<uint32_t>(memra::quant::f32_to_bf16(memra::quant::f8_e4m3_to_f32(src[2 * i + 1]))) << 16);
   }
   void store2(float* dst, float x, float y) {
     if (!inside(dst, 8, {writable_})) {
