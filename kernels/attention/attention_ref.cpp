@@ -41,14 +41,9 @@ struct Fp8Row {
 };
 
 // Where (position, kv head)'s fp8 codes and scale live in a layer's blocks.
-struct Fp8Slot {
-  int64_t codes, scale;  // byte offsets
-};
-inline Fp8Slot fp8_slot(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, int64_t kvh) {
-  const int64_t block = block_table[position / layer.block_size], in = position % layer.block_size;
-  const int64_t base = block * fp8_kv_block_bytes(layer.block_size, layer.kv_heads, layer.head_dim);
-  const int64_t r = in * layer.kv_heads + kvh;
-  return {base + r * layer.head_dim, base + layer.block_size * layer.kv_heads * layer.head_dim + r * 4};
+inline attn::Fp8KvSlot fp8_slot(const PagedKvLayer& layer, const int32_t* block_table, int64_t position, int64_t kvh) {
+  return attn::fp8_kv_slot(block_table[position / layer.block_size], position % layer.block_size, kvh, layer.block_size,
+                           layer.kv_heads, layer.head_dim);
 }
 
 template <class T>
@@ -67,7 +62,7 @@ struct Fp8Rows {
   Fp8Row k(int64_t pos, int64_t kvh) const { return at(layer.k, pos, kvh); }
   Fp8Row v(int64_t pos, int64_t kvh) const { return at(layer.v, pos, kvh); }
   Fp8Row at(const void* plane, int64_t pos, int64_t kvh) const {
-    const Fp8Slot s = fp8_slot(layer, table, pos, kvh);
+    const attn::Fp8KvSlot s = fp8_slot(layer, table, pos, kvh);
     const auto* b = static_cast<const uint8_t*>(plane);
     float scale;
     std::memcpy(&scale, b + s.scale, 4);
@@ -129,7 +124,7 @@ void paged_kv_write(const PagedKvLayer& layer, const int32_t* block_table, int64
                     const float* v) {
   if (layer.element == KvElement::fp8) {
     for (int64_t h = 0; h < layer.kv_heads; ++h) {
-      const Fp8Slot s = fp8_slot(layer, block_table, position, h);
+      const attn::Fp8KvSlot s = fp8_slot(layer, block_table, position, h);
       auto* kb = static_cast<uint8_t*>(layer.k);
       auto* vb = static_cast<uint8_t*>(layer.v);
       write_fp8_row(k + h * layer.head_dim, layer.head_dim, kb + s.codes, kb + s.scale);

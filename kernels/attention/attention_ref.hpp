@@ -10,20 +10,17 @@
 // does); attention reads the stored values as exact floats and runs the float32
 // arithmetic below unchanged.
 // fp8 (e4m3fn): a block is [block_size][kv_heads][head_dim] codes, then
-// [block_size][kv_heads] f32 scales (fp8_block_bytes). Per written (position, kv head):
+// [block_size][kv_heads] f32 scales (kv_fp8_layout.hpp). Per written (position, kv head):
 // d = amax / 448 over its head_dim values, code = e4m3(x / d) (round to nearest even,
 // saturating; all codes 0 when d == 0); attention reads e4m3(code) * d.
 #pragma once
 #include <cstdint>
 
+#include "kernels/attention/kv_fp8_layout.hpp"
+
 namespace memra::ref {
 
 enum class KvElement { f32, f16, bf16, fp8 };
-
-// Bytes of one fp8 block: the codes, then one f32 scale per (position, kv head).
-constexpr int64_t fp8_kv_block_bytes(int64_t block_size, int64_t kv_heads, int64_t head_dim) {
-  return block_size * kv_heads * (head_dim + 4);
-}
 
 struct PagedKvLayer {
   void* k = nullptr;  // float* (f32), uint16_t* f16 / bf16 bits, or fp8 blocks (bytes)

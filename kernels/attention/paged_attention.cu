@@ -39,6 +39,7 @@
 #endif
 #include <stdint.h>
 
+#include "kernels/attention/kv_fp8_layout.hpp"
 #include "kernels/attention/paged_attention_layout.hpp"
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/quantize_q8.cuh"
@@ -397,12 +398,11 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
   const int tid = threadIdx.x;
   if (tid < staged) {
     const int32_t p = j0 + min(tid, len - 1);
-    if constexpr (kFp8) {  // a block: codes [block_size][kv_heads][head_dim], then scales [block_size][kv_heads]
-      const int64_t block_bytes = static_cast<int64_t>(block_size) * kv_heads * (head_dim + 4);
-      const int64_t base = static_cast<int64_t>(table[p / block_size]) * block_bytes;
-      const int64_t r = static_cast<int64_t>(p % block_size) * kv_heads + kvh;
-      row_off[tid] = base + r * head_dim;
-      sc_off[tid] = base + static_cast<int64_t>(block_size) * kv_heads * head_dim + r * 4;
+    if constexpr (kFp8) {  // kv_fp8_layout.hpp
+      const memra::attn::Fp8KvSlot slot =
+          memra::attn::fp8_kv_slot(table[p / block_size], p % block_size, kvh, block_size, kv_heads, head_dim);
+      row_off[tid] = slot.codes;
+      sc_off[tid] = slot.scale;
     } else {
       row_off[tid] = slot_offset(table, p, block_size, row_width) + static_cast<int64_t>(kvh) * head_dim;
     }

@@ -29,6 +29,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels/attention/kv_fp8_layout.hpp"
 #include "kernels/attention/prefill_attention_layout.hpp"
 
 #if defined(__CUDACC__)
@@ -120,94 +121,67 @@ MEMRA_PA_FN void pa_mma(Ops& ops, float (&d)[4], const uint32_t (&a)[4], uint32_
   else ops.mma(d, a, b0, b1);
 }
 
-// One chunk of 8 elements of a KV row as loaded: 8 floats (f32, f16 converted), or 8 bf16 in four words.
+// One chunk of 8 elements of a KV row as loaded: 8 floats (the f32 cache, split when
+// staged), or 8 exact 16-bit operands in four words (bf16, f16, fp8 codes as bf16), the
+// lower index in each low half.
 template <class KvT>
 struct PaKvChunk {
+  uint32_t w[4];
+};
+template <>
+struct PaKvChunk<float> {
   float v[8];
-};
-template <>
-struct PaKvChunk<uint16_t> {
-  uint32_t w[4];
-};
-template <>
-struct PaKvChunk<PaF16> {
-  uint32_t w[4];
-};
-template <>
-struct PaKvChunk<PaFp8> {
-  uint32_t w[4];  // 8 codes as exact bf16
 };
 
 template <class Ops>
 MEMRA_PA_FN void pa_load_chunk(Ops& ops, const float* src, PaKvChunk<float>& c) { ops.load8(src, c.v); }
-template <class Ops>
-MEMRA_PA_FN void pa_load_chunk(Ops& ops, const PaF16* src, PaKvChunk<PaF16>& c) {
+template <class Ops, class KvT>
+MEMRA_PA_FN void pa_load_chunk(Ops& ops, const KvT* src, PaKvChunk<KvT>& c) {  // bf16, f16
   ops.load8_16bit(reinterpret_cast<const uint16_t*>(src), c.w);
 }
-template <class Ops>
-MEMRA_PA_FN void pa_load_chunk(Ops& ops, const uint16_t* src, PaKvChunk<uint16_t>& c) { ops.load8_16bit(src, c.w); }
 // The 8 elements at chunk c of (pos, the loader's kv head): one slot offset for the plain
-// caches; an fp8 block holds its codes [block_size][kv_heads][D], then its scales.
+// caches; an fp8 cache's codes per kv_fp8_layout.hpp.
 template <int D, class Ops, class KvT>
 MEMRA_PA_FN void pa_load_kv(Ops& ops, const KvT* cache, const int32_t* table, int32_t pos, int32_t block_size,
                             int64_t row_width, int64_t head_offset, int c, PaKvChunk<KvT>& out) {
   pa_load_chunk(ops, cache + pa_slot_offset(table, pos, block_size, row_width) + head_offset + c * 8, out);
 }
-// An fp8 block: its codes [block_size][kv_heads][D], then its scales [block_size][kv_heads].
 template <int D>
-MEMRA_PA_FN int64_t pa_fp8_block_base(const int32_t* table, int32_t pos, int32_t block_size, int64_t row_width) {
-  return static_cast<int64_t>(table[pos / block_size]) * block_size * (row_width + 4 * (row_width / D));
+MEMRA_PA_FN Fp8KvSlot pa_fp8_slot(const int32_t* table, int32_t pos, int32_t block_size, int64_t row_width,
+                                  int64_t head_offset) {
+  return fp8_kv_slot(table[pos / block_size], pos % block_size, head_offset / D, block_size, row_width / D, D);
 }
 template <int D, class Ops>
 MEMRA_PA_FN void pa_load_kv(Ops& ops, const PaFp8* cache, const int32_t* table, int32_t pos, int32_t block_size,
                             int64_t row_width, int64_t head_offset, int c, PaKvChunk<PaFp8>& out) {
-  const int64_t in = pos % block_size;
-  ops.load8_fp8_bf16(reinterpret_cast<const uint8_t*>(cache) + pa_fp8_block_base<D>(table, pos, block_size, row_width) +
-                         in * row_width + head_offset + c * 8,
-                     out.w);
+  const Fp8KvSlot slot = pa_fp8_slot<D>(table, pos, block_size, row_width, head_offset);
+  ops.load8_fp8_bf16(reinterpret_cast<const uint8_t*>(cache) + slot.codes + c * 8, out.w);
 }
 // The scale of (pos, kv head head_offset / D) in an fp8 cache.
 template <int D, class Ops>
 MEMRA_PA_FN float pa_fp8_scale(Ops& ops, const PaFp8* cache, const int32_t* table, int32_t pos, int32_t block_size,
                                int64_t row_width, int64_t head_offset) {
-  const int64_t in = pos % block_size;
-  return ops.load_f32(reinterpret_cast<const uint8_t*>(cache) + pa_fp8_block_base<D>(table, pos, block_size, row_width) +
-                      block_size * row_width + (in * (row_width / D) + head_offset / D) * 4);
+  return ops.load_f32(reinterpret_cast<const uint8_t*>(cache) +
+                      pa_fp8_slot<D>(table, pos, block_size, row_width, head_offset).scale);
 }
 
 template <class KvT>
 MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<KvT>& c) {
 MEMRA_PA_UNROLL
+  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // +0 in every 16-bit type
+}
+MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<float>& c) {
+MEMRA_PA_UNROLL
   for (int e = 0; e < 8; ++e) c.v[e] = 0.0f;
 }
-MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<uint16_t>& c) {
-MEMRA_PA_UNROLL
-  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // bf16 +0
-}
-MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<PaF16>& c) {
-MEMRA_PA_UNROLL
-  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // f16 +0
-}
-MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<PaFp8>& c) {
-MEMRA_PA_UNROLL
-  for (int e = 0; e < 4; ++e) c.w[e] = 0u;  // bf16 +0
-}
+// 16-bit operands: the hi plane only (lo is never read); f32: split into both.
 template <class Ops, class KvT>
-MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<KvT>& c) {
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<KvT>& c) {
+  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
+}
+template <class Ops>
+MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t lo_plane, uint32_t off, const PaKvChunk<float>& c) {
   pa_store_chunk(ops, hi_plane, lo_plane, off, c.v);
-}
-// bf16 and f16: the hi plane only (lo is never read).
-template <class Ops>
-MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<uint16_t>& c) {
-  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
-}
-template <class Ops>
-MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<PaF16>& c) {
-  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
-}
-template <class Ops>
-MEMRA_PA_FN void pa_store_kv_chunk(Ops& ops, uint32_t hi_plane, uint32_t, uint32_t off, const PaKvChunk<PaFp8>& c) {
-  ops.st_shared_v4(hi_plane + off, c.w[0], c.w[1], c.w[2], c.w[3]);
 }
 
 // a·b with b a KV operand: hi·hi, lo·hi, then hi·lo unless the cache is bf16 or f16 (b's lo is 0).

@@ -21,6 +21,7 @@
 #include <cuda_fp8.h>
 #include <stdint.h>
 
+#include "kernels/attention/kv_fp8_layout.hpp"
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/reduce.cuh"
 
@@ -71,13 +72,11 @@ __device__ __forceinline__ void rope_kv_write(float* q, float* k, const float* v
   __syncthreads();  // the KV write below reads rotated k written by other threads
   const int kvh = h - q_heads;
   if constexpr (sizeof(KvT) == 1) {
-    // fp8: a block is [block_size][kv_heads][head_dim] codes, then [block_size][kv_heads] f32 scales.
+    // fp8: codes and scales per kernels/attention/kv_fp8_layout.hpp.
     __shared__ float scratch[32];
     const int32_t block = block_tables[static_cast<int64_t>(seq_index[t]) * max_blocks + pos / block_size];
-    const int64_t block_bytes = static_cast<int64_t>(block_size) * kv_heads * (head_dim + 4);
-    const int64_t r = static_cast<int64_t>(pos % block_size) * kv_heads + kvh;
-    const int64_t codes = block * block_bytes + r * head_dim;
-    const int64_t scale_at = block * block_bytes + static_cast<int64_t>(block_size) * kv_heads * head_dim + r * 4;
+    const memra::attn::Fp8KvSlot slot = memra::attn::fp8_kv_slot(block, pos % block_size, kvh, block_size, kv_heads, head_dim);
+    const int64_t codes = slot.codes, scale_at = slot.scale;
     const float* vh = v + t * kw + static_cast<int64_t>(kvh) * head_dim;
     for (int which = 0; which < 2; ++which) {
       const float* x = which == 0 ? vec : vh;

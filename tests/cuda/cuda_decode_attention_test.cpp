@@ -66,10 +66,10 @@ struct Problem {
     const size_t row_w = static_cast<size_t>(c.kv_heads) * c.head_dim, n = static_cast<size_t>(num_blocks) * kBlock * row_w;
     kf.assign(n, NAN), vf.assign(n, NAN), kh.assign(n, 0x7e00), vh.assign(n, 0x7e00), kb.assign(n, 0x7fc0), vb.assign(n, 0x7fc0);
     // fp8: NaN codes (0x7f) and NaN scales (0xff bytes) where nothing was written.
-    const size_t fp8_bytes = static_cast<size_t>(num_blocks) * static_cast<size_t>(memra::ref::fp8_kv_block_bytes(kBlock, c.kv_heads, c.head_dim));
+    const size_t fp8_bytes = static_cast<size_t>(num_blocks) * static_cast<size_t>(memra::attn::fp8_kv_block_bytes(kBlock, c.kv_heads, c.head_dim));
     if (c.head_dim % 16 == 0) k8.assign(fp8_bytes, 0x7f), v8.assign(fp8_bytes, 0x7f);
     for (int b = 0; b < num_blocks && !k8.empty(); ++b) {
-      const size_t bb = static_cast<size_t>(memra::ref::fp8_kv_block_bytes(kBlock, c.kv_heads, c.head_dim));
+      const size_t bb = static_cast<size_t>(memra::attn::fp8_kv_block_bytes(kBlock, c.kv_heads, c.head_dim));
       const size_t codes = static_cast<size_t>(kBlock) * row_w;
       std::fill(k8.begin() + b * bb + codes, k8.begin() + (b + 1) * bb, 0xff);
       std::fill(v8.begin() + b * bb + codes, v8.begin() + (b + 1) * bb, 0xff);

@@ -253,7 +253,7 @@ class EmuScenario {
     }
   }
 
-  int64_t block_bytes8() const { return memra::ref::fp8_kv_block_bytes(kBlock, c_.kv_heads, c_.head_dim); }
+  int64_t block_bytes8() const { return memra::attn::fp8_kv_block_bytes(kBlock, c_.kv_heads, c_.head_dim); }
   memra::ref::PagedKvLayer fp8_layer(const std::vector<uint8_t>& k, const std::vector<uint8_t>& v) const {
     memra::ref::PagedKvLayer L{const_cast<uint8_t*>(k.data()), const_cast<uint8_t*>(v.data()), kBlock, c_.kv_heads, c_.head_dim};
     L.element = memra::ref::KvElement::fp8;
