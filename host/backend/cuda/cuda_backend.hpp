@@ -382,7 +382,8 @@ class CudaBackend {
   std::map<std::string, ProfileTotal> profile_totals_;
   int64_t profile_steps_ = 0;
   // Fused quantisation (ops_basic.cpp): add_rms_norm, the gated activations (and the
-  // decode attention, int8x32 only) write their output also as int8x32 blocks when the model has integer-activation weights,
+  // decode attention, int8x32 only, ops_attention.cpp) write their output also as int8x32
+  // blocks when the model has integer-activation weights,
   // else as the fp8 GEMV's rows when it has fp8 weights, for generated rows, so the next
   // matmul finds them in act_rows_. fused_act_format says which (none: no fusion);
   // fused_act_rows returns the buffers to fill; fused_act_rows_done makes them act_rows_

@@ -341,6 +341,7 @@ void bench_int8_gemv(Device& d, const BenchOptions& o) {
   const int64_t sms = info.multiprocessor_count;
   for (Int8Scheme s : int8_schemes()) {
     const std::string sch = scheme_name(s);
+    if (sch.find(o.filter) == std::string::npos) continue;
     std::vector<std::string> kernels = dp4a_kernels(s);
     if (s == Int8Scheme::q4_k) {
       for (const std::string& km : q4_k_mma_kernels()) kernels.push_back(km);

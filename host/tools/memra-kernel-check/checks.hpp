@@ -62,6 +62,7 @@ struct BenchOptions {
   int device = 0;  // the backend's CUDA device index
   bool bf16 = false;  // --bench-bf16: the bf16 GEMVs instead of the int8 ones
   bool fp8 = false;   // --bench-fp8: the fp8 GEMV's shapes instead
+  std::string filter;  // --filter: only the int8 schemes whose name contains it
 };
 // memra-kernel-check --bench (bench_int8_gemv.cpp): int8-activation vs today's GEMVs on
 // the Qwen3-8B decode shapes, GB/s and % of the measured copy bandwidth.

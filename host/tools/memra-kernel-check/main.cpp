@@ -25,7 +25,7 @@ void usage() {
       "  --kernel-dir DIR   the kernel modules (default: <module dir>/kernels)\n"
       "  --device N         CUDA device index (default 0)\n"
       "  --seed N           random seed (default 1234)\n"
-      "  --filter TEXT      only checks whose name contains TEXT\n"
+      "  --filter TEXT      only checks whose name contains TEXT (with --bench: only the schemes)\n"
       "  --quick            smaller shapes\n"
       "  --no-nvrtc         do not use NVRTC-specialised kernels in the ops\n"
       "  --plugin-dir DIR   also check the kernels the quant plugins in DIR register (repeatable)\n"
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   if (bench) {
     int rc = 0;
     try {
-      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device, bench_bf16, bench_fp8});
+      memra::kcheck::bench_int8_gemv(device, {opts.seed, open.device, bench_bf16, bench_fp8, filter});
     } catch (const std::exception& e) {
       std::printf("FAILED: bench: %s\n", e.what());
       rc = 1;
