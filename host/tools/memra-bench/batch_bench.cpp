@@ -6,6 +6,7 @@
 #include <random>
 
 #include "host/backend/backend.hpp"
+#include "host/engine/sampler.hpp"
 
 namespace memra::bench {
 namespace {
@@ -38,21 +39,29 @@ int run_batch_bench(engine::Engine& engine, const BatchBenchOptions& o, std::vec
       return 1;
     }
     std::vector<int32_t> next(static_cast<size_t>(b));
+    for (int s = 0; s < b; ++s) next[static_cast<size_t>(s)] = tok(rng);
+    engine::SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    std::vector<engine::RowSampling> sampling(static_cast<size_t>(b));
     std::vector<double> times;
     for (int step = 0; step < o.decode + 2; ++step) {
       reqs.clear();
       for (int s = 0; s < b; ++s) {
-        next[static_cast<size_t>(s)] = tok(rng);
+        engine::RowSampling& rs = sampling[static_cast<size_t>(s)];
+        rs.params = &greedy;
+        rs.position = static_cast<uint64_t>(o.prompt + step);
         reqs.push_back({seqs[static_cast<size_t>(s)], {&next[static_cast<size_t>(s)], 1}, false});
+        reqs.back().sampling = &rs;
       }
       t0 = now_s();
-      auto out = engine.step(reqs);
+      auto out = engine.step_sampled(reqs);
       if (!out) {
         std::fprintf(stderr, "memra-bench: decode: %s\n", out.error().message.c_str());
         close_all();
         return 1;
       }
       if (step >= 2) times.push_back(now_s() - t0);  // the first steps warm up (NVRTC, allocations)
+      for (int s = 0; s < b; ++s) next[static_cast<size_t>(s)] = (*out)[static_cast<size_t>(s)].tokens.at(0);
     }
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];

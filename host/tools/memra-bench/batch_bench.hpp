@@ -1,6 +1,8 @@
 // memra-bench --batches: batched decode. For each batch size B, B sequences read a
 // --prompt of random tokens in one step, then --decode steps of one token each are
-// timed (median step, after two warm-up steps). The batch-1 roofline counts every
+// timed (median step, after two warm-up steps). A step is a decode step as the server
+// runs it: greedy sampling where the backend samples (Engine::step_sampled: on CUDA no
+// logits row leaves the device), each sequence fed its sampled token. The batch-1 roofline counts every
 // matrix once plus each sequence's K and V up to its position.
 #pragma once
 
