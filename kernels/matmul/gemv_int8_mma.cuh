@@ -41,9 +41,13 @@
 // chunk steps of a tile read them again). PDL as gemv_int8.cuh. Requirements (the
 // caller's, nothing is checked): cols % 256 == 0, w 16-byte aligned rows, xq 8-byte
 // aligned, xm 8-byte aligned (16-byte alignment is used when present).
+// Without nvcc (tests/cuda/gemv_int8_mma_emulator.hpp includes this file on the host) the
+// CUDA types, the loads and the mma come from the emulator.
 #pragma once
 
+#if defined(__CUDACC__)
 #include <cuda_fp16.h>
+#endif
 #include <stdint.h>
 
 #include "kernels/common/pdl.cuh"
@@ -55,6 +59,7 @@ namespace memra::cuda::i8mma {
 constexpr int kRows = 16;  // weight rows per tile (the mma's M)
 constexpr int kGroups = 4;  // slot groups of 32 (the reference's warps)
 
+#if defined(__CUDACC__)
 __device__ __forceinline__ uint2 ld_stream8(const void* p) {
   uint2 v;
   asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
@@ -69,6 +74,7 @@ __device__ __forceinline__ void mma_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, 
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c));
 }
+#endif
 
 // Accumulator seeds: the bits of 1.5 * 2^23 (ulp 1) and 1.5 * 2^19 (ulp 1/16, for the
 // high nibbles, which the mma sees as 16x the code). |isum| <= 32 * 15 * 127 < 2^16.
