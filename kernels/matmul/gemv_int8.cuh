@@ -35,9 +35,13 @@
 //    qh (2) and 8 code vectors; a lane also loads the qh vector of its elements and ORs
 //    the fifth bit of its sub-blocks into the nibbles.
 //  - q6_k / iq4_xs (gemv_int8_sb.cuh): 210- and 136-byte super-blocks, staged per warp.
+// Without nvcc (tests/cuda/gemv_int8_emulator.hpp includes this file on the host) the CUDA
+// types, the streaming load and the integer intrinsics come from the emulator.
 #pragma once
 
+#if defined(__CUDACC__)
 #include <cuda_fp16.h>
+#endif
 #include <stdint.h>
 
 #include "kernels/common/pdl.cuh"
@@ -50,6 +54,7 @@ constexpr int kThreads = 128;
 constexpr int kWarps = 4;
 constexpr int kPhaseUnits = 128;  // units per row per phase = one per thread
 
+#if defined(__CUDACC__)
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -57,6 +62,7 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
       : "l"(p));
   return v;
 }
+#endif
 
 __device__ __forceinline__ int dp4a(int a, int b, int c) { return __dp4a(a, b, c); }
 

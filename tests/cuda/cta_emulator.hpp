@@ -193,6 +193,10 @@ struct uint4 {
   uint32_t x, y, z, w;
 };
 inline uint4 make_uint4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return {a, b, c, d}; }
+struct int4 {
+  int x, y, z, w;
+};
+inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 // Correctly rounded f32 operations (the host's, round to nearest even).
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
@@ -218,6 +222,32 @@ struct __half {
 };
 inline float __half2float(__half h) { return memra::quant::fp16_to_f32(h.bits); }
 inline __half __ushort_as_half(uint16_t bits) { return __half{bits}; }
+// prmt (CUDA's __byte_perm): byte n of the result is byte s[n] (0..7, the selector
+// nibble's low three bits) of the 8 bytes {y:x}.
+inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+  const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
+  return r;
+}
+// The integer SIMD and funnel-shift intrinsics.
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i)
+    c += static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i))) *
+         static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
+  return c;
+}
+inline uint32_t __vsub4(uint32_t a, uint32_t b) {  // per byte, modulo 256
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= ((((a >> (8 * i)) & 0xffu) - ((b >> (8 * i)) & 0xffu)) & 0xffu) << (8 * i);
+  return r;
+}
+inline uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, uint32_t shift) {  // shift mod 32
+  return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> (shift & 31u));
+}
+inline uint32_t __funnelshift_rc(uint32_t lo, uint32_t hi, uint32_t shift) {  // shift clamped to 32
+  return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> std::min(shift, 32u));
+}
 template <class T>
 inline T __ldg(const T* p) {
   return *p;

@@ -10,15 +10,6 @@
 
 #include "tests/cuda/cta_emulator.hpp"
 
-// prmt (CUDA's __byte_perm): byte n of the result is byte s[n] (0..7, the selector
-// nibble's low three bits) of the 8 bytes {y:x}.
-inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
-  const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
-  uint32_t r = 0;
-  for (int n = 0; n < 4; ++n) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
-  return r;
-}
-
 namespace memra::cuda::i8mma {
 
 inline uint2 ld_stream8(const void* p) {
