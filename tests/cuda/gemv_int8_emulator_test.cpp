@@ -12,35 +12,21 @@
 #include <vector>
 
 #include "kernels/matmul/gemv_int8_ref.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/gemv_int8_emulator.hpp"
 
 namespace {
 
 using memra::ref::GemvMats;
 using memra::ref::Int8Scheme;
-namespace quant = memra::quant;
 
 constexpr int64_t kRows = 37, kCols = 4352;  // 17 super-blocks / 136 units: a second, partial phase
 constexpr int64_t kMaxM = 16;
 
-struct Case {
-  const char* name;
-  Int8Scheme scheme;
-  bool (*quantize)(const float*, void*, int64_t);
-  std::vector<std::string> kernels;  // the scheme's dp4a entries
-};
-
-const std::vector<Case>& cases() {
-  static const std::vector<Case> c = {
-      {"q8_0", Int8Scheme::q8_0, quant::quantize_q8_0, {"q8_0"}},
-      {"q4_0", Int8Scheme::q4_0, quant::quantize_q4_0, {"q4_0"}},
-      {"q4_k", Int8Scheme::q4_k, quant::quantize_q4_k, {"q4_k", "q4_k2"}},
-      {"q5_k", Int8Scheme::q5_k, quant::quantize_q5_k, {"q5_k", "q5_k2"}},
-      {"q6_k", Int8Scheme::q6_k, quant::quantize_q6_k, {"q6_k"}},
-      {"iq4_xs", Int8Scheme::iq4_xs, quant::quantize_iq4_xs, {"iq4_xs"}},
-  };
-  return c;
+// Each scheme's dp4a entries (gemv_int8_emulator.hpp's kernel names).
+std::vector<std::string> dp4a_kernels(const memra::testing::Int8SchemeCase& c) {
+  if (c.scheme == Int8Scheme::q4_k || c.scheme == Int8Scheme::q5_k) return {c.name, std::string(c.name) + "2"};
+  return {c.name};
 }
 
 struct Activations {
@@ -65,26 +51,12 @@ const Activations& activations() {
   return a;
 }
 
-std::vector<uint8_t> weights(const Case& c, int64_t row_bytes) {
-  std::mt19937 rng(static_cast<uint32_t>(row_bytes));
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<uint8_t> w(static_cast<size_t>(kRows * row_bytes));
-  std::vector<float> f(static_cast<size_t>(kCols));
-  for (int64_t r = 0; r < kRows; ++r) {
-    const float scale = 0.02f * std::ldexp(1.0f, static_cast<int>(rng() % 9) - 4);
-    for (float& v : f) v = n(rng) * scale;
-    if (r % 3 == 0) f[rng() % static_cast<size_t>(kCols)] *= 20.0f;
-    EXPECT_TRUE(c.quantize(f.data(), w.data() + r * row_bytes, kCols)) << c.name;
-  }
-  return w;
-}
-
 template <int R, int NT>
-void expect_bitwise(const Case& c, const std::vector<uint8_t>& w, int64_t row_bytes, const std::vector<float>& bias,
+void expect_bitwise(const memra::testing::Int8SchemeCase& c, const std::vector<uint8_t>& w, int64_t row_bytes, const std::vector<float>& bias,
                     const std::vector<float>& yref, int64_t m) {
   const Activations& a = activations();
   const int64_t groups = (kRows + R - 1) / R;
-  for (const std::string& kernel : c.kernels)
+  for (const std::string& kernel : dp4a_kernels(c))
     for (const unsigned gx : {static_cast<unsigned>(groups), 5u}) {
       std::vector<float> y(static_cast<size_t>(m * kRows), NAN);
       GemvMats ms{};
@@ -103,9 +75,10 @@ void expect_bitwise(const Case& c, const std::vector<uint8_t>& w, int64_t row_by
 }
 
 TEST(Int8GemvEmulated, EveryDp4aKernelIsBitwiseTheReference) {
-  for (const Case& c : cases()) {
+  std::mt19937 rng(1207);
+  for (const memra::testing::Int8SchemeCase& c : memra::testing::int8_scheme_cases()) {
     const int64_t row_bytes = memra::ref::int8_scheme_row_bytes(c.scheme, kCols);
-    const std::vector<uint8_t> w = weights(c, row_bytes);
+    const std::vector<uint8_t> w = memra::testing::random_int8_weights(c, rng, kRows, kCols);
     std::vector<float> bias;
     for (int64_t r = 0; r < kRows; ++r) bias.push_back(0.01f * static_cast<float>(r % 7) - 0.03f);
     const Activations& a = activations();

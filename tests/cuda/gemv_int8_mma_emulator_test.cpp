@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/matmul/gemv_int8_ref.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/gemv_int8_mma_emulator.hpp"
 
 namespace {
@@ -36,13 +36,7 @@ const Problem& problem() {
     Problem q;
     std::mt19937 rng(20261206);
     std::normal_distribution<float> n(0.0f, 1.0f);
-    q.w.resize(static_cast<size_t>(kRows * q.row_bytes));
-    std::vector<float> f(static_cast<size_t>(kCols));
-    for (int64_t r = 0; r < kRows; ++r) {
-      const float scale = 0.02f * std::ldexp(1.0f, static_cast<int>(rng() % 9) - 4);
-      for (float& v : f) v = n(rng) * scale;
-      EXPECT_TRUE(memra::quant::quantize_q4_k(f.data(), q.w.data() + r * q.row_bytes, kCols));
-    }
+    q.w = memra::testing::random_int8_weights(memra::testing::int8_scheme_case(Int8Scheme::q4_k), rng, kRows, kCols);
     std::vector<float> x(static_cast<size_t>(kMaxM * kCols));
     for (float& v : x) v = n(rng);
     q.xq.resize(x.size());

@@ -14,41 +14,14 @@
 #include "kernels/matmul/gemv_int8_ref.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quantize/quantize.hpp"
+#include "tests/cuda/int8_scheme_cases.hpp"
 
 namespace {
 
 using memra::ref::Int8Scheme;
 namespace quant = memra::quant;
 
-struct Case {
-  const char* name;
-  Int8Scheme scheme;
-  quant::GgmlType type;
-  bool (*quantize)(const float*, void*, int64_t);
-};
-const Case kCases[] = {
-    {"q8_0", Int8Scheme::q8_0, quant::GgmlType::Q8_0, quant::quantize_q8_0},
-    {"q4_0", Int8Scheme::q4_0, quant::GgmlType::Q4_0, quant::quantize_q4_0},
-    {"q4_k", Int8Scheme::q4_k, quant::GgmlType::Q4_K, quant::quantize_q4_k},
-    {"q5_k", Int8Scheme::q5_k, quant::GgmlType::Q5_K, quant::quantize_q5_k},
-    {"q6_k", Int8Scheme::q6_k, quant::GgmlType::Q6_K, quant::quantize_q6_k},
-    {"iq4_xs", Int8Scheme::iq4_xs, quant::GgmlType::IQ4_XS, quant::quantize_iq4_xs},
-};
-
-// Rows of varied scale, some with an outlier (as memra-kernel-check draws them).
-std::vector<uint8_t> weights(const Case& c, std::mt19937& rng, int64_t rows, int64_t cols) {
-  const int64_t rb = memra::ref::int8_scheme_row_bytes(c.scheme, cols);
-  std::vector<uint8_t> w(static_cast<size_t>(rows * rb));
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> f(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float scale = 0.02f * std::ldexp(1.0f, static_cast<int>(rng() % 9) - 4);
-    for (float& v : f) v = n(rng) * scale;
-    if (r % 3 == 0) f[rng() % static_cast<size_t>(cols)] *= 20.0f;
-    EXPECT_TRUE(c.quantize(f.data(), w.data() + r * rb, cols)) << c.name;
-  }
-  return w;
-}
+using Case = memra::testing::Int8SchemeCase;
 
 // y[t][r] in double from the dequantised rows.
 std::vector<double> exact(const Case& c, const std::vector<uint8_t>& w, int64_t rows, int64_t cols, const std::vector<float>& x, int64_t m,
@@ -84,8 +57,8 @@ std::vector<float> run(const Case& c, const std::vector<uint8_t>& w, int64_t row
 TEST(Int8GemvRef, EverySchemeDecodesItsBlocksAsRepackDoes) {
   std::mt19937 rng(7);
   const int64_t rows = 9, cols = 768, m = 3;
-  for (const Case& c : kCases) {
-    const std::vector<uint8_t> w = weights(c, rng, rows, cols);
+  for (const Case& c : memra::testing::int8_scheme_cases()) {
+    const std::vector<uint8_t> w = memra::testing::random_int8_weights(c, rng, rows, cols);
     // Integer activations with a +-127 in every block: d = 1, the codes are x exactly.
     std::vector<float> x(static_cast<size_t>(m * cols));
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 127);
@@ -102,8 +75,8 @@ TEST(Int8GemvRef, Int8ActivationErrorStaysInTheExistingSchemesRange) {
   std::mt19937 rng(11);
   const int64_t rows = 64, cols = 4096, m = 4;
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (const Case& c : kCases) {
-    const std::vector<uint8_t> w = weights(c, rng, rows, cols);
+  for (const Case& c : memra::testing::int8_scheme_cases()) {
+    const std::vector<uint8_t> w = memra::testing::random_int8_weights(c, rng, rows, cols);
     std::vector<float> x(static_cast<size_t>(m * cols));
     for (float& v : x) v = n(rng);
     std::vector<double> mag;
@@ -121,7 +94,7 @@ TEST(Int8GemvRef, Int8ActivationErrorStaysInTheExistingSchemesRange) {
 }
 
 TEST(Int8GemvRef, RoutingCoversEveryIntegerScheme) {
-  for (const Case& c : kCases) {
+  for (const Case& c : memra::testing::int8_scheme_cases()) {
     EXPECT_TRUE(memra::ref::int8_activation_matmul(c.name, 256)) << c.name;
     EXPECT_FALSE(memra::ref::int8_activation_matmul(c.name, 800)) << c.name;
     Int8Scheme s;
