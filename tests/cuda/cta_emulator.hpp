@@ -1,172 +1,21 @@
-// Runs CUDA kernel code on the host, one CTA at a time: the CTA's threads (up to 1024)
-// are user-level fibers (ucontext) in one OS thread; __syncthreads, __syncwarp, the warp
-// shuffles, warp-collective steps (ldmatrix, mma: warp_gather) and cp.async are emulated,
-// and the CUDA vocabulary the kernels use (qualifiers, vector types, the correctly
-// rounded f32 operations, bit casts) is defined here. A cp.async copy lands only when its
-// thread waits for its group (cp.async.wait_group). A deadlock (a warp split between a
-// warp step and a block barrier) throws. What it cannot show: timing, and the device's
-// own expf/tanhf (the host's stand in).
-// Used by the kernel emulators (decode_attention_emulator.hpp, gemv_int8_mma_emulator.hpp),
-// which add their kernels' own primitives and include the kernel source last: this
-// header defines CUDA's keywords as macros.
+// Runs CUDA kernel code on the host, one CTA at a time, on the fiber CTA of cta_fibers.hpp
+// (up to 1024 threads; barriers, shuffles, warp collectives, cp.async), and defines the
+// CUDA vocabulary the kernels use (qualifiers, vector types, the correctly rounded f32
+// operations, bit casts, integer intrinsics, threadIdx / blockIdx / blockDim / gridDim,
+// the dynamic shared memory smem_raw). What it cannot show: timing, and the device's own
+// expf/tanhf (the host's stand in). Used by the kernel emulators
+// (decode_attention_emulator.hpp, gemv_int8_emulator.hpp, gemv_int8_mma_emulator.hpp), which
+// add their kernels' own primitives and include the kernel source last: this header
+// defines CUDA's keywords as macros.
 #pragma once
-
-#include <ucontext.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <stdexcept>
-#include <vector>
 
 #include "repack/quant/fp_convert.hpp"
-
-namespace memra::cuda_emu {
-
-class Cta {
- public:
-  static constexpr int kMaxThreads = 1024;
-
-  Cta() : stacks_(new char[static_cast<size_t>(kMaxThreads) * kStack]) {}  // untouched until a fiber runs on it
-
-  // Runs body() on `threads` threads (a multiple of 32) of one CTA to completion.
-  template <class Body>
-  void run(int threads, Body body);
-
-  int tid() const { return cur_; }
-  int threads() const { return threads_; }
-  void block_barrier() { yield(kBlock); }
-  void warp_barrier() { yield(kWarp); }
-  float shfl_xor(float v, int offset) {
-    xchg_[cur_] = v;
-    yield(kWarp);
-    const float r = xchg_[cur_ ^ offset];
-    yield(kWarp);
-    return r;
-  }
-  // Every lane of the warp deposits `mine`; each then reads the warp's 32 deposits (a
-  // warp-collective step: ldmatrix, mma).
-  template <class T>
-  void warp_gather(const T& mine, T* all) {
-    static_assert(sizeof(T) <= kSlot, "deposit too large");
-    std::memcpy(slot_[cur_], &mine, sizeof(T));
-    yield(kWarp);
-    const int base = cur_ & ~31;
-    for (int l = 0; l < 32; ++l) std::memcpy(&all[l], slot_[base + l], sizeof(T));
-    yield(kWarp);
-  }
-  void cp_async(void* dst, const void* src, int bytes) { pending_[cur_].push_back(Copy{dst, src, bytes}); }
-  void commit() {
-    groups_[cur_].push_back(std::move(pending_[cur_]));
-    pending_[cur_].clear();
-  }
-  void wait_groups(int keep) {  // all but the `keep` newest committed groups land
-    auto& g = groups_[cur_];
-    while (static_cast<int>(g.size()) > keep) {
-      for (const Copy& c : g.front()) {
-        if (c.bytes) std::memcpy(c.dst, c.src, 16);
-        else std::memset(c.dst, 0, 16);
-      }
-      g.erase(g.begin());
-    }
-  }
-
- private:
-  static constexpr size_t kStack = 64 * 1024;
-  static constexpr size_t kSlot = 64;
-  enum State { kRunnable, kBlock, kWarp, kDone };
-  struct Copy {
-    void* dst;
-    const void* src;
-    int bytes;
-  };
-  void yield(State s) {
-    state_[cur_] = s;
-    swapcontext(&ctx_[cur_], &main_);
-  }
-  static void entry();
-  void run_all();  // the fibers of run(), until every one is done
-
-  std::unique_ptr<char[]> stacks_;
-  ucontext_t main_{}, ctx_[kMaxThreads]{};
-  State state_[kMaxThreads]{};
-  float xchg_[kMaxThreads]{};
-  alignas(16) unsigned char slot_[kMaxThreads][kSlot]{};
-  std::vector<Copy> pending_[kMaxThreads];
-  std::vector<std::vector<Copy>> groups_[kMaxThreads];
-  int cur_ = 0, threads_ = 0;
-  void (*body_)(void*) = nullptr;
-  void* arg_ = nullptr;
-};
-
-inline Cta* g_cta = nullptr;
-
-inline void Cta::entry() {
-  g_cta->body_(g_cta->arg_);
-  g_cta->state_[g_cta->cur_] = kDone;  // uc_link returns to the scheduler
-}
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"  // arg_ is used only while run() is on the stack
-template <class Body>
-void Cta::run(int threads, Body body) {
-  if (threads <= 0 || threads > kMaxThreads || threads % 32 != 0) throw std::invalid_argument("CTA emulator: bad thread count");
-  g_cta = this;
-  threads_ = threads;
-  body_ = [](void* b) { (*static_cast<Body*>(b))(); };
-  arg_ = &body;
-  run_all();
-}
-#pragma GCC diagnostic pop
-
-inline void Cta::run_all() {
-  for (int i = 0; i < threads_; ++i) {
-    getcontext(&ctx_[i]);
-    ctx_[i].uc_stack.ss_sp = stacks_.get() + static_cast<size_t>(i) * kStack;
-    ctx_[i].uc_stack.ss_size = kStack;
-    ctx_[i].uc_link = &main_;
-    makecontext(&ctx_[i], &Cta::entry, 0);
-    state_[i] = kRunnable;
-    pending_[i].clear();
-    groups_[i].clear();
-  }
-  for (;;) {
-    bool ran = false;
-    for (int i = 0; i < threads_; ++i)
-      if (state_[i] == kRunnable) {
-        cur_ = i;
-        swapcontext(&main_, &ctx_[i]);
-        ran = true;
-      }
-    int done = 0, at_block = 0;
-    for (int i = 0; i < threads_; ++i) done += state_[i] == kDone, at_block += state_[i] == kBlock;
-    if (done == threads_) return;
-    bool released = false;
-    if (at_block + done == threads_) {
-      for (int i = 0; i < threads_; ++i)
-        if (state_[i] == kBlock) state_[i] = kRunnable;
-      released = true;
-    } else {
-      for (int w = 0; w < threads_ / 32; ++w) {
-        int waiting = 0, live = 0;
-        for (int l = 0; l < 32; ++l) {
-          waiting += state_[w * 32 + l] == kWarp;
-          live += state_[w * 32 + l] != kDone;
-        }
-        if (waiting > 0 && waiting == live) {
-          for (int l = 0; l < 32; ++l)
-            if (state_[w * 32 + l] == kWarp) state_[w * 32 + l] = kRunnable;
-          released = true;
-        }
-      }
-    }
-    if (!ran && !released) throw std::runtime_error("CTA emulator: deadlock (a warp split between barriers)");
-  }
-}
-
-}  // namespace memra::cuda_emu
+#include "tests/cuda/cta_fibers.hpp"
 
 // The CUDA vocabulary.
 #define __device__
@@ -291,12 +140,6 @@ namespace memra::cuda_emu {
 
 // Launches a grid (gx, gy) of `threads`-thread CTAs: body() runs once per thread with
 // blockIdx and gridDim set; before each CTA, prepare() (e.g. poisoning its shared memory).
-// One CTA for every launch of the process (its 64 MB of fiber stacks allocated once).
-inline Cta& process_cta() {
-  static Cta* cta = new Cta;
-  return *cta;
-}
-
 template <class Body, class Prepare>
 void launch(unsigned gx, unsigned gy, int threads, Body body, Prepare prepare) {
   Cta& cta = process_cta();

@@ -1,6 +1,6 @@
 // A host emulation of the prefill attention kernel (kernels/attention/
-// prefill_attention_body.cuh): each CTA's 128 threads run the kernel body as user-level
-// fibers (ucontext) in one OS thread, and the warp-collective primitives are built from
+// prefill_attention_body.cuh): each CTA's 128 threads run the kernel body as fibers of the
+// shared fiber CTA (cta_fibers.hpp) in one OS thread, and the warp-collective primitives are built from
 // the PTX ISA's fragment layouts (ldmatrix .x4 / .x4.trans, mma.m16n8k16 bf16 with f32
 // accumulation, shfl.xor). It checks what a GPU run would first trip on: the index math,
 // the swizzled shared-memory layout (bounds, alignment, and races — a read of a chunk
@@ -8,8 +8,6 @@
 // the masks and the tile schedule. What it cannot show: the tensor cores' own
 // accumulation order (the emulated mma adds c, then the 16 products in k order).
 #pragma once
-
-#include <ucontext.h>
 
 #include <cmath>
 #include <cstdint>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "kernels/attention/prefill_attention_body.cuh"
+#include "tests/cuda/cta_fibers.hpp"
 #include "repack/quant/fp_convert.hpp"
 
 namespace memra::attn::emu {
@@ -38,14 +37,15 @@ inline float bf16_float(uint32_t h) {
   return f;
 }
 
-// One CTA's state: shared memory with race tracking, the fibers and their barriers.
+// One CTA's state: shared memory with race tracking and the warps' exchange slots; its
+// threads run as fibers of the shared fiber CTA (cta_fibers.hpp).
 class Cta {
  public:
   static constexpr int kThreads = kPrefillThreads, kWarps = kPrefillWarps;
 
   Cta(int index, size_t smem_bytes) : index_(index), smem_(smem_bytes), chunks_((smem_bytes + 15) / 16) {}
 
-  // Runs body(ops) on every thread to completion; returns the first error ("" if none).
+  // Runs body(this, tid) on every thread to completion; returns the first error ("" if none).
   template <class Body>
   std::string run(Body body);
 
@@ -55,10 +55,9 @@ class Cta {
     if (error_.empty()) error_ = e;
   }
 
-  // Barriers (fibers yield until the last one arrives).
-  void warp_barrier(int warp);
-  void block_barrier();
-  uint64_t generation() const { return block_gen_; }
+  void warp_barrier(int) { fibers_->warp_barrier(); }
+  void block_barrier() { fibers_->block_barrier(); }
+  uint64_t generation() const { return fibers_->block_generation(); }
 
   // Shared-memory race tracking per 16-byte chunk.
   void note_write(uint32_t addr, uint32_t bytes, int warp);
@@ -73,113 +72,32 @@ class Cta {
     float f[32];
   };
   Slots& slots(int warp) { return slots_[warp]; }
-  int current() const { return current_; }
+  int current() const { return fibers_->tid(); }
 
  private:
-  struct Fiber {
-    ucontext_t ctx{};
-    std::unique_ptr<char[]> stack;
-    bool done = false;
-    int wait = 0;  // 0 none, 1 warp barrier, 2 block barrier
-    uint64_t gen = 0;
-  };
   struct Chunk {
     uint64_t write_gen = UINT64_MAX, read_gen = UINT64_MAX;
     int writer = -1;
     uint32_t readers = 0;
   };
-  void yield() { swapcontext(&fibers_[static_cast<size_t>(current_)].ctx, &main_); }
-  static void trampoline();
 
   int index_;
   std::vector<uint8_t> smem_;
   std::vector<Chunk> chunks_;
   Slots slots_[kWarps];
-  std::vector<Fiber> fibers_;
-  ucontext_t main_{};
-  int current_ = 0;
-  uint64_t warp_gen_[kWarps] = {}, block_gen_ = 0;
-  int warp_count_[kWarps] = {}, block_count_ = 0;
   std::string error_;
-  void (*entry_)(Cta*, int, void*) = nullptr;
-  void* entry_arg_ = nullptr;
-  static thread_local Cta* running_;
+  cuda_emu::Cta* fibers_ = nullptr;
 };
-
-inline thread_local Cta* Cta::running_ = nullptr;
-
-inline void Cta::trampoline() {
-  Cta* c = running_;
-  const int t = c->current_;
-  c->entry_(c, t, c->entry_arg_);
-  c->fibers_[static_cast<size_t>(t)].done = true;
-  // Returning resumes uc_link (main_).
-}
 
 template <class Body>
 std::string Cta::run(Body body) {
-  entry_ = [](Cta* c, int t, void* arg) { (*static_cast<Body*>(arg))(c, t); };
-  entry_arg_ = &body;
-  running_ = this;
-  fibers_.clear();
-  fibers_.resize(kThreads);
-  constexpr size_t kStack = 512 * 1024;
-  for (int t = 0; t < kThreads; ++t) {
-    Fiber& f = fibers_[static_cast<size_t>(t)];
-    f.stack.reset(new char[kStack]);
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack.get();
-    f.ctx.uc_stack.ss_size = kStack;
-    f.ctx.uc_link = &main_;
-    makecontext(&f.ctx, &Cta::trampoline, 0);
+  fibers_ = &cuda_emu::process_cta();
+  try {
+    fibers_->run(kThreads, [&] { body(this, fibers_->tid()); });
+  } catch (const std::runtime_error&) {
+    error("deadlock: threads wait on barriers that not every thread reaches (divergent collective or barrier)");
   }
-  for (;;) {
-    bool any = false, progressed = false;
-    for (int t = 0; t < kThreads; ++t) {
-      Fiber& f = fibers_[static_cast<size_t>(t)];
-      if (f.done) continue;
-      any = true;
-      const bool ready = f.wait == 0 || (f.wait == 1 && warp_gen_[t / 32] > f.gen) || (f.wait == 2 && block_gen_ > f.gen);
-      if (!ready) continue;
-      f.wait = 0;
-      current_ = t;
-      swapcontext(&main_, &f.ctx);
-      progressed = true;
-    }
-    if (!any) break;
-    if (!progressed) {
-      error("deadlock: threads wait on barriers that not every thread reaches (divergent collective or barrier)");
-      break;
-    }
-  }
-  running_ = nullptr;
   return error_;
-}
-
-inline void Cta::warp_barrier(int warp) {
-  const uint64_t g = warp_gen_[warp];
-  if (++warp_count_[warp] == 32) {
-    warp_count_[warp] = 0;
-    ++warp_gen_[warp];
-    return;
-  }
-  Fiber& f = fibers_[static_cast<size_t>(current_)];
-  f.wait = 1;
-  f.gen = g;
-  yield();
-}
-
-inline void Cta::block_barrier() {
-  const uint64_t g = block_gen_;
-  if (++block_count_ == kThreads) {
-    block_count_ = 0;
-    ++block_gen_;
-    return;
-  }
-  Fiber& f = fibers_[static_cast<size_t>(current_)];
-  f.wait = 2;
-  f.gen = g;
-  yield();
 }
 
 inline void Cta::note_write(uint32_t addr, uint32_t bytes, int warp) {
@@ -188,11 +106,11 @@ inline void Cta::note_write(uint32_t addr, uint32_t bytes, int warp) {
     return;
   }
   Chunk& c = chunks_[addr / 16];
-  if (c.write_gen == block_gen_ && c.writer != warp)
+  if (c.write_gen == generation() && c.writer != warp)
     error("race: two warps write shared chunk " + std::to_string(addr) + " between barriers");
-  if (c.read_gen == block_gen_ && (c.readers & ~(1u << warp)))
+  if (c.read_gen == generation() && (c.readers & ~(1u << warp)))
     error("race: shared chunk " + std::to_string(addr) + " written after another warp read it, with no barrier between");
-  c.write_gen = block_gen_;
+  c.write_gen = generation();
   c.writer = warp;
 }
 
@@ -202,11 +120,11 @@ inline void Cta::note_read(uint32_t addr, uint32_t bytes, int warp) {
     return;
   }
   Chunk& c = chunks_[addr / 16];
-  if (c.write_gen == block_gen_)
+  if (c.write_gen == generation())
     error("race: shared chunk " + std::to_string(addr) + " read with no barrier since it was written");
   if (c.write_gen == UINT64_MAX) error("shared chunk " + std::to_string(addr) + " read before any write");
-  if (c.read_gen != block_gen_) {
-    c.read_gen = block_gen_;
+  if (c.read_gen != generation()) {
+    c.read_gen = generation();
     c.readers = 0;
   }
   c.readers |= 1u << warp;
