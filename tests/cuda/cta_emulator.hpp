@@ -129,6 +129,8 @@ inline int __shfl_xor_sync(unsigned, int v, int offset) {  // the int's bits thr
   std::memcpy(&v, &f, 4);
   return v;
 }
+// The CTA's dynamic shared memory (`extern __shared__ ... smem_raw[]` in the kernels).
+alignas(16) inline unsigned char smem_raw[256 * 1024];
 inline void cp_async16(void* dst, const void* src, int src_bytes) { memra::cuda_emu::g_cta->cp_async(dst, src, src_bytes); }
 inline void cp_async_commit() { memra::cuda_emu::g_cta->commit(); }
 template <int N>

@@ -9,8 +9,6 @@
 
 #include "tests/cuda/cta_emulator.hpp"
 
-alignas(16) inline unsigned char smem_raw[256 * 1024];
-
 // The tensor-core primitives from the PTX ISA's fragment layouts (m16n8k16, 16-bit
 // operands, f32 accumulation; ldmatrix .x4: lane l names row l % 8 of matrix l / 8 and
 // receives, per matrix, row l / 4, columns 2 (l % 4) and + 1 — .trans: rows 2 (l % 4)
