@@ -37,7 +37,7 @@ inline float bf16_float(uint32_t h) {
   return f;
 }
 
-// One CTA's state: shared memory with race tracking and the warps' exchange slots; its
+// One CTA's state: shared memory with race tracking; its
 // threads run as fibers of the shared fiber CTA (cta_fibers.hpp).
 class Cta {
  public:
@@ -63,15 +63,8 @@ class Cta {
   void note_write(uint32_t addr, uint32_t bytes, int warp);
   void note_read(uint32_t addr, uint32_t bytes, int warp);
 
-  // Per-warp exchange slots of the collectives.
-  struct Slots {
-    uint32_t a[32][4];
-    uint32_t b[32][2];
-    float d[32][4];
-    uint32_t addr[32];
-    float f[32];
-  };
-  Slots& slots(int warp) { return slots_[warp]; }
+  // The fibers' warp collectives (shuffles, warp_gather) for the ops.
+  cuda_emu::Cta& fibers() { return *fibers_; }
   int current() const { return fibers_->tid(); }
 
  private:
@@ -84,7 +77,6 @@ class Cta {
   int index_;
   std::vector<uint8_t> smem_;
   std::vector<Chunk> chunks_;
-  Slots slots_[kWarps];
   std::string error_;
   cuda_emu::Cta* fibers_ = nullptr;
 };
@@ -146,14 +138,7 @@ class HostOps {
   uint32_t smem() const { return 0; }
   void sync() { c_->block_barrier(); }
   void syncwarp() { c_->warp_barrier(warp()); }
-  float shfl_xor(float v, int mask) {
-    Cta::Slots& s = c_->slots(warp());
-    s.f[lane()] = v;
-    c_->warp_barrier(warp());
-    const float r = s.f[lane() ^ mask];
-    c_->warp_barrier(warp());
-    return r;
-  }
+  float shfl_xor(float v, int mask) { return c_->fibers().shfl_xor(v, mask); }
   void split2(float a, float b, uint32_t& hi, uint32_t& lo) const {
     const uint16_t ha = bf16_rn(a), hb = bf16_rn(b);
     const float fa = bf16_float(ha), fb = bf16_float(hb);
@@ -236,25 +221,23 @@ class HostOps {
     const auto value = [f16](uint32_t h) {
       return f16 ? memra::quant::fp16_to_f32(static_cast<uint16_t>(h & 0xffffu)) : bf16_float(h);
     };
-    Cta::Slots& s = c_->slots(warp());
+    struct Frag {
+      uint32_t a[4], b[2];
+    } all[32];
+    c_->fibers().warp_gather(Frag{{a[0], a[1], a[2], a[3]}, {b0, b1}}, all);
     const int L = lane();
-    for (int i = 0; i < 4; ++i) s.a[L][i] = a[i];
-    s.b[L][0] = b0;
-    s.b[L][1] = b1;
-    c_->warp_barrier(warp());
     const int g = L >> 2, t = L & 3;
     for (int e = 0; e < 4; ++e) {
       const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
       float acc = d[e];
       for (int k = 0; k < 16; ++k) {
-        const uint32_t aw = s.a[(row & 7) * 4 + (k & 7) / 2][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
-        const uint32_t bw = s.b[col * 4 + (k & 7) / 2][k >= 8 ? 1 : 0];
+        const uint32_t aw = all[(row & 7) * 4 + (k & 7) / 2].a[(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+        const uint32_t bw = all[col * 4 + (k & 7) / 2].b[k >= 8 ? 1 : 0];
         const float av = value((k & 1) ? aw >> 16 : aw), bv = value((k & 1) ? bw >> 16 : bw);
         acc = acc + av * bv;
       }
       d[e] = acc;
     }
-    c_->warp_barrier(warp());
   }
 
  private:
@@ -269,12 +252,11 @@ class HostOps {
     return false;
   }
   void ldmatrix(uint32_t addr, uint32_t (&r)[4], bool trans) {
-    Cta::Slots& s = c_->slots(warp());
+    uint32_t rows[32];
+    c_->fibers().warp_gather(addr, rows);
     const int L = lane();
-    s.addr[L] = addr;
-    c_->warp_barrier(warp());
     if (L == 0)
-      for (int i = 0; i < 32; ++i) c_->note_read(s.addr[i], 16, warp());
+      for (int i = 0; i < 32; ++i) c_->note_read(rows[i], 16, warp());
     const auto half = [&](uint32_t a) -> uint32_t {
       if (a + 2 > c_->smem().size()) return 0;
       uint16_t h;
@@ -284,13 +266,13 @@ class HostOps {
     const int g = L >> 2, t = L & 3;
     for (int i = 0; i < 4; ++i) {
       if (!trans) {
-        const uint32_t row = s.addr[8 * i + g];
+        const uint32_t row = rows[8 * i + g];
         r[i] = half(row + 4 * t) | (half(row + 4 * t + 2) << 16);
       } else {
-        r[i] = half(s.addr[8 * i + 2 * t] + 2 * g) | (half(s.addr[8 * i + 2 * t + 1] + 2 * g) << 16);
+        r[i] = half(rows[8 * i + 2 * t] + 2 * g) | (half(rows[8 * i + 2 * t + 1] + 2 * g) << 16);
       }
     }
-    c_->warp_barrier(warp());
+    c_->warp_barrier(warp());  // every lane has read the tile before any writes shared memory again
   }
 
   Cta* c_;
