@@ -119,7 +119,9 @@ void check_against_transformers(const std::string& model, memra_dtype dtype) {
   const Run f = run_greedy(*f32, input, greedy.size());
   ASSERT_EQ(b.prefill.size(), input.size());
   ASSERT_EQ(b.steps.size(), greedy.size());
-  if (!fp8) EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a " << kv << " KV cache differs from transformers'";
+  if (!fp8) {
+    EXPECT_EQ(b.ids, greedy) << model << ": greedy continuation with a " << kv << " KV cache differs from transformers'";
+  }
   double worst_b = 0, worst_f = 0;
   for (size_t i = 0; i < input.size(); ++i) {
     worst_b = std::max(worst_b, max_rel_diff(b.prefill[i], prefill.data() + i * vocab, vocab));
@@ -179,16 +181,6 @@ std::unique_ptr<Engine> scheduler_engine(memra_dtype dtype) {
   return load(kFixtures / "models/llama", eo);
 }
 
-SequenceRequest request(int variant, bool sampled) {
-  SequenceRequest r;
-  for (int i = 0; i < 20 + variant * 3; ++i) r.prompt.push_back((i * 37 + variant * 101) % 1000 + 5);
-  r.max_tokens = 12;
-  r.sampling.temperature = sampled ? 0.9f : 0.0f;
-  r.sampling.seed = 1234 + static_cast<uint64_t>(variant);
-  r.sampling.logprobs = true;
-  return r;
-}
-
 }  // namespace
 
 // The scheduler's exactness contract with a 16-bit KV cache: tokens and logprobs alone ==
@@ -196,6 +188,7 @@ SequenceRequest request(int variant, bool sampled) {
 TEST_P(EngineKvRounded, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
   if (!fs::exists(kFixtures / "models/llama")) GTEST_SKIP() << "fixtures absent";
   using test_support::drain;
+  using test_support::varied_request;
   using test_support::DrainedSequence;
   constexpr int kVariants = 13;
   for (bool sampled : {false, true}) {
@@ -204,14 +197,14 @@ TEST_P(EngineKvRounded, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
       auto engine = scheduler_engine(GetParam());
       ASSERT_TRUE(engine);
       Scheduler s(*engine, {.max_step_tokens = 512, .max_running = 1, .max_waiting = 64});
-      for (int v = 0; v < kVariants; ++v) alone.push_back(drain(**s.submit(request(v, sampled))));
+      for (int v = 0; v < kVariants; ++v) alone.push_back(drain(**s.submit(varied_request(v, sampled))));
     }
     auto engine = scheduler_engine(GetParam());
     ASSERT_TRUE(engine);
     Scheduler s(*engine, {.max_step_tokens = 7, .max_running = kVariants, .max_waiting = 64});
     std::vector<std::shared_ptr<SequenceHandle>> hs;
     for (int v = 0; v < kVariants; ++v) {
-      SequenceRequest r = request(v, sampled);
+      SequenceRequest r = varied_request(v, sampled);
       r.cache_namespace = "m\x1ft\x1f";
       hs.push_back(*s.submit(r));
     }
@@ -221,7 +214,7 @@ TEST_P(EngineKvRounded, SchedulerBatchingChunkingAndPrefixCacheAreBitwise) {
       EXPECT_EQ(o.logprobs, alone[static_cast<size_t>(v)].logprobs) << "variant " << v;
     }
     // The same request again: its full prompt blocks come from the prefix cache.
-    SequenceRequest again = request(5, sampled);
+    SequenceRequest again = varied_request(5, sampled);
     again.cache_namespace = "m\x1ft\x1f";
     const DrainedSequence warm = drain(**s.submit(again));
     EXPECT_EQ(warm.cached, 32) << "35-token prompt, 8-token blocks: 4 full blocks reusable";

@@ -26,17 +26,7 @@ std::unique_ptr<Engine> load() {
 
 using Outcome = memra::engine::test_support::DrainedSequence;
 using memra::engine::test_support::drain;
-
-SequenceRequest request(int variant, bool sampled) {
-  SequenceRequest r;
-  for (int i = 0; i < 20 + variant * 3; ++i) r.prompt.push_back((i * 37 + variant * 101) % 1000 + 5);
-  r.max_tokens = 12;
-  r.sampling.temperature = sampled ? 0.9f : 0.0f;
-  r.sampling.seed = 1234 + static_cast<uint64_t>(variant);
-  r.sampling.logprobs = true;
-  r.cache_namespace = "";
-  return r;
-}
+using memra::engine::test_support::varied_request;
 
 }  // namespace
 
@@ -48,13 +38,13 @@ TEST(EngineScheduler, TokensDoNotDependOnBatchingOrChunking) {
     {
       auto engine = load();
       Scheduler s(*engine, {.max_step_tokens = 512, .max_running = 1, .max_waiting = 64});
-      for (int v = 0; v < 17; ++v) alone.push_back(drain(**s.submit(request(v, sampled))));
+      for (int v = 0; v < 17; ++v) alone.push_back(drain(**s.submit(varied_request(v, sampled))));
     }
     // Together: 17 at once, prefill chunked at 7 tokens per step.
     auto engine = load();
     Scheduler s(*engine, {.max_step_tokens = 7, .max_running = 17, .max_waiting = 64});
     std::vector<std::shared_ptr<SequenceHandle>> hs;
-    for (int v = 0; v < 17; ++v) hs.push_back(*s.submit(request(v, sampled)));
+    for (int v = 0; v < 17; ++v) hs.push_back(*s.submit(varied_request(v, sampled)));
     for (int v = 0; v < 17; ++v) {
       const Outcome o = drain(*hs[static_cast<size_t>(v)]);
       EXPECT_EQ(o.tokens, alone[static_cast<size_t>(v)].tokens) << "variant " << v << (sampled ? " sampled" : " greedy");
@@ -69,7 +59,7 @@ TEST(EngineScheduler, PrefixCacheHitGivesIdenticalTokens) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   auto engine = load();
   Scheduler s(*engine, {});
-  SequenceRequest r = request(3, true);
+  SequenceRequest r = varied_request(3, true);
   r.cache_namespace = "model\x1ftenant-a\x1f";
   const Outcome cold = drain(**s.submit(r));
   EXPECT_EQ(cold.cached, 0);
@@ -86,7 +76,7 @@ TEST(EngineScheduler, CancelFreesKvAndRejectsImpossibleRequests) {
   if (!fs::exists(kLlama)) GTEST_SKIP() << "fixtures absent";
   auto engine = load();
   Scheduler s(*engine, {.max_step_tokens = 4, .max_running = 4, .max_waiting = 2});
-  SequenceRequest r = request(1, false);
+  SequenceRequest r = varied_request(1, false);
   r.max_tokens = 200;
   auto h = *s.submit(r);
   SequenceUpdate u;
@@ -98,12 +88,12 @@ TEST(EngineScheduler, CancelFreesKvAndRejectsImpossibleRequests) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(s.stats().kv_blocks_free, s.stats().kv_blocks_total);
 
-  SequenceRequest too_long = request(1, false);
+  SequenceRequest too_long = varied_request(1, false);
   too_long.max_tokens = 1000;
   auto bad = s.submit(too_long);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("context"), std::string::npos);
-  SequenceRequest bad_id = request(1, false);
+  SequenceRequest bad_id = varied_request(1, false);
   bad_id.prompt[0] = 5000;
   EXPECT_FALSE(s.submit(bad_id).ok());
 }

@@ -1,5 +1,6 @@
 // What a scheduler sequence produced, read to its end: the tests that compare
-// scheduler outputs (plain, speculative, pipelined) drain handles the same way.
+// scheduler outputs (plain, speculative, pipelined) drain handles the same way; and the
+// varied requests they submit.
 #pragma once
 
 #include <chrono>
@@ -35,6 +36,18 @@ inline DrainedSequence drain(SequenceHandle& h) {
   o.drafted = u.drafted_tokens;
   o.accepted = u.accepted_tokens;
   return o;
+}
+
+// Request `variant` of a family of distinct prompts (20 + 3 variant tokens), 12 tokens
+// with logprobs, greedy or seeded sampling; no prefix caching.
+inline SequenceRequest varied_request(int variant, bool sampled) {
+  SequenceRequest r;
+  for (int i = 0; i < 20 + variant * 3; ++i) r.prompt.push_back((i * 37 + variant * 101) % 1000 + 5);
+  r.max_tokens = 12;
+  r.sampling.temperature = sampled ? 0.9f : 0.0f;
+  r.sampling.seed = 1234 + static_cast<uint64_t>(variant);
+  r.sampling.logprobs = true;
+  return r;
 }
 
 }  // namespace memra::engine::test_support
