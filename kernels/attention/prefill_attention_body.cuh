@@ -165,6 +165,23 @@ MEMRA_PA_FN float pa_fp8_scale(Ops& ops, const PaFp8* cache, const int32_t* tabl
                       pa_fp8_slot<D>(table, pos, block_size, row_width, head_offset).scale);
 }
 
+// A warp's scores or weights s (n-tile n: positions j0 + 8n + 2 t4 + (e & 1) in element
+// e) each times its position's row scale in an fp8 cache; positions outside [lo, hi] (not
+// staged by the CTA) times 0.
+template <int D, int N, class Ops>
+MEMRA_PA_FN void pa_scale_fp8_rows(Ops& ops, const PaFp8* cache, const int32_t* table, int32_t block_size, int64_t row_width,
+                                   int64_t head_offset, int32_t j0, int t4, int32_t lo, int32_t hi, float (&s)[N][4]) {
+MEMRA_PA_UNROLL
+  for (int n = 0; n < N; ++n)
+MEMRA_PA_UNROLL
+    for (int e = 0; e < 2; ++e) {
+      const int32_t j = j0 + 8 * n + 2 * t4 + e;
+      const float sc = j >= lo && j <= hi ? pa_fp8_scale<D>(ops, cache, table, j, block_size, row_width, head_offset) : 0.0f;
+      s[n][e] = s[n][e] * sc;
+      s[n][2 + e] = s[n][2 + e] * sc;
+    }
+}
+
 template <class KvT>
 MEMRA_PA_FN void pa_zero_chunk(PaKvChunk<KvT>& c) {
 MEMRA_PA_UNROLL
@@ -335,19 +352,8 @@ MEMRA_PA_UNROLL
         }
       }
       // Element e of n-tile n: row slot g + 8*(e>>1), position j0 + 8n + 2*t4 + (e&1).
-      if constexpr (kFp8) {  // each score times its K row's scale (positions the CTA staged)
-MEMRA_PA_UNROLL
-        for (int n = 0; n < kTileN / 8; ++n)
-MEMRA_PA_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const int32_t j = j0 + 8 * n + 2 * t4 + e;
-            const float ks = j >= ld.lo && j <= ld.hi
-                                 ? pa_fp8_scale<D>(ops, k_cache, table, j, block_size, row_width, ld.head_offset)
-                                 : 0.0f;
-            s[n][e] = s[n][e] * ks;
-            s[n][2 + e] = s[n][2 + e] * ks;
-          }
-      }
+      if constexpr (kFp8)  // each score times its K row's scale (positions the CTA staged)
+        pa_scale_fp8_rows<D>(ops, k_cache, table, block_size, row_width, ld.head_offset, j0, t4, ld.lo, ld.hi, s);
 MEMRA_PA_UNROLL
       for (int h = 0; h < 2; ++h) {
         float tile_max = -INFINITY;
@@ -399,19 +405,8 @@ MEMRA_PA_UNROLL
 
     if (active) {
       ops.syncwarp();
-      if constexpr (kFp8) {  // each weight times its V row's scale (after the sums l took them)
-MEMRA_PA_UNROLL
-        for (int n = 0; n < kTileN / 8; ++n)
-MEMRA_PA_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const int32_t j = j0 + 8 * n + 2 * t4 + e;
-            const float vs = j >= ld.lo && j <= ld.hi
-                                 ? pa_fp8_scale<D>(ops, v_cache, table, j, block_size, row_width, ld.head_offset)
-                                 : 0.0f;
-            s[n][e] = s[n][e] * vs;
-            s[n][2 + e] = s[n][2 + e] * vs;
-          }
-      }
+      if constexpr (kFp8)  // each weight times its V row's scale (after the sums l took them)
+        pa_scale_fp8_rows<D>(ops, v_cache, table, block_size, row_width, ld.head_offset, j0, t4, ld.lo, ld.hi, s);
 MEMRA_PA_UNROLL
       for (int kk = 0; kk < kTileN / 16; ++kk) {
         // P as the A fragment (positions kk*16 .. +15) straight from the S accumulators.
