@@ -25,7 +25,10 @@ struct Kernel {
   // Calls memra::cuda::pdl_wait before touching any other kernel's data
   // (kernels/common/pdl.cuh): step graphs may launch it programmatically (step_graph.cpp).
   bool pdl = false;
-  uint32_t dynamic_smem_limit = 48 * 1024;  // raised by CudaBackend::allow_dynamic_smem
+  // Dynamic shared memory a launch may ask without the opt-in attribute: none, since the
+  // 48 KiB default covers the kernel's static shared memory too; CudaBackend::allow_dynamic_smem
+  // raises it to the device's opt-in limit on first need.
+  uint32_t dynamic_smem_limit = 0;
 };
 
 struct Module {
