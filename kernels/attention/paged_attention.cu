@@ -18,7 +18,10 @@
 // `xq`/`xm` (nullable; only with `rows` NULL and head_dim % 32 == 0): whichever kernel
 // writes `out` also writes it as int8x32 rows (kernels/common/quantize_q8.cuh, what
 // memra_quantize_act_q8_rows would compute from `out`) for the next integer-activation
-// matmul (the o projection), which then needs no quantisation launch.
+// matmul (the o projection), which then needs no quantisation launch. `fp8_plane` /
+// `fp8_back` (nullable; pass 1 writing `out` only, `rows` NULL, group * head_dim % 128
+// == 0): the same for fp8 weights, the fp8 GEMV's prepared rows (kernels/matmul/
+// fp8_act.cuh, what memra_prepare_act_fp8_rows would compute from `out`).
 //
 // The block stages the chunk's K and V rows in shared memory with 16-byte cp.async
 // (zero-filled past the row's last position), K and V as two groups so the V loads
@@ -43,6 +46,7 @@
 #include "kernels/attention/paged_attention_layout.hpp"
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/quantize_q8.cuh"
+#include "kernels/matmul/fp8_act.cuh"
 #include "kernels/common/reduce.cuh"
 
 namespace {
@@ -351,7 +355,8 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
                                                 const int32_t* block_tables, int32_t max_blocks, float scale,
                                                 int32_t sliding_window, float softcap, int32_t max_chunks, float* part_o,
                                                 float* part_ml, const int32_t* rows, const int32_t* fresh_from,
-                                                int32_t v_separate, float* out, int8_t* xq, float2* xm) {
+                                                int32_t v_separate, float* out, int8_t* xq, float2* xm,
+                                                uint2* fp8_plane, float* fp8_back) {
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
@@ -538,6 +543,15 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
     for (int b = warp; b < group * head_dim / 32; b += kThreads / 32)
       memra::cuda::quantize_lane_q8(out[base + 32 * b + lane], qbase + 32 * b + lane, xq, xm);
   }
+  if (out && fp8_plane) {
+    // The same for the fp8 GEMV: a warp per 128-element group of the group's outputs.
+    __syncthreads();
+    const int64_t base = (t * heads + h0) * static_cast<int64_t>(head_dim);
+    const int64_t pbase = (i_entry * heads + h0) * static_cast<int64_t>(head_dim);
+    for (int b = warp; b < group * head_dim / 128; b += kThreads / 32)
+      memra::cuda::prepare_vec4_fp8(reinterpret_cast<const float4*>(out + base + 128 * b)[lane], pbase + 128 * b + 4 * lane,
+                                    fp8_plane, fp8_back);
+  }
 }
 }  // namespace
 
@@ -547,10 +561,10 @@ __device__ __forceinline__ void attention_chunk(const float* q, const KvT* k_cac
            int32_t head_dim, int32_t block_size, const int32_t* positions, const int32_t* seq_index,                \
            const int32_t* block_tables, int32_t max_blocks, float scale, int32_t sliding_window, float softcap,     \
            int32_t max_chunks, float* part_o, float* part_ml, const int32_t* rows, const int32_t* fresh_from,       \
-           int32_t v_separate, float* out, int8_t* xq, float2* xm) {                                                \
+           int32_t v_separate, float* out, int8_t* xq, float2* xm, uint2* fp8_plane, float* fp8_back) {             \
     attention_chunk(q, k_cache, v_cache, heads, kv_heads, head_dim, block_size, positions, seq_index, block_tables, \
                     max_blocks, scale, sliding_window, softcap, max_chunks, part_o, part_ml, rows, fresh_from,      \
-                    v_separate, out, xq, xm);                                                                        \
+                    v_separate, out, xq, xm, fp8_plane, fp8_back);                                                   \
   }
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk, float)
 MEMRA_DEFINE_ATTENTION_CHUNK(memra_attention_chunk_f16, __half)

@@ -57,6 +57,11 @@ inline float __uint_as_float(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline uint32_t __float_as_uint(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);
@@ -66,6 +71,10 @@ struct __nv_bfloat16 {
   uint16_t bits;
 };
 inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float(static_cast<uint32_t>(b.bits) << 16); }
+// kernels/common/bf16_pack.cuh's pack_bf16 (__floats2bfloat162_rn): lo in the low half.
+inline uint32_t cuda_emu_pack_bf16(float lo, float hi) {
+  return static_cast<uint32_t>(memra::quant::f32_to_bf16(lo)) | (static_cast<uint32_t>(memra::quant::f32_to_bf16(hi)) << 16);
+}
 struct __half {
   uint16_t bits;
 };

@@ -17,6 +17,7 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
+#include "kernels/matmul/fp8_act_ref.hpp"
 #include "kernels/matmul/gemv_int8_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/decode_attention_emulator.hpp"
@@ -117,8 +118,11 @@ struct Problem {
   // them: rows of one chunk each write the output from the chunk kernel, unless `merge`.
   // With `quantised` (no row list), the kernel that writes the output also writes it as
   // int8x32 rows: codes into quantised->first, {d, s} per block into quantised->second.
+  // With `prepared` (one-chunk rows, no row list), the chunk kernel also writes the fp8
+  // GEMV's rows: the bf16 plane into prepared->first, 2^(120 - E) per group into ->second.
   std::vector<float> gpu(KvElement element, bool v_separate, const std::vector<int32_t>& entries = {},
-                         bool merge = false, std::pair<std::vector<int8_t>, std::vector<float>>* quantised = nullptr) const {
+                         bool merge = false, std::pair<std::vector<int8_t>, std::vector<float>>* quantised = nullptr,
+                         std::pair<std::vector<uint16_t>, std::vector<float>>* prepared = nullptr) const {
     const int E = entries.empty() ? static_cast<int>(pos.size()) : static_cast<int>(entries.size());
     const int32_t* rows = entries.empty() ? nullptr : entries.data();
     const int32_t* fresh_from = fresh.empty() ? nullptr : fresh.data();
@@ -137,6 +141,14 @@ struct Problem {
       xq = quantised->first.data();
       xm = reinterpret_cast<float2*>(quantised->second.data());
     }
+    uint2* plane = nullptr;
+    float* back = nullptr;
+    if (prepared) {
+      prepared->first.assign(out.size(), 0x5555);
+      prepared->second.assign(out.size() / 128, NAN);
+      plane = reinterpret_cast<uint2*>(prepared->first.data());
+      back = prepared->second.data();
+    }
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto* kbf = reinterpret_cast<const __nv_bfloat16*>(kb.data());
     const auto* vbf = reinterpret_cast<const __nv_bfloat16*>(vb.data());
@@ -146,20 +158,20 @@ struct Problem {
       if (element == KvElement::f16)
         memra_attention_chunk_f16(q.data(), khf, vhf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                   tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
-                                  part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
+                                  part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm, plane, back);
       else if (element == KvElement::fp8)
         memra_attention_chunk_fp8(q.data(), reinterpret_cast<const Fp8E4m3*>(k8.data()), reinterpret_cast<const Fp8E4m3*>(v8.data()),
                                   c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(), tables.data(), max_blocks,
                                   scale, c.window, c.softcap, max_chunks, part_o.data(), part_ml.data(), rows, fresh_from,
-                                  v_separate ? 1 : 0, direct, xq, xm);
+                                  v_separate ? 1 : 0, direct, xq, xm, plane, back);
       else if (element == KvElement::bf16)
         memra_attention_chunk_bf16(q.data(), kbf, vbf, c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(), seq.data(),
                                    tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks, part_o.data(),
-                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
+                                   part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm, plane, back);
       else
         memra_attention_chunk(q.data(), kf.data(), vf.data(), c.heads, c.kv_heads, c.head_dim, kBlock, pos.data(),
                               seq.data(), tables.data(), max_blocks, scale, c.window, c.softcap, max_chunks,
-                              part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm);
+                              part_o.data(), part_ml.data(), rows, fresh_from, v_separate ? 1 : 0, direct, xq, xm, plane, back);
     });
     if (!merge) return out;
     memra::decode_emu::launch(static_cast<unsigned>(E * c.heads), static_cast<unsigned>(memra::attn::decode_combine_slices(c.head_dim)), [&] {
@@ -285,6 +297,26 @@ TEST(CudaDecodeAttentionEmulated, FusedInt8RowsAreTheReferenceQuantisationOfTheO
         EXPECT_EQ(fused.first, q) << "codes";
         EXPECT_TRUE(same_bits(fused.second.data(), meta.data(), meta.size())) << "{d, s} per block";
       }
+}
+
+// With fp8 weights the chunk kernel of a one-chunk step also writes the fp8 GEMV's
+// prepared rows (a q-head group of whole 128-element groups): exactly
+// ref::prepare_act_fp8 of its output, the output unchanged.
+TEST(CudaDecodeAttentionEmulated, FusedFp8RowsAreTheReferencePreparationOfTheOutput) {
+  for (const KvElement e : {KvElement::f16, KvElement::bf16, KvElement::fp8})
+    for (const Config& c : {Config{8, 2, 128, 0, 0.0f}, Config{4, 2, 64, 30, 30.0f}, Config{2, 2, 256, 0, 0.0f}}) {
+      SCOPED_TRACE(testing::Message() << element_name(e) << " hd" << c.head_dim);
+      const std::vector<int32_t> positions = {0, 5, 63, 40};
+      const Problem p(c, positions, KvElement::f32, 13);
+      std::pair<std::vector<uint16_t>, std::vector<float>> fused;
+      const auto out = p.gpu(e, true, {}, false, nullptr, &fused);
+      EXPECT_TRUE(same_bits(out.data(), p.gpu(e, true).data(), out.size())) << "the output with the preparation";
+      std::vector<uint16_t> plane(out.size());
+      std::vector<float> back(out.size() / 128);
+      ASSERT_TRUE(memra::ref::prepare_act_fp8(out.data(), static_cast<int64_t>(positions.size()), p.width(), plane.data(), back.data()));
+      EXPECT_EQ(fused.first, plane) << "bf16 plane";
+      EXPECT_TRUE(same_bits(fused.second.data(), back.data(), back.size())) << "2^(120 - E) per group";
+    }
 }
 
 }  // namespace

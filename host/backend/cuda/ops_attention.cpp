@@ -131,6 +131,12 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
       return fail(MEMRA_ERR_UNSUPPORTED, "attention: q-head group " + std::to_string(group) + " x head_dim " + std::to_string(head_dim) +
                                              ": " + last_error_);
   }
+  // The rows fused for the o projection: int8x32 from whichever kernel writes `out`; the
+  // fp8 GEMV's rows from the chunk kernel only (the caller passes them for one-chunk rows).
+  const bool q8 = fused && fused->format == ActFormat::int8x32;
+  const bool fp8 = fused && fused->format == ActFormat::fp8;
+  if (fp8 && (merge || (group * head_dim) % 128 != 0))
+    return fail(MEMRA_ERR_INTERNAL, "attention: fp8 rows fused into a merged or partial-group launch");
   const auto shared = static_cast<unsigned>(shared64);
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
   memra_status st = launch("attention", chunk_kernel, group_rows, static_cast<unsigned>(max_chunks),
@@ -139,13 +145,14 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
                            p->sliding_window, p->logit_softcap, max_chunks, part_o, part_ml, rows,
                            options_.early_kv_reads ? db.fresh_from : CUdeviceptr{0},
                            static_cast<int32_t>(v_separate ? 1 : 0), merge ? CUdeviceptr{0} : out,
-                           fused && !merge ? fused->q : CUdeviceptr{0}, fused && !merge ? fused->meta : CUdeviceptr{0});
+                           q8 && !merge ? fused->q : CUdeviceptr{0}, q8 && !merge ? fused->meta : CUdeviceptr{0},
+                           fp8 ? fused->q : CUdeviceptr{0}, fp8 ? fused->meta : CUdeviceptr{0});
   if (st != MEMRA_OK || !merge) return st;
   return launch("attention", "memra_attention_combine", static_cast<unsigned>(n),
                 static_cast<unsigned>(attn::decode_combine_slices(head_dim)),
                 static_cast<unsigned>(attn::kDecodeThreads), 0, part_o, part_ml, db.positions, heads, head_dim,
-                p->sliding_window, max_chunks, out, rows, fused ? fused->q : CUdeviceptr{0},
-                fused ? fused->meta : CUdeviceptr{0});
+                p->sliding_window, max_chunks, out, rows, q8 ? fused->q : CUdeviceptr{0},
+                q8 ? fused->meta : CUdeviceptr{0});
 }
 
 Result<CUdeviceptr> CudaBackend::rope_inv_freq(const memra_rope_params& p, float* attention_factor) {
@@ -247,13 +254,16 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   }
   if (!plan || plan->ctas == 0) {
     // Decode rows only: with integer-activation weights the kernel that writes `out` also
-    // writes it as the o projection's int8x32 rows (a 32-dim block within one head).
+    // writes it as the o projection's int8x32 rows (a 32-dim block within one head); with
+    // fp8 weights, when every row has one chunk, the chunk kernel writes the fp8 GEMV's
+    // rows (128-element groups within one kv head's q-head group).
     const QuantizedRows* fused = nullptr;
     const int64_t width = static_cast<int64_t>(heads) * head_dim;
     if (head_dim % 32 == 0) {
       auto f = fused_act_format(batch->num_tokens, width);
       if (!f) return fail(f.error());
-      if (*f == ActFormat::int8x32) {
+      const bool fp8_rows = *f == ActFormat::fp8 && max_chunks == 1 && (heads / kv_heads * head_dim) % 128 == 0;
+      if (*f == ActFormat::int8x32 || fp8_rows) {
         auto rows = fused_act_rows(*f, dptr(out), batch->num_tokens, width);
         if (!rows) return fail(rows.error());
         fused = *rows;

@@ -256,55 +256,70 @@ void check_mixed_geometry(Device& d, Report& r, int32_t n) {
   }
 }
 
-// The decode attention's fused int8x32 rows: with integer-activation weights on the
-// backend (and the fused decode path on), the kernel that writes a decode step's output
-// (the chunk kernel when every row has one chunk, else the merge) also writes it as the
-// o projection's int8x32 rows, and the matmul takes them: its output is bitwise
+// The decode attention's fused rows for the o projection: with integer-activation weights
+// on the backend (and the fused decode path on), the kernel that writes a decode step's
+// output (the chunk kernel when every row has one chunk, else the merge) also writes it as
+// the o projection's int8x32 rows, and the matmul takes them: its output is bitwise
 // int8_matmul_ref of the downloaded attention output, and the backend counts one fused
-// quantisation per step.
+// quantisation per step. With fp8 weights (a backend of their own: the fused format
+// follows the weights it holds, int8x32 first) the chunk kernel writes the fp8 GEMV's
+// prepared rows on one-chunk steps only: the matmul's output is bitwise the same matmul
+// over the downloaded output uploaded afresh (which prepares its rows itself), one fused
+// step of two.
 void check_attention_fused_rows(Device& dev, Report& r, Rng& rng) {
-  for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) {
-    const std::string name = std::string("fused decode attention gqa 8/2 hd128 ") + kv_name(kv) +
-                             "-kv -> o projection q8_0: rows of 1 and of 4 chunks, and of 1 chunk only";
-    r.guard(name, [&] {
-      std::unique_ptr<Device> own;  // the fused path is a backend setting (on by default)
-      if (!dev.options().fuse_decode) own = dev.reopen([](backend::BackendOptions& b) { b.fuse_decode = true; });
-      Device& d = own ? *own : dev;
-      const Config c{"", 8, 2, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, kv};
-      const int32_t bs = 16, n = 200, max_blocks = (n + 1 + bs - 1) / bs + 1;
-      const int64_t rows = 256, cols = 8 * 128;
-      const std::vector<uint8_t> bytes = random_weight(rng, "q8_0", rows, cols, "random");
-      const memra_weight* wo = d.weight("wo_fused_attention", "q8_0", dtype_of("q8_0"), {rows, cols}, bytes);
-      Scenario s(d, c, 1, bs, max_blocks, 2, rng);
-      std::vector<Token> pre;
-      for (int32_t p = 0; p < n; ++p) pre.push_back(s.token(rng, 0, p));
-      for (int32_t p = 0; p < 30; ++p) pre.push_back(s.token(rng, 1, p));
-      s.step(pre, 0);  // (more than 64 rows: no fusion)
-      std::string bad;
-      int64_t fused = 0;
-      const std::vector<std::vector<Token>> steps = {{s.token(rng, 0, n), s.token(rng, 1, 30)}, {s.token(rng, 1, 31)}};
-      for (const auto& toks : steps) {
-        const auto m = static_cast<int64_t>(toks.size());
-        memra_tensor y{};
-        const backend::BackendStats before = d.backend().stats();
-        backend::BackendStats after;
-        const auto res = s.step(toks, 0, [&](memra_tensor& out) {
-          y = d.tensor({m, rows});
-          d.check(d.ops().matmul(d.ctx(), &out, wo, nullptr, &y), "matmul o");
-          after = d.backend().stats();
-        });
-        fused += after.fused_act_quantisations - before.fused_act_quantisations;
-        std::vector<float> ref(static_cast<size_t>(m * rows));
-        if (!int8_matmul_ref("q8_0", bytes, rows, cols, res.out, m, nullptr, ref.data())) throw Failure("reference refused the shape");
-        const Comparison cmp = compare(d.download(y), ref);
-        if (!cmp.bitwise) bad += (bad.empty() ? "" : ", ") + std::to_string(m) + "-row step differs (nmse " + fmt(cmp.nmse) + ")";
-        if (compare(res.out, res.ref_out).nmse > kAttentionBound) bad += (bad.empty() ? "" : ", ") + std::string("attention out of bound");
-      }
-      r.add(name, bad.empty() && fused == 2,
-            (bad.empty() ? std::string("o projection bitwise == int8 reference of the attention output") : bad) +
-                "; fused " + std::to_string(fused) + "/2");
-    });
-  }
+  for (const std::string scheme : {"q8_0", "fp8"})
+    for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16}) {
+      const bool fp8 = scheme == "fp8";
+      const std::string name = std::string("fused decode attention gqa 8/2 hd128 ") + kv_name(kv) + "-kv -> o projection " +
+                               scheme + ": rows of 1 and of 4 chunks, and of 1 chunk only";
+      r.guard(name, [&] {
+        std::unique_ptr<Device> own;  // the fused path is a backend setting (on by default)
+        if (fp8 || !dev.options().fuse_decode) own = dev.reopen([](backend::BackendOptions& b) { b.fuse_decode = true; });
+        Device& d = own ? *own : dev;
+        const Config c{"", 8, 2, 128, true, rope(128, 1, 10000.0f, MEMRA_ROPE_SCALING_NONE), 0, 0.0f, kv};
+        const int32_t bs = 16, n = 200, max_blocks = (n + 1 + bs - 1) / bs + 1;
+        const int64_t rows = 256, cols = 8 * 128;
+        const std::vector<uint8_t> bytes = random_weight(rng, scheme, rows, cols, "random");
+        const memra_weight* wo = d.weight("wo_fused_attention_" + scheme, scheme, dtype_of(scheme), {rows, cols}, bytes);
+        Scenario s(d, c, 1, bs, max_blocks, 2, rng);
+        std::vector<Token> pre;
+        for (int32_t p = 0; p < n; ++p) pre.push_back(s.token(rng, 0, p));
+        for (int32_t p = 0; p < 30; ++p) pre.push_back(s.token(rng, 1, p));
+        s.step(pre, 0);  // (more than 64 rows: no fusion)
+        std::string bad;
+        int64_t fused = 0;
+        const std::vector<std::vector<Token>> steps = {{s.token(rng, 0, n), s.token(rng, 1, 30)}, {s.token(rng, 1, 31)}};
+        for (const auto& toks : steps) {
+          const auto m = static_cast<int64_t>(toks.size());
+          memra_tensor y{};
+          const backend::BackendStats before = d.backend().stats();
+          backend::BackendStats after;
+          const auto res = s.step(toks, 0, [&](memra_tensor& out) {
+            y = d.tensor({m, rows});
+            d.check(d.ops().matmul(d.ctx(), &out, wo, nullptr, &y), "matmul o");
+            after = d.backend().stats();
+          });
+          fused += after.fused_act_quantisations - before.fused_act_quantisations;
+          std::vector<float> ref(static_cast<size_t>(m * rows));
+          if (fp8) {
+            memra_tensor x = d.upload(res.out, {m, cols}), yr = d.tensor({m, rows});
+            d.check(d.ops().matmul(d.ctx(), &x, wo, nullptr, &yr), "matmul o (unfused)");
+            ref = d.download(yr);
+          } else if (!int8_matmul_ref(scheme, bytes, rows, cols, res.out, m, nullptr, ref.data())) {
+            throw Failure("reference refused the shape");
+          }
+          const Comparison cmp = compare(d.download(y), ref);
+          if (!cmp.bitwise) bad += (bad.empty() ? "" : ", ") + std::to_string(m) + "-row step differs (nmse " + fmt(cmp.nmse) + ")";
+          if (compare(res.out, res.ref_out).nmse > kAttentionBound) bad += (bad.empty() ? "" : ", ") + std::string("attention out of bound");
+        }
+        const int64_t want = fp8 ? 1 : 2;
+        r.add(name, bad.empty() && fused == want,
+              (bad.empty() ? std::string(fp8 ? "o projection bitwise == the unfused matmul of the attention output"
+                                             : "o projection bitwise == int8 reference of the attention output")
+                           : bad) +
+                  "; fused " + std::to_string(fused) + "/" + std::to_string(want));
+      });
+    }
 }
 
 void check_attention(Device& d, Report& r, const CheckOptions& o) {
