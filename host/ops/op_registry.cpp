@@ -17,6 +17,25 @@ std::string_view backend_name(memra_backend_kind kind) { return kind == MEMRA_BA
 
 std::span<const OpSpec> registered_ops() { return kOps; }
 
+memra_status unregistered_op(std::string_view name, uint32_t version, std::string* why) {
+  for (const OpSpec& s : kOps)
+    if (s.name == name) {
+      *why = "op_find: op '" + std::string(name) + "' has no version " + std::to_string(version);
+      return MEMRA_ERR_UNSUPPORTED;
+    }
+  *why = "op_find: no op named '" + std::string(name) + "'";
+  return MEMRA_ERR_NOT_FOUND;
+}
+
+std::string op_args_mismatch(const OpSpec& spec, const memra_op_args* args) {
+  const std::string who = "op_run " + std::string(spec.name) + ": ";
+  if (!MEMRA_STRUCT_HAS(args, memra_op_args, batch)) return who + "args struct too small";
+  if (args->attrs_version != spec.version || !args->attrs || args->attrs_size < spec.attrs_size ||
+      *static_cast<const size_t*>(args->attrs) < spec.attrs_size)
+    return who + "attributes are not version " + std::to_string(spec.version) + " or too small";
+  return "";
+}
+
 const OpSpec* find_op(std::string_view name, uint32_t version) {
   for (const OpSpec& op : kOps)
     if (op.name == name && op.version == version) return &op;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "memra/backend.h"
 #include "memra/family.h"
 #include "memra/host_api.h"
 
@@ -32,6 +33,13 @@ struct OpSpec {
 std::span<const OpSpec> registered_ops();
 // The entry for (name, version), or nullptr.
 const OpSpec* find_op(std::string_view name, uint32_t version);
+// A backend's op_find answer for a (name, version) not registered: MEMRA_ERR_UNSUPPORTED
+// when the name is registered at another version, else MEMRA_ERR_NOT_FOUND; *why says which.
+memra_status unregistered_op(std::string_view name, uint32_t version, std::string* why);
+// A backend's op_run check of its arguments against the op's entry (the args struct, the
+// attribute version, attrs_size and the attribute struct's own struct_size): "" when they
+// fit, else why (MEMRA_ERR_ABI_MISMATCH).
+std::string op_args_mismatch(const OpSpec& spec, const memra_op_args* args);
 // Why a backend of `kind` cannot run a plan needing these ops ("" when it can), naming
 // the plugin, the op and the backend in one line.
 std::string check_required_ops(std::string_view plugin, std::span<const memra_op_requirement> ops,
