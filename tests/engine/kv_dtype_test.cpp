@@ -23,6 +23,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/engine/scheduler.hpp"
+#include "tests/engine/pipeline_test_run.hpp"
 #include "tests/engine/sequence_drain.hpp"
 #include "tests/support/fixture_engine.hpp"
 #include "tests/support/repacked_fixture.hpp"
@@ -239,19 +240,8 @@ TEST_P(EngineKvRounded, PipelineStagesAndBlockCopyMatchOneBackend) {
       eo.max_context = 64;
       auto e = load(dir, eo);
       ASSERT_TRUE(e);
-      const int32_t seq = e->open_sequence();
-      StepRequest req{seq, prompt, false, true};
-      ASSERT_TRUE(e->step({&req, 1}).ok());
-      const auto blocks = e->sequence_blocks(seq);
-      ASSERT_EQ(blocks.size(), 2u);
-      if (copy) {
-        ASSERT_TRUE(e->copy_kv_block(0, blocks[0], blocks[1]).ok());
-      }
-      const int32_t tok = 7;
-      StepRequest d{seq, {&tok, 1}, false};
-      auto o = e->step({&d, 1});
-      ASSERT_TRUE(o.ok()) << o.error().message;
-      rows.push_back((*o)[0]);
+      rows.push_back(memra::pipeline_test::decode_after_block_copy(*e, prompt, copy));
+      ASSERT_FALSE(rows.back().empty());
     }
   }
   EXPECT_NE(rows[0], rows[1]) << "the block copy changed nothing (test has no teeth)";

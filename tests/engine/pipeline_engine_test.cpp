@@ -43,6 +43,7 @@ std::unique_ptr<ModelSource> open_source(const std::string& name, int64_t widen_
   return memra::pipeline_test::open_source(model_path("models/" + name), widen_to);
 }
 
+using memra::pipeline_test::decode_after_block_copy;
 using memra::pipeline_test::prefill_and_decode;
 using memra::pipeline_test::test_prompt;
 using memra::pipeline_test::tie;
@@ -242,19 +243,8 @@ TEST(PipelineCpu, KvBlockCopyReachesEveryStage) {
     for (bool copy : {false, true}) {
       auto e = make_engine(widened(), stages, {}, 4);
       ASSERT_TRUE(e);
-      const int32_t seq = e->open_sequence();
-      StepRequest req{seq, prompt, false, true};
-      ASSERT_TRUE(e->step({&req, 1}).ok());
-      const auto blocks = e->sequence_blocks(seq);
-      ASSERT_EQ(blocks.size(), 2u);
-      if (copy) {
-        ASSERT_TRUE(e->copy_kv_block(0, blocks[0], blocks[1]).ok());
-      }
-      const int32_t tok = 7;
-      StepRequest d{seq, {&tok, 1}, false};
-      auto o = e->step({&d, 1});
-      ASSERT_TRUE(o.ok()) << o.error().message;
-      rows.push_back((*o)[0]);
+      rows.push_back(decode_after_block_copy(*e, prompt, copy));
+      ASSERT_FALSE(rows.back().empty());
     }
   }
   // rows: {1 stage plain, 1 stage copied, 3 stages plain, 3 stages copied}

@@ -26,6 +26,36 @@ inline std::vector<int32_t> test_prompt(size_t n, uint32_t seed = 3) {
   return p;
 }
 
+// The logits of one decode step (token 7) after `prompt`, which must fill two KV blocks,
+// with the sequence's first block copied over its second before it when `copy`: what the
+// copy_kv_block tests compare between one backend and pipeline stages.
+inline std::vector<float> decode_after_block_copy(engine::Engine& e, const std::vector<int32_t>& prompt, bool copy) {
+  const int32_t seq = e.open_sequence();
+  engine::StepRequest req{seq, prompt, false, true};
+  if (auto o = e.step({&req, 1}); !o.ok()) {
+    ADD_FAILURE() << "prefill: " << o.error().message;
+    return {};
+  }
+  const auto blocks = e.sequence_blocks(seq);
+  if (blocks.size() != 2u) {
+    ADD_FAILURE() << "the prompt fills " << blocks.size() << " KV blocks, not 2";
+    return {};
+  }
+  if (copy)
+    if (auto c = e.copy_kv_block(0, blocks[0], blocks[1]); !c.ok()) {
+      ADD_FAILURE() << "copy_kv_block: " << c.error().message;
+      return {};
+    }
+  const int32_t tok = 7;
+  engine::StepRequest d{seq, {&tok, 1}, false};
+  auto o = e.step({&d, 1});
+  if (!o.ok()) {
+    ADD_FAILURE() << "decode: " << o.error().message;
+    return {};
+  }
+  return (*o)[0];
+}
+
 // Every prefill row, then `steps` greedy decode rows (each fed back); with `handoffs`,
 // the pipeline's hand-off count after each decode step.
 inline std::vector<std::vector<float>> prefill_and_decode(engine::Engine& e, const std::vector<int32_t>& prompt, int steps,
