@@ -41,6 +41,40 @@ __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uin
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// The block's epilogue, both tensor-core GEMVs': each warp's accumulators (rows g, g + 8;
+// tokens 2q, 2q + 1 of each n-tile) into partial [warps][NT][kRows][kTokens], then per
+// (row, token) the warps' sums in warp order, the bias, the store. kFixedWarps > 0: the warp
+// count at compile time (the sum unrolled); 0: `warps`.
+template <int NT, int kFixedWarps>
+__device__ __forceinline__ void store_sums(float* partial, const float (&acc)[NT][4], int warps, int64_t rows, int64_t m,
+                                           float* __restrict__ y, const float* __restrict__ bias, int64_t r0, int64_t t0) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  auto at = [&](int wp, int n, int r, int tok) -> float& { return partial[((wp * NT + n) * kRows + r) * kTokens + tok]; };
+#pragma unroll
+  for (int n = 0; n < NT; ++n) {
+    at(warp, n, g, 2 * q) = acc[n][0];
+    at(warp, n, g, 2 * q + 1) = acc[n][1];
+    at(warp, n, g + 8, 2 * q) = acc[n][2];
+    at(warp, n, g + 8, 2 * q + 1) = acc[n][3];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < NT * kRows * kTokens; i += blockDim.x) {
+    const int r = i % kRows, tok = (i / kRows) % kTokens, n = i / (kRows * kTokens);
+    const int64_t row = r0 + r, t = t0 + n * kTokens + tok;
+    if (row >= rows || t >= m) continue;
+    float v = at(0, n, r, tok);
+    if constexpr (kFixedWarps > 0) {
+#pragma unroll
+      for (int j = 1; j < kFixedWarps; ++j) v = v + at(j, n, r, tok);
+    } else {
+      for (int k = 1; k < warps; ++k) v = v + at(k, n, r, tok);
+    }
+    if (bias) v = v + bias[row];
+    y[t * rows + row] = v;
+  }
+}
+
 // kUnroll chunks loaded into registers, then used; shared memory only for the warps'
 // partial sums.
 template <int NT, int kUnroll = memra::gemv_mma::kUnroll, int kWarps = memra::gemv_mma::kWarps>
@@ -99,25 +133,7 @@ __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* __restrict__ w, i
       }
     }
   }
-  auto at = [&](int wp, int n, int r, int tok) -> float& { return partial[((wp * NT + n) * kRows + r) * kTokens + tok]; };
-#pragma unroll
-  for (int n = 0; n < NT; ++n) {
-    at(warp, n, g, 2 * q) = acc[n][0];
-    at(warp, n, g, 2 * q + 1) = acc[n][1];
-    at(warp, n, g + 8, 2 * q) = acc[n][2];
-    at(warp, n, g + 8, 2 * q + 1) = acc[n][3];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < NT * kRows * kTokens; i += blockDim.x) {
-    const int r = i % kRows, tok = (i / kRows) % kTokens, n = i / (kRows * kTokens);
-    const int64_t row = r0 + r, t = t0 + n * kTokens + tok;
-    if (row >= rows || t >= m) continue;
-    float v = at(0, n, r, tok);
-#pragma unroll
-    for (int j = 1; j < kWarps; ++j) v = v + at(j, n, r, tok);
-    if (bias) v = v + bias[row];
-    y[t * rows + row] = v;
-  }
+  store_sums<NT, kWarps>(partial, acc, kWarps, rows, m, y, bias, r0, t0);
 }
 
 // Block x of a launch over GemvMats (16-row tiles): its matrix and first row.

@@ -186,24 +186,7 @@ __device__ __forceinline__ void gemv_fp8_tile(const uint8_t* __restrict__ w, int
       }
     }
   }
-  auto at = [&](int wp, int n, int r, int tok) -> float& { return partial[((wp * NT + n) * kRows + r) * kTokens + tok]; };
-#pragma unroll
-  for (int n = 0; n < NT; ++n) {
-    at(warp, n, g, 2 * q) = acc[n][0];
-    at(warp, n, g, 2 * q + 1) = acc[n][1];
-    at(warp, n, g + 8, 2 * q) = acc[n][2];
-    at(warp, n, g + 8, 2 * q + 1) = acc[n][3];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < NT * kRows * kTokens; i += blockDim.x) {
-    const int r = i % kRows, tok = (i / kRows) % kTokens, n = i / (kRows * kTokens);
-    const int64_t row = r0 + r, t = t0 + n * kTokens + tok;
-    if (row >= rows || t >= m) continue;
-    float v = at(0, n, r, tok);
-    for (int k = 1; k < warps; ++k) v = v + at(k, n, r, tok);
-    if (bias) v = v + bias[row];
-    y[t * rows + row] = v;
-  }
+  store_sums<NT, 0>(partial, acc, warps, rows, m, y, bias, r0, t0);
 }
 
 }  // namespace memra::cuda::gemv_mma
