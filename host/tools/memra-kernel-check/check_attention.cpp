@@ -10,7 +10,6 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <numeric>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
@@ -77,13 +76,7 @@ class Scenario {
     const size_t n = static_cast<size_t>(layers) * num_blocks_ * static_cast<size_t>(block_bytes());
     kc_.assign(n, 0);
     vc_.assign(n, 0);
-    // Each sequence gets scattered physical blocks (exercises the paging).
-    std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), rng.engine());
-    tables_.resize(static_cast<size_t>(seqs));
-    for (int32_t s = 0; s < seqs; ++s)
-      tables_[static_cast<size_t>(s)].assign(ids.begin() + s * max_blocks, ids.begin() + (s + 1) * max_blocks);
+    tables_ = scattered_block_tables(seqs, max_blocks, rng);
     if (c.has_rope) table_ = ref::rope_table(c.rope);
     if (c.qk_norm) {
       q_norm_ = rng.floats(static_cast<size_t>(c.head_dim));

@@ -21,7 +21,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 #include <optional>
 
 #include "host/tools/memra-kernel-check/checks.hpp"
@@ -76,12 +75,7 @@ class Cache {
     const size_t n = static_cast<size_t>(kLayers) * num_blocks_ * static_cast<size_t>(block_bytes());
     kc_.assign(n, 0);
     vc_.assign(n, 0);
-    std::vector<int32_t> ids(static_cast<size_t>(num_blocks_));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), rng.engine());
-    tables_.resize(static_cast<size_t>(seqs));
-    for (int32_t s = 0; s < seqs; ++s)
-      tables_[static_cast<size_t>(s)].assign(ids.begin() + s * max_blocks_, ids.begin() + (s + 1) * max_blocks_);
+    tables_ = scattered_block_tables(seqs, max_blocks_, rng);
     if (c.has_rope) {
       rope_ = neox_rope(c.head_dim);
       table_ = ref::rope_table(rope_);

@@ -1,8 +1,10 @@
 #include "host/tools/memra-kernel-check/harness.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 
 namespace memra::kcheck {
 
@@ -162,6 +164,15 @@ std::vector<float> Rng::floats(size_t n, const std::string& flavour) {
     v[i] = x;
   }
   return v;
+}
+
+std::vector<std::vector<int32_t>> scattered_block_tables(int32_t seqs, int32_t max_blocks, Rng& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(seqs) * static_cast<size_t>(max_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng.engine());
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(seqs));
+  for (int32_t s = 0; s < seqs; ++s) tables[static_cast<size_t>(s)].assign(ids.begin() + s * max_blocks, ids.begin() + (s + 1) * max_blocks);
+  return tables;
 }
 
 std::string fmt(double v) {

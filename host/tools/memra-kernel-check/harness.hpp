@@ -97,6 +97,10 @@ class Rng {
   std::normal_distribution<float> dist_{0.0f, 1.0f};
 };
 
+// Block tables of `seqs` sequences, max_blocks each, over seqs * max_blocks physical
+// blocks in shuffled order (the KV checks' caches exercise the paging).
+std::vector<std::vector<int32_t>> scattered_block_tables(int32_t seqs, int32_t max_blocks, Rng& rng);
+
 struct CheckLine {
   std::string name;
   bool pass = false;
