@@ -5,17 +5,12 @@
 #include <map>
 
 #include "host/server/host_options.hpp"
+#include "tests/server/env_of.hpp"
 
 namespace memra::server {
 namespace {
 
-EnvLookup env_of(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using test_support::env_of;
 
 TEST(ServerSpecOptions, DefaultsFlagsAndEnvironment) {
   HostOptions o;
