@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A same-machine A/B of the CUDA backend for tests/cuda/ab_bench_on_device.sh: this
+# tree's memra-bench, plugins, backend and kernel modules as "new", and the backend and
+# kernel modules of <rev> as "old" (kernels/ and host/backend/cuda/ checked out from
+# <rev>, built, then restored and rebuilt). Machines differ call to call by 5-8 %, so two
+# versions are compared only inside one call (docs/PERFORMANCE.md, "How to measure").
+# Needs kernels/ and host/backend/cuda/ without uncommitted changes; ~20 MB.
+# Usage: tests/cuda/ab_carry.sh <build-dir configured with -DMEMRA_CUDA=ON> <rev> [<dest>=.device/ab]
+set -eu
+B=${1:?build dir}
+REV=${2:?revision of the old backend}
+D=${3:-.device/ab}
+PATHS="kernels host/backend/cuda"
+git diff --quiet HEAD -- $PATHS || { echo "ab_carry: commit or stash the changes under $PATHS first" >&2; exit 2; }
+git rev-parse --verify -q "$REV^{commit}" > /dev/null || { echo "ab_carry: no revision $REV" >&2; exit 2; }
+TARGETS="memra_backend_cuda memra_kernel_modules"
+cmake --build "$B" -j2 --target memra-bench $TARGETS memra_family_llama memra_quant_float memra_quant_q8_0 memra_quant_q4_0 \
+  memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_iq4_xs memra_quant_fp8
+rm -rf "$D" && mkdir -p "$D/new/bin" "$D/new/lib" "$D/old/lib/memra" "$D/syslib"
+cp "$B/bin/memra-bench" "$D/new/bin/" && cp -r "$B/lib/memra" "$D/new/lib/"
+rm -rf "$D/new/lib/memra/test-plugins"
+restore() { git checkout -q HEAD -- $PATHS; }
+trap restore EXIT
+git checkout -q "$REV" -- $PATHS
+cmake --build "$B" -j2 --target $TARGETS
+cp "$B/lib/memra/libmemra-backend-cuda.so" "$D/old/lib/memra/" && cp -r "$B/lib/memra/kernels" "$D/old/lib/memra/"
+restore && trap - EXIT
+cmake --build "$B" -j2 --target $TARGETS  # the build dir matches the tree again
+strip "$D/new/bin/memra-bench" "$D"/new/lib/memra/*.so "$D"/new/lib/memra/plugins/*.so "$D"/old/lib/memra/*.so
+ldd "$D/new/bin/memra-bench" | awk '/=> \// {print $3}' | grep -E "libicu|libpcre|libPoco|libsqlite3|libprometheus|libcrypto|libssl|libexpat|libz\.so" |
+  while read -r lib; do cp -L "$lib" "$D/syslib/"; done
+git rev-parse --short HEAD > "$D/new/REV" && git rev-parse --short "$REV" > "$D/old/REV"
+tar cJf "$D/ab.tar.xz" -C "$D" new old syslib && rm -rf "$D/new" "$D/old" "$D/syslib"
+cp "$(dirname "$0")/ab_bench_on_device.sh" "$D/"
+du -sh "$D"
