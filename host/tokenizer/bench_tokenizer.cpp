@@ -62,7 +62,8 @@ void usage() {
       "  --model NAME=DIR  a Hugging Face tokenizer directory (tokenizer.json [+ tokenizer_config.json]);\n"
       "                    default: the qwen3, llama3 and gemma3 tokenizers under " MEMRA_NODE_DIR_DEFAULT "\n"
       "  --mb N            megabytes of prose to encode (default 8)\n"
-      "  --repeat N        load each tokenizer N times and report the median (default 3)\n");
+      "  --repeat N        load each tokenizer N times and report the median (default 3)\n"
+      "  --help            this text\n");
 }
 
 }  // namespace

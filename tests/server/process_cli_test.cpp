@@ -4,9 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
-#include <set>
-#include <sstream>
 
 #include "host/server/api_keys.hpp"
 #include "host_process.hpp"
@@ -16,38 +13,11 @@
 namespace memra::server::testing {
 namespace {
 
-std::set<std::string> matches(const std::string& text, const std::regex& re) {
-  std::set<std::string> out;
-  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) out.insert((*it)[1]);
-  return out;
-}
-
-// The "## memra-host" section of docs/FLAGS.md.
-std::string flags_doc_section() {
-  std::ifstream in(std::string(MEMRA_SOURCE_ROOT) + "/docs/FLAGS.md");
-  std::stringstream all;
-  all << in.rdbuf();
-  const std::string text = all.str();
-  const auto begin = text.find("\n## memra-host");
-  if (begin == std::string::npos) return {};
-  const auto end = text.find("\n## ", begin + 1);
-  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
-TEST(ServerCli, HelpListsEveryFlagAndEnvVarInFlagsMd) {
+// (Every flag and variable of --help against docs/FLAGS.md: tests/docs/flags_doc_test.cpp.)
+TEST(ServerCli, HelpExitsZeroAndStopsOptionProcessing) {
   auto r = run_host({"--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::regex flag(R"((--[a-z][a-z-]+))");
-  const std::regex env(R"(\b(MEMRA_[A-Z_]+)\b)");
-  const auto help_flags = matches(r.out, flag);
-  const auto help_env = matches(r.out, env);
-  EXPECT_GE(help_flags.size(), 14u) << r.out;
-  const std::string doc = flags_doc_section();
-  ASSERT_FALSE(doc.empty()) << "docs/FLAGS.md has no '## memra-host' section";
-  // Both directions: everything the binary accepts is documented, and the doc
-  // describes nothing the binary lacks.
-  EXPECT_EQ(help_flags, matches(doc, flag)) << r.out;
-  EXPECT_EQ(help_env, matches(doc, env)) << r.out;
+  EXPECT_NE(r.out.find("--port"), std::string::npos) << r.out;
   EXPECT_EQ(run_host({"-h"}).exit_code, 0);
   EXPECT_EQ(run_host({"--help", "--no-such-flag"}).exit_code, 0);  // help stops option processing
 }
