@@ -16,6 +16,7 @@
 
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/cta_fibers.hpp"
+#include "tests/cuda/cta_mma.hpp"
 
 // The CUDA vocabulary.
 #define __device__
@@ -110,6 +111,10 @@ template <class T>
 inline T __ldg(const T* p) {
   return *p;
 }
+template <class T>
+inline T __ldcs(const T* p) {
+  return *p;
+}
 struct Dim3Emu {
   unsigned x = 0, y = 0, z = 0;
 };
@@ -145,6 +150,12 @@ inline void cp_async_commit() { memra::cuda_emu::g_cta->commit(); }
 template <int N>
 inline void cp_async_wait() {
   memra::cuda_emu::g_cta->wait_groups(N);
+}
+
+inline float __shfl_sync(unsigned, float v, int src) {
+  float all[32];
+  memra::cuda_emu::g_cta->warp_gather(v, all);
+  return all[src & 31];
 }
 
 namespace memra::cuda_emu {

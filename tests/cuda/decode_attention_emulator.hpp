@@ -48,39 +48,14 @@ inline void ldmatrix(uint32_t (&r)[4], const void* p, bool trans) {
     r[k] = e0 | (static_cast<uint32_t>(e1) << 16);
   }
 }
-template <class T>
-inline void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  struct Frag {
-    uint32_t a[4], b[2];
-  };
-  Frag all[32];
-  cuda_emu::g_cta->warp_gather(Frag{{a[0], a[1], a[2], a[3]}, {b0, b1}}, all);
-  const int l = cuda_emu::g_cta->tid() & 31;
-  // A[row][k]: lane (row % 8) * 4 + (k % 8) / 2, register (row / 8) + 2 (k / 8), half k % 2.
-  auto A = [&](int row, int k) {
-    const uint32_t w = all[(row % 8) * 4 + (k % 8) / 2].a[(row / 8) + 2 * (k / 8)];
-    return from16((k % 2) ? w >> 16 : w & 0xffffu, T{});
-  };
-  // B[k][col]: lane col * 4 + (k % 8) / 2, register k / 8, half k % 2.
-  auto B = [&](int k, int col) {
-    const uint32_t w = all[col * 4 + (k % 8) / 2].b[k / 8];
-    return from16((k % 2) ? w >> 16 : w & 0xffffu, T{});
-  };
-  for (int i = 0; i < 4; ++i) {
-    const int row = l / 4 + 8 * (i / 2), col = 2 * (l % 4) + (i % 2);
-    float acc = d[i];
-    for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
-    d[i] = acc;
-  }
-}
 }  // namespace memra::decode_emu
 inline void ldsm_x4(uint32_t (&r)[4], const void* p) { memra::decode_emu::ldmatrix(r, p, false); }
 inline void ldsm_x4_trans(uint32_t (&r)[4], const void* p) { memra::decode_emu::ldmatrix(r, p, true); }
 inline void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __nv_bfloat16) {
-  memra::decode_emu::mma<__nv_bfloat16>(d, a, b0, b1);
+  memra::cuda_emu::mma_m16n8k16(*memra::cuda_emu::g_cta, d, a, b0, b1, false);
 }
 inline void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __half) {
-  memra::decode_emu::mma<__half>(d, a, b0, b1);
+  memra::cuda_emu::mma_m16n8k16(*memra::cuda_emu::g_cta, d, a, b0, b1, true);
 }
 
 #include "kernels/attention/paged_attention.cu"  // (its #pragma unroll: the test builds with -Wno-unknown-pragmas)

@@ -19,6 +19,7 @@
 
 #include "kernels/attention/prefill_attention_body.cuh"
 #include "tests/cuda/cta_fibers.hpp"
+#include "tests/cuda/cta_mma.hpp"
 #include "repack/quant/fp_convert.hpp"
 
 namespace memra::attn::emu {
@@ -204,9 +205,6 @@ class HostOps {
   // 2(L%4), 2(L%4)+1 (non-transposed) or rows 2(L%4), 2(L%4)+1 of column L/4 (.trans).
   void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) { ldmatrix(addr, r, false); }
   void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) { ldmatrix(addr, r, true); }
-  // m16n8k16, row.col: lane L = 4g + t holds A (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..),
-  // (g+8, 2t+8..) in a[0..3]; B (k 2t..2t+1, n g) in b0, (k 2t+8.., n g) in b1; C/D
-  // (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). Low half = lower column / k.
   void split2_f16(float a, float b, uint32_t& hi, uint32_t& lo) const {
     const uint16_t ha = memra::quant::f32_to_fp16(a), hb = memra::quant::f32_to_fp16(b);
     const float fa = memra::quant::fp16_to_f32(ha), fb = memra::quant::fp16_to_f32(hb);
@@ -215,29 +213,11 @@ class HostOps {
     hi = static_cast<uint32_t>(ha) | (static_cast<uint32_t>(hb) << 16);
     lo = static_cast<uint32_t>(la) | (static_cast<uint32_t>(lb) << 16);
   }
+  // m16n8k16 (cuda_emu::mma_m16n8k16: the fragment layout, products added in k order).
   void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { mma_of(d, a, b0, b1, false); }
   void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { mma_of(d, a, b0, b1, true); }
   void mma_of(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, bool f16) {
-    const auto value = [f16](uint32_t h) {
-      return f16 ? memra::quant::fp16_to_f32(static_cast<uint16_t>(h & 0xffffu)) : bf16_float(h);
-    };
-    struct Frag {
-      uint32_t a[4], b[2];
-    } all[32];
-    c_->fibers().warp_gather(Frag{{a[0], a[1], a[2], a[3]}, {b0, b1}}, all);
-    const int L = lane();
-    const int g = L >> 2, t = L & 3;
-    for (int e = 0; e < 4; ++e) {
-      const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
-      float acc = d[e];
-      for (int k = 0; k < 16; ++k) {
-        const uint32_t aw = all[(row & 7) * 4 + (k & 7) / 2].a[(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
-        const uint32_t bw = all[col * 4 + (k & 7) / 2].b[k >= 8 ? 1 : 0];
-        const float av = value((k & 1) ? aw >> 16 : aw), bv = value((k & 1) ? bw >> 16 : bw);
-        acc = acc + av * bv;
-      }
-      d[e] = acc;
-    }
+    memra::cuda_emu::mma_m16n8k16(c_->fibers(), d, a, b0, b1, f16);
   }
 
  private:
