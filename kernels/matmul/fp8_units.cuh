@@ -2,16 +2,20 @@
 // cols/128 little-endian f32 scales, then cols e4m3fn codes; element c is
 // e4m3(q[c]) * scale[c/128]. The code's value is exact through the hardware
 // e4m3x2 -> f16x2 conversion (every e4m3fn value, NaN included, is an f16 value).
+// (Without nvcc, e.g. a host emulator including gemv_mma_fp8.cuh, only kFp8Group.)
 #pragma once
 
+#if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#endif
 #include <stdint.h>
 
 namespace memra::cuda {
 
 constexpr int kFp8Group = 128;
 
+#if defined(__CUDACC__)
 // Four codes (little-endian bytes of `word`) as exact floats, in order.
 __device__ __forceinline__ void fp8x4_to_float(uint32_t word, float* out) {
   const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(word & 0xffffu), __NV_E4M3);
@@ -23,5 +27,6 @@ __device__ __forceinline__ void fp8x4_to_float(uint32_t word, float* out) {
   out[2] = b.x;
   out[3] = b.y;
 }
+#endif
 
 }  // namespace memra::cuda

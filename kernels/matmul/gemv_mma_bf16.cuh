@@ -17,9 +17,14 @@
 // Batch invariance: a token's column goes through the same mma sequence whatever the
 // other columns hold (an mma's output element depends on its row of A and column of B
 // only) and whatever NT or the token count is, so its bits are the same for any M.
+//
+// Without nvcc (tests/cuda/gemv_mma_emulator.hpp includes this file on the host) the CUDA
+// types, the loads and the mma come from the emulator.
 #pragma once
 
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 
 #include "kernels/common/bf16_pack.cuh"
@@ -33,6 +38,7 @@ namespace memra::cuda::gemv_mma {
 using memra::gemv_mma::kRows;
 using memra::gemv_mma::kTokens;
 
+#if defined(__CUDACC__)
 __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                     uint32_t b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -40,6 +46,7 @@ __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uin
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+#endif
 
 // The block's epilogue, both tensor-core GEMVs': each warp's accumulators (rows g, g + 8;
 // tokens 2q, 2q + 1 of each n-tile) into partial [warps][NT][kRows][kTokens], then per
