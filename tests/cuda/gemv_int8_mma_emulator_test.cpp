@@ -12,6 +12,7 @@
 
 #include "kernels/matmul/gemv_int8_ref.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"
+#include "tests/cuda/split_mats.hpp"
 #include "tests/cuda/gemv_int8_mma_emulator.hpp"
 
 namespace {
@@ -56,33 +57,10 @@ const Problem& problem() {
 template <int NT, int W>
 std::vector<float> run(int64_t m, int parts, unsigned gx) {
   const Problem& p = problem();
-  const int64_t split[3] = {parts == 1 ? kRows : 15, parts == 1 ? 0 : 13, parts == 1 ? 0 : kRows - 28};
-  std::vector<std::vector<float>> ys(3);
-  GemvMats ms{};
-  int64_t row0 = 0, groups = 0;
-  for (int i = 0; i < GemvMats::kMax; ++i) {
-    if (split[i] > 0) {
-      ys[static_cast<size_t>(i)].assign(static_cast<size_t>(m * split[i]), NAN);
-      ms.w[i] = reinterpret_cast<uint64_t>(p.w.data() + row0 * p.row_bytes);
-      ms.y[i] = reinterpret_cast<uint64_t>(ys[static_cast<size_t>(i)].data());
-      ms.bias[i] = reinterpret_cast<uint64_t>(p.bias.data() + row0);
-      ms.rows[i] = split[i];
-      groups += (split[i] + 15) / 16;
-      row0 += split[i];
-    }
-    ms.group_end[i] = groups;
-  }
-  memra::cuda::i8mma_emu::launch<NT, W>(gx ? gx : static_cast<unsigned>(groups), ms, p.row_bytes, kCols, p.xq.data(),
-                                         reinterpret_cast<const float2*>(p.meta.data()), m);
-  std::vector<float> y(static_cast<size_t>(m * kRows));
-  row0 = 0;
-  for (int i = 0; i < GemvMats::kMax; ++i) {
-    for (int64_t t = 0; t < m; ++t)
-      for (int64_t r = 0; r < split[i]; ++r)
-        y[static_cast<size_t>(t * kRows + row0 + r)] = ys[static_cast<size_t>(i)][static_cast<size_t>(t * split[i] + r)];
-    row0 += split[i];
-  }
-  return y;
+  memra::testing::SplitMats split(p.w.data(), p.row_bytes, p.bias.data(), kRows, m, parts);
+  memra::cuda::i8mma_emu::launch<NT, W>(gx ? gx : static_cast<unsigned>(split.groups()), split.mats(), p.row_bytes, kCols,
+                                         p.xq.data(), reinterpret_cast<const float2*>(p.meta.data()), m);
+  return split.gather();
 }
 
 template <int NT, int W>

@@ -14,6 +14,7 @@
 
 #include "kernels/matmul/fp8_act_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
+#include "tests/cuda/split_mats.hpp"
 #include "tests/cuda/gemv_mma_emulator.hpp"
 
 namespace {
@@ -110,36 +111,14 @@ enum class Kernel { bf16, fp8_prepared, fp8_scaled };
 // the outputs as [m][kRows].
 template <int NT>
 std::vector<float> run(const Problem& p, Kernel k, int64_t m, int parts = 1, int64_t t0 = 0) {
-  const int64_t split[3] = {parts == 1 ? kRows : 15, parts == 1 ? 0 : 13, parts == 1 ? 0 : kRows - 28};
-  std::vector<std::vector<float>> ys(3);
-  GemvMats ms{};
-  int64_t row0 = 0, groups = 0;
-  for (int i = 0; i < GemvMats::kMax; ++i) {
-    if (split[i] > 0) {
-      ys[static_cast<size_t>(i)].assign(static_cast<size_t>(m * split[i]), NAN);
-      ms.w[i] = reinterpret_cast<uint64_t>(p.w.data() + row0 * p.row_bytes);
-      ms.y[i] = reinterpret_cast<uint64_t>(ys[static_cast<size_t>(i)].data());
-      ms.bias[i] = reinterpret_cast<uint64_t>(p.bias.data() + row0);
-      ms.rows[i] = split[i];
-      groups += (split[i] + 15) / 16;
-      row0 += split[i];
-    }
-    ms.group_end[i] = groups;
-  }
+  memra::testing::SplitMats split(p.w.data(), p.row_bytes, p.bias.data(), kRows, m, parts);
+  const GemvMats& ms = split.mats();
   const float* x = p.x.data() + t0 * p.cols;
   if (k == Kernel::bf16) emu::launch_bf16<NT>(ms, p.cols, x, m);
   if (k == Kernel::fp8_prepared)
     emu::launch_fp8<NT, memra::cuda::gemv_mma::kXPrepared>(ms, p.cols, p.plane.data() + t0 * p.cols, p.back.data() + t0 * (p.cols / 128), m);
   if (k == Kernel::fp8_scaled) emu::launch_fp8<NT, memra::cuda::gemv_mma::kXScaled>(ms, p.cols, x, nullptr, m);
-  std::vector<float> y(static_cast<size_t>(m * kRows));
-  row0 = 0;
-  for (int i = 0; i < GemvMats::kMax; ++i) {
-    for (int64_t t = 0; t < m; ++t)
-      for (int64_t r = 0; r < split[i]; ++r)
-        y[static_cast<size_t>(t * kRows + row0 + r)] = ys[static_cast<size_t>(i)][static_cast<size_t>(t * split[i] + r)];
-    row0 += split[i];
-  }
-  return y;
+  return split.gather();
 }
 
 // The backend's tile for m tokens: one n-tile up to 8, two above.
