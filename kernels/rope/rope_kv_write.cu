@@ -16,9 +16,13 @@
 // With q_norm / k_norm (memra_attention_params 2.4) each head is first RMS-normed in
 // place (rms_norm's formula; thread i sums elements i, i + blockDim, ... in order, then
 // the fixed block sum), so the per-head norm launches of Qwen3 go away.
+// Without nvcc (tests/cuda/rope_kv_write_emulator_test.cpp includes this file on the host)
+// the CUDA types and conversions come from the emulator.
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#endif
 #include <stdint.h>
 
 #include "kernels/attention/kv_fp8_layout.hpp"

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/cta_fibers.hpp"
@@ -81,6 +82,15 @@ struct __half {
 };
 inline float __half2float(__half h) { return memra::quant::fp16_to_f32(h.bits); }
 inline __half __ushort_as_half(uint16_t bits) { return __half{bits}; }
+inline __half __float2half_rn(float x) { return __half{memra::quant::f32_to_fp16(x)}; }
+inline __nv_bfloat16 __float2bfloat16_rn(float x) { return __nv_bfloat16{memra::quant::f32_to_bf16(x)}; }
+// cuda_fp8.h's float -> e4m3 (round to nearest even; __NV_SATFINITE: beyond 448 saturates).
+enum { __NV_NOSAT = 0, __NV_SATFINITE = 1 };
+enum { __NV_E4M3 = 0, __NV_E5M2 = 1 };
+inline uint8_t __nv_cvt_float_to_fp8(float x, int saturation, int kind) {
+  if (saturation != __NV_SATFINITE || kind != __NV_E4M3) throw std::logic_error("emulated __nv_cvt_float_to_fp8: e4m3 with saturation only");
+  return memra::quant::f32_to_f8_e4m3(x);
+}
 // prmt (CUDA's __byte_perm): byte n of the result is byte s[n] (0..7, the selector
 // nibble's low three bits) of the 8 bytes {y:x}.
 inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
