@@ -17,9 +17,14 @@
 // mixes rows), so a token's output is bitwise the same whatever M is, whatever the
 // other rows hold and wherever the row sits in the batch. Rows past M and k past K
 // are zero-filled by cp.async and never stored.
+//
+// Without nvcc (tests/cuda/gemm_emulator_test.cpp includes this file on the host) the
+// cp.async, ldmatrix and mma primitives and the shared memory come from the emulator.
 #pragma once
 
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 
 namespace memra::cuda::gemm {
@@ -45,6 +50,7 @@ __device__ __forceinline__ uint32_t swizzle(int r, int c) {
   return static_cast<uint32_t>(r * 64 + ((c ^ ((r >> 1) & 3)) << 4));
 }
 
+#if defined(__CUDACC__)
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
@@ -67,6 +73,7 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 
 // One 128 x 32 tile of a [rows][ld] bf16 plane into shared memory: 512 16-byte
 // chunks, two per thread; chunks past `rows` or `k_valid` are zero-filled.
@@ -90,8 +97,12 @@ __device__ __forceinline__ void gemm_tile(const __nv_bfloat16* __restrict__ a_hi
                                           float* __restrict__ out, int64_t ldo, const int32_t* __restrict__ out_rows,
                                           const float* __restrict__ bias) {
   using C = Config<kSplitA, kSplitB>;
+#if defined(__CUDACC__)
   extern __shared__ __align__(128) uint8_t smem[];
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+#else
+  const uint32_t base = 0;  // the emulator's shared addresses: offsets into its smem_raw
+#endif
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp & 1, wn = warp >> 1;
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;

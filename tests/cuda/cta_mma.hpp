@@ -1,4 +1,4 @@
-// The 16-bit tensor-core mma on a fiber CTA (cta_fibers.hpp), for the kernel emulators
+// The 16-bit tensor-core mma and ldmatrix on a fiber CTA (cta_fibers.hpp), for the kernel emulators
 // (cta_emulator.hpp's users and prefill_attention_emulator.hpp).
 #pragma once
 
@@ -40,6 +40,31 @@ inline void mma_m16n8k16(Cta& cta, float (&d)[4], const uint32_t (&a)[4], uint32
       acc = acc + value((k & 1) ? aw >> 16 : aw) * value((k & 1) ? bw >> 16 : bw);
     }
     d[e] = acc;
+  }
+}
+
+// ldmatrix.sync.aligned.m8n8.x4(.trans).b16 as the running thread of `cta` issues it with
+// `row` its row's address: lane l names row l % 8 of matrix l / 8 and receives, per matrix
+// k, row l / 4's elements 2 (l % 4) and + 1 (.trans: rows 2 (l % 4) and + 1 of column l / 4).
+inline void ldmatrix_x4(Cta& cta, uint32_t (&r)[4], const void* row, bool trans) {
+  const void* rows[32];
+  cta.warp_gather(row, rows);
+  const int l = cta.tid() & 31;
+  const auto half_at = [](const void* p, int col) {
+    uint16_t h;
+    std::memcpy(&h, static_cast<const unsigned char*>(p) + 2 * col, 2);
+    return static_cast<uint32_t>(h);
+  };
+  for (int k = 0; k < 4; ++k) {
+    uint32_t e0, e1;
+    if (trans) {
+      e0 = half_at(rows[8 * k + 2 * (l % 4)], l / 4);
+      e1 = half_at(rows[8 * k + 2 * (l % 4) + 1], l / 4);
+    } else {
+      e0 = half_at(rows[8 * k + l / 4], 2 * (l % 4));
+      e1 = half_at(rows[8 * k + l / 4], 2 * (l % 4) + 1);
+    }
+    r[k] = e0 | (e1 << 16);
   }
 }
 

@@ -9,12 +9,10 @@
 
 #include "tests/cuda/cta_emulator.hpp"
 
-// The tensor-core primitives from the PTX ISA's fragment layouts (m16n8k16, 16-bit
-// operands, f32 accumulation; ldmatrix .x4: lane l names row l % 8 of matrix l / 8 and
-// receives, per matrix, row l / 4, columns 2 (l % 4) and + 1 — .trans: rows 2 (l % 4)
-// and + 1 of column l / 4). The emulated mma adds c, then the 16 products in k order
-// (the tensor cores' own accumulation order is not specified; only bounds and bit
-// equalities between the emulator's own runs are checked here).
+// The tensor-core primitives (mma.m16n8k16 with 16-bit operands, ldmatrix .x4) come from
+// tests/cuda/cta_mma.hpp's PTX fragment layouts: the tensor cores' own accumulation order
+// is not specified, so only bounds and bit equalities between the emulator's own runs are
+// checked here.
 inline uint32_t to16(float x, __nv_bfloat16) { return memra::quant::f32_to_bf16(x); }
 inline float from16(uint32_t h, __nv_bfloat16) { return __uint_as_float(h << 16); }
 inline uint32_t to16(float x, __half) { return memra::quant::f32_to_fp16(x); }
@@ -26,31 +24,8 @@ inline uint32_t fp8x2_to_f16x2(uint32_t two) {
   return h(two) | (h(two >> 8) << 16);
 }
 inline float from16(uint32_t h, __half) { return memra::quant::fp16_to_f32(static_cast<uint16_t>(h)); }
-namespace memra::decode_emu {
-inline uint16_t half_at(const void* row, int col) {
-  uint16_t h;
-  std::memcpy(&h, static_cast<const unsigned char*>(row) + 2 * col, 2);
-  return h;
-}
-inline void ldmatrix(uint32_t (&r)[4], const void* p, bool trans) {
-  const void* rows[32];
-  cuda_emu::g_cta->warp_gather(p, rows);
-  const int l = cuda_emu::g_cta->tid() & 31;
-  for (int k = 0; k < 4; ++k) {
-    uint16_t e0, e1;
-    if (trans) {
-      e0 = half_at(rows[8 * k + 2 * (l % 4)], l / 4);
-      e1 = half_at(rows[8 * k + 2 * (l % 4) + 1], l / 4);
-    } else {
-      e0 = half_at(rows[8 * k + l / 4], 2 * (l % 4));
-      e1 = half_at(rows[8 * k + l / 4], 2 * (l % 4) + 1);
-    }
-    r[k] = e0 | (static_cast<uint32_t>(e1) << 16);
-  }
-}
-}  // namespace memra::decode_emu
-inline void ldsm_x4(uint32_t (&r)[4], const void* p) { memra::decode_emu::ldmatrix(r, p, false); }
-inline void ldsm_x4_trans(uint32_t (&r)[4], const void* p) { memra::decode_emu::ldmatrix(r, p, true); }
+inline void ldsm_x4(uint32_t (&r)[4], const void* p) { memra::cuda_emu::ldmatrix_x4(*memra::cuda_emu::g_cta, r, p, false); }
+inline void ldsm_x4_trans(uint32_t (&r)[4], const void* p) { memra::cuda_emu::ldmatrix_x4(*memra::cuda_emu::g_cta, r, p, true); }
 inline void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __nv_bfloat16) {
   memra::cuda_emu::mma_m16n8k16(*memra::cuda_emu::g_cta, d, a, b0, b1, false);
 }
