@@ -162,6 +162,21 @@ inline void cp_async_wait() {
   memra::cuda_emu::g_cta->wait_groups(N);
 }
 
+inline uint32_t __shfl_xor_sync(unsigned mask, uint32_t v, int offset) {
+  return static_cast<uint32_t>(__shfl_xor_sync(mask, static_cast<int>(v), offset));
+}
+inline int __shfl_up_sync(unsigned, int v, int delta) {
+  int all[32];
+  memra::cuda_emu::g_cta->warp_gather(v, all);
+  const int l = memra::cuda_emu::g_cta->tid() & 31;
+  return l >= delta ? all[l - delta] : v;
+}
+// Fibers switch only at barriers and warp steps, so a read-modify-write is atomic.
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
 inline float __shfl_sync(unsigned, float v, int src) {
   float all[32];
   memra::cuda_emu::g_cta->warp_gather(v, all);
