@@ -2,7 +2,7 @@
 // cols/128 little-endian f32 scales, then cols e4m3fn codes; element c is
 // e4m3(q[c]) * scale[c/128]. The code's value is exact through the hardware
 // e4m3x2 -> f16x2 conversion (every e4m3fn value, NaN included, is an f16 value).
-// (Without nvcc, e.g. a host emulator including gemv_mma_fp8.cuh, only kFp8Group.)
+// (Without nvcc the conversion comes from the host emulator, tests/cuda/cta_emulator.hpp.)
 #pragma once
 
 #if defined(__CUDACC__)
@@ -26,6 +26,11 @@ __device__ __forceinline__ void fp8x4_to_float(uint32_t word, float* out) {
   out[1] = a.y;
   out[2] = b.x;
   out[3] = b.y;
+}
+#else
+// The host emulator's exact e4m3 -> float (tests/cuda/cta_emulator.hpp).
+__device__ __forceinline__ void fp8x4_to_float(uint32_t word, float* out) {
+  for (int i = 0; i < 4; ++i) out[i] = cuda_emu_e4m3_to_float(static_cast<uint8_t>(word >> (8 * i)));
 }
 #endif
 

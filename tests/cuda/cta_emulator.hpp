@@ -73,6 +73,9 @@ struct __nv_bfloat16 {
   uint16_t bits;
 };
 inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float(static_cast<uint32_t>(b.bits) << 16); }
+// kernels/matmul/fp8_units.cuh's fp8x4_to_float: an e4m3 code's exact value.
+inline float cuda_emu_e4m3_to_float(uint8_t code) { return memra::quant::f8_e4m3_to_f32(code); }
+using std::isfinite;
 // kernels/common/bf16_pack.cuh's pack_bf16 (__floats2bfloat162_rn): lo in the low half.
 inline uint32_t cuda_emu_pack_bf16(float lo, float hi) {
   return static_cast<uint32_t>(memra::quant::f32_to_bf16(lo)) | (static_cast<uint32_t>(memra::quant::f32_to_bf16(hi)) << 16);

@@ -1,5 +1,7 @@
-// The prefill GEMM's tensor-core product (kernels/matmul/gemm_mma.cuh, gemm_tile: the
-// header itself) on the host CTA emulator (no GPU needed), with its cp.async pipeline,
+// The prefill GEMM module (kernels/matmul/gemm_mma.cu, the file itself) on the host CTA
+// emulator (no GPU needed). Its weight passes: every scheme's rows dequantised into bf16
+// hi / lo planes bit for bit the CPU oracle's values split (and the activation split
+// likewise). Its tensor-core product (gemm_mma.cuh's gemm_tile), with its cp.async pipeline,
 // swizzled tiles, ldmatrix fragments and mma (tests/cuda/cta_mma.hpp: exact products added
 // in k order, a model of the tensor cores), in the three operand modes (A hi only; A hi +
 // lo; A and B hi + lo): within the f32 bound of the exact sum of the products the mode
@@ -13,28 +15,10 @@
 #include <random>
 #include <vector>
 
+#include "repack/quant/dequant.hpp"
 #include "repack/quant/fp_convert.hpp"
-#include "tests/cuda/cta_emulator.hpp"  // (last but one: it defines CUDA's keywords as macros)
-
-// The GEMM's primitives over the emulator's shared memory (addresses: offsets into smem_raw).
-namespace memra::cuda::gemm {
-inline void cp_async16(uint32_t dst, const void* src, int src_bytes) { ::cp_async16(smem_raw + dst, src, src_bytes); }
-inline void cp_async_commit() { ::cp_async_commit(); }
-template <int N>
-inline void cp_async_wait() {
-  ::cp_async_wait<N>();
-}
-inline void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
-  uint32_t r[4];
-  memra::cuda_emu::ldmatrix_x4(*memra::cuda_emu::g_cta, r, smem_raw + addr, false);
-  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
-}
-inline void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  memra::cuda_emu::mma_m16n8k16(*memra::cuda_emu::g_cta, d, a, b0, b1, false);
-}
-}  // namespace memra::cuda::gemm
-
-#include "kernels/matmul/gemm_mma.cuh"  // (its #pragma unroll: built with -Wno-unknown-pragmas)
+#include "tests/cuda/int8_scheme_cases.hpp"
+#include "tests/cuda/gemm_emulator.hpp"  // (last: it defines CUDA's keywords as macros)
 
 namespace {
 
@@ -127,5 +111,105 @@ void check_mode() {
 TEST(PrefillGemmEmulated, FastMode) { check_mode<false, false>(); }
 TEST(PrefillGemmEmulated, SplitActivations) { check_mode<true, false>(); }
 TEST(PrefillGemmEmulated, SplitActivationsAndWeights) { check_mode<true, true>(); }
+
+// v -> (bf16(v), bf16(v - bf16(v))) as the module's split (a non-finite hi: lo 0).
+void split_ref(float v, uint16_t& hi, uint16_t& lo) {
+  hi = memra::quant::f32_to_bf16(v);
+  const float h = bf16(hi);
+  lo = memra::quant::f32_to_bf16(std::isfinite(h) ? v - h : 0.0f);
+}
+
+// A weight in `scheme` (rows x k bytes w, row_bytes each) through memra_gemm_dequant_<scheme>
+// into planes of leading dimension ld: bitwise the oracle's values (`values`, [rows][k]) split.
+template <class Launch>
+void expect_planes(const char* scheme, Launch launch, const std::vector<float>& values, int32_t rows, int64_t k) {
+  SCOPED_TRACE(scheme);
+  const int64_t ld = k + 8;  // a padded plane: the kernel must not touch the pad
+  std::vector<uint16_t> hi(static_cast<size_t>(rows * ld), 0x7777), lo(hi.size(), 0x7777);
+  const int64_t threads = rows * (k / 8);  // (at least: a thread per unit of 8 or more elements)
+  memra::cuda_emu::launch(static_cast<unsigned>((threads + 255) / 256), 1, 256,
+                          [&] { launch(reinterpret_cast<__nv_bfloat16*>(hi.data()), reinterpret_cast<__nv_bfloat16*>(lo.data()), ld); },
+                          [] {});
+  int64_t bad = 0;
+  for (int32_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < ld; ++c) {
+      const size_t at = static_cast<size_t>(r * ld + c);
+      uint16_t h = 0x7777, l = 0x7777;
+      if (c < k) split_ref(values[static_cast<size_t>(r * k + c)], h, l);
+      bad += hi[at] != h || lo[at] != l;
+    }
+  EXPECT_EQ(bad, 0) << "plane elements differ from the oracle's split values (or the pad was written)";
+}
+
+TEST(PrefillGemmEmulated, EverySchemesWeightsDequantiseToTheOraclesValues) {
+  constexpr int32_t kRowsW = 5;
+  constexpr int64_t kCols = 512;
+  std::mt19937 rng(41);
+  for (const memra::testing::Int8SchemeCase& c : memra::testing::int8_scheme_cases()) {
+    const std::vector<uint8_t> w = memra::testing::random_int8_weights(c, rng, kRowsW, kCols);
+    const int64_t rb = memra::ref::int8_scheme_row_bytes(c.scheme, kCols);
+    std::vector<float> values(static_cast<size_t>(kRowsW * kCols));
+    for (int32_t r = 0; r < kRowsW; ++r)
+      ASSERT_TRUE(memra::quant::dequantize_row(c.type, w.data() + r * rb, values.data() + r * kCols, kCols));
+    using Fn = void (*)(const uint8_t*, int64_t, int32_t, int64_t, int64_t, __nv_bfloat16*, __nv_bfloat16*);
+    const std::string name = c.name;
+    const Fn fn = name == "q8_0"   ? memra_gemm_dequant_q8_0
+                  : name == "q4_0" ? memra_gemm_dequant_q4_0
+                  : name == "q4_k" ? memra_gemm_dequant_q4_k
+                  : name == "q5_k" ? memra_gemm_dequant_q5_k
+                  : name == "q6_k" ? memra_gemm_dequant_q6_k
+                                   : memra_gemm_dequant_iq4_xs;
+    expect_planes(c.name, [&](__nv_bfloat16* hi, __nv_bfloat16* lo, int64_t ld) { fn(w.data(), rb, kRowsW, kCols, ld, hi, lo); },
+                  values, kRowsW, kCols);
+  }
+  // memra fp8: per 128 columns an f32 scale, then the codes; values e4m3(q) * scale.
+  std::vector<uint8_t> w(static_cast<size_t>(kRowsW * (kCols / 128 * 4 + kCols)));
+  std::vector<float> values(static_cast<size_t>(kRowsW * kCols));
+  const int64_t rb = kCols / 128 * 4 + kCols;
+  std::uniform_int_distribution<int> code(0, 255);
+  for (int32_t r = 0; r < kRowsW; ++r)
+    for (int64_t g = 0; g < kCols / 128; ++g) {
+      const float s = 0.001f * static_cast<float>(1 + code(rng));
+      std::memcpy(w.data() + r * rb + 4 * g, &s, 4);
+      for (int64_t i = g * 128; i < (g + 1) * 128; ++i) {
+        uint8_t q;
+        do q = static_cast<uint8_t>(code(rng));
+        while ((q & 0x7f) == 0x7f);
+        w[static_cast<size_t>(r * rb + kCols / 128 * 4 + i)] = q;
+        values[static_cast<size_t>(r * kCols + i)] = memra::quant::f8_e4m3_to_f32(q) * s;
+      }
+    }
+  expect_planes("fp8", [&](__nv_bfloat16* hi, __nv_bfloat16* lo, int64_t ld) { memra_gemm_dequant_fp8(w.data(), rb, kRowsW, kCols, ld, hi, lo); },
+                values, kRowsW, kCols);
+}
+
+// The activation rows (gathered by index) into the same planes.
+TEST(PrefillGemmEmulated, ActivationRowsSplitAsTheOracle) {
+  constexpr int32_t kRowsX = 4;
+  constexpr int64_t kCols = 2056;  // one thread's stride of 2048 and a tail of 8
+  std::mt19937 rng(43);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(6 * kCols));
+  for (float& v : x) v = n(rng);
+  const std::vector<int32_t> rows = {5, 0, 3, 3};
+  std::vector<float> picked;
+  for (const int32_t r : rows) picked.insert(picked.end(), x.begin() + r * kCols, x.begin() + (r + 1) * kCols);
+  const int64_t ld = kCols + 8;
+  std::vector<uint16_t> hi(static_cast<size_t>(kRowsX * ld), 0x7777), lo(hi.size(), 0x7777);
+  memra::cuda_emu::launch(kRowsX, 1, 256,
+                          [&] {
+                            memra_gemm_split_rows(x.data(), kCols, rows.data(), kRowsX, ld, reinterpret_cast<__nv_bfloat16*>(hi.data()),
+                                                  reinterpret_cast<__nv_bfloat16*>(lo.data()));
+                          },
+                          [] {});
+  int64_t bad = 0;
+  for (int32_t r = 0; r < kRowsX; ++r)
+    for (int64_t c = 0; c < ld; ++c) {
+      uint16_t h = 0x7777, l = 0x7777;
+      if (c < kCols) split_ref(picked[static_cast<size_t>(r * kCols + c)], h, l);
+      bad += hi[static_cast<size_t>(r * ld + c)] != h || lo[static_cast<size_t>(r * ld + c)] != l;
+    }
+  EXPECT_EQ(bad, 0);
+}
 
 }  // namespace
