@@ -7,7 +7,7 @@
 // and the modules are built with --fmad=false, so each value is bitwise the CPU
 // oracle's (gguf-py's) value: e.g. Q4_K is (d*sc)*q - (dmin*m), rounded per step.
 // Blocks are read bytewise (block sizes like 34 or 210 bytes break wider alignment).
-// Without nvcc (tests/cuda/gemm_emulator.hpp) the CUDA types come from the host emulator.
+// Without nvcc (tests/cuda/gemm_emulator.hpp, gemv_f32_emulator_test.cpp) the CUDA types come from the host emulator.
 #pragma once
 
 #if defined(__CUDACC__)

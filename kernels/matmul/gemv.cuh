@@ -7,11 +7,14 @@
 // (r, t) depends only on the row length, never on how many tokens the launch has or
 // what the other rows hold: a token's output is bitwise the same for M = 1..16 (one
 // tile, weights streamed once) and for larger M (grid.y walks more tiles of 16).
+// Without nvcc (tests/cuda/gemv_f32_emulator_test.cpp) the CUDA types come from the host emulator.
 #pragma once
 
 #include <stdint.h>
 
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#endif
 #include <type_traits>
 
 #include "kernels/common/pdl.cuh"
