@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A same-machine A/B of the CUDA backend for tests/cuda/ab_bench_on_device.sh: this
 # tree's memra-bench, plugins, backend and kernel modules as "new", and the backend and
-# kernel modules of <rev> as "old" (kernels/ and host/backend/cuda/ checked out from
-# <rev>, built, then restored and rebuilt). Machines differ call to call by 5-8 %, so two
-# versions are compared only inside one call (docs/PERFORMANCE.md, "How to measure").
+# kernel modules of <rev> as "old" (kernels/ and host/backend/cuda/ restored from <rev>
+# in the working tree, built, then restored to HEAD and rebuilt). Machines differ call to
+# call by 5-8 %, so two versions are compared only inside one call (docs/PERFORMANCE.md,
+# "How to measure").
 # Needs kernels/ and host/backend/cuda/ without uncommitted changes; ~20 MB.
 # Usage: tests/cuda/ab_carry.sh <build-dir configured with -DMEMRA_CUDA=ON> <rev> [<dest>=.device/ab]
 set -eu
@@ -19,9 +20,10 @@ cmake --build "$B" -j2 --target memra-bench $TARGETS memra_family_llama memra_qu
 rm -rf "$D" && mkdir -p "$D/new/bin" "$D/new/lib" "$D/old/lib/memra" "$D/syslib"
 cp "$B/bin/memra-bench" "$D/new/bin/" && cp -r "$B/lib/memra" "$D/new/lib/"
 rm -rf "$D/new/lib/memra/test-plugins"
-restore() { git checkout -q HEAD -- $PATHS; }
+restore() { git restore --source=HEAD --worktree -- $PATHS; }
 trap restore EXIT
-git checkout -q "$REV" -- $PATHS
+# (git restore also removes the files REV lacks, and leaves the index alone)
+git restore --source="$REV" --worktree -- $PATHS
 cmake --build "$B" -j2 --target $TARGETS
 cp "$B/lib/memra/libmemra-backend-cuda.so" "$D/old/lib/memra/" && cp -r "$B/lib/memra/kernels" "$D/old/lib/memra/"
 restore && trap - EXIT
