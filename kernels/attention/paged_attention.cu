@@ -46,8 +46,8 @@
 #include "kernels/attention/paged_attention_layout.hpp"
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/quantize_q8.cuh"
-#include "kernels/matmul/fp8_act.cuh"
 #include "kernels/common/reduce.cuh"
+#include "kernels/matmul/fp8_act.cuh"
 
 namespace {
 constexpr int kChunk = memra::attn::kDecodeChunk;

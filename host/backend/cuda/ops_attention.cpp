@@ -35,6 +35,13 @@ const char* kv_kernel_suffix(memra_dtype dtype) {
   return dtype == MEMRA_DTYPE_F16 ? "_f16" : dtype == MEMRA_DTYPE_BF16 ? "_bf16" : dtype == MEMRA_DTYPE_F8_E4M3 ? "_fp8" : "";
 }
 
+// Whether the decode chunk kernel writes the fp8 GEMV's rows beside its output: only when
+// it writes the output itself (every row one chunk) and a kv head's q-head group is whole
+// 128-element groups (paged_attention.cu).
+bool chunk_writes_fp8_rows(int32_t max_chunks, int32_t group, int32_t head_dim) {
+  return max_chunks == 1 && (group * head_dim) % 128 == 0;
+}
+
 int32_t chunks_of(int32_t pos, int32_t window) {
   const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
   return (pos - first + 1 + kChunk - 1) / kChunk;
@@ -135,7 +142,7 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   // fp8 GEMV's rows from the chunk kernel only (the caller passes them for one-chunk rows).
   const bool q8 = fused && fused->format == ActFormat::int8x32;
   const bool fp8 = fused && fused->format == ActFormat::fp8;
-  if (fp8 && (merge || (group * head_dim) % 128 != 0))
+  if (fp8 && !chunk_writes_fp8_rows(max_chunks, group, head_dim))
     return fail(MEMRA_ERR_INTERNAL, "attention: fp8 rows fused into a merged or partial-group launch");
   const auto shared = static_cast<unsigned>(shared64);
   const unsigned group_rows = static_cast<unsigned>(entries) * static_cast<unsigned>(kv_heads);
@@ -262,7 +269,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (head_dim % 32 == 0) {
       auto f = fused_act_format(batch->num_tokens, width);
       if (!f) return fail(f.error());
-      const bool fp8_rows = *f == ActFormat::fp8 && max_chunks == 1 && (heads / kv_heads * head_dim) % 128 == 0;
+      const bool fp8_rows = *f == ActFormat::fp8 && chunk_writes_fp8_rows(max_chunks, heads / kv_heads, head_dim);
       if (*f == ActFormat::int8x32 || fp8_rows) {
         auto rows = fused_act_rows(*f, dptr(out), batch->num_tokens, width);
         if (!rows) return fail(rows.error());
