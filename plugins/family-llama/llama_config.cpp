@@ -22,13 +22,16 @@ struct Variant {
   bool qk_norm;            // Qwen3: RMSNorm on q and k per head
   bool window_from_flags;  // Qwen2/3: use_sliding_window + max_window_layers
   bool window_all_layers;  // Mistral: a non-null sliding_window applies to every layer
+  bool experts;            // Qwen3-MoE: sparse MLPs (softmax top-k routing)
 };
 
 constexpr Variant kVariants[] = {
-    {"LlamaForCausalLM", "llama", "llama", false, false, false, false},
-    {"MistralForCausalLM", "", "mistral", false, false, false, true},
-    {"Qwen2ForCausalLM", "qwen2", "qwen2", true, false, true, false},
-    {"Qwen3ForCausalLM", "qwen3", "qwen3", false, true, true, false},
+    {"LlamaForCausalLM", "llama", "llama", false, false, false, false, false},
+    {"MistralForCausalLM", "", "mistral", false, false, false, true, false},
+    {"Qwen2ForCausalLM", "qwen2", "qwen2", true, false, true, false, false},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3", false, true, true, false, false},
+    // GGUF stores experts stacked (ffn_gate_exps): not read yet, so no GGUF name.
+    {"Qwen3MoeForCausalLM", "", "qwen3_moe", false, true, true, false, true},
 };
 
 const Variant* variant_of(const RawConfig& raw) {
@@ -99,6 +102,20 @@ json from_hf(const RawConfig& raw, const Variant& v) {
   for (const auto& k : kinds) any_sliding |= k == "sliding_attention";
   out["sliding_window"] = any_sliding ? c.integer("sliding_window", std::nullopt) : 0;
   out["rope"] = family::hf_rope(c, 10000.0, head_dim, max_pos);
+  if (v.experts) {
+    // transformers 5 says num_local_experts; the Hub's Qwen3-MoE configs say num_experts.
+    out["num_experts"] = c.integer(c.has("num_local_experts") ? "num_local_experts" : "num_experts", std::nullopt);
+    out["num_experts_per_tok"] = c.integer("num_experts_per_tok", std::nullopt);
+    out["moe_intermediate_size"] = c.integer("moe_intermediate_size", std::nullopt);
+    out["norm_topk_prob"] = c.boolean("norm_topk_prob", false);
+    out["decoder_sparse_step"] = c.integer("decoder_sparse_step", 1);
+    json dense = json::array();
+    if (const json* m = c.find("mlp_only_layers")) {
+      if (!m->is_array()) c.fail("'mlp_only_layers' must be a list of layer indices");
+      dense = *m;
+    }
+    out["mlp_only_layers"] = dense;
+  }
   family::hf_special_tokens(raw, out);
   return out;
 }
@@ -177,7 +194,7 @@ std::string normalize_config(const char* raw_json) {
 
 const char* const* handled_architectures() {
   static const char* const kHandles[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                         "llama", "qwen2", "qwen3", nullptr};
+                                         "Qwen3MoeForCausalLM", "llama", "qwen2", "qwen3", nullptr};
   return kHandles;
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "memra/ops.h"
+
 namespace memra::llama {
 namespace {
 
@@ -66,6 +68,18 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.w_gate = get(b + "ffn_gate.weight");
     L.w_up = get(b + "ffn_up.weight");
     L.w_down = get(b + "ffn_down.weight");
+    if (!m.plan.layer_moe[static_cast<size_t>(l)]) continue;
+    L.router = get(b + "ffn_gate_inp.weight");
+    for (const char* kind : {"ffn_gate.", "ffn_up.", "ffn_down."})
+      for (int32_t e = 0; e < m.plan.experts; ++e) L.experts.push_back(get(b + kind + std::to_string(e) + ".weight"));
+  }
+  if (m.plan.experts > 0) {
+    const memra_backend_ops& o = *m.ops;
+    if (!MEMRA_STRUCT_HAS(&o, memra_backend_ops, op_run) || !o.op_find ||
+        o.op_find(o.ctx, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &m.moe_ffn) != MEMRA_OK) {
+      error = "this backend has no moe_ffn v1 op, which the model's sparse layers need";
+      return false;
+    }
   }
   return true;
 }
@@ -96,7 +110,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     const int64_t shape[2] = {rows, cols};
     return o.tensor_create(c, 2, shape, &t);
   };
-  memra_tensor residual, h, q, k, v, attn, proj, gate, up, act, down;
+  memra_tensor residual, h, q, k, v, attn, proj, gate{}, up{}, act{}, down, router_logits{};
   LLAMA_OP(make(T, p.hidden, residual), "alloc");
   LLAMA_OP(make(T, p.hidden, h), "alloc");
   LLAMA_OP(make(T, q_width, q), "alloc");
@@ -104,10 +118,20 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   LLAMA_OP(make(T, kv_width, v), "alloc");
   LLAMA_OP(make(T, q_width, attn), "alloc");
   LLAMA_OP(make(T, p.hidden, proj), "alloc");
-  LLAMA_OP(make(T, p.intermediate, gate), "alloc");
-  LLAMA_OP(make(T, p.intermediate, up), "alloc");
-  LLAMA_OP(make(T, p.intermediate, act), "alloc");
+  if (p.intermediate > 0) {  // a model whose every layer is sparse has no dense width
+    LLAMA_OP(make(T, p.intermediate, gate), "alloc");
+    LLAMA_OP(make(T, p.intermediate, up), "alloc");
+    LLAMA_OP(make(T, p.intermediate, act), "alloc");
+  }
+  if (p.experts > 0) LLAMA_OP(make(T, p.experts, router_logits), "alloc");
   LLAMA_OP(make(T, p.hidden, down), "alloc");
+
+  memra_moe_ffn_attrs_v1 moe{};
+  moe.struct_size = MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE;
+  moe.num_experts = p.experts;
+  moe.top_k = p.top_k;
+  moe.normalize_top_k = p.normalize_top_k ? 1 : 0;
+  moe.activation = MEMRA_ACTIVATION_SILU;
 
   if (first == 0) {
     LLAMA_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
@@ -140,10 +164,30 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     LLAMA_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
     LLAMA_OP(o.matmul(c, &attn, L.wo, L.bo, &proj), "attn_output");
     LLAMA_OP(o.add_rms_norm(c, &proj, &residual, L.ffn_norm, p.norm_eps, 0.0f, &h), "ffn_norm");
-    LLAMA_OP(o.matmul(c, &h, L.w_gate, nullptr, &gate), "ffn_gate");
-    LLAMA_OP(o.matmul(c, &h, L.w_up, nullptr, &up), "ffn_up");
-    LLAMA_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &gate, &up, &act), "silu");
-    LLAMA_OP(o.matmul(c, &act, L.w_down, nullptr, &down), "ffn_down");
+    if (L.router) {
+      LLAMA_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
+      const memra_tensor* in[2] = {&h, &router_logits};
+      memra_tensor* out[1] = {&down};
+      memra_op_args a{};
+      a.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+      a.layer = static_cast<int32_t>(l);
+      a.attrs_version = MEMRA_OP_MOE_FFN_V1;
+      a.attrs = &moe;
+      a.attrs_size = sizeof(moe);
+      a.num_inputs = 2;
+      a.num_outputs = 1;
+      a.inputs = in;
+      a.outputs = out;
+      a.num_weights = static_cast<int32_t>(L.experts.size());
+      a.weights = L.experts.data();
+      a.batch = &batch;
+      LLAMA_OP(o.op_run(c, m.moe_ffn, &a), "moe_ffn");
+    } else {
+      LLAMA_OP(o.matmul(c, &h, L.w_gate, nullptr, &gate), "ffn_gate");
+      LLAMA_OP(o.matmul(c, &h, L.w_up, nullptr, &up), "ffn_up");
+      LLAMA_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &gate, &up, &act), "silu");
+      LLAMA_OP(o.matmul(c, &act, L.w_down, nullptr, &down), "ffn_down");
+    }
     if (l + 1 == last && last < p.layers) {
       batch.carry_out[0] = residual;
       batch.carry_out[1] = down;

@@ -13,6 +13,9 @@ namespace memra::llama {
 struct Layer {
   const memra_weight *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo, *bo;
   const memra_weight *ffn_norm, *w_gate, *w_up, *w_down;
+  // A sparse layer: the router and gate_0.., up_0.., down_0.. (moe_ffn's weight order).
+  const memra_weight* router = nullptr;
+  std::vector<const memra_weight*> experts;
 };
 
 struct Model {
@@ -23,6 +26,7 @@ struct Model {
   const memra_weight* output_norm = nullptr;
   const memra_weight* output = nullptr;
   std::vector<Layer> layers;
+  const memra_op* moe_ffn = nullptr;  // found at bind when the plan has sparse layers
 };
 
 // Binds the host's weights to the plan; on failure sets `error` (names the tensor).

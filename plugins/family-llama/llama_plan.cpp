@@ -1,7 +1,10 @@
 #include "llama_plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+
+#include "memra/ops.h"
 
 namespace memra::llama {
 namespace {
@@ -15,6 +18,32 @@ int64_t need_int(const json& j, const char* key) {
 
 void add(Plan& p, std::string name, std::vector<int64_t> shape, bool matrix) {
   p.tensors.push_back({std::move(name), std::move(shape), matrix});
+}
+
+// Which layers are sparse (num_experts > 0: every decoder_sparse_step-th layer not in
+// mlp_only_layers, as transformers' Qwen3-MoE decides) and the experts' shape.
+bool plan_experts(const json& c, Plan& p, std::string& error) {
+  p.layer_moe.assign(static_cast<size_t>(p.layers), 0);
+  const int64_t experts = c.value("num_experts", int64_t{0});
+  if (experts <= 0) return true;
+  const int64_t top_k = c.value("num_experts_per_tok", int64_t{0});
+  p.expert_width = c.value("moe_intermediate_size", int64_t{0});
+  if (experts > 4096 || top_k <= 0 || top_k > experts || p.expert_width <= 0) {
+    error = "family-llama: config's experts are inconsistent (num_experts, num_experts_per_tok, moe_intermediate_size)";
+    return false;
+  }
+  if (c.value("shared_expert_intermediate_size", int64_t{0}) > 0) {
+    error = "family-llama: shared experts (Qwen2-MoE, Qwen3-Next) are not part of this family";
+    return false;
+  }
+  p.experts = static_cast<int32_t>(experts);
+  p.top_k = static_cast<int32_t>(top_k);
+  p.normalize_top_k = c.value("norm_topk_prob", false);
+  const int64_t step = std::max<int64_t>(1, c.value("decoder_sparse_step", int64_t{1}));
+  const std::vector<int64_t> dense = c.value("mlp_only_layers", std::vector<int64_t>{});
+  for (int64_t l = 0; l < p.layers; ++l)
+    p.layer_moe[static_cast<size_t>(l)] = (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end();
+  return true;
 }
 
 }  // namespace
@@ -39,10 +68,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       error = "config has inconsistent attention heads (heads, kv heads, head_dim)";
       return false;
     }
-    if (c.value("num_experts", 0) > 0) {
-      error = "family-llama handles dense models only; this config has experts";
-      return false;
-    }
+    if (!plan_experts(c, p, error)) return false;
     if (c.value("norm_type", std::string("rms_norm")) != "rms_norm" || c.value("norm_weight_offset", false) ||
         c.value("activation", std::string("silu")) != "silu" || c.value("mlp_bias", false)) {
       error = "family-llama: config asks for a norm, activation or MLP bias this family does not have";
@@ -132,6 +158,17 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       add(p, b + "attn_output.weight", {p.hidden, q_width}, true);
       if (p.attention_output_bias) add(p, b + "attn_output.bias", {p.hidden}, false);
       add(p, b + "ffn_norm.weight", {p.hidden}, false);
+      if (p.layer_moe[static_cast<size_t>(l)]) {
+        add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
+        for (const char* m : {"ffn_gate.", "ffn_up."})
+          for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
+        for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
+        continue;
+      }
+      if (p.intermediate <= 0) {
+        error = "family-llama: layer " + std::to_string(l) + " has a dense MLP but intermediate_size is 0";
+        return false;
+      }
       add(p, b + "ffn_gate.weight", {p.intermediate, p.hidden}, true);
       add(p, b + "ffn_up.weight", {p.intermediate, p.hidden}, true);
       add(p, b + "ffn_down.weight", {p.hidden, p.intermediate}, true);
@@ -168,6 +205,11 @@ void plan_bind_state(Plan& p) {
   p.info.hidden_width = static_cast<int32_t>(p.hidden);  // model_forward serves MEMRA_ROW_OUTPUT_HIDDEN
   p.info.num_state_groups = p.groups.size();
   p.info.state_groups = p.groups.data();
+  p.required_ops.clear();
+  if (p.experts > 0)
+    p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1});
+  p.info.num_required_ops = p.required_ops.size();
+  p.info.required_ops = p.required_ops.data();
 }
 
 std::string plan_to_json(const Plan& p) {
@@ -183,6 +225,8 @@ std::string plan_to_json(const Plan& p) {
   json j = {{"family", "llama"},
             {"architecture", p.architecture},
             {"vocab_size", p.vocab},
+            {"experts", {{"num_experts", p.experts}, {"top_k", p.top_k}, {"expert_width", p.expert_width},
+                         {"normalize_top_k", p.normalize_top_k}, {"layers", p.layer_moe}}},
             {"tensors", t},
             {"state", groups}};
   return j.dump();

@@ -28,16 +28,23 @@ struct Plan {
   bool tied_embeddings = false;
   std::vector<int32_t> layer_window;  // per layer: 0 = full attention, N = sliding window (Mistral, Qwen2/3)
   memra_rope_params rope{};
+  // Sparse MLPs (Qwen3-MoE): per layer whether its MLP is the moe_ffn op over `experts`
+  // experts of width expert_width, top_k per token; the dense layers keep `intermediate`.
+  std::vector<uint8_t> layer_moe;
+  int32_t experts = 0, top_k = 0;
+  int64_t expert_width = 0;
+  bool normalize_top_k = false;
   std::vector<TensorSpec> tensors;
   // The state contract (memra_plan_info): one PAGED_KV group per distinct window.
   std::vector<std::vector<int32_t>> group_layers;
   std::vector<memra_state_group> groups;  // .layers point into group_layers
+  std::vector<memra_op_requirement> required_ops;
   memra_plan_info info{};
 };
 
 // Parses the normalised config; on failure returns false and sets `error`.
 bool plan_from_config(const char* config_json, Plan& plan, std::string& error);
-// Fills plan.groups / plan.info from the layers (pointers into `plan`: call again after moving it).
+// Fills plan.groups, required_ops and info from the layers (pointers into `plan`: call again after moving it).
 void plan_bind_state(Plan& plan);
 std::string plan_to_json(const Plan& plan);
 

@@ -127,7 +127,7 @@ const memra_plugin_descriptor kDescriptor = {
     MEMRA_PLUGIN_KIND_FAMILY,
     "llama",
     "0.2.0",
-    "Llama 2/3.x, Mistral, Qwen2/2.5 and Qwen3 dense decoder-only transformers",
+    "Llama 2/3.x, Mistral, Qwen2/2.5, Qwen3 and Qwen3-MoE decoder-only transformers",
     memra::llama::handled_architectures(),
     score,
 };

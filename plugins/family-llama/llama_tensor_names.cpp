@@ -12,7 +12,7 @@ namespace memra::llama {
 namespace {
 
 // Per-layer suffixes of the dense llama-like families: HF (after "[model.]layers.N.")
-// -> canonical (after "blk.N."). Families with other layouts (Gemma 3, MoE) add theirs.
+// -> canonical (after "blk.N."). Sparse MLPs: canonical_moe_name.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNames = {{
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -33,6 +33,23 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNa
     {"mlp.up_proj.bias", "ffn_up.bias"},
     {"mlp.down_proj.bias", "ffn_down.bias"},
 }};
+
+// A Qwen3-MoE sparse MLP (after "layers.N.mlp."): the router "gate.weight" and
+// "experts.E.{gate,up,down}_proj.weight", named as llama.cpp named unstacked experts.
+std::optional<std::string> canonical_moe_name(std::string_view rest) {
+  if (rest == "gate.weight") return "ffn_gate_inp.weight";
+  constexpr std::string_view kExperts = "experts.";
+  if (rest.substr(0, kExperts.size()) != kExperts) return std::nullopt;
+  rest.remove_prefix(kExperts.size());
+  int expert = -1;
+  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
+  if (ec != std::errc() || expert < 0 || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
+  rest.remove_prefix(static_cast<size_t>(ptr - rest.data()) + 1);
+  for (const auto& [hf, canon] : {std::pair{"gate_proj.weight", "ffn_gate"}, std::pair{"up_proj.weight", "ffn_up"},
+                                  std::pair{"down_proj.weight", "ffn_down"}})
+    if (rest == hf) return std::string(canon) + "." + std::to_string(expert) + ".weight";
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -56,6 +73,9 @@ std::optional<std::string> canonical_hf_name(std::string_view n) {
   const std::string_view rest = n.substr(dot + 1);
   for (const auto& [hf, canon] : kLayerNames)
     if (rest == hf) return "blk." + std::to_string(layer) + "." + std::string(canon);
+  constexpr std::string_view kMlp = "mlp.";
+  if (rest.substr(0, kMlp.size()) == kMlp)
+    if (auto moe = canonical_moe_name(rest.substr(kMlp.size()))) return "blk." + std::to_string(layer) + "." + *moe;
   return std::nullopt;
 }
 

@@ -107,9 +107,30 @@ TEST_F(CheckpointConfig, Qwen3HasQkNorm) {
   EXPECT_EQ(c.sliding_window, 0);  // sliding_window: null, use_sliding_window: false
 }
 
-// MoE, hybrid and Gemma families have no plugin yet: refused by name, with what is served.
+// Qwen3-MoE: Qwen3's attention, every layer sparse (README: 8 experts, top-2,
+// moe_intermediate 256, norm_topk_prob false), the experts' fields as config.json says.
+TEST_F(CheckpointConfig, Qwen3MoeHasExperts) {
+  const auto c = load("qwen3_moe");
+  const auto j = raw("qwen3_moe");
+  expect_common(c, j);
+  EXPECT_EQ(c.family, "llama");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.is_moe());
+  EXPECT_EQ(c.num_experts, j.at("num_local_experts").get<int64_t>());
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 256);
+  EXPECT_EQ(c.intermediate_size, j.at("intermediate_size").get<int64_t>());  // kept for mlp_only_layers
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.decoder_sparse_step, 1);
+  EXPECT_TRUE(c.mlp_only_layers.empty());
+  EXPECT_EQ(c.shared_expert_intermediate_size, 0);
+  for (int64_t l = 0; l < c.num_layers; ++l) EXPECT_TRUE(c.moe_layer(l)) << l;
+}
+
+// Hybrid and Gemma families have no plugin yet: refused by name, with what is served.
 TEST_F(CheckpointConfig, ArchitecturesWithoutAFamilyAreRefusedByName) {
-  for (const char* model : {"qwen3_moe", "qwen3_next", "gemma3_text"}) {
+  for (const char* model : {"qwen3_next", "gemma3_text"}) {
     SCOPED_TRACE(model);
     const std::string arch = raw(model).at("architectures")[0].get<std::string>();
     auto c = hf_config(fixture(std::string("models/") + model).string());

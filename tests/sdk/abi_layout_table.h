@@ -207,6 +207,11 @@
   X(memra_decay_scan_attrs_v1, struct_size, 0)                 \
   X(memra_decay_scan_attrs_v1, decay, 8)                       \
   X(memra_decay_scan_attrs_v1, width, 12)                      \
+  X(memra_moe_ffn_attrs_v1, struct_size, 0)                    \
+  X(memra_moe_ffn_attrs_v1, num_experts, 8)                    \
+  X(memra_moe_ffn_attrs_v1, top_k, 12)                         \
+  X(memra_moe_ffn_attrs_v1, normalize_top_k, 16)               \
+  X(memra_moe_ffn_attrs_v1, activation, 20)                    \
   /* plugin.h */                                               \
   X(memra_plugin_descriptor, struct_size, 0)                   \
   X(memra_plugin_descriptor, abi_major, 8)                     \
@@ -250,6 +255,7 @@
   X(memra_backend_ops, 112, MEMRA_BACKEND_OPS_STRUCT_SIZE, 112) /* 2.1 */            \
   X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
   X(memra_decay_scan_attrs_v1, 16, MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE, 16) /* 2.1 */ \
+  X(memra_moe_ffn_attrs_v1, 24, MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE, 24) /* 2.6 */ \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
   X(memra_plugin_api, 48, MEMRA_PLUGIN_API_STRUCT_SIZE, 48)
 

@@ -271,6 +271,20 @@ memra_status CpuBackend::add(const memra_tensor* a, const memra_tensor* b, memra
 
 memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, const memra_weight* bias,
                                 memra_tensor* out) {
+  if (tensor_last_dim(x) != w->shape[1]) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
+  const int64_t m = rows(x);
+  if (const memra_status st = matmul_rows(f32(x), m, w, matmul_row_kinds(m), f32(out)); st != MEMRA_OK) return st;
+  if (bias) {
+    const auto* bv = static_cast<const float*>(bias->data);
+    float* y = f32(out);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < w->shape[0]; ++c) y[r * w->shape[0] + c] += bv[c];
+  }
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::matmul_rows(const float* x, int64_t m, const memra_weight* w, const std::vector<uint8_t>& kinds,
+                                     float* y) {
   const QuantTable qt = quant_lookup_(w->quant);
   const memra_quant_api* q = qt.api;
   if (!q || !q->matmul) return fail(MEMRA_ERR_UNSUPPORTED, std::string("matmul: no quant plugin for scheme ") + w->quant);
@@ -281,25 +295,17 @@ memra_status CpuBackend::matmul(const memra_tensor* x, const memra_weight* w, co
   args.weight = w->data;
   args.rows = w->shape[0];
   args.cols = w->shape[1];
-  args.m = rows(x);
-  args.x = f32(x);
-  args.y = f32(out);
-  if (tensor_last_dim(x) != args.cols) return fail(MEMRA_ERR_INVALID_ARGUMENT, std::string("matmul: x width does not match ") + w->name);
+  args.m = m;
+  args.x = x;
+  args.y = y;
   // The block schemes' generated rows take the plugin's matmul (int8 or f32
   // activations), their prompt rows bf16-rounded weights on bf16 activations
   // (docs/ARCHITECTURE.md, "Per-scheme numerics"); bf16 weights are one path.
   std::string scheme(w->quant);
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::vector<uint8_t> kinds;
-  if (ref::prompt_rounds_weights(scheme)) kinds = matmul_row_kinds(args.m);
-  const memra_status st = std::find(kinds.begin(), kinds.end(), uint8_t{1}) == kinds.end() ? q->matmul(qt.ctx, &args)
-                                                                                        : matmul_prompt_rows_bf16(qt, args, kinds);
+  const bool prompt_rows = ref::prompt_rounds_weights(scheme) && std::find(kinds.begin(), kinds.end(), uint8_t{1}) != kinds.end();
+  const memra_status st = prompt_rows ? matmul_prompt_rows_bf16(qt, args, kinds) : q->matmul(qt.ctx, &args);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
-  if (bias) {
-    const auto* bv = static_cast<const float*>(bias->data);
-    for (int64_t r = 0; r < args.m; ++r)
-      for (int64_t c = 0; c < args.rows; ++c) args.y[r * args.rows + c] += bv[c];
-  }
   return MEMRA_OK;
 }
 

@@ -77,6 +77,7 @@ class CpuBackend final : public Backend {
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);
   memra_status decay_scan(const memra_op_args& args);
+  memra_status moe_ffn(const memra_op_args& args);  // cpu_moe_ffn.cpp
 
   memra_status fail(memra_status code, std::string message);
 
@@ -95,6 +96,9 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> logits_rows_;
   void note_batch(const memra_forward_batch* batch);
   std::vector<uint8_t> matmul_row_kinds(int64_t m) const;
+  // y [m][w rows] = x [m][w cols] . W^T, row i on the prompt path where kinds[i] is 1
+  // (kinds empty: every row generated); what matmul does once it knows its rows' kinds.
+  memra_status matmul_rows(const float* x, int64_t m, const memra_weight* w, const std::vector<uint8_t>& kinds, float* y);
   memra_status matmul_prompt_rows_bf16(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds);
   std::string last_error_;
   memra_backend_ops ops_{};

@@ -1,5 +1,5 @@
 // The CPU reference's ops by name: its implementations of host/ops/op_registry.hpp's
-// entries (one row per op version), and decay_scan itself.
+// entries (one row per op version), and decay_scan itself (moe_ffn: cpu_moe_ffn.cpp).
 #include <iterator>
 #include <string>
 
@@ -19,6 +19,7 @@ struct CpuOp {
 
 const CpuOp kCpuOps[] = {
     {ops::find_op(MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1), &CpuBackend::decay_scan},
+    {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1), &CpuBackend::moe_ffn},
 };
 
 const CpuOp* cpu_ops_begin() { return std::begin(kCpuOps); }

@@ -32,6 +32,32 @@ typedef struct memra_decay_scan_attrs_v1 {
 } memra_decay_scan_attrs_v1;
 #define MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_decay_scan_attrs_v1, width)
 
+/* moe_ffn v1 (ABI 2.6): a mixture-of-experts MLP with softmax top-k routing (Qwen3-MoE,
+ * Mixtral). inputs[0] = x [tokens][hidden] (the normed rows), inputs[1] = the router's
+ * logits [tokens][num_experts] (a plain matmul of x by the router weight);
+ * outputs[0] = y [tokens][hidden] (must not alias x); weights = 3 * num_experts
+ * matrices in the order gate_0 .. gate_{E-1}, up_0 .., down_0 .. (gate and up
+ * [expert_width][hidden], down [hidden][expert_width], any loaded scheme, each expert's
+ * three of one scheme); no state; batch required. For each token row t:
+ *   - the top_k experts by logit, highest first (ties: the lower index);
+ *   - p_e = exp(l_e - max) / sum over all experts of exp(l - max)  (float32, the sum in
+ *     expert order), and w_i = p_i, or p_i / (p_0 + .. + p_{k-1}) when normalize_top_k;
+ *   - y[t] = w_0 * o_0 + .. + w_{k-1} * o_{k-1} (float32, in that order from 0), where
+ *     o_i = down_e(act(gate_e(x[t])) * up_e(x[t])) with act a MEMRA_ACTIVATION_* and
+ *     each matmul treating row t exactly as the matmul op treats it in this batch.
+ * A row's result depends on that row (and whether it is a prompt row) alone. */
+#define MEMRA_OP_MOE_FFN "moe_ffn"
+#define MEMRA_OP_MOE_FFN_V1 1u
+
+typedef struct memra_moe_ffn_attrs_v1 {
+  size_t struct_size;
+  int32_t num_experts;
+  int32_t top_k;
+  int32_t normalize_top_k; /* 1: the k weights are divided by their sum */
+  int32_t activation;      /* MEMRA_ACTIVATION_SILU or MEMRA_ACTIVATION_GELU_TANH (memra/backend.h) */
+} memra_moe_ffn_attrs_v1;
+#define MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_moe_ffn_attrs_v1, activation)
+
 MEMRA_EXTERN_C_END
 
 #endif /* MEMRA_OPS_H */

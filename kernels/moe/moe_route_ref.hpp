@@ -1,0 +1,16 @@
+// CPU reference of moe_ffn's routing (memra/ops.h, moe_ffn v1): a token row's top-k
+// experts by router logit and their weights, float32 with one rounding per operation
+// (built with -ffp-contract=off), so a CUDA kernel doing the same steps matches it.
+#pragma once
+
+#include <cstdint>
+
+namespace memra::ref {
+
+// experts[0..top_k): the top_k experts by logit, highest first (ties: the lower index);
+// weights[i]: softmax over all num_experts logits at experts[i], divided by the k
+// weights' sum (in selection order) when `normalize`.
+void moe_route_row(const float* logits, int32_t num_experts, int32_t top_k, bool normalize, int32_t* experts,
+                   float* weights);
+
+}  // namespace memra::ref
