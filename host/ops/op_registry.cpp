@@ -9,7 +9,7 @@ namespace {
 constexpr OpSpec kOps[] = {
     {MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1, sizeof(memra_decay_scan_attrs_v1), kCpu | kCuda,
      "decayed running sum over a sequence, in RECURRENT state decay_scan.v1"},
-    {MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, sizeof(memra_moe_ffn_attrs_v1), kCpu,
+    {MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, sizeof(memra_moe_ffn_attrs_v1), kCpu | kCuda,
      "mixture-of-experts MLP: softmax top-k routing over expert gate/up/down matrices"},
 };
 

@@ -2,7 +2,7 @@
 // reference everywhere, CUDA where it can run) against transformers' float32 reference
 // (fixtures made from the bf16 checkpoints reloaded as float32) and against llama.cpp's
 // error budget on its quantized GGUF files:
-//  - models/llama and models/qwen3: logits at every prefill position (on CUDA the prompt
+//  - models/llama, models/qwen3 and models/qwen3_moe: logits at every prefill position (on CUDA the prompt
 //    rows take the tensor-core GEMM) and 24 greedy decode steps (on CUDA the GEMV),
 //    relative to each row's max |logit| (measured differences are printed), greedy ids
 //    equal: as shipped (bf16 weights on bf16 activations, the default f16 KV cache)
@@ -208,23 +208,6 @@ void check_batch_invariance(const std::string& model, memra_backend_kind kind, m
             << verify_equal << "/" << kSteps << "\n";
 }
 
-// Qwen3-MoE's moe_ffn op has no CUDA kernel yet: there the engine must refuse the model
-// at load, naming the op (true), instead of failing mid-step.
-bool refused_without_moe_kernel(memra_backend_kind kind) {
-  if (kind != MEMRA_BACKEND_CUDA) return false;
-  const fs::path dir = memra::testing::fixture("models/qwen3_moe");
-  if (!memra::testing::has_reference(dir)) return true;
-  auto src = memra::engine::open_model_source(dir.string(), memra::testing::build_plugins());
-  EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
-  if (!src) return true;
-  auto e = Engine::create(std::move(*src), memra::testing::build_plugins(), memra::testing::engine_options(kind));
-  EXPECT_FALSE(e.ok()) << "qwen3_moe loaded on CUDA, which has no moe_ffn kernel";
-  if (!e.ok()) {
-    EXPECT_NE(e.error().message.find("moe_ffn"), std::string::npos) << e.error().message;
-  }
-  return true;
-}
-
 }  // namespace
 
 using EngineFixture = memra::testing::BackendTest;
@@ -242,18 +225,10 @@ TEST_P(EngineFixture, Qwen3Bf16KvBatchInvariant) { check_batch_invariance("qwen3
 TEST_P(EngineFixture, LlamaFp8KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_F8_E4M3); }
 TEST_P(EngineFixture, Qwen3Fp8KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F8_E4M3); }
 
-TEST_P(EngineFixture, Qwen3MoeMatchesTransformers) {
-  if (!refused_without_moe_kernel(GetParam())) check_against_transformers("qwen3_moe", GetParam());
-}
-TEST_P(EngineFixture, Qwen3MoeAsF32MatchesTransformers) {
-  if (!refused_without_moe_kernel(GetParam())) check_against_transformers("qwen3_moe", GetParam(), "f32");
-}
-TEST_P(EngineFixture, Qwen3MoeBatchInvariant) {
-  if (!refused_without_moe_kernel(GetParam())) check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_F32);
-}
-TEST_P(EngineFixture, Qwen3MoeBf16KvBatchInvariant) {
-  if (!refused_without_moe_kernel(GetParam())) check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_BF16);
-}
+TEST_P(EngineFixture, Qwen3MoeMatchesTransformers) { check_against_transformers("qwen3_moe", GetParam()); }
+TEST_P(EngineFixture, Qwen3MoeAsF32MatchesTransformers) { check_against_transformers("qwen3_moe", GetParam(), "f32"); }
+TEST_P(EngineFixture, Qwen3MoeBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_F32); }
+TEST_P(EngineFixture, Qwen3MoeBf16KvBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_BF16); }
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
 

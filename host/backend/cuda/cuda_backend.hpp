@@ -143,6 +143,7 @@ class CudaBackend {
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);
   memra_status decay_scan(const memra_op_args& args);
+  memra_status moe_ffn(const memra_op_args& args);  // ops_moe.cpp
   memra_status allocate_state(const RecurrentStateConfig& state);
   memra_status copy_state_slot(int32_t from, int32_t to);
   memra_status reset_state_slot(int32_t slot);

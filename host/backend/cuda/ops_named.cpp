@@ -19,6 +19,7 @@ struct CudaOp {
 
 const CudaOp kCudaOps[] = {
     {ops::find_op(MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1), &CudaBackend::decay_scan},
+    {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1), &CudaBackend::moe_ffn},
 };
 
 }  // namespace
