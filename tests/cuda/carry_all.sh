@@ -4,7 +4,7 @@
 # tests/cuda suites, and the suites over backends whose CUDA instances all_on_device.sh
 # runs), memra-bench and memra-gen, the backend, kernels, plugins, the fixtures they
 # read and the shared libraries the tokenizer-linked binaries need (ICU, PCRE2, Poco, ...).
-# About 36 MB (libraries, binaries, modules and fixtures xz-compressed): carry the destination with the device tool.
+# About 38 MB (libraries, binaries, modules and fixtures xz-compressed): carry the destination with the device tool.
 # Usage: tests/cuda/carry_all.sh <build-dir configured with -DMEMRA_CUDA=ON> [<dest>=.device/all]
 set -eu
 B=${1:?build dir}
@@ -23,9 +23,7 @@ cp -r "$B/lib/memra" "$D/lib/"
 # The SDK example quant plugin (built out of tree) for cuda_plugin_kernel_test.
 mkdir -p "$D/lib/sdk-example" && cp "$B"/sdk-example/*.so "$B"/sdk-example/*.fatbin "$D/lib/sdk-example/"
 strip "$D"/bin/* "$D"/lib/memra/*.so "$D"/lib/memra/plugins/*.so
-# (models/qwen3_moe, 8 MB, would take the call past the device tool's 64 MB with the
-# working tree: it travels on its own, e.g. in a second call to the same warm machine.)
-cp -r "$F/models/llama" "$F/models/qwen3" "$D/fixtures/models/"
+cp -r "$F/models/llama" "$F/models/qwen3" "$F/models/qwen3_moe" "$D/fixtures/models/"
 cp -r "$F/gguf/llama" "$D/fixtures/gguf/"
 # The real Qwen3 tokenizer for the soak's Qwen3-8B-shaped model (soak_on_device.sh; xz: 11 MB -> 1.4 MB)
 # and the fixtures' byte-level BPE for tests/models/make_qwen3_embedding.py.
@@ -40,6 +38,8 @@ for b in "$D"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
 # call, the working tree included; all_on_device.sh unpacks them in place.
 tar cJf "$D/syslib.tar.xz" -C "$D" syslib && rm -rf "$D/syslib"
 tar cJf "$D/bin.tar.xz" -C "$D" bin lib && rm -rf "$D/bin" "$D/lib"
-tar cJf "$D/fixtures.tar.xz" -C "$D" fixtures && rm -rf "$D/fixtures"  # random bf16 weights: 21 MB -> 14 MB
+# xz -9e: random bf16 weights, 29 MB -> 15 MB (-6 leaves 18 MB, and the call, with the
+# 26 MB working tree, must stay under the device tool's 64 MiB).
+tar cf - -C "$D" fixtures | xz -9e -T2 > "$D/fixtures.tar.xz" && rm -rf "$D/fixtures"
 chmod -R u+w "$D"
 du -sh "$D"
