@@ -2,6 +2,8 @@
 // -> the normalised config (docs/FORMAT.md), with each architecture's defaults.
 #include "llama_config.hpp"
 
+#include <vector>
+
 #include "family_plugin_support.hpp"
 #include "raw_config.hpp"
 
@@ -192,10 +194,17 @@ std::string normalize_config(const char* raw_json) {
   return out.dump(1);
 }
 
+// From the variant table, so an architecture is one row: the HF classes, then the GGUF names.
 const char* const* handled_architectures() {
-  static const char* const kHandles[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                         "Qwen3MoeForCausalLM", "llama", "qwen2", "qwen3", nullptr};
-  return kHandles;
+  static const std::vector<const char*> kHandles = [] {
+    std::vector<const char*> h;
+    for (const Variant& v : kVariants) h.push_back(v.hf);
+    for (const Variant& v : kVariants)
+      if (v.gguf[0] != '\0') h.push_back(v.gguf);
+    h.push_back(nullptr);
+    return h;
+  }();
+  return kHandles.data();
 }
 
 }  // namespace memra::llama
