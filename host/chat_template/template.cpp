@@ -11,6 +11,7 @@
 #include "host/chat_template/interpreter.hpp"
 #include "host/chat_template/lexer.hpp"
 #include "host/chat_template/parser.hpp"
+#include "host/json/bounded_parse.hpp"
 
 namespace memra::chat_template {
 
@@ -144,11 +145,14 @@ Result<std::string> Template::render(const nlohmann::ordered_json& context, cons
 }
 
 Result<std::string> Template::render_json_text(std::string_view context_json, const RenderOptions& options) const {
-  nlohmann::ordered_json context = nlohmann::ordered_json::parse(context_json, nullptr, false);
-  if (context.is_discarded()) {
-    return make_error(ErrorCode::invalid_argument, "chat template: the render context is not valid JSON");
+  jsonio::ParseError why;
+  auto context = jsonio::parse(context_json, jsonio::kRequestLimits, &why);
+  if (!context) {
+    return make_error(ErrorCode::invalid_argument,
+                      "chat template: the render context is not valid JSON or passes a limit: " + why.message +
+                          (why.path.empty() ? "" : " (at " + why.path + ")"));
   }
-  return render(context, options);
+  return render(*context, options);
 }
 
 bool is_raised_exception(const Error& error) { return error.message.rfind(kRaisedPrefix, 0) == 0; }

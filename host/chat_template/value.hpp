@@ -43,8 +43,8 @@ class Object {
   const Value* find(std::string_view key) const;
   void set(std::string key, Value value);
   bool erase(std::string_view key);
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
+  std::size_t size() const;  // defined below Value (a complete type is needed)
+  bool empty() const;
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
  private:
@@ -114,5 +114,8 @@ class Value {
   double num_ = 0;
   std::shared_ptr<void> ptr_;
 };
+
+inline std::size_t Object::size() const { return entries_.size(); }
+inline bool Object::empty() const { return entries_.empty(); }
 
 }  // namespace memra::chat_template

@@ -228,9 +228,6 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
                                                   "thinking yet",
         std::string(req.response_format.type != ResponseFormatType::text ? "response_format" : "tool_choice")));
   }
-  OutputConstraint constraint = output_constraint(*model, req, tool_format);
-  if (constraint.error) return refused(*constraint.error);
-
   // How many tokens: given, or the documented default rule (token_budget.hpp).
   TokenBudgetInput tb;
   tb.requested = req.max_tokens;
@@ -252,7 +249,6 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
   spec.stop = req.stop;
   spec.ignore_eos = req.ignore_eos;
   spec.logit_bias = req.logit_bias;
-  spec.constraint = std::move(constraint.factory);
   spec.cache_namespace = model->alias + '\x1f' + ctx.tenant() + '\x1f' + req.cache_salt;
   if (ctx.key != nullptr) spec.priority = ctx.key->limits.priority;
   if (auto bad = engine::validate(spec.sampling)) return refused(errors::invalid_request("invalid_value", *bad, std::nullopt));
@@ -263,6 +259,12 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
   TenantAdmission::Ticket ticket;
   if (std::optional<Refusal> no = admit_tenant(router, ctx, model->alias, budget.kv_tokens, ticket))
     return StartResult{nullptr, std::move(no)};
+
+  // The grammar is compiled once the tenant is admitted: its time and memory (bounded per
+  // request: kMaxGrammarElements) count against the tenant's max_concurrent.
+  OutputConstraint constraint = output_constraint(*model, req, tool_format);
+  if (constraint.error) return refused(*constraint.error);
+  spec.constraint = std::move(constraint.factory);
 
   auto started = GenerationRun::start(*model, spec);
   if (!started) {

@@ -149,8 +149,7 @@ std::optional<FramingError> parse_head(std::string_view head, Poco::Net::HTTPReq
     if (colon == std::string_view::npos || !is_token(field.substr(0, colon)))
       return bad("malformed_request", "header line " + std::to_string(i) + " is not 'Name: value' (a field name is a "
                                       "token, with no space before the colon)");
-    if (colon > kMaxFieldName ||
-        field.size() - colon - 1 > kMaxFieldValue)
+    if (colon > kMaxFieldName || trim(field.substr(colon + 1)).size() > kMaxFieldValue)
       return FramingError{431, "request_header_fields_too_large",
                           "header field '" + std::string(field.substr(0, std::min<std::size_t>(colon, 64))) +
                               "' is over the size limit"};
@@ -262,6 +261,7 @@ std::size_t ChunkedDecoder::feed(std::string_view in, std::string& out, std::siz
           state_ = State::trailer;
         } else {
           remaining_ = size;
+          declared_ = size > UINT64_MAX - declared_ ? UINT64_MAX : declared_ + size;
           state_ = State::data;
         }
         break;

@@ -67,6 +67,9 @@ class ChunkedDecoder {
   std::size_t feed(std::string_view in, std::string& out, std::size_t limit);
   Step step() const { return step_; }
   std::uint64_t overflow() const { return overflow_; }
+  // The data bytes the chunk-size lines so far announce (the current chunk's included):
+  // the caller can refuse a body past its limit before the data arrives.
+  std::uint64_t declared() const { return declared_; }
   const std::string& error() const { return error_; }
 
  private:
@@ -79,6 +82,7 @@ class ChunkedDecoder {
   std::uint64_t remaining_ = 0;  // data bytes left in the current chunk
   std::uint64_t trailer_bytes_ = 0;
   std::uint64_t overflow_ = 0;
+  std::uint64_t declared_ = 0;
   std::string error_;
 };
 

@@ -26,6 +26,7 @@
 
 #include "host/server/http_framing.hpp"
 #include "host/server/http_wire.hpp"
+#include "host/server/memory_return.hpp"
 #include "host/server/task_pool.hpp"
 
 namespace memra::server {
@@ -457,6 +458,13 @@ bool HttpFrontend::Impl::step(Connection& c, Clock::time_point now) {
              "bad_request", now);
       return false;
     }
+    // A chunk announced past what the limit and the discard budget allow: 413 now, not
+    // after its data (the body stays unread and the connection closes after the answer).
+    if (c.chunked.declared() > options.max_body_bytes + options.discard_budget) {
+      refuse(c, errors::body_too_large(options.max_body_bytes, "(chunked) announces a chunk that takes it past"),
+             "bad_request", now);
+      return false;
+    }
     c.overflowed = c.body.size() > options.max_body_bytes;
     if (c.chunked.step() == ChunkedDecoder::Step::done || c.chunked.overflow() > options.discard_budget) {
       dispatch(c, now);
@@ -474,7 +482,12 @@ void HttpFrontend::Impl::dispatch(Connection& c, Clock::time_point now) {
   unwatch(c);  // the answering thread owns the socket until it hands it back
   auto shared = connections.at(c.fd);
   TaskPool& pool = lane == Lane::probes ? *probes : *workers;
-  const bool taken = pool.submit([this, shared] { resume(shared, answer(*shared)); });
+  const bool taken = pool.submit([this, shared] {
+    const std::size_t body_bytes = shared->body.size();
+    const After after = answer(*shared);
+    return_memory_after(body_bytes);  // the request's memory is free by now
+    resume(shared, after);
+  });
   if (!taken) {
     watch(c, EPOLLIN | EPOLLRDHUP);
     ApiError error = errors::server_overloaded(

@@ -3,12 +3,14 @@
 #include <Poco/AutoPtr.h>
 
 #include "host/server/host_app.hpp"
+#include "host/server/memory_return.hpp"
 #include "host/server/signals.hpp"
 
 int main(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the blocked mask and
   // SIGTERM/SIGINT reach only the main thread's sigwait.
   memra::server::block_termination_signals();
+  memra::server::configure_allocator();
   Poco::AutoPtr<memra::server::HostApp> app(new memra::server::HostApp);
   return app->run_main(argc, argv);
 }

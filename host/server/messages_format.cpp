@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/json/bounded_parse.hpp"
+
 namespace memra::server {
 namespace {
 
@@ -31,11 +33,8 @@ ojson error_json(const ApiError& e) {
 std::string tool_id(const std::string& id) { return id.rfind("call_", 0) == 0 ? "toolu_" + id.substr(5) : id; }
 
 ojson tool_input(const std::string& arguments) {
-  try {
-    ojson input = ojson::parse(arguments);
-    if (input.is_object()) return input;
-  } catch (const ojson::exception&) {
-  }
+  auto input = jsonio::parse(arguments);
+  if (input && input->is_object()) return std::move(*input);
   return ojson::object();
 }
 

@@ -11,8 +11,6 @@ namespace {
 using namespace structured;
 using ojson = nlohmann::ordered_json;
 
-constexpr size_t kMaxGrammarElements = 1'000'000;
-
 ApiError schema_error(const SchemaError& e, const std::string& param) {
   return errors::invalid_request(e.unsupported ? "unsupported_parameter" : "invalid_value", param + ": " + e.message, param);
 }
@@ -75,7 +73,7 @@ bool wants_constraint(const CompletionRequest& r) {
 OutputConstraint output_constraint(ServedModel& model, const CompletionRequest& r, ToolFormat format) {
   OutputConstraint out;
   if (!wants_constraint(r)) return out;
-  GrammarBuilder b;
+  GrammarBuilder b(kMaxGrammarElements);
   JsonGrammarCompiler json(b);
   uint32_t root = 0;
   const bool forced = r.tool_choice.mode == ToolChoiceMode::required || r.tool_choice.mode == ToolChoiceMode::named;
@@ -103,7 +101,7 @@ OutputConstraint output_constraint(ServedModel& model, const CompletionRequest& 
       return out;
     }
   }
-  if (b.elements() > kMaxGrammarElements) {
+  if (b.over_limit()) {
     out.error = errors::invalid_request("invalid_value", "the schema compiles to a grammar too large to enforce (over " +
                                                              std::to_string(kMaxGrammarElements) + " elements)",
                                         forced ? "tools" : "response_format");

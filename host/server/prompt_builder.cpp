@@ -1,5 +1,7 @@
 #include "host/server/prompt_builder.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace memra::server {
@@ -17,9 +19,13 @@ ojson template_message(const ChatMessage& m) {
   if (!m.tool_calls.empty()) {
     ojson calls = ojson::array();
     for (const auto& c : m.tool_calls) {
-      ojson args = ojson::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
-      if (args.is_discarded()) args = c.arguments;
-      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", std::move(args)}}}});
+      ojson call = ojson::object();
+      call["id"] = c.id;
+      call["type"] = "function";
+      ojson& function = call["function"];
+      function["name"] = c.name;
+      function["arguments"] = c.parsed ? *c.parsed : ojson(c.arguments);
+      calls.push_back(std::move(call));
     }
     msg["tool_calls"] = std::move(calls);
   }
@@ -104,6 +110,15 @@ std::optional<ApiError> check_token_ids(const ServedModel& model, const std::vec
 BuiltPrompts build_prompts(const ServedModel& model, const CompletionRequest& request) {
   BuiltPrompts out;
   const auto& tok = *model.text.tokenizer;
+  // A prompt of the whole context leaves no room to generate: tokenizing stops past it, so
+  // an over-long prompt costs about a context's worth of work and memory, not its length.
+  const auto context = static_cast<std::size_t>(std::max<std::int64_t>(model.max_context(), 1));
+  auto too_long = [&](const char* param) {
+    out.error = errors::context_length_exceeded(
+        "the prompt is more than " + std::to_string(context) + " tokens but the context of '" + model.alias + "' is " +
+            std::to_string(context) + " tokens, leaving no room to generate; shorten the prompt",
+        param);
+  };
   if (request.kind == CompletionKind::chat) {
     RenderedChat chat = render_chat(model, request.messages, true, "messages", chat_extras(request));
     if (chat.error) {
@@ -111,7 +126,12 @@ BuiltPrompts build_prompts(const ServedModel& model, const CompletionRequest& re
       return out;
     }
     // The template writes the special tokens itself (transformers: add_special_tokens=False).
-    out.prompts.push_back(tok.encode(chat.text, false));
+    auto ids = tok.encode_at_most(chat.text, false, context);
+    if (!ids) {
+      too_long("messages");
+      return out;
+    }
+    out.prompts.push_back(std::move(*ids));
     out.texts.push_back(std::move(chat.text));
   } else {
     for (const auto& p : request.prompts) {
@@ -123,7 +143,12 @@ BuiltPrompts build_prompts(const ServedModel& model, const CompletionRequest& re
         out.prompts.push_back(p.tokens);
         out.texts.push_back(tok.decode(p.tokens, {.skip_special_tokens = false, .clean_up_tokenization_spaces = {}}));
       } else {
-        out.prompts.push_back(tok.encode(p.text, true));
+        auto ids = tok.encode_at_most(p.text, true, context);
+        if (!ids) {
+          too_long("prompt");
+          return out;
+        }
+        out.prompts.push_back(std::move(*ids));
         out.texts.push_back(p.text);
       }
     }

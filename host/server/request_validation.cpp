@@ -360,6 +360,14 @@ struct Checker : BodyChecker {
             } else if (fk == "arguments") {
               if (!fv.is_string()) return wrong_type(fp, "a string (the arguments as JSON text)");
               call.arguments = fv.get<std::string>();
+              // Parsed here, once, under the limits of any JSON from clients; text that is
+              // not JSON stays text (templates show it as it is), JSON past a limit is refused.
+              jsonio::ParseError why;
+              call.parsed = jsonio::parse(call.arguments, jsonio::kRequestLimits, &why);
+              if (!call.parsed && why.kind != jsonio::ParseError::Kind::syntax) {
+                if (!error) error = json_parse_error(why, "the tool call's arguments", fp);
+                return;
+              }
             } else {
               return fail("unknown_parameter", fp, "Unrecognized tool call field: " + fp);
             }
@@ -387,7 +395,10 @@ struct Checker : BodyChecker {
     for (const auto& [key, value] : v->items()) {
       const std::string p = "logit_bias." + key;
       std::int64_t id = -1;
-      if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoll(key);
+      // Canonical decimal only: "01" or "+1" is not a token id.
+      if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos &&
+          (key.size() == 1 || key[0] != '0'))
+        id = std::stoll(key);
       if (id < 0 || id > INT32_MAX) {
         return fail("invalid_value", "logit_bias", "'logit_bias' keys must be token ids (decimal integers), got '" + key + "'");
       }
@@ -616,27 +627,19 @@ struct Checker : BodyChecker {
   }
 };
 
-// Parses `body` as a JSON object, or sets `error`.
+// Parses `body` as a JSON object under the request limits, or sets `error`.
 std::optional<json> parse_object(std::string_view body, std::optional<ApiError>& error) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     error = errors::invalid_json("the body is empty; send a JSON object");
     return std::nullopt;
   }
-  if (json_nesting_depth(body) > kMaxJsonDepth) {
-    error = errors::invalid_json("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  jsonio::ParseError why;
+  auto doc = jsonio::parse(body, jsonio::kRequestLimits, &why);
+  if (!doc) {
+    error = json_parse_error(why, "the request body");
     return std::nullopt;
   }
-  json doc;
-  try {
-    doc = json::parse(body);
-  } catch (const json::exception& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    std::string what = e.what();
-    const auto pos = what.find("] ");
-    error = errors::invalid_json(pos == std::string::npos ? what : what.substr(pos + 2));
-    return std::nullopt;
-  }
-  if (!doc.is_object()) {
+  if (!doc->is_object()) {
     error = errors::invalid_request("invalid_body", "the request body must be a JSON object", std::nullopt);
     return std::nullopt;
   }
@@ -645,25 +648,20 @@ std::optional<json> parse_object(std::string_view body, std::optional<ApiError>&
 
 }  // namespace
 
-std::size_t json_nesting_depth(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > deepest) deepest = depth;
-      if (deepest > limit) return deepest;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
+ApiError json_parse_error(const jsonio::ParseError& e, std::string_view what, std::string param) {
+  if (e.kind == jsonio::ParseError::Kind::syntax) {
+    if (param.empty()) return errors::invalid_json(e.message);
+    return errors::invalid_request("invalid_json", server::quoted(param) + " is not valid JSON: " + e.message, param);
   }
-  return deepest;
+  // A limit: name the field (the body's top-level field, or the given one) and the place.
+  std::string where = param;
+  if (!e.path.empty()) where = param.empty() ? e.path : param + " (at " + e.path + ")";
+  if (param.empty()) param = jsonio::top_field(e.path);
+  return errors::invalid_request(
+      "json_limit_exceeded",
+      std::string(what) + (where.empty() ? "" : " at " + server::quoted(where)) + " has " + e.message +
+          ", past memra-host's limit for JSON from clients (docs/SERVING.md, \"Request limits\"); send a smaller or flatter value",
+      param.empty() ? std::nullopt : std::optional<std::string>(param));
 }
 
 std::vector<std::pair<std::string, std::string>> field_policies(CompletionKind kind) {

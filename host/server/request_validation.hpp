@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/engine/sampler.hpp"
+#include "host/json/bounded_parse.hpp"
 #include "host/server/api_error.hpp"
 
 namespace memra::server {
@@ -27,6 +28,7 @@ struct ToolCallIn {
   std::string id;
   std::string name;
   std::string arguments;  // JSON text, as the API carries it
+  std::optional<nlohmann::ordered_json> parsed;  // the arguments parsed (jsonio limits), when they are JSON
 };
 
 struct ChatMessage {
@@ -126,8 +128,6 @@ struct Parsed {
   std::optional<ApiError> error;
 };
 
-// Nesting deeper than this is refused before parsing (guards recursion in consumers).
-inline constexpr std::size_t kMaxJsonDepth = 64;
 // Limits on a request's shape (each a 400 naming the field when passed).
 inline constexpr std::int64_t kMaxChoices = 16;        // n
 inline constexpr std::size_t kMaxPrompts = 64;         // prompts x n in one /v1/completions request
@@ -138,9 +138,10 @@ inline constexpr std::int32_t kMaxTopLogprobs = 20;
 inline constexpr std::size_t kMaxLogitBias = 1024;     // logit_bias entries
 inline constexpr std::size_t kMaxTools = 128;
 
-// The deepest nesting of arrays/objects in `text` (strings are skipped); stops
-// counting once `limit` is passed.
-std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
+// A 400 for JSON a client sent that jsonio::parse refused: `what` says which text ("the
+// request body", "the tool call's arguments"), `param` names its field ("" for the body,
+// whose top-level field in the error's path is named instead).
+ApiError json_parse_error(const jsonio::ParseError& e, std::string_view what, std::string param = "");
 
 Validation validate_completion_body(CompletionKind kind, std::string_view body);
 // The same checks on a body already parsed (the Responses and Messages routes translate

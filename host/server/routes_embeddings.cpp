@@ -3,6 +3,9 @@
 // input into token ids, check them against the model, admit the request for its
 // tenant, run the inputs through the model's scheduler and answer with the vectors
 // (cut to `dimensions` and renormalised where the model normalises).
+#include <algorithm>
+#include <optional>
+
 #include "host/engine/embedding_vector.hpp"
 #include "host/server/embedding_run.hpp"
 #include "host/server/embeddings_format.hpp"
@@ -19,7 +22,15 @@ std::optional<ApiError> input_tokens(const ServedModel& model, const EmbeddingsR
   for (std::size_t i = 0; i < req.inputs.size(); ++i) {
     const PromptInput& in = req.inputs[i];
     const std::string at = req.inputs.size() == 1 ? "input" : "input[" + std::to_string(i) + "]";
-    std::vector<std::int32_t> ids = in.is_tokens ? in.tokens : model.text.tokenizer->encode(in.text, true);
+    const auto context = static_cast<std::size_t>(std::max<std::int64_t>(model.max_context(), 0));
+    std::optional<std::vector<std::int32_t>> encoded =
+        in.is_tokens ? std::optional(in.tokens) : model.text.tokenizer->encode_at_most(in.text, true, context);
+    if (!encoded)  // tokenizing stopped past the context
+      return errors::context_length_exceeded("'" + at + "' is more than " + std::to_string(context) +
+                                                 " tokens, the context of '" + model.alias +
+                                                 "'; shorten it or split it into several inputs",
+                                             at);
+    std::vector<std::int32_t> ids = std::move(*encoded);
     if (ids.empty()) return errors::invalid_request("invalid_value", "'" + at + "' gives no tokens", at);
     for (std::int32_t id : ids)
       if (id >= model.vocab_size())

@@ -5,6 +5,8 @@
 // POST /v1/messages/count_tokens: the prompt tokens the same body would cost.
 #include <nlohmann/json.hpp>
 
+#include "host/json/bounded_parse.hpp"
+
 #include "host/server/completion_pipeline.hpp"
 #include "host/server/messages_format.hpp"
 #include "host/server/messages_request.hpp"
@@ -34,9 +36,10 @@ Reply messages(const Router& router, RequestContext& ctx, const Poco::Net::HTTPR
 // prompt's (the template rendered with the system prompt, the messages and the tools).
 Reply count_tokens(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string& body) {
   std::string checked = body;
-  if (auto j = nlohmann::ordered_json::parse(body, nullptr, false); j.is_object() && !j.contains("max_tokens")) {
-    j["max_tokens"] = 1;  // the Messages checker requires it; nothing is generated here
-    checked = j.dump();
+  // A body past the limits is passed on as it is, for the checker to refuse.
+  if (auto j = jsonio::parse(body); j && j->is_object() && !j->contains("max_tokens")) {
+    (*j)["max_tokens"] = 1;  // the Messages checker requires it; nothing is generated here
+    checked = j->dump();
   }
   Parsed<MessagesRequest> parsed = parse_messages_body(checked);
   if (parsed.error) return anthropic_error_reply(*parsed.error);

@@ -2,12 +2,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/json/bounded_parse.hpp"
+
 namespace memra::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+// Model output parsed under the limits of client JSON (a model can be asked to nest);
+// a discarded value when it is not JSON or passes a limit.
+ojson parse_or_discarded(std::string_view text) {
+  auto v = jsonio::parse(text);
+  return v ? std::move(*v) : ojson(ojson::value_t::discarded);
+}
 
 std::string_view trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -37,7 +46,7 @@ bool call_from_json(const ojson& j, ParsedToolCall& out) {
     if (auto it = j.find(key); it != j.end()) args = &*it;
   ojson a = args ? *args : ojson::object();
   if (a.is_string()) {  // some models write the arguments as a JSON string
-    ojson inner = ojson::parse(a.get<std::string>(), nullptr, false);
+    ojson inner = parse_or_discarded(a.get<std::string>());
     if (inner.is_discarded()) return false;
     a = std::move(inner);
   }
@@ -52,7 +61,7 @@ std::vector<ParsedToolCall> parse_json_calls(std::string_view body) {
   body = trim(body);
   if (body.empty()) return {};
   // One object, an array of them, or objects separated by ';' / newlines (Llama 3).
-  ojson whole = ojson::parse(body, nullptr, false);
+  ojson whole = parse_or_discarded(body);
   if (!whole.is_discarded()) {
     if (whole.is_array()) {
       for (const auto& j : whole) {
@@ -73,7 +82,7 @@ std::vector<ParsedToolCall> parse_json_calls(std::string_view body) {
     const std::string_view piece = trim(body.substr(p, q - p));
     p = q + 1;
     if (piece.empty()) continue;
-    ojson j = ojson::parse(piece, nullptr, false);
+    ojson j = parse_or_discarded(piece);
     ParsedToolCall c;
     if (j.is_discarded() || !call_from_json(j, c)) return {};
     calls.push_back(std::move(c));
@@ -90,7 +99,7 @@ ojson typed_value(const ToolDef* tool, const std::string& name, const std::strin
       type = props[name]["type"].get<std::string>();
   }
   if (type == "string") return text;
-  ojson v = ojson::parse(trim(text), nullptr, false);
+  ojson v = parse_or_discarded(trim(text));
   if (!v.is_discarded()) return v;
   return text;
 }
@@ -134,6 +143,7 @@ struct PyReader {
   std::string_view s;
   std::size_t i = 0;
   bool ok = true;
+  std::size_t depth = 0;
   void ws() {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) ++i;
   }
@@ -171,14 +181,17 @@ struct PyReader {
       ++i;
       return out;
     }
+    // Containers nest no deeper than client JSON may (the parse recurses per level).
+    if ((c == '[' || c == '(' || c == '{') && ++depth > jsonio::kRequestLimits.max_depth) return fail();
     if (c == '[' || c == '(') {
       const char close = c == '[' ? ']' : ')';
       ++i;
       ojson arr = ojson::array();
       if (eat(close)) return arr;
       do arr.push_back(value());
-      while (ok && eat(','));
+      while (ok && eat(',') && arr.size() < jsonio::kRequestLimits.max_array_items);
       if (!eat(close)) return fail();
+      --depth;
       return arr;
     }
     if (c == '{') {
@@ -189,15 +202,16 @@ struct PyReader {
         ojson k = value();
         if (!ok || !k.is_string() || !eat(':')) return fail();
         obj[k.get<std::string>()] = value();
-      } while (ok && eat(','));
+      } while (ok && eat(',') && obj.size() < jsonio::kRequestLimits.max_object_keys);
       if (!eat('}')) return fail();
+      --depth;
       return obj;
     }
     const std::string word = ident();
     if (word == "True" || word == "true") return true;
     if (word == "False" || word == "false") return false;
     if (word == "None" || word == "null") return nullptr;
-    ojson n = ojson::parse(word, nullptr, false);
+    ojson n = parse_or_discarded(word);
     if (n.is_discarded() || !n.is_number()) return fail();
     return n;
   }

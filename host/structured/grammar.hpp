@@ -50,11 +50,12 @@ struct Grammar {
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
 struct Expr {
-  enum class Kind { bytes, seq, alt, rule, rep } kind;
+  enum class Kind { bytes, seq, alt, rule, rep, literal } kind = Kind::bytes;
   ByteSet set;                 // bytes
   std::vector<ExprPtr> parts;  // seq, alt; rep: parts[0]
   uint32_t rule = 0;           // rule
   int64_t min = 0, max = -1;   // rep: min..max times (max < 0: unbounded)
+  std::string text;            // literal: these bytes in order (one node, however long)
 };
 
 ExprPtr lit(std::string_view text);  // the bytes, in order ("" = the empty sequence)
@@ -68,8 +69,13 @@ ExprPtr ref(uint32_t rule);
 
 class GrammarBuilder {
  public:
+  // At most this many elements (a repetition is unrolled: its count multiplies its body's
+  // size); define() checks the cost before lowering anything.
+  explicit GrammarBuilder(uint64_t max_elements = UINT64_MAX) : max_elements_(max_elements) {}
   // A rule with no definition yet (for recursion); define() it before build().
   uint32_t declare();
+  // Lowers `e` as the rule's alternatives; past the element limit the rule stays empty and
+  // over_limit() turns true (nothing is expanded).
   void define(uint32_t rule, const ExprPtr& e);
   uint32_t add(const ExprPtr& e) {
     const uint32_t r = declare();
@@ -77,6 +83,16 @@ class GrammarBuilder {
     return r;
   }
   size_t elements() const { return g_.elements.size(); }
+  uint64_t max_elements() const { return max_elements_; }
+  bool over_limit() const { return over_limit_; }
+  // The elements lowering `e` inside a sequence adds, rules it makes included (saturating):
+  // computed from the expression's structure, without expanding it.
+  static uint64_t cost(const ExprPtr& e);
+  // Whether each rule defined so far derives some finite byte string (a rule that only
+  // refers to itself, directly or through others, never does).
+  std::vector<bool> productive() const;
+  // The grammar, with every alternative that needs an unproductive rule removed (so a
+  // match never enters a branch it cannot finish).
   Grammar build(uint32_t root) &&;
 
  private:
@@ -85,6 +101,8 @@ class GrammarBuilder {
   uint32_t set_index(const ByteSet& s);
   Grammar g_;
   std::vector<bool> defined_;
+  uint64_t max_elements_;
+  bool over_limit_ = false;
 };
 
 }  // namespace memra::structured

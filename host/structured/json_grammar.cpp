@@ -52,6 +52,14 @@ struct JsonGrammarCompiler::Impl {
   GrammarBuilder& b;
   const json* root = nullptr;
   std::map<std::string, uint32_t> refs;  // JSON pointer -> its rule
+  // Referenced schemas declared but not compiled yet: compile() drains the list, so a
+  // chain of $refs is a loop, not a recursion as deep as the chain.
+  struct Pending {
+    const json* node;
+    std::string path;
+    uint32_t rule;
+  };
+  std::vector<Pending> pending;
   std::optional<uint32_t> ws_rule, char_rule, string_rule, number_rule, value_rule, object_rule;
   std::optional<SchemaError> err;
 
@@ -152,6 +160,12 @@ struct JsonGrammarCompiler::Impl {
       return seq({});
     }
     if (auto it = refs.find(target); it != refs.end()) return ref(it->second);
+    if (refs.size() > kMaxSchemaRefs) {
+      fail("$ref", ptr, "'$ref' at " + where(ptr) + ": the schema refers to more than " + std::to_string(kMaxSchemaRefs) +
+                            " different definitions, memra-host's limit; merge or inline some",
+           false);
+      return seq({});
+    }
     const json* node = root;
     std::string rest = target.substr(1);
     std::string path;
@@ -163,8 +177,8 @@ struct JsonGrammarCompiler::Impl {
       path += "/" + token;
       if (node->is_object() && node->contains(token)) {
         node = &(*node)[token];
-      } else if (node->is_array() && !token.empty() && token.find_first_not_of("0123456789") == std::string::npos &&
-                 std::stoul(token) < node->size()) {
+      } else if (node->is_array() && !token.empty() && token.size() <= 9 &&
+                 token.find_first_not_of("0123456789") == std::string::npos && std::stoul(token) < node->size()) {
         node = &(*node)[std::stoul(token)];
       } else {
         node = nullptr;
@@ -177,8 +191,25 @@ struct JsonGrammarCompiler::Impl {
     }
     const uint32_t r = b.declare();
     refs.emplace(target, r);  // before compiling it: recursive schemas refer to it
-    b.define(r, schema(*node, path));
+    pending.push_back({node, path, r});
     return ref(r);
+  }
+
+  // `e` repeated as a bounded keyword asks, or a failure naming the keyword when the
+  // unrolled repetition would pass the grammar's element limit (the cost is computed from
+  // the structure: nested repetitions multiply; nothing is expanded to find out).
+  ExprPtr bounded(const ExprPtr& e, const char* keyword, const std::string& ptr) {
+    const uint64_t cost = GrammarBuilder::cost(e);
+    if (cost + b.elements() > b.max_elements()) {
+      fail(keyword, ptr,
+           "'" + std::string(keyword) + "' at " + where(ptr) + " makes the grammar too large to enforce: " +
+               (cost >= (uint64_t{1} << 62) ? std::string("astronomically many") : std::to_string(cost)) +
+               " elements once repetitions are unrolled (nested counts multiply), over memra-host's limit of " +
+               std::to_string(b.max_elements()) + "; lower the bound or nest fewer bounded arrays/strings",
+           false);
+      return seq({});
+    }
+    return e;
   }
 
   ExprPtr object(const json& s, const std::string& ptr) {
@@ -291,13 +322,15 @@ struct JsonGrammarCompiler::Impl {
       elems.push_back(prefix[static_cast<size_t>(i)]);
     }
     if (hi == 0) return seq({ch('['), ws(), ch(']')});
+    const char* keyword = extra_hi >= 0 && extra_hi > 2 * extra_lo ? "maxItems" : "minItems";
     if (k == 0) {
-      const ExprPtr rest = seq({*items, rep(seq({ch(','), ws(), *items}), std::max<int64_t>(0, extra_lo - 1), extra_hi < 0 ? -1 : extra_hi - 1)});
+      const ExprPtr rest = bounded(seq({*items, rep(seq({ch(','), ws(), *items}), std::max<int64_t>(0, extra_lo - 1), extra_hi < 0 ? -1 : extra_hi - 1)}),
+                                   keyword, ptr);
       if (extra_lo == 0) return seq({ch('['), ws(), opt(seq({rest, ws()})), ch(']')});
       return seq({ch('['), ws(), rest, ws(), ch(']')});
     }
     if (items && extra_hi != 0) elems.push_back(rep(seq({ch(','), ws(), *items}), extra_lo, extra_hi));
-    return seq({ch('['), ws(), seq(std::move(elems)), ws(), ch(']')});
+    return seq({ch('['), ws(), bounded(seq(std::move(elems)), keyword, ptr), ws(), ch(']')});
   }
 
   ExprPtr string(const json& s, const std::string& ptr) {
@@ -332,7 +365,7 @@ struct JsonGrammarCompiler::Impl {
       return seq({ch('"'), body, ch('"')});
     }
     if (!has_lo && !has_hi) return any_string();
-    return seq({ch('"'), rep(string_char(), lo, hi), ch('"')});
+    return seq({ch('"'), bounded(rep(string_char(), lo, hi), hi >= 0 && hi > 2 * lo ? "maxLength" : "minLength", ptr), ch('"')});
   }
 
   ExprPtr typed(const std::string& type, const json& s, const std::string& ptr) {
@@ -441,14 +474,31 @@ struct JsonGrammarCompiler::Impl {
 JsonGrammarCompiler::JsonGrammarCompiler(GrammarBuilder& builder) : impl_(std::make_shared<Impl>(builder)) {}
 
 std::optional<SchemaError> JsonGrammarCompiler::compile(const json& schema, uint32_t& rule) {
-  impl_->err.reset();
-  impl_->root = &schema;
-  impl_->refs.clear();
-  const uint32_t r = impl_->b.declare();
-  impl_->refs.emplace("#", r);
-  impl_->b.define(r, impl_->schema(schema, ""));
+  Impl& c = *impl_;
+  c.err.reset();
+  c.root = &schema;
+  c.refs.clear();
+  c.pending.clear();
+  const uint32_t r = c.b.declare();
+  c.refs.emplace("#", r);
+  c.b.define(r, c.schema(schema, ""));
+  while (!c.pending.empty()) {  // referenced schemas, each once (after a failure: defined empty)
+    Impl::Pending p = std::move(c.pending.back());
+    c.pending.pop_back();
+    c.b.define(p.rule, c.err ? seq({}) : c.schema(*p.node, p.path));
+  }
   rule = r;
-  return impl_->err;
+  if (!c.err && c.b.over_limit()) {
+    c.fail("", "", "the schema compiles to a grammar too large to enforce (over " + std::to_string(c.b.max_elements()) +
+                      " elements)",
+           false);
+  }
+  // A schema that only refers to itself ({"$ref": "#"}, a -> b -> a, anyOf of itself) has
+  // no finite value: refused, never compiled into a grammar that cannot end.
+  if (!c.err && !c.b.productive()[r]) {
+    c.fail("$ref", "", "the schema refers to itself with no way to end (a '$ref' cycle that reaches no value), so no JSON value matches it", false);
+  }
+  return c.err;
 }
 
 uint32_t JsonGrammarCompiler::any_value() {
@@ -464,7 +514,7 @@ uint32_t JsonGrammarCompiler::any_object() {
 ExprPtr JsonGrammarCompiler::ws() { return impl_->ws(); }
 
 Result<Grammar> grammar_for_schema(const json& schema, SchemaError* error) {
-  GrammarBuilder b;
+  GrammarBuilder b(kMaxGrammarElements);
   JsonGrammarCompiler c(b);
   uint32_t root = 0;
   if (auto e = c.compile(schema, root)) {

@@ -26,6 +26,13 @@
 
 namespace memra::structured {
 
+// The most grammar elements one request's constraint may compile to (docs/SERVING.md,
+// "Request limits"): about 8 bytes each, so a grammar stays under ~10 MB.
+inline constexpr uint64_t kMaxGrammarElements = 1'000'000;
+// The most distinct '$ref' targets one schema may use (resolved one after another, never
+// by recursion; the bound keeps a 200 KB chain of definitions a 400).
+inline constexpr size_t kMaxSchemaRefs = 1'000;
+
 struct SchemaError {
   std::string keyword;  // the offending keyword ("" for a structural problem)
   std::string pointer;  // JSON pointer of the schema node ("" = the root)

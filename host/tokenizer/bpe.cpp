@@ -1,6 +1,6 @@
 #include "host/tokenizer/bpe.hpp"
 
-#include <atomic>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
@@ -64,8 +64,8 @@ class CacheTable {
   }
 
  private:
-  static constexpr std::size_t kSlots = std::size_t{1} << 15;
-  static constexpr std::size_t kMaxBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kSlots = std::size_t{1} << 12;
+  static constexpr std::size_t kMaxBytes = std::size_t{256} << 10;
   struct Entry {
     std::uint64_t hash = 0;  // 0 = empty
     std::uint32_t key_off = 0, key_len = 0, ids_off = 0, n_ids = 0;
@@ -76,50 +76,34 @@ class CacheTable {
   std::size_t used_ = 0;
 };
 
-struct ThreadCaches {
-  struct Slot {
-    std::uint64_t owner = 0;
-    std::uint64_t last_use = 0;
-    CacheTable table;
-  };
-  std::array<Slot, 4> slots;
-  std::uint64_t tick = 0;
-
-  CacheTable& table_for(std::uint64_t owner) {
-    Slot* victim = &slots[0];
-    for (auto& s : slots) {
-      if (s.owner == owner) {
-        s.last_use = ++tick;
-        return s.table;
-      }
-      if (s.last_use < victim->last_use) victim = &s;
-    }
-    victim->owner = owner;
-    victim->last_use = ++tick;
-    victim->table.clear();
-    return victim->table;
-  }
-};
-
-ThreadCaches& thread_caches() {
-  thread_local ThreadCaches caches;
-  return caches;
-}
-
-std::uint64_t word_hash(std::string_view s) { return StringIdMap::hash(s) | 1; }
-
-std::atomic<std::uint64_t> next_cache_owner{1};
-
 }  // namespace
 
-WordCache::WordCache() : owner_(next_cache_owner.fetch_add(1)) {}
+// Shards of one tokenizer's cache, each behind its own lock: the memory is the
+// tokenizer's (bounded, whatever the number of threads), not every thread's.
+struct WordCache::Shard {
+  std::mutex mu;
+  CacheTable table;
+};
+
+WordCache::WordCache() : shards_(std::make_unique<Shard[]>(kShards)) {}
+WordCache::~WordCache() = default;
+
+namespace {
+std::uint64_t word_hash(std::string_view s) { return StringIdMap::hash(s) | 1; }
+}  // namespace
 
 bool WordCache::get(std::string_view word, std::vector<TokenId>& out) const {
-  return thread_caches().table_for(owner_).get(word, word_hash(word), out);
+  const std::uint64_t h = word_hash(word);
+  Shard& shard = shards_[(h >> 40) % kShards];
+  std::lock_guard<std::mutex> lock(shard.mu);
+  return shard.table.get(word, h, out);
 }
 
 void WordCache::put(std::string_view word, const TokenId* ids, std::size_t n) const {
-  thread_caches().table_for(owner_).put(word, word_hash(word), ids, n);
+  const std::uint64_t h = word_hash(word);
+  Shard& shard = shards_[(h >> 40) % kShards];
+  std::lock_guard<std::mutex> lock(shard.mu);
+  shard.table.put(word, h, ids, n);
 }
 
 // ---- PairMap --------------------------------------------------------------
@@ -400,6 +384,12 @@ void Bpe::encode_uncached(std::string_view word, std::vector<TokenId>& out) cons
     }
   }
   for (int k = 0; k >= 0; k = syms[k].next) out.push_back(syms[k].id);
+  // A long word (a prompt with no spaces) would otherwise keep its symbols' memory in
+  // this thread for good: give it back past a few hundred KB.
+  if (syms.capacity() > (std::size_t{1} << 15)) {
+    syms.clear();
+    syms.shrink_to_fit();
+  }
 }
 
 }  // namespace memra::tokenizer::detail

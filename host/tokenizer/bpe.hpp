@@ -19,17 +19,21 @@ namespace memra::tokenizer::detail {
 // The 256 characters GPT-2 byte-level BPE uses for bytes.
 const std::array<char32_t, 256>& byte_to_unicode();
 
-// A bounded cache word -> ids. Each thread has its own tables (for up to 4 tokenizers, least recently
-// used replaced), so lookups take no lock; a tokenizer is identified by a never-reused id.
+// A bounded cache word -> ids, one per tokenizer, shared by the threads that encode with
+// it: 16 shards by hash, each with its own lock and at most 4,096 words and 256 KB of keys
+// (a full shard starts over), so it holds at most ~6 MB however many threads there are.
 class WordCache {
  public:
   static constexpr std::size_t kMaxWordBytes = 256;
+  static constexpr std::size_t kShards = 16;
   WordCache();
+  ~WordCache();
   bool get(std::string_view word, std::vector<TokenId>& out) const;
   void put(std::string_view word, const TokenId* ids, std::size_t n) const;
 
  private:
-  std::uint64_t owner_;
+  struct Shard;
+  std::unique_ptr<Shard[]> shards_;
 };
 
 class Bpe {
@@ -40,6 +44,9 @@ class Bpe {
   void encode(std::string_view word, std::vector<TokenId>& out) const;
 
   std::size_t merge_count() const { return merge_count_; }
+  // Runs of unknown characters fuse into one unk token (so a word's tokens are not
+  // bounded below by its length).
+  bool fuses_unknown() const { return fuse_unk_; }
 
  private:
   struct PairValue {

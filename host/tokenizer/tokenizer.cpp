@@ -1,5 +1,7 @@
 #include "host/tokenizer/tokenizer.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -81,14 +83,28 @@ Result<std::unique_ptr<Tokenizer::Impl>> Tokenizer::Impl::build(detail::Tokenize
   impl->unk_id = spec.unk_id;
   impl->clean_up_default = spec.clean_up_tokenization_spaces;
   impl->chat_template = std::move(spec.chat_template);
+  if (!impl->bpe->fuses_unknown()) {
+    for (std::string_view t : impl->id_to_token) impl->max_token_bytes = std::max(impl->max_token_bytes, t.size());
+    impl->max_token_bytes = std::max<std::size_t>(impl->max_token_bytes, 4);  // an unknown character is one token
+  }
   return impl;
 }
 
-void Tokenizer::Impl::encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out) const {
-  pre_tokenizer.run(text, at_start, [&](std::string_view word) { bpe->encode(word, out); });
+void Tokenizer::Impl::encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out,
+                                   std::size_t limit) const {
+  pre_tokenizer.run(text, at_start, [&](std::string_view word) {
+    if (out.size() > limit) return;
+    // A word that cannot fit is not encoded at all (a huge word costs its length in memory).
+    if (limit != SIZE_MAX && max_token_bytes > 0 && out.size() + word.size() / max_token_bytes > limit) {
+      out.resize(limit + 1, 0);
+      return;
+    }
+    bpe->encode(word, out);
+  });
 }
 
-void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out) const {
+void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out,
+                                     std::size_t limit) const {
   std::string normalized;
   std::string_view norm_text = text;
   if (!normalizer.empty()) {
@@ -96,15 +112,21 @@ void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::
     norm_text = normalized;
   }
   if (norm_text.empty()) return;
+  // Past the limit on length alone (each token covers at most max_token_bytes): no more work.
+  if (limit != SIZE_MAX && max_token_bytes > 0 && norm_text.size() / max_token_bytes > limit - std::min(limit, out.size())) {
+    out.resize(std::max(out.size(), limit + 1), 0);
+    return;
+  }
   if (normalized_matcher.empty()) {
-    encode_words(norm_text, at_start, out);
+    encode_words(norm_text, at_start, out, limit);
     return;
   }
   std::vector<detail::Segment> segs;
   normalized_matcher.split(norm_text, segs);
   for (const auto& s : segs) {
+    if (out.size() > limit) return;
     if (s.id >= 0) out.push_back(s.id);
-    else encode_words(norm_text.substr(s.begin, s.end - s.begin), at_start && s.begin == 0, out);
+    else encode_words(norm_text.substr(s.begin, s.end - s.begin), at_start && s.begin == 0, out, limit);
   }
 }
 
@@ -167,20 +189,30 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVo
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  return *encode_at_most(text, add_special_tokens, SIZE_MAX);
+}
+
+std::optional<std::vector<TokenId>> Tokenizer::encode_at_most(std::string_view text, bool add_special_tokens,
+                                                             std::size_t max_tokens) const {
   std::string clean;
   if (!detail::is_valid_utf8(text)) {
     clean = detail::sanitize_utf8(text);
     text = clean;
   }
   std::vector<TokenId> ids;
-  ids.reserve(text.size() / 3 + 4);
+  ids.reserve(std::min(text.size() / 3, max_tokens) + 4);
   if (add_special_tokens) ids = impl_->prefix_ids;
+  // Room for the suffix: the limit is on the whole result.
+  const std::size_t suffix = add_special_tokens ? impl_->suffix_ids.size() : 0;
+  const std::size_t limit = max_tokens == SIZE_MAX ? SIZE_MAX : (max_tokens >= suffix ? max_tokens - suffix : 0);
   std::vector<detail::Segment> segs;
   impl_->raw_matcher.split(text, segs);
   for (const auto& s : segs) {
+    if (ids.size() > limit) return std::nullopt;
     if (s.id >= 0) ids.push_back(s.id);
-    else impl_->encode_section(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+    else impl_->encode_section(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids, limit);
   }
+  if (ids.size() > limit) return std::nullopt;
   if (add_special_tokens) ids.insert(ids.end(), impl_->suffix_ids.begin(), impl_->suffix_ids.end());
   return ids;
 }

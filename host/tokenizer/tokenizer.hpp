@@ -90,6 +90,11 @@ class Tokenizer {
   // tokenizer_config.json's add_bos_token/add_eos_token for Llama/Gemma tokenizer classes, or per GGUF
   // add_bos/add_eos). Special-token strings inside `text` are always matched as special tokens.
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const;
+  // encode(), or nullopt as soon as the ids would be more than `max_tokens`: a text that
+  // cannot fit (a prompt past the context) costs about max_tokens' worth of work and memory,
+  // not its whole length.
+  std::optional<std::vector<TokenId>> encode_at_most(std::string_view text, bool add_special_tokens,
+                                                     std::size_t max_tokens) const;
 
   // Out-of-range ids decode to nothing.
   std::string decode(std::span<const TokenId> ids, const DecodeOptions& options = {}) const;

@@ -37,8 +37,14 @@ struct Tokenizer::Impl {
 
   static Result<std::unique_ptr<Impl>> build(detail::TokenizerSpec&& spec);
 
-  void encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out) const;
-  void encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out) const;
+  // The longest token's text in bytes, a bound on the bytes one token covers (0: no bound,
+  // the vocabulary fuses unknown runs): a word of n bytes is at least n / it tokens.
+  std::size_t max_token_bytes = 0;
+
+  // Appends the ids of `text` to `out`, unless `out` passes `limit` ids first: then the rest
+  // is skipped (out.size() > limit tells the caller).
+  void encode_section(std::string_view text, bool at_start, std::vector<TokenId>& out, std::size_t limit) const;
+  void encode_words(std::string_view text, bool at_start, std::vector<TokenId>& out, std::size_t limit) const;
   bool skipped(TokenId id, bool skip_special) const {
     if (id < 0 || static_cast<std::size_t>(id) >= id_to_token.size()) return true;
     return skip_special && special[id];

@@ -241,11 +241,21 @@ TEST(ServerValidation, TokenizeBodies) {
   }
 }
 
-TEST(ServerValidation, DeepNestingIsRefusedBeforeParsing) {
+TEST(ServerValidation, JsonPastTheLimitsIsRefusedNamingTheField) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  expect_error(CompletionKind::chat, {deep, "invalid_json", ""});
-  EXPECT_EQ(json_nesting_depth(R"({"a":"[[[[","b":[{}]})", 64), 3u);  // brackets in strings do not count
-  EXPECT_EQ(json_nesting_depth(R"({"a":"\"[[","b":1})", 64), 1u);
+  expect_error(CompletionKind::chat, {deep, "json_limit_exceeded", ""});
+  expect_error(CompletionKind::chat, {R"({"model":"m","metadata":{"a":)" + deep + "}}", "json_limit_exceeded", "metadata"});
+  // Brackets in strings are text; nesting in tool-call arguments is parsed, and limited.
+  auto chat_with_arguments = [](const std::string& args) {
+    return R"({"model":"m","messages":[{"role":"user","content":"[[[[ {{"},{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":)" +
+           nlohmann::json(args).dump() + "}}]}]}";
+  };
+  EXPECT_TRUE(validate_completion_body(CompletionKind::chat, chat_with_arguments(std::string(64, '[') + std::string(64, ']'))).request);
+  EXPECT_TRUE(validate_completion_body(CompletionKind::chat, chat_with_arguments("not json [[[")).request);
+  expect_error(CompletionKind::chat, {chat_with_arguments(deep), "json_limit_exceeded", "messages[1].tool_calls[0].function.arguments"});
+  std::string keys = "{";
+  for (int i = 0; i <= 10000; ++i) keys += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+  expect_error(CompletionKind::chat, {R"({"model":"m","metadata":)" + keys + "}}", "json_limit_exceeded", "metadata"});
 }
 
 TEST(ServerValidation, InvalidUtf8IsInvalidJson) {

@@ -4,10 +4,12 @@
 // brute-force mask (every token's bytes run through the matcher) on a real vocabulary.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "host/json/bounded_parse.hpp"
 #include "host/structured/grammar_constraint.hpp"
 #include "host/structured/json_grammar.hpp"
 #include "host/tokenizer/tokenizer.hpp"
@@ -182,4 +184,100 @@ TEST(TokenMask, RandomAllowedWalksSpellValidJson) {
     ++finished;
   }
   EXPECT_EQ(finished, 40);
+}
+
+// Hostile schemas (issue: requests that kill or exhaust the server). Each is refused or
+// compiled in milliseconds: no recursion as deep as the schema's $ref chain, the grammar's
+// size computed before anything is unrolled, self-reference refused as invalid.
+namespace {
+
+SchemaError refusal(const json& schema) {
+  SchemaError e;
+  auto g = grammar_for_schema(schema, &e);
+  EXPECT_FALSE(g.ok()) << schema.dump().substr(0, 200);
+  return e;
+}
+
+json ref_chain(int links) {
+  // Written as text and parsed in linear time (ordered_json's operator[] scans its keys).
+  std::string defs;
+  for (int i = 0; i < links; ++i) defs += "\"a" + std::to_string(i) + "\":{\"$ref\":\"#/$defs/a" + std::to_string(i + 1) + "\"},";
+  defs += "\"a" + std::to_string(links) + "\":{\"type\":\"integer\"}";
+  memra::jsonio::Limits roomy;
+  roomy.max_object_keys = std::size_t{1} << 20;
+  auto schema = memra::jsonio::parse("{\"$defs\":{" + defs + "},\"$ref\":\"#/$defs/a0\"}", roomy);
+  EXPECT_TRUE(schema.has_value());
+  return schema ? std::move(*schema) : json();
+}
+
+json nested_arrays(int count, int levels, const char* bound = "minItems") {
+  json s = {{"type", "integer"}};
+  for (int i = 0; i < levels; ++i) s = {{"type", "array"}, {"items", s}, {bound, count}};
+  return s;
+}
+
+}  // namespace
+
+TEST(JsonGrammar, RefChainsResolveInALoopUpToTheLimit) {
+  const Grammar g = compile(ref_chain(static_cast<int>(kMaxSchemaRefs) - 1).dump());
+  EXPECT_TRUE(accepts(g, "42"));
+  EXPECT_FALSE(accepts(g, "\"x\""));
+  for (int links : {6000, 60000}) {
+    const SchemaError e = refusal(ref_chain(links));
+    EXPECT_EQ(e.keyword, "$ref");
+    EXPECT_NE(e.message.find("more than 1000 different definitions"), std::string::npos) << e.message;
+  }
+}
+
+TEST(JsonGrammar, GrammarSizeIsComputedBeforeUnrolling) {
+  // 4096 x 4096 integers would unroll to hundreds of millions of elements: refused by name.
+  for (int count : {1000, 4096}) {
+    SchemaError e;
+    const auto t = std::chrono::steady_clock::now();
+    auto g = grammar_for_schema(nested_arrays(count, 2), &e);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), 0.5);
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(e.keyword, "minItems");
+    EXPECT_EQ(e.pointer, "");  // the outer array: its count multiplies the inner one's size
+    EXPECT_FALSE(e.unsupported);
+    EXPECT_NE(e.message.find("too large"), std::string::npos) << e.message;
+  }
+  // Twelve levels of minItems 4: 4^12 copies, refused; three levels compile and match.
+  EXPECT_EQ(refusal(nested_arrays(4, 12)).keyword, "minItems");
+  EXPECT_EQ(refusal(nested_arrays(40, 4, "maxItems")).keyword, "maxItems");
+  const Grammar g = compile(nested_arrays(2, 3).dump());
+  EXPECT_TRUE(accepts(g, "[[[1,2],[3,4]],[[5,6],[7,8]]]"));
+  EXPECT_FALSE(accepts(g, "[[[1,2],[3]],[[5,6],[7,8]]]"));
+  // Strings too: 4096 characters inside 4096 array items.
+  const json strings = {{"type", "array"}, {"minItems", 4096}, {"items", {{"type", "string"}, {"minLength", 4096}}}};
+  EXPECT_EQ(refusal(strings).keyword, "minItems");
+}
+
+TEST(JsonGrammar, SelfReferenceIsRefusedAsInvalid) {
+  for (const char* text : {
+           R"({"$ref":"#"})",
+           R"({"anyOf":[{"$ref":"#"}]})",
+           R"({"allOf":[{"$ref":"#"}]})",
+           R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})",
+           // Recursion with no way out: every array must hold another one.
+           R"({"type":"array","prefixItems":[{"$ref":"#"}],"items":false})",
+           R"({"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]})",
+       }) {
+    SCOPED_TRACE(text);
+    const SchemaError e = refusal(json::parse(text));
+    EXPECT_EQ(e.keyword, "$ref");
+    EXPECT_FALSE(e.unsupported);
+  }
+  // Recursion with a way out compiles, and a branch that can never end is pruned.
+  const Grammar g = compile(R"({"anyOf":[{"$ref":"#"},{"type":"integer"}]})");
+  EXPECT_TRUE(accepts(g, "7"));
+  const Grammar opt = compile(
+      R"({"type":"object","properties":{"v":{"type":"integer"},"loop":{"type":"array","prefixItems":[{"$ref":"#/properties/loop"}],"items":false}}})");
+  EXPECT_TRUE(accepts(opt, R"({"v":1})"));
+  EXPECT_TRUE(MatchState::start(opt).advance(opt, R"({"loop")").dead());  // never started
+}
+
+TEST(JsonGrammar, HugeArrayIndexInRefIsNotFound) {
+  const SchemaError e = refusal(json::parse(R"({"$defs":{"a":[{"type":"integer"}]},"$ref":"#/$defs/a/99999999999999999999999"})"));
+  EXPECT_EQ(e.keyword, "$ref");
 }

@@ -1,5 +1,5 @@
-// Tokenizer accessors against tokenizer_config.json read independently, and concurrent encoding (the word
-// caches are per thread) against single-threaded results.
+// Tokenizer accessors against tokenizer_config.json read independently, concurrent encoding (one word
+// cache shared by the threads) against single-threaded results, and encode_at_most against encode.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -74,6 +74,30 @@ TEST_P(TokenizerAccessors, ConcurrentEncodeMatchesSingleThread) {
   }
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+TEST_P(TokenizerAccessors, EncodeAtMostIsEncodeOrStopsPastTheLimit) {
+  const ModelRef* m = find_model(GetParam());
+  if (!m || !std::filesystem::exists(m->dir + "/tokenizer.json")) GTEST_SKIP() << GetParam() << " not installed";
+  auto tok = load(*m);
+  ASSERT_TRUE(tok);
+  for (bool special : {false, true}) {
+    for (const auto& line : corpus()) {
+      const std::vector<TokenId> all = tok->encode(line, special);
+      EXPECT_EQ(tok->encode_at_most(line, special, all.size()), all) << line;
+      EXPECT_EQ(tok->encode_at_most(line, special, all.size() + 100), all) << line;
+      if (!all.empty()) EXPECT_EQ(tok->encode_at_most(line, special, all.size() - 1), std::nullopt) << line;
+    }
+  }
+  // Texts far past the limit: many words, and one 8 MB word (its length alone rules it out).
+  std::string words;
+  for (int i = 0; i < 200000; ++i) words += "word" + std::to_string(i % 977) + " ";
+  EXPECT_EQ(tok->encode_at_most(words, false, 1000), std::nullopt);
+  EXPECT_EQ(tok->encode_at_most(std::string(8u << 20, 'a'), false, 1000), std::nullopt);
+  const std::string word(100000, 'a');
+  const std::vector<TokenId> ids = tok->encode(word, false);
+  EXPECT_EQ(tok->encode_at_most(word, false, ids.size()), ids);
+  EXPECT_EQ(tok->encode_at_most(word, false, ids.size() - 1), std::nullopt);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TokenizerAccessors, ::testing::Values("qwen3", "llama3", "gemma3"),
