@@ -3,7 +3,10 @@
 namespace memra::structured {
 namespace {
 
-constexpr size_t kMaxStates = 200000;  // interned states kept per request (then the tables restart)
+// Interned states kept per request (then the tables restart at the next mask): at most this
+// many, and at most about this much memory (their stacks, keys and transitions).
+constexpr size_t kMaxStates = 200000;
+constexpr size_t kMaxStateBytes = size_t{64} << 20;
 
 void set_bit(std::vector<uint64_t>& bits, int32_t id) { bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
 
@@ -18,20 +21,19 @@ int32_t CompiledGrammar::intern(MatchState state) const {
   std::string key = state.key();
   if (auto it = ids_.find(key); it != ids_.end()) return it->second;
   const auto id = static_cast<int32_t>(states_.size());
+  state_bytes_ += 2 * key.size() + 128;  // the key twice (map and stacks), and the entries
   ids_.emplace(std::move(key), id);
   states_.push_back(std::move(state));
-  std::array<int32_t, 256> unknown;
-  unknown.fill(-2);
-  next_.push_back(unknown);
   return id;
 }
 
 int32_t CompiledGrammar::step(int32_t state, uint8_t byte) const {
-  int32_t next = next_[static_cast<size_t>(state)][byte];
-  if (next != -2) return next;
+  const uint64_t key = (static_cast<uint64_t>(state) << 8) | byte;
+  if (auto it = next_.find(key); it != next_.end()) return it->second;
   MatchState m = states_[static_cast<size_t>(state)].advance(grammar_, byte);
-  next = m.dead() ? -1 : intern(std::move(m));
-  next_[static_cast<size_t>(state)][byte] = next;
+  const int32_t next = m.dead() ? -1 : intern(std::move(m));
+  next_.emplace(key, next);
+  state_bytes_ += 48;
   return next;
 }
 
@@ -48,11 +50,12 @@ void CompiledGrammar::walk(uint32_t node, int32_t state, std::vector<uint64_t>& 
 
 std::shared_ptr<const std::vector<uint64_t>> CompiledGrammar::mask(const MatchState& state) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (states_.size() > kMaxStates) {  // a pathological request: start the tables over
+  if (states_.size() > kMaxStates || state_bytes_ > kMaxStateBytes) {  // a pathological request: start over
     ids_.clear();
     states_.clear();
     next_.clear();
     masks_.clear();
+    state_bytes_ = 0;
   }
   const int32_t id = intern(state);
   if (auto it = masks_.find(id); it != masks_.end()) return it->second;

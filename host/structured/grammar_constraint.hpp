@@ -45,7 +45,10 @@ class CompiledGrammar {
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, int32_t> ids_;
   mutable std::vector<MatchState> states_;
-  mutable std::vector<std::array<int32_t, 256>> next_;  // -2: not computed yet
+  // (state << 8 | byte) -> the next state (-1: dead): only the transitions a walk took, so a
+  // state costs its stacks, not a 256-entry row (a wide enum interns 100,000s of states).
+  mutable std::unordered_map<uint64_t, int32_t> next_;
+  mutable size_t state_bytes_ = 0;  // what ids_, states_ and next_ hold, about
   mutable std::unordered_map<int32_t, std::shared_ptr<const std::vector<uint64_t>>> masks_;
 };
 

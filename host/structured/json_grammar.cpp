@@ -414,6 +414,11 @@ struct JsonGrammarCompiler::Impl {
         fail("enum", ptr, "'enum' at " + where(ptr) + " must be a non-empty array", false);
         return seq({});
       }
+      if (e->size() > kMaxAlternatives) {
+        fail("enum", ptr, "'enum' at " + where(ptr) + " has more than " + std::to_string(kMaxAlternatives) +
+                              " values, memra-host's limit", false);
+        return seq({});
+      }
       std::vector<ExprPtr> options;
       for (const auto& v : *e) options.push_back(literal_value(v));
       return alt(std::move(options));
@@ -436,6 +441,11 @@ struct JsonGrammarCompiler::Impl {
           return seq({});
         }
         return schema((*it)[0], ptr + "/allOf/0");
+      }
+      if (it->size() > kMaxAlternatives) {
+        fail(key, ptr, "'" + std::string(key) + "' at " + where(ptr) + " has more than " + std::to_string(kMaxAlternatives) +
+                           " schemas, memra-host's limit", false);
+        return seq({});
       }
       std::vector<ExprPtr> options;
       for (size_t i = 0; i < it->size(); ++i) options.push_back(schema((*it)[i], ptr + "/" + key + "/" + std::to_string(i)));

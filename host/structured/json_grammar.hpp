@@ -23,6 +23,7 @@
 
 #include "core/common/result.hpp"
 #include "host/structured/grammar.hpp"
+#include "host/structured/grammar_matcher.hpp"
 
 namespace memra::structured {
 
@@ -32,6 +33,9 @@ inline constexpr uint64_t kMaxGrammarElements = 1'000'000;
 // The most distinct '$ref' targets one schema may use (resolved one after another, never
 // by recursion; the bound keeps a 200 KB chain of definitions a 400).
 inline constexpr size_t kMaxSchemaRefs = 1'000;
+// The most values of one 'enum' and schemas of one 'anyOf' / 'oneOf': a match keeps at most
+// kMaxStacks alternatives alive, so a wider choice could not be enforced whole.
+inline constexpr size_t kMaxAlternatives = kMaxStacks;  // 4,096
 
 struct SchemaError {
   std::string keyword;  // the offending keyword ("" for a structural problem)

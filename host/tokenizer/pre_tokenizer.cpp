@@ -133,6 +133,9 @@ Result<PreTokenizer> PreTokenizer::create(const std::vector<PreTokenizerStep>& s
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const auto& s = steps[i];
     Step step{s, nullptr};
+    if (s.kind == PreTokenizerStep::Kind::whitespace_split ||
+        (s.kind == PreTokenizerStep::Kind::split && s.behavior == SplitBehavior::removed))
+      pt.drops_text_ = true;
     if (s.kind == PreTokenizerStep::Kind::split) {
       auto re = s.pattern.is_regex ? Regex::compile_hf(s.pattern.text) : Regex::compile(quote_literal(s.pattern.text));
       if (!re) return re.error();

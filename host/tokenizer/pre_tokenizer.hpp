@@ -25,6 +25,9 @@ class PreTokenizer {
 
   // True when a ByteLevel step is present: the model then works on bytes, not characters.
   bool byte_level() const { return byte_level_; }
+  // True when a step drops text (whitespace splits, "removed" splits): the words then may hold
+  // fewer bytes than the section.
+  bool drops_text() const { return drops_text_; }
 
   using Sink = std::function<void(std::string_view word)>;
 
@@ -40,6 +43,7 @@ class PreTokenizer {
   void apply(std::size_t step, const PreToken& in, const Sink& sink) const;
   std::vector<Step> steps_;
   bool byte_level_ = false;
+  bool drops_text_ = false;
 };
 
 }  // namespace memra::tokenizer::detail

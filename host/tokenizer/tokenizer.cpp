@@ -112,8 +112,10 @@ void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::
     norm_text = normalized;
   }
   if (norm_text.empty()) return;
-  // Past the limit on length alone (each token covers at most max_token_bytes): no more work.
-  if (limit != SIZE_MAX && max_token_bytes > 0 && norm_text.size() / max_token_bytes > limit - std::min(limit, out.size())) {
+  // Past the limit on length alone (each token covers at most max_token_bytes of the words,
+  // which hold the whole section unless the pre-tokenizer drops text): no more work.
+  if (limit != SIZE_MAX && max_token_bytes > 0 && !pre_tokenizer.drops_text() &&
+      norm_text.size() / max_token_bytes > limit - std::min(limit, out.size())) {
     out.resize(std::max(out.size(), limit + 1), 0);
     return;
   }

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -280,4 +282,20 @@ TEST(JsonGrammar, SelfReferenceIsRefusedAsInvalid) {
 TEST(JsonGrammar, HugeArrayIndexInRefIsNotFound) {
   const SchemaError e = refusal(json::parse(R"({"$defs":{"a":[{"type":"integer"}]},"$ref":"#/$defs/a/99999999999999999999999"})"));
   EXPECT_EQ(e.keyword, "$ref");
+}
+
+
+TEST(JsonGrammar, WideChoicesAreRefusedPastWhatTheMatcherKeepsAlive) {
+  json values = json::array(), branches = json::array();
+  for (size_t i = 0; i <= kMaxAlternatives; ++i) {
+    values.push_back("v" + std::to_string(i));
+    branches.push_back({{"const", i}});
+  }
+  EXPECT_EQ(refusal({{"enum", values}}).keyword, "enum");
+  EXPECT_EQ(refusal({{"anyOf", branches}}).keyword, "anyOf");
+  values.erase(values.size() - 1);
+  const Grammar g = compile(json{{"enum", values}}.dump());
+  EXPECT_TRUE(accepts(g, "\"v4095\""));
+  EXPECT_TRUE(accepts(g, "\"v0\""));
+  EXPECT_FALSE(accepts(g, "\"v4096\""));
 }
