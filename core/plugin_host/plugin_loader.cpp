@@ -71,6 +71,12 @@ std::string check_descriptor(const memra_plugin_descriptor* d, PluginKind expect
   return "";
 }
 
+// The tables as SDK 2.0 defined them: the least a plugin may hand over. Frozen: a minor
+// version appends slots (read only where struct_size covers them, MEMRA_STRUCT_HAS), so
+// these must never follow the current MEMRA_*_API_STRUCT_SIZE.
+constexpr size_t kFamilyApiV20Size = MEMRA_STRUCT_SIZE(memra_family_api, model_destroy);
+constexpr size_t kQuantApiV20Size = MEMRA_STRUCT_SIZE(memra_quant_api, matmul);
+
 // Table checks after a successful init; returns the refusal reason or "".
 std::string check_tables(const memra_plugin_api& api, memra_plugin_kind kind) {
   if (api.kind != kind) {
@@ -83,9 +89,9 @@ std::string check_tables(const memra_plugin_api& api, memra_plugin_kind kind) {
   if (kind == MEMRA_PLUGIN_KIND_FAMILY) {
     const memra_family_api* f = api.family;
     if (f == nullptr) return "memra_plugin_init returned no family table (memra_plugin_api.family is NULL)";
-    if (f->struct_size < MEMRA_FAMILY_API_STRUCT_SIZE) {
+    if (f->struct_size < kFamilyApiV20Size) {
       return "family table struct_size " + std::to_string(f->struct_size) + " is smaller than v2.0 (" +
-             std::to_string(MEMRA_FAMILY_API_STRUCT_SIZE) + " bytes); set it to MEMRA_FAMILY_API_STRUCT_SIZE";
+             std::to_string(kFamilyApiV20Size) + " bytes); set it to MEMRA_FAMILY_API_STRUCT_SIZE";
     }
     if (f->config_normalize == nullptr) return missing("family", "config_normalize");
     if (f->tensor_name == nullptr) return missing("family", "tensor_name");
@@ -99,9 +105,9 @@ std::string check_tables(const memra_plugin_api& api, memra_plugin_kind kind) {
   } else {
     const memra_quant_api* q = api.quant;
     if (q == nullptr) return "memra_plugin_init returned no quant table (memra_plugin_api.quant is NULL)";
-    if (q->struct_size < MEMRA_QUANT_API_STRUCT_SIZE) {
+    if (q->struct_size < kQuantApiV20Size) {
       return "quant table struct_size " + std::to_string(q->struct_size) + " is smaller than v2.0 (" +
-             std::to_string(MEMRA_QUANT_API_STRUCT_SIZE) + " bytes); set it to MEMRA_QUANT_API_STRUCT_SIZE";
+             std::to_string(kQuantApiV20Size) + " bytes); set it to MEMRA_QUANT_API_STRUCT_SIZE";
     }
     if (q->weight_bytes == nullptr) return missing("quant", "weight_bytes");
     if (q->quantize == nullptr) return missing("quant", "quantize");

@@ -64,6 +64,9 @@ TEST_F(PluginsHost, RefusesEachBrokenPluginWithOneLineNamingFileAndReason) {
       {"libmemra-family-wrongkind.so", "descriptor kind is quant but the file name says family"},
       {"libmemra-quant-notable.so", "memra_plugin_init returned no quant table"},
       {"libmemra-quant-garbage.so", "cannot load the library: "},
+      {"libmemra-quant-smalltable.so", "quant table struct_size " + std::to_string(offsetof(memra_quant_api, matmul)) +
+                                           " is smaller than v2.0 (" +
+                                           std::to_string(MEMRA_STRUCT_SIZE(memra_quant_api, matmul)) + " bytes)"},
   };
   std::map<std::string, std::string> got = refusals_by_file();
   ASSERT_EQ(got.size(), expected.size()) << "refusals: " << ::testing::PrintToString(got);
@@ -84,7 +87,7 @@ TEST_F(PluginsHost, RefusesEachBrokenPluginWithOneLineNamingFileAndReason) {
 
   std::vector<std::string> names;
   for (const PluginInfo& p : host->plugins()) names.push_back(p.name);
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre("good-family", "good-quant", "dup-quant"));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("good-family", "good-quant", "dup-quant", "v20-quant"));
 }
 
 TEST_F(PluginsHost, GarbageFileReasonCarriesTheLoaderError) {
@@ -107,6 +110,18 @@ TEST_F(PluginsHost, RegisteredPluginsCarryTheirDescriptor) {
   EXPECT_THAT(quant->info().handles, ::testing::ElementsAre("good_q", "shared_q"));
   EXPECT_FALSE(host->quant("good-family").ok());  // wrong kind
   EXPECT_EQ(log.containing("plugin loaded: good-quant 0.1.0 (quant: good_q, shared_q) from").size(), 1u);
+}
+
+// A plugin built against SDK 2.0 hands over the 2.0 table: it loads and serves, and the
+// slots later minors appended (register_kernels) are never read from it.
+TEST_F(PluginsHost, ATableOfAnEarlierMinorLoads) {
+  discover_all();
+  auto q = host->quant_for("v20_q", host->device_info());
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->info().name, "v20-quant");
+  auto bytes = q->weight_bytes("v20_q", 2, 3);
+  ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+  EXPECT_EQ(*bytes, 24u);
 }
 
 TEST_F(PluginsHost, SelectsTheHighestScoreForTheDevice) {
@@ -366,7 +381,7 @@ TEST_F(PluginsHost, LoadRefusesFilesNotNamedLikePlugins) {
 TEST_F(PluginsHost, ADirectoryListedTwiceIsScannedOnce) {
   PluginHost h(test::isolated_options(log, {test::test_plugin_dir(), test::test_plugin_dir() / "."}));
   h.discover();
-  EXPECT_EQ(h.plugins().size(), 3u);
+  EXPECT_EQ(h.plugins().size(), 4u);
   EXPECT_EQ(h.search_dirs().size(), 1u);
   for (const Refusal& r : h.refusals()) {
     EXPECT_THAT(r.reason, ::testing::Not(HasSubstr("'good-quant'")));

@@ -7,6 +7,8 @@
  *   SCORE_CPU/SCORE_GPU  score on the CPU / any other backend (default 10 / -1)
  *   DESC_ABI_MAJOR       descriptor abi_major (default MEMRA_ABI_MAJOR)
  *   DESC_STRUCT_SIZE     descriptor struct_size (default MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE)
+ *   QUANT_API_STRUCT_SIZE the quant table's struct_size (default MEMRA_QUANT_API_STRUCT_SIZE; a
+ *                        plugin built against SDK 2.0 sets the size of the 2.0 table)
  *   OMIT_QUERY/OMIT_INIT leave that entry point out
  *   INIT_FAILS           init reports INIT_FAIL_MESSAGE and returns UNSUPPORTED
  *   NO_TABLE             init succeeds but sets no quant table
@@ -112,8 +114,12 @@ static int32_t q_score(const memra_device_info* device, const char* handled_name
   return device->backend == MEMRA_BACKEND_CPU ? SCORE_CPU : SCORE_GPU;
 }
 
-static const memra_quant_api k_quant = {MEMRA_QUANT_API_STRUCT_SIZE, q_weight_bytes, q_quantize, q_dequantize,
-                                        q_matmul};
+#ifndef QUANT_API_STRUCT_SIZE
+#define QUANT_API_STRUCT_SIZE MEMRA_QUANT_API_STRUCT_SIZE
+#endif
+/* The 2.1 slot register_kernels stays NULL; a 2.0-sized table never has it read. */
+static const memra_quant_api k_quant = {QUANT_API_STRUCT_SIZE, q_weight_bytes, q_quantize, q_dequantize, q_matmul,
+                                        NULL};
 
 static const memra_plugin_descriptor k_desc = {
     DESC_STRUCT_SIZE, DESC_ABI_MAJOR, MEMRA_ABI_MINOR, PLUGIN_KIND, PLUGIN_NAME, "0.1.0",
