@@ -109,12 +109,19 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;  // generation_config's list when present
   std::optional<int64_t> pad_token_id;
 
+  // The family's normalised config as it wrote it (model_config_from_json keeps the text):
+  // keys the host does not read pass through to the family's plan_create, a .memra manifest
+  // and back, so a family needs no host field for its own settings.
+  std::string family_json;
+
   bool is_moe() const { return num_experts > 0; }
   bool moe_layer(int64_t layer) const;  // honours decoder_sparse_step and mlp_only_layers
 };
 
 // The JSON the family plugin receives, and back. from_json validates like the
-// builders do (required fields, layer_types length, known enum names).
+// builders do (required fields, layer_types length, known enum names) and keeps the text;
+// to_json writes the fields above (so a changed field shows) plus every other key of
+// family_json, unchanged.
 std::string model_config_to_json(const ModelConfig& c);
 Result<ModelConfig> model_config_from_json(std::string_view json);
 

@@ -122,6 +122,13 @@ std::string model_config_to_json(const ModelConfig& c) {
       {"eos_token_ids", c.eos_token_ids},
       {"pad_token_id", c.pad_token_id ? json(*c.pad_token_id) : json(nullptr)},
   };
+  // The family's own keys, as it wrote them.
+  if (!c.family_json.empty()) {
+    const json family = json::parse(c.family_json, nullptr, /*allow_exceptions=*/false);
+    if (family.is_object())
+      for (const auto& [key, value] : family.items())
+        if (!j.contains(key)) j[key] = value;
+  }
   return j.dump(1);
 }
 
@@ -211,6 +218,7 @@ Result<ModelConfig> model_config_from_json(std::string_view text) {
   r.opt_i64("pad_token_id", c.pad_token_id);
   if (!r.error.empty()) return bad(r.error);
   MEMRA_TRY(validate(c));
+  c.family_json = std::string(text);
   return c;
 }
 

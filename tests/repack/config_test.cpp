@@ -69,6 +69,32 @@ void expect_common(const ModelConfig& c, const json& j) {
   EXPECT_EQ(model_config_to_json(*back), model_config_to_json(c));
 }
 
+// Keys only the family reads pass through the host untouched (to plan_create, a .memra
+// manifest and back); a field the host reads and changes shows in what the family gets.
+TEST(ModelConfigJson, FamilyKeysPassThroughAndHostFieldsShowChanges) {
+  auto c = memra::testing::hf_config_from_json(
+      R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":64,"hidden_size":32,
+          "intermediate_size":64,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,
+          "max_position_embeddings":128,"rms_norm_eps":1e-6,"rope_theta":10000.0,"eos_token_id":1})");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  nlohmann::json family = nlohmann::json::parse(model_config_to_json(*c));
+  family["x_private"] = {{"a", {1, 2}}, {"b", "text"}};
+  auto with_private = model_config_from_json(family.dump());
+  ASSERT_TRUE(with_private.ok()) << with_private.error().message;
+  nlohmann::json out = nlohmann::json::parse(model_config_to_json(*with_private));
+  EXPECT_EQ(out["x_private"], family["x_private"]);
+  EXPECT_EQ(out, family);
+  // Through another round trip (a .memra manifest stores to_json and reads it back).
+  auto again = model_config_from_json(model_config_to_json(*with_private));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(nlohmann::json::parse(model_config_to_json(*again)), family);
+  // A host field changed after parsing wins over the text it came from.
+  with_private->max_position_embeddings = 64;
+  out = nlohmann::json::parse(model_config_to_json(*with_private));
+  EXPECT_EQ(out["max_position_embeddings"], 64);
+  EXPECT_EQ(out["x_private"], family["x_private"]);
+}
+
 class CheckpointConfig : public ::testing::Test {
  protected:
   void SetUp() override {
