@@ -17,15 +17,6 @@ const char* to_string(RopeScaling v) {
 
 const char* to_string(NormType v) { return v == NormType::layer_norm ? "layer_norm" : "rms_norm"; }
 
-const char* to_string(LayerKind v) {
-  switch (v) {
-    case LayerKind::full_attention: return "full_attention";
-    case LayerKind::sliding_attention: return "sliding_attention";
-    case LayerKind::linear_attention: return "linear_attention";
-  }
-  return "full_attention";
-}
-
 bool parse_rope_scaling(std::string_view s, RopeScaling* out) {
   for (auto v : {RopeScaling::none, RopeScaling::linear, RopeScaling::llama3, RopeScaling::yarn})
     if (s == to_string(v)) return *out = v, true;
@@ -34,12 +25,6 @@ bool parse_rope_scaling(std::string_view s, RopeScaling* out) {
 
 bool parse_norm_type(std::string_view s, NormType* out) {
   for (auto v : {NormType::rms_norm, NormType::layer_norm})
-    if (s == to_string(v)) return *out = v, true;
-  return false;
-}
-
-bool parse_layer_kind(std::string_view s, LayerKind* out) {
-  for (auto v : {LayerKind::full_attention, LayerKind::sliding_attention, LayerKind::linear_attention})
     if (s == to_string(v)) return *out = v, true;
   return false;
 }
@@ -69,15 +54,6 @@ Status validate(const ModelConfig& c) {
   if (c.num_experts > 0 && (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts))
     return bad("num_experts_per_tok must be in 1.." + std::to_string(c.num_experts));
   if (c.num_experts > 0 && c.moe_intermediate_size <= 0) return bad("moe_intermediate_size must be positive");
-  if (static_cast<int64_t>(c.layer_types.size()) != c.num_layers)
-    return bad("layer_types has " + std::to_string(c.layer_types.size()) + " entries for " +
-               std::to_string(c.num_layers) + " layers");
-  const bool any_sliding = std::count(c.layer_types.begin(), c.layer_types.end(), LayerKind::sliding_attention) > 0;
-  if (any_sliding && c.sliding_window <= 0) return bad("sliding layers need a positive sliding_window");
-  const bool any_linear = std::count(c.layer_types.begin(), c.layer_types.end(), LayerKind::linear_attention) > 0;
-  if (any_linear && (c.linear_num_key_heads <= 0 || c.linear_num_value_heads <= 0 || c.linear_key_head_dim <= 0 ||
-                     c.linear_value_head_dim <= 0 || c.linear_conv_kernel_dim <= 0))
-    return bad("linear_attention layers need positive linear_* sizes");
   if (!(c.rope.theta > 0)) return bad("rope theta must be positive");
   if (!(c.rope.partial_rotary_factor > 0 && c.rope.partial_rotary_factor <= 1)) return bad("partial_rotary_factor must be in (0, 1]");
   if (c.rope.rotary_dim <= 0 || c.rope.rotary_dim > c.head_dim || c.rope.rotary_dim % 2 != 0)

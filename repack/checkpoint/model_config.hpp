@@ -17,14 +17,11 @@ namespace memra {
 
 enum class RopeScaling { none, linear, llama3, yarn };
 enum class NormType { rms_norm, layer_norm };
-enum class LayerKind { full_attention, sliding_attention, linear_attention };
 
 const char* to_string(RopeScaling v);
 const char* to_string(NormType v);
-const char* to_string(LayerKind v);
 bool parse_rope_scaling(std::string_view s, RopeScaling* out);
 bool parse_norm_type(std::string_view s, NormType* out);
-bool parse_layer_kind(std::string_view s, LayerKind* out);
 
 struct RopeConfig {
   double theta = 10000.0;        // base of the full-attention layers
@@ -75,7 +72,6 @@ struct ModelConfig {
   bool qk_norm = false;             // RMSNorm on q and k per head before RoPE
   bool attention_bias = false;         // q/k/v projections carry a bias
   bool attention_output_bias = false;  // o_proj carries a bias
-  bool attention_output_gate = false;  // q_proj also yields a sigmoid gate on the attention output (Qwen3-Next)
   bool mlp_bias = false;
   bool tie_word_embeddings = false;
   std::string activation = "silu";  // "silu" | "gelu_pytorch_tanh"
@@ -89,21 +85,8 @@ struct ModelConfig {
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;         // layers that stay dense
 
-  // One entry per layer.
-  std::vector<LayerKind> layer_types;
-  int64_t sliding_window = 0;  // 0 when no layer slides
-
-  // Gated DeltaNet linear attention (layers of kind linear_attention).
-  int64_t linear_num_key_heads = 0;
-  int64_t linear_num_value_heads = 0;
-  int64_t linear_key_head_dim = 0;
-  int64_t linear_value_head_dim = 0;
-  int64_t linear_conv_kernel_dim = 0;
-
-  // Gemma-style attention details (0 = not used).
-  double query_pre_attn_scalar = 0.0;
-  double attn_logit_softcapping = 0.0;
-  double final_logit_softcapping = 0.0;
+  // Which layers attend how (full, sliding, or a family's own kinds), windows, recurrent
+  // layers' sizes, soft-caps: the family's keys (family_json), which the host never reads.
 
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // generation_config's list when present
@@ -119,7 +102,7 @@ struct ModelConfig {
 };
 
 // The JSON the family plugin receives, and back. from_json validates like the
-// builders do (required fields, layer_types length, known enum names) and keeps the text;
+// builders do (required fields, known enum names) and keeps the text;
 // to_json writes the fields above (so a changed field shows) plus every other key of
 // family_json, unchanged.
 std::string model_config_to_json(const ModelConfig& c);

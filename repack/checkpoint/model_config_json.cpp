@@ -73,8 +73,6 @@ std::string model_config_to_json(const ModelConfig& c) {
       {"partial_rotary_factor", c.rope.partial_rotary_factor},
       {"rotary_dim", c.rope.rotary_dim},
   };
-  json layers = json::array();
-  for (LayerKind k : c.layer_types) layers.push_back(to_string(k));
   json j = {
       {"memra_config_version", ModelConfig::kJsonVersion},
       {"architecture", c.architecture},
@@ -97,7 +95,6 @@ std::string model_config_to_json(const ModelConfig& c) {
       {"qk_norm", c.qk_norm},
       {"attention_bias", c.attention_bias},
       {"attention_output_bias", c.attention_output_bias},
-      {"attention_output_gate", c.attention_output_gate},
       {"mlp_bias", c.mlp_bias},
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"activation", c.activation},
@@ -108,16 +105,6 @@ std::string model_config_to_json(const ModelConfig& c) {
       {"norm_topk_prob", c.norm_topk_prob},
       {"decoder_sparse_step", c.decoder_sparse_step},
       {"mlp_only_layers", c.mlp_only_layers},
-      {"layer_types", layers},
-      {"sliding_window", c.sliding_window},
-      {"linear_num_key_heads", c.linear_num_key_heads},
-      {"linear_num_value_heads", c.linear_num_value_heads},
-      {"linear_key_head_dim", c.linear_key_head_dim},
-      {"linear_value_head_dim", c.linear_value_head_dim},
-      {"linear_conv_kernel_dim", c.linear_conv_kernel_dim},
-      {"query_pre_attn_scalar", c.query_pre_attn_scalar},
-      {"attn_logit_softcapping", c.attn_logit_softcapping},
-      {"final_logit_softcapping", c.final_logit_softcapping},
       {"bos_token_id", c.bos_token_id ? json(*c.bos_token_id) : json(nullptr)},
       {"eos_token_ids", c.eos_token_ids},
       {"pad_token_id", c.pad_token_id ? json(*c.pad_token_id) : json(nullptr)},
@@ -184,7 +171,6 @@ Result<ModelConfig> model_config_from_json(std::string_view text) {
   r.boolean("qk_norm", c.qk_norm, false);
   r.boolean("attention_bias", c.attention_bias, false);
   r.boolean("attention_output_bias", c.attention_output_bias, false);
-  r.boolean("attention_output_gate", c.attention_output_gate, false);
   r.boolean("mlp_bias", c.mlp_bias, false);
   r.boolean("tie_word_embeddings", c.tie_word_embeddings, false);
   r.str("activation", c.activation, false);
@@ -195,24 +181,6 @@ Result<ModelConfig> model_config_from_json(std::string_view text) {
   r.boolean("norm_topk_prob", c.norm_topk_prob, false);
   r.i64("decoder_sparse_step", c.decoder_sparse_step, false);
   r.i64_list("mlp_only_layers", c.mlp_only_layers, false);
-  if (const json* lt = r.get("layer_types", true)) {
-    if (!lt->is_array()) return bad("'layer_types' is not an array");
-    for (const auto& e : *lt) {
-      LayerKind k;
-      if (!e.is_string() || !parse_layer_kind(e.get<std::string>(), &k))
-        return bad("layer_types entry " + e.dump() + " is not full_attention|sliding_attention|linear_attention");
-      c.layer_types.push_back(k);
-    }
-  }
-  r.i64("sliding_window", c.sliding_window, false);
-  r.i64("linear_num_key_heads", c.linear_num_key_heads, false);
-  r.i64("linear_num_value_heads", c.linear_num_value_heads, false);
-  r.i64("linear_key_head_dim", c.linear_key_head_dim, false);
-  r.i64("linear_value_head_dim", c.linear_value_head_dim, false);
-  r.i64("linear_conv_kernel_dim", c.linear_conv_kernel_dim, false);
-  r.f64("query_pre_attn_scalar", c.query_pre_attn_scalar, false);
-  r.f64("attn_logit_softcapping", c.attn_logit_softcapping, false);
-  r.f64("final_logit_softcapping", c.final_logit_softcapping, false);
   r.opt_i64("bos_token_id", c.bos_token_id);
   r.i64_list("eos_token_ids", c.eos_token_ids);
   r.opt_i64("pad_token_id", c.pad_token_id);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "host/engine/model_source.hpp"
 #include "host/backend/pipeline/pipeline_split.hpp"
 #include "repack/checkpoint/model_config.hpp"
@@ -30,11 +32,14 @@ inline void widen(engine::ModelSource& s, int64_t layers) {
       extra.push_back(copy);
     }
   s.weights.insert(s.weights.end(), extra.begin(), extra.end());
-  if (!s.config.layer_types.empty()) {
-    const auto kinds = s.config.layer_types;
-    s.config.layer_types.clear();
-    for (int64_t l = 0; l < layers; ++l) s.config.layer_types.push_back(kinds[static_cast<size_t>(l % base)]);
+  // The family's per-layer keys (layer_types) repeat with the layers.
+  nlohmann::json family = nlohmann::json::parse(s.config.family_json);
+  if (family.contains("layer_types") && family["layer_types"].is_array() && !family["layer_types"].empty()) {
+    const nlohmann::json kinds = family["layer_types"];
+    family["layer_types"] = nlohmann::json::array();
+    for (int64_t l = 0; l < layers; ++l) family["layer_types"].push_back(kinds[static_cast<size_t>(l % base)]);
   }
+  s.config.family_json = family.dump();
   s.config.num_layers = layers;
   refresh_config(s);
 }

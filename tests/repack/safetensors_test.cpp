@@ -78,24 +78,12 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
       const std::string p = "model.layers." + std::to_string(i) + ".";
       want[p + "input_layernorm.weight"] = {H};
       want[p + "post_attention_layernorm.weight"] = {H};
-      if (c.layer_types[i] == LayerKind::linear_attention) {
-        const uint64_t nk = c.linear_num_key_heads, nv = c.linear_num_value_heads, dk = c.linear_key_head_dim,
-                       dv = c.linear_value_head_dim;
-        want[p + "linear_attn.in_proj_qkvz.weight"] = {2 * nk * dk + 2 * nv * dv, H};
-        want[p + "linear_attn.in_proj_ba.weight"] = {2 * nv, H};
-        want[p + "linear_attn.conv1d.weight"] = {2 * nk * dk + nv * dv, 1, static_cast<uint64_t>(c.linear_conv_kernel_dim)};
-        want[p + "linear_attn.out_proj.weight"] = {H, nv * dv};
-        want[p + "linear_attn.norm.weight"] = {dv};
-        want[p + "linear_attn.A_log"] = {nv};
-        want[p + "linear_attn.dt_bias"] = {nv};
-      } else {
-        const uint64_t q_rows = c.num_heads * hd * (c.attention_output_gate ? 2 : 1);
-        want[p + "self_attn.q_proj.weight"] = {q_rows, H};
-        want[p + "self_attn.k_proj.weight"] = {c.num_kv_heads * hd, H};
-        want[p + "self_attn.v_proj.weight"] = {c.num_kv_heads * hd, H};
-        want[p + "self_attn.o_proj.weight"] = {H, c.num_heads * hd};
-        if (c.qk_norm) want[p + "self_attn.q_norm.weight"] = want[p + "self_attn.k_norm.weight"] = {hd};
-      }
+      // The served families' layers attend (recurrent layers are a family's own, checked by it).
+      want[p + "self_attn.q_proj.weight"] = {c.num_heads * hd, H};
+      want[p + "self_attn.k_proj.weight"] = {c.num_kv_heads * hd, H};
+      want[p + "self_attn.v_proj.weight"] = {c.num_kv_heads * hd, H};
+      want[p + "self_attn.o_proj.weight"] = {H, c.num_heads * hd};
+      if (c.qk_norm) want[p + "self_attn.q_norm.weight"] = want[p + "self_attn.k_norm.weight"] = {hd};
       if (c.moe_layer(i)) {
         const uint64_t E = c.num_experts, I = c.moe_intermediate_size;
         want[p + "mlp.gate.weight"] = {E, H};
