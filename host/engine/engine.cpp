@@ -161,6 +161,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   sc.kv.block_size = bs;
   sc.kv.pool_blocks = pool_blocks;
   e->kv_bytes_ = 2 * sc.kv.bytes();
+  for (const backend::KvLayerConfig& l : sc.kv.layers)
+    if (l.kv_heads > 0) e->kv_token_bytes_ += 2 * static_cast<uint64_t>(l.kv_heads) * backend::kv_row_bytes(l.dtype, l.head_dim);
   // A cached prefix is pool 0's blocks: a sliding pool's would be dropped ones.
   if (e->num_kv_pools() > 1 || e->kv_pool_window(0) > 0) e->prefix_cache_.disable();
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,

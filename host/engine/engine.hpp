@@ -158,6 +158,8 @@ class Engine {
   // The paged KV cache on the backend: K and V of every layer that keeps KV (each with its
   // state group's geometry and dtype), all blocks.
   uint64_t kv_cache_bytes() const { return kv_bytes_; }
+  // K and V of one position in every layer that keeps KV (each layer's geometry and dtype).
+  uint64_t kv_bytes_per_token() const { return kv_token_bytes_; }
   int32_t free_state_slots() const { return state_slots_.num_free(); }
   // A sequence's block table in a KV pool (-1 where a sliding pool dropped a block).
   const std::vector<int32_t>& sequence_blocks(int32_t seq, int32_t pool = 0) const;
@@ -245,6 +247,7 @@ class Engine {
   KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
   uint64_t state_bytes_ = 0;
   uint64_t kv_bytes_ = 0;
+  uint64_t kv_token_bytes_ = 0;
   std::unique_ptr<backend::Backend> backend_;
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::map<std::string, backend::QuantTable> quant_tables_;

@@ -75,6 +75,10 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       return false;
     }
     p.norm_eps = c.value("norm_eps", 1e-6f);
+    if (!(p.norm_eps > 0)) {
+      error = "config's norm_eps must be positive";
+      return false;
+    }
     p.attention_bias = c.value("attention_bias", false);
     p.attention_output_bias = c.value("attention_output_bias", false);
     if (c.value("attention_output_gate", false)) {
@@ -109,11 +113,18 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     memra_rope_params& r = p.rope;
     r.struct_size = MEMRA_ROPE_PARAMS_STRUCT_SIZE;
     r.rotary_dim = static_cast<int32_t>(rc.value("rotary_dim", p.head_dim));
-    if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) r.rotary_dim = static_cast<int32_t>(p.head_dim);
+    if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) {
+      error = "config's rope.rotary_dim " + std::to_string(r.rotary_dim) + " is not even and in 1..head_dim";
+      return false;
+    }
     // llama.cpp's converter permutes the q/k rows of "llama" GGUFs for interleaved-pair
     // RoPE (the config says so); other sources keep the half-split (neox) layout.
     r.neox_style = rc.value("interleaved", false) ? 0 : 1;
     r.theta = rc.value("theta", 10000.0f);
+    if (!(r.theta > 0)) {
+      error = "config's rope.theta must be positive";
+      return false;
+    }
     r.factor = rc.value("factor", 1.0f);
     const std::string scaling = rc.value("scaling", std::string("none"));
     if (!rc.value("freq_factors_tensor", std::string()).empty()) {

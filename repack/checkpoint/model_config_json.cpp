@@ -57,22 +57,6 @@ struct Reader {
 }  // namespace
 
 std::string model_config_to_json(const ModelConfig& c) {
-  json rope = {
-      {"theta", c.rope.theta},
-      {"local_theta", c.rope.local_theta},
-      {"scaling", to_string(c.rope.scaling)},
-      {"factor", c.rope.factor},
-      {"low_freq_factor", c.rope.low_freq_factor},
-      {"high_freq_factor", c.rope.high_freq_factor},
-      {"original_max_position", c.rope.original_max_position},
-      {"beta_fast", c.rope.beta_fast},
-      {"beta_slow", c.rope.beta_slow},
-      {"attention_factor", c.rope.attention_factor},
-      {"freq_factors_tensor", c.rope.freq_factors_tensor},
-      {"interleaved", c.rope.interleaved},
-      {"partial_rotary_factor", c.rope.partial_rotary_factor},
-      {"rotary_dim", c.rope.rotary_dim},
-  };
   json j = {
       {"memra_config_version", ModelConfig::kJsonVersion},
       {"architecture", c.architecture},
@@ -82,29 +66,9 @@ std::string model_config_to_json(const ModelConfig& c) {
       {"dtype", c.dtype},
       {"vocab_size", c.vocab_size},
       {"hidden_size", c.hidden_size},
-      {"intermediate_size", c.intermediate_size},
       {"num_layers", c.num_layers},
-      {"num_heads", c.num_heads},
-      {"num_kv_heads", c.num_kv_heads},
-      {"head_dim", c.head_dim},
       {"max_position_embeddings", c.max_position_embeddings},
-      {"rope", rope},
-      {"norm_type", to_string(c.norm_type)},
-      {"norm_eps", c.norm_eps},
-      {"norm_weight_offset", c.norm_weight_offset},
-      {"qk_norm", c.qk_norm},
-      {"attention_bias", c.attention_bias},
-      {"attention_output_bias", c.attention_output_bias},
-      {"mlp_bias", c.mlp_bias},
       {"tie_word_embeddings", c.tie_word_embeddings},
-      {"activation", c.activation},
-      {"num_experts", c.num_experts},
-      {"num_experts_per_tok", c.num_experts_per_tok},
-      {"moe_intermediate_size", c.moe_intermediate_size},
-      {"shared_expert_intermediate_size", c.shared_expert_intermediate_size},
-      {"norm_topk_prob", c.norm_topk_prob},
-      {"decoder_sparse_step", c.decoder_sparse_step},
-      {"mlp_only_layers", c.mlp_only_layers},
       {"bos_token_id", c.bos_token_id ? json(*c.bos_token_id) : json(nullptr)},
       {"eos_token_ids", c.eos_token_ids},
       {"pad_token_id", c.pad_token_id ? json(*c.pad_token_id) : json(nullptr)},
@@ -135,52 +99,9 @@ Result<ModelConfig> model_config_from_json(std::string_view text) {
   r.str("dtype", c.dtype, false);
   r.i64("vocab_size", c.vocab_size);
   r.i64("hidden_size", c.hidden_size);
-  r.i64("intermediate_size", c.intermediate_size);
   r.i64("num_layers", c.num_layers);
-  r.i64("num_heads", c.num_heads);
-  r.i64("num_kv_heads", c.num_kv_heads);
-  r.i64("head_dim", c.head_dim);
   r.i64("max_position_embeddings", c.max_position_embeddings, false);
-  std::string s;
-  if (const json* rope = r.get("rope", true)) {
-    if (!rope->is_object()) return bad("'rope' is not an object");
-    Reader rr{*rope, {}};
-    rr.f64("theta", c.rope.theta);
-    rr.f64("local_theta", c.rope.local_theta, false);
-    s = "none";
-    rr.str("scaling", s, false);
-    if (!parse_rope_scaling(s, &c.rope.scaling)) return bad("rope.scaling '" + s + "' is not none|linear|llama3|yarn");
-    rr.f64("factor", c.rope.factor, false);
-    rr.f64("low_freq_factor", c.rope.low_freq_factor, false);
-    rr.f64("high_freq_factor", c.rope.high_freq_factor, false);
-    rr.i64("original_max_position", c.rope.original_max_position, false);
-    rr.f64("beta_fast", c.rope.beta_fast, false);
-    rr.f64("beta_slow", c.rope.beta_slow, false);
-    rr.f64("attention_factor", c.rope.attention_factor, false);
-    rr.str("freq_factors_tensor", c.rope.freq_factors_tensor, false);
-    rr.boolean("interleaved", c.rope.interleaved, false);
-    rr.f64("partial_rotary_factor", c.rope.partial_rotary_factor, false);
-    rr.i64("rotary_dim", c.rope.rotary_dim);
-    if (!rr.error.empty()) return bad("rope: " + rr.error);
-  }
-  s = "rms_norm";
-  r.str("norm_type", s, false);
-  if (!parse_norm_type(s, &c.norm_type)) return bad("norm_type '" + s + "' is not rms_norm|layer_norm");
-  r.f64("norm_eps", c.norm_eps);
-  r.boolean("norm_weight_offset", c.norm_weight_offset, false);
-  r.boolean("qk_norm", c.qk_norm, false);
-  r.boolean("attention_bias", c.attention_bias, false);
-  r.boolean("attention_output_bias", c.attention_output_bias, false);
-  r.boolean("mlp_bias", c.mlp_bias, false);
   r.boolean("tie_word_embeddings", c.tie_word_embeddings, false);
-  r.str("activation", c.activation, false);
-  r.i64("num_experts", c.num_experts, false);
-  r.i64("num_experts_per_tok", c.num_experts_per_tok, false);
-  r.i64("moe_intermediate_size", c.moe_intermediate_size, false);
-  r.i64("shared_expert_intermediate_size", c.shared_expert_intermediate_size, false);
-  r.boolean("norm_topk_prob", c.norm_topk_prob, false);
-  r.i64("decoder_sparse_step", c.decoder_sparse_step, false);
-  r.i64_list("mlp_only_layers", c.mlp_only_layers, false);
   r.opt_i64("bos_token_id", c.bos_token_id);
   r.i64_list("eos_token_ids", c.eos_token_ids);
   r.opt_i64("pad_token_id", c.pad_token_id);

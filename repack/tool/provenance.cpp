@@ -41,11 +41,10 @@ Result<ProvenanceIds> record_provenance(const std::filesystem::path& registry_pa
   p["vocab_size"] = r.config.vocab_size;
   p["hidden_size"] = r.config.hidden_size;
   p["num_layers"] = r.config.num_layers;
-  p["num_heads"] = r.config.num_heads;
-  p["num_kv_heads"] = r.config.num_kv_heads;
-  p["head_dim"] = r.config.head_dim;
-  p["intermediate_size"] = r.config.intermediate_size;
-  p["num_experts"] = r.config.num_experts;
+  p["max_position_embeddings"] = r.config.max_position_embeddings;
+  // The family's shape keys as it wrote them (heads, experts, layer kinds, ...).
+  if (auto family = nlohmann::ordered_json::parse(model_config_to_json(r.config), nullptr, false); family.is_object())
+    p["config"] = std::move(family);
   ci.parameters_json = p.dump();
   auto ckpt = reg->record_checkpoint(ci);
   if (!ckpt) return ckpt.error();

@@ -24,6 +24,7 @@
 #include "tests/engine/pipeline_test_models.hpp"
 #include "tests/engine/pipeline_test_run.hpp"
 #include "tests/support/backends.hpp"
+#include "tests/support/checkpoint_config.hpp"
 #include "tests/support/fixture_engine.hpp"
 
 namespace fs = std::filesystem;
@@ -378,7 +379,8 @@ TEST(PipelineCpu, StagesGetTheBatchFirstAndLocalLayerNumbers) {
   auto pp = memra::backend::PipelineBackend::create(std::move(stages), *plan);
   ASSERT_TRUE(pp.ok()) << pp.error().message;
   memra::backend::StateConfig state;
-  state.kv = memra::backend::KvCacheConfig::uniform(2, src->config.num_kv_heads, src->config.head_dim, 16, 4);
+  const auto keys = memra::testing::family_keys(src->config);
+  state.kv = memra::backend::KvCacheConfig::uniform(2, keys.at("num_kv_heads").get<int64_t>(), keys.at("head_dim").get<int64_t>(), 16, 4);
   ASSERT_TRUE((*pp)->upload_weights(src->weight_set()).ok());
   ASSERT_TRUE((*pp)->allocate_state(state).ok());
   auto family = host.family_for(src->config.architecture, host.device_info());

@@ -117,4 +117,24 @@ TEST(Layering, EngineAndServerUseOneBackendInterface) {
   EXPECT_TRUE(found.empty()) << "use backend::Backend (host/backend/backend.hpp); found:\n" << ::testing::PrintToString(found);
 }
 
+// A family's concepts live in its plugin: the host's types, kernels and repack name no
+// recurrent-layer (Gated DeltaNet) concept and no hybrid architecture, so a hybrid family is
+// a plugin addition (its config keys pass through ModelConfig::family_json unread).
+TEST(Layering, NoFamilyConceptOutsidePlugins) {
+  static const std::regex kConcept(R"(gated_?delta|delta_?rule|deltanet|linear_(attention|attn|conv|num|key|value)|qwen3_?5|qwen3_?next)",
+                                   std::regex::icase);
+  std::vector<std::string> found;
+  for (const char* dir : {"host", "kernels", "repack", "core", "registry"}) {
+    for (const fs::path& f : code_files(dir)) {
+      const std::string r = rel(f);
+      // Tools, the tokenizer (tokenizer names) and tests are outside the rule.
+      if (r.rfind("host/tools/", 0) == 0 || r.rfind("host/tokenizer/", 0) == 0 || r.find("test") != std::string::npos) continue;
+      const std::string code = code_only(read(f));
+      std::smatch m;
+      if (std::regex_search(code, m, kConcept)) found.push_back(r + ": " + m.str());
+    }
+  }
+  EXPECT_TRUE(found.empty()) << "a family's concepts belong in plugins/family-*; found:\n" << ::testing::PrintToString(found);
+}
+
 }  // namespace

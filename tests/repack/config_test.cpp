@@ -26,8 +26,6 @@ ModelConfig load(const std::string& model) {
 
 json raw(const std::string& model) { return json::parse(read_text(fixture("models/" + model + "/config.json"))); }
 
-// The family's own keys of a normalised config (layer kinds, windows: the host does not read them).
-json family(const ModelConfig& c) { return json::parse(c.family_json); }
 
 // The fields every family states the same way.
 void expect_common(const ModelConfig& c, const json& j) {
@@ -38,24 +36,24 @@ void expect_common(const ModelConfig& c, const json& j) {
   EXPECT_EQ(c.vocab_size, j.at("vocab_size").get<int64_t>());
   EXPECT_EQ(c.hidden_size, j.at("hidden_size").get<int64_t>());
   EXPECT_EQ(c.num_layers, j.at("num_hidden_layers").get<int64_t>());
-  EXPECT_EQ(c.num_heads, j.at("num_attention_heads").get<int64_t>());
-  EXPECT_EQ(c.num_kv_heads, j.at("num_key_value_heads").get<int64_t>());
-  EXPECT_EQ(c.head_dim, j.at("head_dim").get<int64_t>());
+  EXPECT_EQ(family_keys(c).at("num_heads"), j.at("num_attention_heads").get<int64_t>());
+  EXPECT_EQ(family_keys(c).at("num_kv_heads"), j.at("num_key_value_heads").get<int64_t>());
+  EXPECT_EQ(family_keys(c).at("head_dim"), j.at("head_dim").get<int64_t>());
   EXPECT_EQ(c.max_position_embeddings, j.at("max_position_embeddings").get<int64_t>());
-  EXPECT_EQ(c.norm_eps, j.at("rms_norm_eps").get<double>());
-  EXPECT_EQ(c.norm_type, NormType::rms_norm);
+  EXPECT_EQ(family_keys(c).at("norm_eps"), j.at("rms_norm_eps").get<double>());
+  EXPECT_EQ(family_keys(c).at("norm_type"), "rms_norm");
   EXPECT_EQ(c.tie_word_embeddings, j.at("tie_word_embeddings").get<bool>());
-  EXPECT_EQ(c.attention_bias, j.at("attention_bias").get<bool>());
+  EXPECT_EQ(family_keys(c).at("attention_bias"), j.at("attention_bias").get<bool>());
   EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{j.at("eos_token_id").get<int64_t>()});
   EXPECT_FALSE(c.bos_token_id.has_value());  // bos_token_id: null (the tokenizer has no BOS)
   EXPECT_EQ(c.pad_token_id, j.at("pad_token_id").get<int64_t>());
-  EXPECT_EQ(static_cast<int64_t>(family(c).at("layer_types").size()), c.num_layers);
+  EXPECT_EQ(static_cast<int64_t>(family_keys(c).at("layer_types").size()), c.num_layers);
   // README: common to all tiny models.
   EXPECT_EQ(c.vocab_size, 1024);
   EXPECT_EQ(c.hidden_size, 256);
-  EXPECT_EQ(c.num_heads, 4);
-  EXPECT_EQ(c.num_kv_heads, 2);
-  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(family_keys(c).at("num_heads"), 4);
+  EXPECT_EQ(family_keys(c).at("num_kv_heads"), 2);
+  EXPECT_EQ(family_keys(c).at("head_dim"), 64);
   // Lossless JSON round trip (what a family plugin receives).
   auto back = model_config_from_json(model_config_to_json(c));
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -100,19 +98,19 @@ TEST_F(CheckpointConfig, Llama) {
   const auto j = raw("llama");
   expect_common(c, j);
   EXPECT_EQ(c.family, "llama");
-  EXPECT_EQ(c.intermediate_size, j.at("intermediate_size").get<int64_t>());
-  EXPECT_EQ(c.rope.theta, j.at("rope_parameters").at("rope_theta").get<double>());
-  EXPECT_EQ(c.rope.theta, 500000.0);  // README
-  EXPECT_EQ(c.rope.scaling, RopeScaling::none);
-  EXPECT_EQ(c.rope.rotary_dim, 64);
-  EXPECT_FALSE(c.rope.interleaved);
-  EXPECT_FALSE(c.qk_norm);
-  EXPECT_FALSE(c.norm_weight_offset);
-  EXPECT_EQ(c.mlp_bias, j.at("mlp_bias").get<bool>());
-  EXPECT_EQ(c.activation, j.at("hidden_act").get<std::string>());
-  EXPECT_FALSE(c.is_moe());
-  EXPECT_EQ(family(c).at("layer_types"), json::array({"full_attention", "full_attention"}));
-  EXPECT_EQ(family(c).value("sliding_window", -1), 0);
+  EXPECT_EQ(family_keys(c).at("intermediate_size"), j.at("intermediate_size").get<int64_t>());
+  EXPECT_EQ(family_keys(c).at("rope").at("theta"), j.at("rope_parameters").at("rope_theta").get<double>());
+  EXPECT_EQ(family_keys(c).at("rope").at("theta"), 500000.0);  // README
+  EXPECT_EQ(family_keys(c).at("rope").at("scaling"), "none");
+  EXPECT_EQ(family_keys(c).at("rope").at("rotary_dim"), 64);
+  EXPECT_FALSE(family_keys(c).at("rope").at("interleaved").get<bool>());
+  EXPECT_FALSE(family_keys(c).at("qk_norm").get<bool>());
+  EXPECT_FALSE(family_keys(c).at("norm_weight_offset").get<bool>());
+  EXPECT_EQ(family_keys(c).at("mlp_bias"), j.at("mlp_bias").get<bool>());
+  EXPECT_EQ(family_keys(c).at("activation"), j.at("hidden_act").get<std::string>());
+  EXPECT_FALSE((family_keys(c).value("num_experts", int64_t{0}) > 0));
+  EXPECT_EQ(family_keys(c).at("layer_types"), json::array({"full_attention", "full_attention"}));
+  EXPECT_EQ(family_keys(c).value("sliding_window", -1), 0);
 }
 
 TEST_F(CheckpointConfig, Qwen3HasQkNorm) {
@@ -120,10 +118,10 @@ TEST_F(CheckpointConfig, Qwen3HasQkNorm) {
   const auto j = raw("qwen3");
   expect_common(c, j);
   EXPECT_EQ(c.family, "llama");  // the family plugin that serves Qwen3
-  EXPECT_TRUE(c.qk_norm);  // README: q/k RMSNorm
-  EXPECT_EQ(c.rope.theta, 1e6);
-  EXPECT_EQ(family(c).at("layer_types"), j.at("layer_types"));
-  EXPECT_EQ(family(c).value("sliding_window", -1), 0);  // sliding_window: null, use_sliding_window: false
+  EXPECT_TRUE(family_keys(c).at("qk_norm").get<bool>());  // README: q/k RMSNorm
+  EXPECT_EQ(family_keys(c).at("rope").at("theta"), 1e6);
+  EXPECT_EQ(family_keys(c).at("layer_types"), j.at("layer_types"));
+  EXPECT_EQ(family_keys(c).value("sliding_window", -1), 0);  // sliding_window: null, use_sliding_window: false
 }
 
 // Qwen3-MoE: Qwen3's attention, every layer sparse (README: 8 experts, top-2,
@@ -133,18 +131,17 @@ TEST_F(CheckpointConfig, Qwen3MoeHasExperts) {
   const auto j = raw("qwen3_moe");
   expect_common(c, j);
   EXPECT_EQ(c.family, "llama");
-  EXPECT_TRUE(c.qk_norm);
-  EXPECT_TRUE(c.is_moe());
-  EXPECT_EQ(c.num_experts, j.at("num_local_experts").get<int64_t>());
-  EXPECT_EQ(c.num_experts, 8);
-  EXPECT_EQ(c.num_experts_per_tok, 2);
-  EXPECT_EQ(c.moe_intermediate_size, 256);
-  EXPECT_EQ(c.intermediate_size, j.at("intermediate_size").get<int64_t>());  // kept for mlp_only_layers
-  EXPECT_FALSE(c.norm_topk_prob);
-  EXPECT_EQ(c.decoder_sparse_step, 1);
-  EXPECT_TRUE(c.mlp_only_layers.empty());
-  EXPECT_EQ(c.shared_expert_intermediate_size, 0);
-  for (int64_t l = 0; l < c.num_layers; ++l) EXPECT_TRUE(c.moe_layer(l)) << l;
+  EXPECT_TRUE(family_keys(c).at("qk_norm").get<bool>());
+  EXPECT_TRUE((family_keys(c).value("num_experts", int64_t{0}) > 0));
+  EXPECT_EQ(family_keys(c).at("num_experts"), j.at("num_local_experts").get<int64_t>());
+  EXPECT_EQ(family_keys(c).at("num_experts"), 8);
+  EXPECT_EQ(family_keys(c).at("num_experts_per_tok"), 2);
+  EXPECT_EQ(family_keys(c).at("moe_intermediate_size"), 256);
+  EXPECT_EQ(family_keys(c).at("intermediate_size"), j.at("intermediate_size").get<int64_t>());  // kept for mlp_only_layers
+  EXPECT_FALSE(family_keys(c).value("norm_topk_prob", false));
+  EXPECT_EQ(family_keys(c).value("decoder_sparse_step", int64_t{1}), 1);
+  EXPECT_TRUE(family_keys(c).value("mlp_only_layers", json::array()).empty());
+  EXPECT_EQ(family_keys(c).value("shared_expert_intermediate_size", int64_t{0}), 0);
 }
 
 // Hybrid and Gemma families have no plugin yet: refused by name, with what is served.
@@ -174,27 +171,27 @@ TEST_F(CheckpointConfig, GgufLlamaMatchesHfLlama) {
     EXPECT_EQ(g->source_format, "gguf");
     EXPECT_EQ(g->vocab_size, hf.vocab_size);
     EXPECT_EQ(g->hidden_size, hf.hidden_size);
-    EXPECT_EQ(g->intermediate_size, hf.intermediate_size);
+    EXPECT_EQ(family_keys(*g).at("intermediate_size"), family_keys(hf).at("intermediate_size"));
     EXPECT_EQ(g->num_layers, hf.num_layers);
-    EXPECT_EQ(g->num_heads, hf.num_heads);
-    EXPECT_EQ(g->num_kv_heads, hf.num_kv_heads);
-    EXPECT_EQ(g->head_dim, hf.head_dim);
+    EXPECT_EQ(family_keys(*g).at("num_heads"), family_keys(hf).at("num_heads"));
+    EXPECT_EQ(family_keys(*g).at("num_kv_heads"), family_keys(hf).at("num_kv_heads"));
+    EXPECT_EQ(family_keys(*g).at("head_dim"), family_keys(hf).at("head_dim"));
     EXPECT_EQ(g->max_position_embeddings, hf.max_position_embeddings);
-    EXPECT_EQ(g->rope.theta, hf.rope.theta);
-    EXPECT_EQ(g->rope.scaling, hf.rope.scaling);
-    EXPECT_EQ(g->rope.rotary_dim, hf.rope.rotary_dim);
-    EXPECT_TRUE(g->rope.interleaved);  // llama.cpp permuted q/k (see CheckpointSafetensors.LlamaValuesEqualBf16Gguf)
-    EXPECT_EQ(static_cast<float>(g->norm_eps), static_cast<float>(hf.norm_eps));  // GGUF stores float32
-    EXPECT_EQ(g->qk_norm, hf.qk_norm);
-    EXPECT_EQ(g->attention_bias, hf.attention_bias);
-    EXPECT_EQ(g->mlp_bias, hf.mlp_bias);
+    EXPECT_EQ(family_keys(*g).at("rope").at("theta"), family_keys(hf).at("rope").at("theta"));
+    EXPECT_EQ(family_keys(*g).at("rope").at("scaling"), family_keys(hf).at("rope").at("scaling"));
+    EXPECT_EQ(family_keys(*g).at("rope").at("rotary_dim"), family_keys(hf).at("rope").at("rotary_dim"));
+    EXPECT_TRUE(family_keys(*g).at("rope").at("interleaved").get<bool>());  // llama.cpp permuted q/k (see CheckpointSafetensors.LlamaValuesEqualBf16Gguf)
+    EXPECT_EQ(family_keys(*g).at("norm_eps").get<float>(), family_keys(hf).at("norm_eps").get<float>());  // GGUF stores float32
+    EXPECT_EQ(family_keys(*g).at("qk_norm"), family_keys(hf).at("qk_norm"));
+    EXPECT_EQ(family_keys(*g).at("attention_bias"), family_keys(hf).at("attention_bias"));
+    EXPECT_EQ(family_keys(*g).at("mlp_bias"), family_keys(hf).at("mlp_bias"));
     EXPECT_EQ(g->tie_word_embeddings, hf.tie_word_embeddings);
-    EXPECT_EQ(g->activation, hf.activation);
-    EXPECT_EQ(family(*g).at("layer_types"), family(hf).at("layer_types"));
+    EXPECT_EQ(family_keys(*g).at("activation"), family_keys(hf).at("activation"));
+    EXPECT_EQ(family_keys(*g).at("layer_types"), family_keys(hf).at("layer_types"));
     EXPECT_EQ(g->eos_token_ids, hf.eos_token_ids);
     EXPECT_EQ(g->bos_token_id, hf.bos_token_id);
     EXPECT_EQ(g->pad_token_id, hf.pad_token_id);
-    EXPECT_EQ(g->is_moe(), hf.is_moe());
+    EXPECT_EQ((family_keys(*g).value("num_experts", int64_t{0}) > 0), (family_keys(hf).value("num_experts", int64_t{0}) > 0));
   }
 }
 
@@ -250,36 +247,48 @@ TEST(CheckpointConfigRefusals, RopeVariantsAndBadValues) {
   };
   auto plain = with(json::object());
   ASSERT_TRUE(plain.ok()) << plain.error().message;
-  EXPECT_EQ(plain->num_kv_heads, 4);
-  EXPECT_EQ(plain->head_dim, 16);
-  EXPECT_EQ(plain->rope.theta, 10000.0);
+  EXPECT_EQ(family_keys(*plain).at("num_kv_heads"), 4);
+  EXPECT_EQ(family_keys(*plain).at("head_dim"), 16);
+  EXPECT_EQ(family_keys(*plain).at("rope").at("theta"), 10000.0);
 
   auto l3 = with({{"rope_theta", 500000.0},
                   {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
                                     {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}});
   ASSERT_TRUE(l3.ok()) << l3.error().message;
-  EXPECT_EQ(l3->rope.scaling, RopeScaling::llama3);
-  EXPECT_EQ(l3->rope.factor, 8.0);
-  EXPECT_EQ(l3->rope.high_freq_factor, 4.0);
-  EXPECT_EQ(l3->rope.original_max_position, 8192);
+  EXPECT_EQ(family_keys(*l3).at("rope").at("scaling"), "llama3");
+  EXPECT_EQ(family_keys(*l3).at("rope").at("factor"), 8.0);
+  EXPECT_EQ(family_keys(*l3).at("rope").at("high_freq_factor"), 4.0);
+  EXPECT_EQ(family_keys(*l3).at("rope").at("original_max_position"), 8192);
 
   auto yarn = with({{"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}}}});
   ASSERT_TRUE(yarn.ok()) << yarn.error().message;
-  EXPECT_EQ(yarn->rope.scaling, RopeScaling::yarn);
-  EXPECT_EQ(yarn->rope.theta, 1e6);
-  EXPECT_EQ(yarn->rope.beta_fast, 32.0);
-  EXPECT_EQ(yarn->rope.original_max_position, 8192);
+  EXPECT_EQ(family_keys(*yarn).at("rope").at("scaling"), "yarn");
+  EXPECT_EQ(family_keys(*yarn).at("rope").at("theta"), 1e6);
+  EXPECT_EQ(family_keys(*yarn).at("rope").at("beta_fast"), 32.0);
+  EXPECT_EQ(family_keys(*yarn).at("rope").at("original_max_position"), 8192);
 
   auto lin = with({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}});
   ASSERT_TRUE(lin.ok());
-  EXPECT_EQ(lin->rope.scaling, RopeScaling::linear);
+  EXPECT_EQ(family_keys(*lin).at("rope").at("scaling"), "linear");
 
   auto dyn = with({{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}});
   ASSERT_FALSE(dyn.ok());
   EXPECT_NE(dyn.error().message.find("'dynamic' is not supported"), std::string::npos) << dyn.error().message;
 
-  EXPECT_FALSE(with({{"num_key_value_heads", 3}}).ok());  // 4 heads do not group into 3
-  EXPECT_FALSE(with({{"hidden_act", "relu"}}).ok());
+  // The family's own keys are the family's to check, when it plans.
+  auto plan_error = [&](const json& extra) -> std::string {
+    json j = base;
+    for (const auto& [k, v] : extra.items()) j[k] = v;
+    auto raw = raw_config_from_hf_json(j.dump(), {});
+    if (!raw) return raw.error().message;
+    auto f = normalize_checkpoint(*raw, build_plugins());
+    if (!f) return f.error().message;
+    auto plan = f->plugin.plan_create(model_config_to_json(f->config));
+    return plan ? std::string() : plan.error().message;
+  };
+  EXPECT_EQ(plan_error(json::object()), "");
+  EXPECT_NE(plan_error({{"num_key_value_heads", 3}}).find("inconsistent attention heads"), std::string::npos);  // 4 into 3
+  EXPECT_NE(plan_error({{"hidden_act", "relu"}}).find("activation"), std::string::npos);
   EXPECT_FALSE(with({{"vocab_size", "many"}}).ok());
   EXPECT_FALSE(with({{"eos_token_id", 100}}).ok());  // outside the vocabulary
   EXPECT_FALSE(model_config_from_json("{}").ok());

@@ -3,6 +3,7 @@
 // weights), sharded checkpoints open through their index.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -69,8 +70,11 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
     auto ck = Checkpoint::open(dir);
     ASSERT_TRUE(ck.ok());
     const ModelConfig& c = *cfg;
+    const nlohmann::json f = memra::testing::family_keys(c);  // family-llama's keys (docs/FORMAT.md)
+    auto u64 = [&](const char* key) { return f.value(key, uint64_t{0}); };
     std::map<std::string, Shape> want;
-    const uint64_t H = c.hidden_size, V = c.vocab_size, hd = c.head_dim;
+    const uint64_t H = c.hidden_size, V = c.vocab_size, hd = u64("head_dim");
+    const uint64_t heads = u64("num_heads"), kv_heads = u64("num_kv_heads"), E = u64("num_experts");
     want["model.embed_tokens.weight"] = {V, H};
     want["model.norm.weight"] = {H};
     if (!c.tie_word_embeddings) want["lm_head.weight"] = {V, H};
@@ -79,27 +83,32 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
       want[p + "input_layernorm.weight"] = {H};
       want[p + "post_attention_layernorm.weight"] = {H};
       // The served families' layers attend (recurrent layers are a family's own, checked by it).
-      want[p + "self_attn.q_proj.weight"] = {c.num_heads * hd, H};
-      want[p + "self_attn.k_proj.weight"] = {c.num_kv_heads * hd, H};
-      want[p + "self_attn.v_proj.weight"] = {c.num_kv_heads * hd, H};
-      want[p + "self_attn.o_proj.weight"] = {H, c.num_heads * hd};
-      if (c.qk_norm) want[p + "self_attn.q_norm.weight"] = want[p + "self_attn.k_norm.weight"] = {hd};
-      if (c.moe_layer(i)) {
-        const uint64_t E = c.num_experts, I = c.moe_intermediate_size;
+      want[p + "self_attn.q_proj.weight"] = {heads * hd, H};
+      want[p + "self_attn.k_proj.weight"] = {kv_heads * hd, H};
+      want[p + "self_attn.v_proj.weight"] = {kv_heads * hd, H};
+      want[p + "self_attn.o_proj.weight"] = {H, heads * hd};
+      if (f.value("qk_norm", false)) want[p + "self_attn.q_norm.weight"] = want[p + "self_attn.k_norm.weight"] = {hd};
+      // Sparse layers: every one when decoder_sparse_step is 1 and mlp_only_layers empty (the
+      // served MoE fixture; the family's plan tests cover the other layouts).
+      const auto dense_only = f.value("mlp_only_layers", std::vector<int64_t>{});
+      const bool sparse = E > 0 && std::find(dense_only.begin(), dense_only.end(), i) == dense_only.end() &&
+                          (f.value("decoder_sparse_step", int64_t{1}) <= 1 || (i + 1) % f.value("decoder_sparse_step", int64_t{1}) == 0);
+      if (sparse) {
+        const uint64_t I = u64("moe_intermediate_size");
         want[p + "mlp.gate.weight"] = {E, H};
         for (uint64_t e = 0; e < E; ++e) {
           const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
           want[ep + "gate_proj.weight"] = want[ep + "up_proj.weight"] = {I, H};
           want[ep + "down_proj.weight"] = {H, I};
         }
-        if (c.shared_expert_intermediate_size > 0) {
-          const uint64_t S = c.shared_expert_intermediate_size;
+        if (u64("shared_expert_intermediate_size") > 0) {
+          const uint64_t S = u64("shared_expert_intermediate_size");
           want[p + "mlp.shared_expert.gate_proj.weight"] = want[p + "mlp.shared_expert.up_proj.weight"] = {S, H};
           want[p + "mlp.shared_expert.down_proj.weight"] = {H, S};
           want[p + "mlp.shared_expert_gate.weight"] = {1, H};
         }
       } else {
-        const uint64_t I = c.intermediate_size;
+        const uint64_t I = u64("intermediate_size");
         want[p + "mlp.gate_proj.weight"] = want[p + "mlp.up_proj.weight"] = {I, H};
         want[p + "mlp.down_proj.weight"] = {H, I};
       }
@@ -120,7 +129,8 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
     double mean = 0;
     for (float x : *w) mean += x;
     mean /= static_cast<double>(w->size());
-    EXPECT_NEAR(mean, c.norm_weight_offset ? 0.0 : 1.0, 0.1) << "norm_weight_offset=" << c.norm_weight_offset;
+    const bool offset = f.value("norm_weight_offset", false);
+    EXPECT_NEAR(mean, offset ? 0.0 : 1.0, 0.1) << "norm_weight_offset=" << offset;
   }
   EXPECT_TRUE(checked.count("llama") && checked.count("qwen3")) << "the served fixtures were not checked";
 }
@@ -149,7 +159,7 @@ TEST(CheckpointSafetensors, LlamaValuesEqualBf16Gguf) {
   auto gg = gguf::File::open(fixture("gguf/llama/llama-BF16.gguf").string());
   auto cfg = memra::testing::hf_config(fixture("models/llama").string());
   ASSERT_TRUE(ck.ok() && gg.ok() && cfg.ok());
-  const int64_t hd = cfg->head_dim;
+  const int64_t hd = memra::testing::family_keys(*cfg).at("head_dim").get<int64_t>();
   size_t compared = 0, permuted = 0;
   for (const auto& t : ck->tensors()) {
     SCOPED_TRACE(t.name);

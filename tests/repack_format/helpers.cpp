@@ -76,7 +76,7 @@ std::map<std::string, OriginalTensor> llama_originals_gguf_order() {
     if (q || k) {
       // llama.cpp's converter: reshape(heads, 2, rows/heads/2, cols).swapaxes(1, 2): GGUF row
       // h*hd + 2j + s holds HF row h*hd + s*hd/2 + j.
-      const int64_t heads = q ? family->config.num_heads : family->config.num_kv_heads;
+      const int64_t heads = memra::testing::family_keys(family->config).at(q ? "num_heads" : "num_kv_heads").get<int64_t>();
       const auto rows = static_cast<int64_t>(t.shape[0]), cols = static_cast<int64_t>(t.shape[1]);
       const int64_t hd = rows / heads;
       std::vector<float> p(o.values.size());

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "repack/checkpoint/checkpoint_family.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
@@ -43,5 +45,9 @@ inline Result<ModelConfig> gguf_config(const gguf::File& file) {
   if (!f) return f.error();
   return f->config;
 }
+
+// The family's keys of a normalised config (heads, RoPE, norms, experts, layer kinds: the
+// host does not read them; family-llama's are in docs/FORMAT.md's table).
+inline nlohmann::json family_keys(const ModelConfig& c) { return nlohmann::json::parse(c.family_json); }
 
 }  // namespace memra::testing

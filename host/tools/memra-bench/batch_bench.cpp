@@ -14,7 +14,6 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 }  // namespace
 
 int run_batch_bench(engine::Engine& engine, const BatchBenchOptions& o, std::vector<BatchFigure>* figures) {
-  const ModelConfig& cfg = engine.config();
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(engine.vocab_size() - 1));
   std::printf("%6s %12s %12s %12s %12s %10s\n", "batch", "prefill t/s", "decode ms", "decode t/s", "roofline t/s", "% roofline");
@@ -68,7 +67,7 @@ int run_batch_bench(engine::Engine& engine, const BatchBenchOptions& o, std::vec
     // Batch-1 roofline: every matrix once, plus the KV cache of the context (K and V).
     const double ctx = o.prompt + o.decode / 2.0;
     const double kv_bytes =
-        2.0 * cfg.num_layers * cfg.num_kv_heads * static_cast<double>(backend::kv_row_bytes(o.kv_dtype, cfg.head_dim)) * ctx * b;
+        static_cast<double>(engine.kv_bytes_per_token()) * ctx * b;
     const double roof = b * o.hbm_gbps * 1e9 / (static_cast<double>(o.matrix_bytes) + kv_bytes);
     std::printf("%6d %12.1f %12.3f %12.1f %12.1f %9.1f%%\n", b, b * o.prompt / prefill_s, med * 1e3, b / med, roof,
                 100.0 * (b / med) / roof);

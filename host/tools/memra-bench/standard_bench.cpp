@@ -140,7 +140,6 @@ int64_t standard_bench_context(const StandardBenchOptions& o) {
 
 int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o, StandardFigures* figures) {
   using engine::StepRequest;
-  const ModelConfig& cfg = engine.config();
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(engine.vocab_size() - 1));
   auto random_tokens = [&](int n) {
@@ -199,8 +198,7 @@ int run_standard_bench(engine::Engine& engine, const StandardBenchOptions& o, St
   // Decode (tg) at each depth: prefill `depth` tokens in chunks of 512, then time
   // `gen_tokens` one-token steps. KV bytes read per token: every layer's K and V rows
   // (backend::kv_row_bytes each: fp8 with its scale) up to the token's position, averaged over the timed steps.
-  const double kv_row_bytes = 2.0 * static_cast<double>(cfg.num_layers) * static_cast<double>(cfg.num_kv_heads) *
-                              static_cast<double>(backend::kv_row_bytes(o.kv_dtype, cfg.head_dim));
+  const double kv_row_bytes = static_cast<double>(engine.kv_bytes_per_token());
   for (int depth : o.depths) {
     std::vector<double> times;
     for (int run = 0; run <= o.repeats; ++run) {
