@@ -55,12 +55,11 @@ class Builder {
     return true;
   }
 
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
     if (error_) return false;  // a limit already stopped the parse
     // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
     std::string what = e.what();
     const auto pos = what.find("] ");
-    offset_ = position;
     return fail(ParseError::Kind::syntax, pos == std::string::npos ? what : what.substr(pos + 2));
   }
 
@@ -79,7 +78,7 @@ class Builder {
     // A key or item too many: the container is the place; too deep (or too large): the
     // value just placed in the innermost container is.
     const bool container = kind == ParseError::Kind::object_keys || kind == ParseError::Kind::array_items;
-    if (!error_) error_ = ParseError{kind, std::move(message), path(container ? frames_.size() - 1 : frames_.size()), offset_};
+    if (!error_) error_ = ParseError{kind, std::move(message), path(container ? frames_.size() - 1 : frames_.size())};
     return false;
   }
 
@@ -170,7 +169,6 @@ class Builder {
   ojson root_;
   std::vector<Frame> frames_;
   std::size_t used_ = 0;
-  std::size_t offset_ = 0;
   std::optional<ParseError> error_;
 };
 
@@ -183,7 +181,7 @@ std::optional<nlohmann::ordered_json> parse(std::string_view text, const Limits&
                                    /*strict=*/true);
   if (ok && !b.error()) return std::move(b.root());
   if (error) {
-    *error = b.error() ? *b.error() : ParseError{ParseError::Kind::syntax, "the text is not valid JSON", "", 0};
+    *error = b.error() ? *b.error() : ParseError{ParseError::Kind::syntax, "the text is not valid JSON", ""};
   }
   return std::nullopt;
 }

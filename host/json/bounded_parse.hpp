@@ -35,7 +35,6 @@ struct ParseError {
   Kind kind = Kind::syntax;
   std::string message;  // complete, without the field (e.g. "nesting deeper than 64 levels")
   std::string path;     // where: "messages[2].content" style ("" = the top level)
-  std::size_t offset = 0;  // byte offset in the text
 };
 
 // `text` as a document, or nullopt with `*error` set (when given).

@@ -60,6 +60,7 @@ struct JsonGrammarCompiler::Impl {
     uint32_t rule;
   };
   std::vector<Pending> pending;
+  bool referred = false;  // this schema used a $ref: only then can a rule refer to itself
   std::optional<uint32_t> ws_rule, char_rule, string_rule, number_rule, value_rule, object_rule;
   std::optional<SchemaError> err;
 
@@ -155,6 +156,7 @@ struct JsonGrammarCompiler::Impl {
   }
 
   ExprPtr resolve_ref(const std::string& target, const std::string& ptr) {
+    referred = true;
     if (target.empty() || target[0] != '#') {
       fail("$ref", ptr, "'$ref' at " + where(ptr) + " is '" + target + "'; only references inside the schema (#/...) are supported");
       return seq({});
@@ -489,6 +491,7 @@ std::optional<SchemaError> JsonGrammarCompiler::compile(const json& schema, uint
   c.root = &schema;
   c.refs.clear();
   c.pending.clear();
+  c.referred = false;
   const uint32_t r = c.b.declare();
   c.refs.emplace("#", r);
   c.b.define(r, c.schema(schema, ""));
@@ -504,8 +507,9 @@ std::optional<SchemaError> JsonGrammarCompiler::compile(const json& schema, uint
            false);
   }
   // A schema that only refers to itself ({"$ref": "#"}, a -> b -> a, anyOf of itself) has
-  // no finite value: refused, never compiled into a grammar that cannot end.
-  if (!c.err && !c.b.productive()[r]) {
+  // no finite value: refused, never compiled into a grammar that cannot end. Only a $ref
+  // makes a cycle, so schemas without one skip the pass over the whole grammar.
+  if (!c.err && c.referred && !c.b.productive()[r]) {
     c.fail("$ref", "", "the schema refers to itself with no way to end (a '$ref' cycle that reaches no value), so no JSON value matches it", false);
   }
   return c.err;

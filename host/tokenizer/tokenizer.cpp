@@ -95,7 +95,7 @@ void Tokenizer::Impl::encode_words(std::string_view text, bool at_start, std::ve
   pre_tokenizer.run(text, at_start, [&](std::string_view word) {
     if (out.size() > limit) return;
     // A word that cannot fit is not encoded at all (a huge word costs its length in memory).
-    if (limit != SIZE_MAX && max_token_bytes > 0 && out.size() + word.size() / max_token_bytes > limit) {
+    if (cannot_fit(word.size(), out.size(), limit)) {
       out.resize(limit + 1, 0);
       return;
     }
@@ -114,8 +114,7 @@ void Tokenizer::Impl::encode_section(std::string_view text, bool at_start, std::
   if (norm_text.empty()) return;
   // Past the limit on length alone (each token covers at most max_token_bytes of the words,
   // which hold the whole section unless the pre-tokenizer drops text): no more work.
-  if (limit != SIZE_MAX && max_token_bytes > 0 && !pre_tokenizer.drops_text() &&
-      norm_text.size() / max_token_bytes > limit - std::min(limit, out.size())) {
+  if (!pre_tokenizer.drops_text() && cannot_fit(norm_text.size(), out.size(), limit)) {
     out.resize(std::max(out.size(), limit + 1), 0);
     return;
   }

@@ -1,6 +1,8 @@
 // Tokenizer::Impl — the compiled pipeline shared by encode(), decode() and StreamDecoder.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +42,11 @@ struct Tokenizer::Impl {
   // The longest token's text in bytes, a bound on the bytes one token covers (0: no bound,
   // the vocabulary fuses unknown runs): a word of n bytes is at least n / it tokens.
   std::size_t max_token_bytes = 0;
+  // Whether `bytes` more of the words cannot fit: `out` already holds `have` ids and each
+  // token covers at most max_token_bytes.
+  bool cannot_fit(std::size_t bytes, std::size_t have, std::size_t limit) const {
+    return limit != SIZE_MAX && max_token_bytes > 0 && bytes / max_token_bytes > limit - std::min(limit, have);
+  }
 
   // Appends the ids of `text` to `out`, unless `out` passes `limit` ids first: then the rest
   // is skipped (out.size() > limit tells the caller).

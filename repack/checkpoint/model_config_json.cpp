@@ -33,9 +33,6 @@ struct Reader {
   void i64(const char* key, int64_t& out, bool required = true) {
     if (const json* v = get(key, required)) v->is_number_integer() ? void(out = v->get<int64_t>()) : fail(key, "an integer");
   }
-  void f64(const char* key, double& out, bool required = true) {
-    if (const json* v = get(key, required)) v->is_number() ? void(out = v->get<double>()) : fail(key, "a number");
-  }
   void boolean(const char* key, bool& out, bool required = true) {
     if (const json* v = get(key, required)) v->is_boolean() ? void(out = v->get<bool>()) : fail(key, "a boolean");
   }
