@@ -483,9 +483,7 @@ void HttpFrontend::Impl::dispatch(Connection& c, Clock::time_point now) {
   auto shared = connections.at(c.fd);
   TaskPool& pool = lane == Lane::probes ? *probes : *workers;
   const bool taken = pool.submit([this, shared] {
-    const std::size_t body_bytes = shared->body.size();
     const After after = answer(*shared);
-    return_memory_after(body_bytes);  // the request's memory is free by now
     resume(shared, after);
   });
   if (!taken) {
@@ -517,12 +515,17 @@ HttpFrontend::Impl::After HttpFrontend::Impl::answer(Connection& c) {
   // Admitted before the drain check; held until the reply is written, so the drain
   // waits for the bytes to leave, not just for the route to return.
   ServerState::Admission admission = state.try_admit();
-  std::istringstream body(c.body);
   const int fd = c.fd;
-  Reply reply = admission ? router.handle(c.request, body, [fd] { return peer_closed(fd); })
-                          : router.reject_draining(c.request);
+  Reply reply = [&] {
+    std::istringstream body(c.body);
+    return admission ? router.handle(c.request, body, [fd] { return peer_closed(fd); })
+                     : router.reject_draining(c.request);
+  }();
   const bool keep = c.request.getKeepAlive() && !reply.close_connection && !c.overflowed && !stopping;
   if (!reply.stream) {
+    // The request's memory is free by now; it goes back before the answer leaves, so a
+    // client that sees the answer sees the memory returned too.
+    return_memory_after(c.body.size());
     if (!send_all(fd, reply_bytes(reply, c.request, keep, options.server_header), timeout)) return After::drop;
     return keep ? After::keep : After::linger;
   }
@@ -533,7 +536,9 @@ HttpFrontend::Impl::After HttpFrontend::Impl::answer(Connection& c) {
   // bookkeeping happen (its first write fails at once).
   if (!send_all(fd, reply_head(reply, c.request, keep, mode, options.server_header), timeout)) sink.set_broken();
   reply.stream(sink);
-  if (!sink.finish()) return After::drop;
+  const bool sent = sink.finish();
+  return_memory_after(c.body.size());
+  if (!sent) return After::drop;
   return keep && mode == BodyMode::chunked ? After::keep : After::linger;
 }
 
