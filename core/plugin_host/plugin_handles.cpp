@@ -57,6 +57,10 @@ std::string PluginHandle::last_error() const { return record_->services().last_e
 
 const memra_family_api& FamilyPlugin::api() const { return *record_->family(); }
 
+std::span<const memra_op_def> FamilyPlugin::ops() const { return record_->ops(); }
+
+memra_plugin_ctx* FamilyPlugin::ctx() const { return record_->ctx(); }
+
 Result<ModelPlan> FamilyPlugin::plan_create(const std::string& config_json) const {
   const memra_family_api* f = record_->family();
   memra_model_plan* raw = nullptr;

@@ -112,6 +112,10 @@ class FamilyPlugin : public PluginHandle {
   Result<std::optional<std::string>> tensor_name(const std::string& format, const std::string& source_name) const;
   // Fails (with the plugin's message) when the config is not one it can plan.
   Result<ModelPlan> plan_create(const std::string& config_json) const;
+  // The ops the plugin brings (memra_plugin_api.ops, ABI 2.7; checked at load), valid
+  // while the plugin is loaded, and the context their functions take first.
+  std::span<const memra_op_def> ops() const;
+  memra_plugin_ctx* ctx() const;
 
  private:
   friend class PluginHost;

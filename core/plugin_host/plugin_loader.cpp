@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <cctype>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -117,6 +119,45 @@ std::string check_tables(const memra_plugin_api& api, memra_plugin_kind kind) {
   return "";
 }
 
+// The ops a plugin brings (memra_plugin_api.ops, ABI 2.7): each definition checked, the
+// first bad one named; returns the refusal reason or "".
+std::string check_ops(const memra_plugin_api& api, memra_plugin_kind kind, const std::string& plugin) {
+  if (api.num_ops == 0) return "";
+  if (kind != MEMRA_PLUGIN_KIND_FAMILY) return "memra_plugin_api.ops is set, but only family plugins bring ops";
+  if (api.ops == nullptr) return "memra_plugin_api.num_ops is " + std::to_string(api.num_ops) + " but ops is NULL";
+  constexpr size_t kMaxOps = 4096;
+  if (api.num_ops > kMaxOps) return "memra_plugin_api.num_ops " + std::to_string(api.num_ops) + " is more than " + std::to_string(kMaxOps);
+  const std::string prefix = plugin + ".";
+  for (size_t i = 0; i < api.num_ops; ++i) {
+    const memra_op_def& d = api.ops[i];
+    std::string who = "op " + std::to_string(i);
+    if (d.struct_size < MEMRA_OP_DEF_STRUCT_SIZE)
+      return who + ": memra_op_def struct_size " + std::to_string(d.struct_size) + " is smaller than 2.7's (" +
+             std::to_string(MEMRA_OP_DEF_STRUCT_SIZE) + "); set it to MEMRA_OP_DEF_STRUCT_SIZE";
+    if (d.name == nullptr || std::string_view(d.name).size() <= prefix.size() || !std::string_view(d.name).starts_with(prefix))
+      return who + (d.name ? " '" + std::string(d.name) + "'" : std::string(" (no name)")) + ": an op's name is '" + prefix +
+             "<op>' (the plugin's name, a dot, the op's)";
+    who = "op '" + std::string(d.name) + "' v" + std::to_string(d.version);
+    for (char c : std::string_view(d.name).substr(prefix.size()))
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
+        return who + ": the name may hold letters, digits, '_' and '.' only";
+    if (d.version == 0) return who + ": version 0 (attribute struct versions start at 1)";
+    if (d.attrs_size < sizeof(size_t))
+      return who + ": bad attribute struct: attrs_size " + std::to_string(d.attrs_size) +
+             " cannot hold its struct_size (every attribute struct begins with size_t struct_size)";
+    if (d.attrs_size > (1u << 16)) return who + ": bad attribute struct: attrs_size " + std::to_string(d.attrs_size) + " is over 64 KiB";
+    if ((d.flags & ~(MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE)) != 0)
+      return who + ": unknown flags " + std::to_string(d.flags) + " (MEMRA_OP_NEEDS_BATCH, MEMRA_OP_USES_STATE)";
+    if ((d.flags & MEMRA_OP_USES_STATE) && !(d.flags & MEMRA_OP_NEEDS_BATCH))
+      return who + ": MEMRA_OP_USES_STATE needs MEMRA_OP_NEEDS_BATCH (state is found through the batch's slots)";
+    if (d.run_cpu == nullptr) return who + ": run_cpu is NULL (the CPU reference is required)";
+    if ((d.prepare_cuda == nullptr) != (d.run_cuda == nullptr)) return who + ": prepare_cuda and run_cuda come together";
+    for (size_t j = 0; j < i; ++j)
+      if (api.ops[j].version == d.version && std::string_view(api.ops[j].name) == d.name) return who + " is listed twice";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<PluginKind> kind_from_file_name(std::string_view name) {
@@ -196,7 +237,9 @@ LoadOutcome load_plugin_file(const std::filesystem::path& file, std::shared_ptr<
     if (detail.empty()) detail = "the plugin reported no detail through error_report";
     return refuse(std::string("memra_plugin_init failed (") + memra_status_name(status) + "): " + detail);
   }
-  if (std::string reason = check_tables(api, desc->kind); !reason.empty()) {
+  std::string reason = check_tables(api, desc->kind);
+  if (reason.empty()) reason = check_ops(api, desc->kind, name);
+  if (!reason.empty()) {
     // init succeeded, so let the plugin release what it set up before it is unloaded.
     if (api.shutdown != nullptr) {
       try {

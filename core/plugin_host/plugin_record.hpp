@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,7 @@ class PluginRecord {
   const memra_plugin_descriptor& descriptor() const { return *descriptor_; }
   const memra_family_api* family() const { return api_.family; }
   const memra_quant_api* quant() const { return api_.quant; }
+  std::span<const memra_op_def> ops() const { return api_.ops ? std::span<const memra_op_def>(api_.ops, api_.num_ops) : std::span<const memra_op_def>(); }
   // The plugin's context for this host (memra_plugin_api.ctx), first argument of its table calls.
   memra_plugin_ctx* ctx() const { return api_.ctx; }
   const HostServices& services() const { return *services_; }

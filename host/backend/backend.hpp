@@ -26,12 +26,15 @@
 namespace memra::plugins {
 class KernelServices;
 }
+namespace memra::ops {
+struct PluginOp;
+}
 
 namespace memra::backend {
 
 // Bumped whenever anything in this header changes shape: the CUDA module reports the
 // version it was built with and a different one is refused at open.
-inline constexpr uint32_t kBackendInterfaceVersion = 5;
+inline constexpr uint32_t kBackendInterfaceVersion = 6;
 
 // Bytes of one KV element (4, 2 or 1), or 0 for a dtype the KV cache does not support.
 inline uint64_t kv_element_bytes(memra_dtype dtype) {
@@ -293,6 +296,12 @@ class Backend {
   }
   // ... the services plugin kernels load and launch through (nullptr: none) ...
   virtual plugins::KernelServices* kernel_services() { return nullptr; }
+  // ... the ops the model's family plugin brings (host/ops/op_registry.hpp PluginOp;
+  // register_plugin_ops in plugin_kernels.hpp binds the kernel services first): op_find
+  // answers for them from then on. A GPU backend prepares each op's CUDA form there;
+  // one it cannot (no CUDA form, or prepare_cuda failed) stays unavailable on it, with
+  // one line in `refused` saying why. The definitions must outlive the backend.
+  virtual Status register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) = 0;
   // ... the weights once (their data are host addresses; ops given those descriptors
   // resolve them to the backend's copies; a scheme without a kernel is refused) ...
   virtual Status upload_weights(const memra_weight_set& weights) = 0;

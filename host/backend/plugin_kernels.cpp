@@ -22,4 +22,13 @@ std::vector<std::string> register_plugin_kernels(Backend& backend, const std::ve
   return refused;
 }
 
+std::vector<std::string> register_plugin_ops(Backend& backend, std::span<const ops::PluginOp> ops) {
+  std::vector<std::string> refused;
+  plugins::ScopedKernelServices bound(backend.kernel_services());
+  if (Status st = backend.register_ops(ops, &refused); !st)
+    refused.push_back("the ops of family plugin '" + (ops.empty() ? std::string("?") : ops[0].plugin) + "' on " + backend.name() +
+                      ": " + st.error().message);
+  return refused;
+}
+
 }  // namespace memra::backend

@@ -141,7 +141,10 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   if (!state) return make_error(state.error().code, "cannot load " + source->path + ": " + state.error().message);
   // Ops by name: refused here, before any device is opened, on a backend that lacks
   // them (host/ops/op_registry.hpp says which backend has which op).
-  if (const std::string why = ops::check_required_ops(plan->plugin_name(), state->required_ops, options.backend.kind); !why.empty())
+  std::vector<ops::PluginOp> plugin_ops;
+  for (const memra_op_def& d : family->ops()) plugin_ops.push_back({&d, family->ctx(), family->info().name});
+  if (const std::string why = ops::check_required_ops(plan->plugin_name(), state->required_ops, options.backend.kind, plugin_ops);
+      !why.empty())
     return make_error(ErrorCode::unsupported, "cannot load " + source->path + ": " + why);
 
   int64_t max_context = options.max_context;
@@ -227,6 +230,21 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   // refuses a scheme without a kernel); a refused plugin is one log line each.
   for (const std::string& line : backend::register_plugin_kernels(backend, e->quant_plugins_))
     std::fprintf(stderr, "memra: %s\n", line.c_str());
+  // The family plugin's own ops (each CUDA form prepared on its device); a required one
+  // the backend cannot run refuses the model, naming the op and why.
+  e->plugin_ops_ = std::move(plugin_ops);
+  std::vector<std::string> refused_ops = backend::register_plugin_ops(backend, e->plugin_ops_);
+  for (const memra_op_requirement& r : state->required_ops)
+    for (const memra_backend_ops* table : backend.op_tables()) {
+      const memra_op* handle = nullptr;
+      if (table->op_find(table->ctx, r.name, r.version, &handle) == MEMRA_OK) continue;
+      std::string why = backend.last_error();
+      for (const std::string& line : refused_ops)
+        if (line.find("'" + std::string(r.name) + "'") != std::string::npos) why = line;
+      return make_error(ErrorCode::unsupported, "cannot load " + path + ": family plugin '" + family->info().name + "' requires op '" +
+                                                    r.name + "' v" + std::to_string(r.version) + ", which " + backend.name() +
+                                                    " cannot run: " + why);
+    }
   const memra_weight_set set = e->source_->weight_set();
   if (auto st = backend.upload_weights(set); !st) return make_error(st.error().code, "cannot load " + path + ": " + st.error().message);
 

@@ -19,6 +19,7 @@
 #include "host/engine/prefix_cache.hpp"
 #include "host/engine/sampler.hpp"
 #include "core/plugin_host/plugin_host.hpp"
+#include "host/ops/op_registry.hpp"
 
 namespace memra::engine {
 
@@ -250,6 +251,7 @@ class Engine {
   uint64_t kv_token_bytes_ = 0;
   std::unique_ptr<backend::Backend> backend_;
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
+  std::vector<ops::PluginOp> plugin_ops_;            // the ops the family plugin brings (the backend holds them)
   std::map<std::string, backend::QuantTable> quant_tables_;
   std::unique_ptr<plugins::ModelPlan> plan_;
   std::vector<std::unique_ptr<plugins::Model>> models_;  // one per backend op table (Backend::op_tables)

@@ -1,7 +1,8 @@
-// The decode step's table lookups (kernels/embedding/embedding.cu) and the recurrent test
-// op (kernels/recurrent/decay_scan.cu), the files themselves, on the host CTA emulator (no
-// GPU needed): each bitwise its CPU reference (ref::embedding_rows over every table type,
-// with and without a scale; ref::decay_scan_row over a step whose sequences interleave).
+// The decode step's table lookups (kernels/embedding/embedding.cu) and the SDK example
+// family's op kernel (sdk/examples/family-example/example_scan.cu), the files themselves,
+// on the host CTA emulator (no GPU needed): each bitwise its CPU reference
+// (ref::embedding_rows over every table type, with and without a scale; the recurrence
+// example_scan.h states, over a step whose sequences interleave).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,12 +11,11 @@
 #include <vector>
 
 #include "kernels/embedding/embedding_ref.hpp"
-#include "kernels/recurrent/decay_scan_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/cta_emulator.hpp"      // (last but two: it defines CUDA's keywords as macros)
 #include "kernels/embedding/embedding.cu"   // (its #pragma unroll: built with -Wno-unknown-pragmas)
-#include "kernels/recurrent/decay_scan.cu"
+#include "sdk/examples/family-example/example_scan.cu"
 
 namespace {
 
@@ -76,7 +76,7 @@ TEST(LookupEmulated, EveryTableTypeIsTheReferencesRows) {
   }
 }
 
-TEST(LookupEmulated, DecayScanIsTheReferencesRecurrence) {
+TEST(LookupEmulated, TheExampleFamilysScanIsItsStatedRecurrence) {
   constexpr int32_t kWidth = 300, kSlots = 3;
   const std::vector<int32_t> seq = {0, 1, 0, 2, 1, 0};  // each sequence's rows in position order
   const std::vector<int32_t> slots = {2, 0, 1};         // sequence -> state slot
@@ -87,11 +87,19 @@ TEST(LookupEmulated, DecayScanIsTheReferencesRecurrence) {
   for (float& v : x) v = n(rng);
   for (float& v : state) v = n(rng);
   std::vector<float> want_state = state, want_y(x.size()), y(x.size(), NAN);
-  for (int32_t t = 0; t < tokens; ++t)
-    memra::ref::decay_scan_row(0.875f, x.data() + t * kWidth, kWidth, want_state.data() + slots[static_cast<size_t>(seq[static_cast<size_t>(t)])] * kWidth,
-                               want_y.data() + t * kWidth);
-  memra::cuda_emu::launch((kWidth + 127) / 128, 1, 128,
-                          [&] { memra_decay_scan(x.data(), y.data(), tokens, kWidth, 0.875f, seq.data(), slots.data(), state.data()); },
+  for (int32_t t = 0; t < tokens; ++t)  // s = decay * s + x[t], one rounding each (the stored product)
+    for (int32_t i = 0; i < kWidth; ++i) {
+      float& s = want_state[static_cast<size_t>(slots[static_cast<size_t>(seq[static_cast<size_t>(t)])] * kWidth + i)];
+      volatile float product = 0.875f * s;
+      s = product + x[static_cast<size_t>(t * kWidth + i)];
+      want_y[static_cast<size_t>(t * kWidth + i)] = s;
+    }
+  char* state_bytes = reinterpret_cast<char*>(state.data());
+  memra::cuda_emu::launch((kWidth + EXAMPLE_SCAN_THREADS - 1) / EXAMPLE_SCAN_THREADS, 1, EXAMPLE_SCAN_THREADS,
+                          [&] {
+                            example_decay_scan(x.data(), y.data(), tokens, kWidth, 0.875f, seq.data(), slots.data(), state_bytes,
+                                               kWidth * sizeof(float));
+                          },
                           [] {});
   EXPECT_EQ(std::memcmp(y.data(), want_y.data(), y.size() * 4), 0) << "outputs";
   EXPECT_EQ(std::memcmp(state.data(), want_state.data(), state.size() * 4), 0) << "states";

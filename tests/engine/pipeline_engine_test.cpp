@@ -312,6 +312,9 @@ struct LoggingStage final : memra::backend::Backend {
   }
   const memra_backend_ops* ops() const override { return &table; }
   memra_device_info device_info() const override { return inner->device_info(); }
+  Status register_ops(std::span<const memra::ops::PluginOp> ops, std::vector<std::string>* refused) override {
+    return inner->register_ops(ops, refused);
+  }
   Status upload_weights(const memra_weight_set& w) override { return inner->upload_weights(w); }
   Status allocate_state(const memra::backend::StateConfig& s) override { return inner->allocate_state(s); }
   Status begin_step(int32_t slot) override { return inner->begin_step(slot); }

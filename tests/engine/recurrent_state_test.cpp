@@ -337,12 +337,12 @@ TEST_P(RecurrentState, PipelineStagesRouteTheStateToItsLayer) {
 
 TEST(RecurrentStatePlans, BadPlansAreRefusedNamingThePlugin) {
   const std::string kind = refusal("{\"bad_state_kind\":1}");
-  EXPECT_NE(kind.find("family plugin 'recurrent-test'"), std::string::npos) << kind;
+  EXPECT_NE(kind.find("family plugin 'example'"), std::string::npos) << kind;
   EXPECT_NE(kind.find("unknown state kind 99"), std::string::npos) << kind;
   const std::string op = refusal("{\"bad_op\":1}");
-  EXPECT_NE(op.find("family plugin 'recurrent-test' requires op 'no_such_op' v1"), std::string::npos) << op;
+  EXPECT_NE(op.find("family plugin 'example' requires op 'no_such_op' v1"), std::string::npos) << op;
   const std::string version = refusal("{\"bad_op_version\":1}");
-  EXPECT_NE(version.find("requires op 'decay_scan' v7, which this host does not have (it has v1)"), std::string::npos) << version;
+  EXPECT_NE(version.find("requires op 'example.decay_scan' v7, which this host does not have (it has v1)"), std::string::npos) << version;
 }
 
 MEMRA_INSTANTIATE_BACKENDS(RecurrentState);
@@ -367,7 +367,7 @@ TEST(OpRegistry, EveryCpuOpIsFoundByNameAndVersion) {
   const memra_op* op = nullptr;
   EXPECT_EQ(o.op_find(o.ctx, "no_such_op", 1, &op), MEMRA_ERR_NOT_FOUND);
   // Attributes of the wrong version are refused by op_run, not misread.
-  ASSERT_EQ(o.op_find(o.ctx, MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1, &op), MEMRA_OK);
+  ASSERT_EQ(o.op_find(o.ctx, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &op), MEMRA_OK);
   memra_op_args args{};
   args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
   args.attrs_version = 2;

@@ -1,6 +1,7 @@
-// The recurrent-state test family (tests/plugins/test_plugins/recurrent_family.c) as an
-// engine model: its plugin beside this build's (for the f32 quant plugin), and a source
-// with seeded random f32 weights. Kept for the process, like build_plugins().
+// The SDK example family (sdk/examples/family-example: attention plus its own op
+// example.decay_scan over RECURRENT state) as an engine model: its plugin beside this
+// build's (for the f32 quant plugin), and a source with seeded random f32 weights. Kept
+// for the process, like build_plugins().
 #pragma once
 
 #include <filesystem>
@@ -29,10 +30,10 @@ inline plugins::PluginHost& recurrent_plugins() {
 // `config_json` reaches plan_create as is: the family's refusal switches go there.
 inline std::unique_ptr<engine::ModelSource> recurrent_source(const std::string& config_json = "{}") {
   auto s = std::make_unique<engine::ModelSource>();
-  s->path = "recurrent-test";
+  s->path = "family-example";
   s->format = "memra";
-  s->config.family = "recurrent-test";
-  s->config.architecture = "RecurrentTestForCausalLM";
+  s->config.family = "example";
+  s->config.architecture = "ExampleRecurrentForCausalLM";
   s->config.vocab_size = kRecurrentVocab;
   s->config.hidden_size = kRecurrentDim;
   s->config.num_layers = 2;

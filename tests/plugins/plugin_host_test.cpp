@@ -64,6 +64,10 @@ TEST_F(PluginsHost, RefusesEachBrokenPluginWithOneLineNamingFileAndReason) {
       {"libmemra-family-wrongkind.so", "descriptor kind is quant but the file name says family"},
       {"libmemra-quant-notable.so", "memra_plugin_init returned no quant table"},
       {"libmemra-quant-garbage.so", "cannot load the library: "},
+      {"libmemra-family-badattrs.so",
+       "op 'badattrs.mix' v1: bad attribute struct: attrs_size 0 cannot hold its struct_size (every attribute struct begins "
+       "with size_t struct_size)"},
+      {"libmemra-family-badopname.so", "op 0 'other.mix': an op's name is 'badopname.<op>' (the plugin's name, a dot, the op's)"},
       {"libmemra-quant-smalltable.so", "quant table struct_size " + std::to_string(offsetof(memra_quant_api, matmul)) +
                                            " is smaller than v2.0 (" +
                                            std::to_string(MEMRA_STRUCT_SIZE(memra_quant_api, matmul)) + " bytes)"},
@@ -87,7 +91,19 @@ TEST_F(PluginsHost, RefusesEachBrokenPluginWithOneLineNamingFileAndReason) {
 
   std::vector<std::string> names;
   for (const PluginInfo& p : host->plugins()) names.push_back(p.name);
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre("good-family", "good-quant", "dup-quant", "v20-quant"));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("good-family", "good-quant", "dup-quant", "v20-quant", "goodop"));
+}
+
+TEST_F(PluginsHost, AFamilysOwnOpsComeWithIt) {
+  discover_all();
+  auto with = host->family("goodop");
+  ASSERT_TRUE(with.ok()) << with.error().message;
+  ASSERT_EQ(with->ops().size(), 1u);
+  EXPECT_STREQ(with->ops()[0].name, "goodop.mix");
+  EXPECT_EQ(with->ops()[0].attrs_size, 16u);
+  auto without = host->family("good-family");
+  ASSERT_TRUE(without.ok());
+  EXPECT_TRUE(without->ops().empty());
 }
 
 TEST_F(PluginsHost, GarbageFileReasonCarriesTheLoaderError) {
@@ -381,7 +397,7 @@ TEST_F(PluginsHost, LoadRefusesFilesNotNamedLikePlugins) {
 TEST_F(PluginsHost, ADirectoryListedTwiceIsScannedOnce) {
   PluginHost h(test::isolated_options(log, {test::test_plugin_dir(), test::test_plugin_dir() / "."}));
   h.discover();
-  EXPECT_EQ(h.plugins().size(), 4u);
+  EXPECT_EQ(h.plugins().size(), 5u);
   EXPECT_EQ(h.search_dirs().size(), 1u);
   for (const Refusal& r : h.refusals()) {
     EXPECT_THAT(r.reason, ::testing::Not(HasSubstr("'good-quant'")));

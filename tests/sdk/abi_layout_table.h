@@ -204,14 +204,52 @@
   X(memra_op_args, weights, 64)                                \
   X(memra_op_args, batch, 72)                                  \
   /* ops.h */                                                  \
-  X(memra_decay_scan_attrs_v1, struct_size, 0)                 \
-  X(memra_decay_scan_attrs_v1, decay, 8)                       \
-  X(memra_decay_scan_attrs_v1, width, 12)                      \
   X(memra_moe_ffn_attrs_v1, struct_size, 0)                    \
   X(memra_moe_ffn_attrs_v1, num_experts, 8)                    \
   X(memra_moe_ffn_attrs_v1, top_k, 12)                         \
   X(memra_moe_ffn_attrs_v1, normalize_top_k, 16)               \
   X(memra_moe_ffn_attrs_v1, activation, 20)                    \
+  X(memra_op_env, struct_size, 0)                              \
+  X(memra_op_env, backend, 8)                                  \
+  X(memra_op_env, stream, 16)                                  \
+  X(memra_op_env, kernel_data, 24)                             \
+  X(memra_op_env, state, 32)                                   \
+  X(memra_op_env, state_stride, 40)                            \
+  X(memra_op_env, num_state_slots, 48)                         \
+  X(memra_op_env, positions, 56)                               \
+  X(memra_op_env, seq_index, 64)                               \
+  X(memra_op_env, seq_lens, 72)                                \
+  X(memra_op_env, state_slots, 80)                             \
+  X(memra_op_env, scratch, 88)                                 \
+  X(memra_op_env, scratch_ctx, 96)                             \
+  X(memra_op_example, struct_size, 0)                          \
+  X(memra_op_example, label, 8)                                \
+  X(memra_op_example, attrs, 16)                               \
+  X(memra_op_example, attrs_size, 24)                          \
+  X(memra_op_example, num_tokens, 32)                          \
+  X(memra_op_example, num_seqs, 36)                            \
+  X(memra_op_example, positions, 40)                           \
+  X(memra_op_example, seq_index, 48)                           \
+  X(memra_op_example, state_bytes, 56)                         \
+  X(memra_op_example, num_inputs, 64)                          \
+  X(memra_op_example, input_shapes, 72)                        \
+  X(memra_op_example, inputs, 80)                              \
+  X(memra_op_example, num_outputs, 88)                         \
+  X(memra_op_example, output_shapes, 96)                       \
+  X(memra_op_example, num_weights, 104)                        \
+  X(memra_op_example, weight_shapes, 112)                      \
+  X(memra_op_example, weights, 120)                            \
+  X(memra_op_example, tolerance, 128)                          \
+  X(memra_op_def, struct_size, 0)                              \
+  X(memra_op_def, name, 8)                                     \
+  X(memra_op_def, version, 16)                                 \
+  X(memra_op_def, attrs_size, 24)                              \
+  X(memra_op_def, flags, 32)                                   \
+  X(memra_op_def, summary, 40)                                 \
+  X(memra_op_def, run_cpu, 48)                                 \
+  X(memra_op_def, prepare_cuda, 56)                            \
+  X(memra_op_def, run_cuda, 64)                                \
+  X(memra_op_def, example, 72)                                 \
   /* plugin.h */                                               \
   X(memra_plugin_descriptor, struct_size, 0)                   \
   X(memra_plugin_descriptor, abi_major, 8)                     \
@@ -227,7 +265,9 @@
   X(memra_plugin_api, ctx, 16)                                 \
   X(memra_plugin_api, family, 24)                              \
   X(memra_plugin_api, quant, 32)                               \
-  X(memra_plugin_api, shutdown, 40)
+  X(memra_plugin_api, shutdown, 40)                            \
+  X(memra_plugin_api, num_ops, 48)                             \
+  X(memra_plugin_api, ops, 56)
 
 /* X(struct, sizeof, *_STRUCT_SIZE macro, its value). The macro is the size up to the
  * struct's last field in the current minor (v2.0 sizes unless noted), so it is smaller
@@ -254,9 +294,11 @@
   X(memra_attention_params, 72, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 68) /* 2.4 */    \
   X(memra_backend_ops, 112, MEMRA_BACKEND_OPS_STRUCT_SIZE, 112) /* 2.1 */            \
   X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
-  X(memra_decay_scan_attrs_v1, 16, MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE, 16) /* 2.1 */ \
   X(memra_moe_ffn_attrs_v1, 24, MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE, 24) /* 2.6 */ \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
-  X(memra_plugin_api, 48, MEMRA_PLUGIN_API_STRUCT_SIZE, 48)
+  X(memra_op_env, 104, MEMRA_OP_ENV_STRUCT_SIZE, 104) /* 2.7 */                    \
+  X(memra_op_example, 136, MEMRA_OP_EXAMPLE_STRUCT_SIZE, 132) /* 2.7 */            \
+  X(memra_op_def, 80, MEMRA_OP_DEF_STRUCT_SIZE, 80) /* 2.7 */                      \
+  X(memra_plugin_api, 64, MEMRA_PLUGIN_API_STRUCT_SIZE, 64) /* 2.7 */
 
 #endif /* MEMRA_TEST_ABI_LAYOUT_TABLE_H */

@@ -60,7 +60,19 @@ class SdkExample : public ::testing::Test {
     if (configure.exit_code != 0) return;
     memra::testing::CommandResult build = run(sh_quote(cmake_) + " --build " + sh_quote(build_.string()));
     log_ += "$ cmake --build\n" + build.out;
-    built_ = build.exit_code == 0;
+    if (build.exit_code != 0) return;
+    // 3. The example family (its own op) the same way.
+    family_build_ = tmp_->path() / "family-build";
+    memra::testing::CommandResult fconfigure = run(sh_quote(cmake_) + " -S " +
+                              sh_quote((fs::path(MEMRA_SOURCE_ROOT) / "sdk/examples/family-example").string()) +
+                              " -B " + sh_quote(family_build_.string()) + " -DCMAKE_BUILD_TYPE=Release" +
+                              " -DCMAKE_C_COMPILER=" + sh_quote(MEMRA_C_COMPILER) +
+                              " -DCMAKE_PREFIX_PATH=" + sh_quote(prefix_.string()));
+    log_ += "$ cmake -S family-example\n" + fconfigure.out;
+    if (fconfigure.exit_code != 0) return;
+    memra::testing::CommandResult fbuild = run(sh_quote(cmake_) + " --build " + sh_quote(family_build_.string()));
+    log_ += "$ cmake --build (family)\n" + fbuild.out;
+    built_ = fbuild.exit_code == 0;
   }
   static void TearDownTestSuite() {
     delete tmp_;
@@ -73,7 +85,7 @@ class SdkExample : public ::testing::Test {
 
   static inline std::string cmake_;
   static inline TempDir* tmp_ = nullptr;
-  static inline fs::path prefix_, build_;
+  static inline fs::path prefix_, build_, family_build_;
   static inline std::string log_;
   static inline bool built_ = false;
 };
@@ -198,6 +210,41 @@ TEST_F(SdkExample, IsSelectedOnGpusItsFatbinRunsOnOnly) {
   auto q = host.quant_for("example_i8", gpu);
   ASSERT_FALSE(q.ok());
   EXPECT_THAT(q.error().message, ::testing::HasSubstr("example-i8 (score -1)"));
+}
+
+TEST_F(SdkExample, TheExampleFamilyBringsItsOwnOpBuiltAgainstTheSdkAlone) {
+  EXPECT_THAT(read_file(family_build_ / "CMakeCache.txt"),
+              ::testing::HasSubstr("MEMRA_INCLUDE_DIR:PATH=" + (prefix_ / "include").string() + "\n"));
+  const bool nvcc = !on_path("nvcc").empty() || fs::exists("/usr/local/cuda/bin/nvcc");
+  if (nvcc) EXPECT_TRUE(fs::exists(family_build_ / "example_scan.fatbin")) << log_;
+  std::vector<std::string> lines;
+  plugins::PluginHostOptions o;
+  o.plugin_dirs = {family_build_};
+  o.use_env_path = false;
+  o.use_install_dir = false;
+  o.services.log = [&lines](memra_log_level, std::string_view line) { lines.emplace_back(line); };
+  plugins::PluginHost host(std::move(o));
+  ASSERT_EQ(host.discover(), 1u) << ::testing::PrintToString(lines);
+  auto f = host.family("example");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->ops().size(), 1u);
+  const memra_op_def& op = f->ops()[0];
+  EXPECT_STREQ(op.name, "example.decay_scan");
+  EXPECT_EQ(op.version, 1u);
+  EXPECT_NE(op.run_cpu, nullptr);
+  EXPECT_NE(op.run_cuda, nullptr);
+  // Its kernel-check cases: well formed, and NOT_FOUND after the last.
+  int32_t cases = 0;
+  for (;; ++cases) {
+    memra_op_example e{};
+    e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
+    const memra_status st = op.example(f->ctx(), cases, &e);
+    if (st == MEMRA_ERR_NOT_FOUND) break;
+    ASSERT_EQ(st, MEMRA_OK);
+    EXPECT_EQ(e.num_inputs, 1);
+    EXPECT_GT(e.state_bytes, 0u);
+  }
+  EXPECT_GE(cases, 2);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/backend/backend.hpp"
+#include "host/ops/op_registry.hpp"
 #include "memra/backend.h"
 #include "memra/quant.h"
 
@@ -27,6 +28,8 @@ class CpuBackend final : public Backend {
   memra_device_info device_info() const override;
   const memra_backend_ops* ops() const override { return &ops_; }
   std::string last_error() const override { return last_error_; }
+  // The plugin's ops run their CPU references (memra_op_def.run_cpu); none is refused.
+  Status register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) override;
   // Weights stay where they are: the ops read the host copies.
   Status upload_weights(const memra_weight_set&) override { return {}; }
   // The KV cache and the recurrent state, zeroed. Refuses a KV dtype other than F32 or BF16.
@@ -76,7 +79,6 @@ class CpuBackend final : public Backend {
   // Ops by name (cpu_named_ops.cpp: the CPU implementations of host/ops/op_registry.hpp).
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);
-  memra_status decay_scan(const memra_op_args& args);
   memra_status moe_ffn(const memra_op_args& args);  // cpu_moe_ffn.cpp
 
   memra_status fail(memra_status code, std::string message);
@@ -102,6 +104,9 @@ class CpuBackend final : public Backend {
   memra_status matmul_prompt_rows_bf16(const QuantTable& qt, const memra_matmul_args& a, const std::vector<uint8_t>& kinds);
   std::string last_error_;
   memra_backend_ops ops_{};
+  // Plugin ops (register_ops), their handles: addresses stay put.
+  std::deque<ops::PluginOp> plugin_ops_;
+  memra_status run_plugin_op(const ops::PluginOp& op, const memra_op_args* args);
 };
 
 }  // namespace memra::backend

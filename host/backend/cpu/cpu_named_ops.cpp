@@ -1,12 +1,14 @@
 // The CPU reference's ops by name: its implementations of host/ops/op_registry.hpp's
-// entries (one row per op version), and decay_scan itself (moe_ffn: cpu_moe_ffn.cpp).
+// entries (one row per op version; moe_ffn: cpu_moe_ffn.cpp), and the ops a family plugin
+// brings, run through their CPU references.
+#include <cstdint>
 #include <iterator>
+#include <string_view>
+#include <vector>
 #include <string>
 
 #include "host/backend/cpu/cpu_backend.hpp"
-#include "host/backend/decay_scan_args.hpp"
 #include "host/ops/op_registry.hpp"
-#include "kernels/recurrent/decay_scan_ref.hpp"
 #include "memra/ops.h"
 
 namespace memra::backend {
@@ -18,7 +20,6 @@ struct CpuOp {
 };
 
 const CpuOp kCpuOps[] = {
-    {ops::find_op(MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1), &CpuBackend::decay_scan},
     {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1), &CpuBackend::moe_ffn},
 };
 
@@ -27,13 +28,27 @@ const CpuOp* cpu_ops_end() { return std::end(kCpuOps); }
 
 }  // namespace
 
+Status CpuBackend::register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>*) {
+  for (const ops::PluginOp& op : ops) {
+    bool known = false;
+    for (const ops::PluginOp& p : plugin_ops_) known = known || p.def == op.def;
+    if (!known) plugin_ops_.push_back(op);
+  }
+  return {};
+}
+
 memra_status CpuBackend::op_find(const char* name, uint32_t attrs_version, const memra_op** out) {
   if (!name || !out) return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_find: NULL argument");
   *out = nullptr;
   const ops::OpSpec* spec = ops::find_op(name, attrs_version);
   if (!spec) {
+    for (const ops::PluginOp& op : plugin_ops_)
+      if (op.def->version == attrs_version && std::string_view(op.def->name) == name) {
+        *out = reinterpret_cast<const memra_op*>(&op);
+        return MEMRA_OK;
+      }
     std::string why;
-    const memra_status st = ops::unregistered_op(name, attrs_version, &why);
+    const memra_status st = ops::unregistered_op(name, attrs_version, &why, std::vector<ops::PluginOp>(plugin_ops_.begin(), plugin_ops_.end()));
     return fail(st, why);
   }
   for (const CpuOp* op = cpu_ops_begin(); op != cpu_ops_end(); ++op)
@@ -45,30 +60,45 @@ memra_status CpuBackend::op_find(const char* name, uint32_t attrs_version, const
 }
 
 memra_status CpuBackend::op_run(const memra_op* handle, const memra_op_args* args) {
+  for (const ops::PluginOp& p : plugin_ops_)
+    if (handle == reinterpret_cast<const memra_op*>(&p)) return run_plugin_op(p, args);
   const auto* op = reinterpret_cast<const CpuOp*>(handle);
   if (op < cpu_ops_begin() || op >= cpu_ops_end()) return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: not an op of this backend");
   if (std::string why = ops::op_args_mismatch(*op->spec, args); !why.empty()) return fail(MEMRA_ERR_ABI_MISMATCH, why);
   return (this->*op->run)(*args);
 }
 
-memra_status CpuBackend::decay_scan(const memra_op_args& a) {
-  const int64_t local = a.layer - kv_config().first_layer;  // this backend's layers start there
-  if (std::string e = decay_scan_args_error(a, state_, local); !e.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, e);
-  const auto& attrs = *static_cast<const memra_decay_scan_attrs_v1*>(a.attrs);
-  const memra_forward_batch* batch = a.batch;
-  const int64_t w = attrs.width;
-  const memra_tensor* x = a.inputs[0];
-  memra_tensor* y = a.outputs[0];
-  const auto* xs = static_cast<const float*>(x->data);
-  auto* ys = static_cast<float*>(y->data);
-  // Rows in batch order: a sequence's rows are in position order, each sees the previous.
-  for (int32_t t = 0; t < batch->num_tokens; ++t) {
-    const int32_t s = batch->seq_index[t];
-    auto* state = reinterpret_cast<float*>(state_block(static_cast<int32_t>(local), batch->state_slots[s]));
-    if (!state) return fail(MEMRA_ERR_INVALID_ARGUMENT, "decay_scan: sequence " + std::to_string(s) + " has a bad state slot");
-    ref::decay_scan_row(attrs.decay, xs + t * w, w, state, ys + t * w);
+// A plugin op's CPU reference, with the layer's state and the batch's host arrays.
+memra_status CpuBackend::run_plugin_op(const ops::PluginOp& op, const memra_op_args* args) {
+  memra_op_env env{};
+  env.struct_size = MEMRA_OP_ENV_STRUCT_SIZE;
+  env.backend = MEMRA_BACKEND_CPU;
+  if (MEMRA_STRUCT_HAS(args, memra_op_args, batch) && args->batch) {
+    const memra_forward_batch& b = *args->batch;
+    env.positions = b.positions;
+    env.seq_index = b.seq_index;
+    env.seq_lens = b.seq_lens;
+    env.state_slots = MEMRA_STRUCT_HAS(&b, memra_forward_batch, state_slots) ? b.state_slots : nullptr;
   }
-  return MEMRA_OK;
+  const int64_t local = MEMRA_STRUCT_HAS(args, memra_op_args, batch) ? args->layer - kv_config().first_layer : -1;
+  if (local >= 0 && static_cast<size_t>(local) < state_cache_.size() && state_.layer_bytes[static_cast<size_t>(local)] > 0) {
+    env.state = state_cache_[static_cast<size_t>(local)].data();
+    env.state_stride = state_.layer_bytes[static_cast<size_t>(local)];
+    env.num_state_slots = static_cast<int32_t>(state_.slots);
+  }
+  env.scratch_ctx = this;
+  env.scratch = [](const memra_op_env* e, uint64_t bytes, void** out) -> memra_status {
+    if (!e || !out) return MEMRA_ERR_INVALID_ARGUMENT;
+    auto* self = static_cast<CpuBackend*>(e->scratch_ctx);
+    // 256-byte aligned inside a float buffer of 64 spare elements.
+    self->scratch_.emplace_back(static_cast<size_t>((bytes + 3) / 4 + 64), 0.0f);
+    const auto base = reinterpret_cast<uintptr_t>(self->scratch_.back().data());
+    *out = reinterpret_cast<void*>((base + 255) & ~uintptr_t{255});
+    return MEMRA_OK;
+  };
+  std::string why;
+  const memra_status st = ops::run_plugin_op(op, op.def->run_cpu, env, args, &why);
+  return st == MEMRA_OK ? st : fail(st, why);
 }
 
 }  // namespace memra::backend

@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
@@ -27,6 +28,7 @@
 #include "host/backend/cuda/kernel_registry.hpp"
 #include "kernels/matmul/gemv_int8_launch.hpp"
 #include "host/backend/cuda/nvrtc_compiler.hpp"
+#include "host/ops/op_registry.hpp"
 #include "memra/backend.h"
 
 namespace memra::backend::cuda {
@@ -142,7 +144,9 @@ class CudaBackend {
   // Ops by name and recurrent state (ops_named.cpp).
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);
-  memra_status decay_scan(const memra_op_args& args);
+  // A family plugin's ops (Backend::register_ops): each op's prepare_cuda, with the
+  // caller having bound this backend's kernel services.
+  memra_status register_plugin_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused);
   memra_status moe_ffn(const memra_op_args& args);  // ops_moe.cpp
   memra_status allocate_state(const RecurrentStateConfig& state);
   memra_status copy_state_slot(int32_t from, int32_t to);
@@ -273,6 +277,15 @@ class CudaBackend {
   // Plugin kernels: matmul calls into plugins, and their launches by how they ran.
   int64_t plugin_matmuls_ = 0, plugin_launches_replayed_ = 0, plugin_launches_captured_ = 0, plugin_launches_eager_ = 0;
   std::unique_ptr<KernelRegistry> registry_;
+  // Plugin ops (register_plugin_ops); their handles, so addresses stay put. unavailable:
+  // why the op cannot run here ("" when it can).
+  struct PluginOpEntry {
+    ops::PluginOp op;
+    void* kernel_data = nullptr;
+    std::string unavailable;
+  };
+  std::deque<PluginOpEntry> plugin_ops_;
+  memra_status run_plugin_op(const PluginOpEntry& op, const memra_op_args* args);
   Error no_kernel(const std::string& scheme, const std::string& activation) const;
   std::string last_error_;
   memra_backend_ops ops_{};

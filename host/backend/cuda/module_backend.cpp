@@ -43,6 +43,9 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
     return call("", [&](CudaBackend* b) { return b->register_plugin_kernels(plugin.c_str(), ctx, fn, added); });
   }
   plugins::KernelServices* kernel_services() override { return this; }
+  Status register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) override {
+    return call("preparing the plugin's ops", [&](CudaBackend* b) { return b->register_plugin_ops(ops, refused); });
+  }
   Status upload_weights(const memra_weight_set& weights) override {
     return call("uploading the weights to the GPU", [&](CudaBackend* b) { return b->upload_weights(&weights); });
   }

@@ -1,11 +1,12 @@
-// The CUDA backend's ops by name (host/ops/op_registry.hpp entries it implements) and
-// its recurrent state: one device buffer per layer that keeps state, [slots][bytes].
+// The CUDA backend's ops by name (host/ops/op_registry.hpp entries it implements, and the
+// ops a family plugin brings, run through their CUDA forms) and its recurrent state: one device buffer per layer that keeps state, [slots][bytes].
 #include <iterator>
+#include <string_view>
+#include <vector>
 #include <string>
 
 #include "host/backend/cuda/cu_error.hpp"
 #include "host/backend/cuda/cuda_backend.hpp"
-#include "host/backend/decay_scan_args.hpp"
 #include "host/ops/op_registry.hpp"
 #include "memra/ops.h"
 
@@ -18,7 +19,6 @@ struct CudaOp {
 };
 
 const CudaOp kCudaOps[] = {
-    {ops::find_op(MEMRA_OP_DECAY_SCAN, MEMRA_OP_DECAY_SCAN_V1), &CudaBackend::decay_scan},
     {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1), &CudaBackend::moe_ffn},
 };
 
@@ -29,8 +29,16 @@ memra_status CudaBackend::op_find(const char* name, uint32_t attrs_version, cons
   *out = nullptr;
   const ops::OpSpec* spec = ops::find_op(name, attrs_version);
   if (!spec) {
+    for (const PluginOpEntry& e : plugin_ops_)
+      if (e.op.def->version == attrs_version && std::string_view(e.op.def->name) == name) {
+        if (!e.unavailable.empty()) return fail(MEMRA_ERR_UNSUPPORTED, "op_find: " + e.unavailable);
+        *out = reinterpret_cast<const memra_op*>(&e);
+        return MEMRA_OK;
+      }
+    std::vector<ops::PluginOp> known;
+    for (const PluginOpEntry& e : plugin_ops_) known.push_back(e.op);
     std::string why;
-    const memra_status st = ops::unregistered_op(name, attrs_version, &why);
+    const memra_status st = ops::unregistered_op(name, attrs_version, &why, known);
     return fail(st, why);
   }
   for (const CudaOp& op : kCudaOps)
@@ -42,29 +50,105 @@ memra_status CudaBackend::op_find(const char* name, uint32_t attrs_version, cons
 }
 
 memra_status CudaBackend::op_run(const memra_op* handle, const memra_op_args* args) {
+  for (const PluginOpEntry& e : plugin_ops_)
+    if (handle == reinterpret_cast<const memra_op*>(&e)) return run_plugin_op(e, args);
   const auto* op = reinterpret_cast<const CudaOp*>(handle);
   if (op < std::begin(kCudaOps) || op >= std::end(kCudaOps)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "op_run: not an op of this backend");
   if (std::string why = ops::op_args_mismatch(*op->spec, args); !why.empty()) return fail(MEMRA_ERR_ABI_MISMATCH, why);
   return (this->*op->run)(*args);
 }
 
-memra_status CudaBackend::decay_scan(const memra_op_args& a) {
-  const int64_t local = a.layer - kv_.first_layer;  // this backend's layers start there
-  if (std::string e = decay_scan_args_error(a, state_, local); !e.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, e);
-  const auto& attrs = *static_cast<const memra_decay_scan_attrs_v1*>(a.attrs);
-  const memra_forward_batch* batch = a.batch;
-  const int64_t w = attrs.width;
-  const memra_tensor* x = a.inputs[0];
-  memra_tensor* y = a.outputs[0];
-  auto b = device_batch(batch);
-  if (!b) return fail(b.error());
-  auto slots = upload_step_ints(batch->state_slots, static_cast<size_t>(batch->num_seqs));
-  if (!slots) return fail(slots.error());
-  const CUdeviceptr xs = reinterpret_cast<CUdeviceptr>(x->data), ys = reinterpret_cast<CUdeviceptr>(y->data);
-  const CUdeviceptr state = state_cache_[static_cast<size_t>(local)];
-  const int32_t tokens = batch->num_tokens, width = static_cast<int32_t>(w);
-  return launch("recurrent", "memra_decay_scan", static_cast<unsigned>((w + 127) / 128), 1, 128, 0, xs, ys, tokens, width,
-                attrs.decay, (*b)->seq_index, *slots, state);
+memra_status CudaBackend::register_plugin_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) {
+  memra_device_info device{};
+  device.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
+  if (const memra_status st = device_info(&device); st != MEMRA_OK) return st;
+  for (const ops::PluginOp& op : ops) {
+    bool known = false;
+    for (const PluginOpEntry& e : plugin_ops_) known = known || e.op.def == op.def;
+    if (known) continue;
+    PluginOpEntry e;
+    e.op = op;
+    const std::string who = "op '" + std::string(op.def->name) + "' v" + std::to_string(op.def->version) + " of plugin '" + op.plugin + "'";
+    if (!op.def->run_cuda) {
+      e.unavailable = who + " has no CUDA form (memra_op_def.run_cuda)";
+    } else {
+      last_error_.clear();
+      memra_status st = MEMRA_ERR_INTERNAL;
+      try {
+        st = op.def->prepare_cuda(op.ctx, &device, &e.kernel_data);
+      } catch (...) {
+        st = MEMRA_ERR_INTERNAL;
+      }
+      if (st != MEMRA_OK)
+        e.unavailable = who + ": prepare_cuda failed (" + memra_status_name(st) + ")" + (last_error_.empty() ? "" : ": " + last_error_);
+    }
+    if (!e.unavailable.empty() && refused) refused->push_back(e.unavailable + " on " + std::string(device.arch ? device.arch : "this GPU"));
+    plugin_ops_.push_back(std::move(e));
+  }
+  return MEMRA_OK;
+}
+
+// A plugin op's CUDA form, with the layer's device state, the batch's device arrays and
+// the step arena for scratch; its launches (host->kernel_launch) join the step's records.
+memra_status CudaBackend::run_plugin_op(const PluginOpEntry& e, const memra_op_args* args) {
+  memra_op_env env{};
+  env.struct_size = MEMRA_OP_ENV_STRUCT_SIZE;
+  env.backend = MEMRA_BACKEND_CUDA;
+  env.stream = ctx_.stream();
+  env.kernel_data = e.kernel_data;
+  const bool has_batch = MEMRA_STRUCT_HAS(args, memra_op_args, batch) && args->batch &&
+                         MEMRA_STRUCT_HAS(args->batch, memra_forward_batch, state_slots);
+  if (has_batch) {
+    const memra_forward_batch& b = *args->batch;
+    auto db = device_batch(&b);
+    if (!db) return fail(db.error());
+    env.positions = reinterpret_cast<const int32_t*>((*db)->positions);
+    env.seq_index = reinterpret_cast<const int32_t*>((*db)->seq_index);
+    auto lens = upload_step_ints(b.seq_lens, static_cast<size_t>(b.num_seqs));
+    if (!lens) return fail(lens.error());
+    env.seq_lens = reinterpret_cast<const int32_t*>(*lens);
+    if (b.state_slots) {
+      auto slots = upload_step_ints(b.state_slots, static_cast<size_t>(b.num_seqs));
+      if (!slots) return fail(slots.error());
+      env.state_slots = reinterpret_cast<const int32_t*>(*slots);
+    }
+  }
+  const int64_t local = MEMRA_STRUCT_HAS(args, memra_op_args, batch) ? args->layer - kv_.first_layer : -1;
+  if (local >= 0 && static_cast<size_t>(local) < state_cache_.size() && state_cache_[static_cast<size_t>(local)]) {
+    env.state = reinterpret_cast<void*>(state_cache_[static_cast<size_t>(local)]);
+    env.state_stride = state_.layer_bytes[static_cast<size_t>(local)];
+    env.num_state_slots = static_cast<int32_t>(state_.slots);
+  }
+  env.scratch_ctx = this;
+  env.scratch = [](const memra_op_env* en, uint64_t bytes, void** out) -> memra_status {
+    if (!en || !out) return MEMRA_ERR_INVALID_ARGUMENT;
+    auto* self = static_cast<CudaBackend*>(en->scratch_ctx);
+    auto p = self->arena_->alloc(bytes);
+    if (!p) return self->fail(MEMRA_ERR_OUT_OF_MEMORY, p.error().message);
+    *out = reinterpret_cast<void*>(*p);
+    return MEMRA_OK;
+  };
+  // Weights reach the op at their device addresses.
+  memra_op_args a = *args;
+  std::vector<memra_weight> dw;
+  std::vector<const memra_weight*> dwp;
+  if (MEMRA_STRUCT_HAS(args, memra_op_args, weights) && args->num_weights > 0 && args->weights) {
+    dw.reserve(static_cast<size_t>(args->num_weights));
+    for (int32_t i = 0; i < args->num_weights; ++i) {
+      memra_status rs = MEMRA_OK;
+      const CUdeviceptr d = resolve(args->weights[i], &rs);
+      if (rs != MEMRA_OK) return rs;
+      dw.push_back(*args->weights[i]);
+      dw.back().data = reinterpret_cast<const void*>(d);
+    }
+    for (const memra_weight& w : dw) dwp.push_back(&w);
+    a.weights = dwp.data();
+  }
+  last_error_.clear();
+  std::string why;
+  const memra_status st = ops::run_plugin_op(e.op, e.op.def->run_cuda, env, &a, &why);
+  if (st != MEMRA_OK) return fail(st, why + (last_error_.empty() ? "" : ": " + last_error_));
+  return after_op(e.op.def->name);
 }
 
 memra_status CudaBackend::allocate_state(const RecurrentStateConfig& state) {

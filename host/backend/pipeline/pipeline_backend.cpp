@@ -1,4 +1,5 @@
 #include "host/backend/pipeline/pipeline_backend.hpp"
+#include "host/backend/plugin_kernels.hpp"
 
 #include <algorithm>
 
@@ -53,6 +54,13 @@ Status PipelineBackend::register_kernels(const std::string& plugin, memra_plugin
     total += n;
   }
   if (added) *added = total;
+  return {};
+}
+
+Status PipelineBackend::register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) {
+  for (int32_t s = 0; s < num_stages(); ++s)
+    for (std::string& line : register_plugin_ops(stage(s), ops))
+      if (refused) refused->push_back(std::move(line));
   return {};
 }
 

@@ -41,6 +41,8 @@ class PipelineBackend final : public Backend {
   std::string last_error() const override { return last_error_; }
   // Every stage registers the plugin's kernels (the plugin is refused if any stage refuses).
   Status register_kernels(const std::string& plugin, memra_plugin_ctx* ctx, RegisterKernelsFn fn, int32_t* added) override;
+  // Each stage, with its own kernel services bound (plugin_kernels.hpp register_plugin_ops).
+  Status register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) override;
   // Each stage gets its own layers' weights (and the embedding / head where the plan puts them).
   Status upload_weights(const memra_weight_set& weights) override;
   // Each stage holds its layers' KV cache and recurrent state (KvCacheConfig::first_layer).

@@ -72,8 +72,10 @@ void bench_int8_gemv(Device& d, const BenchOptions& o);
 // backend's matmul op against the plugin's CPU matmul, and row invariance.
 void check_plugin_kernels(Device& d, Report& r, const CheckOptions& o, const std::vector<std::string>& plugin_dirs);
 
-// Ops by name (check_recurrent.cpp): decay_scan over recurrent-state slots, bitwise.
-void check_recurrent(Device& d, Report& r, const CheckOptions& o);
+// Ops family plugins bring (check_plugin_ops.cpp, the family plugins in plugin_dirs): each
+// op's CUDA form against its CPU reference on the plugin's cases, over carried, forked
+// and zeroed recurrent-state slots.
+void check_plugin_ops(Device& d, Report& r, const CheckOptions& o, const std::vector<std::string>& plugin_dirs);
 
 // Kernel services and NVRTC; may create extra backends.
 void check_services(Device& d, Report& r, const CheckOptions& o);
@@ -95,7 +97,6 @@ inline void run_all_checks(Device& d, Report& r, const CheckOptions& o) {
   check_step_graph(d, r, o);
   check_services(d, r, o);
   check_sampling(d, r, o);
-  check_recurrent(d, r, o);
 }
 
 // The weight dtype a scheme is uploaded with (f32/f16/bf16, else ggml blocks), and its

@@ -28,7 +28,8 @@ void usage() {
       "  --filter TEXT      only checks whose name contains TEXT (with --bench: only the schemes)\n"
       "  --quick            smaller shapes\n"
       "  --no-nvrtc         do not use NVRTC-specialised kernels in the ops\n"
-      "  --plugin-dir DIR   also check the kernels the quant plugins in DIR register (repeatable)\n"
+      "  --plugin-dir DIR   also check the kernels the quant plugins in DIR register and the ops the family\n"
+      "                     plugins in DIR bring (repeatable; default for ops: plugins/ and test-plugins/ beside the module)\n"
       "  --bench            instead of the checks: time the int8-activation GEMVs against today's\n"
       "                     GEMVs on the Qwen3-8B decode shapes (GB/s, %% of the copy bandwidth)\n"
       "  --bench-bf16       instead of the checks: time the bf16 GEMVs (the tensor-core kernel in\n"
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
   report.filter = filter;
   memra::kcheck::run_all_checks(device, report, opts);
   memra::kcheck::check_plugin_kernels(device, report, opts, plugin_dirs);
+  // Family plugins' ops: the --plugin-dir ones, else the installed plugins and the build's
+  // test plugins beside the module (the SDK example family).
+  std::vector<std::string> op_dirs = plugin_dirs;
+  if (op_dirs.empty())
+    for (const char* sub : {"plugins", "test-plugins"})
+      if (const auto dir = std::filesystem::path(open.module_path).parent_path() / sub; std::filesystem::is_directory(dir))
+        op_dirs.push_back(dir.string());
+  memra::kcheck::check_plugin_ops(device, report, opts, op_dirs);
   std::error_code ec;
   std::filesystem::remove_all(opts.temp_dir, ec);
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define MEMRA_ABI_MAJOR 2
-#define MEMRA_ABI_MINOR 6 /* 2.1: ops by name (backend.h, ops.h), required ops, state slots; plugin kernels (quant.h, host_api.h). 2.2: layer ranges (family.h). 2.3: hidden-state rows (family.h). 2.4: per-head q/k norms in attention (backend.h). 2.5: KV pools in the forward batch (family.h). 2.6: the moe_ffn op (ops.h) */
+#define MEMRA_ABI_MINOR 7 /* 2.1: ops by name (backend.h, ops.h), required ops, state slots; plugin kernels (quant.h, host_api.h). 2.2: layer ranges (family.h). 2.3: hidden-state rows (family.h). 2.4: per-head q/k norms in attention (backend.h). 2.5: KV pools in the forward batch (family.h). 2.6: the moe_ffn op (ops.h). 2.7: ops a plugin brings (ops.h memra_op_def, plugin.h ops) */
 
 #ifdef __cplusplus
 #define MEMRA_EXTERN_C extern "C"

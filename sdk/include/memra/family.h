@@ -113,7 +113,7 @@ typedef struct memra_state_group {
   /* MEMRA_STATE_RECURRENT: each layer of the group keeps bytes_per_sequence bytes per
    * sequence, zeroed when the sequence opens (docs/PLUGINS.md, "Declaring state"). */
   uint64_t bytes_per_sequence;
-  const char* layout;         /* names the layout the family's ops use, e.g. "decay_scan.v1" */
+  const char* layout;         /* names the layout the family's ops use, e.g. "example.decay_scan.v1" */
 } memra_state_group;
 #define MEMRA_STATE_GROUP_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_state_group, layout)
 
@@ -126,7 +126,7 @@ typedef struct memra_state_group {
  * the chosen backend does not implement. */
 typedef struct memra_op_requirement {
   size_t struct_size;
-  const char* name;           /* e.g. MEMRA_OP_DECAY_SCAN */
+  const char* name;           /* e.g. MEMRA_OP_MOE_FFN, or a plugin's "example.decay_scan" */
   uint32_t version;           /* the attribute struct version the plugin passes */
 } memra_op_requirement;
 #define MEMRA_OP_REQUIREMENT_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_requirement, version)

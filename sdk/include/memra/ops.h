@@ -10,27 +10,13 @@
 #define MEMRA_OPS_H
 
 #include "memra/abi.h"
+#include "memra/backend.h"
+#include "memra/host_api.h"
 
 MEMRA_EXTERN_C_BEGIN
 
-/* decay_scan v1 (ABI 2.1): a decayed running sum over each sequence's tokens, kept in
- * the RECURRENT state of args.layer (state layout "decay_scan.v1": float32[width] per
- * sequence, bytes_per_sequence = 4 * width). For each token row t, in batch order,
- * with s the state of the row's sequence (batch->state_slots):
- *     s = decay * s + x[t];  y[t] = s        (float32, one rounding per operation)
- * inputs[0] = x [tokens][width], outputs[0] = y [tokens][width] (may alias x),
- * batch required, no weights. Rows of one sequence are in position order, so a
- * chunked prefill gives bitwise what one step gives. */
-#define MEMRA_OP_DECAY_SCAN "decay_scan"
-#define MEMRA_OP_DECAY_SCAN_V1 1u
-#define MEMRA_STATE_LAYOUT_DECAY_SCAN_V1 "decay_scan.v1"
-
-typedef struct memra_decay_scan_attrs_v1 {
-  size_t struct_size;
-  float decay;
-  int32_t width;
-} memra_decay_scan_attrs_v1;
-#define MEMRA_DECAY_SCAN_ATTRS_V1_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_decay_scan_attrs_v1, width)
+/* (ABI 2.1-2.6 had a host op decay_scan v1, which only a test family used; 2.7 moved it
+ * to the SDK's example family as its own op example.decay_scan: sdk/examples/family-example.) */
 
 /* moe_ffn v1 (ABI 2.6): a mixture-of-experts MLP with softmax top-k routing (Qwen3-MoE,
  * Mixtral). inputs[0] = x [tokens][hidden] (the normed rows), inputs[1] = the router's
@@ -57,6 +43,95 @@ typedef struct memra_moe_ffn_attrs_v1 {
   int32_t activation;      /* MEMRA_ACTIVATION_SILU or MEMRA_ACTIVATION_GELU_TANH (memra/backend.h) */
 } memra_moe_ffn_attrs_v1;
 #define MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_moe_ffn_attrs_v1, activation)
+
+/* ---- Ops a plugin brings (ABI 2.7) -------------------------------------------------
+ *
+ * A family plugin adds ops of its own to the host's registry: it lists them in
+ * memra_plugin_api.ops (memra/plugin.h) and its forward pass finds them with op_find
+ * like the ops above. The host checks each definition when the plugin loads and
+ * refuses the plugin, naming it and the op, for a bad one. An op is its CPU reference
+ * (required: the oracle, and what the CPU backend runs) and optionally its CUDA form:
+ * kernels from the plugin's own fatbin (host->kernel_module_load in prepare_cuda),
+ * launched in run_cuda through host->kernel_launch with argument sizes, so a decode
+ * step that runs them is still captured and replayed as one CUDA graph. */
+
+#define MEMRA_OP_NEEDS_BATCH 1u /* args->batch is required (and the batch arrays of memra_op_env are set) */
+#define MEMRA_OP_USES_STATE 2u  /* reads and updates args->layer's RECURRENT state (memra_op_env.state) */
+
+/* Where a plugin op runs: handed to run_cpu / run_cuda for one call, valid during it. */
+typedef struct memra_op_env {
+  size_t struct_size;
+  memra_backend_kind backend;
+  void* stream;      /* CUDA: the backend's stream (kernel_launch with stream NULL uses it); NULL on the CPU */
+  void* kernel_data; /* CUDA: what the op's prepare_cuda returned on this backend; NULL on the CPU */
+  /* MEMRA_OP_USES_STATE: args->layer's RECURRENT state on this backend; sequence s of the
+   * batch keeps its bytes at (char*)state + state_slots[s] * state_stride (host memory on
+   * the CPU, device memory on CUDA; state_stride >= the group's bytes_per_sequence). NULL
+   * when the layer keeps none. */
+  void* state;
+  uint64_t state_stride;
+  int32_t num_state_slots;
+  /* MEMRA_OP_NEEDS_BATCH: the batch's arrays where the op runs (host arrays on the CPU,
+   * device copies on CUDA), valid for the step. state_slots is NULL without state. */
+  const int32_t* positions;   /* [num_tokens] */
+  const int32_t* seq_index;   /* [num_tokens] */
+  const int32_t* seq_lens;    /* [num_seqs] */
+  const int32_t* state_slots; /* [num_seqs] */
+  /* Step scratch where the op runs (256-byte aligned), reclaimed when the step ends. */
+  memra_status (*scratch)(const struct memra_op_env* env, uint64_t bytes, void** out);
+  void* scratch_ctx; /* the backend's; scratch reads it */
+} memra_op_env;
+#define MEMRA_OP_ENV_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_env, scratch_ctx)
+
+/* A small case memra-kernel-check runs an op on: the CPU reference against the CUDA form,
+ * outputs and state compared (bitwise when tolerance is 0, else |cuda - cpu| <=
+ * tolerance * (1 + |cpu|)). Inputs, outputs and weights are float32 [rows][cols]; the
+ * tool makes a one-layer RECURRENT state of state_bytes per sequence (zeroed), one slot
+ * per sequence, and runs the case twice so the second call starts from the state the
+ * first one left. Arrays are the plugin's and live until the next example call. */
+typedef struct memra_op_example {
+  size_t struct_size;
+  const char* label;
+  const void* attrs;
+  size_t attrs_size;
+  int32_t num_tokens;
+  int32_t num_seqs;
+  const int32_t* positions; /* [num_tokens] */
+  const int32_t* seq_index; /* [num_tokens], a sequence's rows in position order */
+  uint64_t state_bytes;     /* per sequence; 0: no state */
+  int32_t num_inputs;
+  const int64_t* input_shapes; /* [num_inputs][2] */
+  const float* const* inputs;
+  int32_t num_outputs;
+  const int64_t* output_shapes; /* [num_outputs][2] */
+  int32_t num_weights;
+  const int64_t* weight_shapes; /* [num_weights][2], float32 weights */
+  const float* const* weights;
+  float tolerance;
+} memra_op_example;
+#define MEMRA_OP_EXAMPLE_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_example, tolerance)
+
+typedef struct memra_op_def {
+  size_t struct_size;
+  const char* name;    /* "<plugin name>.<op>", e.g. "example.shift_mix" */
+  uint32_t version;    /* >= 1: the attribute struct's version (op_find's attrs_version) */
+  size_t attrs_size;   /* that version's attribute struct, >= sizeof(size_t): struct_size first */
+  uint32_t flags;      /* MEMRA_OP_* */
+  const char* summary; /* one line, for logs and errors */
+  /* Required: the CPU reference. */
+  memra_status (*run_cpu)(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+  /* Optional, both or neither: the CUDA form. prepare_cuda runs once per CUDA backend,
+   * before any model runs on it (kernel_module_load and kernel_get work there); what it
+   * stores in *kernel_data comes back as memra_op_env.kernel_data. Without them (or
+   * when prepare_cuda fails) a plan that needs the op is refused on CUDA at load. */
+  memra_status (*prepare_cuda)(memra_plugin_ctx* ctx, const memra_device_info* device, void** kernel_data);
+  memra_status (*run_cuda)(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+  /* (run_cuda gets the tensors' device addresses, and weights whose data are device
+   * addresses too; run_cpu gets host addresses.) */
+  /* Optional: memra-kernel-check's cases, index 0, 1, ... until NOT_FOUND. */
+  memra_status (*example)(memra_plugin_ctx* ctx, int32_t index, memra_op_example* out);
+} memra_op_def;
+#define MEMRA_OP_DEF_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_def, example)
 
 MEMRA_EXTERN_C_END
 

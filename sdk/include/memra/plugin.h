@@ -17,6 +17,7 @@
 #include "memra/host_api.h"
 #include "memra/family.h"
 #include "memra/quant.h"
+#include "memra/ops.h"
 
 MEMRA_EXTERN_C_BEGIN
 
@@ -53,8 +54,13 @@ typedef struct memra_plugin_api {
   /* Optional (NULL: nothing to free). Called once when the host is done with `ctx`,
    * after every object created through it is destroyed; frees the context. */
   void (*shutdown)(memra_plugin_ctx* ctx);
+  /* ABI 2.7, family plugins, optional: the ops the plugin brings (memra/ops.h), an array
+   * of num_ops definitions with static lifetime. Each name begins with the plugin's name
+   * and a dot; the host refuses the plugin for a bad definition, naming the op. */
+  size_t num_ops;
+  const memra_op_def* ops;
 } memra_plugin_api;
-#define MEMRA_PLUGIN_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plugin_api, shutdown)
+#define MEMRA_PLUGIN_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plugin_api, ops)
 
 typedef const memra_plugin_descriptor* (*memra_plugin_query_fn)(void);
 typedef memra_status (*memra_plugin_init_fn)(const memra_host_api* host, memra_plugin_api* out);

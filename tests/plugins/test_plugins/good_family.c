@@ -162,10 +162,22 @@ static const memra_family_api k_family = {
     plan_destroy,                 model_create,     model_forward, model_destroy,
 };
 
-static const char* const k_handles[] = {"GoodForCausalLM", NULL};
+#ifndef FAMILY_NAME
+#define FAMILY_NAME "good-family"
+#define FAMILY_HANDLE "GoodForCausalLM"
+#endif
+static const char* const k_handles[] = {FAMILY_HANDLE, NULL};
+
+#ifdef OP_ATTRS_SIZE /* a family that brings one op (OP_NAME), for the loader's op checks */
+static memra_status op_run(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
+  (void)ctx, (void)env, (void)args;
+  return MEMRA_OK;
+}
+static const memra_op_def k_ops[] = {{MEMRA_OP_DEF_STRUCT_SIZE, OP_NAME, 1u, OP_ATTRS_SIZE, 0u, "a test op", op_run, NULL, NULL, NULL}};
+#endif
 
 static const memra_plugin_descriptor k_desc = {
-    MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, MEMRA_ABI_MAJOR, MEMRA_ABI_MINOR, MEMRA_PLUGIN_KIND_FAMILY, "good-family",
+    MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, MEMRA_ABI_MAJOR, MEMRA_ABI_MINOR, MEMRA_PLUGIN_KIND_FAMILY, FAMILY_NAME,
     "0.2.0", "test family plugin", k_handles, NULL, /* score NULL -> 0 */
 };
 
@@ -196,5 +208,9 @@ MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_pl
   out->ctx = ctx;
   out->family = &k_family;
   out->shutdown = plugin_shutdown;
+#ifdef OP_ATTRS_SIZE
+  out->num_ops = 1;
+  out->ops = k_ops;
+#endif
   return MEMRA_OK;
 }
