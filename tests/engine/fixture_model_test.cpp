@@ -2,6 +2,8 @@
 // reference everywhere, CUDA where it can run) against transformers' float32 reference
 // (fixtures made from the bf16 checkpoints reloaded as float32) and against llama.cpp's
 // error budget on its quantized GGUF files:
+//  - models/qwen3_next (family-qwen3next) repacked to f32: prefill logits and teacher-forced decode steps
+//    within 1e-4, top-1 equal wherever the reference's margin is clear;
 //  - models/llama, models/qwen3 and models/qwen3_moe: logits at every prefill position (on CUDA the prompt
 //    rows take the tensor-core GEMM) and 24 greedy decode steps (on CUDA the GEMV),
 //    relative to each row's max |logit| (measured differences are printed), greedy ids
@@ -208,6 +210,61 @@ void check_batch_invariance(const std::string& model, memra_backend_kind kind, m
             << verify_equal << "/" << kSteps << "\n";
 }
 
+// Qwen3-Next (family-qwen3next: Gated DeltaNet layers over recurrent state, gated
+// attention, experts with a shared expert) against transformers: prefill logits at every
+// position, then the 24 reference greedy tokens fed one per step (teacher forcing: the
+// fixture has a near-tie, README.txt, where an exact engine may pick the other token), each
+// step's logits within the bound and its top-1 the reference's wherever the reference's
+// margin is clear.
+void check_hybrid_against_transformers(const std::string& model, memra_backend_kind kind, const std::string& quant) {
+  const fs::path dir = memra::testing::fixture("models/" + model);
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const fs::path path = quant == "keep" ? dir : memra::testing::repacked_fixture(dir, quant);
+  ASSERT_FALSE(path.empty());
+  const double bound = quant == "keep" ? memra::testing::kBf16ActivationBound : kTransformersBound;
+  const memra::testing::TransformersReference ref = memra::testing::read_reference(dir);
+  const size_t vocab = ref.vocab;
+  const std::string what = model + (quant == "keep" ? "" : " (" + quant + ")") + " on " + memra::testing::backend_name(kind);
+  auto engine = load(path, kind, quant == "f32" ? MEMRA_DTYPE_F32 : memra::engine::kDefaultKvDtype);
+  ASSERT_TRUE(engine);
+  const int32_t seq = engine->open_sequence();
+  StepRequest req{seq, ref.input_ids, true, true};
+  auto out = engine->step({&req, 1});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  ASSERT_EQ(out->size(), ref.input_ids.size());
+  double worst = 0;
+  for (size_t i = 0; i < ref.input_ids.size(); ++i) worst = std::max(worst, max_rel_diff((*out)[i], ref.prefill.data() + i * vocab, vocab));
+  std::cout << "[ " << what << " ] prefill max rel diff vs transformers " << worst << "\n";
+  EXPECT_LE(worst, bound) << what << ": prefill logits differ from transformers";
+  std::vector<float> last = out->back();
+  double worst_step = 0;
+  int clear = 0, agree = 0;
+  for (size_t s = 0; s < ref.greedy_ids.size(); ++s) {
+    const float* want = ref.steps.data() + s * vocab;
+    worst_step = std::max(worst_step, max_rel_diff(last, want, vocab));
+    // The reference's top-1 margin relative to its row's scale.
+    float top = -INFINITY, second = -INFINITY, scale = 0;
+    for (size_t i = 0; i < vocab; ++i) {
+      scale = std::max(scale, std::fabs(want[i]));
+      if (want[i] > top) second = top, top = want[i];
+      else second = std::max(second, want[i]);
+    }
+    if (top - second > 1e-3f * scale) {
+      ++clear;
+      agree += memra::engine::argmax(last) == ref.greedy_ids[s];
+    }
+    StepRequest d{seq, {&ref.greedy_ids[s], 1}, false};
+    auto o = engine->step({&d, 1});
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    last = (*o)[0];
+  }
+  std::cout << "[ " << what << " ] decode max rel diff vs transformers " << worst_step << ", top-1 agrees at " << agree << "/"
+            << clear << " clear steps\n";
+  EXPECT_EQ(agree, clear) << what << ": a decode step's top-1 differs where the reference's is clear";
+  EXPECT_GE(clear, static_cast<int>(ref.greedy_ids.size()) - 2);
+  EXPECT_LE(worst_step, bound) << what << ": decode-step logits differ from transformers";
+}
+
 }  // namespace
 
 using EngineFixture = memra::testing::BackendTest;
@@ -229,6 +286,15 @@ TEST_P(EngineFixture, Qwen3MoeMatchesTransformers) { check_against_transformers(
 TEST_P(EngineFixture, Qwen3MoeAsF32MatchesTransformers) { check_against_transformers("qwen3_moe", GetParam(), "f32"); }
 TEST_P(EngineFixture, Qwen3MoeBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_F32); }
 TEST_P(EngineFixture, Qwen3MoeBf16KvBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_BF16); }
+
+// Only the float32 path against transformers: this random-weight hybrid is ill-conditioned
+// under bf16 activation rounding (rounding just the routed experts' down-projection inputs
+// of the f32 model to bf16 moves row 0's logits by 49 % of their scale, the router's inputs
+// 43 %, while attention's or the shared expert's move them 0.2 %: routing flips), so the
+// as-shipped bf16 path is checked for invariance below, not against the f32 reference.
+TEST_P(EngineFixture, Qwen3NextAsF32MatchesTransformers) { check_hybrid_against_transformers("qwen3_next", GetParam(), "f32"); }
+TEST_P(EngineFixture, Qwen3NextBatchInvariant) { check_batch_invariance("qwen3_next", GetParam(), MEMRA_DTYPE_F32); }
+TEST_P(EngineFixture, Qwen3NextBf16KvBatchInvariant) { check_batch_invariance("qwen3_next", GetParam(), MEMRA_DTYPE_BF16); }
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
 

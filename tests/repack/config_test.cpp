@@ -144,9 +144,23 @@ TEST_F(CheckpointConfig, Qwen3MoeHasExperts) {
   EXPECT_EQ(family_keys(c).value("shared_expert_intermediate_size", int64_t{0}), 0);
 }
 
-// Hybrid and Gemma families have no plugin yet: refused by name, with what is served.
+// Qwen3-Next is family-qwen3next's: its own keys pass through to its plan.
+TEST_F(CheckpointConfig, Qwen3NextIsNormalisedByItsFamily) {
+  auto c = hf_config(fixture("models/qwen3_next").string());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->family, "qwen3next");
+  EXPECT_EQ(c->architecture, "Qwen3NextForCausalLM");
+  const json j = raw("qwen3_next");
+  EXPECT_EQ(family_keys(*c).at("linear_num_value_heads"), j.at("linear_num_value_heads"));
+  EXPECT_EQ(family_keys(*c).at("linear_conv_kernel_dim"), j.at("linear_conv_kernel_dim"));
+  EXPECT_EQ(family_keys(*c).at("layer_types"), j.at("layer_types"));
+  EXPECT_EQ(family_keys(*c).at("shared_expert_intermediate_size"), j.at("shared_expert_intermediate_size"));
+  EXPECT_EQ(family_keys(*c).at("rope").at("rotary_dim"), 16);  // 64 x partial_rotary_factor 0.25
+}
+
+// Gemma has no family plugin yet: refused by name, with what is served.
 TEST_F(CheckpointConfig, ArchitecturesWithoutAFamilyAreRefusedByName) {
-  for (const char* model : {"qwen3_next", "gemma3_text"}) {
+  for (const char* model : {"gemma3_text"}) {
     SCOPED_TRACE(model);
     const std::string arch = raw(model).at("architectures")[0].get<std::string>();
     auto c = hf_config(fixture(std::string("models/") + model).string());

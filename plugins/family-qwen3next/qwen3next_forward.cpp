@@ -1,0 +1,293 @@
+// The qwen3next forward pass (transformers' Qwen3NextForCausalLM): per layer a (1 + w)
+// RMSNorm, the token mixer (Gated DeltaNet or gated full attention), the residual, a
+// (1 + w) RMSNorm, the MLP (sparse with a sigmoid-gated shared expert, or dense) and the
+// residual; then the final (1 + w) RMSNorm and the head.
+#include "qwen3next_forward.hpp"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "memra/ops.h"
+
+namespace memra::qwen3next {
+namespace {
+
+#define Q3N_OP(call, what)                                            \
+  do {                                                                \
+    const memra_status st_ = (call);                                  \
+    if (st_ != MEMRA_OK) {                                            \
+      error = std::string("qwen3next forward: ") + (what) + " failed"; \
+      return st_;                                                     \
+    }                                                                 \
+  } while (0)
+
+constexpr float kUnit = 1.0f;  // Qwen3-Next's RMSNorms scale by (1 + w)
+
+memra_op_args op_args(int32_t layer, uint32_t version, const void* attrs, size_t attrs_size, const memra_forward_batch* batch) {
+  memra_op_args a{};
+  a.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+  a.layer = layer;
+  a.attrs_version = version;
+  a.attrs = attrs;
+  a.attrs_size = attrs_size;
+  a.batch = batch;
+  return a;
+}
+
+}  // namespace
+
+bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
+  std::unordered_map<std::string, const memra_weight*> by_name;
+  m.weights.assign(set.weights, set.weights + set.count);
+  for (const memra_weight& w : m.weights) by_name[w.name] = &w;
+  for (const TensorSpec& spec : m.plan.tensors) {
+    auto it = by_name.find(spec.name);
+    if (it == by_name.end()) {
+      error = "checkpoint lacks tensor '" + spec.name + "' that the config requires";
+      return false;
+    }
+    const memra_weight* w = it->second;
+    // The conv kernel may come as [C][1][K] (Hugging Face) or [C][K].
+    std::vector<int64_t> want = spec.shape;
+    if (spec.any_float && w->ndim == 2 && want.size() == 3 && want[1] == 1) want = {want[0], want[2]};
+    bool same = w->ndim == static_cast<int32_t>(want.size());
+    for (size_t i = 0; same && i < want.size(); ++i) same = w->shape[i] == want[i];
+    if (!same) {
+      error = "tensor '" + spec.name + "' has a shape that does not match the config";
+      return false;
+    }
+    if (!spec.matrix && !spec.any_float && w->dtype != MEMRA_DTYPE_F32) {
+      error = "tensor '" + spec.name + "' must be loaded as F32 (norms, biases, gate parameters)";
+      return false;
+    }
+    if (spec.any_float && w->dtype != MEMRA_DTYPE_F32 && w->dtype != MEMRA_DTYPE_BF16 && w->dtype != MEMRA_DTYPE_F16) {
+      error = "tensor '" + spec.name + "' must be f32, bf16 or f16";
+      return false;
+    }
+  }
+  auto get = [&](const std::string& n) -> const memra_weight* {
+    auto it = by_name.find(n);
+    return it == by_name.end() ? nullptr : it->second;
+  };
+  const Plan& p = m.plan;
+  m.token_embd = get("token_embd.weight");
+  m.output_norm = get("output_norm.weight");
+  m.output = p.tied_embeddings ? m.token_embd : get("output.weight");
+  m.layers.resize(static_cast<size_t>(p.layers));
+  for (int64_t l = 0; l < p.layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    Layer& L = m.layers[static_cast<size_t>(l)];
+    L.attn_norm = get(b + "attn_norm.weight");
+    L.post_norm = get(b + "post_attention_norm.weight");
+    L.ssm_in = get(b + "ssm_in.weight");
+    L.ssm_ba = get(b + "ssm_ba.weight");
+    L.ssm_out = get(b + "ssm_out.weight");
+    L.gdn_weights[0] = get(b + "ssm_conv1d.weight");
+    L.gdn_weights[1] = get(b + "ssm_a_log");
+    L.gdn_weights[2] = get(b + "ssm_dt.bias");
+    L.gdn_weights[3] = get(b + "ssm_norm.weight");
+    L.wq = get(b + "attn_q.weight");
+    L.wk = get(b + "attn_k.weight");
+    L.wv = get(b + "attn_v.weight");
+    L.bq = get(b + "attn_q.bias");
+    L.bk = get(b + "attn_k.bias");
+    L.bv = get(b + "attn_v.bias");
+    L.q_norm = get(b + "attn_q_norm.weight");
+    L.k_norm = get(b + "attn_k_norm.weight");
+    L.wo = get(b + "attn_output.weight");
+    L.w_gate = get(b + "ffn_gate.weight");
+    L.w_up = get(b + "ffn_up.weight");
+    L.w_down = get(b + "ffn_down.weight");
+    if (!p.layer_moe[static_cast<size_t>(l)]) continue;
+    L.router = get(b + "ffn_gate_inp.weight");
+    for (const char* kind : {"ffn_gate.", "ffn_up.", "ffn_down."})
+      for (int32_t e = 0; e < p.experts; ++e) L.experts.push_back(get(b + kind + std::to_string(e) + ".weight"));
+    L.sh_gate = get(b + "ffn_gate_shexp.weight");
+    L.sh_up = get(b + "ffn_up_shexp.weight");
+    L.sh_down = get(b + "ffn_down_shexp.weight");
+    L.sh_router = get(b + "ffn_gate_inp_shexp.weight");
+  }
+  const memra_backend_ops& o = *m.ops;
+  if (!MEMRA_STRUCT_HAS(&o, memra_backend_ops, op_run) || !o.op_find) {
+    error = "this backend has no ops by name (ABI 2.1)";
+    return false;
+  }
+  struct Need {
+    const char* name;
+    uint32_t version;
+    const memra_op** out;
+    bool wanted;
+  };
+  for (const Need& n : {Need{QWEN3NEXT_OP_GDN, 1u, &m.gdn, !p.linear_layers.empty()},
+                        Need{QWEN3NEXT_OP_SPLIT_GATE, 1u, &m.split_gate, !p.attention_layers.empty()},
+                        Need{QWEN3NEXT_OP_SIGMOID_MUL, 1u, &m.sigmoid_mul, true},
+                        Need{MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &m.moe_ffn, p.experts > 0}})
+    if (n.wanted && o.op_find(o.ctx, n.name, n.version, n.out) != MEMRA_OK) {
+      error = std::string("this backend cannot run op '") + n.name + "'";
+      return false;
+    }
+  return true;
+}
+
+memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& error) {
+  const memra_backend_ops& o = *m.ops;
+  memra_backend_ctx* c = o.ctx;
+  const Plan& p = m.plan;
+  const int64_t T = batch.num_tokens;
+  if (batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, num_carry_out) && batch.layer_end > 0 &&
+      (batch.layer_begin != 0 || batch.layer_end != p.layers)) {
+    error = "qwen3next forward: layer ranges (pipeline stages) are not supported yet";
+    return MEMRA_ERR_UNSUPPORTED;
+  }
+  const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
+  const GdnAttrsV1& g = p.gdn;
+  const int64_t kd = static_cast<int64_t>(g.num_k_heads) * g.head_k_dim, vd = static_cast<int64_t>(g.num_v_heads) * g.head_v_dim;
+
+  auto make = [&](int64_t rows, int64_t cols, memra_tensor& t) {
+    const int64_t shape[2] = {rows, cols};
+    return o.tensor_create(c, 2, shape, &t);
+  };
+  auto view = [](const memra_tensor& t, int64_t rows, int64_t cols) {
+    memra_tensor v = t;
+    v.ndim = 2;
+    v.shape[0] = rows;
+    v.shape[1] = cols;
+    return v;
+  };
+  memra_tensor residual, h, mix, down;
+  Q3N_OP(make(T, p.hidden, residual), "alloc");
+  Q3N_OP(make(T, p.hidden, h), "alloc");
+  Q3N_OP(make(T, p.hidden, mix), "alloc");
+  Q3N_OP(make(T, p.hidden, down), "alloc");
+  memra_tensor qkvz{}, ba{}, y{};
+  if (!p.linear_layers.empty()) {
+    Q3N_OP(make(T, 2 * kd + 2 * vd, qkvz), "alloc");
+    Q3N_OP(make(T, 2 * g.num_v_heads, ba), "alloc");
+    Q3N_OP(make(T, vd, y), "alloc");
+  }
+  memra_tensor qg{}, q{}, gate{}, k{}, v{}, attn{};
+  if (!p.attention_layers.empty()) {
+    Q3N_OP(make(T, 2 * q_width, qg), "alloc");
+    Q3N_OP(make(T, q_width, q), "alloc");
+    Q3N_OP(make(T, q_width, gate), "alloc");
+    Q3N_OP(make(T, kv_width, k), "alloc");
+    Q3N_OP(make(T, kv_width, v), "alloc");
+    Q3N_OP(make(T, q_width, attn), "alloc");
+  }
+  memra_tensor router_logits{}, moe{}, sg{}, su{}, sa{}, sgate{}, fg{}, fu{}, fa{};
+  if (p.experts > 0) {
+    Q3N_OP(make(T, p.experts, router_logits), "alloc");
+    Q3N_OP(make(T, p.hidden, moe), "alloc");
+    if (p.shared_width > 0) {
+      Q3N_OP(make(T, p.shared_width, sg), "alloc");
+      Q3N_OP(make(T, p.shared_width, su), "alloc");
+      Q3N_OP(make(T, p.shared_width, sa), "alloc");
+      Q3N_OP(make(T, 1, sgate), "alloc");
+    }
+  }
+  if (p.intermediate > 0) {
+    Q3N_OP(make(T, p.intermediate, fg), "alloc");
+    Q3N_OP(make(T, p.intermediate, fu), "alloc");
+    Q3N_OP(make(T, p.intermediate, fa), "alloc");
+  }
+
+  memra_attention_params ap{};
+  ap.struct_size = MEMRA_ATTENTION_PARAMS_STRUCT_SIZE;
+  ap.num_heads = static_cast<int32_t>(p.heads);
+  ap.num_kv_heads = static_cast<int32_t>(p.kv_heads);
+  ap.head_dim = static_cast<int32_t>(p.head_dim);
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  ap.rope = &p.rope;
+  const SplitGateAttrsV1 split{sizeof(SplitGateAttrsV1), static_cast<int32_t>(p.heads), static_cast<int32_t>(p.head_dim)};
+  const SigmoidMulAttrsV1 sigmul{sizeof(SigmoidMulAttrsV1)};
+  memra_moe_ffn_attrs_v1 moe_attrs{};
+  moe_attrs.struct_size = MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE;
+  moe_attrs.num_experts = p.experts;
+  moe_attrs.top_k = p.top_k;
+  moe_attrs.normalize_top_k = p.normalize_top_k ? 1 : 0;
+  moe_attrs.activation = MEMRA_ACTIVATION_SILU;
+
+  Q3N_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
+  Q3N_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, kUnit, &h), "attn_norm");
+  for (int64_t l = 0; l < p.layers; ++l) {
+    const Layer& L = m.layers[static_cast<size_t>(l)];
+    const auto layer = static_cast<int32_t>(l);
+    if (p.layer_linear[static_cast<size_t>(l)]) {
+      Q3N_OP(o.matmul(c, &h, L.ssm_in, nullptr, &qkvz), "ssm_in");
+      Q3N_OP(o.matmul(c, &h, L.ssm_ba, nullptr, &ba), "ssm_ba");
+      memra_op_args a = op_args(layer, 1u, &g, sizeof g, &batch);
+      const memra_tensor* in[2] = {&qkvz, &ba};
+      memra_tensor* out[1] = {&y};
+      a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
+      a.num_weights = 4, a.weights = L.gdn_weights;
+      Q3N_OP(o.op_run(c, m.gdn, &a), "gated_delta_net");
+      Q3N_OP(o.matmul(c, &y, L.ssm_out, nullptr, &mix), "ssm_out");
+    } else {
+      Q3N_OP(o.matmul(c, &h, L.wq, L.bq, &qg), "attn_q");
+      Q3N_OP(o.matmul(c, &h, L.wk, L.bk, &k), "attn_k");
+      Q3N_OP(o.matmul(c, &h, L.wv, L.bv, &v), "attn_v");
+      {
+        memra_op_args a = op_args(layer, 1u, &split, sizeof split, nullptr);
+        const memra_tensor* in[1] = {&qg};
+        memra_tensor* out[2] = {&q, &gate};
+        a.num_inputs = 1, a.inputs = in, a.num_outputs = 2, a.outputs = out;
+        Q3N_OP(o.op_run(c, m.split_gate, &a), "split_gate");
+      }
+      // Per-head (1 + w) RMSNorms of q and k, before RoPE.
+      memra_tensor qh = view(q, T * p.heads, p.head_dim), kh = view(k, T * p.kv_heads, p.head_dim);
+      Q3N_OP(o.rms_norm(c, &qh, L.q_norm, p.norm_eps, kUnit, &qh), "attn_q_norm");
+      Q3N_OP(o.rms_norm(c, &kh, L.k_norm, p.norm_eps, kUnit, &kh), "attn_k_norm");
+      ap.layer = layer;
+      Q3N_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
+      {
+        memra_op_args a = op_args(layer, 1u, &sigmul, sizeof sigmul, nullptr);
+        const memra_tensor* in[2] = {&attn, &gate};
+        memra_tensor* out[1] = {&attn};
+        a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
+        Q3N_OP(o.op_run(c, m.sigmoid_mul, &a), "attention output gate");
+      }
+      Q3N_OP(o.matmul(c, &attn, L.wo, nullptr, &mix), "attn_output");
+    }
+    Q3N_OP(o.add_rms_norm(c, &mix, &residual, L.post_norm, p.norm_eps, kUnit, &h), "post_attention_norm");
+    if (L.router) {
+      Q3N_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
+      memra_op_args a = op_args(layer, MEMRA_OP_MOE_FFN_V1, &moe_attrs, sizeof moe_attrs, &batch);
+      const memra_tensor* in[2] = {&h, &router_logits};
+      memra_tensor* out[1] = {p.shared_width > 0 ? &moe : &down};
+      a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
+      a.num_weights = static_cast<int32_t>(L.experts.size()), a.weights = L.experts.data();
+      Q3N_OP(o.op_run(c, m.moe_ffn, &a), "moe_ffn");
+      if (p.shared_width > 0) {
+        Q3N_OP(o.matmul(c, &h, L.sh_gate, nullptr, &sg), "ffn_gate_shexp");
+        Q3N_OP(o.matmul(c, &h, L.sh_up, nullptr, &su), "ffn_up_shexp");
+        Q3N_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &sg, &su, &sa), "shared silu");
+        Q3N_OP(o.matmul(c, &sa, L.sh_down, nullptr, &down), "ffn_down_shexp");
+        Q3N_OP(o.matmul(c, &h, L.sh_router, nullptr, &sgate), "ffn_gate_inp_shexp");
+        memra_op_args s = op_args(layer, 1u, &sigmul, sizeof sigmul, nullptr);
+        const memra_tensor* sin[2] = {&down, &sgate};
+        memra_tensor* sout[1] = {&down};
+        s.num_inputs = 2, s.inputs = sin, s.num_outputs = 1, s.outputs = sout;
+        Q3N_OP(o.op_run(c, m.sigmoid_mul, &s), "shared expert gate");
+        Q3N_OP(o.add(c, &moe, &down, &down), "experts + shared expert");
+      }
+    } else {
+      Q3N_OP(o.matmul(c, &h, L.w_gate, nullptr, &fg), "ffn_gate");
+      Q3N_OP(o.matmul(c, &h, L.w_up, nullptr, &fu), "ffn_up");
+      Q3N_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &fg, &fu, &fa), "silu");
+      Q3N_OP(o.matmul(c, &fa, L.w_down, nullptr, &down), "ffn_down");
+    }
+    const memra_weight* next_norm = l + 1 < p.layers ? m.layers[static_cast<size_t>(l + 1)].attn_norm : m.output_norm;
+    Q3N_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, kUnit, &h), "norm");
+  }
+
+  if (batch.num_logits <= 0) return MEMRA_OK;
+  memra_tensor rows, logits;
+  Q3N_OP(make(batch.num_logits, p.hidden, rows), "alloc");
+  Q3N_OP(o.gather_logit_rows(c, &h, &batch, &rows), "gather_logit_rows");
+  Q3N_OP(make(batch.num_logits, p.vocab, logits), "alloc");
+  Q3N_OP(o.matmul(c, &rows, m.output, nullptr, &logits), "output");
+  Q3N_OP(o.logits_output(c, &logits, &batch), "logits_output");
+  return MEMRA_OK;
+}
+
+}  // namespace memra::qwen3next

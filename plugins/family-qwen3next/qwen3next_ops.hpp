@@ -1,0 +1,63 @@
+// The ops only this family needs, brought to the host as plugin ops (memra/ops.h
+// memra_op_def, SDK 2.7): their attribute structs, contracts and CPU references
+// (qwen3next_ops.cpp). Every op's result for a token row depends on that row and, for
+// the Gated DeltaNet, its own sequence's earlier rows through the recurrent state, never
+// on the batch or on how a prompt was split into steps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "memra/ops.h"
+
+namespace memra::qwen3next {
+
+// qwen3next.gated_delta_net v1: one Gated DeltaNet token mixer core, per token row t in
+// batch order (a sequence's rows in position order), with its sequence's state:
+//   - q, k, v, z (value width) and b, a (one per value head) from the projections, in
+//     Hugging Face's grouped layout: inputs[0] = qkvz [T][2*Hk*dk + 2*Hv*dv] as Hk groups
+//     of [q dk | k dk | v r*dv | z r*dv], inputs[1] = ba [T][2*Hv] as Hk groups of
+//     [b r | a r], r = Hv / Hk;
+//   - the causal depthwise conv over the channels [q | k | v] (C = 2*Hk*dk + Hv*dv) with
+//     the kernel weights[0] ([C][1][K] or [C][K], f32/bf16/f16): out[c] = sum over
+//     k = 0..K-1 of w[c][k] * x_{t-K+1+k}[c] (f32, in k order; the K-1 earlier inputs
+//     are the state's, zero for a new sequence), then SiLU;
+//   - q and k l2-normalised per head (x / sqrt(sum x^2 + 1e-6)), q scaled by 1/sqrt(dk);
+//   - beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias) (weights[1] A_log [Hv],
+//     weights[2] dt_bias [Hv], f32; softplus(x) = x past 20);
+//   - per value head h (its key head h / r): S = S * exp(g); m = Sᵀk; S += k (beta (v - m))ᵀ;
+//     o = Sᵀq, S [dk][dv] f32, sums in index order;
+//   - y = rms_norm(o) * w * silu(z) per value head (weights[3] [dv] f32, attrs.norm_eps).
+// outputs[0] = y [T][Hv*dv]. State (layout "qwen3next.gdn.v1"): the conv's last K-1
+// inputs [K-1][C] (oldest first), then S [Hv][dk][dv], f32.
+#define QWEN3NEXT_OP_GDN "qwen3next.gated_delta_net"
+#define QWEN3NEXT_STATE_LAYOUT_GDN "qwen3next.gdn.v1"
+struct GdnAttrsV1 {
+  size_t struct_size;
+  int32_t num_k_heads, num_v_heads, head_k_dim, head_v_dim, conv_kernel;
+  float norm_eps;
+};
+// Bytes of one sequence's state for these sizes.
+uint64_t gdn_state_bytes(const GdnAttrsV1& a);
+
+// qwen3next.split_gate v1: the gated attention's q projection [T][H*2*D] holds per head
+// [q D | gate D]; outputs[0] = q [T][H*D], outputs[1] = gate [T][H*D]. No batch.
+#define QWEN3NEXT_OP_SPLIT_GATE "qwen3next.split_gate"
+struct SplitGateAttrsV1 {
+  size_t struct_size;
+  int32_t heads, head_dim;
+};
+
+// qwen3next.sigmoid_mul v1: outputs[0] = inputs[0] * sigmoid(inputs[1]) elementwise, the
+// gate [T][n] or [T][1] (one per row, broadcast); sigmoid(x) = 1 / (1 + exp(-x)). The
+// output may alias inputs[0]. No batch.
+#define QWEN3NEXT_OP_SIGMOID_MUL "qwen3next.sigmoid_mul"
+struct SigmoidMulAttrsV1 {
+  size_t struct_size;
+};
+
+// The definitions memra_plugin_init hands the host.
+std::span<const memra_op_def> op_defs();
+
+}  // namespace memra::qwen3next

@@ -1,0 +1,242 @@
+#include "qwen3next_plan.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "memra/ops.h"
+
+namespace memra::qwen3next {
+namespace {
+
+using nlohmann::json;
+
+int64_t need_int(const json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number_integer()) throw std::runtime_error(std::string("config lacks integer '") + key + "'");
+  return j[key].get<int64_t>();
+}
+
+void add(Plan& p, std::string name, std::vector<int64_t> shape, bool matrix, bool any_float = false) {
+  p.tensors.push_back({std::move(name), std::move(shape), matrix, any_float});
+}
+
+}  // namespace
+
+bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
+  try {
+    const json c = json::parse(config_json);
+    p.architecture = c.value("architecture", std::string());
+    if (c.value("family", std::string()) != "qwen3next") {
+      error = "family-qwen3next plans only configs it normalised (family 'qwen3next'); this one says family '" +
+              c.value("family", std::string()) + "'";
+      return false;
+    }
+    p.vocab = need_int(c, "vocab_size");
+    p.hidden = need_int(c, "hidden_size");
+    p.intermediate = c.value("intermediate_size", int64_t{0});
+    p.layers = need_int(c, "num_layers");
+    p.heads = need_int(c, "num_heads");
+    p.kv_heads = need_int(c, "num_kv_heads");
+    p.head_dim = need_int(c, "head_dim");
+    if (p.layers <= 0 || p.hidden <= 0 || p.heads <= 0 || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || p.head_dim <= 0 ||
+        p.head_dim % 2 != 0) {
+      error = "family-qwen3next: config has inconsistent attention heads (heads, kv heads, head_dim)";
+      return false;
+    }
+    if (c.value("activation", std::string("silu")) != "silu") {
+      error = "family-qwen3next: activation '" + c.value("activation", std::string()) + "' is not silu";
+      return false;
+    }
+    p.norm_eps = c.value("norm_eps", 1e-6f);
+    if (!(p.norm_eps > 0)) {
+      error = "family-qwen3next: config's norm_eps must be positive";
+      return false;
+    }
+    p.attention_bias = c.value("attention_bias", false);
+    p.tied_embeddings = c.value("tie_word_embeddings", false);
+    const json kinds = c.value("layer_types", json::array());
+    if (!kinds.is_array() || static_cast<int64_t>(kinds.size()) != p.layers) {
+      error = "family-qwen3next: config's layer_types does not list one kind per layer";
+      return false;
+    }
+    for (size_t l = 0; l < kinds.size(); ++l) {
+      if (kinds[l] == "linear_attention") p.layer_linear.push_back(1);
+      else if (kinds[l] == "full_attention") p.layer_linear.push_back(0);
+      else {
+        error = "family-qwen3next: layer " + std::to_string(l) + "'s kind " + kinds[l].dump() + " is not linear_attention or full_attention";
+        return false;
+      }
+      (p.layer_linear.back() ? p.linear_layers : p.attention_layers).push_back(static_cast<int32_t>(l));
+    }
+    GdnAttrsV1& g = p.gdn;
+    g.struct_size = sizeof(GdnAttrsV1);
+    if (!p.linear_layers.empty()) {
+      g.num_k_heads = static_cast<int32_t>(need_int(c, "linear_num_key_heads"));
+      g.num_v_heads = static_cast<int32_t>(need_int(c, "linear_num_value_heads"));
+      g.head_k_dim = static_cast<int32_t>(need_int(c, "linear_key_head_dim"));
+      g.head_v_dim = static_cast<int32_t>(need_int(c, "linear_value_head_dim"));
+      g.conv_kernel = static_cast<int32_t>(c.value("linear_conv_kernel_dim", int64_t{4}));
+      g.norm_eps = p.norm_eps;
+      if (g.num_k_heads <= 0 || g.num_v_heads <= 0 || g.num_v_heads % g.num_k_heads != 0 || g.head_k_dim <= 0 ||
+          g.head_v_dim <= 0 || g.conv_kernel < 1 || g.conv_kernel > 64) {
+        error = "family-qwen3next: config's linear attention sizes are inconsistent (key heads must divide value heads; "
+                "head dims and the conv kernel positive)";
+        return false;
+      }
+    }
+
+    // Experts: every decoder_sparse_step-th layer not in mlp_only_layers, as transformers decides.
+    p.layer_moe.assign(static_cast<size_t>(p.layers), 0);
+    const int64_t experts = c.value("num_experts", int64_t{0});
+    if (experts > 0) {
+      const int64_t top_k = c.value("num_experts_per_tok", int64_t{0});
+      p.expert_width = c.value("moe_intermediate_size", int64_t{0});
+      p.shared_width = c.value("shared_expert_intermediate_size", int64_t{0});
+      if (experts > 4096 || top_k <= 0 || top_k > experts || p.expert_width <= 0 || p.shared_width < 0) {
+        error = "family-qwen3next: config's experts are inconsistent (num_experts, num_experts_per_tok, moe_intermediate_size)";
+        return false;
+      }
+      p.experts = static_cast<int32_t>(experts);
+      p.top_k = static_cast<int32_t>(top_k);
+      p.normalize_top_k = c.value("norm_topk_prob", true);
+      const int64_t step = std::max<int64_t>(1, c.value("decoder_sparse_step", int64_t{1}));
+      const std::vector<int64_t> dense = c.value("mlp_only_layers", std::vector<int64_t>{});
+      for (int64_t l = 0; l < p.layers; ++l)
+        p.layer_moe[static_cast<size_t>(l)] = (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end();
+    }
+
+    const json rc = c.value("rope", json::object());
+    memra_rope_params& r = p.rope;
+    r.struct_size = MEMRA_ROPE_PARAMS_STRUCT_SIZE;
+    r.rotary_dim = static_cast<int32_t>(rc.value("rotary_dim", p.head_dim));
+    if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) {
+      error = "family-qwen3next: config's rope.rotary_dim " + std::to_string(r.rotary_dim) + " is not even and in 1..head_dim";
+      return false;
+    }
+    r.neox_style = 1;
+    r.theta = rc.value("theta", 10000.0f);
+    r.factor = rc.value("factor", 1.0f);
+    if (!(r.theta > 0) || rc.value("scaling", std::string("none")) != "none") {
+      error = "family-qwen3next: only unscaled RoPE with a positive theta is supported so far";
+      return false;
+    }
+    r.scaling = MEMRA_ROPE_SCALING_NONE;
+
+    const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
+    const int64_t kd = static_cast<int64_t>(g.num_k_heads) * g.head_k_dim, vd = static_cast<int64_t>(g.num_v_heads) * g.head_v_dim;
+    add(p, "token_embd.weight", {p.vocab, p.hidden}, true);
+    for (int64_t l = 0; l < p.layers; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      add(p, b + "attn_norm.weight", {p.hidden}, false);
+      if (p.layer_linear[static_cast<size_t>(l)]) {
+        add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
+        add(p, b + "ssm_ba.weight", {2 * static_cast<int64_t>(g.num_v_heads), p.hidden}, true);
+        add(p, b + "ssm_conv1d.weight", {2 * kd + vd, 1, g.conv_kernel}, false, true);
+        add(p, b + "ssm_a_log", {g.num_v_heads}, false);
+        add(p, b + "ssm_dt.bias", {g.num_v_heads}, false);
+        add(p, b + "ssm_norm.weight", {g.head_v_dim}, false);
+        add(p, b + "ssm_out.weight", {p.hidden, vd}, true);
+      } else {
+        add(p, b + "attn_q.weight", {2 * q_width, p.hidden}, true);  // per head [q | gate]
+        add(p, b + "attn_k.weight", {kv_width, p.hidden}, true);
+        add(p, b + "attn_v.weight", {kv_width, p.hidden}, true);
+        if (p.attention_bias) {
+          add(p, b + "attn_q.bias", {2 * q_width}, false);
+          add(p, b + "attn_k.bias", {kv_width}, false);
+          add(p, b + "attn_v.bias", {kv_width}, false);
+        }
+        add(p, b + "attn_q_norm.weight", {p.head_dim}, false);
+        add(p, b + "attn_k_norm.weight", {p.head_dim}, false);
+        add(p, b + "attn_output.weight", {p.hidden, q_width}, true);
+      }
+      add(p, b + "post_attention_norm.weight", {p.hidden}, false);
+      if (p.layer_moe[static_cast<size_t>(l)]) {
+        add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
+        for (const char* m : {"ffn_gate.", "ffn_up."})
+          for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
+        for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
+        if (p.shared_width > 0) {
+          add(p, b + "ffn_gate_shexp.weight", {p.shared_width, p.hidden}, true);
+          add(p, b + "ffn_up_shexp.weight", {p.shared_width, p.hidden}, true);
+          add(p, b + "ffn_down_shexp.weight", {p.hidden, p.shared_width}, true);
+          add(p, b + "ffn_gate_inp_shexp.weight", {1, p.hidden}, true);
+        }
+        continue;
+      }
+      if (p.intermediate <= 0) {
+        error = "family-qwen3next: layer " + std::to_string(l) + " has a dense MLP but intermediate_size is 0";
+        return false;
+      }
+      add(p, b + "ffn_gate.weight", {p.intermediate, p.hidden}, true);
+      add(p, b + "ffn_up.weight", {p.intermediate, p.hidden}, true);
+      add(p, b + "ffn_down.weight", {p.hidden, p.intermediate}, true);
+    }
+    add(p, "output_norm.weight", {p.hidden}, false);
+    if (!p.tied_embeddings) add(p, "output.weight", {p.vocab, p.hidden}, true);
+    plan_bind_state(p);
+    return true;
+  } catch (const std::exception& e) {
+    error = std::string("family-qwen3next: bad config: ") + e.what();
+    return false;
+  }
+}
+
+void plan_bind_state(Plan& p) {
+  p.groups.clear();
+  if (!p.attention_layers.empty()) {
+    memra_state_group g{};
+    g.struct_size = MEMRA_STATE_GROUP_STRUCT_SIZE;
+    g.kind = MEMRA_STATE_PAGED_KV;
+    g.num_layers = static_cast<int32_t>(p.attention_layers.size());
+    g.layers = p.attention_layers.data();
+    g.kv_heads = static_cast<int32_t>(p.kv_heads);
+    g.head_dim = static_cast<int32_t>(p.head_dim);
+    g.kv_dtype = MEMRA_DTYPE_INVALID;
+    p.groups.push_back(g);
+  }
+  if (!p.linear_layers.empty()) {
+    memra_state_group g{};
+    g.struct_size = MEMRA_STATE_GROUP_STRUCT_SIZE;
+    g.kind = MEMRA_STATE_RECURRENT;
+    g.num_layers = static_cast<int32_t>(p.linear_layers.size());
+    g.layers = p.linear_layers.data();
+    g.bytes_per_sequence = gdn_state_bytes(p.gdn);
+    g.layout = QWEN3NEXT_STATE_LAYOUT_GDN;
+    p.groups.push_back(g);
+  }
+  p.info = {};
+  p.info.struct_size = MEMRA_PLAN_INFO_STRUCT_SIZE;
+  p.info.vocab_size = p.vocab;
+  p.info.num_layers = static_cast<int32_t>(p.layers);
+  p.info.inputs = MEMRA_INPUT_TOKEN_IDS;
+  p.info.layer_ranges = 0;  // one backend: pipeline stages come with the two-GPU work
+  p.info.hidden_width = 0;
+  p.info.num_state_groups = p.groups.size();
+  p.info.state_groups = p.groups.data();
+  p.required_ops.clear();
+  if (!p.linear_layers.empty()) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u});
+  if (!p.attention_layers.empty()) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u});
+  p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SIGMOID_MUL, 1u});
+  if (p.experts > 0) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1});
+  p.info.num_required_ops = p.required_ops.size();
+  p.info.required_ops = p.required_ops.data();
+}
+
+std::string plan_to_json(const Plan& p) {
+  json t = json::array();
+  for (const TensorSpec& s : p.tensors) t.push_back({{"name", s.name}, {"shape", s.shape}, {"matrix", s.matrix}});
+  json kinds = json::array();
+  for (uint8_t k : p.layer_linear) kinds.push_back(k ? "linear_attention" : "full_attention");
+  json j = {{"family", "qwen3next"},
+            {"architecture", p.architecture},
+            {"vocab_size", p.vocab},
+            {"layer_types", kinds},
+            {"linear_attention", {{"key_heads", p.gdn.num_k_heads}, {"value_heads", p.gdn.num_v_heads},
+                                  {"key_head_dim", p.gdn.head_k_dim}, {"value_head_dim", p.gdn.head_v_dim},
+                                  {"conv_kernel", p.gdn.conv_kernel}, {"state_bytes_per_sequence", gdn_state_bytes(p.gdn)}}},
+            {"experts", {{"num_experts", p.experts}, {"top_k", p.top_k}, {"expert_width", p.expert_width},
+                         {"shared_width", p.shared_width}, {"layers", p.layer_moe}}},
+            {"tensors", t}};
+  return j.dump();
+}
+
+}  // namespace memra::qwen3next

@@ -1,0 +1,81 @@
+// tensor_name for the qwen3next family: memra names weights the GGUF way
+// ("blk.3.ssm_in.weight"); Hugging Face names are mapped here.
+#include <array>
+#include <charconv>
+#include <utility>
+
+#include "qwen3next_config.hpp"
+
+namespace memra::qwen3next {
+namespace {
+
+// Per-layer suffixes: HF (after "model.layers.N.") -> canonical (after "blk.N.").
+constexpr std::array<std::pair<std::string_view, std::string_view>, 26> kLayerNames = {{
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"linear_attn.in_proj_qkvz.weight", "ssm_in.weight"},
+    {"linear_attn.in_proj_ba.weight", "ssm_ba.weight"},
+    {"linear_attn.conv1d.weight", "ssm_conv1d.weight"},
+    {"linear_attn.A_log", "ssm_a_log"},
+    {"linear_attn.dt_bias", "ssm_dt.bias"},
+    {"linear_attn.norm.weight", "ssm_norm.weight"},
+    {"linear_attn.out_proj.weight", "ssm_out.weight"},
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+}};
+
+// "mlp.experts.E.{gate,up,down}_proj.weight" -> "ffn_{gate,up,down}.E.weight".
+std::optional<std::string> expert_name(std::string_view rest) {
+  constexpr std::string_view kExperts = "mlp.experts.";
+  if (rest.substr(0, kExperts.size()) != kExperts) return std::nullopt;
+  rest.remove_prefix(kExperts.size());
+  int expert = -1;
+  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
+  if (ec != std::errc() || expert < 0 || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
+  rest.remove_prefix(static_cast<size_t>(ptr - rest.data()) + 1);
+  for (const auto& [hf, canon] : {std::pair{"gate_proj.weight", "ffn_gate"}, std::pair{"up_proj.weight", "ffn_up"},
+                                  std::pair{"down_proj.weight", "ffn_down"}})
+    if (rest == hf) return std::string(canon) + "." + std::to_string(expert) + ".weight";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> canonical_hf_name(std::string_view n) {
+  if (n == "lm_head.weight") return "output.weight";
+  constexpr std::string_view kDecoder = "model.";
+  if (n.substr(0, kDecoder.size()) == kDecoder) n.remove_prefix(kDecoder.size());
+  if (n == "embed_tokens.weight") return "token_embd.weight";
+  if (n == "norm.weight") return "output_norm.weight";
+  constexpr std::string_view kLayers = "layers.";
+  if (n.substr(0, kLayers.size()) != kLayers) return std::nullopt;
+  n.remove_prefix(kLayers.size());
+  const size_t dot = n.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  int layer = -1;
+  const auto [ptr, ec] = std::from_chars(n.data(), n.data() + dot, layer);
+  if (ec != std::errc() || ptr != n.data() + dot || layer < 0) return std::nullopt;
+  const std::string_view rest = n.substr(dot + 1);
+  const std::string blk = "blk." + std::to_string(layer) + ".";
+  for (const auto& [hf, canon] : kLayerNames)
+    if (rest == hf) return blk + std::string(canon);
+  if (auto e = expert_name(rest)) return blk + *e;
+  return std::nullopt;
+}
+
+}  // namespace memra::qwen3next
