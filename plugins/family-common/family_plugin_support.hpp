@@ -5,6 +5,9 @@
 
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -15,6 +18,10 @@
 struct memra_plugin_ctx {
   const memra_host_api* host = nullptr;
   std::string plugin_name;
+  // What the plugin's ops keep for this host until shutdown (kernel handles per backend,
+  // memra-kernel-check's case buffers); guarded by `mu`.
+  std::mutex mu;
+  std::vector<std::shared_ptr<void>> owned;
 };
 
 namespace memra::family {

@@ -3,10 +3,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "family_plugin_support.hpp"
+#include "qwen3next_math.h"
 
 namespace memra::qwen3next {
 namespace {
@@ -21,154 +24,116 @@ int64_t numel(const memra_tensor* t) {
 }
 int64_t last_dim(const memra_tensor* t) { return t->ndim > 0 ? t->shape[t->ndim - 1] : 0; }
 
-float bf16_to_f32(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+// An f32 weight of at least n elements.
+const float* f32_weight(const memra_weight* w, int64_t n) {
+  if (!w || !w->data || w->dtype != MEMRA_DTYPE_F32 || w->bytes < static_cast<uint64_t>(n) * 4) return nullptr;
+  return static_cast<const float*>(w->data);
 }
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t u;
-  if (exp == 0) {
-    if (man == 0) u = sign;
-    else {  // subnormal: renormalise
-      int e = -1;
-      uint32_t m = man;
-      do {
-        ++e;
-        m <<= 1;
-      } while ((m & 0x400u) == 0);
-      u = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (m & 0x3ffu) << 13;
-    }
-  } else if (exp == 31) u = sign | 0x7f800000u | man << 13;
-  else u = sign | (exp + 127 - 15) << 23 | man << 13;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// A weight's elements as f32 (it may be stored f32, bf16 or f16).
-bool weight_f32(const memra_weight* w, int64_t n, std::vector<float>& out) {
-  if (!w || !w->data) return false;
-  out.resize(static_cast<size_t>(n));
-  if (w->dtype == MEMRA_DTYPE_F32) {
-    if (w->bytes < static_cast<uint64_t>(n) * 4) return false;
-    std::memcpy(out.data(), w->data, static_cast<size_t>(n) * 4);
-    return true;
-  }
-  if (w->dtype != MEMRA_DTYPE_BF16 && w->dtype != MEMRA_DTYPE_F16) return false;
-  if (w->bytes < static_cast<uint64_t>(n) * 2) return false;
-  const auto* h = static_cast<const uint16_t*>(w->data);
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = w->dtype == MEMRA_DTYPE_BF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
-  return true;
-}
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 // ---- qwen3next.gated_delta_net ----------------------------------------------------------
 
+}  // namespace
+
+memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
+  const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
+  const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
+  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dv <= 0 || kc < 1 || !(at.norm_eps > 0))
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: bad attributes");
+  const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
+  if (args->num_inputs != 2 || args->num_outputs != 1 || args->num_weights != 4 || last_dim(args->inputs[0]) != 2 * kd + 2 * vd ||
+      numel(args->inputs[0]) != T * (2 * kd + 2 * vd) || last_dim(args->inputs[1]) != 2 * hv || numel(args->inputs[1]) != T * 2 * hv ||
+      numel(args->outputs[0]) != T * vd)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT,
+                  "qwen3next.gated_delta_net: takes qkvz [T][2*Hk*dk + 2*Hv*dv], ba [T][2*Hv], 4 weights and y [T][Hv*dv]");
+  if (env->state_stride < gdn_state_bytes(at))
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: the layer keeps less state than these sizes need");
+  const memra_weight* cw = args->weights[0];
+  const float* a_log = f32_weight(args->weights[1], hv);
+  const float* dt_bias = f32_weight(args->weights[2], hv);
+  const float* norm_w = f32_weight(args->weights[3], dv);
+  const uint64_t elem = cw && cw->dtype == MEMRA_DTYPE_F32 ? 4 : 2;
+  if (!cw || !cw->data || (cw->dtype != MEMRA_DTYPE_F32 && cw->dtype != MEMRA_DTYPE_BF16 && cw->dtype != MEMRA_DTYPE_F16) ||
+      cw->bytes < static_cast<uint64_t>(c_dim * kc) * elem || !a_log || !dt_bias || !norm_w)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT,
+                  "qwen3next.gated_delta_net: the conv kernel must be f32/bf16/f16 [C][K] and A_log, dt_bias, norm f32");
+  return MEMRA_OK;
+}
+
+namespace {
+
 memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = gdn_check(ctx, env, args); st != MEMRA_OK) return st;
     const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
     const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
-    if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dv <= 0 || kc < 1 || !(at.norm_eps > 0))
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: bad attributes");
     const int64_t r = hv / hk, kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
-    if (args->num_inputs != 2 || args->num_outputs != 1 || args->num_weights != 4 || last_dim(args->inputs[0]) != 2 * kd + 2 * vd ||
-        numel(args->inputs[0]) != T * (2 * kd + 2 * vd) || last_dim(args->inputs[1]) != 2 * hv || numel(args->inputs[1]) != T * 2 * hv ||
-        numel(args->outputs[0]) != T * vd)
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT,
-                    "qwen3next.gated_delta_net: takes qkvz [T][2*Hk*dk + 2*Hv*dv], ba [T][2*Hv], 4 weights and y [T][Hv*dv]");
-    if (env->state_stride < gdn_state_bytes(at))
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: the layer keeps less state than these sizes need");
-    std::vector<float> conv_w, a_log, dt_bias, norm_w;
-    if (!weight_f32(args->weights[0], c_dim * kc, conv_w) || !weight_f32(args->weights[1], hv, a_log) ||
-        !weight_f32(args->weights[2], hv, dt_bias) || !weight_f32(args->weights[3], dv, norm_w))
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: a weight is missing, too small or not a float type");
+    const memra_weight* cw = args->weights[0];
+    const float* a_log = static_cast<const float*>(args->weights[1]->data);
+    const float* dt_bias = static_cast<const float*>(args->weights[2]->data);
+    const float* norm_w = static_cast<const float*>(args->weights[3]->data);
     const auto* qkvz = static_cast<const float*>(args->inputs[0]->data);
     const auto* ba = static_cast<const float*>(args->inputs[1]->data);
     auto* y = static_cast<float*>(args->outputs[0]->data);
-    std::vector<float> mixed(static_cast<size_t>(c_dim)), conv(static_cast<size_t>(c_dim)), z(static_cast<size_t>(vd)),
-        beta(static_cast<size_t>(hv)), g(static_cast<size_t>(hv)), m(static_cast<size_t>(dv)), o(static_cast<size_t>(dv));
+    std::vector<float> conv(static_cast<size_t>(c_dim)), q(static_cast<size_t>(dk)), kk(static_cast<size_t>(dk)),
+        m(static_cast<size_t>(dv)), o(static_cast<size_t>(dv));
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
+    // Token rows in batch order, each on its sequence's state: the conv (as the conv
+    // kernel: each channel over its K-1 kept inputs and this one), then each value head
+    // (as the recurrence kernel: one thread per column j of S, the reductions that span a
+    // head summed in index order).
     for (int64_t t = 0; t < T; ++t) {
       char* slot = static_cast<char*>(env->state) + static_cast<uint64_t>(env->state_slots[env->seq_index[t]]) * env->state_stride;
-      float* cstate = reinterpret_cast<float*>(slot);       // [K-1][C]
-      float* S = cstate + (kc - 1) * c_dim;                  // [Hv][dk][dv]
+      float* cstate = reinterpret_cast<float*>(slot);  // [K-1][C]
+      float* S = cstate + (kc - 1) * c_dim;             // [Hv][dk][dv]
       const float* row = qkvz + t * (2 * kd + 2 * vd);
-      const int64_t group = 2 * dk + 2 * r * dv;
-      for (int64_t gi = 0; gi < hk; ++gi) {
-        const float* in = row + gi * group;
-        for (int64_t i = 0; i < dk; ++i) {
-          mixed[static_cast<size_t>(gi * dk + i)] = in[i];
-          mixed[static_cast<size_t>(kd + gi * dk + i)] = in[dk + i];
-        }
-        for (int64_t j = 0; j < r * dv; ++j) {
-          mixed[static_cast<size_t>(2 * kd + gi * r * dv + j)] = in[2 * dk + j];
-          z[static_cast<size_t>(gi * r * dv + j)] = in[2 * dk + r * dv + j];
-        }
-        for (int64_t j = 0; j < r; ++j) {
-          const float bj = ba[t * 2 * hv + gi * 2 * r + j], aj = ba[t * 2 * hv + gi * 2 * r + r + j];
-          const int64_t h = gi * r + j;
-          beta[static_cast<size_t>(h)] = sigmoid(bj);
-          g[static_cast<size_t>(h)] = -std::exp(a_log[static_cast<size_t>(h)]) * softplus(aj + dt_bias[static_cast<size_t>(h)]);
-        }
-      }
-      // Causal depthwise conv over the K-1 kept inputs and this one, then SiLU.
       for (int64_t ch = 0; ch < c_dim; ++ch) {
-        const float* w = conv_w.data() + ch * kc;
+        const float x = row[q3n_qkv_source(ch, hk, r, dk, dv)];
         float acc = 0.0f;
-        for (int64_t k = 0; k < kc - 1; ++k) acc += w[k] * cstate[k * c_dim + ch];
-        acc += w[kc - 1] * mixed[static_cast<size_t>(ch)];
-        conv[static_cast<size_t>(ch)] = silu(acc);
+        for (int64_t k = 0; k < kc - 1; ++k) acc = acc + q3n_weight(cw->data, cw->dtype, ch * kc + k) * cstate[k * c_dim + ch];
+        acc = acc + q3n_weight(cw->data, cw->dtype, ch * kc + kc - 1) * x;
+        for (int64_t k = 0; k + 1 < kc - 1; ++k) cstate[k * c_dim + ch] = cstate[(k + 1) * c_dim + ch];
+        if (kc > 1) cstate[(kc - 2) * c_dim + ch] = x;
+        conv[static_cast<size_t>(ch)] = q3n_silu(acc);
       }
-      for (int64_t k = 0; k + 1 < kc - 1; ++k) std::memcpy(cstate + k * c_dim, cstate + (k + 1) * c_dim, static_cast<size_t>(c_dim) * 4);
-      if (kc > 1) std::memcpy(cstate + (kc - 2) * c_dim, mixed.data(), static_cast<size_t>(c_dim) * 4);
-      // l2-normalised q (scaled) and k per key head.
-      float* q = conv.data();
-      float* kk = conv.data() + kd;
-      const float* v = conv.data() + 2 * kd;
-      for (int64_t gi = 0; gi < hk; ++gi) {
+      for (int64_t h = 0; h < hv; ++h) {
+        const int64_t gi = h / r;
         float sq = 0.0f, sk = 0.0f;
         for (int64_t i = 0; i < dk; ++i) {
-          sq += q[gi * dk + i] * q[gi * dk + i];
-          sk += kk[gi * dk + i] * kk[gi * dk + i];
+          q[static_cast<size_t>(i)] = conv[static_cast<size_t>(gi * dk + i)];
+          kk[static_cast<size_t>(i)] = conv[static_cast<size_t>(kd + gi * dk + i)];
+          sq = sq + q[static_cast<size_t>(i)] * q[static_cast<size_t>(i)];
+          sk = sk + kk[static_cast<size_t>(i)] * kk[static_cast<size_t>(i)];
         }
         const float iq = 1.0f / std::sqrt(sq + 1e-6f), ik = 1.0f / std::sqrt(sk + 1e-6f);
         for (int64_t i = 0; i < dk; ++i) {
-          q[gi * dk + i] = q[gi * dk + i] * iq * q_scale;
-          kk[gi * dk + i] = kk[gi * dk + i] * ik;
+          q[static_cast<size_t>(i)] = q[static_cast<size_t>(i)] * iq * q_scale;
+          kk[static_cast<size_t>(i)] = kk[static_cast<size_t>(i)] * ik;
         }
-      }
-      for (int64_t h = 0; h < hv; ++h) {
-        const float* qh = q + (h / r) * dk;
-        const float* kh = kk + (h / r) * dk;
-        const float* vh = v + h * dv;
+        const float b = ba[t * 2 * hv + gi * 2 * r + h % r], a = ba[t * 2 * hv + gi * 2 * r + r + h % r];
+        const float beta = q3n_sigmoid(b);
+        const float decay = q3n_exp(-q3n_exp(a_log[h]) * q3n_softplus(a + dt_bias[h]));
         float* Sh = S + h * dk * dv;
-        const float decay = std::exp(g[static_cast<size_t>(h)]);
-        for (int64_t i = 0; i < dk * dv; ++i) Sh[i] *= decay;
+        const float* vh = conv.data() + 2 * kd + h * dv;
         for (int64_t j = 0; j < dv; ++j) {
           float acc = 0.0f;
-          for (int64_t i = 0; i < dk; ++i) acc += Sh[i * dv + j] * kh[i];
-          m[static_cast<size_t>(j)] = (vh[j] - acc) * beta[static_cast<size_t>(h)];
+          for (int64_t i = 0; i < dk; ++i) {
+            Sh[i * dv + j] = Sh[i * dv + j] * decay;
+            acc = acc + Sh[i * dv + j] * kk[static_cast<size_t>(i)];
+          }
+          const float d = (vh[j] - acc) * beta;
+          float out = 0.0f;
+          for (int64_t i = 0; i < dk; ++i) {
+            Sh[i * dv + j] = Sh[i * dv + j] + kk[static_cast<size_t>(i)] * d;
+            out = out + Sh[i * dv + j] * q[static_cast<size_t>(i)];
+          }
+          o[static_cast<size_t>(j)] = out;
         }
-        for (int64_t i = 0; i < dk; ++i)
-          for (int64_t j = 0; j < dv; ++j) Sh[i * dv + j] += kh[i] * m[static_cast<size_t>(j)];
-        for (int64_t j = 0; j < dv; ++j) {
-          float acc = 0.0f;
-          for (int64_t i = 0; i < dk; ++i) acc += Sh[i * dv + j] * qh[i];
-          o[static_cast<size_t>(j)] = acc;
-        }
-        // Gated RMSNorm over the head.
         float ss = 0.0f;
-        for (int64_t j = 0; j < dv; ++j) ss += o[static_cast<size_t>(j)] * o[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < dv; ++j) ss = ss + o[static_cast<size_t>(j)] * o[static_cast<size_t>(j)];
         const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dv) + at.norm_eps);
         float* yh = y + t * vd + h * dv;
         for (int64_t j = 0; j < dv; ++j)
-          yh[j] = norm_w[static_cast<size_t>(j)] * (o[static_cast<size_t>(j)] * inv) * silu(z[static_cast<size_t>(h * dv + j)]);
+          yh[j] = norm_w[j] * (o[static_cast<size_t>(j)] * inv) * q3n_silu(row[q3n_z_source(h * dv + j, r, dk, dv)]);
       }
     }
     return MEMRA_OK;
@@ -177,16 +142,27 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
 
 // ---- qwen3next.split_gate ---------------------------------------------------------------
 
+}  // namespace
+
+memra_status split_gate_check(memra_plugin_ctx* ctx, const memra_op_args* args) {
+  const auto& at = *static_cast<const SplitGateAttrsV1*>(args->attrs);
+  const int64_t h = at.heads, d = at.head_dim;
+  if (h <= 0 || d <= 0 || args->num_inputs != 1 || args->num_outputs != 2 || last_dim(args->inputs[0]) != 2 * h * d ||
+      last_dim(args->outputs[0]) != h * d || last_dim(args->outputs[1]) != h * d)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.split_gate: takes [T][H*2*D] into two [T][H*D]");
+  const int64_t T = numel(args->inputs[0]) / (2 * h * d);
+  if (numel(args->outputs[0]) != T * h * d || numel(args->outputs[1]) != T * h * d)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.split_gate: outputs must hold a row per input row");
+  return MEMRA_OK;
+}
+
+namespace {
+
 memra_status split_gate_cpu(memra_plugin_ctx* ctx, const memra_op_env*, const memra_op_args* args) {
   return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = split_gate_check(ctx, args); st != MEMRA_OK) return st;
     const auto& at = *static_cast<const SplitGateAttrsV1*>(args->attrs);
-    const int64_t h = at.heads, d = at.head_dim;
-    if (h <= 0 || d <= 0 || args->num_inputs != 1 || args->num_outputs != 2 || last_dim(args->inputs[0]) != 2 * h * d ||
-        last_dim(args->outputs[0]) != h * d || last_dim(args->outputs[1]) != h * d)
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.split_gate: takes [T][H*2*D] into two [T][H*D]");
-    const int64_t T = numel(args->inputs[0]) / (2 * h * d);
-    if (numel(args->outputs[0]) != T * h * d || numel(args->outputs[1]) != T * h * d)
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.split_gate: outputs must hold a row per input row");
+    const int64_t h = at.heads, d = at.head_dim, T = numel(args->inputs[0]) / (2 * h * d);
     const auto* in = static_cast<const float*>(args->inputs[0]->data);
     auto* q = static_cast<float*>(args->outputs[0]->data);
     auto* gate = static_cast<float*>(args->outputs[1]->data);
@@ -201,30 +177,158 @@ memra_status split_gate_cpu(memra_plugin_ctx* ctx, const memra_op_env*, const me
 
 // ---- qwen3next.sigmoid_mul --------------------------------------------------------------
 
+}  // namespace
+
+memra_status sigmoid_mul_check(memra_plugin_ctx* ctx, const memra_op_args* args) {
+  if (args->num_inputs != 2 || args->num_outputs != 1)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.sigmoid_mul: takes x and gate, gives one output");
+  const int64_t n = last_dim(args->inputs[0]), rows = n > 0 ? numel(args->inputs[0]) / n : 0, gw = last_dim(args->inputs[1]);
+  if (n <= 0 || (gw != n && gw != 1) || numel(args->inputs[1]) != rows * gw || numel(args->outputs[0]) != rows * n)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.sigmoid_mul: gate must be [T][n] or [T][1] and y like x");
+  return MEMRA_OK;
+}
+
+namespace {
+
 memra_status sigmoid_mul_cpu(memra_plugin_ctx* ctx, const memra_op_env*, const memra_op_args* args) {
   return guarded(ctx, [&]() -> memra_status {
-    if (args->num_inputs != 2 || args->num_outputs != 1)
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.sigmoid_mul: takes x and gate, gives one output");
-    const int64_t n = last_dim(args->inputs[0]), rows = n > 0 ? numel(args->inputs[0]) / n : 0, gw = last_dim(args->inputs[1]);
-    if ((gw != n && gw != 1) || numel(args->inputs[1]) != rows * gw || numel(args->outputs[0]) != rows * n)
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.sigmoid_mul: gate must be [T][n] or [T][1] and y like x");
+    if (const memra_status st = sigmoid_mul_check(ctx, args); st != MEMRA_OK) return st;
+    const int64_t n = last_dim(args->inputs[0]), rows = numel(args->inputs[0]) / n, gw = last_dim(args->inputs[1]);
     const auto* x = static_cast<const float*>(args->inputs[0]->data);
     const auto* g = static_cast<const float*>(args->inputs[1]->data);
     auto* y = static_cast<float*>(args->outputs[0]->data);
     for (int64_t t = 0; t < rows; ++t)
-      for (int64_t i = 0; i < n; ++i) y[t * n + i] = x[t * n + i] * sigmoid(g[t * gw + (gw == 1 ? 0 : i)]);
+      for (int64_t i = 0; i < n; ++i) y[t * n + i] = x[t * n + i] * q3n_sigmoid(g[t * gw + (gw == 1 ? 0 : i)]);
     return MEMRA_OK;
+  });
+}
+
+// ---- memra-kernel-check's cases -----------------------------------------------------------
+
+// A case's arrays, kept by the plugin context until shutdown.
+struct CaseData {
+  std::vector<int32_t> positions, seq_index;
+  std::vector<int64_t> in_shapes, out_shapes, w_shapes;
+  std::vector<std::vector<float>> inputs, weights;
+  std::vector<const float*> in_ptrs, w_ptrs;
+  GdnAttrsV1 gdn{};
+  SplitGateAttrsV1 split{};
+  SigmoidMulAttrsV1 sigmul{};
+};
+
+std::vector<float> uniform(uint32_t seed, int64_t n, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t r = seed * 2654435761u + 12345u;
+  for (float& x : v) {
+    r = r * 1664525u + 1013904223u;
+    x = lo + (hi - lo) * (static_cast<float>(r >> 8) / 16777216.0f);
+  }
+  return v;
+}
+
+// Rows of `seqs` sequences interleaved, each in position order.
+void interleave(CaseData& c, int32_t tokens, int32_t seqs) {
+  std::vector<int32_t> next(static_cast<size_t>(seqs), 0);
+  for (int32_t t = 0; t < tokens; ++t) {
+    c.seq_index.push_back(t % seqs);
+    c.positions.push_back(next[static_cast<size_t>(t % seqs)]++);
+  }
+}
+
+memra_status fill_case(memra_plugin_ctx* ctx, std::shared_ptr<CaseData> c, const char* label, const void* attrs, size_t attrs_size,
+                       int32_t seqs, uint64_t state_bytes, float tolerance, memra_op_example* out) {
+  for (const auto& v : c->inputs) c->in_ptrs.push_back(v.data());
+  for (const auto& v : c->weights) c->w_ptrs.push_back(v.data());
+  std::memset(out, 0, sizeof *out);
+  out->struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
+  out->label = label;
+  out->attrs = attrs;
+  out->attrs_size = attrs_size;
+  out->num_tokens = static_cast<int32_t>(c->seq_index.size());
+  out->num_seqs = seqs;
+  out->positions = c->positions.data();
+  out->seq_index = c->seq_index.data();
+  out->state_bytes = state_bytes;
+  out->num_inputs = static_cast<int32_t>(c->inputs.size());
+  out->input_shapes = c->in_shapes.data();
+  out->inputs = c->in_ptrs.data();
+  out->num_outputs = static_cast<int32_t>(c->out_shapes.size() / 2);
+  out->output_shapes = c->out_shapes.data();
+  out->num_weights = static_cast<int32_t>(c->weights.size());
+  out->weight_shapes = c->w_shapes.data();
+  out->weights = c->w_ptrs.data();
+  out->tolerance = tolerance;
+  std::lock_guard lock(ctx->mu);
+  ctx->owned.push_back(std::move(c));
+  return MEMRA_OK;
+}
+
+memra_status gdn_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example* out) {
+  return guarded(ctx, [&]() -> memra_status {
+    struct Sizes {
+      int32_t hk, hv, dk, dv, kc, tokens, seqs;
+      const char* label;
+    };
+    static const Sizes kCases[] = {{1, 2, 8, 8, 4, 5, 2, "Hk 1 / Hv 2 heads of 8, 5 rows of 2 sequences"},
+                                   {2, 6, 128, 128, 4, 7, 3, "Hk 2 / Hv 6 heads of 128 (Qwen3.5 heads), 7 rows of 3 sequences"}};
+    if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
+    if (index < 0 || index >= 2) return MEMRA_ERR_NOT_FOUND;
+    const Sizes& z = kCases[index];
+    auto c = std::make_shared<CaseData>();
+    c->gdn = {sizeof(GdnAttrsV1), z.hk, z.hv, z.dk, z.dv, z.kc, 1e-6f};
+    interleave(*c, z.tokens, z.seqs);
+    const int64_t kd = static_cast<int64_t>(z.hk) * z.dk, vd = static_cast<int64_t>(z.hv) * z.dv, c_dim = 2 * kd + vd;
+    c->inputs = {uniform(1, z.tokens * (2 * kd + 2 * vd), -1.0f, 1.0f), uniform(2, z.tokens * 2LL * z.hv, -2.0f, 2.0f)};
+    c->in_shapes = {z.tokens, 2 * kd + 2 * vd, z.tokens, 2LL * z.hv};
+    c->out_shapes = {z.tokens, vd};
+    c->weights = {uniform(3, c_dim * z.kc, -0.5f, 0.5f), uniform(4, z.hv, -1.0f, 1.5f), uniform(5, z.hv, -1.0f, 1.0f),
+                  uniform(6, z.dv, 0.5f, 1.5f)};
+    c->w_shapes = {c_dim, z.kc, 1, z.hv, 1, z.hv, 1, z.dv};
+    const GdnAttrsV1* attrs = &c->gdn;
+    return fill_case(ctx, c, z.label, attrs, sizeof(GdnAttrsV1), z.seqs, gdn_state_bytes(*attrs), 0.0f, out);
+  });
+}
+
+memra_status split_gate_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example* out) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
+    if (index != 0) return MEMRA_ERR_NOT_FOUND;
+    auto c = std::make_shared<CaseData>();
+    c->split = {sizeof(SplitGateAttrsV1), 3, 64};
+    interleave(*c, 5, 1);
+    c->inputs = {uniform(7, 5 * 384, -1.0f, 1.0f)};
+    c->in_shapes = {5, 384};
+    c->out_shapes = {5, 192, 5, 192};
+    const SplitGateAttrsV1* attrs = &c->split;
+    return fill_case(ctx, c, "5 rows of 3 heads of 64", attrs, sizeof(SplitGateAttrsV1), 1, 0, 0.0f, out);
+  });
+}
+
+memra_status sigmoid_mul_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example* out) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
+    if (index < 0 || index > 1) return MEMRA_ERR_NOT_FOUND;
+    auto c = std::make_shared<CaseData>();
+    c->sigmul = {sizeof(SigmoidMulAttrsV1)};
+    interleave(*c, 6, 1);
+    const int64_t gw = index == 0 ? 100 : 1;
+    c->inputs = {uniform(8, 600, -3.0f, 3.0f), uniform(9, 6 * gw, -30.0f, 30.0f)};
+    c->in_shapes = {6, 100, 6, gw};
+    c->out_shapes = {6, 100};
+    const SigmoidMulAttrsV1* attrs = &c->sigmul;
+    return fill_case(ctx, c, index == 0 ? "a gate per element" : "a gate per row", attrs, sizeof(SigmoidMulAttrsV1), 1, 0, 0.0f,
+                     out);
   });
 }
 
 const memra_op_def kOps[] = {
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u, sizeof(GdnAttrsV1), MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE,
      "Gated DeltaNet core: causal conv + SiLU, l2-normed q/k, gated delta rule, gated RMSNorm (state qwen3next.gdn.v1)",
-     gdn_cpu, nullptr, nullptr, nullptr},
+     gdn_cpu, prepare_cuda, gdn_cuda, gdn_example},
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u, sizeof(SplitGateAttrsV1), 0u,
-     "gated attention: per-head [q | gate] rows into q and gate", split_gate_cpu, nullptr, nullptr, nullptr},
+     "gated attention: per-head [q | gate] rows into q and gate", split_gate_cpu, prepare_cuda, split_gate_cuda, split_gate_example},
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_SIGMOID_MUL, 1u, sizeof(SigmoidMulAttrsV1), 0u,
-     "x * sigmoid(gate), the gate per element or per row", sigmoid_mul_cpu, nullptr, nullptr, nullptr},
+     "x * sigmoid(gate), the gate per element or per row", sigmoid_mul_cpu, prepare_cuda, sigmoid_mul_cuda, sigmoid_mul_example},
 };
 
 }  // namespace

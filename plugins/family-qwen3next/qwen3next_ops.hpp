@@ -60,4 +60,14 @@ struct SigmoidMulAttrsV1 {
 // The definitions memra_plugin_init hands the host.
 std::span<const memra_op_def> op_defs();
 
+// Shared by each op's CPU reference (qwen3next_ops.cpp) and CUDA form (qwen3next_cuda.cpp):
+// the argument checks, then the CUDA side's functions.
+memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+memra_status split_gate_check(memra_plugin_ctx* ctx, const memra_op_args* args);
+memra_status sigmoid_mul_check(memra_plugin_ctx* ctx, const memra_op_args* args);
+memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device, void** kernel_data);
+memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+memra_status split_gate_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+memra_status sigmoid_mul_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+
 }  // namespace memra::qwen3next

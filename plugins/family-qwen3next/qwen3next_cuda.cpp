@@ -1,0 +1,139 @@
+// The CUDA forms of the family's ops (memra_op_def.prepare_cuda / run_cuda): the kernels of
+// qwen3next_kernels.fatbin (beside the plugin), loaded once per GPU backend and launched
+// through the host's kernel services with argument sizes.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "family_plugin_support.hpp"
+#include "qwen3next_ops.hpp"
+
+namespace memra::qwen3next {
+namespace {
+
+using family::guarded;
+using family::report;
+
+struct Kernels {
+  memra_kernel *conv = nullptr, *recur = nullptr, *split = nullptr, *sigmul = nullptr;
+};
+
+template <class... A>
+memra_status launch(memra_plugin_ctx* ctx, const memra_op_env* env, memra_kernel* k, uint32_t grid, uint32_t block, uint32_t smem,
+                    A... a) {
+  void* args[] = {static_cast<void*>(&a)...};
+  const size_t sizes[] = {sizeof(A)...};
+  memra_launch_config c{};
+  c.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
+  c.grid[0] = grid, c.grid[1] = 1, c.grid[2] = 1;
+  c.block[0] = block, c.block[1] = 1, c.block[2] = 1;
+  c.shared_bytes = smem;
+  c.stream = env->stream;
+  c.num_args = sizeof...(A);
+  c.arg_sizes = sizes;
+  return ctx->host->kernel_launch(ctx->host->ctx, k, &c, args);
+}
+
+const Kernels* kernels_of(memra_plugin_ctx* ctx, const memra_op_env* env) {
+  (void)ctx;
+  return static_cast<const Kernels*>(env->kernel_data);
+}
+
+}  // namespace
+
+memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device, void** kernel_data) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (!device || !kernel_data) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "prepare_cuda: NULL argument");
+    const std::string arch = device->arch ? device->arch : "";
+    if (arch != "sm_90a" && arch != "sm_120a")
+      return report(ctx, MEMRA_ERR_UNSUPPORTED, "qwen3next_kernels.fatbin has no SASS for " + (arch.empty() ? std::string("this GPU") : arch));
+    const memra_host_api* h = ctx->host;
+    if (!h->kernel_module_load || !h->kernel_get) return report(ctx, MEMRA_ERR_UNSUPPORTED, "the host has no kernel services");
+    memra_kernel_module* module = nullptr;
+    if (const memra_status st = h->kernel_module_load(h->ctx, "qwen3next_kernels", &module); st != MEMRA_OK) return st;
+    auto k = std::make_shared<Kernels>();
+    for (const auto& [name, slot] : {std::pair{"q3n_gdn_conv", &k->conv}, std::pair{"q3n_gdn_recur", &k->recur},
+                                     std::pair{"q3n_split_gate", &k->split}, std::pair{"q3n_sigmoid_mul", &k->sigmul}})
+      if (const memra_status st = h->kernel_get(h->ctx, module, name, slot); st != MEMRA_OK) return st;
+    *kernel_data = k.get();
+    std::lock_guard lock(ctx->mu);
+    ctx->owned.push_back(std::move(k));
+    return MEMRA_OK;
+  });
+}
+
+memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = gdn_check(ctx, env, args); st != MEMRA_OK) return st;
+    const Kernels* k = kernels_of(ctx, env);
+    if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: not prepared on this backend");
+    const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
+    const int32_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
+    const int64_t c_dim = 2ll * hk * dk + static_cast<int64_t>(hv) * dv;
+    const int32_t tokens = args->batch->num_tokens;
+    void* conv_out = nullptr;
+    if (const memra_status st = env->scratch(env, static_cast<uint64_t>(tokens) * static_cast<uint64_t>(c_dim) * 4, &conv_out);
+        st != MEMRA_OK)
+      return report(ctx, st, "qwen3next.gated_delta_net: no step scratch for the conv output");
+    const float* qkvz = static_cast<const float*>(args->inputs[0]->data);
+    const float* ba = static_cast<const float*>(args->inputs[1]->data);
+    float* y = static_cast<float*>(args->outputs[0]->data);
+    const void* conv_w = args->weights[0]->data;
+    const int32_t w_dtype = args->weights[0]->dtype;
+    const float* a_log = static_cast<const float*>(args->weights[1]->data);
+    const float* dt_bias = static_cast<const float*>(args->weights[2]->data);
+    const float* norm_w = static_cast<const float*>(args->weights[3]->data);
+    const int32_t* seq = env->seq_index;
+    const int32_t* slots = env->state_slots;
+    char* state = static_cast<char*>(env->state);
+    const unsigned long long stride = env->state_stride;
+    float* conv = static_cast<float*>(conv_out);
+    if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 127) / 128), 128, 0, qkvz, tokens, hk, hv, dk,
+                                       dv, kc, conv_w, w_dtype, seq, slots, state, stride, conv);
+        st != MEMRA_OK)
+      return st;
+    uint32_t threads = static_cast<uint32_t>(std::max(dk, dv));
+    threads = std::min<uint32_t>(1024, (threads + 31) / 32 * 32);
+    const uint32_t smem = static_cast<uint32_t>((static_cast<uint64_t>(dk) * dv + 2ull * dk + dv + 8) * 4);
+    const float* conv_in = conv;
+    return launch(ctx, env, k->recur, static_cast<uint32_t>(hv), threads, smem, qkvz, ba, conv_in, tokens, hk, hv, dk, dv, kc, a_log,
+                  dt_bias, norm_w, at.norm_eps, seq, slots, state, stride, y);
+  });
+}
+
+memra_status split_gate_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = split_gate_check(ctx, args); st != MEMRA_OK) return st;
+    const Kernels* k = kernels_of(ctx, env);
+    if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.split_gate: not prepared on this backend");
+    const auto& at = *static_cast<const SplitGateAttrsV1*>(args->attrs);
+    const int32_t d = at.head_dim;
+    int64_t n = 1;
+    for (int32_t i = 0; i < args->outputs[0]->ndim; ++i) n *= args->outputs[0]->shape[i];
+    const long long rows = n / d;
+    const float* in = static_cast<const float*>(args->inputs[0]->data);
+    float* q = static_cast<float*>(args->outputs[0]->data);
+    float* gate = static_cast<float*>(args->outputs[1]->data);
+    return launch(ctx, env, k->split, static_cast<uint32_t>((n + 255) / 256), 256, 0, in, rows, d, q, gate);
+  });
+}
+
+memra_status sigmoid_mul_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = sigmoid_mul_check(ctx, args); st != MEMRA_OK) return st;
+    const Kernels* k = kernels_of(ctx, env);
+    if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.sigmoid_mul: not prepared on this backend");
+    const memra_tensor* xt = args->inputs[0];
+    const int32_t n = static_cast<int32_t>(xt->shape[xt->ndim - 1]);
+    int64_t total = 1;
+    for (int32_t i = 0; i < xt->ndim; ++i) total *= xt->shape[i];
+    const long long rows = total / n;
+    const int32_t gw = static_cast<int32_t>(args->inputs[1]->shape[args->inputs[1]->ndim - 1]);
+    const float* x = static_cast<const float*>(xt->data);
+    const float* g = static_cast<const float*>(args->inputs[1]->data);
+    float* y = static_cast<float*>(args->outputs[0]->data);
+    return launch(ctx, env, k->sigmul, static_cast<uint32_t>((total + 255) / 256), 256, 0, x, g, rows, n, gw, y);
+  });
+}
+
+}  // namespace memra::qwen3next

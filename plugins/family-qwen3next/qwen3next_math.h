@@ -1,0 +1,117 @@
+// The scalar arithmetic the family's ops share between their CPU references
+// (qwen3next_ops.cpp) and their CUDA kernels (qwen3next_kernels.cu): exp, log1p and the
+// activations built on them from f32 operations that round the same way on both (each
+// +, *, /, sqrt correctly rounded; both sides compiled without contraction), so a kernel
+// is bitwise its reference. Accuracy: exp and log1p within a few ulp of the true value.
+#ifndef MEMRA_QWEN3NEXT_MATH_H
+#define MEMRA_QWEN3NEXT_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#define Q3N_HD __host__ __device__ inline
+#else
+#define Q3N_HD inline
+#endif
+
+Q3N_HD float q3n_bits_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+Q3N_HD uint32_t q3n_float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+// e^x: x = n ln2 + r (Cody-Waite, |r| <= ln2 / 2), e^r by its Taylor series to r^8 / 8!.
+Q3N_HD float q3n_exp(float x) {
+  if (!(x == x)) return x;
+  if (x > 88.7228f) return q3n_bits_float(0x7f800000u);
+  if (x < -103.9f) return 0.0f;
+  const float kShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float t = x * 1.44269502162933349609375f + kShift;
+  const float nf = t - kShift;
+  float r = x - nf * 0.693145751953125f;  // ln2's upper bits: nf * them is exact
+  r = r - nf * 1.428606765330187045e-06f;
+  float p = 2.48015873015873016e-5f;
+  p = p * r + 1.98412698412698413e-4f;
+  p = p * r + 1.38888888888888889e-3f;
+  p = p * r + 8.33333333333333333e-3f;
+  p = p * r + 4.16666666666666667e-2f;
+  p = p * r + 1.66666666666666667e-1f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t n = (int32_t)nf;
+  if (n < -126) return (p * q3n_bits_float((uint32_t)(n + 64 + 127) << 23)) * q3n_bits_float((uint32_t)(127 - 64) << 23);
+  if (n > 127) return (p * q3n_bits_float((uint32_t)(n - 1 + 127) << 23)) * 2.0f;
+  return p * q3n_bits_float((uint32_t)(n + 127) << 23);
+}
+
+// log(1 + y) for y in [0, 1]: u = 1 + y, log u from atanh's series in s = (u-1)/(u+1)
+// after halving u past sqrt 2, scaled by y / (u - 1) for the rounding of 1 + y.
+Q3N_HD float q3n_log1p01(float y) {
+  const float u = 1.0f + y;
+  if (u == 1.0f) return y;
+  float f = u, e = 0.0f;
+  if (f > 1.41421356f) {
+    f = f * 0.5f;
+    e = 1.0f;
+  }
+  const float s = (f - 1.0f) / (f + 1.0f);
+  const float s2 = s * s;
+  float p = 0.153846153846153846f;  // 2/13
+  p = p * s2 + 0.181818181818181818f;
+  p = p * s2 + 0.222222222222222222f;
+  p = p * s2 + 0.285714285714285714f;
+  p = p * s2 + 0.4f;
+  p = p * s2 + 0.666666666666666667f;
+  p = p * s2 + 2.0f;
+  const float log_u = (s * p + e * 1.428606765330187045e-06f) + e * 0.693145751953125f;
+  return log_u * (y / (u - 1.0f));
+}
+
+Q3N_HD float q3n_sigmoid(float x) { return 1.0f / (1.0f + q3n_exp(-x)); }
+Q3N_HD float q3n_silu(float x) { return x / (1.0f + q3n_exp(-x)); }
+// log(1 + e^x), x itself past 20 (as torch's softplus).
+Q3N_HD float q3n_softplus(float x) {
+  if (x > 20.0f) return x;
+  const float m = x > 0.0f ? x : 0.0f;
+  return m + q3n_log1p01(q3n_exp(x > 0.0f ? -x : x));
+}
+
+// A stored weight element as f32: dtype 1 f32, 2 f16, 3 bf16 (memra_dtype's codes).
+Q3N_HD float q3n_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (exp == 0) {
+    if (man == 0) return q3n_bits_float(sign);
+    const float v = (float)man * 5.9604644775390625e-08f;  // man * 2^-24, exact
+    return sign ? -v : v;
+  }
+  if (exp == 31) return q3n_bits_float(sign | 0x7f800000u | man << 13);
+  return q3n_bits_float(sign | (exp + 112u) << 23 | man << 13);
+}
+Q3N_HD float q3n_weight(const void* w, int32_t dtype, int64_t i) {
+  if (dtype == 3) return q3n_bits_float((uint32_t)((const uint16_t*)w)[i] << 16);
+  if (dtype == 2) return q3n_f16_to_f32(((const uint16_t*)w)[i]);
+  return ((const float*)w)[i];
+}
+
+// Where channel c of the conv's input [q | k | v] (C = 2 Hk dk + Hv dv) sits in a qkvz row
+// of Hk groups [q dk | k dk | v r dv | z r dv]; and value element c' (h dv + j) of z.
+Q3N_HD int64_t q3n_qkv_source(int64_t c, int64_t hk, int64_t r, int64_t dk, int64_t dv) {
+  const int64_t kd = hk * dk, group = 2 * dk + 2 * r * dv;
+  if (c < kd) return (c / dk) * group + c % dk;
+  if (c < 2 * kd) return ((c - kd) / dk) * group + dk + (c - kd) % dk;
+  const int64_t v = c - 2 * kd;
+  return (v / (r * dv)) * group + 2 * dk + v % (r * dv);
+}
+Q3N_HD int64_t q3n_z_source(int64_t v, int64_t r, int64_t dk, int64_t dv) {
+  const int64_t group = 2 * dk + 2 * r * dv;
+  return (v / (r * dv)) * group + 2 * dk + r * dv + v % (r * dv);
+}
+
+#endif

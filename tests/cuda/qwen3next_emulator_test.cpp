@@ -1,0 +1,218 @@
+// family-qwen3next's CUDA kernels (plugins/family-qwen3next/qwen3next_kernels.cu), the file
+// itself, on the host CTA emulator (no GPU needed), against the plugin's own CPU
+// references (loaded through the plugin host, run as the CPU backend runs them) on the
+// cases the plugin gives memra-kernel-check: bitwise, over two calls (the second starting
+// from the recurrent state the first left). And the shared scalar math against libm.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/plugin_host/plugin_host.hpp"
+#include "plugins/family-qwen3next/qwen3next_ops.hpp"
+#include "tests/support/build_plugins.hpp"
+#include "tests/cuda/cta_emulator.hpp"  // (last but one: it defines CUDA's keywords as macros)
+#include "plugins/family-qwen3next/qwen3next_kernels.cu"
+
+namespace {
+
+using memra::plugins::FamilyPlugin;
+
+const memra_op_def* op_named(const FamilyPlugin& f, const char* name) {
+  for (const memra_op_def& d : f.ops())
+    if (std::strcmp(d.name, name) == 0) return &d;
+  return nullptr;
+}
+
+FamilyPlugin family() {
+  auto f = memra::testing::build_plugins().family("qwen3next");
+  if (!f) throw std::runtime_error(f.error().message);
+  return *f;
+}
+
+struct Scratch {
+  std::vector<std::vector<float>> blocks;
+};
+
+// The CPU reference's environment: host state (one slot per sequence), host batch arrays.
+memra_op_env cpu_env(std::vector<uint8_t>& state, uint64_t stride, int32_t seqs, const memra_op_example& e, std::vector<int32_t>& slots,
+                     Scratch& scratch) {
+  memra_op_env env{};
+  env.struct_size = MEMRA_OP_ENV_STRUCT_SIZE;
+  env.backend = MEMRA_BACKEND_CPU;
+  env.state = state.empty() ? nullptr : state.data();
+  env.state_stride = stride;
+  env.num_state_slots = seqs;
+  env.positions = e.positions;
+  env.seq_index = e.seq_index;
+  env.state_slots = slots.data();
+  env.scratch_ctx = &scratch;
+  env.scratch = [](const memra_op_env* en, uint64_t bytes, void** out) {
+    auto* s = static_cast<Scratch*>(en->scratch_ctx);
+    s->blocks.emplace_back((bytes + 3) / 4);
+    *out = s->blocks.back().data();
+    return MEMRA_OK;
+  };
+  return env;
+}
+
+memra_tensor tensor(float* data, int64_t rows, int64_t cols) {
+  memra_tensor t{};
+  t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
+  t.dtype = MEMRA_DTYPE_F32;
+  t.ndim = 2;
+  t.shape[0] = rows, t.shape[1] = cols;
+  t.data = data;
+  return t;
+}
+
+TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
+  const FamilyPlugin f = family();
+  const memra_op_def* op = op_named(f, "qwen3next.gated_delta_net");
+  ASSERT_NE(op, nullptr);
+  for (int32_t index = 0;; ++index) {
+    memra_op_example e{};
+    e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
+    if (op->example(f.ctx(), index, &e) == MEMRA_ERR_NOT_FOUND) break;
+    SCOPED_TRACE(e.label);
+    const auto& at = *static_cast<const memra::qwen3next::GdnAttrsV1*>(e.attrs);
+    const int32_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
+    const float eps = at.norm_eps;
+    const int64_t kd = int64_t{hk} * dk, vd = int64_t{hv} * dv, c_dim = 2 * kd + vd, T = e.num_tokens;
+    std::vector<int32_t> slots(static_cast<size_t>(e.num_seqs));
+    for (int32_t s = 0; s < e.num_seqs; ++s) slots[static_cast<size_t>(s)] = e.num_seqs - 1 - s;  // not the identity
+    std::vector<uint8_t> cpu_state(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0), emu_state = cpu_state;
+    std::vector<float> qkvz(e.inputs[0], e.inputs[0] + T * (2 * kd + 2 * vd)), ba(e.inputs[1], e.inputs[1] + T * 2 * hv);
+    std::vector<memra_weight> w(4);
+    const memra_weight* wp[4];
+    for (int i = 0; i < 4; ++i) {
+      w[i].struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
+      w[i].dtype = MEMRA_DTYPE_F32;
+      w[i].ndim = 2;
+      w[i].shape[0] = e.weight_shapes[2 * i], w[i].shape[1] = e.weight_shapes[2 * i + 1];
+      w[i].bytes = static_cast<uint64_t>(w[i].shape[0] * w[i].shape[1]) * 4;
+      w[i].data = e.weights[i];
+      wp[i] = &w[i];
+    }
+    memra_forward_batch b{};
+    b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+    b.num_tokens = e.num_tokens;
+    b.num_seqs = e.num_seqs;
+    b.seq_index = e.seq_index;
+    b.positions = e.positions;
+    b.state_slots = slots.data();
+    for (int call = 0; call < 2; ++call) {
+      SCOPED_TRACE(call);
+      std::vector<float> y_cpu(static_cast<size_t>(T * vd), NAN), y_emu(static_cast<size_t>(T * vd), NAN);
+      Scratch scratch;
+      const memra_op_env env = cpu_env(cpu_state, e.state_bytes, e.num_seqs, e, slots, scratch);
+      memra_tensor in0 = tensor(qkvz.data(), T, 2 * kd + 2 * vd), in1 = tensor(ba.data(), T, 2 * hv), out = tensor(y_cpu.data(), T, vd);
+      const memra_tensor* ins[2] = {&in0, &in1};
+      memra_tensor* outs[1] = {&out};
+      memra_op_args args{};
+      args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+      args.attrs_version = 1;
+      args.attrs = e.attrs;
+      args.attrs_size = e.attrs_size;
+      args.num_inputs = 2, args.inputs = ins, args.num_outputs = 1, args.outputs = outs;
+      args.num_weights = 4, args.weights = wp;
+      args.batch = &b;
+      ASSERT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
+      // The same step through the kernels, as the CUDA form launches them.
+      std::vector<float> conv(static_cast<size_t>(T * c_dim), NAN);
+      char* st = reinterpret_cast<char*>(emu_state.data());
+      memra::cuda_emu::launch(static_cast<unsigned>((c_dim + 127) / 128), 1, 128,
+                              [&] {
+                                q3n_gdn_conv(qkvz.data(), e.num_tokens, hk, hv, dk, dv, kc, e.weights[0], MEMRA_DTYPE_F32, e.seq_index,
+                                             slots.data(), st, e.state_bytes, conv.data());
+                              },
+                              [] {});
+      const int threads = std::min(1024, (std::max(dk, dv) + 31) / 32 * 32);
+      memra::cuda_emu::launch(static_cast<unsigned>(hv), 1, threads,
+                              [&] {
+                                q3n_gdn_recur(qkvz.data(), ba.data(), conv.data(), e.num_tokens, hk, hv, dk, dv, kc, e.weights[1],
+                                              e.weights[2], e.weights[3], eps, e.seq_index, slots.data(), st, e.state_bytes, y_emu.data());
+                              },
+                              [] {});
+      EXPECT_EQ(std::memcmp(y_cpu.data(), y_emu.data(), y_cpu.size() * 4), 0) << "outputs";
+      EXPECT_EQ(std::memcmp(cpu_state.data(), emu_state.data(), cpu_state.size()), 0) << "states";
+    }
+  }
+}
+
+TEST(Qwen3NextEmulated, TheElementwiseKernelsAreTheReferenceBitwise) {
+  const FamilyPlugin f = family();
+  for (const char* name : {"qwen3next.split_gate", "qwen3next.sigmoid_mul"}) {
+    const memra_op_def* op = op_named(f, name);
+    ASSERT_NE(op, nullptr) << name;
+    for (int32_t index = 0;; ++index) {
+      memra_op_example e{};
+      e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
+      if (op->example(f.ctx(), index, &e) == MEMRA_ERR_NOT_FOUND) break;
+      SCOPED_TRACE(std::string(name) + ": " + e.label);
+      std::vector<std::vector<float>> in, out_cpu, out_emu;
+      std::vector<memra_tensor> ti, to;
+      for (int32_t i = 0; i < e.num_inputs; ++i)
+        in.emplace_back(e.inputs[i], e.inputs[i] + e.input_shapes[2 * i] * e.input_shapes[2 * i + 1]);
+      for (int32_t i = 0; i < e.num_outputs; ++i) {
+        out_cpu.emplace_back(static_cast<size_t>(e.output_shapes[2 * i] * e.output_shapes[2 * i + 1]), NAN);
+        out_emu.push_back(out_cpu.back());
+      }
+      for (int32_t i = 0; i < e.num_inputs; ++i) ti.push_back(tensor(in[i].data(), e.input_shapes[2 * i], e.input_shapes[2 * i + 1]));
+      for (int32_t i = 0; i < e.num_outputs; ++i)
+        to.push_back(tensor(out_cpu[i].data(), e.output_shapes[2 * i], e.output_shapes[2 * i + 1]));
+      std::vector<const memra_tensor*> ins;
+      std::vector<memra_tensor*> outs;
+      for (auto& t : ti) ins.push_back(&t);
+      for (auto& t : to) outs.push_back(&t);
+      memra_op_env env{};
+      env.struct_size = MEMRA_OP_ENV_STRUCT_SIZE;
+      memra_op_args args{};
+      args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+      args.attrs_version = 1;
+      args.attrs = e.attrs;
+      args.attrs_size = e.attrs_size;
+      args.num_inputs = e.num_inputs, args.inputs = ins.data(), args.num_outputs = e.num_outputs, args.outputs = outs.data();
+      ASSERT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
+      if (std::strcmp(name, "qwen3next.split_gate") == 0) {
+        const int32_t d = static_cast<const memra::qwen3next::SplitGateAttrsV1*>(e.attrs)->head_dim;
+        const long long rows = static_cast<long long>(out_emu[0].size()) / d;
+        memra::cuda_emu::launch(static_cast<unsigned>((rows * d + 255) / 256), 1, 256,
+                                [&] { q3n_split_gate(in[0].data(), rows, d, out_emu[0].data(), out_emu[1].data()); }, [] {});
+      } else {
+        const int32_t n = static_cast<int32_t>(e.input_shapes[1]), gw = static_cast<int32_t>(e.input_shapes[3]);
+        const long long rows = e.input_shapes[0];
+        memra::cuda_emu::launch(static_cast<unsigned>((rows * n + 255) / 256), 1, 256,
+                                [&] { q3n_sigmoid_mul(in[0].data(), in[1].data(), rows, n, gw, out_emu[0].data()); }, [] {});
+      }
+      for (int32_t i = 0; i < e.num_outputs; ++i)
+        EXPECT_EQ(std::memcmp(out_cpu[i].data(), out_emu[i].data(), out_cpu[i].size() * 4), 0) << "output " << i;
+    }
+  }
+}
+
+// The shared scalar math stays within a few ulp of libm's (double-precision) values.
+TEST(Qwen3NextMath, ExpLog1pAndSoftplusAreAccurate) {
+  double worst_exp = 0, worst_log1p = 0, worst_softplus = 0;
+  for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    worst_exp = std::max(worst_exp, std::fabs(q3n_exp(x) - want) / want);
+  }
+  for (float y = 0.0f; y <= 1.0f; y += 0.000731f) {
+    const double want = std::log1p(static_cast<double>(y));
+    if (want > 0) worst_log1p = std::max(worst_log1p, std::fabs(q3n_log1p01(y) - want) / want);
+  }
+  for (float x = -40.0f; x < 40.0f; x += 0.0071f) {
+    const double want = x > 20.0f ? x : std::log1p(std::exp(static_cast<double>(x)));
+    worst_softplus = std::max(worst_softplus, std::fabs(q3n_softplus(x) - want) / want);
+  }
+  std::cout << "max relative error: exp " << worst_exp << ", log1p " << worst_log1p << ", softplus " << worst_softplus << "\n";
+  EXPECT_LT(worst_exp, 4 * 1.2e-7);
+  EXPECT_LT(worst_log1p, 4 * 1.2e-7);
+  EXPECT_LT(worst_softplus, 4 * 1.2e-7);
+  EXPECT_EQ(q3n_exp(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isinf(q3n_exp(100.0f)));
+}
+
+}  // namespace
