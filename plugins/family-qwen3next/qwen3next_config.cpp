@@ -15,12 +15,23 @@ using family::Fields;
 using family::json;
 using family::RawConfig;
 
-constexpr const char* kArchitectures[] = {"Qwen3NextForCausalLM"};
+// HF class -> whether its DeltaNet projections are Qwen3.5's separate ones.
+struct Arch {
+  const char* hf;
+  bool split_projections;
+};
+constexpr Arch kArchitectures[] = {
+    {"Qwen3NextForCausalLM", false},
+    {"Qwen3_5ForCausalLM", true},
+    {"Qwen3_5MoeForCausalLM", true},
+    {"Qwen3_5ForConditionalGeneration", true},  // the text part: the vision tower is not read yet
+    {"Qwen3_5MoeForConditionalGeneration", true},
+};
 
-json from_hf(const RawConfig& raw) {
+json from_hf(const RawConfig& raw, const Arch& arch) {
   const Fields c(raw.config, "config.json");
   json out;
-  out["model_type"] = c.string("model_type", "qwen3_next");
+  out["model_type"] = c.string("model_type", arch.split_projections ? "qwen3_5_text" : "qwen3_next");
   std::string dtype = c.string("dtype", "");
   if (dtype.empty()) dtype = c.string("torch_dtype", "");
   out["dtype"] = dtype;
@@ -60,6 +71,7 @@ json from_hf(const RawConfig& raw) {
   out["linear_key_head_dim"] = c.integer("linear_key_head_dim", std::nullopt);
   out["linear_value_head_dim"] = c.integer("linear_value_head_dim", std::nullopt);
   out["linear_conv_kernel_dim"] = c.integer("linear_conv_kernel_dim", 4);
+  out["linear_projections"] = arch.split_projections ? "split" : "grouped";
   out["rope"] = family::hf_rope(c, 10000.0, head_dim, max_pos);
   out["num_experts"] = c.integer("num_experts", 0);
   out["num_experts_per_tok"] = c.integer("num_experts_per_tok", 0);
@@ -81,15 +93,19 @@ json from_hf(const RawConfig& raw) {
 
 std::string normalize_config(const char* raw_json) {
   const RawConfig raw = family::parse_raw_config(raw_json);
-  bool known = false;
-  for (const char* a : kArchitectures) known = known || raw.architecture == a;
+  const Arch* arch = nullptr;
+  for (const Arch& a : kArchitectures)
+    if (raw.architecture == a.hf) arch = &a;
   if (raw.format != "hf")
     throw family::PluginError(MEMRA_ERR_UNSUPPORTED, "GGUF architecture '" + raw.architecture +
                                                          "': family-qwen3next reads Hugging Face checkpoints only so far");
-  if (!known)
+  if (!arch) {
+    std::string served;
+    for (const Arch& a : kArchitectures) served += (served.empty() ? "" : ", ") + std::string(a.hf);
     throw family::PluginError(MEMRA_ERR_UNSUPPORTED,
-                              "architecture '" + raw.architecture + "' is not one this family serves; it serves Qwen3NextForCausalLM");
-  json out = from_hf(raw);
+                              "architecture '" + raw.architecture + "' is not one this family serves; it serves " + served);
+  }
+  json out = from_hf(raw, *arch);
   out["memra_config_version"] = family::kNormalisedConfigVersion;
   out["architecture"] = raw.architecture;
   out["family"] = "qwen3next";
@@ -98,7 +114,8 @@ std::string normalize_config(const char* raw_json) {
 }
 
 const char* const* handled_architectures() {
-  static const char* const kHandles[] = {"Qwen3NextForCausalLM", nullptr};
+  static const char* const kHandles[] = {"Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+                                         "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", nullptr};
   return kHandles;
 }
 

@@ -75,8 +75,7 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     if (const memra_status st = env->scratch(env, static_cast<uint64_t>(tokens) * static_cast<uint64_t>(c_dim) * 4, &conv_out);
         st != MEMRA_OK)
       return report(ctx, st, "qwen3next.gated_delta_net: no step scratch for the conv output");
-    const float* qkvz = static_cast<const float*>(args->inputs[0]->data);
-    const float* ba = static_cast<const float*>(args->inputs[1]->data);
+    const q3n_sources src = sources_of(at, args);
     float* y = static_cast<float*>(args->outputs[0]->data);
     const void* conv_w = args->weights[0]->data;
     const int32_t w_dtype = args->weights[0]->dtype;
@@ -88,16 +87,16 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     char* state = static_cast<char*>(env->state);
     const unsigned long long stride = env->state_stride;
     float* conv = static_cast<float*>(conv_out);
-    if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 127) / 128), 128, 0, qkvz, tokens, hk, hv, dk,
-                                       dv, kc, conv_w, w_dtype, seq, slots, state, stride, conv);
+    if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 127) / 128), 128, 0, src, tokens, kc, conv_w,
+                                       w_dtype, seq, slots, state, stride, conv);
         st != MEMRA_OK)
       return st;
     uint32_t threads = static_cast<uint32_t>(std::max(dk, dv));
     threads = std::min<uint32_t>(1024, (threads + 31) / 32 * 32);
     const uint32_t smem = static_cast<uint32_t>((static_cast<uint64_t>(dk) * dv + 2ull * dk + dv + 8) * 4);
     const float* conv_in = conv;
-    return launch(ctx, env, k->recur, static_cast<uint32_t>(hv), threads, smem, qkvz, ba, conv_in, tokens, hk, hv, dk, dv, kc, a_log,
-                  dt_bias, norm_w, at.norm_eps, seq, slots, state, stride, y);
+    return launch(ctx, env, k->recur, static_cast<uint32_t>(hv), threads, smem, src, conv_in, tokens, kc, a_log, dt_bias, norm_w,
+                  at.norm_eps, seq, slots, state, stride, y);
   });
 }
 

@@ -82,6 +82,10 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.ssm_in = get(b + "ssm_in.weight");
     L.ssm_ba = get(b + "ssm_ba.weight");
     L.ssm_out = get(b + "ssm_out.weight");
+    L.ssm_qkv = get(b + "attn_qkv.weight");
+    L.ssm_z = get(b + "attn_gate.weight");
+    L.ssm_b = get(b + "ssm_beta.weight");
+    L.ssm_a = get(b + "ssm_alpha.weight");
     L.gdn_weights[0] = get(b + "ssm_conv1d.weight");
     L.gdn_weights[1] = get(b + "ssm_a_log");
     L.gdn_weights[2] = get(b + "ssm_dt.bias");
@@ -159,10 +163,15 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   Q3N_OP(make(T, p.hidden, h), "alloc");
   Q3N_OP(make(T, p.hidden, mix), "alloc");
   Q3N_OP(make(T, p.hidden, down), "alloc");
-  memra_tensor qkvz{}, ba{}, y{};
+  const bool split_rows = g.layout == QWEN3NEXT_GDN_SPLIT;
+  memra_tensor qkvz{}, ba{}, zt{}, at{}, y{};  // split: qkvz holds qkv, ba holds b
   if (!p.linear_layers.empty()) {
-    Q3N_OP(make(T, 2 * kd + 2 * vd, qkvz), "alloc");
-    Q3N_OP(make(T, 2 * g.num_v_heads, ba), "alloc");
+    Q3N_OP(make(T, split_rows ? 2 * kd + vd : 2 * kd + 2 * vd, qkvz), "alloc");
+    Q3N_OP(make(T, split_rows ? g.num_v_heads : 2 * g.num_v_heads, ba), "alloc");
+    if (split_rows) {
+      Q3N_OP(make(T, vd, zt), "alloc");
+      Q3N_OP(make(T, g.num_v_heads, at), "alloc");
+    }
     Q3N_OP(make(T, vd, y), "alloc");
   }
   memra_tensor qg{}, q{}, gate{}, k{}, v{}, attn{};
@@ -213,12 +222,19 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     const Layer& L = m.layers[static_cast<size_t>(l)];
     const auto layer = static_cast<int32_t>(l);
     if (p.layer_linear[static_cast<size_t>(l)]) {
-      Q3N_OP(o.matmul(c, &h, L.ssm_in, nullptr, &qkvz), "ssm_in");
-      Q3N_OP(o.matmul(c, &h, L.ssm_ba, nullptr, &ba), "ssm_ba");
       memra_op_args a = op_args(layer, 1u, &g, sizeof g, &batch);
-      const memra_tensor* in[2] = {&qkvz, &ba};
+      const memra_tensor* in[4] = {&qkvz, split_rows ? &zt : &ba, &ba, &at};  // split: qkv, z, b, a
       memra_tensor* out[1] = {&y};
-      a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
+      if (split_rows) {
+        Q3N_OP(o.matmul(c, &h, L.ssm_qkv, nullptr, &qkvz), "attn_qkv");
+        Q3N_OP(o.matmul(c, &h, L.ssm_z, nullptr, &zt), "attn_gate");
+        Q3N_OP(o.matmul(c, &h, L.ssm_b, nullptr, &ba), "ssm_beta");
+        Q3N_OP(o.matmul(c, &h, L.ssm_a, nullptr, &at), "ssm_alpha");
+      } else {
+        Q3N_OP(o.matmul(c, &h, L.ssm_in, nullptr, &qkvz), "ssm_in");
+        Q3N_OP(o.matmul(c, &h, L.ssm_ba, nullptr, &ba), "ssm_ba");
+      }
+      a.num_inputs = split_rows ? 4 : 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
       a.num_weights = 4, a.weights = L.gdn_weights;
       Q3N_OP(o.op_run(c, m.gdn, &a), "gated_delta_net");
       Q3N_OP(o.matmul(c, &y, L.ssm_out, nullptr, &mix), "ssm_out");

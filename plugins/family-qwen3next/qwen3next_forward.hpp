@@ -14,7 +14,8 @@ struct Layer {
   const memra_weight* attn_norm = nullptr;
   const memra_weight* post_norm = nullptr;
   // Gated DeltaNet: the projections, then the op's weights (conv, A_log, dt_bias, norm).
-  const memra_weight *ssm_in = nullptr, *ssm_ba = nullptr, *ssm_out = nullptr;
+  const memra_weight *ssm_in = nullptr, *ssm_ba = nullptr, *ssm_out = nullptr;  // grouped (Qwen3-Next)
+  const memra_weight *ssm_qkv = nullptr, *ssm_z = nullptr, *ssm_b = nullptr, *ssm_a = nullptr;  // split (Qwen3.5)
   const memra_weight* gdn_weights[4] = {};
   // Gated attention.
   const memra_weight *wq = nullptr, *wk = nullptr, *wv = nullptr, *bq = nullptr, *bk = nullptr, *bv = nullptr;

@@ -9,16 +9,15 @@
 // step's rows in batch order (a sequence's rows in position order), each on its sequence's
 // kept inputs: conv_out[t][c] = silu(sum_k w[c][k] x_{t-K+1+k}[c]), the K-1 inputs before
 // it then shifted in the state.
-extern "C" __global__ void q3n_gdn_conv(const float* qkvz, int32_t tokens, int32_t hk, int32_t hv, int32_t dk, int32_t dv,
-                                        int32_t kc, const void* conv_w, int32_t w_dtype, const int32_t* seq_index,
-                                        const int32_t* slots, char* state, unsigned long long stride, float* conv_out) {
-  const int64_t r = hv / hk, kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
+extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype,
+                                        const int32_t* seq_index, const int32_t* slots, char* state, unsigned long long stride,
+                                        float* conv_out) {
+  const int64_t c_dim = 2 * (int64_t)src.hk * src.dk + (int64_t)src.hv * src.dv;
   const int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c_dim) return;
-  const int64_t src = q3n_qkv_source(ch, hk, r, dk, dv);
   for (int32_t t = 0; t < tokens; ++t) {
     float* cstate = (float*)(state + (unsigned long long)slots[seq_index[t]] * stride);
-    const float x = qkvz[(int64_t)t * (2 * kd + 2 * vd) + src];
+    const float x = q3n_conv_in(&src, t, ch);
     float acc = 0.0f;
     for (int32_t k = 0; k < kc - 1; ++k) acc = acc + q3n_weight(conv_w, w_dtype, ch * kc + k) * cstate[k * c_dim + ch];
     acc = acc + q3n_weight(conv_w, w_dtype, ch * kc + kc - 1) * x;
@@ -32,13 +31,13 @@ extern "C" __global__ void q3n_gdn_conv(const float* qkvz, int32_t tokens, int32
 // column j of the head's state S [dk][dv] (kept in shared memory while consecutive rows are
 // its sequence's), over the step's rows in batch order. Thread 0 does the reductions that
 // span a head (q/k norms, the gated RMSNorm) in index order, as the reference does.
-extern "C" __global__ void q3n_gdn_recur(const float* qkvz, const float* ba, const float* conv_out, int32_t tokens, int32_t hk,
-                                         int32_t hv, int32_t dk, int32_t dv, int32_t kc, const float* a_log, const float* dt_bias,
-                                         const float* norm_w, float eps, const int32_t* seq_index, const int32_t* slots,
-                                         char* state, unsigned long long stride, float* y) {
+extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, int32_t tokens, int32_t kc, const float* a_log,
+                                         const float* dt_bias, const float* norm_w, float eps, const int32_t* seq_index,
+                                         const int32_t* slots, char* state, unsigned long long stride, float* y) {
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
+  const int32_t hk = src.hk, hv = src.hv, dk = src.dk, dv = src.dv;
   const int64_t r = hv / hk, kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
   const int32_t h = blockIdx.x, gi = h / (int32_t)r, tid = threadIdx.x, nthreads = blockDim.x;
   float* S = (float*)smem_raw;  // [dk][dv]
@@ -73,8 +72,7 @@ extern "C" __global__ void q3n_gdn_recur(const float* qkvz, const float* ba, con
       }
       scal[0] = 1.0f / sqrtf(sq + 1e-6f);
       scal[1] = 1.0f / sqrtf(sk + 1e-6f);
-      const float b = ba[(int64_t)t * 2 * hv + (int64_t)gi * 2 * r + h % r];
-      const float a = ba[(int64_t)t * 2 * hv + (int64_t)gi * 2 * r + r + h % r];
+      const float b = q3n_b_in(&src, t, h), a = q3n_a_in(&src, t, h);
       scal[2] = q3n_sigmoid(b);
       scal[3] = q3n_exp(-q3n_exp(a_log[h]) * q3n_softplus(a + dt_bias[h]));
     }
@@ -106,9 +104,8 @@ extern "C" __global__ void q3n_gdn_recur(const float* qkvz, const float* ba, con
       scal[4] = 1.0f / sqrtf(ss / (float)dv + eps);
     }
     __syncthreads();
-    const float* row = qkvz + (int64_t)t * (2 * kd + 2 * vd);
     for (int32_t j = tid; j < dv; j += nthreads)
-      y[(int64_t)t * vd + (int64_t)h * dv + j] = norm_w[j] * (os[j] * scal[4]) * q3n_silu(row[q3n_z_source((int64_t)h * dv + j, r, dk, dv)]);
+      y[(int64_t)t * vd + (int64_t)h * dv + j] = norm_w[j] * (os[j] * scal[4]) * q3n_silu(q3n_z_in(&src, t, (int64_t)h * dv + j));
     __syncthreads();  // qs, ks, os and scal are the next row's
   }
   if (cur >= 0) {

@@ -114,4 +114,32 @@ Q3N_HD int64_t q3n_z_source(int64_t v, int64_t r, int64_t dk, int64_t dv) {
   return (v / (r * dv)) * group + 2 * dk + r * dv + v % (r * dv);
 }
 
+// A step's DeltaNet inputs: layout 0 (Qwen3-Next) the grouped qkvz rows (qkv = z) and ba rows
+// (b = a) of Hk groups [b r | a r]; layout 1 (Qwen3.5) separate qkv [T][C] rows in channel
+// order, z [T][Hv dv], b [T][Hv] and a [T][Hv].
+typedef struct q3n_sources {
+  const float *qkv, *z, *b, *a;
+  int32_t layout, hk, hv, dk, dv;
+} q3n_sources;
+Q3N_HD int64_t q3n_qkv_row(const q3n_sources* s) {
+  const int64_t c = 2 * (int64_t)s->hk * s->dk + (int64_t)s->hv * s->dv;
+  return s->layout ? c : c + (int64_t)s->hv * s->dv;
+}
+Q3N_HD float q3n_conv_in(const q3n_sources* s, int64_t t, int64_t c) {
+  const int64_t r = s->hv / s->hk;
+  return s->qkv[t * q3n_qkv_row(s) + (s->layout ? c : q3n_qkv_source(c, s->hk, r, s->dk, s->dv))];
+}
+Q3N_HD float q3n_z_in(const q3n_sources* s, int64_t t, int64_t v) {
+  const int64_t r = s->hv / s->hk;
+  return s->layout ? s->z[t * (int64_t)s->hv * s->dv + v] : s->z[t * q3n_qkv_row(s) + q3n_z_source(v, r, s->dk, s->dv)];
+}
+Q3N_HD float q3n_b_in(const q3n_sources* s, int64_t t, int64_t h) {
+  const int64_t r = s->hv / s->hk;
+  return s->layout ? s->b[t * s->hv + h] : s->b[t * 2 * s->hv + (h / r) * 2 * r + h % r];
+}
+Q3N_HD float q3n_a_in(const q3n_sources* s, int64_t t, int64_t h) {
+  const int64_t r = s->hv / s->hk;
+  return s->layout ? s->a[t * s->hv + h] : s->a[t * 2 * s->hv + (h / r) * 2 * r + r + h % r];
+}
+
 #endif

@@ -37,14 +37,18 @@ const float* f32_weight(const memra_weight* w, int64_t n) {
 memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
   const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
-  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dv <= 0 || kc < 1 || !(at.norm_eps > 0))
+  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dv <= 0 || kc < 1 || !(at.norm_eps > 0) ||
+      (at.layout != QWEN3NEXT_GDN_GROUPED && at.layout != QWEN3NEXT_GDN_SPLIT))
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: bad attributes");
   const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
-  if (args->num_inputs != 2 || args->num_outputs != 1 || args->num_weights != 4 || last_dim(args->inputs[0]) != 2 * kd + 2 * vd ||
-      numel(args->inputs[0]) != T * (2 * kd + 2 * vd) || last_dim(args->inputs[1]) != 2 * hv || numel(args->inputs[1]) != T * 2 * hv ||
-      numel(args->outputs[0]) != T * vd)
+  auto is = [&](int32_t i, int64_t width) { return last_dim(args->inputs[i]) == width && numel(args->inputs[i]) == T * width; };
+  const bool inputs_fit = at.layout == QWEN3NEXT_GDN_GROUPED
+                              ? args->num_inputs == 2 && is(0, 2 * kd + 2 * vd) && is(1, 2 * hv)
+                              : args->num_inputs == 4 && is(0, c_dim) && is(1, vd) && is(2, hv) && is(3, hv);
+  if (!inputs_fit || args->num_outputs != 1 || args->num_weights != 4 || numel(args->outputs[0]) != T * vd)
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT,
-                  "qwen3next.gated_delta_net: takes qkvz [T][2*Hk*dk + 2*Hv*dv], ba [T][2*Hv], 4 weights and y [T][Hv*dv]");
+                  "qwen3next.gated_delta_net: takes qkvz [T][2*Hk*dk + 2*Hv*dv] and ba [T][2*Hv] (layout 0) or qkv [T][C], z "
+                  "[T][Hv*dv], b and a [T][Hv] (layout 1), 4 weights and y [T][Hv*dv]");
   if (env->state_stride < gdn_state_bytes(at))
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: the layer keeps less state than these sizes need");
   const memra_weight* cw = args->weights[0];
@@ -71,8 +75,7 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
     const float* a_log = static_cast<const float*>(args->weights[1]->data);
     const float* dt_bias = static_cast<const float*>(args->weights[2]->data);
     const float* norm_w = static_cast<const float*>(args->weights[3]->data);
-    const auto* qkvz = static_cast<const float*>(args->inputs[0]->data);
-    const auto* ba = static_cast<const float*>(args->inputs[1]->data);
+    const q3n_sources src = sources_of(at, args);
     auto* y = static_cast<float*>(args->outputs[0]->data);
     std::vector<float> conv(static_cast<size_t>(c_dim)), q(static_cast<size_t>(dk)), kk(static_cast<size_t>(dk)),
         m(static_cast<size_t>(dv)), o(static_cast<size_t>(dv));
@@ -85,9 +88,8 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
       char* slot = static_cast<char*>(env->state) + static_cast<uint64_t>(env->state_slots[env->seq_index[t]]) * env->state_stride;
       float* cstate = reinterpret_cast<float*>(slot);  // [K-1][C]
       float* S = cstate + (kc - 1) * c_dim;             // [Hv][dk][dv]
-      const float* row = qkvz + t * (2 * kd + 2 * vd);
       for (int64_t ch = 0; ch < c_dim; ++ch) {
-        const float x = row[q3n_qkv_source(ch, hk, r, dk, dv)];
+        const float x = q3n_conv_in(&src, t, ch);
         float acc = 0.0f;
         for (int64_t k = 0; k < kc - 1; ++k) acc = acc + q3n_weight(cw->data, cw->dtype, ch * kc + k) * cstate[k * c_dim + ch];
         acc = acc + q3n_weight(cw->data, cw->dtype, ch * kc + kc - 1) * x;
@@ -109,7 +111,7 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
           q[static_cast<size_t>(i)] = q[static_cast<size_t>(i)] * iq * q_scale;
           kk[static_cast<size_t>(i)] = kk[static_cast<size_t>(i)] * ik;
         }
-        const float b = ba[t * 2 * hv + gi * 2 * r + h % r], a = ba[t * 2 * hv + gi * 2 * r + r + h % r];
+        const float b = q3n_b_in(&src, t, h), a = q3n_a_in(&src, t, h);
         const float beta = q3n_sigmoid(b);
         const float decay = q3n_exp(-q3n_exp(a_log[h]) * q3n_softplus(a + dt_bias[h]));
         float* Sh = S + h * dk * dv;
@@ -133,7 +135,7 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
         const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dv) + at.norm_eps);
         float* yh = y + t * vd + h * dv;
         for (int64_t j = 0; j < dv; ++j)
-          yh[j] = norm_w[j] * (o[static_cast<size_t>(j)] * inv) * q3n_silu(row[q3n_z_source(h * dv + j, r, dk, dv)]);
+          yh[j] = norm_w[j] * (o[static_cast<size_t>(j)] * inv) * q3n_silu(q3n_z_in(&src, t, h * dv + j));
       }
     }
     return MEMRA_OK;
@@ -266,20 +268,28 @@ memra_status fill_case(memra_plugin_ctx* ctx, std::shared_ptr<CaseData> c, const
 memra_status gdn_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example* out) {
   return guarded(ctx, [&]() -> memra_status {
     struct Sizes {
-      int32_t hk, hv, dk, dv, kc, tokens, seqs;
+      int32_t hk, hv, dk, dv, kc, tokens, seqs, layout;
       const char* label;
     };
-    static const Sizes kCases[] = {{1, 2, 8, 8, 4, 5, 2, "Hk 1 / Hv 2 heads of 8, 5 rows of 2 sequences"},
-                                   {2, 6, 128, 128, 4, 7, 3, "Hk 2 / Hv 6 heads of 128 (Qwen3.5 heads), 7 rows of 3 sequences"}};
+    static const Sizes kCases[] = {
+        {1, 2, 8, 8, 4, 5, 2, QWEN3NEXT_GDN_GROUPED, "grouped rows, Hk 1 / Hv 2 heads of 8, 5 rows of 2 sequences"},
+        {2, 6, 128, 128, 4, 7, 3, QWEN3NEXT_GDN_GROUPED, "grouped rows, Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"},
+        {2, 6, 128, 128, 4, 7, 3, QWEN3NEXT_GDN_SPLIT, "split rows (Qwen3.5), Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"}};
     if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
-    if (index < 0 || index >= 2) return MEMRA_ERR_NOT_FOUND;
+    if (index < 0 || index >= 3) return MEMRA_ERR_NOT_FOUND;
     const Sizes& z = kCases[index];
     auto c = std::make_shared<CaseData>();
-    c->gdn = {sizeof(GdnAttrsV1), z.hk, z.hv, z.dk, z.dv, z.kc, 1e-6f};
+    c->gdn = {sizeof(GdnAttrsV1), z.hk, z.hv, z.dk, z.dv, z.kc, 1e-6f, z.layout};
     interleave(*c, z.tokens, z.seqs);
     const int64_t kd = static_cast<int64_t>(z.hk) * z.dk, vd = static_cast<int64_t>(z.hv) * z.dv, c_dim = 2 * kd + vd;
-    c->inputs = {uniform(1, z.tokens * (2 * kd + 2 * vd), -1.0f, 1.0f), uniform(2, z.tokens * 2LL * z.hv, -2.0f, 2.0f)};
-    c->in_shapes = {z.tokens, 2 * kd + 2 * vd, z.tokens, 2LL * z.hv};
+    if (z.layout == QWEN3NEXT_GDN_SPLIT) {
+      c->inputs = {uniform(1, z.tokens * c_dim, -1.0f, 1.0f), uniform(11, z.tokens * vd, -1.0f, 1.0f),
+                   uniform(2, z.tokens * z.hv, -2.0f, 2.0f), uniform(12, z.tokens * z.hv, -2.0f, 2.0f)};
+      c->in_shapes = {z.tokens, c_dim, z.tokens, vd, z.tokens, z.hv, z.tokens, z.hv};
+    } else {
+      c->inputs = {uniform(1, z.tokens * (2 * kd + 2 * vd), -1.0f, 1.0f), uniform(2, z.tokens * 2LL * z.hv, -2.0f, 2.0f)};
+      c->in_shapes = {z.tokens, 2 * kd + 2 * vd, z.tokens, 2LL * z.hv};
+    }
     c->out_shapes = {z.tokens, vd};
     c->weights = {uniform(3, c_dim * z.kc, -0.5f, 0.5f), uniform(4, z.hv, -1.0f, 1.5f), uniform(5, z.hv, -1.0f, 1.0f),
                   uniform(6, z.dv, 0.5f, 1.5f)};

@@ -76,6 +76,12 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       g.head_v_dim = static_cast<int32_t>(need_int(c, "linear_value_head_dim"));
       g.conv_kernel = static_cast<int32_t>(c.value("linear_conv_kernel_dim", int64_t{4}));
       g.norm_eps = p.norm_eps;
+      const std::string proj = c.value("linear_projections", std::string("grouped"));
+      if (proj != "grouped" && proj != "split") {
+        error = "family-qwen3next: linear_projections '" + proj + "' is not grouped or split";
+        return false;
+      }
+      g.layout = proj == "split" ? QWEN3NEXT_GDN_SPLIT : QWEN3NEXT_GDN_GROUPED;
       if (g.num_k_heads <= 0 || g.num_v_heads <= 0 || g.num_v_heads % g.num_k_heads != 0 || g.head_k_dim <= 0 ||
           g.head_v_dim <= 0 || g.conv_kernel < 1 || g.conv_kernel > 64) {
         error = "family-qwen3next: config's linear attention sizes are inconsistent (key heads must divide value heads; "
@@ -128,8 +134,15 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       const std::string b = "blk." + std::to_string(l) + ".";
       add(p, b + "attn_norm.weight", {p.hidden}, false);
       if (p.layer_linear[static_cast<size_t>(l)]) {
-        add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
-        add(p, b + "ssm_ba.weight", {2 * static_cast<int64_t>(g.num_v_heads), p.hidden}, true);
+        if (g.layout == QWEN3NEXT_GDN_SPLIT) {
+          add(p, b + "attn_qkv.weight", {2 * kd + vd, p.hidden}, true);
+          add(p, b + "attn_gate.weight", {vd, p.hidden}, true);
+          add(p, b + "ssm_beta.weight", {g.num_v_heads, p.hidden}, true);
+          add(p, b + "ssm_alpha.weight", {g.num_v_heads, p.hidden}, true);
+        } else {
+          add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
+          add(p, b + "ssm_ba.weight", {2 * static_cast<int64_t>(g.num_v_heads), p.hidden}, true);
+        }
         add(p, b + "ssm_conv1d.weight", {2 * kd + vd, 1, g.conv_kernel}, false, true);
         add(p, b + "ssm_a_log", {g.num_v_heads}, false);
         add(p, b + "ssm_dt.bias", {g.num_v_heads}, false);
@@ -232,7 +245,8 @@ std::string plan_to_json(const Plan& p) {
             {"layer_types", kinds},
             {"linear_attention", {{"key_heads", p.gdn.num_k_heads}, {"value_heads", p.gdn.num_v_heads},
                                   {"key_head_dim", p.gdn.head_k_dim}, {"value_head_dim", p.gdn.head_v_dim},
-                                  {"conv_kernel", p.gdn.conv_kernel}, {"state_bytes_per_sequence", gdn_state_bytes(p.gdn)}}},
+                                  {"conv_kernel", p.gdn.conv_kernel}, {"projections", p.gdn.layout == QWEN3NEXT_GDN_SPLIT ? "split" : "grouped"},
+                                  {"state_bytes_per_sequence", gdn_state_bytes(p.gdn)}}},
             {"experts", {{"num_experts", p.experts}, {"top_k", p.top_k}, {"expert_width", p.expert_width},
                          {"shared_width", p.shared_width}, {"layers", p.layer_moe}}},
             {"tensors", t}};

@@ -10,7 +10,11 @@ namespace memra::qwen3next {
 namespace {
 
 // Per-layer suffixes: HF (after "model.layers.N.") -> canonical (after "blk.N.").
-constexpr std::array<std::pair<std::string_view, std::string_view>, 26> kLayerNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLayerNames = {{
+    {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight"},  // Qwen3.5's separate projections (llama.cpp's names)
+    {"linear_attn.in_proj_z.weight", "attn_gate.weight"},
+    {"linear_attn.in_proj_b.weight", "ssm_beta.weight"},
+    {"linear_attn.in_proj_a.weight", "ssm_alpha.weight"},
     {"input_layernorm.weight", "attn_norm.weight"},
     {"post_attention_layernorm.weight", "post_attention_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -58,8 +62,13 @@ std::optional<std::string> expert_name(std::string_view rest) {
 
 std::optional<std::string> canonical_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return "output.weight";
-  constexpr std::string_view kDecoder = "model.";
-  if (n.substr(0, kDecoder.size()) == kDecoder) n.remove_prefix(kDecoder.size());
+  // The decoder under "model." (a causal LM) or "model.language_model." (Qwen3.5's
+  // image-text-to-text checkpoints; their vision tower and MTP head are not read yet).
+  for (std::string_view prefix : {std::string_view("model.language_model."), std::string_view("model.")})
+    if (n.substr(0, prefix.size()) == prefix) {
+      n.remove_prefix(prefix.size());
+      break;
+    }
   if (n == "embed_tokens.weight") return "token_embd.weight";
   if (n == "norm.weight") return "output_norm.weight";
   constexpr std::string_view kLayers = "layers.";

@@ -83,7 +83,10 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
     std::vector<int32_t> slots(static_cast<size_t>(e.num_seqs));
     for (int32_t s = 0; s < e.num_seqs; ++s) slots[static_cast<size_t>(s)] = e.num_seqs - 1 - s;  // not the identity
     std::vector<uint8_t> cpu_state(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0), emu_state = cpu_state;
-    std::vector<float> qkvz(e.inputs[0], e.inputs[0] + T * (2 * kd + 2 * vd)), ba(e.inputs[1], e.inputs[1] + T * 2 * hv);
+    std::vector<std::vector<float>> in;
+    std::vector<memra_tensor> tin;
+    for (int32_t i = 0; i < e.num_inputs; ++i) in.emplace_back(e.inputs[i], e.inputs[i] + e.input_shapes[2 * i] * e.input_shapes[2 * i + 1]);
+    for (int32_t i = 0; i < e.num_inputs; ++i) tin.push_back(tensor(in[i].data(), e.input_shapes[2 * i], e.input_shapes[2 * i + 1]));
     std::vector<memra_weight> w(4);
     const memra_weight* wp[4];
     for (int i = 0; i < 4; ++i) {
@@ -107,32 +110,35 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
       std::vector<float> y_cpu(static_cast<size_t>(T * vd), NAN), y_emu(static_cast<size_t>(T * vd), NAN);
       Scratch scratch;
       const memra_op_env env = cpu_env(cpu_state, e.state_bytes, e.num_seqs, e, slots, scratch);
-      memra_tensor in0 = tensor(qkvz.data(), T, 2 * kd + 2 * vd), in1 = tensor(ba.data(), T, 2 * hv), out = tensor(y_cpu.data(), T, vd);
-      const memra_tensor* ins[2] = {&in0, &in1};
+      memra_tensor out = tensor(y_cpu.data(), T, vd);
+      std::vector<const memra_tensor*> ins;
+      for (auto& t : tin) ins.push_back(&t);
       memra_tensor* outs[1] = {&out};
       memra_op_args args{};
       args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
       args.attrs_version = 1;
       args.attrs = e.attrs;
       args.attrs_size = e.attrs_size;
-      args.num_inputs = 2, args.inputs = ins, args.num_outputs = 1, args.outputs = outs;
+      args.num_inputs = e.num_inputs, args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
       args.num_weights = 4, args.weights = wp;
       args.batch = &b;
       ASSERT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
       // The same step through the kernels, as the CUDA form launches them.
+      const memra::qwen3next::GdnAttrsV1 attrs = at;
+      const q3n_sources src = memra::qwen3next::sources_of(attrs, &args);
       std::vector<float> conv(static_cast<size_t>(T * c_dim), NAN);
       char* st = reinterpret_cast<char*>(emu_state.data());
       memra::cuda_emu::launch(static_cast<unsigned>((c_dim + 127) / 128), 1, 128,
                               [&] {
-                                q3n_gdn_conv(qkvz.data(), e.num_tokens, hk, hv, dk, dv, kc, e.weights[0], MEMRA_DTYPE_F32, e.seq_index,
-                                             slots.data(), st, e.state_bytes, conv.data());
+                                q3n_gdn_conv(src, e.num_tokens, kc, e.weights[0], MEMRA_DTYPE_F32, e.seq_index, slots.data(), st,
+                                             e.state_bytes, conv.data());
                               },
                               [] {});
       const int threads = std::min(1024, (std::max(dk, dv) + 31) / 32 * 32);
       memra::cuda_emu::launch(static_cast<unsigned>(hv), 1, threads,
                               [&] {
-                                q3n_gdn_recur(qkvz.data(), ba.data(), conv.data(), e.num_tokens, hk, hv, dk, dv, kc, e.weights[1],
-                                              e.weights[2], e.weights[3], eps, e.seq_index, slots.data(), st, e.state_bytes, y_emu.data());
+                                q3n_gdn_recur(src, conv.data(), e.num_tokens, kc, e.weights[1], e.weights[2], e.weights[3], eps,
+                                              e.seq_index, slots.data(), st, e.state_bytes, y_emu.data());
                               },
                               [] {});
       EXPECT_EQ(std::memcmp(y_cpu.data(), y_emu.data(), y_cpu.size() * 4), 0) << "outputs";
@@ -190,6 +196,85 @@ TEST(Qwen3NextEmulated, TheElementwiseKernelsAreTheReferenceBitwise) {
         EXPECT_EQ(std::memcmp(out_cpu[i].data(), out_emu[i].data(), out_cpu[i].size() * 4), 0) << "output " << i;
     }
   }
+}
+
+// Qwen3-Next's grouped rows and Qwen3.5's split rows are two layouts of the same inputs: the
+// grouped case's rows rearranged here (transformers' fix_query_key_value_ordering, written
+// again) through the split layout give bitwise the grouped run's outputs and state.
+TEST(Qwen3NextOps, GroupedAndSplitRowsAreOneComputation) {
+  const FamilyPlugin f = family();
+  const memra_op_def* op = op_named(f, "qwen3next.gated_delta_net");
+  ASSERT_NE(op, nullptr);
+  memra_op_example e{};
+  e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
+  ASSERT_EQ(op->example(f.ctx(), 1, &e), MEMRA_OK);  // grouped, Hk 2 / Hv 6 heads of 128
+  memra::qwen3next::GdnAttrsV1 at = *static_cast<const memra::qwen3next::GdnAttrsV1*>(e.attrs);
+  ASSERT_EQ(at.layout, QWEN3NEXT_GDN_GROUPED);
+  const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, r = hv / hk;
+  const int64_t kd = hk * dk, vd = hv * dv, T = e.num_tokens, group = 2 * dk + 2 * r * dv;
+  std::vector<float> qkvz(e.inputs[0], e.inputs[0] + T * (2 * kd + 2 * vd)), ba(e.inputs[1], e.inputs[1] + T * 2 * hv);
+  std::vector<float> qkv(static_cast<size_t>(T * (2 * kd + vd))), z(static_cast<size_t>(T * vd)), b(static_cast<size_t>(T * hv)),
+      a(static_cast<size_t>(T * hv));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t g = 0; g < hk; ++g) {
+      const float* in = qkvz.data() + t * (2 * kd + 2 * vd) + g * group;
+      std::copy_n(in, dk, qkv.data() + t * (2 * kd + vd) + g * dk);
+      std::copy_n(in + dk, dk, qkv.data() + t * (2 * kd + vd) + kd + g * dk);
+      std::copy_n(in + 2 * dk, r * dv, qkv.data() + t * (2 * kd + vd) + 2 * kd + g * r * dv);
+      std::copy_n(in + 2 * dk + r * dv, r * dv, z.data() + t * vd + g * r * dv);
+      std::copy_n(ba.data() + t * 2 * hv + g * 2 * r, r, b.data() + t * hv + g * r);
+      std::copy_n(ba.data() + t * 2 * hv + g * 2 * r + r, r, a.data() + t * hv + g * r);
+    }
+  std::vector<int32_t> slots(static_cast<size_t>(e.num_seqs));
+  for (int32_t s = 0; s < e.num_seqs; ++s) slots[static_cast<size_t>(s)] = s;
+  memra_forward_batch batch{};
+  batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+  batch.num_tokens = e.num_tokens;
+  batch.num_seqs = e.num_seqs;
+  batch.seq_index = e.seq_index;
+  batch.positions = e.positions;
+  batch.state_slots = slots.data();
+  std::vector<memra_weight> w(4);
+  const memra_weight* wp[4];
+  for (int i = 0; i < 4; ++i) {
+    w[i].struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
+    w[i].dtype = MEMRA_DTYPE_F32;
+    w[i].ndim = 2;
+    w[i].shape[0] = e.weight_shapes[2 * i], w[i].shape[1] = e.weight_shapes[2 * i + 1];
+    w[i].bytes = static_cast<uint64_t>(w[i].shape[0] * w[i].shape[1]) * 4;
+    w[i].data = e.weights[i];
+    wp[i] = &w[i];
+  }
+  auto run = [&](const memra::qwen3next::GdnAttrsV1& attrs, std::vector<memra_tensor> inputs, std::vector<uint8_t>& state) {
+    std::vector<float> y(static_cast<size_t>(T * vd), NAN);
+    Scratch scratch;
+    const memra_op_env env = cpu_env(state, e.state_bytes, e.num_seqs, e, slots, scratch);
+    memra_tensor out = tensor(y.data(), T, vd);
+    std::vector<const memra_tensor*> ins;
+    for (auto& t : inputs) ins.push_back(&t);
+    memra_tensor* outs[1] = {&out};
+    memra_op_args args{};
+    args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+    args.attrs_version = 1;
+    args.attrs = &attrs;
+    args.attrs_size = sizeof attrs;
+    args.num_inputs = static_cast<int32_t>(ins.size()), args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
+    args.num_weights = 4, args.weights = wp;
+    args.batch = &batch;
+    EXPECT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
+    return y;
+  };
+  std::vector<uint8_t> grouped_state(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0), split_state = grouped_state;
+  memra::qwen3next::GdnAttrsV1 split = at;
+  split.layout = QWEN3NEXT_GDN_SPLIT;
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<float> yg = run(at, {tensor(qkvz.data(), T, 2 * kd + 2 * vd), tensor(ba.data(), T, 2 * hv)}, grouped_state);
+    const std::vector<float> ys = run(split, {tensor(qkv.data(), T, 2 * kd + vd), tensor(z.data(), T, vd), tensor(b.data(), T, hv),
+                                              tensor(a.data(), T, hv)},
+                                      split_state);
+    EXPECT_EQ(std::memcmp(yg.data(), ys.data(), yg.size() * 4), 0) << "call " << call;
+  }
+  EXPECT_EQ(grouped_state, split_state);
 }
 
 // The shared scalar math stays within a few ulp of libm's (double-precision) values.
