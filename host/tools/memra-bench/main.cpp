@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,9 @@ void usage() {
       "read) x tok/s / the device-to-device copy bandwidth measured in the same run. Medians of --repeats\n"
       "runs after a warm-up. MODEL is a checkpoint (safetensors directory, .gguf, .memra); without it a\n"
       "random-weight model of the --model shape in the --quant scheme is made in memory.\n\n"
-      "  --model qwen3-8b|tiny   shape of the random model (default qwen3-8b)\n"
+      "  --model SHAPE           shape of the random model: qwen3-8b (default), tiny, qwen3.5-27b,\n"
+      "                          qwen3.5-27b-16l (its first 16 layers, same 3:1 pattern) or\n"
+      "                          qwen3.6-35b-a3b (family-qwen3next's hybrids)\n"
       "  --quant SCHEME          bf16 (default), f16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs\n"
       "  --backend cuda|cpu      (default cuda)\n"
       "  --prompt-tokens N       pp / TTFT prompt length (default 512)\n"
@@ -192,13 +195,24 @@ int main(int argc, char** argv) {
   po.plugin_dirs = {exe.parent_path() / ".." / "lib" / "memra" / "plugins"};
   memra::plugins::PluginHost plugins(std::move(po));
   plugins.discover();
+  const std::map<std::string, const char*> shapes = {{"qwen3-8b", memra::bench::kQwen3_8BShape},
+                                                      {"tiny", memra::bench::kTinyShape},
+                                                      {"qwen3.5-27b", memra::bench::kQwen35_27BShape},
+                                                      {"qwen3.5-27b-16l", memra::bench::kQwen35_27B16LShape},
+                                                      {"qwen3.6-35b-a3b", memra::bench::kQwen36_35BA3BShape}};
+  const auto shape_it = shapes.find(model);
+  if (shape_it == shapes.end()) {
+    std::fprintf(stderr, "memra-bench: unknown --model '%s' (see --help)\n", model.c_str());
+    return 2;
+  }
+  const std::string shape_json = shape_it->second;
   if (table) {
     if (!model_path.empty() || !spec.empty()) {
       std::fprintf(stderr, "memra-bench: --table makes its own random models: give no MODEL and no --spec\n");
       return 2;
     }
     memra::bench::TableBenchOptions to;
-    to.shape_json = model == "tiny" ? memra::bench::kTinyShape : memra::bench::kQwen3_8BShape;
+    to.shape_json = shape_json;
     to.shape_name = model;
     to.backend = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
     to.kv_dtype = kv_dtype;
@@ -213,7 +227,7 @@ int main(int argc, char** argv) {
   }
 
   double t0 = now_s();
-  auto src = model_path.empty() ? memra::bench::random_model(model == "tiny" ? memra::bench::kTinyShape : memra::bench::kQwen3_8BShape, quant, plugins, 42)
+  auto src = model_path.empty() ? memra::bench::random_model(shape_json, quant, plugins, 42)
                                 : memra::engine::open_model_source(model_path, plugins);
   if (!src) {
     std::fprintf(stderr, "memra-bench: %s\n", src.error().message.c_str());
