@@ -22,26 +22,7 @@ namespace {
 
 bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
   std::unordered_map<std::string, const memra_weight*> by_name;
-  m.weights.assign(set.weights, set.weights + set.count);
-  for (const memra_weight& w : m.weights) by_name[w.name] = &w;
-  for (const TensorSpec& spec : m.plan.tensors) {
-    auto it = by_name.find(spec.name);
-    if (it == by_name.end()) {
-      error = "checkpoint lacks tensor '" + spec.name + "' that the config requires";
-      return false;
-    }
-    const memra_weight* w = it->second;
-    bool same = w->ndim == static_cast<int32_t>(spec.shape.size());
-    for (size_t i = 0; same && i < spec.shape.size(); ++i) same = w->shape[i] == spec.shape[i];
-    if (!same) {
-      error = "tensor '" + spec.name + "' has a shape that does not match the config";
-      return false;
-    }
-    if (!spec.matrix && w->dtype != MEMRA_DTYPE_F32) {
-      error = "tensor '" + spec.name + "' must be loaded as F32 (norms and biases)";
-      return false;
-    }
-  }
+  if (!family::bind_tensors(m.plan.tensors, set, m.weights, by_name, error)) return false;
   auto get = [&](const std::string& n) -> const memra_weight* {
     auto it = by_name.find(n);
     return it == by_name.end() ? nullptr : it->second;

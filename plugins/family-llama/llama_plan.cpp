@@ -11,38 +11,21 @@ namespace {
 
 using nlohmann::json;
 
-int64_t need_int(const json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number_integer()) throw std::runtime_error(std::string("config lacks integer '") + key + "'");
-  return j[key].get<int64_t>();
-}
+using family::need_int;
 
 void add(Plan& p, std::string name, std::vector<int64_t> shape, bool matrix) {
   p.tensors.push_back({std::move(name), std::move(shape), matrix});
 }
 
-// Which layers are sparse (num_experts > 0: every decoder_sparse_step-th layer not in
-// mlp_only_layers, as transformers' Qwen3-MoE decides) and the experts' shape.
+// Sparse layers (Qwen3-MoE): family-common's reading, without shared experts.
 bool plan_experts(const json& c, Plan& p, std::string& error) {
-  p.layer_moe.assign(static_cast<size_t>(p.layers), 0);
-  const int64_t experts = c.value("num_experts", int64_t{0});
-  if (experts <= 0) return true;
-  const int64_t top_k = c.value("num_experts_per_tok", int64_t{0});
-  p.expert_width = c.value("moe_intermediate_size", int64_t{0});
-  if (experts > 4096 || top_k <= 0 || top_k > experts || p.expert_width <= 0) {
-    error = "family-llama: config's experts are inconsistent (num_experts, num_experts_per_tok, moe_intermediate_size)";
-    return false;
-  }
-  if (c.value("shared_expert_intermediate_size", int64_t{0}) > 0) {
-    error = "family-llama: shared experts (Qwen2-MoE, Qwen3-Next) are not part of this family";
-    return false;
-  }
-  p.experts = static_cast<int32_t>(experts);
-  p.top_k = static_cast<int32_t>(top_k);
-  p.normalize_top_k = c.value("norm_topk_prob", false);
-  const int64_t step = std::max<int64_t>(1, c.value("decoder_sparse_step", int64_t{1}));
-  const std::vector<int64_t> dense = c.value("mlp_only_layers", std::vector<int64_t>{});
-  for (int64_t l = 0; l < p.layers; ++l)
-    p.layer_moe[static_cast<size_t>(l)] = (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end();
+  family::ExpertPlan e;
+  if (!family::experts_from_config(c, p.layers, false, false, e, error, "family-llama")) return false;
+  p.layer_moe = std::move(e.layer_moe);
+  p.experts = e.experts;
+  p.top_k = e.top_k;
+  p.expert_width = e.expert_width;
+  p.normalize_top_k = e.normalize_top_k;
   return true;
 }
 
@@ -109,45 +92,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     }
     plan_bind_state(p);
 
-    const json rc = c.value("rope", json::object());
-    memra_rope_params& r = p.rope;
-    r.struct_size = MEMRA_ROPE_PARAMS_STRUCT_SIZE;
-    r.rotary_dim = static_cast<int32_t>(rc.value("rotary_dim", p.head_dim));
-    if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) {
-      error = "config's rope.rotary_dim " + std::to_string(r.rotary_dim) + " is not even and in 1..head_dim";
-      return false;
-    }
-    // llama.cpp's converter permutes the q/k rows of "llama" GGUFs for interleaved-pair
-    // RoPE (the config says so); other sources keep the half-split (neox) layout.
-    r.neox_style = rc.value("interleaved", false) ? 0 : 1;
-    r.theta = rc.value("theta", 10000.0f);
-    if (!(r.theta > 0)) {
-      error = "config's rope.theta must be positive";
-      return false;
-    }
-    r.factor = rc.value("factor", 1.0f);
-    const std::string scaling = rc.value("scaling", std::string("none"));
-    if (!rc.value("freq_factors_tensor", std::string()).empty()) {
-      error = "family-llama: RoPE frequency-factor tensors (GGUF llama3 scaling) are not supported yet";
-      return false;
-    }
-    if (scaling == "none") r.scaling = MEMRA_ROPE_SCALING_NONE;
-    else if (scaling == "linear") r.scaling = MEMRA_ROPE_SCALING_LINEAR;
-    else if (scaling == "llama3") {
-      r.scaling = MEMRA_ROPE_SCALING_LLAMA3;
-      r.low_freq_factor = rc.value("low_freq_factor", 1.0f);
-      r.high_freq_factor = rc.value("high_freq_factor", 4.0f);
-      r.original_max_position = rc.value("original_max_position", 8192);
-    } else if (scaling == "yarn") {
-      r.scaling = MEMRA_ROPE_SCALING_YARN;
-      r.original_max_position = rc.value("original_max_position", c.value("max_position_embeddings", 4096));
-      r.beta_fast = rc.value("beta_fast", 32.0f);
-      r.beta_slow = rc.value("beta_slow", 1.0f);
-      r.attention_factor = rc.value("attention_factor", 0.0f);
-    } else {
-      error = "rope scaling '" + scaling + "' is not supported by family-llama";
-      return false;
-    }
+    if (!family::rope_from_config(c, p.head_dim, p.rope, error, "family-llama")) return false;
 
     const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
     add(p, "token_embd.weight", {p.vocab, p.hidden}, true);

@@ -8,14 +8,11 @@
 
 #include "memra/backend.h"
 #include "memra/family.h"
+#include "family_plan.hpp"
 
 namespace memra::llama {
 
-struct TensorSpec {
-  std::string name;
-  std::vector<int64_t> shape;  // outermost first
-  bool matrix = false;         // 2-D weight used by matmul (any quant scheme)
-};
+using TensorSpec = family::TensorSpec;
 
 struct Plan {
   std::string architecture;

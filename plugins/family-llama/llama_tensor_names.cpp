@@ -3,6 +3,8 @@
 // are mapped here.
 #include "llama_config.hpp"
 
+#include "family_plan.hpp"
+
 
 #include <array>
 #include <charconv>
@@ -34,23 +36,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kLayerNa
     {"mlp.down_proj.bias", "ffn_down.bias"},
 }};
 
-// A Qwen3-MoE sparse MLP (after "layers.N.mlp."): the router "gate.weight" and
-// "experts.E.{gate,up,down}_proj.weight", named as llama.cpp named unstacked experts.
-std::optional<std::string> canonical_moe_name(std::string_view rest) {
-  if (rest == "gate.weight") return "ffn_gate_inp.weight";
-  constexpr std::string_view kExperts = "experts.";
-  if (rest.substr(0, kExperts.size()) != kExperts) return std::nullopt;
-  rest.remove_prefix(kExperts.size());
-  int expert = -1;
-  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
-  if (ec != std::errc() || expert < 0 || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
-  rest.remove_prefix(static_cast<size_t>(ptr - rest.data()) + 1);
-  for (const auto& [hf, canon] : {std::pair{"gate_proj.weight", "ffn_gate"}, std::pair{"up_proj.weight", "ffn_up"},
-                                  std::pair{"down_proj.weight", "ffn_down"}})
-    if (rest == hf) return std::string(canon) + "." + std::to_string(expert) + ".weight";
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<std::string> canonical_hf_name(std::string_view n) {
@@ -58,24 +43,20 @@ std::optional<std::string> canonical_hf_name(std::string_view n) {
   // A causal LM's decoder sits under "model."; a bare base model (what
   // sentence-transformers saves for Qwen3-Embedding: Qwen3Model, no lm_head) has the
   // same tensors without the prefix.
-  constexpr std::string_view kDecoder = "model.";
-  if (n.substr(0, kDecoder.size()) == kDecoder) n.remove_prefix(kDecoder.size());
-  if (n == "embed_tokens.weight") return "token_embd.weight";
-  if (n == "norm.weight") return "output_norm.weight";
-  constexpr std::string_view kLayers = "layers.";
-  if (n.substr(0, kLayers.size()) != kLayers) return std::nullopt;
-  n.remove_prefix(kLayers.size());
-  const size_t dot = n.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  int layer = -1;
-  const auto [ptr, ec] = std::from_chars(n.data(), n.data() + dot, layer);
-  if (ec != std::errc() || ptr != n.data() + dot || layer < 0) return std::nullopt;
-  const std::string_view rest = n.substr(dot + 1);
+  const std::string_view top = family::strip_prefix(n, {"model."});
+  if (top == "embed_tokens.weight") return "token_embd.weight";
+  if (top == "norm.weight") return "output_norm.weight";
+  const auto part = family::hf_layer_part(n, {"model."});
+  if (!part) return std::nullopt;
+  const auto [layer, rest] = *part;
   for (const auto& [hf, canon] : kLayerNames)
     if (rest == hf) return "blk." + std::to_string(layer) + "." + std::string(canon);
+  // A Qwen3-MoE sparse MLP: the router "gate.weight" and "experts.E.{gate,up,down}_proj.weight",
+  // named as llama.cpp named unstacked experts.
   constexpr std::string_view kMlp = "mlp.";
+  if (rest == "mlp.gate.weight") return "blk." + std::to_string(layer) + ".ffn_gate_inp.weight";
   if (rest.substr(0, kMlp.size()) == kMlp)
-    if (auto moe = canonical_moe_name(rest.substr(kMlp.size()))) return "blk." + std::to_string(layer) + "." + *moe;
+    if (auto moe = family::hf_expert_name(rest.substr(kMlp.size()))) return "blk." + std::to_string(layer) + "." + *moe;
   return std::nullopt;
 }
 

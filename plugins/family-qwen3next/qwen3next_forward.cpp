@@ -38,33 +38,7 @@ memra_op_args op_args(int32_t layer, uint32_t version, const void* attrs, size_t
 
 bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
   std::unordered_map<std::string, const memra_weight*> by_name;
-  m.weights.assign(set.weights, set.weights + set.count);
-  for (const memra_weight& w : m.weights) by_name[w.name] = &w;
-  for (const TensorSpec& spec : m.plan.tensors) {
-    auto it = by_name.find(spec.name);
-    if (it == by_name.end()) {
-      error = "checkpoint lacks tensor '" + spec.name + "' that the config requires";
-      return false;
-    }
-    const memra_weight* w = it->second;
-    // The conv kernel may come as [C][1][K] (Hugging Face) or [C][K].
-    std::vector<int64_t> want = spec.shape;
-    if (spec.any_float && w->ndim == 2 && want.size() == 3 && want[1] == 1) want = {want[0], want[2]};
-    bool same = w->ndim == static_cast<int32_t>(want.size());
-    for (size_t i = 0; same && i < want.size(); ++i) same = w->shape[i] == want[i];
-    if (!same) {
-      error = "tensor '" + spec.name + "' has a shape that does not match the config";
-      return false;
-    }
-    if (!spec.matrix && !spec.any_float && w->dtype != MEMRA_DTYPE_F32) {
-      error = "tensor '" + spec.name + "' must be loaded as F32 (norms, biases, gate parameters)";
-      return false;
-    }
-    if (spec.any_float && w->dtype != MEMRA_DTYPE_F32 && w->dtype != MEMRA_DTYPE_BF16 && w->dtype != MEMRA_DTYPE_F16) {
-      error = "tensor '" + spec.name + "' must be f32, bf16 or f16";
-      return false;
-    }
-  }
+  if (!family::bind_tensors(m.plan.tensors, set, m.weights, by_name, error)) return false;
   auto get = [&](const std::string& n) -> const memra_weight* {
     auto it = by_name.find(n);
     return it == by_name.end() ? nullptr : it->second;

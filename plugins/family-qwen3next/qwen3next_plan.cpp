@@ -10,10 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-int64_t need_int(const json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number_integer()) throw std::runtime_error(std::string("config lacks integer '") + key + "'");
-  return j[key].get<int64_t>();
-}
+using family::need_int;
 
 void add(Plan& p, std::string name, std::vector<int64_t> shape, bool matrix, bool any_float = false) {
   p.tensors.push_back({std::move(name), std::move(shape), matrix, any_float});
@@ -90,42 +87,17 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       }
     }
 
-    // Experts: every decoder_sparse_step-th layer not in mlp_only_layers, as transformers decides.
-    p.layer_moe.assign(static_cast<size_t>(p.layers), 0);
-    const int64_t experts = c.value("num_experts", int64_t{0});
-    if (experts > 0) {
-      const int64_t top_k = c.value("num_experts_per_tok", int64_t{0});
-      p.expert_width = c.value("moe_intermediate_size", int64_t{0});
-      p.shared_width = c.value("shared_expert_intermediate_size", int64_t{0});
-      if (experts > 4096 || top_k <= 0 || top_k > experts || p.expert_width <= 0 || p.shared_width < 0) {
-        error = "family-qwen3next: config's experts are inconsistent (num_experts, num_experts_per_tok, moe_intermediate_size)";
-        return false;
-      }
-      p.experts = static_cast<int32_t>(experts);
-      p.top_k = static_cast<int32_t>(top_k);
-      p.normalize_top_k = c.value("norm_topk_prob", true);
-      const int64_t step = std::max<int64_t>(1, c.value("decoder_sparse_step", int64_t{1}));
-      const std::vector<int64_t> dense = c.value("mlp_only_layers", std::vector<int64_t>{});
-      for (int64_t l = 0; l < p.layers; ++l)
-        p.layer_moe[static_cast<size_t>(l)] = (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end();
-    }
+    // Experts (with a sigmoid-gated shared expert).
+    family::ExpertPlan e;
+    if (!family::experts_from_config(c, p.layers, true, true, e, error, "family-qwen3next")) return false;
+    p.layer_moe = std::move(e.layer_moe);
+    p.experts = e.experts;
+    p.top_k = e.top_k;
+    p.expert_width = e.expert_width;
+    p.shared_width = e.shared_width;
+    p.normalize_top_k = e.normalize_top_k;
 
-    const json rc = c.value("rope", json::object());
-    memra_rope_params& r = p.rope;
-    r.struct_size = MEMRA_ROPE_PARAMS_STRUCT_SIZE;
-    r.rotary_dim = static_cast<int32_t>(rc.value("rotary_dim", p.head_dim));
-    if (r.rotary_dim <= 0 || r.rotary_dim > p.head_dim || r.rotary_dim % 2 != 0) {
-      error = "family-qwen3next: config's rope.rotary_dim " + std::to_string(r.rotary_dim) + " is not even and in 1..head_dim";
-      return false;
-    }
-    r.neox_style = 1;
-    r.theta = rc.value("theta", 10000.0f);
-    r.factor = rc.value("factor", 1.0f);
-    if (!(r.theta > 0) || rc.value("scaling", std::string("none")) != "none") {
-      error = "family-qwen3next: only unscaled RoPE with a positive theta is supported so far";
-      return false;
-    }
-    r.scaling = MEMRA_ROPE_SCALING_NONE;
+    if (!family::rope_from_config(c, p.head_dim, p.rope, error, "family-qwen3next")) return false;
 
     const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
     const int64_t kd = static_cast<int64_t>(g.num_k_heads) * g.head_k_dim, vd = static_cast<int64_t>(g.num_v_heads) * g.head_v_dim;

@@ -10,16 +10,12 @@
 
 #include "memra/backend.h"
 #include "memra/family.h"
+#include "family_plan.hpp"
 #include "qwen3next_ops.hpp"
 
 namespace memra::qwen3next {
 
-struct TensorSpec {
-  std::string name;
-  std::vector<int64_t> shape;  // outermost first
-  bool matrix = false;         // 2-D weight used by matmul (any quant scheme)
-  bool any_float = false;      // read by the family's own op in its stored float type (the conv kernel)
-};
+using TensorSpec = family::TensorSpec;
 
 struct Plan {
   std::string architecture;

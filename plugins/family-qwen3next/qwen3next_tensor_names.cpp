@@ -4,6 +4,7 @@
 #include <charconv>
 #include <utility>
 
+#include "family_plan.hpp"
 #include "qwen3next_config.hpp"
 
 namespace memra::qwen3next {
@@ -43,47 +44,24 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLayerNa
     {"mlp.down_proj.weight", "ffn_down.weight"},
 }};
 
-// "mlp.experts.E.{gate,up,down}_proj.weight" -> "ffn_{gate,up,down}.E.weight".
-std::optional<std::string> expert_name(std::string_view rest) {
-  constexpr std::string_view kExperts = "mlp.experts.";
-  if (rest.substr(0, kExperts.size()) != kExperts) return std::nullopt;
-  rest.remove_prefix(kExperts.size());
-  int expert = -1;
-  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
-  if (ec != std::errc() || expert < 0 || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
-  rest.remove_prefix(static_cast<size_t>(ptr - rest.data()) + 1);
-  for (const auto& [hf, canon] : {std::pair{"gate_proj.weight", "ffn_gate"}, std::pair{"up_proj.weight", "ffn_up"},
-                                  std::pair{"down_proj.weight", "ffn_down"}})
-    if (rest == hf) return std::string(canon) + "." + std::to_string(expert) + ".weight";
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<std::string> canonical_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return "output.weight";
   // The decoder under "model." (a causal LM) or "model.language_model." (Qwen3.5's
   // image-text-to-text checkpoints; their vision tower and MTP head are not read yet).
-  for (std::string_view prefix : {std::string_view("model.language_model."), std::string_view("model.")})
-    if (n.substr(0, prefix.size()) == prefix) {
-      n.remove_prefix(prefix.size());
-      break;
-    }
-  if (n == "embed_tokens.weight") return "token_embd.weight";
-  if (n == "norm.weight") return "output_norm.weight";
-  constexpr std::string_view kLayers = "layers.";
-  if (n.substr(0, kLayers.size()) != kLayers) return std::nullopt;
-  n.remove_prefix(kLayers.size());
-  const size_t dot = n.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  int layer = -1;
-  const auto [ptr, ec] = std::from_chars(n.data(), n.data() + dot, layer);
-  if (ec != std::errc() || ptr != n.data() + dot || layer < 0) return std::nullopt;
-  const std::string_view rest = n.substr(dot + 1);
+  const std::string_view top = family::strip_prefix(n, {"model.language_model.", "model."});
+  if (top == "embed_tokens.weight") return "token_embd.weight";
+  if (top == "norm.weight") return "output_norm.weight";
+  const auto part = family::hf_layer_part(n, {"model.language_model.", "model."});
+  if (!part) return std::nullopt;
+  const auto [layer, rest] = *part;
   const std::string blk = "blk." + std::to_string(layer) + ".";
   for (const auto& [hf, canon] : kLayerNames)
     if (rest == hf) return blk + std::string(canon);
-  if (auto e = expert_name(rest)) return blk + *e;
+  constexpr std::string_view kMlp = "mlp.";
+  if (rest.substr(0, kMlp.size()) == kMlp)
+    if (auto e = family::hf_expert_name(rest.substr(kMlp.size()))) return blk + *e;
   return std::nullopt;
 }
 

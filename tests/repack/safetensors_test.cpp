@@ -70,7 +70,7 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
     auto ck = Checkpoint::open(dir);
     ASSERT_TRUE(ck.ok());
     const ModelConfig& c = *cfg;
-    const nlohmann::json f = memra::testing::family_keys(c);  // family-llama's keys (docs/FORMAT.md)
+    const nlohmann::json f = memra::testing::family_keys(c);  // the family's keys (docs/FORMAT.md)
     auto u64 = [&](const char* key) { return f.value(key, uint64_t{0}); };
     std::map<std::string, Shape> want;
     const uint64_t H = c.hidden_size, V = c.vocab_size, hd = u64("head_dim");
@@ -82,12 +82,27 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
       const std::string p = "model.layers." + std::to_string(i) + ".";
       want[p + "input_layernorm.weight"] = {H};
       want[p + "post_attention_layernorm.weight"] = {H};
-      // The served families' layers attend (recurrent layers are a family's own, checked by it).
-      want[p + "self_attn.q_proj.weight"] = {heads * hd, H};
-      want[p + "self_attn.k_proj.weight"] = {kv_heads * hd, H};
-      want[p + "self_attn.v_proj.weight"] = {kv_heads * hd, H};
-      want[p + "self_attn.o_proj.weight"] = {H, heads * hd};
-      if (f.value("qk_norm", false)) want[p + "self_attn.q_norm.weight"] = want[p + "self_attn.k_norm.weight"] = {hd};
+      const bool qwen3next = c.family == "qwen3next";
+      const auto kinds = f.value("layer_types", std::vector<std::string>{});
+      if (qwen3next && kinds.at(static_cast<size_t>(i)) == "linear_attention") {
+        // A Gated DeltaNet layer (family-qwen3next's keys): grouped projections, the conv, gates, norm.
+        const uint64_t hk = u64("linear_num_key_heads"), hv = u64("linear_num_value_heads"), dk = u64("linear_key_head_dim"),
+                       dv = u64("linear_value_head_dim"), K = u64("linear_conv_kernel_dim");
+        const std::string l = p + "linear_attn.";
+        want[l + "in_proj_qkvz.weight"] = {2 * hk * dk + 2 * hv * dv, H};
+        want[l + "in_proj_ba.weight"] = {2 * hv, H};
+        want[l + "conv1d.weight"] = {2 * hk * dk + hv * dv, 1, K};
+        want[l + "A_log"] = want[l + "dt_bias"] = {hv};
+        want[l + "norm.weight"] = {dv};
+        want[l + "out_proj.weight"] = {H, hv * dv};
+      } else {
+        // Attention (Qwen3-Next's q projection carries the output gate: twice the width).
+        want[p + "self_attn.q_proj.weight"] = {(qwen3next ? 2 : 1) * heads * hd, H};
+        want[p + "self_attn.k_proj.weight"] = {kv_heads * hd, H};
+        want[p + "self_attn.v_proj.weight"] = {kv_heads * hd, H};
+        want[p + "self_attn.o_proj.weight"] = {H, heads * hd};
+        if (qwen3next || f.value("qk_norm", false)) want[p + "self_attn.q_norm.weight"] = want[p + "self_attn.k_norm.weight"] = {hd};
+      }
       // Sparse layers: every one when decoder_sparse_step is 1 and mlp_only_layers empty (the
       // served MoE fixture; the family's plan tests cover the other layouts).
       const auto dense_only = f.value("mlp_only_layers", std::vector<int64_t>{});
@@ -129,10 +144,10 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
     double mean = 0;
     for (float x : *w) mean += x;
     mean /= static_cast<double>(w->size());
-    const bool offset = f.value("norm_weight_offset", false);
+    const bool offset = f.value("norm_weight_offset", false) || c.family == "qwen3next";  // (1 + w) norms
     EXPECT_NEAR(mean, offset ? 0.0 : 1.0, 0.1) << "norm_weight_offset=" << offset;
   }
-  EXPECT_TRUE(checked.count("llama") && checked.count("qwen3")) << "the served fixtures were not checked";
+  EXPECT_TRUE(checked.count("llama") && checked.count("qwen3") && checked.count("qwen3_next")) << "the served fixtures were not checked";
 }
 
 // GGUF tensor name for a llama HF tensor name (llama.cpp's convention).

@@ -1,0 +1,64 @@
+// Shared pieces of the built-in families' plans and bindings, compiled into each family
+// .so: the plan's tensor list and the binding of the host's weights to it, the RoPE and
+// expert settings of a normalised config, and the Hugging Face decoder-layer names every
+// transformers causal LM shares.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "memra/backend.h"
+#include "memra/family.h"
+
+namespace memra::family {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;  // outermost first
+  bool matrix = false;         // 2-D weight used by matmul (any quant scheme)
+  bool any_float = false;      // read by the family's own op in its stored float type (f32, bf16, f16)
+};
+
+// An integer key of the normalised config; throws std::runtime_error naming it when absent.
+int64_t need_int(const nlohmann::json& config, const char* key);
+
+// The host's weights bound to the plan's tensors: `copy` holds the host's descriptors, and
+// `by_name` points into it. False with `error` naming the first tensor that is missing, has
+// another shape, or another type than the spec allows (non-matrix tensors are F32; an
+// any_float one may come as [C][K] for a planned [C][1][K]).
+bool bind_tensors(const std::vector<TensorSpec>& specs, const memra_weight_set& set, std::vector<memra_weight>& copy,
+                  std::unordered_map<std::string, const memra_weight*>& by_name, std::string& error);
+
+// The config's "rope" object as memra_rope_params for heads of head_dim; false with `error`
+// (prefixed by `who`) for a rotary_dim, theta or scaling the backends do not have.
+bool rope_from_config(const nlohmann::json& config, int64_t head_dim, memra_rope_params& rope, std::string& error,
+                      const std::string& who);
+
+// Sparse MLPs: which layers are sparse (num_experts > 0: every decoder_sparse_step-th layer
+// not in mlp_only_layers, as transformers decides) and the experts' sizes.
+struct ExpertPlan {
+  std::vector<uint8_t> layer_moe;
+  int32_t experts = 0, top_k = 0;
+  int64_t expert_width = 0, shared_width = 0;
+  bool normalize_top_k = false;
+};
+// `normalize_default`: norm_topk_prob when the config leaves it out. A shared expert is
+// refused (with `error`) unless `allow_shared`.
+bool experts_from_config(const nlohmann::json& config, int64_t layers, bool normalize_default, bool allow_shared, ExpertPlan& out,
+                         std::string& error, const std::string& who);
+
+// A Hugging Face decoder tensor name as (layer, the rest after "layers.N."), after one of
+// `prefixes` ("model.", ...); nullopt when it is not a layer's.
+std::optional<std::pair<int, std::string_view>> hf_layer_part(std::string_view name, std::initializer_list<std::string_view> prefixes);
+// A name with one of `prefixes` removed (the first that matches).
+std::string_view strip_prefix(std::string_view name, std::initializer_list<std::string_view> prefixes);
+// "experts.E.{gate,up,down}_proj.weight" (after "mlp.") as "ffn_{gate,up,down}.E.weight".
+std::optional<std::string> hf_expert_name(std::string_view rest);
+
+}  // namespace memra::family
