@@ -2,8 +2,9 @@
 // reference everywhere, CUDA where it can run) against transformers' float32 reference
 // (fixtures made from the bf16 checkpoints reloaded as float32) and against llama.cpp's
 // error budget on its quantized GGUF files:
-//  - models/qwen3_next (family-qwen3next) repacked to f32: prefill logits and teacher-forced decode steps
-//    within 1e-4, top-1 equal wherever the reference's margin is clear;
+//  - models/qwen3_next and tests/models/qwen3_5-tiny, qwen3_5_moe-tiny (family-qwen3next) repacked to
+//    f32: prefill logits and teacher-forced decode steps within 1e-4, top-1 equal wherever the
+//    reference's margin is clear (qwen3_5 as shipped too, within kBf16ActivationBound);
 //  - models/llama, models/qwen3 and models/qwen3_moe: logits at every prefill position (on CUDA the prompt
 //    rows take the tensor-core GEMM) and 24 greedy decode steps (on CUDA the GEMV),
 //    relative to each row's max |logit| (measured differences are printed), greedy ids
@@ -37,6 +38,7 @@
 #include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
 #include "tests/support/repacked_fixture.hpp"
+#include "tests/support/test_models.hpp"
 
 namespace fs = std::filesystem;
 using memra::engine::Engine;
@@ -113,8 +115,7 @@ void check_against_transformers(const std::string& model, memra_backend_kind kin
 
 // A sequence's logits alone, beside three other sequences, chunked differently and
 // through a verify step: bit for bit.
-void check_batch_invariance(const std::string& model, memra_backend_kind kind, memra_dtype kv_dtype) {
-  const fs::path dir = memra::testing::fixture("models/" + model);
+void check_batch_invariance_at(const fs::path& dir, const std::string& model, memra_backend_kind kind, memra_dtype kv_dtype) {
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
   const std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
   const std::string what = model + " on " + memra::testing::backend_name(kind) + ", " + memra::engine::kv_dtype_name(kv_dtype) + " KV";
@@ -210,14 +211,17 @@ void check_batch_invariance(const std::string& model, memra_backend_kind kind, m
             << verify_equal << "/" << kSteps << "\n";
 }
 
+void check_batch_invariance(const std::string& model, memra_backend_kind kind, memra_dtype kv_dtype) {
+  check_batch_invariance_at(memra::testing::fixture("models/" + model), model, kind, kv_dtype);
+}
+
 // Qwen3-Next (family-qwen3next: Gated DeltaNet layers over recurrent state, gated
 // attention, experts with a shared expert) against transformers: prefill logits at every
 // position, then the 24 reference greedy tokens fed one per step (teacher forcing: the
 // fixture has a near-tie, README.txt, where an exact engine may pick the other token), each
 // step's logits within the bound and its top-1 the reference's wherever the reference's
 // margin is clear.
-void check_hybrid_against_transformers(const std::string& model, memra_backend_kind kind, const std::string& quant) {
-  const fs::path dir = memra::testing::fixture("models/" + model);
+void check_hybrid_against_transformers(const fs::path& dir, const std::string& model, memra_backend_kind kind, const std::string& quant) {
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
   const fs::path path = quant == "keep" ? dir : memra::testing::repacked_fixture(dir, quant);
   ASSERT_FALSE(path.empty());
@@ -292,9 +296,25 @@ TEST_P(EngineFixture, Qwen3MoeBf16KvBatchInvariant) { check_batch_invariance("qw
 // of the f32 model to bf16 moves row 0's logits by 49 % of their scale, the router's inputs
 // 43 %, while attention's or the shared expert's move them 0.2 %: routing flips), so the
 // as-shipped bf16 path is checked for invariance below, not against the f32 reference.
-TEST_P(EngineFixture, Qwen3NextAsF32MatchesTransformers) { check_hybrid_against_transformers("qwen3_next", GetParam(), "f32"); }
+TEST_P(EngineFixture, Qwen3NextAsF32MatchesTransformers) {
+  check_hybrid_against_transformers(memra::testing::fixture("models/qwen3_next"), "qwen3_next", GetParam(), "f32");
+}
+// Qwen3.5's separate projections, M-RoPE (1-D for text) and dense / sparse MLPs: the tiny
+// models tests/models/make_qwen3_5_fixtures.py made with transformers 5.17.
+TEST_P(EngineFixture, Qwen3_5AsF32MatchesTransformers) {
+  check_hybrid_against_transformers(memra::testing::test_model("qwen3_5-tiny"), "qwen3_5", GetParam(), "f32");
+}
+TEST_P(EngineFixture, Qwen3_5MatchesTransformers) {
+  check_hybrid_against_transformers(memra::testing::test_model("qwen3_5-tiny"), "qwen3_5", GetParam(), "keep");
+}
+TEST_P(EngineFixture, Qwen3_5MoeAsF32MatchesTransformers) {
+  check_hybrid_against_transformers(memra::testing::test_model("qwen3_5_moe-tiny"), "qwen3_5_moe", GetParam(), "f32");
+}
 TEST_P(EngineFixture, Qwen3NextBatchInvariant) { check_batch_invariance("qwen3_next", GetParam(), MEMRA_DTYPE_F32); }
 TEST_P(EngineFixture, Qwen3NextBf16KvBatchInvariant) { check_batch_invariance("qwen3_next", GetParam(), MEMRA_DTYPE_BF16); }
+TEST_P(EngineFixture, Qwen3_5MoeBatchInvariant) {
+  check_batch_invariance_at(memra::testing::test_model("qwen3_5_moe-tiny"), "qwen3_5_moe", GetParam(), MEMRA_DTYPE_F16);
+}
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
 
