@@ -33,11 +33,12 @@ memra_status unregistered_op(std::string_view name, uint32_t version, std::strin
 }
 
 std::string op_args_mismatch(const OpSpec& spec, const memra_op_args* args) {
-  const std::string who = "op_run " + std::string(spec.name) + ": ";
-  if (!MEMRA_STRUCT_HAS(args, memra_op_args, batch)) return who + "args struct too small";
+  // Every op call of every step passes here: the message is built only for a refusal.
+  auto who = [&] { return "op_run " + std::string(spec.name) + ": "; };
+  if (!MEMRA_STRUCT_HAS(args, memra_op_args, batch)) return who() + "args struct too small";
   if (args->attrs_version != spec.version || !args->attrs || args->attrs_size < spec.attrs_size ||
       *static_cast<const size_t*>(args->attrs) < spec.attrs_size)
-    return who + "attributes are not version " + std::to_string(spec.version) + " or too small";
+    return who() + "attributes are not version " + std::to_string(spec.version) + " or too small";
   return "";
 }
 
@@ -60,30 +61,30 @@ memra_status run_plugin_op(const PluginOp& op, memra_status (*run)(memra_plugin_
     *why = e;
     return MEMRA_ERR_ABI_MISMATCH;
   }
-  const std::string who = "op_run " + std::string(spec.name) + " (plugin '" + op.plugin + "')";
+  auto who = [&] { return "op_run " + std::string(spec.name) + " (plugin '" + op.plugin + "')"; };
   if ((op.def->flags & MEMRA_OP_NEEDS_BATCH) &&
       (!args->batch || !MEMRA_STRUCT_HAS(args->batch, memra_forward_batch, state_slots))) {
-    *why = who + ": the op needs the batch (memra_op_args.batch)";
+    *why = who() + ": the op needs the batch (memra_op_args.batch)";
     return MEMRA_ERR_INVALID_ARGUMENT;
   }
   if ((op.def->flags & MEMRA_OP_USES_STATE) && (!env.state || !args->batch->state_slots)) {
-    *why = who + ": layer " + std::to_string(args->layer) + " keeps no recurrent state on this backend";
+    *why = who() + ": layer " + std::to_string(args->layer) + " keeps no recurrent state on this backend";
     return MEMRA_ERR_INVALID_ARGUMENT;
   }
   if (op.def->flags & MEMRA_OP_USES_STATE)
     for (int32_t s = 0; s < args->batch->num_seqs; ++s)
       if (args->batch->state_slots[s] < 0 || args->batch->state_slots[s] >= env.num_state_slots) {
-        *why = who + ": sequence " + std::to_string(s) + " has a bad state slot";
+        *why = who() + ": sequence " + std::to_string(s) + " has a bad state slot";
         return MEMRA_ERR_INVALID_ARGUMENT;
       }
   memra_status st = MEMRA_ERR_INTERNAL;
   try {
     st = run(op.ctx, &env, args);
   } catch (...) {
-    *why = who + " threw a C++ exception; plugins must catch everything";
+    *why = who() + " threw a C++ exception; plugins must catch everything";
     return MEMRA_ERR_INTERNAL;
   }
-  if (st != MEMRA_OK) *why = who + " failed (" + memra_status_name(st) + ")";
+  if (st != MEMRA_OK) *why = who() + " failed (" + memra_status_name(st) + ")";
   return st;
 }
 

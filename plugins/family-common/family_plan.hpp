@@ -61,4 +61,18 @@ std::string_view strip_prefix(std::string_view name, std::initializer_list<std::
 // "experts.E.{gate,up,down}_proj.weight" (after "mlp.") as "ffn_{gate,up,down}.E.weight".
 std::optional<std::string> hf_expert_name(std::string_view rest);
 
+// A named op's arguments with the attributes (their struct's version and size) and the
+// batch set; the caller adds tensors and weights.
+template <class Attrs>
+memra_op_args op_args(int32_t layer, uint32_t version, const Attrs& attrs, const memra_forward_batch* batch) {
+  memra_op_args a{};
+  a.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+  a.layer = layer;
+  a.attrs_version = version;
+  a.attrs = &attrs;
+  a.attrs_size = sizeof(Attrs);
+  a.batch = batch;
+  return a;
+}
+
 }  // namespace memra::family

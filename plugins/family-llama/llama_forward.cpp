@@ -149,19 +149,13 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       LLAMA_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
       const memra_tensor* in[2] = {&h, &router_logits};
       memra_tensor* out[1] = {&down};
-      memra_op_args a{};
-      a.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
-      a.layer = static_cast<int32_t>(l);
-      a.attrs_version = MEMRA_OP_MOE_FFN_V1;
-      a.attrs = &moe;
-      a.attrs_size = sizeof(moe);
+      memra_op_args a = family::op_args(static_cast<int32_t>(l), MEMRA_OP_MOE_FFN_V1, moe, &batch);
       a.num_inputs = 2;
       a.num_outputs = 1;
       a.inputs = in;
       a.outputs = out;
       a.num_weights = static_cast<int32_t>(L.experts.size());
       a.weights = L.experts.data();
-      a.batch = &batch;
       LLAMA_OP(o.op_run(c, m.moe_ffn, &a), "moe_ffn");
     } else {
       LLAMA_OP(o.matmul(c, &h, L.w_gate, nullptr, &gate), "ffn_gate");

@@ -34,10 +34,7 @@ memra_status launch(memra_plugin_ctx* ctx, const memra_op_env* env, memra_kernel
   return ctx->host->kernel_launch(ctx->host->ctx, k, &c, args);
 }
 
-const Kernels* kernels_of(memra_plugin_ctx* ctx, const memra_op_env* env) {
-  (void)ctx;
-  return static_cast<const Kernels*>(env->kernel_data);
-}
+const Kernels* kernels_of(const memra_op_env* env) { return static_cast<const Kernels*>(env->kernel_data); }
 
 }  // namespace
 
@@ -65,7 +62,7 @@ memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device
 memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   return guarded(ctx, [&]() -> memra_status {
     if (const memra_status st = gdn_check(ctx, env, args); st != MEMRA_OK) return st;
-    const Kernels* k = kernels_of(ctx, env);
+    const Kernels* k = kernels_of(env);
     if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: not prepared on this backend");
     const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
     const int32_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
@@ -103,7 +100,7 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
 memra_status split_gate_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   return guarded(ctx, [&]() -> memra_status {
     if (const memra_status st = split_gate_check(ctx, args); st != MEMRA_OK) return st;
-    const Kernels* k = kernels_of(ctx, env);
+    const Kernels* k = kernels_of(env);
     if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.split_gate: not prepared on this backend");
     const auto& at = *static_cast<const SplitGateAttrsV1*>(args->attrs);
     const int32_t d = at.head_dim;
@@ -120,7 +117,7 @@ memra_status split_gate_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, con
 memra_status sigmoid_mul_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   return guarded(ctx, [&]() -> memra_status {
     if (const memra_status st = sigmoid_mul_check(ctx, args); st != MEMRA_OK) return st;
-    const Kernels* k = kernels_of(ctx, env);
+    const Kernels* k = kernels_of(env);
     if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.sigmoid_mul: not prepared on this backend");
     const memra_tensor* xt = args->inputs[0];
     const int32_t n = static_cast<int32_t>(xt->shape[xt->ndim - 1]);

@@ -23,16 +23,6 @@ namespace {
 
 constexpr float kUnit = 1.0f;  // Qwen3-Next's RMSNorms scale by (1 + w)
 
-memra_op_args op_args(int32_t layer, uint32_t version, const void* attrs, size_t attrs_size, const memra_forward_batch* batch) {
-  memra_op_args a{};
-  a.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
-  a.layer = layer;
-  a.attrs_version = version;
-  a.attrs = attrs;
-  a.attrs_size = attrs_size;
-  a.batch = batch;
-  return a;
-}
 
 }  // namespace
 
@@ -196,7 +186,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     const Layer& L = m.layers[static_cast<size_t>(l)];
     const auto layer = static_cast<int32_t>(l);
     if (p.layer_linear[static_cast<size_t>(l)]) {
-      memra_op_args a = op_args(layer, 1u, &g, sizeof g, &batch);
+      memra_op_args a = family::op_args(layer, 1u, g, &batch);
       const memra_tensor* in[4] = {&qkvz, split_rows ? &zt : &ba, &ba, &at};  // split: qkv, z, b, a
       memra_tensor* out[1] = {&y};
       if (split_rows) {
@@ -217,7 +207,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       Q3N_OP(o.matmul(c, &h, L.wk, L.bk, &k), "attn_k");
       Q3N_OP(o.matmul(c, &h, L.wv, L.bv, &v), "attn_v");
       {
-        memra_op_args a = op_args(layer, 1u, &split, sizeof split, nullptr);
+        memra_op_args a = family::op_args(layer, 1u, split, nullptr);
         const memra_tensor* in[1] = {&qg};
         memra_tensor* out[2] = {&q, &gate};
         a.num_inputs = 1, a.inputs = in, a.num_outputs = 2, a.outputs = out;
@@ -230,7 +220,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       ap.layer = layer;
       Q3N_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
       {
-        memra_op_args a = op_args(layer, 1u, &sigmul, sizeof sigmul, nullptr);
+        memra_op_args a = family::op_args(layer, 1u, sigmul, nullptr);
         const memra_tensor* in[2] = {&attn, &gate};
         memra_tensor* out[1] = {&attn};
         a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
@@ -241,7 +231,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     Q3N_OP(o.add_rms_norm(c, &mix, &residual, L.post_norm, p.norm_eps, kUnit, &h), "post_attention_norm");
     if (L.router) {
       Q3N_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
-      memra_op_args a = op_args(layer, MEMRA_OP_MOE_FFN_V1, &moe_attrs, sizeof moe_attrs, &batch);
+      memra_op_args a = family::op_args(layer, MEMRA_OP_MOE_FFN_V1, moe_attrs, &batch);
       const memra_tensor* in[2] = {&h, &router_logits};
       memra_tensor* out[1] = {p.shared_width > 0 ? &moe : &down};
       a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
@@ -253,7 +243,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
         Q3N_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &sg, &su, &sa), "shared silu");
         Q3N_OP(o.matmul(c, &sa, L.sh_down, nullptr, &down), "ffn_down_shexp");
         Q3N_OP(o.matmul(c, &h, L.sh_router, nullptr, &sgate), "ffn_gate_inp_shexp");
-        memra_op_args s = op_args(layer, 1u, &sigmul, sizeof sigmul, nullptr);
+        memra_op_args s = family::op_args(layer, 1u, sigmul, nullptr);
         const memra_tensor* sin[2] = {&down, &sgate};
         memra_tensor* sout[1] = {&down};
         s.num_inputs = 2, s.inputs = sin, s.num_outputs = 1, s.outputs = sout;

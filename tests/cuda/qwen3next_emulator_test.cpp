@@ -57,6 +57,24 @@ memra_op_env cpu_env(std::vector<uint8_t>& state, uint64_t stride, int32_t seqs,
   return env;
 }
 
+// A case's f32 weights as the host hands weights to ops.
+struct ExampleWeights {
+  std::vector<memra_weight> weights;
+  std::vector<const memra_weight*> pointers;
+  explicit ExampleWeights(const memra_op_example& e) : weights(static_cast<size_t>(e.num_weights)) {
+    for (int32_t i = 0; i < e.num_weights; ++i) {
+      memra_weight& w = weights[static_cast<size_t>(i)];
+      w.struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
+      w.dtype = MEMRA_DTYPE_F32;
+      w.ndim = 2;
+      w.shape[0] = e.weight_shapes[2 * i], w.shape[1] = e.weight_shapes[2 * i + 1];
+      w.bytes = static_cast<uint64_t>(w.shape[0] * w.shape[1]) * 4;
+      w.data = e.weights[i];
+    }
+    for (const memra_weight& w : weights) pointers.push_back(&w);
+  }
+};
+
 memra_tensor tensor(float* data, int64_t rows, int64_t cols) {
   memra_tensor t{};
   t.struct_size = MEMRA_TENSOR_STRUCT_SIZE;
@@ -87,17 +105,8 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
     std::vector<memra_tensor> tin;
     for (int32_t i = 0; i < e.num_inputs; ++i) in.emplace_back(e.inputs[i], e.inputs[i] + e.input_shapes[2 * i] * e.input_shapes[2 * i + 1]);
     for (int32_t i = 0; i < e.num_inputs; ++i) tin.push_back(tensor(in[i].data(), e.input_shapes[2 * i], e.input_shapes[2 * i + 1]));
-    std::vector<memra_weight> w(4);
-    const memra_weight* wp[4];
-    for (int i = 0; i < 4; ++i) {
-      w[i].struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
-      w[i].dtype = MEMRA_DTYPE_F32;
-      w[i].ndim = 2;
-      w[i].shape[0] = e.weight_shapes[2 * i], w[i].shape[1] = e.weight_shapes[2 * i + 1];
-      w[i].bytes = static_cast<uint64_t>(w[i].shape[0] * w[i].shape[1]) * 4;
-      w[i].data = e.weights[i];
-      wp[i] = &w[i];
-    }
+    const ExampleWeights ew(e);
+    const memra_weight* const* wp = ew.pointers.data();
     memra_forward_batch b{};
     b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
     b.num_tokens = e.num_tokens;
@@ -234,17 +243,8 @@ TEST(Qwen3NextOps, GroupedAndSplitRowsAreOneComputation) {
   batch.seq_index = e.seq_index;
   batch.positions = e.positions;
   batch.state_slots = slots.data();
-  std::vector<memra_weight> w(4);
-  const memra_weight* wp[4];
-  for (int i = 0; i < 4; ++i) {
-    w[i].struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
-    w[i].dtype = MEMRA_DTYPE_F32;
-    w[i].ndim = 2;
-    w[i].shape[0] = e.weight_shapes[2 * i], w[i].shape[1] = e.weight_shapes[2 * i + 1];
-    w[i].bytes = static_cast<uint64_t>(w[i].shape[0] * w[i].shape[1]) * 4;
-    w[i].data = e.weights[i];
-    wp[i] = &w[i];
-  }
+  const ExampleWeights ew(e);
+  const memra_weight* const* wp = ew.pointers.data();
   auto run = [&](const memra::qwen3next::GdnAttrsV1& attrs, std::vector<memra_tensor> inputs, std::vector<uint8_t>& state) {
     std::vector<float> y(static_cast<size_t>(T * vd), NAN);
     Scratch scratch;
