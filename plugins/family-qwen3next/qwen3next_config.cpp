@@ -1,6 +1,9 @@
 // config_normalize for the qwen3next family: a Hugging Face config.json -> the
 // normalised config (docs/FORMAT.md): the keys every family shares plus this family's
-// own (layer kinds, Gated DeltaNet sizes, the gated attention, experts).
+// own (layer kinds, Gated DeltaNet sizes and how the checkpoint lays them out, the gated
+// attention, experts). Hugging Face checkpoints and llama.cpp's GGUF conversions (arch
+// "qwen35" / "qwen3next": folded (1 + w) norms, A = -exp(A_log), split projections,
+// Qwen3.5's value heads in tiled order).
 #include "qwen3next_config.hpp"
 
 #include <vector>
@@ -15,17 +18,19 @@ using family::Fields;
 using family::json;
 using family::RawConfig;
 
-// HF class -> whether its DeltaNet projections are Qwen3.5's separate ones.
+// HF class -> whether its DeltaNet projections are Qwen3.5's separate ones, and the GGUF
+// architecture llama.cpp's converter writes for it.
 struct Arch {
   const char* hf;
   bool split_projections;
+  const char* gguf;
 };
 constexpr Arch kArchitectures[] = {
-    {"Qwen3NextForCausalLM", false},
-    {"Qwen3_5ForCausalLM", true},
-    {"Qwen3_5MoeForCausalLM", true},
-    {"Qwen3_5ForConditionalGeneration", true},  // the text part: the vision tower is not read yet
-    {"Qwen3_5MoeForConditionalGeneration", true},
+    {"Qwen3NextForCausalLM", false, "qwen3next"},
+    {"Qwen3_5ForCausalLM", true, "qwen35"},
+    {"Qwen3_5MoeForCausalLM", true, "qwen35moe"},
+    {"Qwen3_5ForConditionalGeneration", true, nullptr},  // the text part: the vision tower is not read yet
+    {"Qwen3_5MoeForConditionalGeneration", true, nullptr},
 };
 
 json from_hf(const RawConfig& raw, const Arch& arch) {
@@ -72,6 +77,9 @@ json from_hf(const RawConfig& raw, const Arch& arch) {
   out["linear_value_head_dim"] = c.integer("linear_value_head_dim", std::nullopt);
   out["linear_conv_kernel_dim"] = c.integer("linear_conv_kernel_dim", 4);
   out["linear_projections"] = arch.split_projections ? "split" : "grouped";
+  out["linear_value_head_order"] = "grouped";
+  out["linear_decay"] = "a_log";
+  out["norm_weight_offset"] = true;
   out["rope"] = family::hf_rope(c, 10000.0, head_dim, max_pos);
   out["num_experts"] = c.integer("num_experts", 0);
   out["num_experts_per_tok"] = c.integer("num_experts_per_tok", 0);
@@ -89,34 +97,114 @@ json from_hf(const RawConfig& raw, const Arch& arch) {
   return out;
 }
 
+// llama.cpp's conversion (conversion/qwen.py, src/models/qwen35.cpp): "<arch>.block_count"
+// counts the MTP layers appended after the decoder ("nextn_predict_layers"); the DeltaNet
+// sizes are the ssm.* keys (state_size = key head dim, group_count = key heads,
+// time_step_rank = value heads, inner_size = value width); layer kinds from
+// attention.recurrent_layers or full_attention_interval.
+json from_gguf(const RawConfig& raw, const Arch& arch) {
+  const Fields k(raw.metadata, "GGUF config", raw.architecture + ".");
+  json out;
+  out["model_type"] = raw.architecture;
+  out["dtype"] = "";
+  const int64_t mtp_layers = k.integer("nextn_predict_layers", 0);
+  const int64_t layers = k.integer("block_count", std::nullopt) - mtp_layers;
+  if (layers <= 0) k.fail("block_count must exceed nextn_predict_layers");
+  const int64_t hidden = k.integer("embedding_length", std::nullopt);
+  const int64_t heads = k.integer("attention.head_count", std::nullopt);
+  if (heads <= 0) k.fail("attention.head_count must be positive");
+  const int64_t head_dim = k.integer("attention.key_length", hidden / heads);
+  if (k.integer("attention.value_length", head_dim) != head_dim) k.unsupported("value_length differs from key_length; not supported");
+  const int64_t max_pos = k.integer("context_length", 0);
+  int64_t vocab = 0;
+  if (const auto shape = raw.tensor_shape("token_embd.weight"); shape.size() == 2) vocab = shape[0];
+  if (vocab <= 0) k.fail("the file has no 2-D token_embd.weight to take the vocabulary size from");
+  out["vocab_size"] = vocab;
+  out["hidden_size"] = hidden;
+  out["num_layers"] = layers;
+  out["mtp_layers"] = mtp_layers;
+  out["num_heads"] = heads;
+  out["num_kv_heads"] = k.integer("attention.head_count_kv", heads);
+  out["head_dim"] = head_dim;
+  out["intermediate_size"] = k.integer("feed_forward_length", 0);
+  out["max_position_embeddings"] = max_pos;
+  const double eps = k.number("attention.layer_norm_rms_epsilon", 0);
+  if (!(eps > 0)) k.fail("'" + k.name("attention.layer_norm_rms_epsilon") + "' is missing or not positive");
+  out["norm_eps"] = eps;
+  out["activation"] = "silu";
+  out["attention_bias"] = raw.has_tensor("blk.0.attn_q.bias") || raw.has_tensor("blk.3.attn_q.bias");
+  out["tie_word_embeddings"] = !raw.has_tensor("output.weight");
+  json kinds = json::array();
+  if (const json* rl = k.find("attention.recurrent_layers"); rl && rl->is_array()) {
+    if (static_cast<int64_t>(rl->size()) < layers) k.fail("attention.recurrent_layers must list every layer");
+    for (int64_t i = 0; i < layers; ++i) kinds.push_back((*rl)[static_cast<size_t>(i)].get<bool>() ? "linear_attention" : "full_attention");
+  } else {
+    const int64_t interval = k.integer("full_attention_interval", 4);
+    if (interval <= 0) k.fail("'" + k.name("full_attention_interval") + "' must be positive");
+    for (int64_t i = 0; i < layers; ++i) kinds.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
+  }
+  out["layer_types"] = kinds;
+  const int64_t hk = k.integer("ssm.group_count", std::nullopt), hv = k.integer("ssm.time_step_rank", std::nullopt);
+  const int64_t inner = k.integer("ssm.inner_size", std::nullopt);
+  if (hk <= 0 || hv <= 0 || inner % hv != 0) k.fail("ssm.group_count, ssm.time_step_rank and ssm.inner_size disagree");
+  out["linear_num_key_heads"] = hk;
+  out["linear_num_value_heads"] = hv;
+  out["linear_key_head_dim"] = k.integer("ssm.state_size", std::nullopt);
+  out["linear_value_head_dim"] = inner / hv;
+  out["linear_conv_kernel_dim"] = k.integer("ssm.conv_kernel", std::nullopt);
+  // Qwen3-Next's in_proj_qkvz is written as attn_qkv + attn_gate with ssm_ba kept whole;
+  // Qwen3.5's value heads are reordered so that value head h reads key head h % Hk.
+  out["linear_projections"] = arch.split_projections ? "split" : "split_qkvz";
+  out["linear_value_head_order"] = arch.split_projections && hk != hv ? "tiled" : "grouped";
+  out["linear_decay"] = "a";
+  out["norm_weight_offset"] = false;  // the converter folded the + 1 into the weights
+  out["rope"] = family::gguf_rope(k, raw, 10000.0, head_dim, max_pos, false);
+  if (k.integer("expert_count", 0) > 0)
+    k.unsupported("a GGUF mixture of experts (stacked ffn_*_exps tensors) is not read yet; serve the Hugging Face checkpoint");
+  out["num_experts"] = 0;
+  out["num_experts_per_tok"] = 0;
+  out["moe_intermediate_size"] = 0;
+  out["shared_expert_intermediate_size"] = 0;
+  out["norm_topk_prob"] = true;
+  out["decoder_sparse_step"] = 1;
+  out["mlp_only_layers"] = json::array();
+  family::gguf_special_tokens(raw, out);
+  return out;
+}
+
 }  // namespace
 
 std::string normalize_config(const char* raw_json) {
   const RawConfig raw = family::parse_raw_config(raw_json);
   const Arch* arch = nullptr;
   for (const Arch& a : kArchitectures)
-    if (raw.architecture == a.hf) arch = &a;
-  if (raw.format != "hf")
-    throw family::PluginError(MEMRA_ERR_UNSUPPORTED, "GGUF architecture '" + raw.architecture +
-                                                         "': family-qwen3next reads Hugging Face checkpoints only so far");
+    if (raw.format == "hf" ? raw.architecture == a.hf : a.gguf && raw.architecture == a.gguf) arch = &a;
   if (!arch) {
     std::string served;
-    for (const Arch& a : kArchitectures) served += (served.empty() ? "" : ", ") + std::string(a.hf);
-    throw family::PluginError(MEMRA_ERR_UNSUPPORTED,
-                              "architecture '" + raw.architecture + "' is not one this family serves; it serves " + served);
+    for (const Arch& a : kArchitectures)
+      if (raw.format == "hf" || a.gguf) served += (served.empty() ? "" : ", ") + std::string(raw.format == "hf" ? a.hf : a.gguf);
+    throw family::PluginError(MEMRA_ERR_UNSUPPORTED, (raw.format == "hf" ? "architecture '" : "GGUF architecture '") +
+                                                         raw.architecture + "' is not one this family serves; it serves " + served);
   }
-  json out = from_hf(raw, *arch);
+  json out = raw.format == "hf" ? from_hf(raw, *arch) : from_gguf(raw, *arch);
   out["memra_config_version"] = family::kNormalisedConfigVersion;
-  out["architecture"] = raw.architecture;
+  out["architecture"] = arch->hf;
   out["family"] = "qwen3next";
   out["source_format"] = raw.format;
   return out.dump(1);
 }
 
+// From the table: the HF classes, then the GGUF names.
 const char* const* handled_architectures() {
-  static const char* const kHandles[] = {"Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
-                                         "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", nullptr};
-  return kHandles;
+  static const std::vector<const char*> kHandles = [] {
+    std::vector<const char*> h;
+    for (const Arch& a : kArchitectures) h.push_back(a.hf);
+    for (const Arch& a : kArchitectures)
+      if (a.gguf) h.push_back(a.gguf);
+    h.push_back(nullptr);
+    return h;
+  }();
+  return kHandles.data();
 }
 
 }  // namespace memra::qwen3next

@@ -21,9 +21,6 @@ namespace {
     }                                                                 \
   } while (0)
 
-constexpr float kUnit = 1.0f;  // Qwen3-Next's RMSNorms scale by (1 + w)
-
-
 }  // namespace
 
 bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
@@ -51,7 +48,7 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.ssm_b = get(b + "ssm_beta.weight");
     L.ssm_a = get(b + "ssm_alpha.weight");
     L.gdn_weights[0] = get(b + "ssm_conv1d.weight");
-    L.gdn_weights[1] = get(b + "ssm_a_log");
+    L.gdn_weights[1] = get(b + (p.gdn.layout & QWEN3NEXT_GDN_A_DIRECT ? "ssm_a" : "ssm_a_log"));
     L.gdn_weights[2] = get(b + "ssm_dt.bias");
     L.gdn_weights[3] = get(b + "ssm_norm.weight");
     L.wq = get(b + "attn_q.weight");
@@ -127,15 +124,13 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   Q3N_OP(make(T, p.hidden, h), "alloc");
   Q3N_OP(make(T, p.hidden, mix), "alloc");
   Q3N_OP(make(T, p.hidden, down), "alloc");
-  const bool split_rows = g.layout == QWEN3NEXT_GDN_SPLIT;
-  memra_tensor qkvz{}, ba{}, zt{}, at{}, y{};  // split: qkvz holds qkv, ba holds b
+  const bool split_qkvz = g.layout & QWEN3NEXT_GDN_SPLIT_QKVZ, split_ba = g.layout & QWEN3NEXT_GDN_SPLIT_BA;
+  memra_tensor qkvz{}, zt{}, ba{}, at{}, y{};  // split: qkvz holds qkv, ba holds b
   if (!p.linear_layers.empty()) {
-    Q3N_OP(make(T, split_rows ? 2 * kd + vd : 2 * kd + 2 * vd, qkvz), "alloc");
-    Q3N_OP(make(T, split_rows ? g.num_v_heads : 2 * g.num_v_heads, ba), "alloc");
-    if (split_rows) {
-      Q3N_OP(make(T, vd, zt), "alloc");
-      Q3N_OP(make(T, g.num_v_heads, at), "alloc");
-    }
+    Q3N_OP(make(T, split_qkvz ? 2 * kd + vd : 2 * kd + 2 * vd, qkvz), "alloc");
+    Q3N_OP(make(T, split_ba ? g.num_v_heads : 2 * g.num_v_heads, ba), "alloc");
+    if (split_qkvz) Q3N_OP(make(T, vd, zt), "alloc");
+    if (split_ba) Q3N_OP(make(T, g.num_v_heads, at), "alloc");
     Q3N_OP(make(T, vd, y), "alloc");
   }
   memra_tensor qg{}, q{}, gate{}, k{}, v{}, attn{};
@@ -181,24 +176,32 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   moe_attrs.activation = MEMRA_ACTIVATION_SILU;
 
   Q3N_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
-  Q3N_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, kUnit, &h), "attn_norm");
+  Q3N_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, p.norm_unit, &h), "attn_norm");
   for (int64_t l = 0; l < p.layers; ++l) {
     const Layer& L = m.layers[static_cast<size_t>(l)];
     const auto layer = static_cast<int32_t>(l);
     if (p.layer_linear[static_cast<size_t>(l)]) {
       memra_op_args a = family::op_args(layer, 1u, g, &batch);
-      const memra_tensor* in[4] = {&qkvz, split_rows ? &zt : &ba, &ba, &at};  // split: qkv, z, b, a
-      memra_tensor* out[1] = {&y};
-      if (split_rows) {
+      const memra_tensor* in[4] = {};  // in the op's order: qkvz or qkv, z; ba or b, a
+      int32_t n_in = 0;
+      if (split_qkvz) {
         Q3N_OP(o.matmul(c, &h, L.ssm_qkv, nullptr, &qkvz), "attn_qkv");
         Q3N_OP(o.matmul(c, &h, L.ssm_z, nullptr, &zt), "attn_gate");
-        Q3N_OP(o.matmul(c, &h, L.ssm_b, nullptr, &ba), "ssm_beta");
-        Q3N_OP(o.matmul(c, &h, L.ssm_a, nullptr, &at), "ssm_alpha");
+        in[n_in++] = &qkvz, in[n_in++] = &zt;
       } else {
         Q3N_OP(o.matmul(c, &h, L.ssm_in, nullptr, &qkvz), "ssm_in");
-        Q3N_OP(o.matmul(c, &h, L.ssm_ba, nullptr, &ba), "ssm_ba");
+        in[n_in++] = &qkvz;
       }
-      a.num_inputs = split_rows ? 4 : 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
+      if (split_ba) {
+        Q3N_OP(o.matmul(c, &h, L.ssm_b, nullptr, &ba), "ssm_beta");
+        Q3N_OP(o.matmul(c, &h, L.ssm_a, nullptr, &at), "ssm_alpha");
+        in[n_in++] = &ba, in[n_in++] = &at;
+      } else {
+        Q3N_OP(o.matmul(c, &h, L.ssm_ba, nullptr, &ba), "ssm_ba");
+        in[n_in++] = &ba;
+      }
+      memra_tensor* out[1] = {&y};
+      a.num_inputs = n_in, a.inputs = in, a.num_outputs = 1, a.outputs = out;
       a.num_weights = 4, a.weights = L.gdn_weights;
       Q3N_OP(o.op_run(c, m.gdn, &a), "gated_delta_net");
       Q3N_OP(o.matmul(c, &y, L.ssm_out, nullptr, &mix), "ssm_out");
@@ -215,8 +218,8 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       }
       // Per-head (1 + w) RMSNorms of q and k, before RoPE.
       memra_tensor qh = view(q, T * p.heads, p.head_dim), kh = view(k, T * p.kv_heads, p.head_dim);
-      Q3N_OP(o.rms_norm(c, &qh, L.q_norm, p.norm_eps, kUnit, &qh), "attn_q_norm");
-      Q3N_OP(o.rms_norm(c, &kh, L.k_norm, p.norm_eps, kUnit, &kh), "attn_k_norm");
+      Q3N_OP(o.rms_norm(c, &qh, L.q_norm, p.norm_eps, p.norm_unit, &qh), "attn_q_norm");
+      Q3N_OP(o.rms_norm(c, &kh, L.k_norm, p.norm_eps, p.norm_unit, &kh), "attn_k_norm");
       ap.layer = layer;
       Q3N_OP(o.attention(c, &ap, &batch, &q, &k, &v, &attn), "attention");
       {
@@ -228,7 +231,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       }
       Q3N_OP(o.matmul(c, &attn, L.wo, nullptr, &mix), "attn_output");
     }
-    Q3N_OP(o.add_rms_norm(c, &mix, &residual, L.post_norm, p.norm_eps, kUnit, &h), "post_attention_norm");
+    Q3N_OP(o.add_rms_norm(c, &mix, &residual, L.post_norm, p.norm_eps, p.norm_unit, &h), "post_attention_norm");
     if (L.router) {
       Q3N_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
       memra_op_args a = family::op_args(layer, MEMRA_OP_MOE_FFN_V1, moe_attrs, &batch);
@@ -257,7 +260,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       Q3N_OP(o.matmul(c, &fa, L.w_down, nullptr, &down), "ffn_down");
     }
     const memra_weight* next_norm = l + 1 < p.layers ? m.layers[static_cast<size_t>(l + 1)].attn_norm : m.output_norm;
-    Q3N_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, kUnit, &h), "norm");
+    Q3N_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, p.norm_unit, &h), "norm");
   }
 
   if (batch.num_logits <= 0) return MEMRA_OK;

@@ -31,15 +31,15 @@ extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t
 // column j of the head's state S [dk][dv] (kept in shared memory while consecutive rows are
 // its sequence's), over the step's rows in batch order. Thread 0 does the reductions that
 // span a head (q/k norms, the gated RMSNorm) in index order, as the reference does.
-extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, int32_t tokens, int32_t kc, const float* a_log,
+extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, int32_t tokens, int32_t kc, const float* a_weight,
                                          const float* dt_bias, const float* norm_w, float eps, const int32_t* seq_index,
                                          const int32_t* slots, char* state, unsigned long long stride, float* y) {
 #if defined(__CUDACC__)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
   const int32_t hk = src.hk, hv = src.hv, dk = src.dk, dv = src.dv;
-  const int64_t r = hv / hk, kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
-  const int32_t h = blockIdx.x, gi = h / (int32_t)r, tid = threadIdx.x, nthreads = blockDim.x;
+  const int64_t kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
+  const int32_t h = blockIdx.x, gi = q3n_key_head(&src, h), tid = threadIdx.x, nthreads = blockDim.x;
   float* S = (float*)smem_raw;  // [dk][dv]
   float* qs = S + (int64_t)dk * dv;
   float* ks = qs + dk;
@@ -74,7 +74,7 @@ extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out,
       scal[1] = 1.0f / sqrtf(sk + 1e-6f);
       const float b = q3n_b_in(&src, t, h), a = q3n_a_in(&src, t, h);
       scal[2] = q3n_sigmoid(b);
-      scal[3] = q3n_exp(-q3n_exp(a_log[h]) * q3n_softplus(a + dt_bias[h]));
+      scal[3] = q3n_decay(&src, a_weight, h, a, dt_bias[h]);
     }
     __syncthreads();
     for (int32_t i = tid; i < dk; i += nthreads) {

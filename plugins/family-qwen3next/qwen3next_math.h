@@ -114,32 +114,55 @@ Q3N_HD int64_t q3n_z_source(int64_t v, int64_t r, int64_t dk, int64_t dv) {
   return (v / (r * dv)) * group + 2 * dk + r * dv + v % (r * dv);
 }
 
-// A step's DeltaNet inputs: layout 0 (Qwen3-Next) the grouped qkvz rows (qkv = z) and ba rows
-// (b = a) of Hk groups [b r | a r]; layout 1 (Qwen3.5) separate qkv [T][C] rows in channel
-// order, z [T][Hv dv], b [T][Hv] and a [T][Hv].
+// How a step's DeltaNet inputs and weights are laid out (GdnAttrsV1.layout, bit flags):
+//   QWEN3NEXT_GDN_SPLIT_QKVZ: separate qkv [T][C] rows in channel order and z [T][Hv dv]
+//     (Qwen3.5; llama.cpp's attn_qkv / attn_gate), else Hugging Face Qwen3-Next's grouped
+//     qkvz rows of Hk groups [q dk | k dk | v r dv | z r dv] (qkv = z);
+//   QWEN3NEXT_GDN_SPLIT_BA: separate b [T][Hv] and a [T][Hv] (Qwen3.5), else grouped ba rows
+//     of Hk groups [b r | a r] (b = a);
+//   QWEN3NEXT_GDN_V_TILED: value head h belongs to key head h % Hk (llama.cpp's Qwen3.5
+//     files reorder the value heads so), else h / r, r = Hv / Hk (Hugging Face's order);
+//   QWEN3NEXT_GDN_A_DIRECT: the decay weight is A = -exp(A_log) as llama.cpp stores it
+//     (ssm_a), else A_log (Hugging Face).
+#define QWEN3NEXT_GDN_SPLIT_QKVZ 1
+#define QWEN3NEXT_GDN_SPLIT_BA 2
+#define QWEN3NEXT_GDN_V_TILED 4
+#define QWEN3NEXT_GDN_A_DIRECT 8
+#define QWEN3NEXT_GDN_FLAGS 15
 typedef struct q3n_sources {
   const float *qkv, *z, *b, *a;
-  int32_t layout, hk, hv, dk, dv;
+  int32_t flags, hk, hv, dk, dv;
 } q3n_sources;
 Q3N_HD int64_t q3n_qkv_row(const q3n_sources* s) {
   const int64_t c = 2 * (int64_t)s->hk * s->dk + (int64_t)s->hv * s->dv;
-  return s->layout ? c : c + (int64_t)s->hv * s->dv;
+  return (s->flags & QWEN3NEXT_GDN_SPLIT_QKVZ) ? c : c + (int64_t)s->hv * s->dv;
 }
 Q3N_HD float q3n_conv_in(const q3n_sources* s, int64_t t, int64_t c) {
   const int64_t r = s->hv / s->hk;
-  return s->qkv[t * q3n_qkv_row(s) + (s->layout ? c : q3n_qkv_source(c, s->hk, r, s->dk, s->dv))];
+  return s->qkv[t * q3n_qkv_row(s) + ((s->flags & QWEN3NEXT_GDN_SPLIT_QKVZ) ? c : q3n_qkv_source(c, s->hk, r, s->dk, s->dv))];
 }
 Q3N_HD float q3n_z_in(const q3n_sources* s, int64_t t, int64_t v) {
   const int64_t r = s->hv / s->hk;
-  return s->layout ? s->z[t * (int64_t)s->hv * s->dv + v] : s->z[t * q3n_qkv_row(s) + q3n_z_source(v, r, s->dk, s->dv)];
+  return (s->flags & QWEN3NEXT_GDN_SPLIT_QKVZ) ? s->z[t * (int64_t)s->hv * s->dv + v]
+                                               : s->z[t * q3n_qkv_row(s) + q3n_z_source(v, r, s->dk, s->dv)];
 }
 Q3N_HD float q3n_b_in(const q3n_sources* s, int64_t t, int64_t h) {
   const int64_t r = s->hv / s->hk;
-  return s->layout ? s->b[t * s->hv + h] : s->b[t * 2 * s->hv + (h / r) * 2 * r + h % r];
+  return (s->flags & QWEN3NEXT_GDN_SPLIT_BA) ? s->b[t * s->hv + h] : s->b[t * 2 * s->hv + (h / r) * 2 * r + h % r];
 }
 Q3N_HD float q3n_a_in(const q3n_sources* s, int64_t t, int64_t h) {
   const int64_t r = s->hv / s->hk;
-  return s->layout ? s->a[t * s->hv + h] : s->a[t * 2 * s->hv + (h / r) * 2 * r + r + h % r];
+  return (s->flags & QWEN3NEXT_GDN_SPLIT_BA) ? s->a[t * s->hv + h] : s->a[t * 2 * s->hv + (h / r) * 2 * r + r + h % r];
+}
+// The key head whose q and k value head h reads.
+Q3N_HD int32_t q3n_key_head(const q3n_sources* s, int32_t h) {
+  return (s->flags & QWEN3NEXT_GDN_V_TILED) ? h % s->hk : h / (s->hv / s->hk);
+}
+// Value head h's decay for this row: exp(A * softplus(a + dt_bias)), A = -exp(A_log) or the
+// stored A.
+Q3N_HD float q3n_decay(const q3n_sources* s, const float* a_weight, int32_t h, float a, float dt_bias) {
+  const float big_a = (s->flags & QWEN3NEXT_GDN_A_DIRECT) ? a_weight[h] : -q3n_exp(a_weight[h]);
+  return q3n_exp(big_a * q3n_softplus(a + dt_bias));
 }
 
 #endif

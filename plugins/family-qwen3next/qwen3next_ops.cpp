@@ -38,17 +38,23 @@ memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const mem
   const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
   const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
   if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dv <= 0 || kc < 1 || !(at.norm_eps > 0) ||
-      (at.layout != QWEN3NEXT_GDN_GROUPED && at.layout != QWEN3NEXT_GDN_SPLIT))
+      (at.layout & ~QWEN3NEXT_GDN_FLAGS) != 0)
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: bad attributes");
   const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
   auto is = [&](int32_t i, int64_t width) { return last_dim(args->inputs[i]) == width && numel(args->inputs[i]) == T * width; };
-  const bool inputs_fit = at.layout == QWEN3NEXT_GDN_GROUPED
-                              ? args->num_inputs == 2 && is(0, 2 * kd + 2 * vd) && is(1, 2 * hv)
-                              : args->num_inputs == 4 && is(0, c_dim) && is(1, vd) && is(2, hv) && is(3, hv);
+  const bool split_qkvz = at.layout & QWEN3NEXT_GDN_SPLIT_QKVZ, split_ba = at.layout & QWEN3NEXT_GDN_SPLIT_BA;
+  const int32_t want_inputs = 2 + (split_qkvz ? 1 : 0) + (split_ba ? 1 : 0);
+  bool inputs_fit = args->num_inputs == want_inputs;
+  if (inputs_fit) {
+    int32_t i = 0;
+    inputs_fit = split_qkvz ? is(i, c_dim) && is(i + 1, vd) : is(i, 2 * kd + 2 * vd);
+    i += split_qkvz ? 2 : 1;
+    inputs_fit = inputs_fit && (split_ba ? is(i, hv) && is(i + 1, hv) : is(i, 2 * hv));
+  }
   if (!inputs_fit || args->num_outputs != 1 || args->num_weights != 4 || numel(args->outputs[0]) != T * vd)
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT,
-                  "qwen3next.gated_delta_net: takes qkvz [T][2*Hk*dk + 2*Hv*dv] and ba [T][2*Hv] (layout 0) or qkv [T][C], z "
-                  "[T][Hv*dv], b and a [T][Hv] (layout 1), 4 weights and y [T][Hv*dv]");
+                  "qwen3next.gated_delta_net: takes qkvz [T][2*Hk*dk + 2*Hv*dv] or qkv [T][C] and z [T][Hv*dv], then ba "
+                  "[T][2*Hv] or b and a [T][Hv] (as attrs.layout says), 4 weights and y [T][Hv*dv]");
   if (env->state_stride < gdn_state_bytes(at))
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: the layer keeps less state than these sizes need");
   const memra_weight* cw = args->weights[0];
@@ -59,7 +65,7 @@ memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const mem
   if (!cw || !cw->data || (cw->dtype != MEMRA_DTYPE_F32 && cw->dtype != MEMRA_DTYPE_BF16 && cw->dtype != MEMRA_DTYPE_F16) ||
       cw->bytes < static_cast<uint64_t>(c_dim * kc) * elem || !a_log || !dt_bias || !norm_w)
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT,
-                  "qwen3next.gated_delta_net: the conv kernel must be f32/bf16/f16 [C][K] and A_log, dt_bias, norm f32");
+                  "qwen3next.gated_delta_net: the conv kernel must be f32/bf16/f16 [C][K] and A (or A_log), dt_bias, norm f32");
   return MEMRA_OK;
 }
 
@@ -70,9 +76,9 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
     if (const memra_status st = gdn_check(ctx, env, args); st != MEMRA_OK) return st;
     const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
     const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
-    const int64_t r = hv / hk, kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
+    const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
     const memra_weight* cw = args->weights[0];
-    const float* a_log = static_cast<const float*>(args->weights[1]->data);
+    const float* a_weight = static_cast<const float*>(args->weights[1]->data);
     const float* dt_bias = static_cast<const float*>(args->weights[2]->data);
     const float* norm_w = static_cast<const float*>(args->weights[3]->data);
     const q3n_sources src = sources_of(at, args);
@@ -98,7 +104,7 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
         conv[static_cast<size_t>(ch)] = q3n_silu(acc);
       }
       for (int64_t h = 0; h < hv; ++h) {
-        const int64_t gi = h / r;
+        const int64_t gi = q3n_key_head(&src, static_cast<int32_t>(h));
         float sq = 0.0f, sk = 0.0f;
         for (int64_t i = 0; i < dk; ++i) {
           q[static_cast<size_t>(i)] = conv[static_cast<size_t>(gi * dk + i)];
@@ -113,7 +119,7 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
         }
         const float b = q3n_b_in(&src, t, h), a = q3n_a_in(&src, t, h);
         const float beta = q3n_sigmoid(b);
-        const float decay = q3n_exp(-q3n_exp(a_log[h]) * q3n_softplus(a + dt_bias[h]));
+        const float decay = q3n_decay(&src, a_weight, static_cast<int32_t>(h), a, dt_bias[h]);
         float* Sh = S + h * dk * dv;
         const float* vh = conv.data() + 2 * kd + h * dv;
         for (int64_t j = 0; j < dv; ++j) {
@@ -271,27 +277,42 @@ memra_status gdn_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example*
       int32_t hk, hv, dk, dv, kc, tokens, seqs, layout;
       const char* label;
     };
+    constexpr int32_t kSplit = QWEN3NEXT_GDN_SPLIT_QKVZ | QWEN3NEXT_GDN_SPLIT_BA;
+    constexpr int32_t kGguf35 = kSplit | QWEN3NEXT_GDN_V_TILED | QWEN3NEXT_GDN_A_DIRECT;
+    constexpr int32_t kGgufNext = QWEN3NEXT_GDN_SPLIT_QKVZ | QWEN3NEXT_GDN_A_DIRECT;
     static const Sizes kCases[] = {
-        {1, 2, 8, 8, 4, 5, 2, QWEN3NEXT_GDN_GROUPED, "grouped rows, Hk 1 / Hv 2 heads of 8, 5 rows of 2 sequences"},
-        {2, 6, 128, 128, 4, 7, 3, QWEN3NEXT_GDN_GROUPED, "grouped rows, Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"},
-        {2, 6, 128, 128, 4, 7, 3, QWEN3NEXT_GDN_SPLIT, "split rows (Qwen3.5), Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"}};
+        {1, 2, 8, 8, 4, 5, 2, 0, "grouped rows, Hk 1 / Hv 2 heads of 8, 5 rows of 2 sequences"},
+        {2, 6, 128, 128, 4, 7, 3, 0, "grouped rows, Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"},
+        {2, 6, 128, 128, 4, 7, 3, kSplit, "split rows (Qwen3.5), Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"},
+        {2, 6, 128, 128, 4, 7, 3, kGguf35, "llama.cpp's Qwen3.5 (split, tiled value heads, A), Hk 2 / Hv 6 heads of 128"},
+        {2, 4, 64, 64, 4, 6, 2, kGgufNext, "llama.cpp's Qwen3-Next (split qkv/z, grouped ba, A), Hk 2 / Hv 4 heads of 64"}};
+    constexpr int32_t kNumCases = static_cast<int32_t>(sizeof kCases / sizeof kCases[0]);
     if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
-    if (index < 0 || index >= 3) return MEMRA_ERR_NOT_FOUND;
+    if (index < 0 || index >= kNumCases) return MEMRA_ERR_NOT_FOUND;
     const Sizes& z = kCases[index];
     auto c = std::make_shared<CaseData>();
     c->gdn = {sizeof(GdnAttrsV1), z.hk, z.hv, z.dk, z.dv, z.kc, 1e-6f, z.layout};
     interleave(*c, z.tokens, z.seqs);
     const int64_t kd = static_cast<int64_t>(z.hk) * z.dk, vd = static_cast<int64_t>(z.hv) * z.dv, c_dim = 2 * kd + vd;
-    if (z.layout == QWEN3NEXT_GDN_SPLIT) {
-      c->inputs = {uniform(1, z.tokens * c_dim, -1.0f, 1.0f), uniform(11, z.tokens * vd, -1.0f, 1.0f),
-                   uniform(2, z.tokens * z.hv, -2.0f, 2.0f), uniform(12, z.tokens * z.hv, -2.0f, 2.0f)};
-      c->in_shapes = {z.tokens, c_dim, z.tokens, vd, z.tokens, z.hv, z.tokens, z.hv};
+    if (z.layout & QWEN3NEXT_GDN_SPLIT_QKVZ) {
+      c->inputs = {uniform(1, z.tokens * c_dim, -1.0f, 1.0f), uniform(11, z.tokens * vd, -1.0f, 1.0f)};
+      c->in_shapes = {z.tokens, c_dim, z.tokens, vd};
     } else {
-      c->inputs = {uniform(1, z.tokens * (2 * kd + 2 * vd), -1.0f, 1.0f), uniform(2, z.tokens * 2LL * z.hv, -2.0f, 2.0f)};
-      c->in_shapes = {z.tokens, 2 * kd + 2 * vd, z.tokens, 2LL * z.hv};
+      c->inputs = {uniform(1, z.tokens * (2 * kd + 2 * vd), -1.0f, 1.0f)};
+      c->in_shapes = {z.tokens, 2 * kd + 2 * vd};
+    }
+    if (z.layout & QWEN3NEXT_GDN_SPLIT_BA) {
+      c->inputs.push_back(uniform(2, z.tokens * z.hv, -2.0f, 2.0f));
+      c->inputs.push_back(uniform(12, z.tokens * z.hv, -2.0f, 2.0f));
+      c->in_shapes.insert(c->in_shapes.end(), {z.tokens, z.hv, z.tokens, z.hv});
+    } else {
+      c->inputs.push_back(uniform(2, z.tokens * 2LL * z.hv, -2.0f, 2.0f));
+      c->in_shapes.insert(c->in_shapes.end(), {z.tokens, 2LL * z.hv});
     }
     c->out_shapes = {z.tokens, vd};
-    c->weights = {uniform(3, c_dim * z.kc, -0.5f, 0.5f), uniform(4, z.hv, -1.0f, 1.5f), uniform(5, z.hv, -1.0f, 1.0f),
+    const bool a_direct = z.layout & QWEN3NEXT_GDN_A_DIRECT;  // A = -exp(A_log) < 0
+    c->weights = {uniform(3, c_dim * z.kc, -0.5f, 0.5f), a_direct ? uniform(4, z.hv, -4.0f, -0.3f) : uniform(4, z.hv, -1.0f, 1.5f),
+                  uniform(5, z.hv, -1.0f, 1.0f),
                   uniform(6, z.dv, 0.5f, 1.5f)};
     c->w_shapes = {c_dim, z.kc, 1, z.hv, 1, z.hv, 1, z.dv};
     const GdnAttrsV1* attrs = &c->gdn;

@@ -17,19 +17,19 @@ namespace memra::qwen3next {
 // qwen3next.gated_delta_net v1: one Gated DeltaNet token mixer core, per token row t in
 // batch order (a sequence's rows in position order), with its sequence's state:
 //   - q, k, v, z (value width) and b, a (one per value head) from the projections, as
-//     attrs.layout says: 0 (Qwen3-Next) Hugging Face's grouped rows, inputs[0] = qkvz
-//     [T][2*Hk*dk + 2*Hv*dv] as Hk groups of [q dk | k dk | v r*dv | z r*dv], inputs[1] = ba
-//     [T][2*Hv] as Hk groups of [b r | a r], r = Hv / Hk; 1 (Qwen3.5) separate rows,
-//     inputs[0] = qkv [T][2*Hk*dk + Hv*dv] (q, k, v), inputs[1] = z [T][Hv*dv],
-//     inputs[2] = b [T][Hv], inputs[3] = a [T][Hv];
+//     attrs.layout's flags say (qwen3next_math.h): inputs in order qkvz [T][2*Hk*dk + 2*Hv*dv]
+//     (Hk groups of [q dk | k dk | v r*dv | z r*dv], r = Hv / Hk) or, SPLIT_QKVZ, qkv [T][C]
+//     and z [T][Hv*dv]; then ba [T][2*Hv] (Hk groups of [b r | a r]) or, SPLIT_BA, b [T][Hv]
+//     and a [T][Hv]. Hugging Face's Qwen3-Next is 0, its Qwen3.5 SPLIT_QKVZ | SPLIT_BA;
+//     llama.cpp's GGUFs add A_DIRECT, its Qwen3.5 files V_TILED too;
 //   - the causal depthwise conv over the channels [q | k | v] (C = 2*Hk*dk + Hv*dv) with
 //     the kernel weights[0] ([C][1][K] or [C][K], f32/bf16/f16): out[c] = sum over
 //     k = 0..K-1 of w[c][k] * x_{t-K+1+k}[c] (f32, in k order; the K-1 earlier inputs
 //     are the state's, zero for a new sequence), then SiLU;
 //   - q and k l2-normalised per head (x / sqrt(sum x^2 + 1e-6)), q scaled by 1/sqrt(dk);
-//   - beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias) (weights[1] A_log [Hv],
-//     weights[2] dt_bias [Hv], f32; softplus(x) = x past 20);
-//   - per value head h (its key head h / r): S = S * exp(g); m = Sᵀk; S += k (beta (v - m))ᵀ;
+//   - beta = sigmoid(b), g = A * softplus(a + dt_bias), A = -exp(A_log) (weights[1] A_log
+//     [Hv], or A itself with A_DIRECT; weights[2] dt_bias [Hv], f32; softplus(x) = x past 20);
+//   - per value head h (its key head h / r, or h % Hk with V_TILED): S = S * exp(g); m = Sᵀk; S += k (beta (v - m))ᵀ;
 //     o = Sᵀq, S [dk][dv] f32, sums in index order;
 //   - y = rms_norm(o) * w * silu(z) per value head (weights[3] [dv] f32, attrs.norm_eps).
 // outputs[0] = y [T][Hv*dv]. State (layout "qwen3next.gdn.v1"): the conv's last K-1
@@ -37,13 +37,11 @@ namespace memra::qwen3next {
 // are qwen3next_math.h's, shared with the kernels.
 #define QWEN3NEXT_OP_GDN "qwen3next.gated_delta_net"
 #define QWEN3NEXT_STATE_LAYOUT_GDN "qwen3next.gdn.v1"
-#define QWEN3NEXT_GDN_GROUPED 0 /* Qwen3-Next's in_proj_qkvz / in_proj_ba */
-#define QWEN3NEXT_GDN_SPLIT 1   /* Qwen3.5's in_proj_qkv / in_proj_z / in_proj_b / in_proj_a */
 struct GdnAttrsV1 {
   size_t struct_size;
   int32_t num_k_heads, num_v_heads, head_k_dim, head_v_dim, conv_kernel;
   float norm_eps;
-  int32_t layout;  // QWEN3NEXT_GDN_*
+  int32_t layout;  // QWEN3NEXT_GDN_* flags (qwen3next_math.h)
 };
 // Bytes of one sequence's state for these sizes.
 uint64_t gdn_state_bytes(const GdnAttrsV1& a);
@@ -73,11 +71,14 @@ memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const mem
 // Where the op's inputs are (args checked by gdn_check).
 inline q3n_sources sources_of(const GdnAttrsV1& at, const memra_op_args* args) {
   q3n_sources s{};
-  s.layout = at.layout;
+  s.flags = at.layout;
   s.hk = at.num_k_heads, s.hv = at.num_v_heads, s.dk = at.head_k_dim, s.dv = at.head_v_dim;
   auto in = [&](int32_t i) { return static_cast<const float*>(args->inputs[i]->data); };
-  if (at.layout == QWEN3NEXT_GDN_SPLIT) s.qkv = in(0), s.z = in(1), s.b = in(2), s.a = in(3);
-  else s.qkv = s.z = in(0), s.b = s.a = in(1);
+  int32_t i = 0;
+  s.qkv = in(i++);
+  s.z = at.layout & QWEN3NEXT_GDN_SPLIT_QKVZ ? in(i++) : s.qkv;
+  s.b = in(i++);
+  s.a = at.layout & QWEN3NEXT_GDN_SPLIT_BA ? in(i) : s.b;
   return s;
 }
 memra_status split_gate_check(memra_plugin_ctx* ctx, const memra_op_args* args);

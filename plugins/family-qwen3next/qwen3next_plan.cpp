@@ -44,6 +44,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       return false;
     }
     p.norm_eps = c.value("norm_eps", 1e-6f);
+    p.norm_unit = c.value("norm_weight_offset", true) ? 1.0f : 0.0f;
     if (!(p.norm_eps > 0)) {
       error = "family-qwen3next: config's norm_eps must be positive";
       return false;
@@ -74,11 +75,16 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       g.conv_kernel = static_cast<int32_t>(c.value("linear_conv_kernel_dim", int64_t{4}));
       g.norm_eps = p.norm_eps;
       const std::string proj = c.value("linear_projections", std::string("grouped"));
-      if (proj != "grouped" && proj != "split") {
-        error = "family-qwen3next: linear_projections '" + proj + "' is not grouped or split";
+      const std::string order = c.value("linear_value_head_order", std::string("grouped"));
+      const std::string decay = c.value("linear_decay", std::string("a_log"));
+      if ((proj != "grouped" && proj != "split" && proj != "split_qkvz") || (order != "grouped" && order != "tiled") ||
+          (decay != "a_log" && decay != "a")) {
+        error = "family-qwen3next: linear_projections '" + proj + "', linear_value_head_order '" + order + "' or linear_decay '" +
+                decay + "' is not one this family knows (grouped|split|split_qkvz, grouped|tiled, a_log|a)";
         return false;
       }
-      g.layout = proj == "split" ? QWEN3NEXT_GDN_SPLIT : QWEN3NEXT_GDN_GROUPED;
+      g.layout = (proj != "grouped" ? QWEN3NEXT_GDN_SPLIT_QKVZ : 0) | (proj == "split" ? QWEN3NEXT_GDN_SPLIT_BA : 0) |
+                 (order == "tiled" ? QWEN3NEXT_GDN_V_TILED : 0) | (decay == "a" ? QWEN3NEXT_GDN_A_DIRECT : 0);
       if (g.num_k_heads <= 0 || g.num_v_heads <= 0 || g.num_v_heads % g.num_k_heads != 0 || g.head_k_dim <= 0 ||
           g.head_v_dim <= 0 || g.conv_kernel < 1 || g.conv_kernel > 64) {
         error = "family-qwen3next: config's linear attention sizes are inconsistent (key heads must divide value heads; "
@@ -106,17 +112,20 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       const std::string b = "blk." + std::to_string(l) + ".";
       add(p, b + "attn_norm.weight", {p.hidden}, false);
       if (p.layer_linear[static_cast<size_t>(l)]) {
-        if (g.layout == QWEN3NEXT_GDN_SPLIT) {
+        if (g.layout & QWEN3NEXT_GDN_SPLIT_QKVZ) {
           add(p, b + "attn_qkv.weight", {2 * kd + vd, p.hidden}, true);
           add(p, b + "attn_gate.weight", {vd, p.hidden}, true);
+        } else {
+          add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
+        }
+        if (g.layout & QWEN3NEXT_GDN_SPLIT_BA) {
           add(p, b + "ssm_beta.weight", {g.num_v_heads, p.hidden}, true);
           add(p, b + "ssm_alpha.weight", {g.num_v_heads, p.hidden}, true);
         } else {
-          add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
           add(p, b + "ssm_ba.weight", {2 * static_cast<int64_t>(g.num_v_heads), p.hidden}, true);
         }
         add(p, b + "ssm_conv1d.weight", {2 * kd + vd, 1, g.conv_kernel}, false, true);
-        add(p, b + "ssm_a_log", {g.num_v_heads}, false);
+        add(p, b + (g.layout & QWEN3NEXT_GDN_A_DIRECT ? "ssm_a" : "ssm_a_log"), {g.num_v_heads}, false);
         add(p, b + "ssm_dt.bias", {g.num_v_heads}, false);
         add(p, b + "ssm_norm.weight", {g.head_v_dim}, false);
         add(p, b + "ssm_out.weight", {p.hidden, vd}, true);
@@ -217,7 +226,7 @@ std::string plan_to_json(const Plan& p) {
             {"layer_types", kinds},
             {"linear_attention", {{"key_heads", p.gdn.num_k_heads}, {"value_heads", p.gdn.num_v_heads},
                                   {"key_head_dim", p.gdn.head_k_dim}, {"value_head_dim", p.gdn.head_v_dim},
-                                  {"conv_kernel", p.gdn.conv_kernel}, {"projections", p.gdn.layout == QWEN3NEXT_GDN_SPLIT ? "split" : "grouped"},
+                                  {"conv_kernel", p.gdn.conv_kernel}, {"layout_flags", p.gdn.layout},
                                   {"state_bytes_per_sequence", gdn_state_bytes(p.gdn)}}},
             {"experts", {{"num_experts", p.experts}, {"top_k", p.top_k}, {"expert_width", p.expert_width},
                          {"shared_width", p.shared_width}, {"layers", p.layer_moe}}},

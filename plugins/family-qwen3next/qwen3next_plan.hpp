@@ -22,6 +22,7 @@ struct Plan {
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0;
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   float norm_eps = 1e-6f;
+  float norm_unit = 1.0f;  // RMSNorms scale by (norm_unit + w): 1 as trained, 0 where a converter folded it in
   bool attention_bias = false;
   bool tied_embeddings = false;
   std::vector<uint8_t> layer_linear;  // per layer: 1 = Gated DeltaNet, 0 = gated full attention

@@ -207,33 +207,65 @@ TEST(Qwen3NextEmulated, TheElementwiseKernelsAreTheReferenceBitwise) {
   }
 }
 
-// Qwen3-Next's grouped rows and Qwen3.5's split rows are two layouts of the same inputs: the
-// grouped case's rows rearranged here (transformers' fix_query_key_value_ordering, written
-// again) through the split layout give bitwise the grouped run's outputs and state.
-TEST(Qwen3NextOps, GroupedAndSplitRowsAreOneComputation) {
+// Qwen3-Next's grouped rows, Qwen3.5's split rows and llama.cpp's GGUF forms of both (A
+// stored as -exp(A_log); Qwen3.5's value heads in tiled order) are layouts of one
+// computation: the grouped case's rows and weights rearranged here (transformers'
+// fix_query_key_value_ordering and llama.cpp's _reorder_v_heads, written again) give
+// bitwise the grouped run's outputs, over two calls (the second from the state the first left).
+TEST(Qwen3NextOps, EveryLayoutIsOneComputation) {
   const FamilyPlugin f = family();
   const memra_op_def* op = op_named(f, "qwen3next.gated_delta_net");
   ASSERT_NE(op, nullptr);
   memra_op_example e{};
   e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
   ASSERT_EQ(op->example(f.ctx(), 1, &e), MEMRA_OK);  // grouped, Hk 2 / Hv 6 heads of 128
-  memra::qwen3next::GdnAttrsV1 at = *static_cast<const memra::qwen3next::GdnAttrsV1*>(e.attrs);
-  ASSERT_EQ(at.layout, QWEN3NEXT_GDN_GROUPED);
-  const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, r = hv / hk;
-  const int64_t kd = hk * dk, vd = hv * dv, T = e.num_tokens, group = 2 * dk + 2 * r * dv;
+  const memra::qwen3next::GdnAttrsV1 at = *static_cast<const memra::qwen3next::GdnAttrsV1*>(e.attrs);
+  ASSERT_EQ(at.layout, 0);
+  const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, r = hv / hk, kc = at.conv_kernel;
+  const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = e.num_tokens, group = 2 * dk + 2 * r * dv;
   std::vector<float> qkvz(e.inputs[0], e.inputs[0] + T * (2 * kd + 2 * vd)), ba(e.inputs[1], e.inputs[1] + T * 2 * hv);
-  std::vector<float> qkv(static_cast<size_t>(T * (2 * kd + vd))), z(static_cast<size_t>(T * vd)), b(static_cast<size_t>(T * hv)),
+  std::vector<float> qkv(static_cast<size_t>(T * c_dim)), z(static_cast<size_t>(T * vd)), b(static_cast<size_t>(T * hv)),
       a(static_cast<size_t>(T * hv));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t g = 0; g < hk; ++g) {
       const float* in = qkvz.data() + t * (2 * kd + 2 * vd) + g * group;
-      std::copy_n(in, dk, qkv.data() + t * (2 * kd + vd) + g * dk);
-      std::copy_n(in + dk, dk, qkv.data() + t * (2 * kd + vd) + kd + g * dk);
-      std::copy_n(in + 2 * dk, r * dv, qkv.data() + t * (2 * kd + vd) + 2 * kd + g * r * dv);
+      std::copy_n(in, dk, qkv.data() + t * c_dim + g * dk);
+      std::copy_n(in + dk, dk, qkv.data() + t * c_dim + kd + g * dk);
+      std::copy_n(in + 2 * dk, r * dv, qkv.data() + t * c_dim + 2 * kd + g * r * dv);
       std::copy_n(in + 2 * dk + r * dv, r * dv, z.data() + t * vd + g * r * dv);
       std::copy_n(ba.data() + t * 2 * hv + g * 2 * r, r, b.data() + t * hv + g * r);
       std::copy_n(ba.data() + t * 2 * hv + g * 2 * r + r, r, a.data() + t * hv + g * r);
     }
+  // llama.cpp's tiled order: value head h (key head h / r) moves to (h % r) * Hk + h / r.
+  auto tiled = [&](int64_t h) { return (h % r) * hk + h / r; };
+  std::vector<float> qkv_t = qkv, z_t = z, b_t = b, a_t = a;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < hv; ++h) {
+      std::copy_n(qkv.data() + t * c_dim + 2 * kd + h * dv, dv, qkv_t.data() + t * c_dim + 2 * kd + tiled(h) * dv);
+      std::copy_n(z.data() + t * vd + h * dv, dv, z_t.data() + t * vd + tiled(h) * dv);
+      b_t[static_cast<size_t>(t * hv + tiled(h))] = b[static_cast<size_t>(t * hv + h)];
+      a_t[static_cast<size_t>(t * hv + tiled(h))] = a[static_cast<size_t>(t * hv + h)];
+    }
+  // Weights: A = -exp(A_log) (as the kernels compute it, so the product is the same float),
+  // and the tiled run's conv rows, A and dt_bias reordered alike.
+  const ExampleWeights ew(e);
+  const float* conv_w = e.weights[0];
+  const float* a_log = e.weights[1];
+  const float* dt_bias = e.weights[2];
+  std::vector<float> big_a(static_cast<size_t>(hv)), conv_tw(conv_w, conv_w + c_dim * kc), big_a_t(big_a.size()),
+      dt_t(dt_bias, dt_bias + hv);
+  for (int64_t h = 0; h < hv; ++h) big_a[static_cast<size_t>(h)] = -q3n_exp(a_log[h]);
+  for (int64_t h = 0; h < hv; ++h) {
+    std::copy_n(conv_w + (2 * kd + h * dv) * kc, dv * kc, conv_tw.data() + (2 * kd + tiled(h) * dv) * kc);
+    big_a_t[static_cast<size_t>(tiled(h))] = big_a[static_cast<size_t>(h)];
+    dt_t[static_cast<size_t>(tiled(h))] = dt_bias[h];
+  }
+  ExampleWeights with_a(e), tiled_w(e);
+  with_a.weights[1].data = big_a.data();
+  tiled_w.weights[0].data = conv_tw.data();
+  tiled_w.weights[1].data = big_a_t.data();
+  tiled_w.weights[2].data = dt_t.data();
+
   std::vector<int32_t> slots(static_cast<size_t>(e.num_seqs));
   for (int32_t s = 0; s < e.num_seqs; ++s) slots[static_cast<size_t>(s)] = s;
   memra_forward_batch batch{};
@@ -243,10 +275,11 @@ TEST(Qwen3NextOps, GroupedAndSplitRowsAreOneComputation) {
   batch.seq_index = e.seq_index;
   batch.positions = e.positions;
   batch.state_slots = slots.data();
-  const ExampleWeights ew(e);
-  const memra_weight* const* wp = ew.pointers.data();
-  auto run = [&](const memra::qwen3next::GdnAttrsV1& attrs, std::vector<memra_tensor> inputs, std::vector<uint8_t>& state) {
+  auto run = [&](int32_t layout, std::vector<memra_tensor> inputs, const ExampleWeights& w, std::vector<uint8_t>& state) {
+    memra::qwen3next::GdnAttrsV1 attrs = at;
+    attrs.layout = layout;
     std::vector<float> y(static_cast<size_t>(T * vd), NAN);
+    if (state.empty()) state.assign(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0);
     Scratch scratch;
     const memra_op_env env = cpu_env(state, e.state_bytes, e.num_seqs, e, slots, scratch);
     memra_tensor out = tensor(y.data(), T, vd);
@@ -259,22 +292,35 @@ TEST(Qwen3NextOps, GroupedAndSplitRowsAreOneComputation) {
     args.attrs = &attrs;
     args.attrs_size = sizeof attrs;
     args.num_inputs = static_cast<int32_t>(ins.size()), args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
-    args.num_weights = 4, args.weights = wp;
+    args.num_weights = 4, args.weights = w.pointers.data();
     args.batch = &batch;
     EXPECT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
     return y;
   };
-  std::vector<uint8_t> grouped_state(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0), split_state = grouped_state;
-  memra::qwen3next::GdnAttrsV1 split = at;
-  split.layout = QWEN3NEXT_GDN_SPLIT;
+  constexpr int32_t kSplit = QWEN3NEXT_GDN_SPLIT_QKVZ | QWEN3NEXT_GDN_SPLIT_BA;
+  std::vector<uint8_t> s_grouped, s_split, s_next_gguf, s_35_gguf;
   for (int call = 0; call < 2; ++call) {
-    const std::vector<float> yg = run(at, {tensor(qkvz.data(), T, 2 * kd + 2 * vd), tensor(ba.data(), T, 2 * hv)}, grouped_state);
-    const std::vector<float> ys = run(split, {tensor(qkv.data(), T, 2 * kd + vd), tensor(z.data(), T, vd), tensor(b.data(), T, hv),
-                                              tensor(a.data(), T, hv)},
-                                      split_state);
-    EXPECT_EQ(std::memcmp(yg.data(), ys.data(), yg.size() * 4), 0) << "call " << call;
+    SCOPED_TRACE("call " + std::to_string(call));
+    const std::vector<float> yg = run(0, {tensor(qkvz.data(), T, 2 * kd + 2 * vd), tensor(ba.data(), T, 2 * hv)}, ew, s_grouped);
+    const std::vector<float> ys = run(kSplit, {tensor(qkv.data(), T, c_dim), tensor(z.data(), T, vd), tensor(b.data(), T, hv),
+                                               tensor(a.data(), T, hv)},
+                                      ew, s_split);
+    EXPECT_EQ(std::memcmp(yg.data(), ys.data(), yg.size() * 4), 0) << "Hugging Face's Qwen3.5 layout";
+    const std::vector<float> yn = run(QWEN3NEXT_GDN_SPLIT_QKVZ | QWEN3NEXT_GDN_A_DIRECT,
+                                      {tensor(qkv.data(), T, c_dim), tensor(z.data(), T, vd), tensor(ba.data(), T, 2 * hv)}, with_a,
+                                      s_next_gguf);
+    EXPECT_EQ(std::memcmp(yg.data(), yn.data(), yg.size() * 4), 0) << "llama.cpp's Qwen3-Next layout";
+    const std::vector<float> yt = run(kSplit | QWEN3NEXT_GDN_V_TILED | QWEN3NEXT_GDN_A_DIRECT,
+                                      {tensor(qkv_t.data(), T, c_dim), tensor(z_t.data(), T, vd), tensor(b_t.data(), T, hv),
+                                       tensor(a_t.data(), T, hv)},
+                                      tiled_w, s_35_gguf);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < hv; ++h)
+        EXPECT_EQ(std::memcmp(yg.data() + t * vd + h * dv, yt.data() + t * vd + tiled(h) * dv, static_cast<size_t>(dv) * 4), 0)
+            << "llama.cpp's Qwen3.5 layout, row " << t << " value head " << h;
   }
-  EXPECT_EQ(grouped_state, split_state);
+  EXPECT_EQ(s_grouped, s_split);
+  EXPECT_EQ(s_grouped, s_next_gguf);
 }
 
 // The shared scalar math stays within a few ulp of libm's (double-precision) values.

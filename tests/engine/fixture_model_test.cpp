@@ -318,13 +318,31 @@ TEST_P(EngineFixture, Qwen3_5MoeBatchInvariant) {
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
 
-// Quantized GGUFs made by llama.cpp from the same llama model, on each backend: memra's
-// error against the transformers float32 reference must be no worse than llama.cpp's own
-// error on the same file (gguf/llama/llamacpp_vs_hf.json, its CPU run), by rmse over
-// every prefill position and by top-1 agreement (near-ties of the quantised model excepted).
+// Quantized GGUFs made by llama.cpp from the same model, on each backend: memra's error
+// against the transformers float32 reference must be no worse than llama.cpp's own error on
+// the same file (llamacpp_vs_hf.json, its CPU run), by rmse over every prefill position and by
+// top-1 agreement (near-ties of the quantised model excepted). The files: gguf/llama/ of
+// ../shared/fixtures, and tests/models/qwen3_5-tiny/gguf/ (family-qwen3next reading llama.cpp's
+// Qwen3.5 conversion: folded norms, A = -exp(A_log), tiled value heads), made by
+// tests/models/gguf_tools/make_gguf_fixtures.sh.
 class EngineGguf : public ::testing::TestWithParam<std::tuple<memra_backend_kind, std::string>> {};
 
 namespace {
+
+// "llama/Q8_0" or "qwen3_5-tiny/Q8_0": the file, its model's reference and llama.cpp's budget.
+struct GgufFixture {
+  fs::path gguf, ref_dir, budget;
+  std::string key;  // the file's stem in llamacpp_vs_hf.json
+};
+GgufFixture gguf_fixture(const std::string& name) {
+  const std::string model = name.substr(0, name.find('/')), type = name.substr(name.find('/') + 1);
+  if (model == "llama")
+    return {memra::testing::fixture("gguf/llama/llama-" + type + ".gguf"), memra::testing::fixture("models/llama"),
+            memra::testing::fixture("gguf/llama/llamacpp_vs_hf.json"), "llama-" + type};
+  const fs::path dir = memra::testing::test_model(model);
+  const std::string stem = model.substr(0, model.rfind("-tiny")) + "-" + type;
+  return {dir / "gguf" / (stem + ".gguf"), dir, dir / "gguf" / "llamacpp_vs_hf.json", stem};
+}
 
 // memra's rows (one per input position) against the reference and llama.cpp's budget on
 // the same file. Top-1: a position agrees when memra's top-1 is the reference's, or when
@@ -363,13 +381,13 @@ void expect_no_worse_than_llamacpp(const std::vector<std::vector<float>>& rows, 
 TEST_P(EngineGguf, NoWorseThanLlamaCpp) {
   const auto& [kind, type] = GetParam();
   MEMRA_SKIP_UNLESS_BACKEND(kind);
-  const fs::path gguf = memra::testing::fixture("gguf/llama/llama-" + type + ".gguf");
-  const fs::path ref_dir = memra::testing::fixture("models/llama");
-  if (!fs::exists(gguf) || !memra::testing::has_reference(ref_dir)) GTEST_SKIP() << "fixture " << gguf << " absent";
-  const memra::testing::TransformersReference ref = memra::testing::read_reference(ref_dir);
-  const auto all = nlohmann::json::parse(std::ifstream(memra::testing::fixture("gguf/llama/llamacpp_vs_hf.json")));
-  const auto budget = all["llama-" + type + ".ngl0"]["prefill_vs_hf"];
-  const double spread = llamacpp_spread(all, "llama-" + type);
+  const GgufFixture fx = gguf_fixture(type);
+  const fs::path& gguf = fx.gguf;
+  if (!fs::exists(gguf) || !memra::testing::has_reference(fx.ref_dir)) GTEST_SKIP() << "fixture " << gguf << " absent";
+  const memra::testing::TransformersReference ref = memra::testing::read_reference(fx.ref_dir);
+  const auto all = nlohmann::json::parse(std::ifstream(fx.budget));
+  const auto budget = all[fx.key + ".ngl0"]["prefill_vs_hf"];
+  const double spread = llamacpp_spread(all, fx.key);
   const std::vector<int32_t>& input = ref.input_ids;
 
   auto engine = load(gguf, kind);
@@ -394,7 +412,12 @@ TEST_P(EngineGguf, NoWorseThanLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Types, EngineGguf,
                          ::testing::Combine(::testing::ValuesIn(memra::testing::all_backends()),
-                                            ::testing::Values("BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS")),
+                                            ::testing::Values("llama/BF16", "llama/Q8_0", "llama/Q4_0", "llama/Q4_K_M",
+                                                              "llama/Q5_K_M", "llama/Q6_K", "llama/IQ4_XS", "qwen3_5-tiny/BF16",
+                                                              "qwen3_5-tiny/Q8_0", "qwen3_5-tiny/Q4_0")),
                          [](const auto& info) {
-                           return std::string(memra::testing::backend_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+                           std::string name = std::string(memra::testing::backend_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+                           for (char& ch : name)
+                             if (ch == '/' || ch == '-') ch = '_';
+                           return name;
                          });

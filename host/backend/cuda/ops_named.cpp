@@ -102,16 +102,22 @@ memra_status CudaBackend::run_plugin_op(const PluginOpEntry& e, const memra_op_a
     const memra_forward_batch& b = *args->batch;
     auto db = device_batch(&b);
     if (!db) return fail(db.error());
-    env.positions = reinterpret_cast<const int32_t*>((*db)->positions);
-    env.seq_index = reinterpret_cast<const int32_t*>((*db)->seq_index);
-    auto lens = upload_step_ints(b.seq_lens, static_cast<size_t>(b.num_seqs));
-    if (!lens) return fail(lens.error());
-    env.seq_lens = reinterpret_cast<const int32_t*>(*lens);
-    if (b.state_slots) {
+    auto* d = const_cast<DeviceBatch*>(*db);  // this step's, the backend's own
+    env.positions = reinterpret_cast<const int32_t*>(d->positions);
+    env.seq_index = reinterpret_cast<const int32_t*>(d->seq_index);
+    // Once per step, however many layers' ops read them.
+    if (!d->seq_lens) {
+      auto lens = upload_step_ints(b.seq_lens, static_cast<size_t>(b.num_seqs));
+      if (!lens) return fail(lens.error());
+      d->seq_lens = *lens;
+    }
+    env.seq_lens = reinterpret_cast<const int32_t*>(d->seq_lens);
+    if (b.state_slots && !d->state_slots) {
       auto slots = upload_step_ints(b.state_slots, static_cast<size_t>(b.num_seqs));
       if (!slots) return fail(slots.error());
-      env.state_slots = reinterpret_cast<const int32_t*>(*slots);
+      d->state_slots = *slots;
     }
+    env.state_slots = b.state_slots ? reinterpret_cast<const int32_t*>(d->state_slots) : nullptr;
   }
   const int64_t local = MEMRA_STRUCT_HAS(args, memra_op_args, batch) ? args->layer - kv_.first_layer : -1;
   if (local >= 0 && static_cast<size_t>(local) < state_cache_.size() && state_cache_[static_cast<size_t>(local)]) {
