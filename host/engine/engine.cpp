@@ -171,11 +171,17 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
   // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
   if (state->recurrent) {
-    sc.recurrent.slots = 2 * std::max<int64_t>(1, options.max_sequences);
+    // and the prefix cache's snapshots of it (cached KV blocks alone carry no recurrent state).
+    const int64_t sequences = std::max<int64_t>(1, options.max_sequences);
+    const int64_t snapshots = options.prefix_state_snapshots < 0 ? sequences : options.prefix_state_snapshots;
+    // Slots [0, 2 x sequences) are the sequences', the rest the cache's.
+    sc.recurrent.slots = 2 * sequences + snapshots;
     sc.recurrent.layer_bytes = state->state_bytes;
-    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(sc.recurrent.slots));
+    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(2 * sequences));
+    e->cache_states_ = KvBlockAllocator(static_cast<int32_t>(snapshots));
     e->state_bytes_ = sc.recurrent.bytes();
-    e->prefix_cache_.disable();  // cached KV blocks carry no recurrent state
+    if (snapshots == 0) e->prefix_cache_.disable();
+    else e->prefix_cache_.require_state(e->cache_states_, static_cast<int32_t>(snapshots));
   }
 
   // The backend opens first: quant plugins are scored against the device they will run on.
@@ -267,7 +273,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
 
 int32_t Engine::open_sequence() { return open_sequence(std::vector<int32_t>{}); }
 
-int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
+int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot) {
   auto refuse = [&] {
     for (int32_t b : prefix_blocks) pools_[0].release(b);
     return -1;
@@ -275,10 +281,14 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
   if (!prefix_blocks.empty() && (num_kv_pools() > 1 || kv_pool_window(0) > 0)) return refuse();  // no prefix cache then
   Sequence s;
   if (has_recurrent_state()) {
-    // A live and a snapshot slot, or no sequence (can_open_sequence() said so first).
+    // A live and a snapshot slot, or no sequence (can_open_sequence() said so first),
+    // starting from zero or from the prefix cache's snapshot.
+    if (!prefix_blocks.empty() && state_slot < 0) return refuse();
     auto live = state_slots_.allocate();
     auto snap = live ? state_slots_.allocate() : std::nullopt;
-    if (!snap || !reset_state_slot(*live)) {
+    const bool ready = snap && (state_slot >= 0 ? static_cast<bool>(copy_state_slot(cache_state_base() + state_slot, *live))
+                                                : static_cast<bool>(reset_state_slot(*live)));
+    if (!ready) {
       if (live) state_slots_.release(*live);
       if (snap) state_slots_.release(*snap);
       return refuse();
@@ -295,6 +305,33 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks) {
 }
 
 bool Engine::can_open_sequence() const { return !has_recurrent_state() || state_slots_.num_free() >= 2; }
+
+int64_t Engine::prefix_cache_point(int64_t prompt_tokens) const {
+  if (!prefix_cache_.enabled()) return 0;
+  if (!prefix_cache_.requires_state()) return prompt_tokens;
+  return prompt_tokens / block_size_ * block_size_;
+}
+
+void Engine::cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq) {
+  if (!prefix_cache_.enabled()) return;
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return;
+  const Sequence& s = it->second;
+  int32_t state = -1;
+  if (prefix_cache_.requires_state()) {
+    if (s.length != static_cast<int64_t>(tokens.size()) || tokens.empty() || tokens.size() % static_cast<size_t>(block_size_) != 0)
+      return;  // the state is known only where the sequence stands, at a block's end
+    auto slot = cache_states_.allocate();
+    while (!slot && prefix_cache_.evict_state()) slot = cache_states_.allocate();
+    if (!slot) return;
+    if (!copy_state_slot(s.state_slot, cache_state_base() + *slot)) {
+      cache_states_.release(*slot);
+      return;
+    }
+    state = *slot;
+  }
+  prefix_cache_.insert(ns, tokens, s.blocks[0], state);
+}
 
 const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq, int32_t pool) const {
   static const std::vector<int32_t> kNone;

@@ -50,6 +50,10 @@ struct EngineOptions {
   // pool keeps a sequence's window plus that many positions before it and one step's
   // tokens). A longer step is served while the pool has room.
   int64_t max_step_tokens = 512;
+  // Models with recurrent state: how many state snapshots the prefix cache may hold (each
+  // one sequence's recurrent state, recurrent_state_bytes() / the slots); -1 = max_sequences.
+  // 0 turns the prefix cache off for such models.
+  int64_t prefix_state_snapshots = -1;
 };
 
 struct RowSampling;
@@ -144,9 +148,20 @@ class Engine {
   // recurrent state and every slot is taken (can_open_sequence() is false).
   int32_t open_sequence();
   // A sequence that starts on `prefix_blocks` (full blocks of pool 0 already retained for
-  // it, e.g. by the prefix cache) holding their tokens' KV. -1 as above, or when the
-  // model has sliding-window pools (no prefix cache then); the blocks are released.
-  int32_t open_sequence(std::vector<int32_t> prefix_blocks);
+  // it, e.g. by the prefix cache) holding their tokens' KV, and for a model with recurrent
+  // state on the prefix cache's snapshot `state_slot` of the state after them (copied).
+  // -1 as above, or when the model has sliding-window pools (no prefix cache then); the
+  // blocks are released.
+  int32_t open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot = -1);
+  // The prefix cache's side of a prompt (docs/ARCHITECTURE.md, "Prefix cache"): where a
+  // prompt of `prompt_tokens` is offered to the cache (0: nowhere). Without recurrent state
+  // its end (its full blocks are kept); with it the last block boundary, where the
+  // sequence's state is snapshotted, so prompt steps must end there (the scheduler cuts them).
+  int64_t prefix_cache_point(int64_t prompt_tokens) const;
+  // Offers `seq`'s blocks covering `tokens` (the sequence's first tokens) to the prefix
+  // cache under namespace `ns`; with recurrent state the sequence must stand exactly at
+  // tokens.size() (prefix_cache_point): its state is snapshotted with them.
+  void cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq);
   // Whether open_sequence can succeed: always, unless every recurrent-state slot is
   // taken (admission waits on this; docs/ARCHITECTURE.md, "State manager").
   bool can_open_sequence() const;
@@ -162,6 +177,8 @@ class Engine {
   // K and V of one position in every layer that keeps KV (each layer's geometry and dtype).
   uint64_t kv_bytes_per_token() const { return kv_token_bytes_; }
   int32_t free_state_slots() const { return state_slots_.num_free(); }
+  // Recurrent-state slots the prefix cache holds as snapshots (given up when sequences need them).
+  int32_t cached_state_slots() const { return prefix_cache_.states(); }
   // A sequence's block table in a KV pool (-1 where a sliding pool dropped a block).
   const std::vector<int32_t>& sequence_blocks(int32_t seq, int32_t pool = 0) const;
   int64_t block_size() const { return block_size_; }
@@ -245,7 +262,9 @@ class Engine {
   std::vector<int64_t> pool_window_;     // per KV pool: its sliding window, 0 for full attention
   int64_t max_step_tokens_ = 512;
   PrefixCache prefix_cache_;
-  KvBlockAllocator state_slots_{0};  // recurrent-state slots (none without RECURRENT groups)
+  KvBlockAllocator state_slots_{0};  // the sequences' recurrent-state slots (none without RECURRENT groups)
+  KvBlockAllocator cache_states_{0}; // the prefix cache's snapshots: backend slots from cache_state_base()
+  int32_t cache_state_base() const { return state_slots_.num_blocks(); }
   uint64_t state_bytes_ = 0;
   uint64_t kv_bytes_ = 0;
   uint64_t kv_token_bytes_ = 0;

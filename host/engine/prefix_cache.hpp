@@ -10,6 +10,12 @@
 // of keying every block by its whole prefix. Only leaves are evicted (least
 // recently used first, and only when no sequence reads them), so a cached block
 // is always reachable from its namespace's root.
+//
+// Models whose sequences also carry recurrent state (hybrids) need that state at the
+// hit's last token: an entry may hold a snapshot of it (a recurrent-state slot, taken
+// by the engine when a sequence stood exactly at the block's end), and a lookup then
+// stops at the deepest entry of the run that holds one. Snapshots are bounded
+// (max_states): past it the least recently used one is dropped, its entry kept as a link.
 #pragma once
 
 #include <cstdint>
@@ -27,16 +33,32 @@ class PrefixCache {
  public:
   PrefixCache(KvBlockAllocator& blocks, int64_t block_size) : blocks_(blocks), block_size_(block_size) {}
 
-  // Longest run of cached blocks that `tokens` starts with, leaving at least one
-  // token to compute (its logits are needed). The blocks are retained for the caller.
-  std::vector<int32_t> lookup(const std::string& ns, std::span<const int32_t> tokens);
+  // From now on every hit needs a state snapshot; snapshots are slots of `states` (the
+  // engine maps them to its backend's recurrent-state slots), at most max_states at once.
+  void require_state(KvBlockAllocator& states, int32_t max_states);
+  bool requires_state() const { return states_ != nullptr; }
+
+  struct Hit {
+    std::vector<int32_t> blocks;  // retained for the caller
+    int32_t state = -1;           // the snapshot after the last block (the cache keeps it)
+    int64_t tokens(int64_t block_size) const { return static_cast<int64_t>(blocks.size()) * block_size; }
+  };
+  // Longest run of cached blocks that `tokens` starts with (ending at an entry with a
+  // snapshot, where the cache requires state), leaving at least one token to compute
+  // (its logits are needed).
+  Hit lookup(const std::string& ns, std::span<const int32_t> tokens);
   // Offers a sequence's full blocks covering `tokens` (block i holds tokens
-  // [i*bs, (i+1)*bs)). Blocks already cached for the same prefix are skipped.
-  void insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks);
+  // [i*bs, (i+1)*bs)). Blocks already cached for the same prefix are skipped. `state`:
+  // a snapshot of the state after the last full block (a slot the caller allocated; the
+  // cache owns it from here, or releases it when that entry already holds one).
+  void insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state = -1);
   // Frees the least recently used leaf entry no sequence is using; false when none.
   bool evict_one();
+  // Releases the least recently used snapshot (its entry stays); false when none.
+  bool evict_state();
 
   int64_t entries() const { return static_cast<int64_t>(entries_.size()); }
+  int32_t states() const { return held_states_; }
   // For models whose sequences carry state besides KV (recurrent) or whose sliding-window
   // pools drop old blocks: lookups find nothing and inserts keep nothing.
   void disable() { enabled_ = false; }
@@ -48,15 +70,19 @@ class PrefixCache {
     std::string key;       // (parent id, the block's tokens)
     uint64_t parent = 0;   // 0: the block starts its prompt
     int32_t block = -1;
+    int32_t state = -1;    // recurrent-state snapshot after this block (-1: none)
     int64_t children = 0;  // cached entries whose parent this is
     std::list<uint64_t>::iterator lru;
   };
   uint64_t root_of(const std::string& ns, bool create);
   static std::string key_for(uint64_t parent, std::span<const int32_t> block_tokens);
+  void drop_state(Entry& e);
 
   KvBlockAllocator& blocks_;
   int64_t block_size_;
   bool enabled_ = true;
+  KvBlockAllocator* states_ = nullptr;
+  int32_t max_states_ = 0, held_states_ = 0;
   uint64_t next_id_ = 1;
   std::unordered_map<std::string, uint64_t> roots_;      // namespace -> root id
   std::unordered_map<std::string, uint64_t> by_key_;     // key -> entry id

@@ -157,10 +157,10 @@ void Scheduler::admit_locked() {
     }
     for (size_t p = 0; p < need.size(); ++p) reserved_blocks_[p] += need[p];
     job.reserved_blocks = std::move(need);
-    std::vector<int32_t> prefix;
-    if (!job.req.cache_namespace.empty()) prefix = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
-    job.prompt_done = static_cast<int64_t>(prefix.size()) * engine_.block_size();
-    job.seq = engine_.open_sequence(std::move(prefix));
+    PrefixCache::Hit hit;
+    if (!job.req.cache_namespace.empty()) hit = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
+    job.prompt_done = hit.tokens(engine_.block_size());
+    job.seq = engine_.open_sequence(std::move(hit.blocks), hit.state);
     if (job.embedding()) job.pooler.emplace(*job.req.embedding, static_cast<size_t>(engine_.hidden_width()));
     job.context = job.req.prompt;
     if (job.req.constraint) job.constraint = job.req.constraint();
@@ -245,7 +245,13 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
     const int64_t left = static_cast<int64_t>(j->req.prompt.size()) - j->prompt_done;
     if (left <= 0) continue;
     if (budget <= 0 && !f.reqs.empty()) break;
-    const int64_t n = std::min(left, std::max<int64_t>(1, budget));
+    int64_t n = std::min(left, std::max<int64_t>(1, budget));
+    // A prompt step ends where the prefix cache takes the prompt (with recurrent state:
+    // its last block boundary, where the state is snapshotted).
+    if (!j->req.cache_namespace.empty()) {
+      const int64_t point = engine_.prefix_cache_point(static_cast<int64_t>(j->req.prompt.size()));
+      if (j->prompt_done < point) n = std::min(n, point - j->prompt_done);
+    }
     f.reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false, /*prompt=*/true});
     f.jobs.push_back(j.get());
     f.chunk.push_back(n);
@@ -409,10 +415,9 @@ bool Scheduler::prompt_read(Job& j, int64_t chunk) {
   if (chunk == 0) return true;  // a decode step
   j.feed.clear();
   j.prompt_done += chunk;
-  if (j.prompt_done < static_cast<int64_t>(j.req.prompt.size())) return false;
-  if (!j.req.cache_namespace.empty())
-    engine_.prefix_cache().insert(j.req.cache_namespace, j.req.prompt, engine_.sequence_blocks(j.seq));
-  return true;
+  if (!j.req.cache_namespace.empty() && j.prompt_done == engine_.prefix_cache_point(static_cast<int64_t>(j.req.prompt.size())))
+    engine_.cache_prefix(j.req.cache_namespace, std::span<const int32_t>(j.req.prompt).first(static_cast<size_t>(j.prompt_done)), j.seq);
+  return j.prompt_done >= static_cast<int64_t>(j.req.prompt.size());
 }
 
 void Scheduler::rebalance_locked(int32_t group) {

@@ -35,6 +35,8 @@
 
 #include "host/engine/engine.hpp"
 #include "host/engine/sampler.hpp"
+#include "host/engine/scheduler.hpp"
+#include "tests/engine/sequence_drain.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
 #include "tests/support/repacked_fixture.hpp"
@@ -314,6 +316,72 @@ TEST_P(EngineFixture, Qwen3NextBatchInvariant) { check_batch_invariance("qwen3_n
 TEST_P(EngineFixture, Qwen3NextBf16KvBatchInvariant) { check_batch_invariance("qwen3_next", GetParam(), MEMRA_DTYPE_BF16); }
 TEST_P(EngineFixture, Qwen3_5MoeBatchInvariant) {
   check_batch_invariance_at(memra::testing::test_model("qwen3_5_moe-tiny"), "qwen3_5_moe", GetParam(), MEMRA_DTYPE_F16);
+}
+
+// The prefix cache with recurrent state (docs/ARCHITECTURE.md, "Prefix cache"): a
+// multi-turn conversation with the Qwen3.5 hybrid, each turn's prompt the last one's prompt,
+// its answer and a new message, hits the cache on every turn after the first (its prompt's
+// last block boundary, where the state was snapshotted), and every turn's tokens and logprobs
+// (greedy and seeded sampling) are bitwise those of a cold engine without the cache; the
+// logits of a sequence opened on a cached prefix are bitwise a cold sequence's.
+TEST_P(EngineFixture, Qwen3_5MultiTurnHitsThePrefixCacheBitwise) {
+  using memra::engine::Scheduler;
+  using memra::engine::SequenceRequest;
+  const fs::path dir = memra::testing::test_model("qwen3_5-tiny");
+  for (const bool sampled : {false, true}) {
+    SCOPED_TRACE(sampled ? "seeded sampling" : "greedy");
+    auto warm = load(dir, GetParam());
+    auto cold = load(dir, GetParam());
+    ASSERT_TRUE(warm && cold);
+    Scheduler warm_sched(*warm, {}), cold_sched(*cold, {});
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 37; ++i) prompt.push_back((i * 53 + 11) % 1000 + 3);
+    int64_t last_prompt = 0;  // the last turn's prompt length
+    for (int turn = 0; turn < 4; ++turn) {
+      SCOPED_TRACE("turn " + std::to_string(turn));
+      SequenceRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 9;
+      r.sampling.temperature = sampled ? 0.8f : 0.0f;
+      r.sampling.seed = 77 + static_cast<uint64_t>(turn);
+      r.sampling.logprobs = true;
+      SequenceRequest c = r;
+      r.cache_namespace = "tenant-a";
+      const auto got = memra::engine::test_support::drain(**warm_sched.submit(r));
+      const auto want = memra::engine::test_support::drain(**cold_sched.submit(c));
+      EXPECT_TRUE(got == want) << "cached and cold runs differ";
+      const int64_t bs = warm->block_size();
+      EXPECT_EQ(got.cached, last_prompt / bs * bs) << "a turn hits the last turn's prompt up to its last block boundary";
+      last_prompt = static_cast<int64_t>(prompt.size());
+      EXPECT_EQ(want.cached, 0);
+      prompt.insert(prompt.end(), got.tokens.begin(), got.tokens.end());
+      for (int i = 0; i < 9; ++i) prompt.push_back((turn * 101 + i * 7) % 1000 + 3);
+    }
+    EXPECT_GT(warm->cached_state_slots(), 0);
+  }
+  // Engine level: a sequence opened on the cached blocks and state gives a cold sequence's logits.
+  auto e = load(dir, GetParam());
+  ASSERT_TRUE(e);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 45; ++i) prompt.push_back((i * 29 + 5) % 1000 + 3);
+  const int64_t point = e->prefix_cache_point(static_cast<int64_t>(prompt.size()));
+  ASSERT_EQ(point, 32);
+  const int32_t a = e->open_sequence();
+  StepRequest head{a, std::span<const int32_t>(prompt).first(static_cast<size_t>(point)), false, true};
+  ASSERT_TRUE(e->step({&head, 1}).ok());
+  e->cache_prefix("t", std::span<const int32_t>(prompt).first(static_cast<size_t>(point)), a);
+  e->close_sequence(a);
+  auto hit = e->prefix_cache().lookup("t", prompt);
+  ASSERT_EQ(hit.tokens(e->block_size()), point);
+  const int32_t warm_seq = e->open_sequence(std::move(hit.blocks), hit.state);
+  const int32_t cold_seq = e->open_sequence();
+  StepRequest tail{warm_seq, std::span<const int32_t>(prompt).subspan(static_cast<size_t>(point)), true, true};
+  StepRequest full{cold_seq, prompt, true, true};
+  auto warm_rows = e->step({&tail, 1});
+  auto cold_rows = e->step({&full, 1});
+  ASSERT_TRUE(warm_rows.ok() && cold_rows.ok());
+  for (size_t i = 0; i < warm_rows->size(); ++i)
+    EXPECT_TRUE(bitwise_equal((*warm_rows)[i], (*cold_rows)[static_cast<size_t>(point) + i])) << "row " << point + static_cast<int64_t>(i);
 }
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);

@@ -209,7 +209,7 @@ TEST(PipelineCpu, PrefixCacheHitAcrossTheSplit) {
   ASSERT_TRUE(two->step({&req, 1}).ok());
   two->prefix_cache().insert("t", prompt, two->sequence_blocks(first));
   two->close_sequence(first);
-  std::vector<int32_t> cached = two->prefix_cache().lookup("t", prompt);
+  std::vector<int32_t> cached = two->prefix_cache().lookup("t", prompt).blocks;
   ASSERT_EQ(cached.size(), 5u) << "5 full blocks of 4 tokens (one token left to compute)";
   const int32_t seq = two->open_sequence(std::move(cached));
   const std::span<const int32_t> rest(prompt.data() + 20, 4);

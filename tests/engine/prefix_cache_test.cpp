@@ -1,6 +1,7 @@
 // The prefix cache's chain of blocks: exact matches per namespace, the longest cached
 // run leaving one token to compute, shared prefixes of different prompts, and
-// leaf-first LRU eviction that never frees a block a sequence reads.
+// leaf-first LRU eviction that never frees a block a sequence reads; with recurrent
+// state, hits end at a state snapshot and snapshots are bounded and evicted LRU first.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -44,28 +45,28 @@ TEST(EnginePrefixCache, FindsTheLongestExactRunPerNamespace) {
   EXPECT_EQ(f.cache.entries(), 3);
 
   std::vector<int32_t> more = iota(20);
-  auto found = f.cache.lookup("a", more);
+  auto found = f.cache.lookup("a", more).blocks;
   EXPECT_EQ(found, std::vector<int32_t>(held.begin(), held.begin() + 3));
   f.release(found);
 
   // Exactly 12 tokens: one token must stay to compute, so two blocks.
-  found = f.cache.lookup("a", iota(12));
+  found = f.cache.lookup("a", iota(12)).blocks;
   EXPECT_EQ(found.size(), 2u);
   f.release(found);
 
   // A difference in block 1 stops the run after block 0.
   std::vector<int32_t> diverge = prompt;
   diverge[5] = 99;
-  found = f.cache.lookup("a", diverge);
+  found = f.cache.lookup("a", diverge).blocks;
   EXPECT_EQ(found, std::vector<int32_t>{held[0]});
   f.release(found);
 
   // Same tokens in block 1 but a different block 0: no hit at all (the chain is exact).
   std::vector<int32_t> other_start = prompt;
   other_start[0] = 77;
-  EXPECT_TRUE(f.cache.lookup("a", other_start).empty());
-  EXPECT_TRUE(f.cache.lookup("b", prompt).empty());  // another namespace
-  EXPECT_TRUE(f.cache.lookup("a", {}).empty());
+  EXPECT_TRUE(f.cache.lookup("a", other_start).blocks.empty());
+  EXPECT_TRUE(f.cache.lookup("b", prompt).blocks.empty());  // another namespace
+  EXPECT_TRUE(f.cache.lookup("a", {}).blocks.empty());
 }
 
 TEST(EnginePrefixCache, SharedPrefixesBranchAndEvictLeavesFirst) {
@@ -76,12 +77,12 @@ TEST(EnginePrefixCache, SharedPrefixesBranchAndEvictLeavesFirst) {
   const auto b2 = f.finish("n", p2);
   EXPECT_EQ(f.cache.entries(), 4);  // p2's first two blocks were already cached
 
-  auto found = f.cache.lookup("n", iota(13));
+  auto found = f.cache.lookup("n", iota(13)).blocks;
   EXPECT_EQ(found, b1);
   f.release(found);
   std::vector<int32_t> q2 = p2;
   q2.push_back(1);
-  found = f.cache.lookup("n", q2);
+  found = f.cache.lookup("n", q2).blocks;
   EXPECT_EQ(found, (std::vector<int32_t>{b1[0], b1[1], b2[2]}));
   // While a sequence reads p2's blocks, eviction takes the other leaf only.
   ASSERT_TRUE(f.cache.evict_one());
@@ -100,9 +101,9 @@ TEST(EnginePrefixCache, SharedPrefixesBranchAndEvictLeavesFirst) {
   EXPECT_EQ(f.blocks.num_free(), f.blocks.num_blocks());
   EXPECT_FALSE(f.cache.evict_one());
   // Nothing cached: a lookup finds nothing and a new insert works again.
-  EXPECT_TRUE(f.cache.lookup("n", iota(13)).empty());
+  EXPECT_TRUE(f.cache.lookup("n", iota(13)).blocks.empty());
   f.finish("n", p1);
-  found = f.cache.lookup("n", iota(13));
+  found = f.cache.lookup("n", iota(13)).blocks;
   EXPECT_EQ(found.size(), 3u);
   f.release(found);
 }
@@ -115,9 +116,68 @@ TEST(EnginePrefixCache, LongPromptsWalkBlockByBlock) {
   std::vector<int32_t> held;
   for (int i = 0; i < 2001; ++i) held.push_back(*blocks.allocate());
   cache.insert("x", prompt, held);
-  const auto found = cache.lookup("x", prompt);
+  const auto found = cache.lookup("x", prompt).blocks;
   ASSERT_EQ(found.size(), 2000u);
   EXPECT_TRUE(std::equal(found.begin(), found.end(), held.begin()));
+}
+
+// Hybrid models: a hit must end where a state snapshot is; snapshots stay within their
+// bound (least recently used dropped first, their entries kept as links) and go back to
+// the state allocator when dropped or evicted with their entry.
+TEST(EnginePrefixCache, WithStateHitsEndAtASnapshot) {
+  Fixture f;
+  KvBlockAllocator states{8};
+  f.cache.require_state(states, 2);
+  auto finish = [&](const std::string& ns, const std::vector<int32_t>& tokens) {
+    std::vector<int32_t> held;
+    for (size_t i = 0; i < tokens.size() / kBs; ++i) held.push_back(*f.blocks.allocate());
+    const int32_t snap = *states.allocate();
+    f.cache.insert(ns, tokens, held, snap);
+    for (int32_t b : held) f.blocks.release(b);
+    return snap;
+  };
+  // A prompt of 8 tokens (2 blocks) cached with its state: a longer prompt hits both blocks
+  // and gets the snapshot; one that diverges in block 2 finds no state after block 1: no hit.
+  const int32_t s8 = finish("a", iota(8));
+  auto hit = f.cache.lookup("a", iota(11));
+  EXPECT_EQ(hit.blocks.size(), 2u);
+  EXPECT_EQ(hit.state, s8);
+  f.release(hit.blocks);
+  std::vector<int32_t> diverge = iota(11);
+  diverge[5] = 99;
+  hit = f.cache.lookup("a", diverge);
+  EXPECT_TRUE(hit.blocks.empty());
+  EXPECT_EQ(hit.state, -1);
+  // A third block (12 tokens) with its own snapshot: the deepest one is taken.
+  const int32_t s12 = finish("a", iota(12));
+  hit = f.cache.lookup("a", iota(20));
+  EXPECT_EQ(hit.blocks.size(), 3u);
+  EXPECT_EQ(hit.state, s12);
+  f.release(hit.blocks);
+  EXPECT_EQ(f.cache.states(), 2);
+  // Inserting without a state keeps nothing; the same state twice keeps one.
+  f.cache.insert("a", iota(16), {}, -1);
+  const int32_t again = *states.allocate();
+  std::vector<int32_t> held;
+  for (int i = 0; i < 3; ++i) held.push_back(*f.blocks.allocate());
+  f.cache.insert("a", iota(12), held, again);
+  for (int32_t b : held) f.blocks.release(b);
+  EXPECT_EQ(f.cache.states(), 2);
+  EXPECT_EQ(states.refs(again), 0);  // given back
+  // Past the bound the least recently used snapshot goes (s8: the lookups touched s12 last).
+  const int32_t other = finish("b", iota(4, 50));
+  EXPECT_EQ(f.cache.states(), 2);
+  EXPECT_EQ(states.refs(s8), 0);
+  EXPECT_EQ(states.refs(s12), 1);
+  EXPECT_EQ(states.refs(other), 1);
+  hit = f.cache.lookup("a", iota(9));  // block 2's state is gone: no hit there now
+  EXPECT_TRUE(hit.blocks.empty());
+  // Evicting everything gives every snapshot back.
+  while (f.cache.evict_one()) {
+  }
+  EXPECT_EQ(f.cache.states(), 0);
+  EXPECT_EQ(states.num_free(), 8);
+  EXPECT_EQ(f.blocks.num_free(), f.blocks.num_blocks());
 }
 
 }  // namespace

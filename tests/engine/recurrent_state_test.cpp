@@ -144,7 +144,8 @@ TEST_P(RecurrentState, SlotsAreAllocatedAndFreedWithSequences) {
   ASSERT_TRUE(e);
   EXPECT_TRUE(e->has_recurrent_state());
   EXPECT_EQ(e->free_state_slots(), 6);  // live + snapshot per sequence
-  EXPECT_EQ(e->recurrent_state_bytes(), 6u * kRecurrentDim * sizeof(float));
+  // Live and snapshot per sequence, and the prefix cache's 3 (one per sequence) snapshots.
+  EXPECT_EQ(e->recurrent_state_bytes(), 9u * kRecurrentDim * sizeof(float));
   // KV only for the attention layer (layer 1 is recurrent): K and V, every block, f32.
   EXPECT_EQ(e->kv_cache_bytes(), 2u * static_cast<uint64_t>(e->kv_blocks().num_blocks() * e->block_size()) * kRecurrentDim * sizeof(float));
   o.kv_dtype = MEMRA_DTYPE_BF16;
@@ -262,12 +263,13 @@ TEST_P(RecurrentState, SpeculativeDecodingIsTokenIdenticalToPlainDecode) {
   }
 }
 
-// Admission waits for state slots (2 sequences' worth here, 6 requests), the prefix cache
-// stays out of it, and plain and speculative serving give generate()'s tokens.
+// Admission waits for state slots (2 sequences' worth here, 6 requests), and plain and speculative serving give generate()'s tokens
+// while the prefix cache keeps prompts with their state (the prompts share their first
+// block: later ones start from a cached state).
 TEST_P(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
   auto request = [](int v) {
     SequenceRequest r;
-    for (int i = 0; i < 5 + v; ++i) r.prompt.push_back((i * 5 + v * 3) % kRecurrentVocab);
+    for (int i = 0; i < 5 + v; ++i) r.prompt.push_back((i * 5 + (i < 4 ? 0 : v * 3)) % kRecurrentVocab);
     r.max_tokens = 10;
     r.sampling.temperature = v % 2 ? 0.9f : 0.0f;
     r.sampling.seed = 40 + static_cast<uint64_t>(v);
@@ -303,9 +305,11 @@ TEST_P(RecurrentState, TheSchedulerAdmitsByStateSlotsAndServesGenerateTokens) {
       std::vector<std::shared_ptr<SequenceHandle>> hs;
       for (int v = 0; v < 6; ++v) hs.push_back(*sched.submit(request(v)));
       for (int v = 0; v < 6; ++v) EXPECT_EQ(test_support::drain(*hs[static_cast<size_t>(v)]).tokens, want[static_cast<size_t>(v)]) << v;
+      EXPECT_GT(sched.stats().prefix_hit_tokens, 0);
     }
-    EXPECT_EQ(e->free_state_slots(), 4);
-    EXPECT_EQ(e->prefix_cache().entries(), 0);
+    EXPECT_EQ(e->free_state_slots(), 4);  // 2 x (live and snapshot); the cache has its own
+    EXPECT_GT(e->cached_state_slots(), 0);
+    EXPECT_GT(e->prefix_cache().entries(), 0);
   }
 }
 
