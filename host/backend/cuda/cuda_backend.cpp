@@ -244,7 +244,7 @@ memra_status CudaBackend::begin_step() {
 void CudaBackend::reset_step_scratch() {
   if (profile_) {
     profile_collect();  // the step before was synchronized (begin_step, slots)
-    profile_decode_step_ = true;
+    profile_step_ = !profile_prefill_;  // a decode step until its batch shows prompt rows
   }
   batches_.clear();
   act_rows_ = {};  // its buffers were step scratch
@@ -418,8 +418,17 @@ memra_status CudaBackend::kernel_launch(memra_kernel* kernel, const memra_launch
   }
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;  // unsized or foreign stream: eager from here
   CUstream s = own_stream ? ctx_.stream() : static_cast<CUstream>(c->stream);
+  CUevent pa = nullptr, pb = nullptr;  // MEMRA_CUDA_PROFILE: the launch's span
+  if (profile_ && profile_step_ && own_stream && (pa = profile_event()) && (pb = profile_event())) cuEventRecord(pa, s);
   const CUresult r = cuLaunchKernel(k->function, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                                     c->shared_bytes, s, args, nullptr);
+  if (pa && pb) {
+    cuEventRecord(pb, s);
+    profile_pending_.push_back({k, pa, pb});
+  } else {
+    if (pa) profile_events_.push_back(pa);
+    if (pb) profile_events_.push_back(pb);
+  }
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   ++plugin_launches_eager_;
   return after_op(k->name.c_str());
@@ -469,7 +478,7 @@ BackendStats CudaBackend::stats() const {
 memra_status CudaBackend::launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
   ++write_epoch_;
   if (recording_) return record_launch(k, gx, gy, block, shared, args);
-  if (profile_ && profile_decode_step_) return profile_launch(k, gx, gy, block, shared, args);
+  if (profile_ && profile_step_) return profile_launch(k, gx, gy, block, shared, args);
   const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   return MEMRA_OK;
@@ -510,11 +519,11 @@ Result<const DeviceBatch*> CudaBackend::device_batch(const memra_forward_batch* 
   const uint64_t n = 4 * t + tables + logits;
   if (MEMRA_STRUCT_HAS(b, memra_forward_batch, prompt_tokens) && b->prompt_tokens &&
       std::any_of(b->prompt_tokens, b->prompt_tokens + b->num_tokens, [](uint8_t f) { return f != 0; })) {
-    if (profile_ && profile_decode_step_) {  // not a decode step: its spans so far are dropped
+    if (profile_ && !profile_prefill_) {  // not a decode step: its spans so far are dropped
       for (const ProfileSpan& s : profile_pending_) profile_events_.push_back(s.start), profile_events_.push_back(s.end);
       profile_pending_.clear();
     }
-    profile_decode_step_ = false;
+    profile_step_ = profile_prefill_;
   }
   // Steps that read prompt tokens run eagerly: their shapes change from step to step,
   // so a graph would be captured for one use. Decode steps repeat and replay.

@@ -392,7 +392,8 @@ class CudaBackend {
   memra_status profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
   void profile_collect();  // the previous step's spans (its work has been waited for)
   void profile_report();   // the table, on stderr, when the backend closes
-  bool profile_ = false, profile_decode_step_ = true;
+  // MEMRA_CUDA_PROFILE=1: decode steps; =prefill: steps with prompt rows. profile_step_: this step is profiled.
+  bool profile_ = false, profile_prefill_ = false, profile_step_ = true;
   std::vector<ProfileSpan> profile_pending_;
   std::vector<CUevent> profile_events_;
   std::map<std::string, ProfileTotal> profile_totals_;

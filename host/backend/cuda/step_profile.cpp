@@ -1,6 +1,6 @@
-// Per-kernel profile of decode steps (MEMRA_CUDA_PROFILE=1, read when the backend opens):
-// step graphs are turned off and every launch of a step without prompt rows is bracketed
-// by two CUDA events; at the next step's start (after its synchronize) the spans are
+// Per-kernel profile of decode steps (MEMRA_CUDA_PROFILE=1, read when the backend opens),
+// or of steps with prompt rows (MEMRA_CUDA_PROFILE=prefill): step graphs are turned off and
+// every launch of such a step (plugin kernels' too) is bracketed by two CUDA events; at the next step's start (after its synchronize) the spans are
 // summed per kernel name, and the backend prints the table when it closes. Eager times
 // (no graph, no PDL overlap): the sum per step against the graph step's time is what
 // launch gaps and overlap cost. ncu cannot be pointed at the decode steps of a bench
@@ -18,6 +18,8 @@ namespace memra::backend::cuda {
 void CudaBackend::profile_init() {
   const char* v = std::getenv("MEMRA_CUDA_PROFILE");
   profile_ = v && *v && std::strcmp(v, "0") != 0;
+  profile_prefill_ = profile_ && std::strcmp(v, "prefill") == 0;
+  profile_step_ = !profile_prefill_;
   if (profile_) options_.step_graphs = false;  // eager launches, one span each
 }
 
@@ -66,8 +68,8 @@ void CudaBackend::profile_report() {
     int64_t launches = 0;
     for (const auto& [n, t] : rows) total += t.ms, launches += t.count;
     const double steps = static_cast<double>(profile_steps_);
-    std::fprintf(stderr, "decode profile (MEMRA_CUDA_PROFILE, eager): %lld steps, %.1f us of kernels in %.1f launches per step\n",
-                 static_cast<long long>(profile_steps_), 1e3 * total / steps, static_cast<double>(launches) / steps);
+    std::fprintf(stderr, "%s profile (MEMRA_CUDA_PROFILE, eager): %lld steps, %.1f us of kernels in %.1f launches per step\n",
+                 profile_prefill_ ? "prefill" : "decode", static_cast<long long>(profile_steps_), 1e3 * total / steps, static_cast<double>(launches) / steps);
     std::fprintf(stderr, "  %-40s %10s %10s %9s %6s\n", "kernel", "launches", "us/step", "us/launch", "share");
     for (const auto& [n, t] : rows)
       std::fprintf(stderr, "  %-40s %10.1f %10.1f %9.2f %5.1f%%\n", n.c_str(), static_cast<double>(t.count) / steps,
