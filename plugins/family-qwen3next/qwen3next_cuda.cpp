@@ -15,23 +15,29 @@ using family::guarded;
 using family::report;
 
 struct Kernels {
-  memra_kernel *conv = nullptr, *recur = nullptr, *split = nullptr, *sigmul = nullptr;
+  memra_kernel *conv = nullptr, *prep = nullptr, *recur = nullptr, *out = nullptr, *split = nullptr, *sigmul = nullptr;
 };
 
 template <class... A>
-memra_status launch(memra_plugin_ctx* ctx, const memra_op_env* env, memra_kernel* k, uint32_t grid, uint32_t block, uint32_t smem,
-                    A... a) {
+memra_status launch2(memra_plugin_ctx* ctx, const memra_op_env* env, memra_kernel* k, uint32_t gx, uint32_t gy, uint32_t block,
+                     uint32_t smem, A... a) {
   void* args[] = {static_cast<void*>(&a)...};
   const size_t sizes[] = {sizeof(A)...};
   memra_launch_config c{};
   c.struct_size = MEMRA_LAUNCH_CONFIG_STRUCT_SIZE;
-  c.grid[0] = grid, c.grid[1] = 1, c.grid[2] = 1;
+  c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = 1;
   c.block[0] = block, c.block[1] = 1, c.block[2] = 1;
   c.shared_bytes = smem;
   c.stream = env->stream;
   c.num_args = sizeof...(A);
   c.arg_sizes = sizes;
   return ctx->host->kernel_launch(ctx->host->ctx, k, &c, args);
+}
+
+template <class... A>
+memra_status launch(memra_plugin_ctx* ctx, const memra_op_env* env, memra_kernel* k, uint32_t grid, uint32_t block, uint32_t smem,
+                    A... a) {
+  return launch2(ctx, env, k, grid, 1, block, smem, a...);
 }
 
 const Kernels* kernels_of(const memra_op_env* env) { return static_cast<const Kernels*>(env->kernel_data); }
@@ -49,7 +55,8 @@ memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device
     memra_kernel_module* module = nullptr;
     if (const memra_status st = h->kernel_module_load(h->ctx, "qwen3next_kernels", &module); st != MEMRA_OK) return st;
     auto k = std::make_shared<Kernels>();
-    for (const auto& [name, slot] : {std::pair{"q3n_gdn_conv", &k->conv}, std::pair{"q3n_gdn_recur", &k->recur},
+    for (const auto& [name, slot] : {std::pair{"q3n_gdn_conv", &k->conv}, std::pair{"q3n_gdn_prep", &k->prep},
+                                     std::pair{"q3n_gdn_recur", &k->recur}, std::pair{"q3n_gdn_out", &k->out},
                                      std::pair{"q3n_split_gate", &k->split}, std::pair{"q3n_sigmoid_mul", &k->sigmul}})
       if (const memra_status st = h->kernel_get(h->ctx, module, name, slot); st != MEMRA_OK) return st;
     *kernel_data = k.get();
@@ -68,32 +75,45 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     const int32_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
     const int64_t c_dim = 2ll * hk * dk + static_cast<int64_t>(hv) * dv;
     const int32_t tokens = args->batch->num_tokens;
-    void* conv_out = nullptr;
-    if (const memra_status st = env->scratch(env, static_cast<uint64_t>(tokens) * static_cast<uint64_t>(c_dim) * 4, &conv_out);
-        st != MEMRA_OK)
-      return report(ctx, st, "qwen3next.gated_delta_net: no step scratch for the conv output");
+    // Step scratch: the conv output [T][C], then qn and kn [T][Hk][dk], beta and decay [T][Hv].
+    const uint64_t kd = static_cast<uint64_t>(hk) * static_cast<uint64_t>(dk), T = static_cast<uint64_t>(tokens);
+    const uint64_t floats = T * (static_cast<uint64_t>(c_dim) + 2 * kd + 2 * static_cast<uint64_t>(hv));
+    void* scratch = nullptr;
+    if (const memra_status st = env->scratch(env, floats * 4, &scratch); st != MEMRA_OK)
+      return report(ctx, st, "qwen3next.gated_delta_net: no step scratch for the conv output and the row scalars");
+    float* conv = static_cast<float*>(scratch);
+    float* qn = conv + T * static_cast<uint64_t>(c_dim);
+    float* kn = qn + T * kd;
+    float* beta = kn + T * kd;
+    float* decay = beta + T * static_cast<uint64_t>(hv);
     const q3n_sources src = sources_of(at, args);
     float* y = static_cast<float*>(args->outputs[0]->data);
     const void* conv_w = args->weights[0]->data;
     const int32_t w_dtype = args->weights[0]->dtype;
-    const float* a_log = static_cast<const float*>(args->weights[1]->data);
+    const float* a_weight = static_cast<const float*>(args->weights[1]->data);
     const float* dt_bias = static_cast<const float*>(args->weights[2]->data);
     const float* norm_w = static_cast<const float*>(args->weights[3]->data);
     const int32_t* seq = env->seq_index;
     const int32_t* slots = env->state_slots;
     char* state = static_cast<char*>(env->state);
     const unsigned long long stride = env->state_stride;
-    float* conv = static_cast<float*>(conv_out);
     if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 127) / 128), 128, 0, src, tokens, kc, conv_w,
                                        w_dtype, seq, slots, state, stride, conv);
         st != MEMRA_OK)
       return st;
-    uint32_t threads = static_cast<uint32_t>(std::max(dk, dv));
-    threads = std::min<uint32_t>(1024, (threads + 31) / 32 * 32);
-    const uint32_t smem = static_cast<uint32_t>((static_cast<uint64_t>(dk) * dv + 2ull * dk + dv + 8) * 4);
     const float* conv_in = conv;
-    return launch(ctx, env, k->recur, static_cast<uint32_t>(hv), threads, smem, src, conv_in, tokens, kc, a_log, dt_bias, norm_w,
-                  at.norm_eps, seq, slots, state, stride, y);
+    // Four warps a block: (row, key head) pairs, state columns, (row, value head) pairs.
+    const uint64_t pairs_k = T * static_cast<uint64_t>(hk), pairs_v = T * static_cast<uint64_t>(hv);
+    if (const memra_status st = launch(ctx, env, k->prep, static_cast<uint32_t>((pairs_k + 3) / 4), 128, 0, src, conv_in, tokens, a_weight,
+                                       dt_bias, qn, kn, beta, decay);
+        st != MEMRA_OK)
+      return st;
+    const float *qn_in = qn, *kn_in = kn, *beta_in = beta, *decay_in = decay;
+    if (const memra_status st = launch2(ctx, env, k->recur, static_cast<uint32_t>(hv), static_cast<uint32_t>((dv + 3) / 4), 128, 0, src,
+                                        conv_in, qn_in, kn_in, beta_in, decay_in, tokens, kc, seq, slots, state, stride, y);
+        st != MEMRA_OK)
+      return st;
+    return launch(ctx, env, k->out, static_cast<uint32_t>((pairs_v + 3) / 4), 128, 0, src, tokens, norm_w, at.norm_eps, y);
   });
 }
 

@@ -27,91 +27,124 @@ extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t
   }
 }
 
-// The recurrence of qwen3next.gated_delta_net: one CTA per value head h, thread j owning
-// column j of the head's state S [dk][dv] (kept in shared memory while consecutive rows are
-// its sequence's), over the step's rows in batch order. Thread 0 does the reductions that
-// span a head (q/k norms, the gated RMSNorm) in index order, as the reference does.
-extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, int32_t tokens, int32_t kc, const float* a_weight,
-                                         const float* dt_bias, const float* norm_w, float eps, const int32_t* seq_index,
-                                         const int32_t* slots, char* state, unsigned long long stride, float* y) {
-#if defined(__CUDACC__)
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-#endif
+// The sum of a lane's terms over the warp (qwen3next_math.h's order): xor butterfly.
+__device__ inline float q3n_warp_sum(float v) {
+  for (int off = 16; off >= 1; off >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// The per-row scalars of qwen3next.gated_delta_net, parallel over rows: one warp per (row t,
+// key head g) l2-normalises q (then scales it by 1/sqrt(dk)) and k of the conv output into
+// qn, kn [T][Hk][dk], and gives each value head h of key head g its beta = sigmoid(b) and
+// decay = exp(A softplus(a + dt_bias)) ([T][Hv]).
+extern "C" __global__ void q3n_gdn_prep(q3n_sources src, const float* conv_out, int32_t tokens, const float* a_weight,
+                                        const float* dt_bias, float* qn, float* kn, float* beta, float* decay) {
+  const int32_t hk = src.hk, hv = src.hv, dk = src.dk, r = hv / hk;
+  const int64_t kd = (int64_t)hk * dk, c_dim = 2 * kd + (int64_t)hv * src.dv;
+  const int64_t w = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int32_t lane = threadIdx.x % 32;
+  if (w >= (int64_t)tokens * hk) return;
+  const int64_t t = w / hk;
+  const int32_t g = (int32_t)(w % hk);
+  const float* crow = conv_out + t * c_dim;
+  float sq = 0.0f, sk = 0.0f;
+  for (int32_t i = lane; i < dk; i += 32) {
+    const float qv = crow[(int64_t)g * dk + i], kv = crow[kd + (int64_t)g * dk + i];
+    sq = sq + qv * qv;
+    sk = sk + kv * kv;
+  }
+  sq = q3n_warp_sum(sq);
+  sk = q3n_warp_sum(sk);
+  const float iq = 1.0f / sqrtf(sq + 1e-6f), ik = 1.0f / sqrtf(sk + 1e-6f), q_scale = 1.0f / sqrtf((float)dk);
+  float* qo = qn + w * dk;
+  float* ko = kn + w * dk;
+  for (int32_t i = lane; i < dk; i += 32) {
+    qo[i] = crow[(int64_t)g * dk + i] * iq * q_scale;
+    ko[i] = crow[kd + (int64_t)g * dk + i] * ik;
+  }
+  for (int32_t m = lane; m < r; m += 32) {
+    const int32_t h = (src.flags & QWEN3NEXT_GDN_V_TILED) ? g + m * hk : g * r + m;
+    beta[t * hv + h] = q3n_sigmoid(q3n_b_in(&src, t, h));
+    decay[t * hv + h] = q3n_decay(&src, a_weight, h, q3n_a_in(&src, t, h), dt_bias[h]);
+  }
+}
+
+// The recurrence of qwen3next.gated_delta_net: one warp per column j of value head h's state
+// (S kept by column, [Hv][dv][dk]; lane l holds rows l, l + 32, ... in registers while
+// consecutive rows are one sequence's), over the step's rows in batch order:
+// S = S * decay; m = Sᵀk; S += k (beta (v - m)); o = Sᵀq into o [T][Hv*dv].
+#define Q3N_MAX_LANE_ROWS 8  // dk <= 256
+extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, const float* qn, const float* kn,
+                                         const float* beta, const float* decay, int32_t tokens, int32_t kc,
+                                         const int32_t* seq_index, const int32_t* slots, char* state, unsigned long long stride,
+                                         float* o) {
   const int32_t hk = src.hk, hv = src.hv, dk = src.dk, dv = src.dv;
   const int64_t kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
-  const int32_t h = blockIdx.x, gi = q3n_key_head(&src, h), tid = threadIdx.x, nthreads = blockDim.x;
-  float* S = (float*)smem_raw;  // [dk][dv]
-  float* qs = S + (int64_t)dk * dv;
-  float* ks = qs + dk;
-  float* os = ks + dk;
-  float* scal = os + dv;  // iq, ik, beta, decay, inv
-  const float q_scale = 1.0f / sqrtf((float)dk);
+  const int32_t h = blockIdx.x, j = blockIdx.y * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (j >= dv) return;
+  const int32_t g = q3n_key_head(&src, h), rows = (dk + 31) / 32;
+  const int64_t col = (kc - 1) * c_dim + ((int64_t)h * dv + j) * dk;  // this column in a slot's state (floats)
+  float s[Q3N_MAX_LANE_ROWS];
   int32_t cur = -1;
   for (int32_t t = 0; t < tokens; ++t) {
     const int32_t slot = slots[seq_index[t]];
-    if (slot != cur) {  // this head's S of the row's sequence (every thread decides alike)
+    if (slot != cur) {
       if (cur >= 0) {
-        float* old = (float*)(state + (unsigned long long)cur * stride) + (kc - 1) * c_dim + (int64_t)h * dk * dv;
-        for (int64_t e = tid; e < (int64_t)dk * dv; e += nthreads) old[e] = S[e];
+        float* old = (float*)(state + (unsigned long long)cur * stride) + col;
+#pragma unroll
+        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+          if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
       }
-      const float* next = (const float*)(state + (unsigned long long)slot * stride) + (kc - 1) * c_dim + (int64_t)h * dk * dv;
-      for (int64_t e = tid; e < (int64_t)dk * dv; e += nthreads) S[e] = next[e];
+      const float* next = (const float*)(state + (unsigned long long)slot * stride) + col;
+#pragma unroll
+      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
       cur = slot;
     }
-    const float* crow = conv_out + (int64_t)t * c_dim;
-    for (int32_t i = tid; i < dk; i += nthreads) {
-      qs[i] = crow[(int64_t)gi * dk + i];
-      ks[i] = crow[kd + (int64_t)gi * dk + i];
-    }
-    __syncthreads();
-    if (tid == 0) {
-      float sq = 0.0f, sk = 0.0f;
-      for (int32_t i = 0; i < dk; ++i) {
-        sq = sq + qs[i] * qs[i];
-        sk = sk + ks[i] * ks[i];
+    const float dec = decay[(int64_t)t * hv + h], bt = beta[(int64_t)t * hv + h];
+    const float* kr = kn + ((int64_t)t * hk + g) * dk;
+    const float* qr = qn + ((int64_t)t * hk + g) * dk;
+    float m = 0.0f;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) {
+        s[r] = s[r] * dec;
+        m = m + s[r] * kr[r * 32 + lane];
       }
-      scal[0] = 1.0f / sqrtf(sq + 1e-6f);
-      scal[1] = 1.0f / sqrtf(sk + 1e-6f);
-      const float b = q3n_b_in(&src, t, h), a = q3n_a_in(&src, t, h);
-      scal[2] = q3n_sigmoid(b);
-      scal[3] = q3n_decay(&src, a_weight, h, a, dt_bias[h]);
-    }
-    __syncthreads();
-    for (int32_t i = tid; i < dk; i += nthreads) {
-      qs[i] = qs[i] * scal[0] * q_scale;
-      ks[i] = ks[i] * scal[1];
-    }
-    __syncthreads();
-    const float beta = scal[2], decay = scal[3];
-    for (int32_t j = tid; j < dv; j += nthreads) {
-      float acc = 0.0f;
-      for (int32_t i = 0; i < dk; ++i) {
-        S[(int64_t)i * dv + j] = S[(int64_t)i * dv + j] * decay;
-        acc = acc + S[(int64_t)i * dv + j] * ks[i];
+    m = q3n_warp_sum(m);
+    const float d = (conv_out[(int64_t)t * c_dim + 2 * kd + (int64_t)h * dv + j] - m) * bt;
+    float out = 0.0f;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) {
+        s[r] = s[r] + kr[r * 32 + lane] * d;
+        out = out + s[r] * qr[r * 32 + lane];
       }
-      const float d = (crow[2 * kd + (int64_t)h * dv + j] - acc) * beta;
-      float out = 0.0f;
-      for (int32_t i = 0; i < dk; ++i) {
-        S[(int64_t)i * dv + j] = S[(int64_t)i * dv + j] + ks[i] * d;
-        out = out + S[(int64_t)i * dv + j] * qs[i];
-      }
-      os[j] = out;
-    }
-    __syncthreads();
-    if (tid == 0) {
-      float ss = 0.0f;
-      for (int32_t j = 0; j < dv; ++j) ss = ss + os[j] * os[j];
-      scal[4] = 1.0f / sqrtf(ss / (float)dv + eps);
-    }
-    __syncthreads();
-    for (int32_t j = tid; j < dv; j += nthreads)
-      y[(int64_t)t * vd + (int64_t)h * dv + j] = norm_w[j] * (os[j] * scal[4]) * q3n_silu(q3n_z_in(&src, t, (int64_t)h * dv + j));
-    __syncthreads();  // qs, ks, os and scal are the next row's
+    out = q3n_warp_sum(out);
+    if (lane == 0) o[(int64_t)t * vd + (int64_t)h * dv + j] = out;
   }
   if (cur >= 0) {
-    float* old = (float*)(state + (unsigned long long)cur * stride) + (kc - 1) * c_dim + (int64_t)h * dk * dv;
-    for (int64_t e = tid; e < (int64_t)dk * dv; e += nthreads) old[e] = S[e];
+    float* old = (float*)(state + (unsigned long long)cur * stride) + col;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
   }
+}
+
+// The gated RMSNorm of qwen3next.gated_delta_net, in place: one warp per (row t, value head h):
+// y = w * (o / sqrt(mean(o^2) + eps)) * silu(z) over the head's dv outputs.
+extern "C" __global__ void q3n_gdn_out(q3n_sources src, int32_t tokens, const float* norm_w, float eps, float* y) {
+  const int32_t hv = src.hv, dv = src.dv;
+  const int64_t w = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int32_t lane = threadIdx.x % 32;
+  if (w >= (int64_t)tokens * hv) return;
+  const int64_t t = w / hv;
+  const int32_t h = (int32_t)(w % hv);
+  float* yr = y + w * dv;
+  float ss = 0.0f;
+  for (int32_t j = lane; j < dv; j += 32) ss = ss + yr[j] * yr[j];
+  ss = q3n_warp_sum(ss);
+  const float inv = 1.0f / sqrtf(ss / (float)dv + eps);
+  for (int32_t j = lane; j < dv; j += 32) yr[j] = norm_w[j] * (yr[j] * inv) * q3n_silu(q3n_z_in(&src, t, (int64_t)h * dv + j));
 }
 
 // qwen3next.split_gate: rows [T*H] of [q D | gate D] into q and gate.

@@ -74,6 +74,21 @@ Q3N_HD float q3n_log1p01(float y) {
   return log_u * (y / (u - 1.0f));
 }
 
+// The order of every sum the DeltaNet op takes over a head (q/k norms, Sᵀk, Sᵀq, the gated
+// RMSNorm), as a warp of 32 lanes takes it: lane l adds the terms i = l, l + 32, l + 64, ...
+// (i < n) in that order from 0, then the lanes' sums meet by xor butterfly (offsets 16, 8, 4,
+// 2, 1: lane l adds lane l ^ offset's sum to its own), which leaves every lane the same value.
+// q3n_butterfly is that last part over the 32 lane sums p (destroyed), for the CPU reference.
+#define Q3N_LANES 32
+Q3N_HD float q3n_butterfly(float* p) {
+  for (int off = 16; off >= 1; off >>= 1) {
+    float n[Q3N_LANES];
+    for (int l = 0; l < Q3N_LANES; ++l) n[l] = p[l] + p[l ^ off];
+    for (int l = 0; l < Q3N_LANES; ++l) p[l] = n[l];
+  }
+  return p[0];
+}
+
 Q3N_HD float q3n_sigmoid(float x) { return 1.0f / (1.0f + q3n_exp(-x)); }
 Q3N_HD float q3n_silu(float x) { return x / (1.0f + q3n_exp(-x)); }
 // log(1 + e^x), x itself past 20 (as torch's softplus).

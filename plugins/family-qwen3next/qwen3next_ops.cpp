@@ -37,7 +37,7 @@ const float* f32_weight(const memra_weight* w, int64_t n) {
 memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
   const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
-  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dv <= 0 || kc < 1 || !(at.norm_eps > 0) ||
+  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dk > 256 || dv <= 0 || kc < 1 || !(at.norm_eps > 0) ||
       (at.layout & ~QWEN3NEXT_GDN_FLAGS) != 0)
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: bad attributes");
   const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
@@ -83,17 +83,25 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
     const float* norm_w = static_cast<const float*>(args->weights[3]->data);
     const q3n_sources src = sources_of(at, args);
     auto* y = static_cast<float*>(args->outputs[0]->data);
-    std::vector<float> conv(static_cast<size_t>(c_dim)), q(static_cast<size_t>(dk)), kk(static_cast<size_t>(dk)),
-        m(static_cast<size_t>(dv)), o(static_cast<size_t>(dv));
+    std::vector<float> conv(static_cast<size_t>(c_dim)), qn(static_cast<size_t>(kd)), kn(static_cast<size_t>(kd));
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-    // Token rows in batch order, each on its sequence's state: the conv (as the conv
-    // kernel: each channel over its K-1 kept inputs and this one), then each value head
-    // (as the recurrence kernel: one thread per column j of S, the reductions that span a
-    // head summed in index order).
+    // The sum over i < n of term(i) in the kernels' warp order (qwen3next_math.h).
+    auto warp_sum = [](int64_t n, auto term) {
+      float p[Q3N_LANES];
+      for (int64_t l = 0; l < Q3N_LANES; ++l) {
+        float acc = 0.0f;
+        for (int64_t i = l; i < n; i += Q3N_LANES) acc = acc + term(i);
+        p[l] = acc;
+      }
+      return q3n_butterfly(p);
+    };
+    // Token rows in batch order, each on its sequence's state, as the kernels take them: the
+    // conv (each channel over its K-1 kept inputs and this one), q and k normalised per key
+    // head, then each value head's state column by column, then the gated RMSNorm.
     for (int64_t t = 0; t < T; ++t) {
       char* slot = static_cast<char*>(env->state) + static_cast<uint64_t>(env->state_slots[env->seq_index[t]]) * env->state_stride;
       float* cstate = reinterpret_cast<float*>(slot);  // [K-1][C]
-      float* S = cstate + (kc - 1) * c_dim;             // [Hv][dk][dv]
+      float* S = cstate + (kc - 1) * c_dim;             // [Hv][dv][dk]: by column
       for (int64_t ch = 0; ch < c_dim; ++ch) {
         const float x = q3n_conv_in(&src, t, ch);
         float acc = 0.0f;
@@ -103,45 +111,39 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
         if (kc > 1) cstate[(kc - 2) * c_dim + ch] = x;
         conv[static_cast<size_t>(ch)] = q3n_silu(acc);
       }
-      for (int64_t h = 0; h < hv; ++h) {
-        const int64_t gi = q3n_key_head(&src, static_cast<int32_t>(h));
-        float sq = 0.0f, sk = 0.0f;
-        for (int64_t i = 0; i < dk; ++i) {
-          q[static_cast<size_t>(i)] = conv[static_cast<size_t>(gi * dk + i)];
-          kk[static_cast<size_t>(i)] = conv[static_cast<size_t>(kd + gi * dk + i)];
-          sq = sq + q[static_cast<size_t>(i)] * q[static_cast<size_t>(i)];
-          sk = sk + kk[static_cast<size_t>(i)] * kk[static_cast<size_t>(i)];
-        }
+      for (int64_t g = 0; g < hk; ++g) {
+        const float* qc = conv.data() + g * dk;
+        const float* kc_row = conv.data() + kd + g * dk;
+        const float sq = warp_sum(dk, [&](int64_t i) { return qc[i] * qc[i]; });
+        const float sk = warp_sum(dk, [&](int64_t i) { return kc_row[i] * kc_row[i]; });
         const float iq = 1.0f / std::sqrt(sq + 1e-6f), ik = 1.0f / std::sqrt(sk + 1e-6f);
         for (int64_t i = 0; i < dk; ++i) {
-          q[static_cast<size_t>(i)] = q[static_cast<size_t>(i)] * iq * q_scale;
-          kk[static_cast<size_t>(i)] = kk[static_cast<size_t>(i)] * ik;
+          qn[static_cast<size_t>(g * dk + i)] = qc[i] * iq * q_scale;
+          kn[static_cast<size_t>(g * dk + i)] = kc_row[i] * ik;
         }
-        const float b = q3n_b_in(&src, t, h), a = q3n_a_in(&src, t, h);
-        const float beta = q3n_sigmoid(b);
-        const float decay = q3n_decay(&src, a_weight, static_cast<int32_t>(h), a, dt_bias[h]);
-        float* Sh = S + h * dk * dv;
-        const float* vh = conv.data() + 2 * kd + h * dv;
-        for (int64_t j = 0; j < dv; ++j) {
-          float acc = 0.0f;
-          for (int64_t i = 0; i < dk; ++i) {
-            Sh[i * dv + j] = Sh[i * dv + j] * decay;
-            acc = acc + Sh[i * dv + j] * kk[static_cast<size_t>(i)];
-          }
-          const float d = (vh[j] - acc) * beta;
-          float out = 0.0f;
-          for (int64_t i = 0; i < dk; ++i) {
-            Sh[i * dv + j] = Sh[i * dv + j] + kk[static_cast<size_t>(i)] * d;
-            out = out + Sh[i * dv + j] * q[static_cast<size_t>(i)];
-          }
-          o[static_cast<size_t>(j)] = out;
-        }
-        float ss = 0.0f;
-        for (int64_t j = 0; j < dv; ++j) ss = ss + o[static_cast<size_t>(j)] * o[static_cast<size_t>(j)];
-        const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dv) + at.norm_eps);
+      }
+      for (int64_t h = 0; h < hv; ++h) {
+        const auto hh = static_cast<int32_t>(h);
+        const float beta = q3n_sigmoid(q3n_b_in(&src, t, h));
+        const float decay = q3n_decay(&src, a_weight, hh, q3n_a_in(&src, t, h), dt_bias[h]);
+        const float* kr = kn.data() + q3n_key_head(&src, hh) * dk;
+        const float* qr = qn.data() + q3n_key_head(&src, hh) * dk;
         float* yh = y + t * vd + h * dv;
-        for (int64_t j = 0; j < dv; ++j)
-          yh[j] = norm_w[j] * (o[static_cast<size_t>(j)] * inv) * q3n_silu(q3n_z_in(&src, t, h * dv + j));
+        for (int64_t j = 0; j < dv; ++j) {
+          float* col = S + (h * dv + j) * dk;
+          const float m = warp_sum(dk, [&](int64_t i) {
+            col[i] = col[i] * decay;
+            return col[i] * kr[i];
+          });
+          const float d = (conv[static_cast<size_t>(2 * kd + h * dv + j)] - m) * beta;
+          yh[j] = warp_sum(dk, [&](int64_t i) {
+            col[i] = col[i] + kr[i] * d;
+            return col[i] * qr[i];
+          });
+        }
+        const float ss = warp_sum(dv, [&](int64_t j) { return yh[j] * yh[j]; });
+        const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dv) + at.norm_eps);
+        for (int64_t j = 0; j < dv; ++j) yh[j] = norm_w[j] * (yh[j] * inv) * q3n_silu(q3n_z_in(&src, t, h * dv + j));
       }
     }
     return MEMRA_OK;
@@ -354,7 +356,7 @@ memra_status sigmoid_mul_example(memra_plugin_ctx* ctx, int32_t index, memra_op_
 
 const memra_op_def kOps[] = {
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u, sizeof(GdnAttrsV1), MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE,
-     "Gated DeltaNet core: causal conv + SiLU, l2-normed q/k, gated delta rule, gated RMSNorm (state qwen3next.gdn.v1)",
+     "Gated DeltaNet core: causal conv + SiLU, l2-normed q/k, gated delta rule, gated RMSNorm (state qwen3next.gdn.v2)",
      gdn_cpu, prepare_cuda, gdn_cuda, gdn_example},
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u, sizeof(SplitGateAttrsV1), 0u,
      "gated attention: per-head [q | gate] rows into q and gate", split_gate_cpu, prepare_cuda, split_gate_cuda, split_gate_example},

@@ -29,14 +29,16 @@ namespace memra::qwen3next {
 //   - q and k l2-normalised per head (x / sqrt(sum x^2 + 1e-6)), q scaled by 1/sqrt(dk);
 //   - beta = sigmoid(b), g = A * softplus(a + dt_bias), A = -exp(A_log) (weights[1] A_log
 //     [Hv], or A itself with A_DIRECT; weights[2] dt_bias [Hv], f32; softplus(x) = x past 20);
-//   - per value head h (its key head h / r, or h % Hk with V_TILED): S = S * exp(g); m = Sᵀk; S += k (beta (v - m))ᵀ;
-//     o = Sᵀq, S [dk][dv] f32, sums in index order;
+//   - per value head h (its key head h / r, or h % Hk with V_TILED): S = S * exp(g); m = Sᵀk;
+//     S += k (beta (v - m))ᵀ; o = Sᵀq, S [dk][dv] f32;
 //   - y = rms_norm(o) * w * silu(z) per value head (weights[3] [dv] f32, attrs.norm_eps).
-// outputs[0] = y [T][Hv*dv]. State (layout "qwen3next.gdn.v1"): the conv's last K-1
-// inputs [K-1][C] (oldest first), then S [Hv][dk][dv], f32. exp, log1p and the activations
-// are qwen3next_math.h's, shared with the kernels.
+// Every sum over a head (the q/k norms, Sᵀk and Sᵀq per column, the RMSNorm) is taken in the
+// warp order of qwen3next_math.h (q3n_butterfly); dk at most 256.
+// outputs[0] = y [T][Hv*dv]. State (layout "qwen3next.gdn.v2"): the conv's last K-1
+// inputs [K-1][C] (oldest first), then S by column, [Hv][dv][dk], f32. exp, log1p and the
+// activations are qwen3next_math.h's, shared with the kernels.
 #define QWEN3NEXT_OP_GDN "qwen3next.gated_delta_net"
-#define QWEN3NEXT_STATE_LAYOUT_GDN "qwen3next.gdn.v1"
+#define QWEN3NEXT_STATE_LAYOUT_GDN "qwen3next.gdn.v2"
 struct GdnAttrsV1 {
   size_t struct_size;
   int32_t num_k_heads, num_v_heads, head_k_dim, head_v_dim, conv_kernel;

@@ -93,6 +93,10 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
     memra_op_example e{};
     e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
     if (op->example(f.ctx(), index, &e) == MEMRA_ERR_NOT_FOUND) break;
+    // Cases 1 and 2 (128-wide heads in Hugging Face's layouts) take the emulator most of a
+    // minute each; case 3 has the same sizes with every layout flag, and memra-kernel-check
+    // runs them all on the GPU.
+    if (index == 1 || index == 2) continue;
     SCOPED_TRACE(e.label);
     const auto& at = *static_cast<const memra::qwen3next::GdnAttrsV1*>(e.attrs);
     const int32_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
@@ -143,13 +147,22 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
                                              e.state_bytes, conv.data());
                               },
                               [] {});
-      const int threads = std::min(1024, (std::max(dk, dv) + 31) / 32 * 32);
-      memra::cuda_emu::launch(static_cast<unsigned>(hv), 1, threads,
+      const int64_t T64 = e.num_tokens;
+      std::vector<float> qn(static_cast<size_t>(T64 * hk * dk), NAN), kn = qn, beta(static_cast<size_t>(T64 * hv), NAN), decay = beta;
+      memra::cuda_emu::launch(static_cast<unsigned>((T64 * hk + 3) / 4), 1, 128,
                               [&] {
-                                q3n_gdn_recur(src, conv.data(), e.num_tokens, kc, e.weights[1], e.weights[2], e.weights[3], eps,
+                                q3n_gdn_prep(src, conv.data(), e.num_tokens, e.weights[1], e.weights[2], qn.data(), kn.data(),
+                                             beta.data(), decay.data());
+                              },
+                              [] {});
+      memra::cuda_emu::launch(static_cast<unsigned>(hv), static_cast<unsigned>((dv + 3) / 4), 128,
+                              [&] {
+                                q3n_gdn_recur(src, conv.data(), qn.data(), kn.data(), beta.data(), decay.data(), e.num_tokens, kc,
                                               e.seq_index, slots.data(), st, e.state_bytes, y_emu.data());
                               },
                               [] {});
+      memra::cuda_emu::launch(static_cast<unsigned>((T64 * hv + 3) / 4), 1, 128,
+                              [&] { q3n_gdn_out(src, e.num_tokens, e.weights[3], eps, y_emu.data()); }, [] {});
       EXPECT_EQ(std::memcmp(y_cpu.data(), y_emu.data(), y_cpu.size() * 4), 0) << "outputs";
       EXPECT_EQ(std::memcmp(cpu_state.data(), emu_state.data(), cpu_state.size()), 0) << "states";
     }
