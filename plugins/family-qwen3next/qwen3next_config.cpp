@@ -132,7 +132,6 @@ json from_gguf(const RawConfig& raw, const Arch& arch) {
   if (!(eps > 0)) k.fail("'" + k.name("attention.layer_norm_rms_epsilon") + "' is missing or not positive");
   out["norm_eps"] = eps;
   out["activation"] = "silu";
-  out["attention_bias"] = raw.has_tensor("blk.0.attn_q.bias") || raw.has_tensor("blk.3.attn_q.bias");
   out["tie_word_embeddings"] = !raw.has_tensor("output.weight");
   json kinds = json::array();
   if (const json* rl = k.find("attention.recurrent_layers"); rl && rl->is_array()) {
@@ -144,6 +143,13 @@ json from_gguf(const RawConfig& raw, const Arch& arch) {
     for (int64_t i = 0; i < layers; ++i) kinds.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
   }
   out["layer_types"] = kinds;
+  bool bias = false;  // a fact GGUF records only as tensors: the first full-attention layer's
+  for (size_t i = 0; i < kinds.size() && !bias; ++i)
+    if (kinds[i] == "full_attention") {
+      bias = raw.has_tensor("blk." + std::to_string(i) + ".attn_q.bias");
+      break;
+    }
+  out["attention_bias"] = bias;
   const int64_t hk = k.integer("ssm.group_count", std::nullopt), hv = k.integer("ssm.time_step_rank", std::nullopt);
   const int64_t inner = k.integer("ssm.inner_size", std::nullopt);
   if (hk <= 0 || hv <= 0 || inner % hv != 0) k.fail("ssm.group_count, ssm.time_step_rank and ssm.inner_size disagree");
