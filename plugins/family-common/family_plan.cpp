@@ -32,7 +32,13 @@ bool bind_tensors(const std::vector<TensorSpec>& specs, const memra_weight_set& 
     bool same = w->ndim == static_cast<int32_t>(want.size());
     for (size_t i = 0; same && i < want.size(); ++i) same = w->shape[i] == want[i];
     if (!same) {
-      error = "tensor '" + spec.name + "' has a shape that does not match the config";
+      auto dims = [](const int64_t* d, size_t n) {
+        std::string out = "[";
+        for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(d[i]);
+        return out + "]";
+      };
+      error = "tensor '" + spec.name + "' has shape " + dims(w->shape, static_cast<size_t>(std::max(0, std::min(w->ndim, 4)))) +
+              ", which does not match the config's " + dims(want.data(), want.size());
       return false;
     }
     if (!spec.matrix && !spec.any_float && w->dtype != MEMRA_DTYPE_F32) {

@@ -1,16 +1,19 @@
 // Bad models are refused with one clear error before the engine allocates its
-// KV cache: an unknown architecture, tensors that do not match the config, a
-// missing tokenizer. Each case is a fixture copy with one thing broken.
+// KV cache: an unknown architecture, tensors that do not match the config (a hybrid's
+// layer kinds, conv kernel and head counts too), a missing tokenizer. Each case is a
+// fixture copy with one thing broken.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/text_model.hpp"
 #include "tests/support/fixture_engine.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/test_models.hpp"
 
 namespace fs = std::filesystem;
 
@@ -21,10 +24,11 @@ using memra::testing::TempDir;
 
 const fs::path kLlama = memra::testing::fixture("models/llama");
 
-// A copy of the llama fixture (in `tmp`) whose config.json is edited by `edit`.
-fs::path broken_copy(const TempDir& tmp, const std::function<void(nlohmann::json&)>& edit) {
+// A copy of a model (the llama fixture, in `tmp`) whose config.json is edited by `edit`.
+fs::path broken_copy(const TempDir& tmp, const std::function<void(nlohmann::json&)>& edit, const fs::path& from = kLlama) {
   const fs::path dir = tmp.path();
-  for (const auto& f : fs::directory_iterator(kLlama)) fs::copy(f.path(), dir / f.path().filename());
+  for (const auto& f : fs::directory_iterator(from))
+    if (f.is_regular_file()) fs::copy(f.path(), dir / f.path().filename());
   auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
   edit(config);
   std::ofstream(dir / "config.json") << config.dump(2);
@@ -75,4 +79,28 @@ TEST(EngineBadModel, MissingTokenizerIsNamed) {
   auto text = memra::engine::load_text_model(dir.string(), (*src)->config);
   ASSERT_FALSE(text.ok());
   EXPECT_NE(text.error().message.find("tokenizer.json"), std::string::npos) << text.error().message;
+}
+
+// A hybrid (tests/models/qwen3_5-tiny: 3 DeltaNet layers then gated attention) whose config
+// disagrees with its tensors is refused naming the first tensor that shows it.
+TEST(EngineBadModel, HybridsWhoseConfigDisagreesWithTheirTensors) {
+  const fs::path q35 = memra::testing::test_model("qwen3_5-tiny");
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* names;
+  };
+  const Case cases[] = {
+      {"layer kinds", [](nlohmann::json& c) { c["layer_types"][0] = "full_attention"; }, "blk.0.attn_q.weight"},
+      {"conv kernel", [](nlohmann::json& c) { c["linear_conv_kernel_dim"] = 3; }, "blk.0.ssm_conv1d.weight"},
+      {"value heads", [](nlohmann::json& c) { c["linear_num_value_heads"] = 8; }, "blk.0.attn_qkv.weight"},
+      {"key head size", [](nlohmann::json& c) { c["linear_key_head_dim"] = 64; }, "blk.0.attn_qkv.weight"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    const TempDir tmp("memra-bad-hybrid");
+    const std::string err = load_error(broken_copy(tmp, k.edit, q35));
+    std::cout << k.what << ": " << err << "\n";
+    EXPECT_NE(err.find(k.names), std::string::npos) << err;
+  }
 }
