@@ -146,8 +146,10 @@ std::string check_ops(const memra_plugin_api& api, memra_plugin_kind kind, const
       return who + ": bad attribute struct: attrs_size " + std::to_string(d.attrs_size) +
              " cannot hold its struct_size (every attribute struct begins with size_t struct_size)";
     if (d.attrs_size > (1u << 16)) return who + ": bad attribute struct: attrs_size " + std::to_string(d.attrs_size) + " is over 64 KiB";
-    if ((d.flags & ~(MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE)) != 0)
-      return who + ": unknown flags " + std::to_string(d.flags) + " (MEMRA_OP_NEEDS_BATCH, MEMRA_OP_USES_STATE)";
+    if ((d.flags & ~(MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE | MEMRA_OP_SNAPSHOTS)) != 0)
+      return who + ": unknown flags " + std::to_string(d.flags) + " (MEMRA_OP_NEEDS_BATCH, MEMRA_OP_USES_STATE, MEMRA_OP_SNAPSHOTS)";
+    if ((d.flags & MEMRA_OP_SNAPSHOTS) && !(d.flags & MEMRA_OP_USES_STATE))
+      return who + ": MEMRA_OP_SNAPSHOTS needs MEMRA_OP_USES_STATE (a snapshot is of the op's state)";
     if ((d.flags & MEMRA_OP_USES_STATE) && !(d.flags & MEMRA_OP_NEEDS_BATCH))
       return who + ": MEMRA_OP_USES_STATE needs MEMRA_OP_NEEDS_BATCH (state is found through the batch's slots)";
     if (d.run_cpu == nullptr) return who + ": run_cpu is NULL (the CPU reference is required)";

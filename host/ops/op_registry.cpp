@@ -77,6 +77,19 @@ memra_status run_plugin_op(const PluginOp& op, memra_status (*run)(memra_plugin_
         *why = who() + ": sequence " + std::to_string(s) + " has a bad state slot";
         return MEMRA_ERR_INVALID_ARGUMENT;
       }
+  const int32_t* snaps = (op.def->flags & MEMRA_OP_USES_STATE) && MEMRA_STRUCT_HAS(args->batch, memra_forward_batch, snapshot_slots)
+                             ? args->batch->snapshot_slots
+                             : nullptr;
+  if (snaps && !(op.def->flags & MEMRA_OP_SNAPSHOTS)) {
+    *why = who() + ": the step asks for state snapshots at rows, which this op does not write (MEMRA_OP_SNAPSHOTS)";
+    return MEMRA_ERR_INVALID_ARGUMENT;
+  }
+  if (snaps)
+    for (int32_t t = 0; t < args->batch->num_tokens; ++t)
+      if (snaps[t] < -1 || snaps[t] >= env.num_state_slots) {
+        *why = who() + ": row " + std::to_string(t) + " has a bad snapshot slot";
+        return MEMRA_ERR_INVALID_ARGUMENT;
+      }
   memra_status st = MEMRA_ERR_INTERNAL;
   try {
     st = run(op.ctx, &env, args);

@@ -95,10 +95,11 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     const float* norm_w = static_cast<const float*>(args->weights[3]->data);
     const int32_t* seq = env->seq_index;
     const int32_t* slots = env->state_slots;
+    const int32_t* snaps = MEMRA_STRUCT_HAS(env, memra_op_env, snapshot_slots) ? env->snapshot_slots : nullptr;
     char* state = static_cast<char*>(env->state);
     const unsigned long long stride = env->state_stride;
     if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 127) / 128), 128, 0, src, tokens, kc, conv_w,
-                                       w_dtype, seq, slots, state, stride, conv);
+                                       w_dtype, seq, slots, snaps, state, stride, conv);
         st != MEMRA_OK)
       return st;
     const float* conv_in = conv;
@@ -110,7 +111,7 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
       return st;
     const float *qn_in = qn, *kn_in = kn, *beta_in = beta, *decay_in = decay;
     if (const memra_status st = launch2(ctx, env, k->recur, static_cast<uint32_t>(hv), static_cast<uint32_t>((dv + 3) / 4), 128, 0, src,
-                                        conv_in, qn_in, kn_in, beta_in, decay_in, tokens, kc, seq, slots, state, stride, y);
+                                        conv_in, qn_in, kn_in, beta_in, decay_in, tokens, kc, seq, slots, snaps, state, stride, y);
         st != MEMRA_OK)
       return st;
     return launch(ctx, env, k->out, static_cast<uint32_t>((pairs_v + 3) / 4), 128, 0, src, tokens, norm_w, at.norm_eps, y);

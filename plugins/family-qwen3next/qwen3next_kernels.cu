@@ -8,10 +8,10 @@
 // The conv of qwen3next.gated_delta_net: one thread per channel c of [q | k | v] walks the
 // step's rows in batch order (a sequence's rows in position order), each on its sequence's
 // kept inputs: conv_out[t][c] = silu(sum_k w[c][k] x_{t-K+1+k}[c]), the K-1 inputs before
-// it then shifted in the state.
+// it then shifted in the state (and copied to the row's snapshot slot, if it has one).
 extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype,
-                                        const int32_t* seq_index, const int32_t* slots, char* state, unsigned long long stride,
-                                        float* conv_out) {
+                                        const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
+                                        unsigned long long stride, float* conv_out) {
   const int64_t c_dim = 2 * (int64_t)src.hk * src.dk + (int64_t)src.hv * src.dv;
   const int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c_dim) return;
@@ -24,6 +24,10 @@ extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t
     for (int32_t k = 0; k + 1 < kc - 1; ++k) cstate[k * c_dim + ch] = cstate[(k + 1) * c_dim + ch];
     if (kc > 1) cstate[(kc - 2) * c_dim + ch] = x;
     conv_out[(int64_t)t * c_dim + ch] = q3n_silu(acc);
+    if (snaps && snaps[t] >= 0) {  // this channel's kept inputs as they stand after row t
+      float* snap = (float*)(state + (unsigned long long)snaps[t] * stride);
+      for (int32_t k = 0; k < kc - 1; ++k) snap[k * c_dim + ch] = cstate[k * c_dim + ch];
+    }
   }
 }
 
@@ -76,8 +80,8 @@ extern "C" __global__ void q3n_gdn_prep(q3n_sources src, const float* conv_out, 
 #define Q3N_MAX_LANE_ROWS 8  // dk <= 256
 extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, const float* qn, const float* kn,
                                          const float* beta, const float* decay, int32_t tokens, int32_t kc,
-                                         const int32_t* seq_index, const int32_t* slots, char* state, unsigned long long stride,
-                                         float* o) {
+                                         const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
+                                         unsigned long long stride, float* o) {
   const int32_t hk = src.hk, hv = src.hv, dk = src.dk, dv = src.dv;
   const int64_t kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
   const int32_t h = blockIdx.x, j = blockIdx.y * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -121,6 +125,12 @@ extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out,
       }
     out = q3n_warp_sum(out);
     if (lane == 0) o[(int64_t)t * vd + (int64_t)h * dv + j] = out;
+    if (snaps && snaps[t] >= 0) {  // this column as it stands after row t
+      float* snap = (float*)(state + (unsigned long long)snaps[t] * stride) + col;
+#pragma unroll
+      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+        if (r < rows && r * 32 + lane < dk) snap[r * 32 + lane] = s[r];
+    }
   }
   if (cur >= 0) {
     float* old = (float*)(state + (unsigned long long)cur * stride) + col;

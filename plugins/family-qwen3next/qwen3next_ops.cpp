@@ -83,6 +83,8 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
     const float* norm_w = static_cast<const float*>(args->weights[3]->data);
     const q3n_sources src = sources_of(at, args);
     auto* y = static_cast<float*>(args->outputs[0]->data);
+    const int32_t* snaps = MEMRA_STRUCT_HAS(env, memra_op_env, snapshot_slots) ? env->snapshot_slots : nullptr;
+    const uint64_t state_bytes = gdn_state_bytes(at);
     std::vector<float> conv(static_cast<size_t>(c_dim)), qn(static_cast<size_t>(kd)), kn(static_cast<size_t>(kd));
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
     // The sum over i < n of term(i) in the kernels' warp order (qwen3next_math.h).
@@ -145,6 +147,8 @@ memra_status gdn_cpu(memra_plugin_ctx* ctx, const memra_op_env* env, const memra
         const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dv) + at.norm_eps);
         for (int64_t j = 0; j < dv; ++j) yh[j] = norm_w[j] * (yh[j] * inv) * q3n_silu(q3n_z_in(&src, t, h * dv + j));
       }
+      if (snaps && snaps[t] >= 0)  // the state as it stands after this row
+        std::memcpy(static_cast<char*>(env->state) + static_cast<uint64_t>(snaps[t]) * env->state_stride, slot, state_bytes);
     }
     return MEMRA_OK;
   });
@@ -355,7 +359,7 @@ memra_status sigmoid_mul_example(memra_plugin_ctx* ctx, int32_t index, memra_op_
 }
 
 const memra_op_def kOps[] = {
-    {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u, sizeof(GdnAttrsV1), MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE,
+    {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u, sizeof(GdnAttrsV1), MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE | MEMRA_OP_SNAPSHOTS,
      "Gated DeltaNet core: causal conv + SiLU, l2-normed q/k, gated delta rule, gated RMSNorm (state qwen3next.gdn.v2)",
      gdn_cpu, prepare_cuda, gdn_cuda, gdn_example},
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u, sizeof(SplitGateAttrsV1), 0u,

@@ -36,7 +36,8 @@ namespace memra::qwen3next {
 // warp order of qwen3next_math.h (q3n_butterfly); dk at most 256.
 // outputs[0] = y [T][Hv*dv]. State (layout "qwen3next.gdn.v2"): the conv's last K-1
 // inputs [K-1][C] (oldest first), then S by column, [Hv][dv][dk], f32. exp, log1p and the
-// activations are qwen3next_math.h's, shared with the kernels.
+// activations are qwen3next_math.h's, shared with the kernels. Snapshots (MEMRA_OP_SNAPSHOTS):
+// a row with a snapshot slot gets the whole layer state as it stands after that row.
 #define QWEN3NEXT_OP_GDN "qwen3next.gated_delta_net"
 #define QWEN3NEXT_STATE_LAYOUT_GDN "qwen3next.gdn.v2"
 struct GdnAttrsV1 {

@@ -104,7 +104,11 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
     const int64_t kd = int64_t{hk} * dk, vd = int64_t{hv} * dv, c_dim = 2 * kd + vd, T = e.num_tokens;
     std::vector<int32_t> slots(static_cast<size_t>(e.num_seqs));
     for (int32_t s = 0; s < e.num_seqs; ++s) slots[static_cast<size_t>(s)] = e.num_seqs - 1 - s;  // not the identity
-    std::vector<uint8_t> cpu_state(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0), emu_state = cpu_state;
+    // Snapshots after every other row, into slots after the sequences' (MEMRA_OP_SNAPSHOTS).
+    std::vector<int32_t> snaps(static_cast<size_t>(e.num_tokens), -1);
+    for (int32_t t = 0; t < e.num_tokens; t += 2) snaps[static_cast<size_t>(t)] = e.num_seqs + t;
+    const int32_t num_slots = e.num_seqs + e.num_tokens;
+    std::vector<uint8_t> cpu_state(e.state_bytes * static_cast<uint64_t>(num_slots), 0), emu_state = cpu_state;
     std::vector<std::vector<float>> in;
     std::vector<memra_tensor> tin;
     for (int32_t i = 0; i < e.num_inputs; ++i) in.emplace_back(e.inputs[i], e.inputs[i] + e.input_shapes[2 * i] * e.input_shapes[2 * i + 1]);
@@ -122,7 +126,8 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
       SCOPED_TRACE(call);
       std::vector<float> y_cpu(static_cast<size_t>(T * vd), NAN), y_emu(static_cast<size_t>(T * vd), NAN);
       Scratch scratch;
-      const memra_op_env env = cpu_env(cpu_state, e.state_bytes, e.num_seqs, e, slots, scratch);
+      memra_op_env env = cpu_env(cpu_state, e.state_bytes, num_slots, e, slots, scratch);
+      env.snapshot_slots = snaps.data();
       memra_tensor out = tensor(y_cpu.data(), T, vd);
       std::vector<const memra_tensor*> ins;
       for (auto& t : tin) ins.push_back(&t);
@@ -143,8 +148,8 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
       char* st = reinterpret_cast<char*>(emu_state.data());
       memra::cuda_emu::launch(static_cast<unsigned>((c_dim + 127) / 128), 1, 128,
                               [&] {
-                                q3n_gdn_conv(src, e.num_tokens, kc, e.weights[0], MEMRA_DTYPE_F32, e.seq_index, slots.data(), st,
-                                             e.state_bytes, conv.data());
+                                q3n_gdn_conv(src, e.num_tokens, kc, e.weights[0], MEMRA_DTYPE_F32, e.seq_index, slots.data(),
+                                             snaps.data(), st, e.state_bytes, conv.data());
                               },
                               [] {});
       const int64_t T64 = e.num_tokens;
@@ -158,7 +163,7 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
       memra::cuda_emu::launch(static_cast<unsigned>(hv), static_cast<unsigned>((dv + 3) / 4), 128,
                               [&] {
                                 q3n_gdn_recur(src, conv.data(), qn.data(), kn.data(), beta.data(), decay.data(), e.num_tokens, kc,
-                                              e.seq_index, slots.data(), st, e.state_bytes, y_emu.data());
+                                              e.seq_index, slots.data(), snaps.data(), st, e.state_bytes, y_emu.data());
                               },
                               [] {});
       memra::cuda_emu::launch(static_cast<unsigned>((T64 * hv + 3) / 4), 1, 128,
@@ -334,6 +339,69 @@ TEST(Qwen3NextOps, EveryLayoutIsOneComputation) {
   }
   EXPECT_EQ(s_grouped, s_split);
   EXPECT_EQ(s_grouped, s_next_gguf);
+}
+
+// A row's snapshot (MEMRA_OP_SNAPSHOTS) is bitwise the state its sequence's live slot holds
+// when the step ends at that row: the case's rows up to t run as one step leave it there.
+TEST(Qwen3NextOps, ASnapshotIsTheStateAfterItsRow) {
+  const FamilyPlugin f = family();
+  const memra_op_def* op = op_named(f, "qwen3next.gated_delta_net");
+  ASSERT_NE(op, nullptr);
+  ASSERT_TRUE(op->flags & MEMRA_OP_SNAPSHOTS);
+  memra_op_example e{};
+  e.struct_size = MEMRA_OP_EXAMPLE_STRUCT_SIZE;
+  ASSERT_EQ(op->example(f.ctx(), 4, &e), MEMRA_OK);  // split qkv/z, grouped ba, 6 rows of 2 sequences
+  const auto& at = *static_cast<const memra::qwen3next::GdnAttrsV1*>(e.attrs);
+  const int64_t vd = int64_t{at.num_v_heads} * at.head_v_dim;
+  const int32_t seqs = e.num_seqs, T = e.num_tokens, num_slots = seqs + T;
+  std::vector<int32_t> slots(static_cast<size_t>(seqs));
+  for (int32_t s = 0; s < seqs; ++s) slots[static_cast<size_t>(s)] = s;
+  const ExampleWeights ew(e);
+  // Runs rows [0, rows) of the case as one step; snapshots after every row when asked.
+  auto run = [&](int32_t rows, bool snapshots) {
+    std::vector<uint8_t> state(e.state_bytes * static_cast<uint64_t>(num_slots), 0);
+    std::vector<int32_t> snaps(static_cast<size_t>(rows));
+    for (int32_t t = 0; t < rows; ++t) snaps[static_cast<size_t>(t)] = seqs + t;
+    std::vector<std::vector<float>> in;
+    std::vector<memra_tensor> tin;
+    for (int32_t i = 0; i < e.num_inputs; ++i) {
+      const int64_t cols = e.input_shapes[2 * i + 1];
+      in.emplace_back(e.inputs[i], e.inputs[i] + rows * cols);
+    }
+    for (int32_t i = 0; i < e.num_inputs; ++i) tin.push_back(tensor(in[static_cast<size_t>(i)].data(), rows, e.input_shapes[2 * i + 1]));
+    std::vector<float> y(static_cast<size_t>(rows * vd), NAN);
+    memra_tensor out = tensor(y.data(), rows, vd);
+    std::vector<const memra_tensor*> ins;
+    for (auto& t : tin) ins.push_back(&t);
+    memra_tensor* outs[1] = {&out};
+    memra_forward_batch b{};
+    b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+    b.num_tokens = rows;
+    b.num_seqs = seqs;
+    b.seq_index = e.seq_index;
+    b.positions = e.positions;
+    b.state_slots = slots.data();
+    Scratch scratch;
+    memra_op_env env = cpu_env(state, e.state_bytes, num_slots, e, slots, scratch);
+    if (snapshots) env.snapshot_slots = snaps.data();
+    memra_op_args args{};
+    args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+    args.attrs_version = 1;
+    args.attrs = e.attrs;
+    args.attrs_size = e.attrs_size;
+    args.num_inputs = e.num_inputs, args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
+    args.num_weights = 4, args.weights = ew.pointers.data();
+    args.batch = &b;
+    EXPECT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
+    return state;
+  };
+  const std::vector<uint8_t> full = run(T, true);
+  for (int32_t t = 0; t < T; ++t) {
+    const std::vector<uint8_t> prefix = run(t + 1, false);
+    const uint64_t live = static_cast<uint64_t>(slots[static_cast<size_t>(e.seq_index[t])]) * e.state_bytes;
+    EXPECT_EQ(std::memcmp(full.data() + static_cast<uint64_t>(seqs + t) * e.state_bytes, prefix.data() + live, e.state_bytes), 0)
+        << "row " << t;
+  }
 }
 
 // The shared scalar math stays within a few ulp of libm's (double-precision) values.

@@ -82,6 +82,7 @@
   X(memra_forward_batch, num_carry_out, 136)                   \
   X(memra_forward_batch, row_output, 144)                      \
   X(memra_forward_batch, num_kv_pools, 148)                    \
+  X(memra_forward_batch, snapshot_slots, 152)                  \
   X(memra_state_group, struct_size, 0)                         \
   X(memra_state_group, kind, 8)                                \
   X(memra_state_group, num_layers, 12)                         \
@@ -222,6 +223,7 @@
   X(memra_op_env, state_slots, 80)                             \
   X(memra_op_env, scratch, 88)                                 \
   X(memra_op_env, scratch_ctx, 96)                             \
+  X(memra_op_env, snapshot_slots, 104)                         \
   X(memra_op_example, struct_size, 0)                          \
   X(memra_op_example, label, 8)                                \
   X(memra_op_example, attrs, 16)                               \
@@ -280,7 +282,7 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 152, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 152) /* 2.5 */     \
+  X(memra_forward_batch, 160, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 160) /* 2.8 */     \
   X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
   X(memra_plan_info, 80, MEMRA_PLAN_INFO_STRUCT_SIZE, 80) /* 2.3 */                  \
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
@@ -296,7 +298,7 @@
   X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
   X(memra_moe_ffn_attrs_v1, 24, MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE, 24) /* 2.6 */ \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
-  X(memra_op_env, 104, MEMRA_OP_ENV_STRUCT_SIZE, 104) /* 2.7 */                    \
+  X(memra_op_env, 112, MEMRA_OP_ENV_STRUCT_SIZE, 112) /* 2.8 */                    \
   X(memra_op_example, 136, MEMRA_OP_EXAMPLE_STRUCT_SIZE, 132) /* 2.7 */            \
   X(memra_op_def, 80, MEMRA_OP_DEF_STRUCT_SIZE, 80) /* 2.7 */                      \
   X(memra_plugin_api, 64, MEMRA_PLUGIN_API_STRUCT_SIZE, 64) /* 2.7 */

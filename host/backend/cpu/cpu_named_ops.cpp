@@ -79,6 +79,7 @@ memra_status CpuBackend::run_plugin_op(const ops::PluginOp& op, const memra_op_a
     env.seq_index = b.seq_index;
     env.seq_lens = b.seq_lens;
     env.state_slots = MEMRA_STRUCT_HAS(&b, memra_forward_batch, state_slots) ? b.state_slots : nullptr;
+    env.snapshot_slots = MEMRA_STRUCT_HAS(&b, memra_forward_batch, snapshot_slots) ? b.snapshot_slots : nullptr;
   }
   const int64_t local = MEMRA_STRUCT_HAS(args, memra_op_args, batch) ? args->layer - kv_config().first_layer : -1;
   if (local >= 0 && static_cast<size_t>(local) < state_cache_.size() && state_.layer_bytes[static_cast<size_t>(local)] > 0) {

@@ -58,7 +58,7 @@ struct DeviceBatch {
   int32_t num_tokens = 0;
   CUdeviceptr ids = 0, positions = 0, seq_index = 0, block_tables = 0, logits_rows = 0;
   // Plugin ops' batch arrays (ops_named.cpp), uploaded at the first op of the step that needs them.
-  CUdeviceptr seq_lens = 0, state_slots = 0;
+  CUdeviceptr seq_lens = 0, state_slots = 0, snapshot_slots = 0;
   // Per token row: the first position any row of the step writes for its sequence (K/V
   // before it are earlier steps' and may be read before the RoPE + KV write finishes).
   CUdeviceptr fresh_from = 0;

@@ -118,6 +118,13 @@ memra_status CudaBackend::run_plugin_op(const PluginOpEntry& e, const memra_op_a
       d->state_slots = *slots;
     }
     env.state_slots = b.state_slots ? reinterpret_cast<const int32_t*>(d->state_slots) : nullptr;
+    const int32_t* snaps = MEMRA_STRUCT_HAS(&b, memra_forward_batch, snapshot_slots) ? b.snapshot_slots : nullptr;
+    if (snaps && !d->snapshot_slots) {
+      auto rows = upload_step_ints(snaps, static_cast<size_t>(b.num_tokens));
+      if (!rows) return fail(rows.error());
+      d->snapshot_slots = *rows;
+    }
+    env.snapshot_slots = snaps ? reinterpret_cast<const int32_t*>(d->snapshot_slots) : nullptr;
   }
   const int64_t local = MEMRA_STRUCT_HAS(args, memra_op_args, batch) ? args->layer - kv_.first_layer : -1;
   if (local >= 0 && static_cast<size_t>(local) < state_cache_.size() && state_cache_[static_cast<size_t>(local)]) {

@@ -88,8 +88,14 @@ typedef struct memra_forward_batch {
    * window: docs/ARCHITECTURE.md, "State manager"). Only backends read it; a plugin
    * passes the batch on. Absent (an older struct) = 1. */
   int32_t num_kv_pools;
+  /* ABI 2.8: [num_tokens] a RECURRENT state slot that receives the row's sequence's state
+   * as it stands right after that row (every layer's, by the ops that declare
+   * MEMRA_OP_SNAPSHOTS), or -1; NULL = none. The host sets it only when every state op of
+   * the plan declares it (speculative rollback without a replay); a plugin passes the
+   * batch on. */
+  const int32_t* snapshot_slots;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, num_kv_pools)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, snapshot_slots)
 #define MEMRA_ROW_OUTPUT_LOGITS 0 /* [num_logits][vocab_size] logits */
 #define MEMRA_ROW_OUTPUT_HIDDEN 1 /* [num_logits][hidden_width] final hidden states */
 #define MEMRA_MAX_CARRY 4

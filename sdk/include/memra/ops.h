@@ -57,6 +57,7 @@ typedef struct memra_moe_ffn_attrs_v1 {
 
 #define MEMRA_OP_NEEDS_BATCH 1u /* args->batch is required (and the batch arrays of memra_op_env are set) */
 #define MEMRA_OP_USES_STATE 2u  /* reads and updates args->layer's RECURRENT state (memra_op_env.state) */
+#define MEMRA_OP_SNAPSHOTS 4u   /* 2.8, with USES_STATE: writes state snapshots where memra_op_env.snapshot_slots asks */
 
 /* Where a plugin op runs: handed to run_cpu / run_cuda for one call, valid during it. */
 typedef struct memra_op_env {
@@ -80,8 +81,13 @@ typedef struct memra_op_env {
   /* Step scratch where the op runs (256-byte aligned), reclaimed when the step ends. */
   memra_status (*scratch)(const struct memra_op_env* env, uint64_t bytes, void** out);
   void* scratch_ctx; /* the backend's; scratch reads it */
+  /* ABI 2.8, MEMRA_OP_SNAPSHOTS: [num_tokens] where the op runs (as seq_index), a slot of
+   * the layer's state that receives the row's sequence's state of this layer as it stands
+   * right after that row (bitwise what the live slot would hold had the step ended there),
+   * or -1; NULL = none. Never a slot of the batch's live states. */
+  const int32_t* snapshot_slots;
 } memra_op_env;
-#define MEMRA_OP_ENV_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_env, scratch_ctx)
+#define MEMRA_OP_ENV_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_op_env, snapshot_slots)
 
 /* A small case memra-kernel-check runs an op on: the CPU reference against the CUDA form,
  * outputs and state compared (bitwise when tolerance is 0, else |cuda - cpu| <=
