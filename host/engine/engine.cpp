@@ -174,10 +174,19 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     // and the prefix cache's snapshots of it (cached KV blocks alone carry no recurrent state).
     const int64_t sequences = std::max<int64_t>(1, options.max_sequences);
     const int64_t snapshots = options.prefix_state_snapshots < 0 ? sequences : options.prefix_state_snapshots;
-    // Slots [0, 2 x sequences) are the sequences', the rest the cache's.
-    sc.recurrent.slots = 2 * sequences + snapshots;
+    // Row snapshots when every state op of the plan writes them (MEMRA_OP_SNAPSHOTS).
+    bool rows_ok = options.state_snapshot_rows > 0;
+    for (const memra_op_requirement& r : state->required_ops)
+      for (const ops::PluginOp& op : plugin_ops)
+        if (std::string_view(op.def->name) == r.name && (op.def->flags & MEMRA_OP_USES_STATE) && !(op.def->flags & MEMRA_OP_SNAPSHOTS))
+          rows_ok = false;
+    e->row_snapshots_ = rows_ok ? options.state_snapshot_rows : 0;
+    // Slots [0, (2 + rows) x sequences) are the sequences' (live, before the step, rows),
+    // the rest the cache's.
+    const int64_t per_sequence = 2 + e->row_snapshots_;
+    sc.recurrent.slots = per_sequence * sequences + snapshots;
     sc.recurrent.layer_bytes = state->state_bytes;
-    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(2 * sequences));
+    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(per_sequence * sequences));
     e->cache_states_ = KvBlockAllocator(static_cast<int32_t>(snapshots));
     e->state_bytes_ = sc.recurrent.bytes();
     if (snapshots == 0) e->prefix_cache_.disable();
@@ -286,15 +295,21 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_
     if (!prefix_blocks.empty() && state_slot < 0) return refuse();
     auto live = state_slots_.allocate();
     auto snap = live ? state_slots_.allocate() : std::nullopt;
-    const bool ready = snap && (state_slot >= 0 ? static_cast<bool>(copy_state_slot(cache_state_base() + state_slot, *live))
-                                                : static_cast<bool>(reset_state_slot(*live)));
+    std::vector<int32_t> rows;
+    for (int64_t i = 0; snap && i < row_snapshots_; ++i)
+      if (auto r = state_slots_.allocate()) rows.push_back(*r);
+    const bool ready = snap && static_cast<int64_t>(rows.size()) == row_snapshots_ &&
+                       (state_slot >= 0 ? static_cast<bool>(copy_state_slot(cache_state_base() + state_slot, *live))
+                                        : static_cast<bool>(reset_state_slot(*live)));
     if (!ready) {
       if (live) state_slots_.release(*live);
       if (snap) state_slots_.release(*snap);
+      for (int32_t r : rows) state_slots_.release(r);
       return refuse();
     }
     s.state_slot = *live;
     s.snapshot_slot = *snap;
+    s.row_slots = std::move(rows);
   }
   const int32_t id = next_seq_++;
   s.length = static_cast<int64_t>(prefix_blocks.size()) * block_size_;
@@ -304,7 +319,7 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_
   return id;
 }
 
-bool Engine::can_open_sequence() const { return !has_recurrent_state() || state_slots_.num_free() >= 2; }
+bool Engine::can_open_sequence() const { return !has_recurrent_state() || state_slots_.num_free() >= 2 + row_snapshots_; }
 
 int64_t Engine::prefix_cache_point(int64_t prompt_tokens) const {
   if (!prefix_cache_.enabled()) return 0;
@@ -369,6 +384,7 @@ void Engine::close_sequence(int32_t seq) {
   release_blocks_from(it->second, 0);
   if (it->second.state_slot >= 0) state_slots_.release(it->second.state_slot);
   if (it->second.snapshot_slot >= 0) state_slots_.release(it->second.snapshot_slot);
+  for (int32_t r : it->second.row_slots) state_slots_.release(r);
   sequences_.erase(it);
 }
 
@@ -421,6 +437,9 @@ Result<int32_t> Engine::fork_sequence(int32_t seq) {
     to.snapshot_length = from.snapshot_length;
     to.since_snapshot = from.since_snapshot;
     to.since_snapshot_prompt = from.since_snapshot_prompt;
+    for (int64_t i = 0; i < from.rows_snapshotted; ++i)
+      if (Status st = copy_state_slot(from.row_slots[static_cast<size_t>(i)], to.row_slots[static_cast<size_t>(i)]); !st) return st.error();
+    to.rows_snapshotted = from.rows_snapshotted;
   }
   return id;
 }
@@ -450,7 +469,17 @@ Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
     s.length = new_length;
     return {};
   }
+  // The step kept a snapshot of the row new_length ends at: copy it back, no replay.
+  if (const int64_t row = new_length - s.snapshot_length - 1; row >= 0 && row < s.rows_snapshotted) {
+    if (Status st = copy_state_slot(s.row_slots[static_cast<size_t>(row)], s.state_slot); !st) return st.error();
+    s.length = new_length;
+    s.since_snapshot.resize(static_cast<size_t>(new_length - s.snapshot_length));
+    s.rows_snapshotted = row;  // later rows lie past the new length
+    ++row_restores_;
+    return {};
+  }
   if (Status st = copy_state_slot(s.snapshot_slot, s.state_slot); !st) return st.error();
+  s.rows_snapshotted = 0;
   const std::vector<int32_t> replay(s.since_snapshot.begin(), s.since_snapshot.begin() + (new_length - s.snapshot_length));
   const bool prompt = s.since_snapshot_prompt;
   s.length = s.snapshot_length;
@@ -515,6 +544,7 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
         (void)copy_state_slot(s.snapshot_slot, s.state_slot);
         s.snapshot_length = s.length;
         s.since_snapshot.clear();
+        s.rows_snapshotted = 0;
       }
     }
   };
@@ -589,6 +619,17 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
       std::copy(s.blocks[pool].begin(), s.blocks[pool].end(),
                 tables.begin() + static_cast<std::ptrdiff_t>((pool * requests.size() + i) * max_blocks));
   }
+  // Row snapshots for the rows of multi-token generated steps (verify steps), but the
+  // last (keeping every token needs no rollback).
+  if (row_snapshots_ > 0)
+    for (size_t i = 0, row = 0; i < requests.size(); row += requests[i].tokens.size(), ++i) {
+      const StepRequest& r = requests[i];
+      if (r.prompt || r.tokens.size() < 2) continue;
+      if (p.snapshot_rows.empty()) p.snapshot_rows.assign(ids.size(), -1);
+      const Sequence& s = sequences_[r.seq];
+      const size_t n = std::min<size_t>(r.tokens.size() - 1, s.row_slots.size());
+      for (size_t t = 0; t < n; ++t) p.snapshot_rows[row + t] = s.row_slots[t];
+    }
   const bool hidden = row_output == MEMRA_ROW_OUTPUT_HIDDEN;
   p.row_width = hidden ? hidden_width_ : vocab_;
   std::vector<float>& logits = p.logits;
@@ -608,6 +649,7 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   batch.logits = logits.data();
   batch.prompt_tokens = prompt_flags.data();
   batch.state_slots = p.state_slots.empty() ? nullptr : p.state_slots.data();
+  batch.snapshot_slots = p.snapshot_rows.empty() ? nullptr : p.snapshot_rows.data();
   batch.row_output = row_output;
   batch.num_kv_pools = static_cast<int32_t>(pools_.size());
   if (keep_logits_on_device_ && !hidden) {
@@ -636,6 +678,9 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
       s.snapshot_length = s.length;
       s.since_snapshot.assign(r.tokens.begin(), r.tokens.end());
       s.since_snapshot_prompt = r.prompt;
+      s.rows_snapshotted = p.snapshot_rows.empty() || r.prompt || r.tokens.size() < 2
+                               ? 0
+                               : static_cast<int64_t>(std::min<size_t>(r.tokens.size() - 1, s.row_slots.size()));
     }
     s.length += static_cast<int64_t>(r.tokens.size());
   }

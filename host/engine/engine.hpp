@@ -54,6 +54,11 @@ struct EngineOptions {
   // one sequence's recurrent state, recurrent_state_bytes() / the slots); -1 = max_sequences.
   // 0 turns the prefix cache off for such models.
   int64_t prefix_state_snapshots = -1;
+  // Models with recurrent state whose ops write snapshots at rows (MEMRA_OP_SNAPSHOTS, ABI
+  // 2.8): state slots per sequence for the rows of a multi-token generated step (a
+  // speculative verify), so truncate_sequence within such a step copies the row's
+  // snapshot back instead of replaying. 0: always replay.
+  int64_t state_snapshot_rows = 4;
 };
 
 struct RowSampling;
@@ -114,6 +119,7 @@ struct PendingStep {
   std::vector<int32_t> ids, positions, seq_index, seq_lens, tables, logit_rows;
   std::vector<uint8_t> prompt_flags;
   std::vector<int32_t> state_slots;  // per request: its recurrent-state slot (none without)
+  std::vector<int32_t> snapshot_rows;  // per token: its row snapshot slot or -1 (empty: none)
   std::vector<float> logits;
   memra_forward_batch batch{};
   bool sampled_on_device = false;  // step_issue_sampled: tokens come with the step
@@ -170,6 +176,10 @@ class Engine {
   Result<int32_t> fork_sequence(int32_t seq);
   // The plan declares RECURRENT state; its bytes on the backend (all slots, all layers).
   bool has_recurrent_state() const { return state_slots_.num_blocks() > 0; }
+  // State slots per sequence for row snapshots (0: rollback replays the kept tokens).
+  int64_t row_snapshots() const { return row_snapshots_; }
+  // Rollbacks served by a row snapshot (no replay), since the engine opened.
+  int64_t row_restores() const { return row_restores_; }
   uint64_t recurrent_state_bytes() const { return state_bytes_; }
   // The paged KV cache on the backend: K and V of every layer that keeps KV (each with its
   // state group's geometry and dtype), all blocks.
@@ -187,7 +197,8 @@ class Engine {
   int64_t sequence_length(int32_t seq) const; // tokens in its KV cache
   // Drops a sequence's positions from `new_length` on (speculative rollback). With
   // recurrent state, new_length must lie within the last step: the state is restored to
-  // the snapshot taken before that step and the kept tokens of it are replayed. With
+  // the snapshot of the row it ends at when the step kept one (row snapshots), else to the
+  // snapshot taken before that step and the kept tokens of it are replayed. With
   // sliding-window pools, new_length must not need a block the pool already dropped
   // (a rollback of up to EngineOptions::max_step_tokens positions never does).
   Status truncate_sequence(int32_t seq, int64_t new_length);
@@ -243,6 +254,10 @@ class Engine {
     int64_t snapshot_length = -1;
     std::vector<int32_t> since_snapshot;
     bool since_snapshot_prompt = false;
+    // Row snapshots (EngineOptions::state_snapshot_rows): row_slots[i] holds the state after
+    // the last step's row i, for i < rows_snapshotted.
+    std::vector<int32_t> row_slots;
+    int64_t rows_snapshotted = 0;
   };
   // step_issue with the rows' kind (memra_forward_batch.row_output).
   Result<std::unique_ptr<PendingStep>> issue(std::span<const StepRequest> requests, int32_t slot, int32_t row_output);
@@ -264,6 +279,8 @@ class Engine {
   PrefixCache prefix_cache_;
   KvBlockAllocator state_slots_{0};  // the sequences' recurrent-state slots (none without RECURRENT groups)
   KvBlockAllocator cache_states_{0}; // the prefix cache's snapshots: backend slots from cache_state_base()
+  int64_t row_snapshots_ = 0;        // row snapshot slots per sequence (0: rollback replays)
+  int64_t row_restores_ = 0;         // truncate_sequence calls a row snapshot served
   int32_t cache_state_base() const { return state_slots_.num_blocks(); }
   uint64_t state_bytes_ = 0;
   uint64_t kv_bytes_ = 0;

@@ -34,6 +34,8 @@
 #include <tuple>
 
 #include "host/engine/engine.hpp"
+#include "host/engine/drafter.hpp"
+#include "host/engine/generate.hpp"
 #include "host/engine/sampler.hpp"
 #include "host/engine/scheduler.hpp"
 #include "tests/engine/sequence_drain.hpp"
@@ -382,6 +384,66 @@ TEST_P(EngineFixture, Qwen3_5MultiTurnHitsThePrefixCacheBitwise) {
   ASSERT_TRUE(warm_rows.ok() && cold_rows.ok());
   for (size_t i = 0; i < warm_rows->size(); ++i)
     EXPECT_TRUE(bitwise_equal((*warm_rows)[i], (*cold_rows)[static_cast<size_t>(point) + i])) << "row " << point + static_cast<int64_t>(i);
+}
+
+// Drafts the plain run's own continuation with one wrong token in most drafts, at a
+// position that moves from call to call: verify steps accept some tokens and roll back at
+// every row of the step.
+class OracleDrafter : public memra::engine::Drafter {
+ public:
+  OracleDrafter(std::vector<int32_t> prompt, std::vector<int32_t> plain) : full_(std::move(prompt)) {
+    full_.insert(full_.end(), plain.begin(), plain.end());
+  }
+  std::vector<int32_t> draft(std::span<const int32_t> context, int k) override {
+    std::vector<int32_t> d;
+    for (size_t i = context.size(); i < full_.size() && static_cast<int>(d.size()) < k; ++i) d.push_back(full_[i]);
+    const size_t wrong = calls_++ % (static_cast<size_t>(k) + 1);  // k: none wrong
+    if (wrong < d.size()) d[wrong] = (d[wrong] + 1) % 1000;
+    return d;
+  }
+
+ private:
+  std::vector<int32_t> full_;
+  size_t calls_ = 0;
+};
+
+// Speculative decoding on the Qwen3.5 hybrid rolls its recurrent state back with the row
+// snapshots the DeltaNet op writes in a verify step (ABI 2.8: no replay), token-identical
+// to plain decode, greedy and seeded; with row snapshots off (the replay) identical too.
+TEST_P(EngineFixture, Qwen3_5SpeculativeRollbackUsesRowSnapshots) {
+  const fs::path dir = memra::testing::test_model("qwen3_5-tiny");
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 30; ++i) prompt.push_back((i * 37) % 900 + 5);
+  for (const int64_t rows : {int64_t{4}, int64_t{0}})
+    for (const float temperature : {0.0f, 0.9f}) {
+      SCOPED_TRACE("row snapshots " + std::to_string(rows) + ", temperature " + std::to_string(temperature));
+      memra::engine::EngineOptions eo = memra::testing::engine_options(GetParam());
+      eo.max_context = 512;
+      eo.state_snapshot_rows = rows;
+      auto e = memra::testing::open_engine(dir, eo);
+      ASSERT_TRUE(e);
+      EXPECT_EQ(e->row_snapshots(), rows);
+      memra::engine::GenerateOptions g;
+      g.max_tokens = 40;
+      g.sampling.temperature = temperature;
+      g.sampling.seed = 5;
+      auto plain = memra::engine::generate(*e, prompt, g, nullptr, nullptr);
+      ASSERT_TRUE(plain) << plain.error().message;
+      OracleDrafter drafter(prompt, plain->tokens);
+      memra::engine::SpeculativeOptions so;
+      so.drafter = &drafter;
+      so.k = 4;
+      so.policy.adaptive = false;
+      auto fast = memra::engine::generate_speculative(*e, prompt, g, so, nullptr);
+      ASSERT_TRUE(fast) << fast.error().message;
+      std::cout << "generated " << plain->tokens.size() << " tokens; " << fast->verify_steps << " verify steps, " << fast->drafted
+                << " drafted, " << fast->accepted << " accepted, " << e->row_restores() << " rollbacks from row snapshots\n";
+      EXPECT_EQ(fast->tokens, plain->tokens);
+      EXPECT_GT(fast->accepted, 0);
+      EXPECT_GT(fast->drafted, fast->accepted);  // some drafts were rolled back
+      if (rows > 0) EXPECT_GT(e->row_restores(), 0);
+      else EXPECT_EQ(e->row_restores(), 0);
+    }
 }
 
 MEMRA_INSTANTIATE_BACKENDS(EngineFixture);
