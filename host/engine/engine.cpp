@@ -189,6 +189,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(per_sequence * sequences));
     e->cache_states_ = KvBlockAllocator(static_cast<int32_t>(snapshots));
     e->state_bytes_ = sc.recurrent.bytes();
+    const int64_t interval = options.prefix_state_interval < 0 ? max_step : options.prefix_state_interval;
+    e->state_interval_ = interval / bs * bs;
     if (snapshots == 0) e->prefix_cache_.disable();
     else e->prefix_cache_.require_state(e->cache_states_, static_cast<int32_t>(snapshots));
   }
@@ -321,10 +323,13 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_
 
 bool Engine::can_open_sequence() const { return !has_recurrent_state() || state_slots_.num_free() >= 2 + row_snapshots_; }
 
-int64_t Engine::prefix_cache_point(int64_t prompt_tokens) const {
+int64_t Engine::next_prefix_cache_point(int64_t prompt_tokens, int64_t done) const {
   if (!prefix_cache_.enabled()) return 0;
-  if (!prefix_cache_.requires_state()) return prompt_tokens;
-  return prompt_tokens / block_size_ * block_size_;
+  if (!prefix_cache_.requires_state()) return done < prompt_tokens ? prompt_tokens : 0;
+  const int64_t last = prompt_tokens / block_size_ * block_size_;
+  if (done >= last) return 0;
+  if (state_interval_ > 0) return std::min(last, (done / state_interval_ + 1) * state_interval_);
+  return last;
 }
 
 void Engine::cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq) {

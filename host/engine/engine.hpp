@@ -54,6 +54,10 @@ struct EngineOptions {
   // one sequence's recurrent state, recurrent_state_bytes() / the slots); -1 = max_sequences.
   // 0 turns the prefix cache off for such models.
   int64_t prefix_state_snapshots = -1;
+  // ... and where inside a prompt: every this many tokens (rounded down to whole blocks), as
+  // well as at its last block boundary, so prompts that share only their beginning hit too;
+  // -1 = max_step_tokens (prompt steps end there anyway), 0 = the last boundary only.
+  int64_t prefix_state_interval = -1;
   // Models with recurrent state whose ops write snapshots at rows (MEMRA_OP_SNAPSHOTS, ABI
   // 2.8): state slots per sequence for the rows of a multi-token generated step (a
   // speculative verify), so truncate_sequence within such a step copies the row's
@@ -159,14 +163,15 @@ class Engine {
   // -1 as above, or when the model has sliding-window pools (no prefix cache then); the
   // blocks are released.
   int32_t open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot = -1);
-  // The prefix cache's side of a prompt (docs/ARCHITECTURE.md, "Prefix cache"): where a
-  // prompt of `prompt_tokens` is offered to the cache (0: nowhere). Without recurrent state
-  // its end (its full blocks are kept); with it the last block boundary, where the
-  // sequence's state is snapshotted, so prompt steps must end there (the scheduler cuts them).
-  int64_t prefix_cache_point(int64_t prompt_tokens) const;
+  // The prefix cache's side of a prompt (docs/ARCHITECTURE.md, "Prefix cache"): the next
+  // length after `done` at which a prompt of `prompt_tokens` is offered to the cache (0:
+  // none). Without recurrent state its end (its full blocks are kept); with it every
+  // prefix_state_interval tokens and the last block boundary, where the sequence's state
+  // is snapshotted, so prompt steps must end there (the scheduler cuts them).
+  int64_t next_prefix_cache_point(int64_t prompt_tokens, int64_t done) const;
   // Offers `seq`'s blocks covering `tokens` (the sequence's first tokens) to the prefix
   // cache under namespace `ns`; with recurrent state the sequence must stand exactly at
-  // tokens.size() (prefix_cache_point): its state is snapshotted with them.
+  // tokens.size() (next_prefix_cache_point): its state is snapshotted with them.
   void cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq);
   // Whether open_sequence can succeed: always, unless every recurrent-state slot is
   // taken (admission waits on this; docs/ARCHITECTURE.md, "State manager").
@@ -280,6 +285,7 @@ class Engine {
   KvBlockAllocator state_slots_{0};  // the sequences' recurrent-state slots (none without RECURRENT groups)
   KvBlockAllocator cache_states_{0}; // the prefix cache's snapshots: backend slots from cache_state_base()
   int64_t row_snapshots_ = 0;        // row snapshot slots per sequence (0: rollback replays)
+  int64_t state_interval_ = 0;       // prefix-cache state snapshots every this many prompt tokens (0: none)
   int64_t row_restores_ = 0;         // truncate_sequence calls a row snapshot served
   int32_t cache_state_base() const { return state_slots_.num_blocks(); }
   uint64_t state_bytes_ = 0;

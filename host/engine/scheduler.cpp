@@ -248,10 +248,9 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
     int64_t n = std::min(left, std::max<int64_t>(1, budget));
     // A prompt step ends where the prefix cache takes the prompt (with recurrent state:
     // its last block boundary, where the state is snapshotted).
-    if (!j->req.cache_namespace.empty()) {
-      const int64_t point = engine_.prefix_cache_point(static_cast<int64_t>(j->req.prompt.size()));
-      if (j->prompt_done < point) n = std::min(n, point - j->prompt_done);
-    }
+    if (!j->req.cache_namespace.empty())
+      if (const int64_t point = engine_.next_prefix_cache_point(static_cast<int64_t>(j->req.prompt.size()), j->prompt_done); point > 0)
+        n = std::min(n, point - j->prompt_done);
     f.reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false, /*prompt=*/true});
     f.jobs.push_back(j.get());
     f.chunk.push_back(n);
@@ -414,8 +413,9 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
 bool Scheduler::prompt_read(Job& j, int64_t chunk) {
   if (chunk == 0) return true;  // a decode step
   j.feed.clear();
+  const int64_t point = j.req.cache_namespace.empty() ? 0 : engine_.next_prefix_cache_point(static_cast<int64_t>(j.req.prompt.size()), j.prompt_done);
   j.prompt_done += chunk;
-  if (!j.req.cache_namespace.empty() && j.prompt_done == engine_.prefix_cache_point(static_cast<int64_t>(j.req.prompt.size())))
+  if (point > 0 && j.prompt_done == point)
     engine_.cache_prefix(j.req.cache_namespace, std::span<const int32_t>(j.req.prompt).first(static_cast<size_t>(j.prompt_done)), j.seq);
   return j.prompt_done >= static_cast<int64_t>(j.req.prompt.size());
 }

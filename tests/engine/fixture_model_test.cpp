@@ -366,7 +366,7 @@ TEST_P(EngineFixture, Qwen3_5MultiTurnHitsThePrefixCacheBitwise) {
   ASSERT_TRUE(e);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 45; ++i) prompt.push_back((i * 29 + 5) % 1000 + 3);
-  const int64_t point = e->prefix_cache_point(static_cast<int64_t>(prompt.size()));
+  const int64_t point = e->next_prefix_cache_point(static_cast<int64_t>(prompt.size()), 0);
   ASSERT_EQ(point, 32);
   const int32_t a = e->open_sequence();
   StepRequest head{a, std::span<const int32_t>(prompt).first(static_cast<size_t>(point)), false, true};
@@ -384,6 +384,44 @@ TEST_P(EngineFixture, Qwen3_5MultiTurnHitsThePrefixCacheBitwise) {
   ASSERT_TRUE(warm_rows.ok() && cold_rows.ok());
   for (size_t i = 0; i < warm_rows->size(); ++i)
     EXPECT_TRUE(bitwise_equal((*warm_rows)[i], (*cold_rows)[static_cast<size_t>(point) + i])) << "row " << point + static_cast<int64_t>(i);
+}
+
+// Prompts that share only their beginning (one system prompt, different questions) hit the
+// hybrid's prefix cache at the last state snapshot inside the shared part: the prefix cache
+// snapshots every prefix_state_interval tokens (here 32) as well as at a prompt's last block
+// boundary; without the interval they miss. Tokens and logprobs bitwise a cold engine's.
+TEST_P(EngineFixture, Qwen3_5PromptsSharingTheirBeginningHitAtAnInterval) {
+  using memra::engine::Scheduler;
+  using memra::engine::SequenceRequest;
+  const fs::path dir = memra::testing::test_model("qwen3_5-tiny");
+  std::vector<int32_t> a;
+  for (int i = 0; i < 100; ++i) a.push_back((i * 61 + 17) % 1000 + 3);
+  std::vector<int32_t> b(a.begin(), a.begin() + 75);
+  for (int i = 0; i < 20; ++i) b.push_back((i * 13 + 400) % 1000 + 3);
+  for (const int64_t interval : {int64_t{32}, int64_t{0}}) {
+    SCOPED_TRACE("interval " + std::to_string(interval));
+    memra::engine::EngineOptions eo = memra::testing::engine_options(GetParam());
+    eo.max_context = 512;
+    eo.prefix_state_interval = interval;
+    auto warm = memra::testing::open_engine(dir, eo);
+    auto cold = load(dir, GetParam());
+    ASSERT_TRUE(warm && cold);
+    Scheduler warm_sched(*warm, {}), cold_sched(*cold, {});
+    for (const auto* prompt : {&a, &b}) {
+      SequenceRequest r;
+      r.prompt = *prompt;
+      r.max_tokens = 6;
+      r.sampling.temperature = 0.7f;
+      r.sampling.seed = 3;
+      r.sampling.logprobs = true;
+      SequenceRequest c = r;
+      r.cache_namespace = "tenant";
+      const auto got = memra::engine::test_support::drain(**warm_sched.submit(r));
+      const auto want = memra::engine::test_support::drain(**cold_sched.submit(c));
+      EXPECT_TRUE(got == want) << "cached and cold runs differ";
+      if (prompt == &b) EXPECT_EQ(got.cached, interval > 0 ? 64 : 0) << "the last snapshot inside the 75 shared tokens";
+    }
+  }
 }
 
 // Drafts the plain run's own continuation with one wrong token in most drafts, at a
