@@ -85,6 +85,28 @@ memra_tensor tensor(float* data, int64_t rows, int64_t cols) {
   return t;
 }
 
+// One call of the DeltaNet op: `inputs` (kept by the caller) into y [rows][vd], its four
+// weights and the batch; args is what run_cpu (or sources_of) takes.
+struct GdnCall {
+  std::vector<const memra_tensor*> ins;
+  memra_tensor out{};
+  memra_tensor* outs[1] = {&out};
+  memra_op_args args{};
+  GdnCall(const void* attrs, size_t attrs_size, std::vector<memra_tensor>& inputs, float* y, int64_t rows, int64_t vd,
+          const memra_weight* const* weights, const memra_forward_batch* batch)
+      : out(tensor(y, rows, vd)) {
+    for (auto& t : inputs) ins.push_back(&t);
+    args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
+    args.attrs_version = 1;
+    args.attrs = attrs;
+    args.attrs_size = attrs_size;
+    args.num_inputs = static_cast<int32_t>(ins.size()), args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
+    args.num_weights = 4, args.weights = weights;
+    args.batch = batch;
+  }
+  GdnCall(const GdnCall&) = delete;
+};
+
 TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
   const FamilyPlugin f = family();
   const memra_op_def* op = op_named(f, "qwen3next.gated_delta_net");
@@ -128,18 +150,8 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
       Scratch scratch;
       memra_op_env env = cpu_env(cpu_state, e.state_bytes, num_slots, e, slots, scratch);
       env.snapshot_slots = snaps.data();
-      memra_tensor out = tensor(y_cpu.data(), T, vd);
-      std::vector<const memra_tensor*> ins;
-      for (auto& t : tin) ins.push_back(&t);
-      memra_tensor* outs[1] = {&out};
-      memra_op_args args{};
-      args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
-      args.attrs_version = 1;
-      args.attrs = e.attrs;
-      args.attrs_size = e.attrs_size;
-      args.num_inputs = e.num_inputs, args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
-      args.num_weights = 4, args.weights = wp;
-      args.batch = &b;
+      GdnCall gdn(e.attrs, e.attrs_size, tin, y_cpu.data(), T, vd, wp, &b);
+      const memra_op_args& args = gdn.args;
       ASSERT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
       // The same step through the kernels, as the CUDA form launches them.
       const memra::qwen3next::GdnAttrsV1 attrs = at;
@@ -300,19 +312,8 @@ TEST(Qwen3NextOps, EveryLayoutIsOneComputation) {
     if (state.empty()) state.assign(e.state_bytes * static_cast<uint64_t>(e.num_seqs), 0);
     Scratch scratch;
     const memra_op_env env = cpu_env(state, e.state_bytes, e.num_seqs, e, slots, scratch);
-    memra_tensor out = tensor(y.data(), T, vd);
-    std::vector<const memra_tensor*> ins;
-    for (auto& t : inputs) ins.push_back(&t);
-    memra_tensor* outs[1] = {&out};
-    memra_op_args args{};
-    args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
-    args.attrs_version = 1;
-    args.attrs = &attrs;
-    args.attrs_size = sizeof attrs;
-    args.num_inputs = static_cast<int32_t>(ins.size()), args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
-    args.num_weights = 4, args.weights = w.pointers.data();
-    args.batch = &batch;
-    EXPECT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
+    GdnCall call(&attrs, sizeof attrs, inputs, y.data(), T, vd, w.pointers.data(), &batch);
+    EXPECT_EQ(op->run_cpu(f.ctx(), &env, &call.args), MEMRA_OK) << f.last_error();
     return y;
   };
   constexpr int32_t kSplit = QWEN3NEXT_GDN_SPLIT_QKVZ | QWEN3NEXT_GDN_SPLIT_BA;
@@ -370,10 +371,6 @@ TEST(Qwen3NextOps, ASnapshotIsTheStateAfterItsRow) {
     }
     for (int32_t i = 0; i < e.num_inputs; ++i) tin.push_back(tensor(in[static_cast<size_t>(i)].data(), rows, e.input_shapes[2 * i + 1]));
     std::vector<float> y(static_cast<size_t>(rows * vd), NAN);
-    memra_tensor out = tensor(y.data(), rows, vd);
-    std::vector<const memra_tensor*> ins;
-    for (auto& t : tin) ins.push_back(&t);
-    memra_tensor* outs[1] = {&out};
     memra_forward_batch b{};
     b.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
     b.num_tokens = rows;
@@ -384,15 +381,8 @@ TEST(Qwen3NextOps, ASnapshotIsTheStateAfterItsRow) {
     Scratch scratch;
     memra_op_env env = cpu_env(state, e.state_bytes, num_slots, e, slots, scratch);
     if (snapshots) env.snapshot_slots = snaps.data();
-    memra_op_args args{};
-    args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
-    args.attrs_version = 1;
-    args.attrs = e.attrs;
-    args.attrs_size = e.attrs_size;
-    args.num_inputs = e.num_inputs, args.inputs = ins.data(), args.num_outputs = 1, args.outputs = outs;
-    args.num_weights = 4, args.weights = ew.pointers.data();
-    args.batch = &b;
-    EXPECT_EQ(op->run_cpu(f.ctx(), &env, &args), MEMRA_OK) << f.last_error();
+    GdnCall call(e.attrs, e.attrs_size, tin, y.data(), rows, vd, ew.pointers.data(), &b);
+    EXPECT_EQ(op->run_cpu(f.ctx(), &env, &call.args), MEMRA_OK) << f.last_error();
     return state;
   };
   const std::vector<uint8_t> full = run(T, true);
