@@ -61,8 +61,9 @@ struct EngineOptions {
   // Models with recurrent state whose ops write snapshots at rows (MEMRA_OP_SNAPSHOTS, ABI
   // 2.8): state slots per sequence for the rows of a multi-token generated step (a
   // speculative verify), so truncate_sequence within such a step copies the row's
-  // snapshot back instead of replaying. 0: always replay.
-  int64_t state_snapshot_rows = 4;
+  // snapshot back instead of replaying. Each is one sequence's state (a 27B hybrid: ~157
+  // MB), so the tools set it to --spec-k only when they speculate. 0: always replay.
+  int64_t state_snapshot_rows = 0;
 };
 
 struct RowSampling;

@@ -204,6 +204,8 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   eo.kv_dtype = options.kv_dtype;
   // A step adds at most the step budget (or a verify step's drafts) to a sequence.
   eo.max_step_tokens = std::max<std::int64_t>(options.max_step_tokens, options.spec_k + 1);
+  // Speculating: a hybrid's rollback copies a row's state snapshot back instead of replaying.
+  if (spec_kind != "off") eo.state_snapshot_rows = options.spec_k;
   if (options.max_context > 0 && config.max_position_embeddings > 0 &&
       options.max_context > config.max_position_embeddings) {
     return failure(LoadFailure::bad_model, "cannot load " + what + ": --max-context " +

@@ -244,6 +244,7 @@ int main(int argc, char** argv) {
   eo.backend.kind = backend == "cpu" ? MEMRA_BACKEND_CPU : MEMRA_BACKEND_CUDA;
   eo.max_context = std::max<int64_t>(prompt + std::max(decode, gen) + 16, memra::bench::standard_bench_context(sb));
   eo.max_sequences = max_batch;
+  if (!spec.empty()) eo.state_snapshot_rows = spec_k;  // a hybrid's rollback without a replay
   eo.pipeline_stages = pp;
   if (!pp_split.empty())
     for (int c : int_list(pp_split)) eo.pipeline_split.push_back(c);

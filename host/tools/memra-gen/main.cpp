@@ -228,6 +228,8 @@ class GenApp : public Application {
     auto text = engine::load_text_model(args[0], config);
     if (!text) return fail(text.error().message);
     text_ = std::move(*text);
+    // Speculating: a hybrid's rollback copies a row's state snapshot back instead of replaying.
+    if (!opt("spec", "").empty()) eo.state_snapshot_rows = std::max(1, std::atoi(opt("spec-k", "4").c_str()));
     auto eng = engine::Engine::create(std::move(*source), host, eo);
     if (!eng) return fail(eng.error().message);
     engine_ = std::move(*eng);
