@@ -501,6 +501,11 @@ Status Engine::truncate_sequence(int32_t seq, int64_t new_length) {
   return {};
 }
 
+size_t Engine::snapshot_row_count(const StepRequest& r, const Sequence& s) {
+  if (r.prompt || r.tokens.size() < 2) return 0;
+  return std::min<size_t>(r.tokens.size() - 1, s.row_slots.size());
+}
+
 Status Engine::copy_state_slot(int32_t from, int32_t to) { return backend_->copy_state_slot(from, to); }
 
 Status Engine::reset_state_slot(int32_t slot) { return backend_->reset_state_slot(slot); }
@@ -629,10 +634,10 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   if (row_snapshots_ > 0)
     for (size_t i = 0, row = 0; i < requests.size(); row += requests[i].tokens.size(), ++i) {
       const StepRequest& r = requests[i];
-      if (r.prompt || r.tokens.size() < 2) continue;
-      if (p.snapshot_rows.empty()) p.snapshot_rows.assign(ids.size(), -1);
       const Sequence& s = sequences_[r.seq];
-      const size_t n = std::min<size_t>(r.tokens.size() - 1, s.row_slots.size());
+      const size_t n = snapshot_row_count(r, s);
+      if (n == 0) continue;
+      if (p.snapshot_rows.empty()) p.snapshot_rows.assign(ids.size(), -1);
       for (size_t t = 0; t < n; ++t) p.snapshot_rows[row + t] = s.row_slots[t];
     }
   const bool hidden = row_output == MEMRA_ROW_OUTPUT_HIDDEN;
@@ -683,9 +688,7 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
       s.snapshot_length = s.length;
       s.since_snapshot.assign(r.tokens.begin(), r.tokens.end());
       s.since_snapshot_prompt = r.prompt;
-      s.rows_snapshotted = p.snapshot_rows.empty() || r.prompt || r.tokens.size() < 2
-                               ? 0
-                               : static_cast<int64_t>(std::min<size_t>(r.tokens.size() - 1, s.row_slots.size()));
+      s.rows_snapshotted = p.snapshot_rows.empty() ? 0 : static_cast<int64_t>(snapshot_row_count(r, s));
     }
     s.length += static_cast<int64_t>(r.tokens.size());
   }

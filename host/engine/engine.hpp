@@ -268,6 +268,8 @@ class Engine {
   // step_issue with the rows' kind (memra_forward_batch.row_output).
   Result<std::unique_ptr<PendingStep>> issue(std::span<const StepRequest> requests, int32_t slot, int32_t row_output);
   Status copy_state_slot(int32_t from, int32_t to);
+  // The rows of `r` that get a state snapshot (a generated multi-token step's, but the last).
+  static size_t snapshot_row_count(const StepRequest& r, const Sequence& s);
   // Gives back a sequence's sliding-pool blocks that no step from `position` on reads.
   void drop_window_blocks(Sequence& s, int64_t position);
   // Releases the blocks a sequence holds past `keep` table entries, in every pool.
