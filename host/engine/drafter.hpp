@@ -4,17 +4,11 @@
 // and, later, MTP heads. A drafter never changes the output — verification
 // samples every position exactly as plain decode would — it only changes speed.
 //
-// Hosting MTP heads (multi-token-prediction heads shipped inside a checkpoint)
-// needs two things a plain token-in/token-out drafter does not: the target's
-// last-layer hidden states of the verified positions, and to know which of its
-// proposals were kept. The interface carries both already:
-//   - verified() is called after every verify step with the verified context and
-//     how many drafts were kept (draft models use it to roll their KV back; an MTP
-//     drafter would drop the hidden states of rejected positions there);
-//   - wants_target_hidden() / target_hidden() are the slot for the hidden states.
-//     The engine does not export hidden states yet (no family ships MTP heads);
-//     the first MTP family adds that output to the step, and its drafter reads it
-//     here. Until then `--spec mtp` is refused with a clear message.
+// MTP heads (mtp_drafter.hpp: a draft head shipped inside the checkpoint) need two
+// things a plain token-in/token-out drafter does not: the target sequence whose blocks
+// keep the head's KV (attach), and the target's final hidden states of the positions it
+// computed (wants_target_hidden / target_hidden: the engine returns them with the step,
+// StepRequest::want_hidden), of which verified() says which were kept.
 #pragma once
 
 #include <cstdint>
@@ -49,10 +43,13 @@ class Drafter {
   // After a verify step of `drafted` drafts, `accepted` of which were kept.
   // `context` is the verified context (the last token is again the pending one).
   virtual void verified(std::span<const int32_t> /*context*/, int /*drafted*/, int /*accepted*/) {}
-  // MTP slot: true when the drafter needs the target's hidden states (see above).
+  // The target sequence it drafts for (called once, when the sequence opens).
+  virtual void attach(int32_t /*target_seq*/) {}
+  // True when every target step of its sequence should return the hidden states.
   virtual bool wants_target_hidden() const { return false; }
-  // MTP slot: `rows` x `dim` float hidden states of the verified positions.
-  virtual void target_hidden(std::span<const float> /*rows*/, int64_t /*dim*/) {}
+  // After a target step of its sequence: the final hidden states (`dim` floats each) of
+  // the positions first_position, first_position + 1, ... that the step computed.
+  virtual void target_hidden(int64_t /*first_position*/, std::span<const float> /*rows*/, int64_t /*dim*/) {}
   // Cost of drafting one token, in units of one plain decode step of the target:
   // the fallback's cost model (spec_policy.hpp) charges it per drafted token.
   virtual double draft_token_cost() const { return 0.0; }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "host/backend/pipeline/pipeline_build.hpp"
 #include "host/backend/plugin_kernels.hpp"
 #include "host/ops/op_registry.hpp"
@@ -38,9 +40,12 @@ struct PlanState {
   std::vector<memra_op_requirement> required_ops;
   bool layer_ranges = false;  // the family runs layer ranges (pipeline stages, ABI 2.2)
   int64_t hidden_width = 0;   // the family returns final hidden states this wide (ABI 2.3), 0: none
+  int32_t draft_layers = 0;   // a draft head's layers after the model's (ABI 2.9)
 };
 
-Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c, memra_dtype default_kv_dtype) {
+// `draft_head`: allocate the draft head's layers' state (EngineOptions::draft_head).
+Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelConfig& c, memra_dtype default_kv_dtype,
+                                  bool draft_head) {
   auto info = plan.info();
   if (!info) return info.error();
   const std::string who = "family plugin '" + plan.plugin_name() + "'";
@@ -50,8 +55,14 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
                                                        std::to_string(c.num_layers) + " layers and vocab " + std::to_string(c.vocab_size));
   if ((info->inputs & MEMRA_INPUT_TOKEN_IDS) == 0 || (info->inputs & ~MEMRA_INPUT_TOKEN_IDS) != 0 || info->num_encoders != 0)
     return make_error(ErrorCode::unsupported, who + "'s plan takes inputs or encoders the engine cannot feed yet (token ids only)");
-  std::vector<int> seen(static_cast<size_t>(std::max(0, info->num_layers)), 0);
   PlanState ps;
+  if (MEMRA_STRUCT_HAS(&*info, memra_plan_info, draft_layers)) {
+    if (info->draft_layers < 0 || info->draft_layers > 4)
+      return make_error(ErrorCode::invalid_argument, who + " declares " + std::to_string(info->draft_layers) + " draft layers (0..4)");
+    ps.draft_layers = info->draft_layers;
+  }
+  const int32_t all_layers = std::max(0, info->num_layers) + ps.draft_layers;
+  std::vector<int> seen(static_cast<size_t>(all_layers), 0);
   backend::KvCacheConfig& kv = ps.kv;
   kv.layers.assign(seen.size(), backend::KvLayerConfig{});
   ps.state_bytes.assign(seen.size(), 0);
@@ -72,8 +83,14 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
     }
     for (int32_t i = 0; i < group.num_layers; ++i) {
       const int32_t l = group.layers[i];
-      if (l < 0 || l >= info->num_layers || seen[static_cast<size_t>(l)]++)
+      if (l < 0 || l >= all_layers || seen[static_cast<size_t>(l)]++)
         return make_error(ErrorCode::invalid_argument, where + " lists layer " + std::to_string(l) + " out of range or twice");
+      if (l >= info->num_layers) {  // a draft head's layer: KV only, and only when it drafts
+        if (group.kind != MEMRA_STATE_PAGED_KV || group.sliding_window != 0)
+          return make_error(ErrorCode::unsupported, where + " gives draft-head layer " + std::to_string(l) +
+                                                        " state other than full-attention KV");
+        if (!draft_head) continue;
+      }
       if (group.kind == MEMRA_STATE_RECURRENT) ps.state_bytes[static_cast<size_t>(l)] = group.bytes_per_sequence;
       else  // the family's dtype when it declares one, else the engine's (--kv-dtype)
         kv.layers[static_cast<size_t>(l)] = {group.kv_heads, group.head_dim,
@@ -137,7 +154,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
                                                c.family + "', which is not installed (see memra-host --list-plugins)");
   auto plan = family->plan_create(source->config_json);
   if (!plan) return make_error(plan.error().code, "cannot load " + source->path + ": " + plan.error().message);
-  auto state = state_from_plan(*plan, c, options.kv_dtype);
+  auto state = state_from_plan(*plan, c, options.kv_dtype, options.draft_head);
   if (!state) return make_error(state.error().code, "cannot load " + source->path + ": " + state.error().message);
   // Ops by name: refused here, before any device is opened, on a backend that lacks
   // them (host/ops/op_registry.hpp says which backend has which op).
@@ -158,6 +175,14 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
 
   std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, pool_blocks, state->pool_window, max_step));
   e->hidden_width_ = state->hidden_width;
+  e->draft_layers_ = state->draft_layers;
+  e->draft_head_ = options.draft_head && state->draft_layers > 0 && state->hidden_width > 0;
+  if (state->draft_layers == 0)
+    if (auto d = plan->describe(); d)
+      if (auto j = nlohmann::json::parse(*d, nullptr, false); j.is_object() && j.contains("draft_head_missing"))
+        e->draft_missing_ = j["draft_head_missing"].get<std::string>();
+  if (e->draft_head_ && options.pipeline_stages > 1)
+    return make_error(ErrorCode::unsupported, "cannot load " + e->source_->path + ": a draft head (MTP) does not run in pipeline stages yet");
   const std::string& path = e->source_->path;
   backend::StateConfig sc;
   sc.kv = state->kv;
@@ -534,6 +559,92 @@ Result<std::vector<std::vector<float>>> Engine::step_hidden(std::span<const Step
   return step_collect(**pending);
 }
 
+Result<std::vector<HeadRows>> Engine::step_head(std::span<const HeadRequest> requests) {
+  if (draft_layers() == 0)
+    return make_error(ErrorCode::unsupported, "this model has no draft head enabled (EngineOptions::draft_head, memra_plan_info.draft_layers)");
+  if (requests.empty()) return std::vector<HeadRows>{};
+  const auto width = static_cast<size_t>(hidden_width_);
+  PendingStep p;
+  size_t max_blocks = 1;
+  std::set<int32_t> seen;
+  for (const HeadRequest& r : requests) {
+    auto it = sequences_.find(r.seq);
+    if (it == sequences_.end() || !seen.insert(r.seq).second || r.tokens.empty() || r.position < 0 ||
+        r.hidden.size() != r.tokens.size() * width)
+      return make_error(ErrorCode::invalid_argument, "step_head: unknown or repeated sequence, no rows, or hidden rows of the wrong size");
+    const int64_t end = r.position + static_cast<int64_t>(r.tokens.size());
+    if (end > max_context_) return make_error(ErrorCode::invalid_argument, "step_head: rows past the context");
+    // The head drafts ahead of the sequence: blocks for its positions (pool 0, where its
+    // layer keeps KV; the next steps use them, truncate_sequence gives them back).
+    Sequence& s = it->second;
+    const auto entries = static_cast<size_t>((end + block_size_ - 1) / block_size_);
+    while (s.blocks[0].size() < entries) {
+      auto b = pools_[0].allocate();
+      while (!b && prefix_cache_.evict_one()) b = pools_[0].allocate();
+      if (!b) return make_error(ErrorCode::conflict, "KV cache is full");
+      s.blocks[0].push_back(*b);
+    }
+    max_blocks = std::max(max_blocks, s.blocks[0].size());
+  }
+  p.tables.assign(pools_.size() * requests.size() * max_blocks, -1);
+  std::vector<float> hidden_in;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const HeadRequest& r = requests[i];
+    const Sequence& s = sequences_[r.seq];
+    for (size_t t = 0; t < r.tokens.size(); ++t) {
+      if (r.tokens[t] < 0 || r.tokens[t] >= vocab_)
+        return make_error(ErrorCode::invalid_argument, "token id " + std::to_string(r.tokens[t]) + " is outside the vocabulary");
+      p.ids.push_back(r.tokens[t]);
+      p.positions.push_back(static_cast<int32_t>(r.position + static_cast<int64_t>(t)));
+      p.seq_index.push_back(static_cast<int32_t>(i));
+      p.prompt_flags.push_back(0);
+    }
+    p.logit_rows.push_back(static_cast<int32_t>(p.ids.size() - 1));
+    p.seq_lens.push_back(static_cast<int32_t>(r.position + static_cast<int64_t>(r.tokens.size())));
+    hidden_in.insert(hidden_in.end(), r.hidden.begin(), r.hidden.end());
+    for (size_t pool = 0; pool < pools_.size(); ++pool)
+      std::copy(s.blocks[pool].begin(), s.blocks[pool].end(),
+                p.tables.begin() + static_cast<std::ptrdiff_t>((pool * requests.size() + i) * max_blocks));
+  }
+  p.logits.resize(p.logit_rows.size() * static_cast<size_t>(vocab_));
+  p.hidden.resize(p.ids.size() * width);
+  memra_forward_batch& batch = p.batch;
+  batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+  batch.num_tokens = static_cast<int32_t>(p.ids.size());
+  batch.token_ids = p.ids.data();
+  batch.positions = p.positions.data();
+  batch.seq_index = p.seq_index.data();
+  batch.num_seqs = static_cast<int32_t>(requests.size());
+  batch.seq_lens = p.seq_lens.data();
+  batch.block_tables = p.tables.data();
+  batch.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
+  batch.num_logits = static_cast<int32_t>(p.logit_rows.size());
+  batch.logits_rows = p.logit_rows.data();
+  batch.logits = p.logits.data();
+  batch.prompt_tokens = p.prompt_flags.data();
+  batch.num_kv_pools = static_cast<int32_t>(pools_.size());
+  batch.head = 1;
+  batch.hidden_in = hidden_in.data();
+  batch.hidden_out = p.hidden.data();
+  if (const Status b = backend_->begin_step(-1); !b) return b.error();
+  Status st = backend_->forward(batch, [this](size_t table, const memra_forward_batch& b) { return models_[table]->forward(b); });
+  if (st) st = backend_->synchronize();
+  if (!st) {
+    std::string msg = st.error().message;
+    if (const std::string backend_error = backend_->last_error(); !backend_error.empty()) msg += " (backend: " + backend_error + ")";
+    return make_error(st.error().code, "draft head step: " + msg);
+  }
+  std::vector<HeadRows> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    out[i].logits.assign(p.logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(vocab_)),
+                         p.logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * static_cast<size_t>(vocab_)));
+    const auto last = static_cast<size_t>(p.logit_rows[i]);
+    out[i].hidden.assign(p.hidden.begin() + static_cast<std::ptrdiff_t>(last * width),
+                         p.hidden.begin() + static_cast<std::ptrdiff_t>((last + 1) * width));
+  }
+  return out;
+}
+
 Result<std::unique_ptr<PendingStep>> Engine::step_issue(std::span<const StepRequest> requests, int32_t slot) {
   return issue(requests, slot, MEMRA_ROW_OUTPUT_LOGITS);
 }
@@ -642,6 +753,15 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
     }
   const bool hidden = row_output == MEMRA_ROW_OUTPUT_HIDDEN;
   p.row_width = hidden ? hidden_width_ : vocab_;
+  const bool hidden_rows = std::any_of(requests.begin(), requests.end(), [](const StepRequest& r) { return r.want_hidden; });
+  if (hidden_rows) {
+    if (hidden_width_ <= 0 || slot >= 0) {
+      undo();
+      return make_error(ErrorCode::unsupported, "step: hidden rows need a family that returns them (memra_plan_info.hidden_width) "
+                                                "and a plain (not rolling) step");
+    }
+    p.hidden.assign(ids.size() * static_cast<size_t>(hidden_width_), 0.0f);
+  }
   std::vector<float>& logits = p.logits;
   logits.resize(logit_rows.size() * static_cast<size_t>(p.row_width));
   memra_forward_batch& batch = p.batch;
@@ -662,6 +782,7 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   batch.snapshot_slots = p.snapshot_rows.empty() ? nullptr : p.snapshot_rows.data();
   batch.row_output = row_output;
   batch.num_kv_pools = static_cast<int32_t>(pools_.size());
+  batch.hidden_out = hidden_rows ? p.hidden.data() : nullptr;
   if (keep_logits_on_device_ && !hidden) {
     // Sampled on the device: the logits stay there (backend.hpp sample_rows).
     logits.clear();
@@ -675,7 +796,8 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
     undo();
     return b.error();
   }
-  const Status st = backend_->forward(batch, [this](size_t table, const memra_forward_batch& b) { return models_[table]->forward(b); });
+  Status st = backend_->forward(batch, [this](size_t table, const memra_forward_batch& b) { return models_[table]->forward(b); });
+  if (st && hidden_rows) st = backend_->synchronize();  // the rows are on the host once it returns
   if (!st) {
     undo();
     std::string msg = st.error().message;
@@ -837,6 +959,20 @@ void deal_tokens(std::span<const StepRequest> requests, const std::vector<int32_
 }
 }  // namespace
 
+namespace {
+
+// StepRequest::want_hidden: each such request's rows of the step's hidden states.
+void deal_hidden(std::span<const StepRequest> requests, const PendingStep& p, int64_t width, std::vector<StepRows>& out) {
+  if (p.hidden.empty()) return;
+  size_t row = 0;
+  for (size_t i = 0; i < requests.size(); row += requests[i].tokens.size(), ++i)
+    if (requests[i].want_hidden)
+      out[i].hidden.assign(p.hidden.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(width)),
+                           p.hidden.begin() + static_cast<std::ptrdiff_t>((row + requests[i].tokens.size()) * static_cast<size_t>(width)));
+}
+
+}  // namespace
+
 Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> requests) {
   std::vector<StepRows> out(requests.size());
   if (requests.empty()) return out;
@@ -849,6 +985,7 @@ Result<std::vector<StepRows>> Engine::step_sampled(std::span<const StepRequest> 
   auto pending = step_issue(requests, -1);
   keep_logits_on_device_ = false;
   if (!pending) return pending.error();
+  deal_hidden(requests, **pending, hidden_width_, out);
 
   if (!device) {
     auto rows = step_collect(**pending);
@@ -909,6 +1046,7 @@ Result<std::vector<StepRows>> Engine::step_collect_sampled(PendingStep& p, std::
   std::vector<StepRows> out(requests.size());
   auto rows = step_collect(p);  // the tokens too, for a step sampled on the device
   if (!rows) return rows.error();
+  deal_hidden(requests, p, hidden_width_, out);
   if (p.sampled_on_device) deal_tokens(requests, p.tokens, out);
   else sample_on_host(requests, *layout, vocab_, *rows, out);
   return out;

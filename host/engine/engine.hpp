@@ -64,6 +64,10 @@ struct EngineOptions {
   // snapshot back instead of replaying. Each is one sequence's state (a 27B hybrid: ~157
   // MB), so the tools set it to --spec-k only when they speculate. 0: always replay.
   int64_t state_snapshot_rows = 0;
+  // Draft with the model's own draft head (an MTP layer, memra_plan_info.draft_layers, ABI
+  // 2.9): its layer's KV is allocated (one more attention layer's) and step_head runs it.
+  // Off: the head's weights load but nothing else is spent on it.
+  bool draft_head = false;
 };
 
 struct RowSampling;
@@ -82,6 +86,25 @@ struct StepRequest {
   // false: no row at all (a prompt chunk whose rows nobody reads: an embedding's
   // chunks before its last one). all_logits is then ignored.
   bool wants_rows = true;
+  // step_sampled: also return the final hidden state of every new token (StepRows::hidden,
+  // hidden_width() floats each): what a draft head reads (EngineOptions::draft_head).
+  bool want_hidden = false;
+};
+
+// One sequence's rows of a draft-head step (Engine::step_head): row r at position
+// `position + r` reads token tokens[r] (the token after that position) and the hidden
+// state hidden[r * hidden_width() ..] (the model's at that position, or the head's own
+// output of the row before when it drafts ahead).
+struct HeadRequest {
+  int32_t seq = 0;
+  int64_t position = 0;
+  std::span<const int32_t> tokens;
+  std::span<const float> hidden;
+};
+
+// Its result: the last row's logits and the head's output hidden state there.
+struct HeadRows {
+  std::vector<float> logits, hidden;
 };
 
 // The rows a step returns for `r`: none, every new token's, or the last one's.
@@ -111,6 +134,7 @@ struct StepRows {
   // them (want_logits), else empty: on CUDA they never leave the device then.
   std::vector<std::vector<float>> logits;
   std::vector<int32_t> tokens;  // one per sampled row, first row first
+  std::vector<float> hidden;    // StepRequest::want_hidden: every new token's final hidden state
 };
 
 struct RowLayout;  // engine.cpp: where each request's rows are in a step's output
@@ -126,6 +150,7 @@ struct PendingStep {
   std::vector<int32_t> state_slots;  // per request: its recurrent-state slot (none without)
   std::vector<int32_t> snapshot_rows;  // per token: its row snapshot slot or -1 (empty: none)
   std::vector<float> logits;
+  std::vector<float> hidden;  // [tokens][hidden width] when a request wants hidden rows
   memra_forward_batch batch{};
   bool sampled_on_device = false;  // step_issue_sampled: tokens come with the step
   std::vector<int32_t> tokens;     // ... here, at step_collect
@@ -227,6 +252,13 @@ class Engine {
   // no logits at all, and its rows never stay on the device. unsupported when
   // hidden_width() is 0.
   Result<std::vector<std::vector<float>>> step_hidden(std::span<const StepRequest> requests);
+  // The draft head (EngineOptions::draft_head): its layers (0: none, or not enabled), why
+  // the checkpoint has none when it declares one, and one draft-head step over every
+  // request's rows. The head keeps KV in the sequence's own blocks (past its length while
+  // drafting ahead) and never changes the sequence; its tokens only ever become drafts.
+  int32_t draft_layers() const { return draft_head_ ? draft_layers_ : 0; }
+  const std::string& draft_head_missing() const { return draft_missing_; }
+  Result<std::vector<HeadRows>> step_head(std::span<const HeadRequest> requests);
   // Whether step_sampled samples on the device.
   bool samples_on_device() const { return backend_->samples_on_device(); }
 
@@ -279,6 +311,9 @@ class Engine {
   std::unique_ptr<ModelSource> source_;
   int64_t vocab_ = 0;
   int64_t hidden_width_ = 0;
+  int32_t draft_layers_ = 0;   // the plan's draft-head layers (memra_plan_info.draft_layers)
+  bool draft_head_ = false;    // ... and their KV allocated (EngineOptions::draft_head)
+  std::string draft_missing_;  // why the checkpoint has no head (the plan description says)
   int64_t max_context_ = 0;
   int64_t block_size_ = 16;
   std::vector<KvBlockAllocator> pools_;  // per KV pool; never resized (prefix_cache_ holds pool 0's)

@@ -83,12 +83,20 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   if (Status st = check_request(engine, prompt, options); !st) return st.error();
   const int32_t seq = engine.open_sequence();
   SequenceCloser closer{engine, seq};
+  spec.drafter->attach(seq);
+  // A drafter that reads the target's hidden states (an MTP head) gets them with every step.
+  const bool hidden = spec.drafter->wants_target_hidden();
+  auto hand_hidden = [&](int64_t first_position, const StepRows& r) {
+    if (hidden) spec.drafter->target_hidden(first_position, r.hidden, engine.hidden_width());
+  };
 
   const bool want_rows = wants_token_logits(options);
   RowSampling first{&options.sampling, prompt.size(), prompt, {}, {}, 1, want_rows, {}};
   StepRequest prefill{seq, prompt, false, /*prompt=*/true, &first};
+  prefill.want_hidden = hidden;
   auto rows = engine.step_sampled({&prefill, 1});
   if (!rows) return rows.error();
+  hand_hidden(0, rows->front());
 
   GenerateResult result;
   result.finish_reason = "length";
@@ -131,9 +139,11 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     RowSampling rs{&options.sampling, prompt.size() + result.tokens.size(), prompt, result.tokens, draft,
                    static_cast<int32_t>(feed.size()), want_rows, {}};
     StepRequest verify{seq, feed, !draft.empty(), false, &rs};
+    verify.want_hidden = hidden;
     const auto t0 = std::chrono::steady_clock::now();
     auto out = engine.step_sampled({&verify, 1});
     if (!out) return out.error();
+    hand_hidden(before, out->front());
     step_costs.observe(static_cast<int64_t>(feed.size()),
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     StepRows& vr = out->front();

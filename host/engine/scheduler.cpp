@@ -166,7 +166,10 @@ void Scheduler::admit_locked() {
     if (job.req.constraint) job.constraint = job.req.constraint();
     if (options_.make_drafter) {
       job.drafter = options_.make_drafter();
-      if (job.drafter) job.gate = SpecGate(options_.spec_policy, job.drafter->draft_token_cost());
+      if (job.drafter) {
+        job.drafter->attach(job.seq);
+        job.gate = SpecGate(options_.spec_policy, job.drafter->draft_token_cost());
+      }
     }
     {
       std::lock_guard<std::mutex> hl(job.handle->mu_);
@@ -236,6 +239,7 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
   for (Job* j : decoding) {
     if (!speculate) j->feed.assign(1, j->output.back());
     f.reqs.push_back({j->seq, j->feed, j->feed.size() > 1, false});
+    f.reqs.back().want_hidden = j->drafter && j->drafter->wants_target_hidden();
     f.jobs.push_back(j);
     f.chunk.push_back(0);
     budget -= static_cast<int64_t>(j->feed.size());
@@ -252,6 +256,7 @@ Scheduler::Flight Scheduler::plan_step(int32_t group, std::unique_lock<std::mute
       if (const int64_t point = engine_.next_prefix_cache_point(static_cast<int64_t>(j->req.prompt.size()), j->prompt_done); point > 0)
         n = std::min(n, point - j->prompt_done);
     f.reqs.push_back({j->seq, std::span<const int32_t>(j->req.prompt).subspan(static_cast<size_t>(j->prompt_done), static_cast<size_t>(n)), false, /*prompt=*/true});
+    f.reqs.back().want_hidden = j->drafter && j->drafter->wants_target_hidden();
     f.jobs.push_back(j.get());
     f.chunk.push_back(n);
     budget -= n;
@@ -390,8 +395,12 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
   }
   for (size_t i = 0; i < f.jobs.size(); ++i) {
     Job& j = *f.jobs[i];
-    if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     StepRows& r = (*out)[i];
+    // An MTP drafter reads the hidden states of every position its target computed.
+    if (f.reqs[i].want_hidden && j.drafter)
+      j.drafter->target_hidden(engine_.sequence_length(j.seq) - static_cast<int64_t>(f.reqs[i].tokens.size()), r.hidden,
+                               engine_.hidden_width());
+    if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     if (!j.grammar_dead.empty()) {
       finish(j, FinishReason::error, j.grammar_dead);
       continue;

@@ -7,6 +7,7 @@
 #include "host/backend/backend.hpp"
 #include "host/engine/draft_loader.hpp"
 #include "host/engine/draft_model.hpp"
+#include "host/engine/mtp_drafter.hpp"
 #include "host/engine/model_cache.hpp"
 #include "registry/registry.hpp"
 #include "repack/format/reader.hpp"
@@ -85,9 +86,6 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   // Speculative decoding: --spec, else draft where the model has one.
   const std::string draft_path = !spec.draft.empty() ? spec.draft : options.draft_path;
   const std::string spec_kind = !options.spec.empty() ? options.spec : (draft_path.empty() ? "off" : "draft");
-  if (spec_kind == "mtp")
-    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: it ships no MTP heads (no supported "
-                                           "model family has them yet); use --spec ngram, or --spec draft with a draft model");
   if (spec_kind == "draft" && draft_path.empty())
     return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec draft: it has no draft model; give one "
                                            "with --model ALIAS=PATH+DRAFT or --draft PATH");
@@ -206,6 +204,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   eo.max_step_tokens = std::max<std::int64_t>(options.max_step_tokens, options.spec_k + 1);
   // Speculating: a hybrid's rollback copies a row's state snapshot back instead of replaying.
   if (spec_kind != "off") eo.state_snapshot_rows = options.spec_k;
+  eo.draft_head = spec_kind == "mtp";
   if (options.max_context > 0 && config.max_position_embeddings > 0 &&
       options.max_context > config.max_position_embeddings) {
     return failure(LoadFailure::bad_model, "cannot load " + what + ": --max-context " +
@@ -227,6 +226,10 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
                   options.pipeline_stages > 1 ? ", " + std::to_string(options.pipeline_stages) + " pipeline stages" : std::string());
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
+  if (spec_kind == "mtp" && (*eng)->draft_layers() == 0)
+    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: it has no MTP head" +
+                                           ((*eng)->draft_head_missing().empty() ? "" : " (" + (*eng)->draft_head_missing() + ")") +
+                                           "; use --spec ngram, or --spec draft with a draft model");
   log.information("%s: engine ready in %s ms (weights in place, KV cache allocated)", what,
                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - setup_start).count()));
   if (options.pipeline_stages > 1) log.information("%s: pipeline stages: %s", what, (*eng)->backend().describe());
@@ -274,6 +277,10 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     engine::Engine* d = model->draft_engine.get();
     const double cost = engine::draft_cost_estimate(*model->engine, *d);
     so.make_drafter = [d, cost] { return std::make_unique<engine::DraftModelDrafter>(*d, cost); };
+  } else if (spec_kind == "mtp") {
+    engine::Engine* t = model->engine.get();
+    const double cost = engine::mtp_draft_cost(*t);
+    so.make_drafter = [t, cost] { return std::make_unique<engine::MtpDrafter>(*t, cost); };
   }
   model->scheduler = std::make_unique<engine::Scheduler>(*model->engine, so);
   const auto& kv = model->engine->kv_blocks();

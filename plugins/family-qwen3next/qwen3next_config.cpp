@@ -49,6 +49,16 @@ json from_hf(const RawConfig& raw, const Arch& arch) {
   out["vocab_size"] = c.integer("vocab_size", std::nullopt);
   out["hidden_size"] = hidden;
   out["num_layers"] = layers;
+  // The MTP head (mtp.*, under "model." in some conversions): its layer count from the
+  // config (Qwen3.5) or from the tensors (Qwen3-Next's config has no key for it). A config
+  // that declares a head whose weights the file lacks loads without it, saying why.
+  int64_t mtp_layers = 0;
+  for (const std::string top : {"mtp.", "model.mtp."})
+    if (raw.has_tensor(top + "fc.weight"))
+      while (raw.has_tensor(top + "layers." + std::to_string(mtp_layers) + ".input_layernorm.weight")) ++mtp_layers;
+  if (const int64_t declared = c.integer("mtp_num_hidden_layers", 0); declared > 0 && mtp_layers == 0)
+    out["mtp_missing"] = "the config declares " + std::to_string(declared) + " MTP layer(s) but the checkpoint has no mtp.* weights";
+  out["mtp_layers"] = mtp_layers;
   out["num_heads"] = heads;
   out["num_kv_heads"] = c.integer("num_key_value_heads", heads);
   out["head_dim"] = head_dim;

@@ -15,7 +15,7 @@ using family::guarded;
 using family::report;
 
 struct Kernels {
-  memra_kernel *conv = nullptr, *prep = nullptr, *recur = nullptr, *out = nullptr, *split = nullptr, *sigmul = nullptr;
+  memra_kernel *conv = nullptr, *prep = nullptr, *recur = nullptr, *out = nullptr, *split = nullptr, *sigmul = nullptr, *concat = nullptr;
 };
 
 template <class... A>
@@ -57,7 +57,8 @@ memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device
     auto k = std::make_shared<Kernels>();
     for (const auto& [name, slot] : {std::pair{"q3n_gdn_conv", &k->conv}, std::pair{"q3n_gdn_prep", &k->prep},
                                      std::pair{"q3n_gdn_recur", &k->recur}, std::pair{"q3n_gdn_out", &k->out},
-                                     std::pair{"q3n_split_gate", &k->split}, std::pair{"q3n_sigmoid_mul", &k->sigmul}})
+                                     std::pair{"q3n_split_gate", &k->split}, std::pair{"q3n_sigmoid_mul", &k->sigmul},
+                                     std::pair{"q3n_concat", &k->concat}})
       if (const memra_status st = h->kernel_get(h->ctx, module, name, slot); st != MEMRA_OK) return st;
     *kernel_data = k.get();
     std::lock_guard lock(ctx->mu);
@@ -150,6 +151,22 @@ memra_status sigmoid_mul_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, co
     const float* g = static_cast<const float*>(args->inputs[1]->data);
     float* y = static_cast<float*>(args->outputs[0]->data);
     return launch(ctx, env, k->sigmul, static_cast<uint32_t>((total + 255) / 256), 256, 0, x, g, rows, n, gw, y);
+  });
+}
+
+memra_status concat_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = concat_check(ctx, args); st != MEMRA_OK) return st;
+    const Kernels* k = kernels_of(env);
+    if (!k) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.concat: not prepared on this backend");
+    const memra_tensor *x = args->inputs[0], *y = args->inputs[1];
+    const int32_t a = static_cast<int32_t>(x->shape[x->ndim - 1]), b = static_cast<int32_t>(y->shape[y->ndim - 1]);
+    int64_t total = 1;
+    for (int32_t i = 0; i < x->ndim; ++i) total *= x->shape[i];
+    const long long rows = total / a;
+    const long long n = rows * (static_cast<long long>(a) + b);
+    return launch(ctx, env, k->concat, static_cast<uint32_t>((n + 255) / 256), 256, 0, static_cast<const float*>(x->data),
+                  static_cast<const float*>(y->data), rows, a, b, static_cast<float*>(args->outputs[0]->data));
   });
 }
 

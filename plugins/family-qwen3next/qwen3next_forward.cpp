@@ -34,10 +34,7 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
   m.token_embd = get("token_embd.weight");
   m.output_norm = get("output_norm.weight");
   m.output = p.tied_embeddings ? m.token_embd : get("output.weight");
-  m.layers.resize(static_cast<size_t>(p.layers));
-  for (int64_t l = 0; l < p.layers; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    Layer& L = m.layers[static_cast<size_t>(l)];
+  auto bind_layer = [&](Layer& L, const std::string& b, bool moe) {
     L.attn_norm = get(b + "attn_norm.weight");
     L.post_norm = get(b + "post_attention_norm.weight");
     L.ssm_in = get(b + "ssm_in.weight");
@@ -63,7 +60,7 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.w_gate = get(b + "ffn_gate.weight");
     L.w_up = get(b + "ffn_up.weight");
     L.w_down = get(b + "ffn_down.weight");
-    if (!p.layer_moe[static_cast<size_t>(l)]) continue;
+    if (!moe) return;
     L.router = get(b + "ffn_gate_inp.weight");
     for (const char* kind : {"ffn_gate.", "ffn_up.", "ffn_down."})
       for (int32_t e = 0; e < p.experts; ++e) L.experts.push_back(get(b + kind + std::to_string(e) + ".weight"));
@@ -71,6 +68,16 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.sh_up = get(b + "ffn_up_shexp.weight");
     L.sh_down = get(b + "ffn_down_shexp.weight");
     L.sh_router = get(b + "ffn_gate_inp_shexp.weight");
+  };
+  m.layers.resize(static_cast<size_t>(p.layers));
+  for (int64_t l = 0; l < p.layers; ++l)
+    bind_layer(m.layers[static_cast<size_t>(l)], "blk." + std::to_string(l) + ".", p.layer_moe[static_cast<size_t>(l)]);
+  if (p.mtp_layers > 0) {
+    bind_layer(m.mtp, p.mtp_prefix, p.experts > 0);
+    m.mtp_eh = get(p.mtp_prefix + "nextn.eh_proj.weight");
+    m.mtp_enorm = get(p.mtp_prefix + "nextn.enorm.weight");
+    m.mtp_hnorm = get(p.mtp_prefix + "nextn.hnorm.weight");
+    m.mtp_norm = get(p.mtp_prefix + "nextn.shared_head_norm.weight");
   }
   const memra_backend_ops& o = *m.ops;
   if (!MEMRA_STRUCT_HAS(&o, memra_backend_ops, op_run) || !o.op_find) {
@@ -84,7 +91,8 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     bool wanted;
   };
   for (const Need& n : {Need{QWEN3NEXT_OP_GDN, 1u, &m.gdn, !p.linear_layers.empty()},
-                        Need{QWEN3NEXT_OP_SPLIT_GATE, 1u, &m.split_gate, !p.attention_layers.empty()},
+                        Need{QWEN3NEXT_OP_SPLIT_GATE, 1u, &m.split_gate, !p.kv_layers.empty()},
+                        Need{QWEN3NEXT_OP_CONCAT, 1u, &m.concat, p.mtp_layers > 0},
                         Need{QWEN3NEXT_OP_SIGMOID_MUL, 1u, &m.sigmoid_mul, true},
                         Need{MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &m.moe_ffn, p.experts > 0}})
     if (n.wanted && o.op_find(o.ctx, n.name, n.version, n.out) != MEMRA_OK) {
@@ -133,8 +141,18 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     if (split_ba) Q3N_OP(make(T, g.num_v_heads, at), "alloc");
     Q3N_OP(make(T, vd, y), "alloc");
   }
+  const bool head = batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out) && batch.head != 0;
+  float* const hidden_out = batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out) ? batch.hidden_out : nullptr;
+  if (head && (batch.head != 1 || p.mtp_layers == 0 || !batch.hidden_in)) {
+    error = "qwen3next forward: this model has no draft head " + std::to_string(batch.head) + " (or the batch no hidden_in rows)";
+    return MEMRA_ERR_INVALID_ARGUMENT;
+  }
+  if ((head || hidden_out) && (!MEMRA_STRUCT_HAS(&o, memra_backend_ops, rows_output) || !o.rows_input || !o.rows_output)) {
+    error = "qwen3next forward: this backend cannot hand hidden rows over (ABI 2.9 rows_input / rows_output)";
+    return MEMRA_ERR_UNSUPPORTED;
+  }
   memra_tensor qg{}, q{}, gate{}, k{}, v{}, attn{};
-  if (!p.attention_layers.empty()) {
+  if (!p.kv_layers.empty()) {
     Q3N_OP(make(T, 2 * q_width, qg), "alloc");
     Q3N_OP(make(T, q_width, q), "alloc");
     Q3N_OP(make(T, q_width, gate), "alloc");
@@ -175,12 +193,9 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   moe_attrs.normalize_top_k = p.normalize_top_k ? 1 : 0;
   moe_attrs.activation = MEMRA_ACTIVATION_SILU;
 
-  Q3N_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
-  Q3N_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, p.norm_unit, &h), "attn_norm");
-  for (int64_t l = 0; l < p.layers; ++l) {
-    const Layer& L = m.layers[static_cast<size_t>(l)];
-    const auto layer = static_cast<int32_t>(l);
-    if (p.layer_linear[static_cast<size_t>(l)]) {
+  // One decoder layer from h (its input, normed) and residual to down (its MLP's output).
+  auto layer_body = [&](const Layer& L, int32_t layer, bool linear) -> memra_status {
+    if (linear) {
       memra_op_args a = family::op_args(layer, 1u, g, &batch);
       const memra_tensor* in[4] = {};  // in the op's order: qkvz or qkv, z; ba or b, a
       int32_t n_in = 0;
@@ -259,14 +274,53 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       Q3N_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &fg, &fu, &fa), "silu");
       Q3N_OP(o.matmul(c, &fa, L.w_down, nullptr, &down), "ffn_down");
     }
-    const memra_weight* next_norm = l + 1 < p.layers ? m.layers[static_cast<size_t>(l + 1)].attn_norm : m.output_norm;
-    Q3N_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, p.norm_unit, &h), "norm");
+    return MEMRA_OK;
+  };
+
+  if (head) {
+    // The MTP head: fc([enorm(embedding of the next token) | hnorm(the hidden state)]), its
+    // gated attention layer (KV in layer `layers`), its own final norm; the model's head.
+    memra_tensor e, hin, cat;
+    Q3N_OP(make(T, p.hidden, e), "alloc");
+    Q3N_OP(make(T, p.hidden, hin), "alloc");
+    Q3N_OP(make(T, 2 * p.hidden, cat), "alloc");
+    Q3N_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &e), "embedding");
+    Q3N_OP(o.rms_norm(c, &e, m.mtp_enorm, p.norm_eps, p.norm_unit, &e), "mtp enorm");
+    Q3N_OP(o.rows_input(c, &batch, &hin), "mtp hidden rows");
+    Q3N_OP(o.rms_norm(c, &hin, m.mtp_hnorm, p.norm_eps, p.norm_unit, &hin), "mtp hnorm");
+    {
+      const ConcatAttrsV1 cat_attrs{sizeof(ConcatAttrsV1)};
+      memra_op_args a = family::op_args(static_cast<int32_t>(p.layers), 1u, cat_attrs, nullptr);
+      const memra_tensor* in[2] = {&e, &hin};
+      memra_tensor* out[1] = {&cat};
+      a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
+      Q3N_OP(o.op_run(c, m.concat, &a), "mtp concat");
+    }
+    Q3N_OP(o.matmul(c, &cat, m.mtp_eh, nullptr, &residual), "mtp eh_proj");
+    Q3N_OP(o.rms_norm(c, &residual, m.mtp.attn_norm, p.norm_eps, p.norm_unit, &h), "mtp attn_norm");
+    if (const memra_status st = layer_body(m.mtp, static_cast<int32_t>(p.layers), false); st != MEMRA_OK) return st;
+    Q3N_OP(o.add_rms_norm(c, &down, &residual, m.mtp_norm, p.norm_eps, p.norm_unit, &h), "mtp shared_head_norm");
+  } else {
+    Q3N_OP(o.embedding(c, m.token_embd, &batch, 1.0f, &residual), "embedding");
+    Q3N_OP(o.rms_norm(c, &residual, m.layers[0].attn_norm, p.norm_eps, p.norm_unit, &h), "attn_norm");
+    for (int64_t l = 0; l < p.layers; ++l) {
+      if (const memra_status st = layer_body(m.layers[static_cast<size_t>(l)], static_cast<int32_t>(l), p.layer_linear[static_cast<size_t>(l)]);
+          st != MEMRA_OK)
+        return st;
+      const memra_weight* next_norm = l + 1 < p.layers ? m.layers[static_cast<size_t>(l + 1)].attn_norm : m.output_norm;
+      Q3N_OP(o.add_rms_norm(c, &down, &residual, next_norm, p.norm_eps, p.norm_unit, &h), "norm");
+    }
   }
+  if (hidden_out) Q3N_OP(o.rows_output(c, &h, &batch), "hidden rows");
 
   if (batch.num_logits <= 0) return MEMRA_OK;
   memra_tensor rows, logits;
   Q3N_OP(make(batch.num_logits, p.hidden, rows), "alloc");
   Q3N_OP(o.gather_logit_rows(c, &h, &batch, &rows), "gather_logit_rows");
+  if (batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, row_output) && batch.row_output == MEMRA_ROW_OUTPUT_HIDDEN) {
+    Q3N_OP(o.logits_output(c, &rows, &batch), "hidden rows");  // embeddings: the normed rows
+    return MEMRA_OK;
+  }
   Q3N_OP(make(batch.num_logits, p.vocab, logits), "alloc");
   Q3N_OP(o.matmul(c, &rows, m.output, nullptr, &logits), "output");
   Q3N_OP(o.logits_output(c, &logits, &batch), "logits_output");

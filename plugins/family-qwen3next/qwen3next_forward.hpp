@@ -33,7 +33,10 @@ struct Model {
   std::vector<memra_weight> weights;
   const memra_weight *token_embd = nullptr, *output_norm = nullptr, *output = nullptr;
   std::vector<Layer> layers;
-  const memra_op *gdn = nullptr, *split_gate = nullptr, *sigmoid_mul = nullptr, *moe_ffn = nullptr;
+  // The MTP head (plan.mtp_layers): fc over [enorm(embedding) | hnorm(hidden)], its layer, its norm.
+  Layer mtp;
+  const memra_weight *mtp_eh = nullptr, *mtp_enorm = nullptr, *mtp_hnorm = nullptr, *mtp_norm = nullptr;
+  const memra_op *gdn = nullptr, *split_gate = nullptr, *sigmoid_mul = nullptr, *moe_ffn = nullptr, *concat = nullptr;
 };
 
 // Binds the host's weights to the plan (names the first missing or mismatched tensor).

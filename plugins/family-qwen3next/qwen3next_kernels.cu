@@ -173,3 +173,12 @@ extern "C" __global__ void q3n_sigmoid_mul(const float* x, const float* g, long 
   const long long row = i / n, e = i % n;
   y[i] = x[i] * q3n_sigmoid(g[row * gw + (gw == 1 ? 0 : e)]);
 }
+
+// qwen3next.concat: out [rows][a+b] = x [rows][a] beside y [rows][b].
+extern "C" __global__ void q3n_concat(const float* x, const float* y, long long rows, int32_t a, int32_t b, float* out) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long w = (long long)a + b;
+  if (i >= rows * w) return;
+  const long long row = i / w, e = i % w;
+  out[i] = e < a ? x[row * a + e] : y[row * b + (e - a)];
+}

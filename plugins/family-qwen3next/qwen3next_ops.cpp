@@ -217,6 +217,37 @@ memra_status sigmoid_mul_cpu(memra_plugin_ctx* ctx, const memra_op_env*, const m
   });
 }
 
+// ---- qwen3next.concat --------------------------------------------------------------------
+
+}  // namespace
+
+memra_status concat_check(memra_plugin_ctx* ctx, const memra_op_args* args) {
+  if (args->num_inputs != 2 || args->num_outputs != 1)
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.concat: takes two inputs, gives one output");
+  const int64_t a = last_dim(args->inputs[0]), b = last_dim(args->inputs[1]), rows = a > 0 ? numel(args->inputs[0]) / a : 0;
+  if (a <= 0 || b <= 0 || numel(args->inputs[1]) != rows * b || last_dim(args->outputs[0]) != a + b ||
+      numel(args->outputs[0]) != rows * (a + b))
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.concat: takes [T][A] and [T][B] into [T][A+B]");
+  return MEMRA_OK;
+}
+
+namespace {
+
+memra_status concat_cpu(memra_plugin_ctx* ctx, const memra_op_env*, const memra_op_args* args) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (const memra_status st = concat_check(ctx, args); st != MEMRA_OK) return st;
+    const int64_t a = last_dim(args->inputs[0]), b = last_dim(args->inputs[1]), rows = numel(args->inputs[0]) / a;
+    const auto* x = static_cast<const float*>(args->inputs[0]->data);
+    const auto* y = static_cast<const float*>(args->inputs[1]->data);
+    auto* out = static_cast<float*>(args->outputs[0]->data);
+    for (int64_t t = 0; t < rows; ++t) {
+      std::memcpy(out + t * (a + b), x + t * a, static_cast<size_t>(a) * 4);
+      std::memcpy(out + t * (a + b) + a, y + t * b, static_cast<size_t>(b) * 4);
+    }
+    return MEMRA_OK;
+  });
+}
+
 // ---- memra-kernel-check's cases -----------------------------------------------------------
 
 // A case's arrays, kept by the plugin context until shutdown.
@@ -228,6 +259,7 @@ struct CaseData {
   GdnAttrsV1 gdn{};
   SplitGateAttrsV1 split{};
   SigmoidMulAttrsV1 sigmul{};
+  ConcatAttrsV1 concat{};
 };
 
 std::vector<float> uniform(uint32_t seed, int64_t n, float lo, float hi) {
@@ -358,6 +390,21 @@ memra_status sigmoid_mul_example(memra_plugin_ctx* ctx, int32_t index, memra_op_
   });
 }
 
+memra_status concat_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example* out) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
+    if (index != 0) return MEMRA_ERR_NOT_FOUND;
+    auto c = std::make_shared<CaseData>();
+    c->concat = {sizeof(ConcatAttrsV1)};
+    interleave(*c, 7, 1);
+    c->inputs = {uniform(13, 7 * 96, -2.0f, 2.0f), uniform(14, 7 * 160, -2.0f, 2.0f)};
+    c->in_shapes = {7, 96, 7, 160};
+    c->out_shapes = {7, 256};
+    const ConcatAttrsV1* attrs = &c->concat;
+    return fill_case(ctx, c, "7 rows of 96 and 160", attrs, sizeof(ConcatAttrsV1), 1, 0, 0.0f, out);
+  });
+}
+
 const memra_op_def kOps[] = {
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u, sizeof(GdnAttrsV1), MEMRA_OP_NEEDS_BATCH | MEMRA_OP_USES_STATE | MEMRA_OP_SNAPSHOTS,
      "Gated DeltaNet core: causal conv + SiLU, l2-normed q/k, gated delta rule, gated RMSNorm (state qwen3next.gdn.v2)",
@@ -366,6 +413,8 @@ const memra_op_def kOps[] = {
      "gated attention: per-head [q | gate] rows into q and gate", split_gate_cpu, prepare_cuda, split_gate_cuda, split_gate_example},
     {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_SIGMOID_MUL, 1u, sizeof(SigmoidMulAttrsV1), 0u,
      "x * sigmoid(gate), the gate per element or per row", sigmoid_mul_cpu, prepare_cuda, sigmoid_mul_cuda, sigmoid_mul_example},
+    {MEMRA_OP_DEF_STRUCT_SIZE, QWEN3NEXT_OP_CONCAT, 1u, sizeof(ConcatAttrsV1), 0u,
+     "rows of two tensors side by side (the MTP head's input)", concat_cpu, prepare_cuda, concat_cuda, concat_example},
 };
 
 }  // namespace

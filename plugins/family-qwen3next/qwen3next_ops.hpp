@@ -65,6 +65,13 @@ struct SigmoidMulAttrsV1 {
   size_t struct_size;
 };
 
+// qwen3next.concat v1: outputs[0] [T][A+B] = inputs[0] [T][A] beside inputs[1] [T][B], row
+// by row (the MTP head's [embedding | hidden] before its fc). No batch.
+#define QWEN3NEXT_OP_CONCAT "qwen3next.concat"
+struct ConcatAttrsV1 {
+  size_t struct_size;
+};
+
 // The definitions memra_plugin_init hands the host.
 std::span<const memra_op_def> op_defs();
 
@@ -86,9 +93,11 @@ inline q3n_sources sources_of(const GdnAttrsV1& at, const memra_op_args* args) {
 }
 memra_status split_gate_check(memra_plugin_ctx* ctx, const memra_op_args* args);
 memra_status sigmoid_mul_check(memra_plugin_ctx* ctx, const memra_op_args* args);
+memra_status concat_check(memra_plugin_ctx* ctx, const memra_op_args* args);
 memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device, void** kernel_data);
 memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
 memra_status split_gate_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
 memra_status sigmoid_mul_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
+memra_status concat_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args);
 
 }  // namespace memra::qwen3next

@@ -16,6 +16,67 @@ void add(Plan& p, std::string name, std::vector<int64_t> shape, bool matrix, boo
   p.tensors.push_back({std::move(name), std::move(shape), matrix, any_float});
 }
 
+// One decoder layer's tensors under prefix `b` ("blk.3."): the token mixer, then the MLP.
+bool add_layer(Plan& p, const std::string& b, bool linear, bool moe, std::string& error) {
+  const GdnAttrsV1& g = p.gdn;
+  const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
+  const int64_t kd = static_cast<int64_t>(g.num_k_heads) * g.head_k_dim, vd = static_cast<int64_t>(g.num_v_heads) * g.head_v_dim;
+  add(p, b + "attn_norm.weight", {p.hidden}, false);
+  if (linear) {
+    if (g.layout & QWEN3NEXT_GDN_SPLIT_QKVZ) {
+      add(p, b + "attn_qkv.weight", {2 * kd + vd, p.hidden}, true);
+      add(p, b + "attn_gate.weight", {vd, p.hidden}, true);
+    } else {
+      add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
+    }
+    if (g.layout & QWEN3NEXT_GDN_SPLIT_BA) {
+      add(p, b + "ssm_beta.weight", {g.num_v_heads, p.hidden}, true);
+      add(p, b + "ssm_alpha.weight", {g.num_v_heads, p.hidden}, true);
+    } else {
+      add(p, b + "ssm_ba.weight", {2 * static_cast<int64_t>(g.num_v_heads), p.hidden}, true);
+    }
+    add(p, b + "ssm_conv1d.weight", {2 * kd + vd, 1, g.conv_kernel}, false, true);
+    add(p, b + (g.layout & QWEN3NEXT_GDN_A_DIRECT ? "ssm_a" : "ssm_a_log"), {g.num_v_heads}, false);
+    add(p, b + "ssm_dt.bias", {g.num_v_heads}, false);
+    add(p, b + "ssm_norm.weight", {g.head_v_dim}, false);
+    add(p, b + "ssm_out.weight", {p.hidden, vd}, true);
+  } else {
+    add(p, b + "attn_q.weight", {2 * q_width, p.hidden}, true);  // per head [q | gate]
+    add(p, b + "attn_k.weight", {kv_width, p.hidden}, true);
+    add(p, b + "attn_v.weight", {kv_width, p.hidden}, true);
+    if (p.attention_bias) {
+      add(p, b + "attn_q.bias", {2 * q_width}, false);
+      add(p, b + "attn_k.bias", {kv_width}, false);
+      add(p, b + "attn_v.bias", {kv_width}, false);
+    }
+    add(p, b + "attn_q_norm.weight", {p.head_dim}, false);
+    add(p, b + "attn_k_norm.weight", {p.head_dim}, false);
+    add(p, b + "attn_output.weight", {p.hidden, q_width}, true);
+  }
+  add(p, b + "post_attention_norm.weight", {p.hidden}, false);
+  if (moe) {
+    add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
+    for (const char* m : {"ffn_gate.", "ffn_up."})
+      for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
+    for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
+    if (p.shared_width > 0) {
+      add(p, b + "ffn_gate_shexp.weight", {p.shared_width, p.hidden}, true);
+      add(p, b + "ffn_up_shexp.weight", {p.shared_width, p.hidden}, true);
+      add(p, b + "ffn_down_shexp.weight", {p.hidden, p.shared_width}, true);
+      add(p, b + "ffn_gate_inp_shexp.weight", {1, p.hidden}, true);
+    }
+    return true;
+  }
+  if (p.intermediate <= 0) {
+    error = "family-qwen3next: layer " + b + " has a dense MLP but intermediate_size is 0";
+    return false;
+  }
+  add(p, b + "ffn_gate.weight", {p.intermediate, p.hidden}, true);
+  add(p, b + "ffn_up.weight", {p.intermediate, p.hidden}, true);
+  add(p, b + "ffn_down.weight", {p.hidden, p.intermediate}, true);
+  return true;
+}
+
 }  // namespace
 
 bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
@@ -106,64 +167,28 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
 
     if (!family::rope_from_config(c, p.head_dim, p.rope, error, "family-qwen3next")) return false;
 
-    const int64_t q_width = p.heads * p.head_dim, kv_width = p.kv_heads * p.head_dim;
-    const int64_t kd = static_cast<int64_t>(g.num_k_heads) * g.head_k_dim, vd = static_cast<int64_t>(g.num_v_heads) * g.head_v_dim;
     add(p, "token_embd.weight", {p.vocab, p.hidden}, true);
-    for (int64_t l = 0; l < p.layers; ++l) {
-      const std::string b = "blk." + std::to_string(l) + ".";
-      add(p, b + "attn_norm.weight", {p.hidden}, false);
-      if (p.layer_linear[static_cast<size_t>(l)]) {
-        if (g.layout & QWEN3NEXT_GDN_SPLIT_QKVZ) {
-          add(p, b + "attn_qkv.weight", {2 * kd + vd, p.hidden}, true);
-          add(p, b + "attn_gate.weight", {vd, p.hidden}, true);
-        } else {
-          add(p, b + "ssm_in.weight", {2 * kd + 2 * vd, p.hidden}, true);
-        }
-        if (g.layout & QWEN3NEXT_GDN_SPLIT_BA) {
-          add(p, b + "ssm_beta.weight", {g.num_v_heads, p.hidden}, true);
-          add(p, b + "ssm_alpha.weight", {g.num_v_heads, p.hidden}, true);
-        } else {
-          add(p, b + "ssm_ba.weight", {2 * static_cast<int64_t>(g.num_v_heads), p.hidden}, true);
-        }
-        add(p, b + "ssm_conv1d.weight", {2 * kd + vd, 1, g.conv_kernel}, false, true);
-        add(p, b + (g.layout & QWEN3NEXT_GDN_A_DIRECT ? "ssm_a" : "ssm_a_log"), {g.num_v_heads}, false);
-        add(p, b + "ssm_dt.bias", {g.num_v_heads}, false);
-        add(p, b + "ssm_norm.weight", {g.head_v_dim}, false);
-        add(p, b + "ssm_out.weight", {p.hidden, vd}, true);
-      } else {
-        add(p, b + "attn_q.weight", {2 * q_width, p.hidden}, true);  // per head [q | gate]
-        add(p, b + "attn_k.weight", {kv_width, p.hidden}, true);
-        add(p, b + "attn_v.weight", {kv_width, p.hidden}, true);
-        if (p.attention_bias) {
-          add(p, b + "attn_q.bias", {2 * q_width}, false);
-          add(p, b + "attn_k.bias", {kv_width}, false);
-          add(p, b + "attn_v.bias", {kv_width}, false);
-        }
-        add(p, b + "attn_q_norm.weight", {p.head_dim}, false);
-        add(p, b + "attn_k_norm.weight", {p.head_dim}, false);
-        add(p, b + "attn_output.weight", {p.hidden, q_width}, true);
-      }
-      add(p, b + "post_attention_norm.weight", {p.hidden}, false);
-      if (p.layer_moe[static_cast<size_t>(l)]) {
-        add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
-        for (const char* m : {"ffn_gate.", "ffn_up."})
-          for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
-        for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
-        if (p.shared_width > 0) {
-          add(p, b + "ffn_gate_shexp.weight", {p.shared_width, p.hidden}, true);
-          add(p, b + "ffn_up_shexp.weight", {p.shared_width, p.hidden}, true);
-          add(p, b + "ffn_down_shexp.weight", {p.hidden, p.shared_width}, true);
-          add(p, b + "ffn_gate_inp_shexp.weight", {1, p.hidden}, true);
-        }
-        continue;
-      }
-      if (p.intermediate <= 0) {
-        error = "family-qwen3next: layer " + std::to_string(l) + " has a dense MLP but intermediate_size is 0";
+    for (int64_t l = 0; l < p.layers; ++l)
+      if (!add_layer(p, "blk." + std::to_string(l) + ".", p.layer_linear[static_cast<size_t>(l)], p.layer_moe[static_cast<size_t>(l)],
+                     error))
         return false;
-      }
-      add(p, b + "ffn_gate.weight", {p.intermediate, p.hidden}, true);
-      add(p, b + "ffn_up.weight", {p.intermediate, p.hidden}, true);
-      add(p, b + "ffn_down.weight", {p.hidden, p.intermediate}, true);
+    // The MTP head (memra_plan_info.draft_layers): its fc and norms, then a gated attention
+    // layer with the model's MLP kind, under llama.cpp's names ("blk.<layers>." in its GGUF,
+    // "mtp.0." from Hugging Face).
+    p.mtp_layers = c.value("mtp_layers", int64_t{0});
+    p.mtp_missing = c.value("mtp_missing", std::string());
+    if (p.mtp_layers > 1) {
+      p.mtp_missing = "the checkpoint has " + std::to_string(p.mtp_layers) + " MTP layers; memra drafts with one";
+      p.mtp_layers = 0;
+    }
+    if (p.mtp_layers == 1) {
+      p.mtp_prefix = c.value("source_format", std::string("hf")) == "gguf" ? "blk." + std::to_string(p.layers) + "." : "mtp.0.";
+      const std::string& b = p.mtp_prefix;
+      add(p, b + "nextn.eh_proj.weight", {p.hidden, 2 * p.hidden}, true);
+      add(p, b + "nextn.enorm.weight", {p.hidden}, false);
+      add(p, b + "nextn.hnorm.weight", {p.hidden}, false);
+      add(p, b + "nextn.shared_head_norm.weight", {p.hidden}, false);
+      if (!add_layer(p, b, false, p.experts > 0, error)) return false;
     }
     add(p, "output_norm.weight", {p.hidden}, false);
     if (!p.tied_embeddings) add(p, "output.weight", {p.vocab, p.hidden}, true);
@@ -177,12 +202,15 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
 
 void plan_bind_state(Plan& p) {
   p.groups.clear();
-  if (!p.attention_layers.empty()) {
+  // The attention layers' KV, and the MTP layer's (numbered after the model's).
+  p.kv_layers = p.attention_layers;
+  if (p.mtp_layers > 0) p.kv_layers.push_back(static_cast<int32_t>(p.layers));
+  if (!p.kv_layers.empty()) {
     memra_state_group g{};
     g.struct_size = MEMRA_STATE_GROUP_STRUCT_SIZE;
     g.kind = MEMRA_STATE_PAGED_KV;
-    g.num_layers = static_cast<int32_t>(p.attention_layers.size());
-    g.layers = p.attention_layers.data();
+    g.num_layers = static_cast<int32_t>(p.kv_layers.size());
+    g.layers = p.kv_layers.data();
     g.kv_heads = static_cast<int32_t>(p.kv_heads);
     g.head_dim = static_cast<int32_t>(p.head_dim);
     g.kv_dtype = MEMRA_DTYPE_INVALID;
@@ -204,12 +232,14 @@ void plan_bind_state(Plan& p) {
   p.info.num_layers = static_cast<int32_t>(p.layers);
   p.info.inputs = MEMRA_INPUT_TOKEN_IDS;
   p.info.layer_ranges = 0;  // one backend: pipeline stages come with the two-GPU work
-  p.info.hidden_width = 0;
+  p.info.hidden_width = static_cast<int32_t>(p.hidden);  // model_forward serves hidden rows (embeddings, the MTP head)
+  p.info.draft_layers = static_cast<int32_t>(p.mtp_layers);
   p.info.num_state_groups = p.groups.size();
   p.info.state_groups = p.groups.data();
   p.required_ops.clear();
   if (!p.linear_layers.empty()) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_GDN, 1u});
-  if (!p.attention_layers.empty()) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u});
+  if (!p.kv_layers.empty()) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u});
+  if (p.mtp_layers > 0) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_CONCAT, 1u});
   p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SIGMOID_MUL, 1u});
   if (p.experts > 0) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1});
   p.info.num_required_ops = p.required_ops.size();
@@ -231,7 +261,9 @@ std::string plan_to_json(const Plan& p) {
                                   {"state_bytes_per_sequence", gdn_state_bytes(p.gdn)}}},
             {"experts", {{"num_experts", p.experts}, {"top_k", p.top_k}, {"expert_width", p.expert_width},
                          {"shared_width", p.shared_width}, {"layers", p.layer_moe}}},
+            {"mtp_layers", p.mtp_layers},
             {"tensors", t}};
+  if (!p.mtp_missing.empty()) j["draft_head_missing"] = p.mtp_missing;
   return j.dump();
 }
 

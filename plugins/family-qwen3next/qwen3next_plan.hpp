@@ -34,9 +34,13 @@ struct Plan {
   int32_t experts = 0, top_k = 0;
   int64_t expert_width = 0, shared_width = 0;
   bool normalize_top_k = false;
+  // The MTP head: 0 or 1 layer (numbered `layers`), its tensors under mtp_prefix; why a
+  // declared head is not there.
+  int64_t mtp_layers = 0;
+  std::string mtp_prefix, mtp_missing;
   std::vector<TensorSpec> tensors;
   // The state contract (memra_plan_info).
-  std::vector<int32_t> attention_layers, linear_layers;
+  std::vector<int32_t> attention_layers, linear_layers, kv_layers;
   std::vector<memra_state_group> groups;
   std::vector<memra_op_requirement> required_ops;
   memra_plan_info info{};

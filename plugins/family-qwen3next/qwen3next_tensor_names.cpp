@@ -48,6 +48,25 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLayerNa
 
 std::optional<std::string> canonical_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return "output.weight";
+  // The MTP head: "mtp.<i>." then llama.cpp's names (its GGUF has them as "blk.<layers + i>.";
+  // the plan takes the prefix from the source format).
+  if (const std::string_view m = family::strip_prefix(n, {"model.mtp.", "mtp."}); m.size() < n.size()) {
+    for (const auto& [hf, canon] : {std::pair<std::string_view, std::string_view>{"fc.weight", "nextn.eh_proj.weight"},
+                                    {"pre_fc_norm_embedding.weight", "nextn.enorm.weight"},
+                                    {"pre_fc_norm_hidden.weight", "nextn.hnorm.weight"},
+                                    {"norm.weight", "nextn.shared_head_norm.weight"}})
+      if (m == hf) return "mtp.0." + std::string(canon);
+    const auto part = family::hf_layer_part(n, {"model.mtp.", "mtp."});
+    if (!part) return std::nullopt;
+    const auto [layer, rest] = *part;
+    const std::string blk = "mtp." + std::to_string(layer) + ".";
+    for (const auto& [hf, canon] : kLayerNames)
+      if (rest == hf) return blk + std::string(canon);
+    constexpr std::string_view kMlp = "mlp.";
+    if (rest.substr(0, kMlp.size()) == kMlp)
+      if (auto e = family::hf_expert_name(rest.substr(kMlp.size()))) return blk + *e;
+    return std::nullopt;
+  }
   // The decoder under "model." (a causal LM) or "model.language_model." (Qwen3.5's
   // image-text-to-text checkpoints; their vision tower and MTP head are not read yet).
   const std::string_view top = family::strip_prefix(n, {"model.language_model.", "model."});

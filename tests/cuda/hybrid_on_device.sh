@@ -20,6 +20,7 @@ run() { local b=$1 f=$2; timeout 150 $D/bin/$b --gtest_filter="$f" > $L/$b.log 2
   t "$b $f rc=$? $(grep -E '^\[  (PASSED|FAILED)' $L/$b.log | tr '\n' ' ')"; grep -E "^\[  FAILED|Failure" $L/$b.log | head -5 | tee -a $OUT/summary.txt; }
 run engine_fixture_test '*/cuda*'
 run engine_recurrent_state_test '*/cuda*'
+run engine_mtp_test '*/cuda*'
 if [ "${QUICK:-}" = 1 ]; then t end; tar czf $OUT/logs.tar.gz -C $OUT logs; rm -rf $OUT/logs; exit 0; fi
 while [ ! -f $W/model.done ]; do sleep 2; done; t "model: $(tail -2 $L/make_model.log | tr '\n' ' ')"
 while [ ! -f /tmp/llama/convert_hf_to_gguf.py ]; do sleep 1; done
@@ -46,4 +47,9 @@ pair BF16
 wait
 pair Q4_K_M
 pair Q8_0
+# MTP (#39): K = 3 at a forced 75 % per-token acceptance, the head's compute real.
+mtp() { [ $(el) -lt ${GUARD2:-520} ] || { t "skip mtp $1: $(el) s used"; return; }
+  timeout 120 $D/bin/memra-bench --model $1 --quant q4_k --spec mtp --spec-k 3 --oracle-accept 0.75 --gen 128 --spec-repeats 2 > $L/mtp-$1.log 2>&1
+  t "memra mtp $1 rc=$?"; grep -E "^spec|^\(mtp" $L/mtp-$1.log | tee -a $OUT/summary.txt; tail -2 $L/mtp-$1.log | tee -a $OUT/summary.txt; }
+mtp qwen3.5-27b-16l
 t "end"; tar czf $OUT/logs.tar.gz -C $OUT logs; rm -rf $OUT/logs

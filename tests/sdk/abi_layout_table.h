@@ -83,6 +83,9 @@
   X(memra_forward_batch, row_output, 144)                      \
   X(memra_forward_batch, num_kv_pools, 148)                    \
   X(memra_forward_batch, snapshot_slots, 152)                  \
+  X(memra_forward_batch, head, 160)                            \
+  X(memra_forward_batch, hidden_in, 168)                       \
+  X(memra_forward_batch, hidden_out, 176)                      \
   X(memra_state_group, struct_size, 0)                         \
   X(memra_state_group, kind, 8)                                \
   X(memra_state_group, num_layers, 12)                         \
@@ -105,6 +108,7 @@
   X(memra_plan_info, required_ops, 64)                         \
   X(memra_plan_info, layer_ranges, 72)                         \
   X(memra_plan_info, hidden_width, 76)                         \
+  X(memra_plan_info, draft_layers, 80)                         \
   X(memra_op_requirement, struct_size, 0)                      \
   X(memra_op_requirement, name, 8)                             \
   X(memra_op_requirement, version, 16)                         \
@@ -192,6 +196,8 @@
   X(memra_backend_ops, logits_output, 88)                      \
   X(memra_backend_ops, op_find, 96)                            \
   X(memra_backend_ops, op_run, 104)                            \
+  X(memra_backend_ops, rows_input, 112)                        \
+  X(memra_backend_ops, rows_output, 120)                       \
   X(memra_op_args, struct_size, 0)                             \
   X(memra_op_args, layer, 8)                                   \
   X(memra_op_args, attrs_version, 12)                          \
@@ -282,9 +288,9 @@
   X(memra_host_api, 104, MEMRA_HOST_API_STRUCT_SIZE, 104)                            \
   X(memra_weight, 80, MEMRA_WEIGHT_STRUCT_SIZE, 80)                                  \
   X(memra_weight_set, 24, MEMRA_WEIGHT_SET_STRUCT_SIZE, 24)                          \
-  X(memra_forward_batch, 160, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 160) /* 2.8 */     \
+  X(memra_forward_batch, 184, MEMRA_FORWARD_BATCH_STRUCT_SIZE, 184) /* 2.9 */     \
   X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
-  X(memra_plan_info, 80, MEMRA_PLAN_INFO_STRUCT_SIZE, 80) /* 2.3 */                  \
+  X(memra_plan_info, 88, MEMRA_PLAN_INFO_STRUCT_SIZE, 84) /* 2.9 */                  \
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
   X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
   X(memra_matmul_args, 88, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 88) /* 2.1 */                \
@@ -294,7 +300,7 @@
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
   X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \
   X(memra_attention_params, 72, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 68) /* 2.4 */    \
-  X(memra_backend_ops, 112, MEMRA_BACKEND_OPS_STRUCT_SIZE, 112) /* 2.1 */            \
+  X(memra_backend_ops, 128, MEMRA_BACKEND_OPS_STRUCT_SIZE, 128) /* 2.9 */            \
   X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
   X(memra_moe_ffn_attrs_v1, 24, MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE, 24) /* 2.6 */ \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \

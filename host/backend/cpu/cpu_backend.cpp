@@ -73,6 +73,12 @@ CpuBackend::CpuBackend(QuantLookup quant_lookup) : quant_lookup_(std::move(quant
   ops_.op_run = [](memra_backend_ctx* c, const memra_op* op, const memra_op_args* a) {
     return guarded(c, [&](CpuBackend* b) { return b->op_run(op, a); });
   };
+  ops_.rows_input = [](memra_backend_ctx* c, const memra_forward_batch* bt, memra_tensor* o) {
+    return guarded(c, [&](CpuBackend* b) { return b->rows_input(bt, o); });
+  };
+  ops_.rows_output = [](memra_backend_ctx* c, const memra_tensor* x, const memra_forward_batch* bt) {
+    return guarded(c, [&](CpuBackend* b) { return b->rows_output(x, bt); });
+  };
 }
 
 memra_device_info CpuBackend::device_info() const {
@@ -417,6 +423,22 @@ memra_status CpuBackend::gather_logit_rows(const memra_tensor* x, const memra_fo
 
 memra_status CpuBackend::logits_output(const memra_tensor* logits, const memra_forward_batch* batch) {
   std::memcpy(batch->logits, logits->data, static_cast<size_t>(tensor_numel(logits)) * sizeof(float));
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::rows_input(const memra_forward_batch* batch, memra_tensor* out) {
+  if (batch->struct_size < MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out) || !batch->hidden_in ||
+      tensor_numel(out) != static_cast<int64_t>(batch->num_tokens) * tensor_last_dim(out))
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "rows_input: the batch has no hidden_in rows, or out is not [num_tokens][width]");
+  std::memcpy(out->data, batch->hidden_in, static_cast<size_t>(tensor_numel(out)) * sizeof(float));
+  return MEMRA_OK;
+}
+
+memra_status CpuBackend::rows_output(const memra_tensor* x, const memra_forward_batch* batch) {
+  if (batch->struct_size < MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out) || !batch->hidden_out ||
+      tensor_numel(x) != static_cast<int64_t>(batch->num_tokens) * tensor_last_dim(x))
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "rows_output: the batch has no hidden_out buffer, or x is not [num_tokens][width]");
+  std::memcpy(batch->hidden_out, x->data, static_cast<size_t>(tensor_numel(x)) * sizeof(float));
   return MEMRA_OK;
 }
 

@@ -76,6 +76,8 @@ class CpuBackend final : public Backend {
                          memra_tensor* q, memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  memra_status rows_input(const memra_forward_batch* batch, memra_tensor* out);
+  memra_status rows_output(const memra_tensor* x, const memra_forward_batch* batch);
   // Ops by name (cpu_named_ops.cpp: the CPU implementations of host/ops/op_registry.hpp).
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);

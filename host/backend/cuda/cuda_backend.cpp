@@ -247,6 +247,7 @@ void CudaBackend::reset_step_scratch() {
     profile_step_ = !profile_prefill_;  // a decode step until its batch shows prompt rows
   }
   batches_.clear();
+  pending_rows_.clear();
   act_rows_ = {};  // its buffers were step scratch
   arena_->reset();
   staging_->reset();
@@ -327,7 +328,9 @@ memra_status CudaBackend::copy_to_host(void* dst, const void* src, uint64_t byte
 memra_status CudaBackend::synchronize() {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   auto s = ctx_.synchronize();
-  return s ? MEMRA_OK : fail(s.error());
+  if (!s) return fail(s.error());
+  deliver_rows();
+  return MEMRA_OK;
 }
 
 memra_status CudaBackend::kernel_module_load(const char* name, memra_kernel_module** out) {

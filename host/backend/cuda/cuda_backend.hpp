@@ -143,6 +143,10 @@ class CudaBackend {
                          memra_tensor* k, const memra_tensor* v, memra_tensor* out);
   memra_status gather_logit_rows(const memra_tensor* x, const memra_forward_batch* batch, memra_tensor* out);
   memra_status logits_output(const memra_tensor* logits, const memra_forward_batch* batch);
+  // Draft heads' hidden rows (ABI 2.9): uploaded from, and copied to, the batch's host
+  // arrays; an output lands at the step's next synchronisation (logits_output's or synchronize()).
+  memra_status rows_input(const memra_forward_batch* batch, memra_tensor* out);
+  memra_status rows_output(const memra_tensor* x, const memra_forward_batch* batch);
   // Ops by name and recurrent state (ops_named.cpp).
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);
@@ -274,6 +278,13 @@ class CudaBackend {
   StepSlot slots_[kStepSlots];
   int32_t slot_ = 0;
   bool async_logits_ = false;
+  struct RowsCopy {
+    void* staging;
+    float* dst;
+    uint64_t bytes;
+  };
+  std::vector<RowsCopy> pending_rows_;  // rows_output copies waiting for the step's synchronisation
+  void deliver_rows();
 
   int64_t graph_replays_ = 0, graph_captures_ = 0;
   // Plugin kernels: matmul calls into plugins, and their launches by how they ran.

@@ -207,7 +207,44 @@ memra_status CudaBackend::logits_output(const memra_tensor* logits, const memra_
   if (r == CUDA_SUCCESS) r = cuStreamSynchronize(ctx_.stream());
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "logits copy (or an earlier kernel of this step)"));
   std::memcpy(batch->logits, *host, bytes);
+  deliver_rows();
   return MEMRA_OK;
+}
+
+void CudaBackend::deliver_rows() {
+  for (const RowsCopy& c : pending_rows_) std::memcpy(c.dst, c.staging, c.bytes);
+  pending_rows_.clear();
+}
+
+memra_status CudaBackend::rows_input(const memra_forward_batch* batch, memra_tensor* out) {
+  if (batch->struct_size < MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out) || !batch->hidden_in ||
+      tensor_numel(out) != static_cast<int64_t>(batch->num_tokens) * tensor_last_dim(out))
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "rows_input: the batch has no hidden_in rows, or out is not [num_tokens][width]");
+  const uint64_t bytes = static_cast<uint64_t>(tensor_numel(out)) * 4u;
+  if (recording() && !staging_->fits(bytes))
+    if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
+  auto host = staging_->alloc(bytes);
+  if (!host) return fail(host.error());
+  std::memcpy(*host, batch->hidden_in, bytes);
+  if (recording()) return record_copy(dptr(out), *host, bytes, true);
+  const CUresult r = cuMemcpyHtoDAsync(dptr(out), *host, bytes, ctx_.stream());
+  return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, "rows_input copy"));
+}
+
+memra_status CudaBackend::rows_output(const memra_tensor* x, const memra_forward_batch* batch) {
+  if (batch->struct_size < MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out) || !batch->hidden_out ||
+      tensor_numel(x) != static_cast<int64_t>(batch->num_tokens) * tensor_last_dim(x))
+    return fail(MEMRA_ERR_INVALID_ARGUMENT, "rows_output: the batch has no hidden_out buffer, or x is not [num_tokens][width]");
+  if (async_logits_) return fail(MEMRA_ERR_UNSUPPORTED, "rows_output: not in a rolling (slot) step");
+  const uint64_t bytes = static_cast<uint64_t>(tensor_numel(x)) * 4u;
+  if (recording() && !staging_->fits(bytes))
+    if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
+  auto host = staging_->alloc(bytes);
+  if (!host) return fail(host.error());
+  pending_rows_.push_back({*host, batch->hidden_out, bytes});
+  if (recording()) return record_copy(dptr(x), *host, bytes, false);
+  const CUresult r = cuMemcpyDtoHAsync(*host, dptr(x), bytes, ctx_.stream());
+  return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, "rows_output copy"));
 }
 
 }  // namespace memra::backend::cuda

@@ -55,6 +55,12 @@ memra_status op_gather(memra_backend_ctx* c, const memra_tensor* x, const memra_
 memra_status op_logits(memra_backend_ctx* c, const memra_tensor* l, const memra_forward_batch* bt) {
   return guarded_op(self(c), [&](CudaBackend* b) { return b->logits_output(l, bt); });
 }
+memra_status op_rows_input(memra_backend_ctx* c, const memra_forward_batch* bt, memra_tensor* o) {
+  return guarded_op(self(c), [&](CudaBackend* b) { return b->rows_input(bt, o); });
+}
+memra_status op_rows_output(memra_backend_ctx* c, const memra_tensor* x, const memra_forward_batch* bt) {
+  return guarded_op(self(c), [&](CudaBackend* b) { return b->rows_output(x, bt); });
+}
 memra_status op_find(memra_backend_ctx* c, const char* name, uint32_t version, const memra_op** out) {
   return guarded_op(self(c), [&](CudaBackend* b) { return b->op_find(name, version, out); });
 }
@@ -79,6 +85,8 @@ void fill_ops(memra_backend_ops& ops, memra_backend_ctx* ctx) {
   ops.logits_output = op_logits;
   ops.op_find = op_find;
   ops.op_run = op_run;
+  ops.rows_input = op_rows_input;
+  ops.rows_output = op_rows_output;
 }
 }  // namespace memra::backend::cuda
 

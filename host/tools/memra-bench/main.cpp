@@ -17,6 +17,8 @@
 #include "host/engine/generate.hpp"
 #include "host/engine/kv_dtype.hpp"
 #include "host/tools/memra-bench/random_model.hpp"
+
+#include <nlohmann/json.hpp>
 #include "memra_bench_shapes.hpp"  // generated from shapes/*.config.json
 #include "host/tools/memra-bench/batch_bench.hpp"
 #include "host/tools/memra-bench/mask_bench.hpp"
@@ -50,11 +52,13 @@ void usage() {
       "    --prompt N            its prompt tokens per sequence (default 64) and\n"
       "    --decode N            its decode steps timed per batch size (default 32)\n"
       "  --hbm-gbps X            roofline bandwidth when it cannot be measured (CPU; default 4300)\n"
-      "  --spec ngram|draft|oracle  instead: batch-1 greedy generation, plain vs speculative; prints both\n"
+      "  --spec ngram|draft|oracle|mtp  instead: batch-1 greedy generation, plain vs speculative; prints both\n"
       "                          speeds, the speed-up, drafted/accepted/acceptance, and fails unless the\n"
       "                          tokens are identical. ngram: prompt lookup; draft: a draft model (below);\n"
       "                          oracle: plain decode's own tokens as drafts, each right with probability\n"
-      "                          --oracle-accept (the verify path's ceiling, not a drafter)\n"
+      "                          --oracle-accept (the verify path's ceiling, not a drafter); mtp: the\n"
+      "                          model's MTP head (a random shape gets one), its drafts forced to\n"
+      "                          --oracle-accept (-1: the head's own drafts)\n"
       "  --spec-k K              drafted tokens per step (default 4)\n"
       "  --gen N                 tokens generated in --spec mode (default 128)\n"
       "  --prompt N              also the --spec prompt length (default 64)\n"
@@ -63,7 +67,7 @@ void usage() {
       "  --draft-quant SCHEME    --spec draft on the random model: the draft is the target's own weights\n"
       "                          requantized to q8_0, q4_0, q4_k (default), q5_k, q6_k or iq4_xs (needs --quant bf16)\n"
       "  --draft PATH            --spec draft with MODEL: a draft checkpoint with MODEL's vocabulary\n"
-      "  --oracle-accept P       --spec oracle: probability a draft is right (default 0.9)\n"
+      "  --oracle-accept P       --spec oracle / mtp: probability a draft is right (default 0.9)\n"
       "  --spec-fallback         --spec: with the adaptive fallback (default off: every step drafts)\n"
       "  --spec-verify-cost R    the fallback's cost of one more verify token (default: measured)\n"
       "  --spec-repeats N        --spec: best of N runs (default 3)\n"
@@ -205,7 +209,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memra-bench: unknown --model '%s' (see --help)\n", model.c_str());
     return 2;
   }
-  const std::string shape_json = shape_it->second;
+  std::string shape_json = shape_it->second;
   if (table) {
     if (!model_path.empty() || !spec.empty()) {
       std::fprintf(stderr, "memra-bench: --table makes its own random models: give no MODEL and no --spec\n");
@@ -226,6 +230,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // --spec mtp on a random shape: the shape with its MTP layer (random too; drafts are
+  // forced to --oracle-accept, the head's compute is real).
+  if (spec == "mtp" && model_path.empty()) {
+    auto j = nlohmann::json::parse(shape_json, nullptr, false);
+    if (j.is_object() && !j.contains("mtp_num_hidden_layers")) j["mtp_num_hidden_layers"] = 1;
+    if (j.is_object()) shape_json = j.dump();
+  }
   double t0 = now_s();
   auto src = model_path.empty() ? memra::bench::random_model(shape_json, quant, plugins, 42)
                                 : memra::engine::open_model_source(model_path, plugins);
@@ -245,6 +256,7 @@ int main(int argc, char** argv) {
   eo.max_context = std::max<int64_t>(prompt + std::max(decode, gen) + 16, memra::bench::standard_bench_context(sb));
   eo.max_sequences = max_batch;
   if (!spec.empty()) eo.state_snapshot_rows = spec_k;  // a hybrid's rollback without a replay
+  eo.draft_head = spec == "mtp";
   eo.pipeline_stages = pp;
   if (!pp_split.empty())
     for (int c : int_list(pp_split)) eo.pipeline_split.push_back(c);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/engine/draft_model.hpp"
+#include "host/engine/mtp_drafter.hpp"
 #include "host/engine/drafter.hpp"
 #include "host/engine/generate.hpp"
 #include "host/engine/text_model.hpp"
@@ -55,6 +56,27 @@ class OracleDrafter : public engine::Drafter {
   double p_;
   int64_t vocab_;
   std::mt19937_64 rng_{5};
+};
+
+// The MTP head's real drafting (its steps run, its KV and state are kept), with the
+// drafts it returns replaced by the oracle's: a forced acceptance, whatever the weights.
+class ForcedMtpDrafter : public engine::Drafter {
+ public:
+  ForcedMtpDrafter(engine::Engine& target, std::vector<int32_t> truth, double p, int64_t vocab)
+      : mtp_(target, engine::mtp_draft_cost(target)), oracle_(std::move(truth), p, vocab) {}
+  void attach(int32_t seq) override { mtp_.attach(seq); }
+  std::vector<int32_t> draft(std::span<const int32_t> context, int k) override {
+    const std::vector<int32_t> real = mtp_.draft(context, k);
+    return oracle_.draft(context, static_cast<int>(real.size()));
+  }
+  void verified(std::span<const int32_t> context, int drafted, int accepted) override { mtp_.verified(context, drafted, accepted); }
+  bool wants_target_hidden() const override { return true; }
+  void target_hidden(int64_t first, std::span<const float> rows, int64_t dim) override { mtp_.target_hidden(first, rows, dim); }
+  double draft_token_cost() const override { return mtp_.draft_token_cost(); }
+
+ private:
+  engine::MtpDrafter mtp_;
+  OracleDrafter oracle_;
 };
 
 }  // namespace
@@ -179,8 +201,14 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
     draft = std::move(*e);
     std::printf("draft model: %s, %.2f of a target step per token (matrix bytes), ready in %.1f s\n", draft_label.c_str(),
                 engine::draft_cost_estimate(target, *draft), now_s() - t0);
+  } else if (o.drafter == "mtp") {
+    if (target.draft_layers() == 0) {
+      std::fprintf(stderr, "memra-bench: --spec mtp: the model has no MTP head%s\n",
+                   target.draft_head_missing().empty() ? "" : (" (" + target.draft_head_missing() + ")").c_str());
+      return 2;
+    }
   } else if (o.drafter != "ngram" && o.drafter != "oracle") {
-    std::fprintf(stderr, "memra-bench: --spec %s: use ngram, draft or oracle (mtp: no family ships MTP heads yet)\n", o.drafter.c_str());
+    std::fprintf(stderr, "memra-bench: --spec %s: use ngram, draft, oracle or mtp\n", o.drafter.c_str());
     return 2;
   }
 
@@ -204,6 +232,12 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
       drafter = std::make_unique<engine::NgramDrafter>();
     } else if (o.drafter == "draft") {
       drafter = std::make_unique<engine::DraftModelDrafter>(*draft, engine::draft_cost_estimate(target, *draft));
+    } else if (o.drafter == "mtp" && o.oracle_accept < 0) {
+      drafter = std::make_unique<engine::MtpDrafter>(target, engine::mtp_draft_cost(target));
+    } else if (o.drafter == "mtp") {
+      std::vector<int32_t> truth = prompt;
+      truth.insert(truth.end(), a->tokens.begin(), a->tokens.end());
+      drafter = std::make_unique<ForcedMtpDrafter>(target, std::move(truth), o.oracle_accept, vocab);
     } else {
       std::vector<int32_t> truth = prompt;
       truth.insert(truth.end(), a->tokens.begin(), a->tokens.end());
@@ -237,6 +271,9 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
               last.drafted ? 100.0 * static_cast<double>(last.accepted) / static_cast<double>(last.drafted) : 0.0,
               static_cast<long long>(last.verify_steps), static_cast<long long>(last.plain_steps),
               static_cast<long long>(last.fallbacks), same ? "yes" : "NO");
+  if (o.drafter == "mtp" && o.oracle_accept >= 0)
+    std::printf("(mtp: the head drafts for real; its drafts are replaced by plain decode's own tokens, each right with "
+                "probability %.2f — a forced acceptance; --oracle-accept -1 keeps the head's own drafts)\n", o.oracle_accept);
   if (o.drafter == "oracle")
     std::printf("(oracle: drafts are plain decode's own tokens, each right with probability %.2f — the verify path's "
                 "ceiling at that acceptance, not a drafter)\n", o.oracle_accept);

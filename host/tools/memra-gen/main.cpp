@@ -26,6 +26,7 @@
 
 #include "host/engine/draft_loader.hpp"
 #include "host/engine/draft_model.hpp"
+#include "host/engine/mtp_drafter.hpp"
 #include "host/engine/generate.hpp"
 #include "host/engine/kv_dtype.hpp"
 #include "host/engine/text_model.hpp"
@@ -230,6 +231,7 @@ class GenApp : public Application {
     text_ = std::move(*text);
     // Speculating: a hybrid's rollback copies a row's state snapshot back instead of replaying.
     if (!opt("spec", "").empty()) eo.state_snapshot_rows = std::max(1, std::atoi(opt("spec-k", "4").c_str()));
+    eo.draft_head = opt("spec", "") == "mtp";
     auto eng = engine::Engine::create(std::move(*source), host, eo);
     if (!eng) return fail(eng.error().message);
     engine_ = std::move(*eng);
@@ -262,7 +264,10 @@ class GenApp : public Application {
       draft_engine_ = std::move(*d);
       drafter_ = std::make_unique<engine::DraftModelDrafter>(*draft_engine_, engine::draft_cost_estimate(*engine_, *draft_engine_));
     } else if (spec_kind_ == "mtp") {
-      return fail(model + " ships no MTP heads (no supported model family has them yet); use --spec ngram, or --spec draft --draft PATH");
+      if (engine_->draft_layers() == 0)
+        return fail(model + " has no MTP head" + (engine_->draft_head_missing().empty() ? "" : " (" + engine_->draft_head_missing() + ")") +
+                    "; use --spec ngram, or --spec draft --draft PATH");
+      drafter_ = std::make_unique<engine::MtpDrafter>(*engine_, engine::mtp_draft_cost(*engine_));
     } else {
       return usage_error("--spec must be ngram, draft or mtp");
     }

@@ -152,8 +152,14 @@ typedef struct memra_backend_ops {
   memra_status (*op_find)(memra_backend_ctx* ctx, const char* name, uint32_t attrs_version,
                           const memra_op** out);
   memra_status (*op_run)(memra_backend_ctx* ctx, const memra_op* op, const memra_op_args* args);
+
+  /* ABI 2.9 (draft heads; memra_forward_batch.hidden_in / hidden_out): out[t] =
+   * batch->hidden_in[t], out [num_tokens][width]; and batch->hidden_out[t] = x[t] for every
+   * row, x [num_tokens][width], on the host once the step's logits are. */
+  memra_status (*rows_input)(memra_backend_ctx* ctx, const memra_forward_batch* batch, memra_tensor* out);
+  memra_status (*rows_output)(memra_backend_ctx* ctx, const memra_tensor* x, const memra_forward_batch* batch);
 } memra_backend_ops;
-#define MEMRA_BACKEND_OPS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_backend_ops, op_run)
+#define MEMRA_BACKEND_OPS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_backend_ops, rows_output)
 
 MEMRA_EXTERN_C_END
 

@@ -94,8 +94,21 @@ typedef struct memra_forward_batch {
    * the plan declares it (speculative rollback without a replay); a plugin passes the
    * batch on. */
   const int32_t* snapshot_slots;
+  /* ABI 2.9: draft heads (multi-token prediction, memra_plan_info.draft_layers).
+   * head 0: the model. hidden_out, when set, receives every row's final hidden state
+   * (after the final norm; [num_tokens][hidden_width] floats on the host), as well as
+   * the logits. head 1: the draft head runs instead of the model: row t reads the token
+   * token_ids[t] (the token that follows the hidden state's position) and the hidden
+   * state hidden_in[t] ([num_tokens][hidden_width] floats on the host: the model's at
+   * that position, or the head's own previous output when it drafts ahead), keeps KV in
+   * the draft layers at positions[t], and yields logits (and its output hidden state in
+   * hidden_out when set) predicting the token after token_ids[t]. A head step leaves
+   * RECURRENT state alone (state_slots and snapshot_slots are NULL). */
+  int32_t head;
+  const float* hidden_in;
+  float* hidden_out;
 } memra_forward_batch;
-#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, snapshot_slots)
+#define MEMRA_FORWARD_BATCH_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_forward_batch, hidden_out)
 #define MEMRA_ROW_OUTPUT_LOGITS 0 /* [num_logits][vocab_size] logits */
 #define MEMRA_ROW_OUTPUT_HIDDEN 1 /* [num_logits][hidden_width] final hidden states */
 #define MEMRA_MAX_CARRY 4
@@ -157,8 +170,13 @@ typedef struct memra_plan_info {
    * memra_forward_batch.row_output = MEMRA_ROW_OUTPUT_HIDDEN (embedding models);
    * 0 = it does not, and the host never asks for hidden rows. */
   int32_t hidden_width;
+  /* ABI 2.9: layers of a draft head (an MTP layer shipped in the checkpoint), numbered
+   * after the model's: [num_layers, num_layers + draft_layers). Their state is in the state
+   * groups like any layer's (PAGED_KV only); the host allocates it only when it drafts with
+   * the head (memra_forward_batch.head = 1), which needs hidden_width set. 0 = no head. */
+  int32_t draft_layers;
 } memra_plan_info;
-#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, hidden_width)
+#define MEMRA_PLAN_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_plan_info, draft_layers)
 
 /* Output strings use the buffer protocol: the callee copies at most buf_size bytes
  * including the NUL and always sets *needed to the full size including the NUL; a

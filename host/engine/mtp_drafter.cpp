@@ -1,0 +1,128 @@
+#include "host/engine/mtp_drafter.hpp"
+
+#include <algorithm>
+
+namespace memra::engine {
+
+namespace {
+
+int32_t argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+}  // namespace
+
+double mtp_draft_cost(const Engine& target) {
+  // One more attention layer and the output matrix, each about a layer's bytes.
+  return 2.0 / static_cast<double>(std::max<int64_t>(1, target.config().num_layers) + 2);
+}
+
+void MtpDrafter::target_hidden(int64_t first_position, std::span<const float> rows, int64_t dim) {
+  if (dim != engine_.hidden_width() || dim <= 0) return;
+  const auto n = static_cast<int64_t>(rows.size()) / dim;
+  // Contiguous with what is kept, or a fresh start (the positions in between never came).
+  if (hidden_.empty() || first_position != hidden_from_ + static_cast<int64_t>(hidden_.size()) / dim) {
+    if (!(first_position >= hidden_from_ && first_position <= hidden_from_ + static_cast<int64_t>(hidden_.size()) / dim)) {
+      hidden_.clear();
+      hidden_from_ = first_position;
+    } else {
+      hidden_.resize(static_cast<size_t>((first_position - hidden_from_) * dim));  // a re-computed tail
+    }
+  }
+  hidden_.insert(hidden_.end(), rows.begin(), rows.begin() + n * dim);
+}
+
+void MtpDrafter::verified(std::span<const int32_t> context, int /*drafted*/, int /*accepted*/) {
+  // The target keeps positions < context.size() - 1: drop the states of rejected rows.
+  const int64_t dim = engine_.hidden_width();
+  const int64_t keep = static_cast<int64_t>(context.size()) - 1 - hidden_from_;
+  if (dim > 0 && keep >= 0 && static_cast<int64_t>(hidden_.size()) > keep * dim) hidden_.resize(static_cast<size_t>(keep * dim));
+  written_ = std::min(written_, static_cast<int64_t>(context.size()) - 1);
+}
+
+std::vector<int32_t> MtpDrafter::draft(std::span<const int32_t> context, int k) {
+  DraftCall call{this, context, k, {}};
+  draft_batch({&call, 1});
+  return call.out;
+}
+
+void MtpDrafter::draft_batch(std::span<DraftCall> calls) {
+  const int64_t dim = engine_.hidden_width();
+  struct Live {
+    DraftCall* call;
+    MtpDrafter* d;
+    int64_t position;                // of the row the next head step runs
+    std::vector<int32_t> tokens;     // the first step's rows
+    std::vector<float> hidden;
+  };
+  std::vector<Live> live;
+  for (DraftCall& c : calls) {
+    auto* d = static_cast<MtpDrafter*>(c.drafter);
+    c.out.clear();
+    d->error_.clear();
+    const auto L = static_cast<int64_t>(c.context.size());
+    if (c.k <= 0 || L < 2 || d->seq_ < 0 || dim <= 0) continue;
+    // Head rows written_ .. L - 2: the last is the first draft row (the token pending at
+    // L - 1 with the state at L - 2). Rows without a target state are skipped.
+    const int64_t have_end = d->hidden_from_ + static_cast<int64_t>(d->hidden_.size()) / dim;
+    if (have_end < L - 1 || d->hidden_from_ > L - 2) {
+      d->error_ = "no target hidden state at position " + std::to_string(L - 2);
+      continue;
+    }
+    const int64_t from = std::max(d->written_, d->hidden_from_);
+    // Drafting past the context is pointless (the verify step could not take them).
+    const int k = static_cast<int>(std::min<int64_t>(c.k, engine_.max_context() - L));
+    if (k <= 0) continue;
+    Live l{&c, d, from, {}, {}};
+    l.tokens.assign(c.context.begin() + from + 1, c.context.end());
+    l.hidden.assign(d->hidden_.begin() + static_cast<std::ptrdiff_t>((from - d->hidden_from_) * dim),
+                    d->hidden_.begin() + static_cast<std::ptrdiff_t>((L - 1 - d->hidden_from_) * dim));
+    c.k = k;
+    live.push_back(std::move(l));
+  }
+  if (live.empty()) return;
+  std::vector<HeadRequest> reqs;
+  for (const Live& l : live) reqs.push_back({l.d->seq_, l.position, l.tokens, l.hidden});
+  auto rows = engine_.step_head(reqs);
+  if (!rows) {
+    for (Live& l : live) l.d->error_ = rows.error().message;
+    return;
+  }
+  for (size_t i = 0; i < live.size(); ++i) {
+    Live& l = live[i];
+    const auto L = static_cast<int64_t>(l.call->context.size());
+    l.d->head_rows_ += static_cast<int64_t>(l.tokens.size());
+    l.d->written_ = L - 1;
+    // States before L - 1 are in the head's KV now; the next steps bring L - 1 on.
+    l.d->hidden_.erase(l.d->hidden_.begin(), l.d->hidden_.begin() + static_cast<std::ptrdiff_t>((L - 1 - l.d->hidden_from_) * dim));
+    l.d->hidden_from_ = L - 1;
+    l.call->out.push_back(argmax((*rows)[i].logits));
+    l.hidden = std::move((*rows)[i].hidden);
+    l.position = L - 1;
+  }
+  // Ahead: one row per drafted position, reading the head's own state of the row before.
+  while (true) {
+    reqs.clear();
+    std::vector<Live*> stepping;
+    for (Live& l : live) {
+      if (static_cast<int>(l.call->out.size()) >= l.call->k || !l.d->error_.empty()) continue;
+      reqs.push_back({l.d->seq_, l.position, {&l.call->out.back(), 1}, l.hidden});
+      stepping.push_back(&l);
+    }
+    if (reqs.empty()) break;
+    auto r = engine_.step_head(reqs);
+    if (!r) {
+      for (Live* l : stepping) l->d->error_ = r.error().message;  // the drafts so far stand
+      break;
+    }
+    for (size_t i = 0; i < stepping.size(); ++i) {
+      Live& l = *stepping[i];
+      ++l.d->head_rows_;
+      ++l.position;
+      l.call->out.push_back(argmax((*r)[i].logits));
+      l.hidden = std::move((*r)[i].hidden);
+    }
+  }
+}
+
+}  // namespace memra::engine

@@ -1,0 +1,59 @@
+// The MTP drafter: the checkpoint's own draft head (an MTP layer, Engine::step_head)
+// proposes the next k tokens. Row i of the head reads the target's final hidden state at
+// position i and the token at i + 1, and predicts the token at i + 2; its KV lives in the
+// target sequence's blocks (one more attention layer), so rollback, prefix-cache hits and
+// closing need nothing of their own.
+//
+// Each draft call first catches the head up on the positions the target computed since
+// the last call (their hidden states came with the target's steps: target_hidden), the
+// last of them being the first draft row; then drafts ahead greedily, row j reading the
+// head's own output state of row j - 1. Rows drafted ahead are rewritten by the next
+// call's catch-up. Positions whose hidden states never came (a prefix-cache hit's) keep
+// whatever head KV their blocks hold: drafts may differ, tokens never do.
+//
+// Threading: as the draft-model drafter (the scheduler's or memra-gen's thread).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "host/engine/drafter.hpp"
+#include "host/engine/engine.hpp"
+
+namespace memra::engine {
+
+class MtpDrafter : public Drafter {
+ public:
+  // `target` must outlive the drafter and have its draft head enabled (EngineOptions::draft_head).
+  MtpDrafter(Engine& target, double draft_token_cost) : engine_(target), cost_(draft_token_cost) {}
+
+  void attach(int32_t target_seq) override { seq_ = target_seq; }
+  std::vector<int32_t> draft(std::span<const int32_t> context, int k) override;
+  // One head step per drafted position for every call (all calls' drafters are MtpDrafters
+  // of this engine).
+  void draft_batch(std::span<DraftCall> calls) override;
+  void verified(std::span<const int32_t> context, int drafted, int accepted) override;
+  bool wants_target_hidden() const override { return true; }
+  void target_hidden(int64_t first_position, std::span<const float> rows, int64_t dim) override;
+  double draft_token_cost() const override { return cost_; }
+  // Head rows run since the drafter opened (catch-up and ahead), and the last failure.
+  int64_t head_rows() const { return head_rows_; }
+  const std::string& last_error() const { return error_; }
+
+ private:
+  Engine& engine_;
+  double cost_;
+  int32_t seq_ = -1;
+  int64_t written_ = 0;             // head rows 0..written_-1 hold the target's states
+  int64_t hidden_from_ = 0;         // hidden_ holds the target's states from this position on
+  std::vector<float> hidden_;
+  int64_t head_rows_ = 0;
+  std::string error_;
+};
+
+// Cost of one head token in target decode steps, for the fallback's cost model: one
+// attention layer and the output matrix against the whole model (decode is memory bound).
+double mtp_draft_cost(const Engine& target);
+
+}  // namespace memra::engine
