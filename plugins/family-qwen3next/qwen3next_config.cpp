@@ -56,8 +56,12 @@ json from_hf(const RawConfig& raw, const Arch& arch) {
   for (const std::string top : {"mtp.", "model.mtp."})
     if (raw.has_tensor(top + "fc.weight"))
       while (raw.has_tensor(top + "layers." + std::to_string(mtp_layers) + ".input_layernorm.weight")) ++mtp_layers;
-  if (const int64_t declared = c.integer("mtp_num_hidden_layers", 0); declared > 0 && mtp_layers == 0)
-    out["mtp_missing"] = "the config declares " + std::to_string(declared) + " MTP layer(s) but the checkpoint has no mtp.* weights";
+  // A config without a tensor listing (memra-bench's random shapes) gets what it declares.
+  const bool listed = raw.tensors.is_object() && !raw.tensors.empty();
+  if (const int64_t declared = c.integer("mtp_num_hidden_layers", 0); declared > 0 && mtp_layers == 0) {
+    if (listed) out["mtp_missing"] = "the config declares " + std::to_string(declared) + " MTP layer(s) but the checkpoint has no mtp.* weights";
+    else mtp_layers = declared;
+  }
   out["mtp_layers"] = mtp_layers;
   out["num_heads"] = heads;
   out["num_kv_heads"] = c.integer("num_key_value_heads", heads);

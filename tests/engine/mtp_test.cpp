@@ -74,7 +74,9 @@ class EngineMtp : public memra::testing::BackendTest {
 // `bound` of the reference; all rows in one step end on the same last row bit for bit;
 // three drafts chained from the prompt's end.
 void check_head(memra_backend_kind kind, const std::string& quant, double bound) {
-  const fs::path path = quant == "keep" ? mtp_fixture() : memra::testing::repacked_fixture(mtp_fixture(), quant);
+  const fs::path path = quant == "keep"   ? mtp_fixture()
+                        : quant == "gguf" ? mtp_fixture() / "gguf" / "qwen3_5-mtp-BF16.gguf"
+                                          : memra::testing::repacked_fixture(mtp_fixture(), quant);
   ASSERT_FALSE(path.empty());
   const MtpReference ref = read_mtp_reference(mtp_fixture());
   const std::string what = "mtp head (" + quant + ") on " + memra::testing::backend_name(kind);
@@ -155,6 +157,13 @@ void check_head(memra_backend_kind kind, const std::string& quant, double bound)
 
 TEST_P(EngineMtp, HeadMatchesTheReferenceAsF32) { check_head(GetParam(), "f32", 1e-4); }
 TEST_P(EngineMtp, HeadMatchesTheReference) { check_head(GetParam(), "keep", memra::testing::kBf16ActivationBound); }
+// llama.cpp's conversion of the fixture (blk.4.nextn.*, norms with the 1 folded in), made on
+// the GPU machine by tests/cuda/hybrid_on_device.sh.
+TEST_P(EngineMtp, GgufHeadMatchesTheReference) {
+  if (!fs::exists(mtp_fixture() / "gguf" / "qwen3_5-mtp-BF16.gguf"))
+    GTEST_SKIP() << "no llama.cpp conversion of the MTP fixture (tests/cuda/hybrid_on_device.sh makes it)";
+  check_head(GetParam(), "gguf", memra::testing::kBf16ActivationBound);
+}
 
 // The scheduler's identity gates with the MTP drafter: every request's tokens and
 // logprobs as plain decode's, K = 1..8, greedy and seeded, alone and batched; later runs
