@@ -209,8 +209,18 @@ class CudaBackend {
   void release_graph();
 
   bool graph_enabled_ = false, recording_ = false;
-  std::vector<StepOp> step_ops_, graph_ops_;
-  CUgraphExec graph_exec_ = nullptr;
+  std::vector<StepOp> step_ops_;
+  // The step graphs of the last few step shapes (a speculative decode alternates target
+  // verify steps and draft-head steps): replayed when a step's ops are one's exactly,
+  // updated in place when they have its topology, else captured anew over the least used.
+  struct CachedGraph {
+    CUgraphExec exec = nullptr;
+    std::vector<StepOp> ops;
+    uint64_t used = 0;
+  };
+  static constexpr size_t kCachedGraphs = 8;
+  std::vector<CachedGraph> graphs_;
+  uint64_t graph_clock_ = 0;
   std::unordered_map<Kernel*, std::vector<std::pair<uint32_t, uint32_t>>> param_layouts_;  // offset, size
 
   BackendOptions options_;
@@ -263,8 +273,7 @@ class CudaBackend {
     };
     std::vector<Pending> pending;
     std::vector<std::pair<void*, uint64_t>> logits_host;  // pinned, reused step to step
-    std::vector<StepOp> graph_ops;   // the slot's step graph, parked while the other slot runs
-    CUgraphExec graph_exec = nullptr;
+    std::vector<CachedGraph> graphs;  // the slot's step graphs, parked while the other slot runs
   };
   memra_status switch_slot(int32_t slot);
   // A step's start: the current slot's scratch and batch uploads reclaimed, recording

@@ -112,9 +112,9 @@ memra_status CudaBackend::flush_recorded() {
 }
 
 void CudaBackend::release_graph() {
-  if (graph_exec_) cuGraphExecDestroy(graph_exec_);
-  graph_exec_ = nullptr;
-  graph_ops_.clear();
+  for (CachedGraph& g : graphs_)
+    if (g.exec) cuGraphExecDestroy(g.exec);
+  graphs_.clear();
 }
 
 memra_status CudaBackend::run_step_graph() {
@@ -124,7 +124,10 @@ memra_status CudaBackend::run_step_graph() {
   ops.swap(step_ops_);
   const CUstream s = ctx_.stream();
   const auto plugin_ops = std::count_if(ops.begin(), ops.end(), [](const StepOp& op) { return op.plugin; });
-  if (graph_exec_ && ops == graph_ops_) {
+  CachedGraph* hit = nullptr;
+  for (CachedGraph& g : graphs_)
+    if (g.ops == ops) hit = &g;
+  if (hit) {
     ++graph_replays_;
     plugin_launches_replayed_ += plugin_ops;
   } else {
@@ -140,25 +143,40 @@ memra_status CudaBackend::run_step_graph() {
       release_graph();
       return st != MEMRA_OK ? st : fail(MEMRA_ERR_DEVICE, cu_error(r, "cuStreamEndCapture (step graph)"));
     }
-    // Same topology (a decode step whose attention grew a chunk, say): update in place.
-    bool updated = false;
-    if (graph_exec_) {
+    // Same topology as a kept graph (a decode step whose attention grew a chunk, say):
+    // update that one in place.
+    auto topology = [](const StepOp& x, const StepOp& y) {
+      return x.kernel == y.kernel && (x.kernel || x.to_device == y.to_device);
+    };
+    for (CachedGraph& c : graphs_) {
+      if (c.ops.size() != ops.size() || !std::equal(ops.begin(), ops.end(), c.ops.begin(), topology)) continue;
       CUgraphExecUpdateResultInfo info{};
-      updated = cuGraphExecUpdate(graph_exec_, g, &info) == CUDA_SUCCESS;
-      if (!updated) release_graph();
+      if (cuGraphExecUpdate(c.exec, g, &info) == CUDA_SUCCESS) hit = &c;
+      break;
     }
-    if (!updated) r = cuGraphInstantiate(&graph_exec_, g, 0);
+    if (!hit) {
+      if (graphs_.size() >= kCachedGraphs) {
+        auto lru = std::min_element(graphs_.begin(), graphs_.end(), [](const CachedGraph& x, const CachedGraph& y) { return x.used < y.used; });
+        cuGraphExecDestroy(lru->exec);
+        graphs_.erase(lru);
+      }
+      CachedGraph fresh;
+      r = cuGraphInstantiate(&fresh.exec, g, 0);
+      if (r != CUDA_SUCCESS) {
+        cuGraphDestroy(g);
+        release_graph();
+        return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuGraphInstantiate (step graph)"));
+      }
+      graphs_.push_back(std::move(fresh));
+      hit = &graphs_.back();
+    }
     cuGraphDestroy(g);
-    if (r != CUDA_SUCCESS) {
-      graph_exec_ = nullptr;
-      release_graph();
-      return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuGraphInstantiate (step graph)"));
-    }
-    graph_ops_ = std::move(ops);
+    hit->ops = std::move(ops);
     ++graph_captures_;
     plugin_launches_captured_ += plugin_ops;
   }
-  const CUresult r = cuGraphLaunch(graph_exec_, s);
+  hit->used = ++graph_clock_;
+  const CUresult r = cuGraphLaunch(hit->exec, s);
   return r == CUDA_SUCCESS ? MEMRA_OK : fail(MEMRA_ERR_DEVICE, cu_error(r, "cuGraphLaunch (step graph)"));
 }
 

@@ -24,14 +24,12 @@ memra_status CudaBackend::switch_slot(int32_t slot) {
   std::swap(arena_, cur.arena);
   std::swap(staging_, cur.staging);
   std::swap(batches_, cur.batches);
-  std::swap(graph_ops_, cur.graph_ops);
-  std::swap(graph_exec_, cur.graph_exec);
+  std::swap(graphs_, cur.graphs);
   StepSlot& next = slots_[slot];
   std::swap(arena_, next.arena);
   std::swap(staging_, next.staging);
   std::swap(batches_, next.batches);
-  std::swap(graph_ops_, next.graph_ops);
-  std::swap(graph_exec_, next.graph_exec);
+  std::swap(graphs_, next.graphs);
   if (!arena_) arena_ = std::make_unique<StepArena>(ctx_.stream());
   if (!staging_) staging_ = std::make_unique<PinnedStaging>(ctx_.stream());
   slot_ = slot;
@@ -112,9 +110,9 @@ void CudaBackend::release_slots() {
     for (auto& [host, size] : s.logits_host)
       if (host) cuMemFreeHost(host);
     s.logits_host.clear();
-    if (s.graph_exec) cuGraphExecDestroy(s.graph_exec);
-    s.graph_exec = nullptr;
-    s.graph_ops.clear();
+    for (CachedGraph& g : s.graphs)
+      if (g.exec) cuGraphExecDestroy(g.exec);
+    s.graphs.clear();
     if (s.done) cuEventDestroy(s.done);
     if (s.logits_ready) cuEventDestroy(s.logits_ready);
     s.done = s.logits_ready = nullptr;
