@@ -8,7 +8,7 @@ set -eu
 B=${1:?build dir}
 D=${2:-.device/q35}
 A=${MEMRA_ANCHORS_DIR:-$(dirname "$0")/../../../shared/anchors}
-BINS="memra-kernel-check memra-bench memra-gen engine_fixture_test engine_recurrent_state_test engine_mtp_test"
+BINS="memra-kernel-check memra-bench memra-gen engine_fixture_test engine_recurrent_state_test engine_mtp_test engine_speculative_scheduler_test"
 cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $BINS memra_family_qwen3next memra_family_llama
 rm -rf "$D" && mkdir -p "$D/bin" "$D/syslib" "$D/anchors"
 for b in $BINS; do cp "$B/bin/$b" "$D/bin/"; done
