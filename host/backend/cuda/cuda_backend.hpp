@@ -80,6 +80,11 @@ struct DeviceBatch {
     CUdeviceptr tasks = 0, generated_rows = 0;
   };
   AttentionPlan attention_plan;
+  // The split-KV decode attention's partial results (ops_attention.cpp), one buffer the
+  // step's layers reuse in turn (stream order keeps them apart): a prompt step of long
+  // rows would otherwise take rows x heads x chunks x head_dim floats per layer.
+  CUdeviceptr part_o = 0, part_ml = 0;
+  uint64_t part_o_bytes = 0, part_ml_bytes = 0;
 };
 
 class CudaBackend {

@@ -109,11 +109,21 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   const bool merge = max_chunks > 1;
   CUdeviceptr part_o = 0, part_ml = 0;
   if (merge) {
-    auto po = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u);
-    if (!po) return fail(po.error());
-    auto pm = arena_->alloc(n * static_cast<uint64_t>(max_chunks) * 2u * 4u);
-    if (!pm) return fail(pm.error());
-    part_o = *po, part_ml = *pm;
+    // The step's buffer when it is large enough (every layer of a model needs the same).
+    auto& step = const_cast<DeviceBatch&>(db);
+    const uint64_t o_bytes = n * static_cast<uint64_t>(max_chunks) * static_cast<uint64_t>(head_dim) * 4u;
+    const uint64_t ml_bytes = n * static_cast<uint64_t>(max_chunks) * 2u * 4u;
+    if (step.part_o_bytes < o_bytes) {
+      auto po = arena_->alloc(o_bytes);
+      if (!po) return fail(po.error());
+      step.part_o = *po, step.part_o_bytes = o_bytes;
+    }
+    if (step.part_ml_bytes < ml_bytes) {
+      auto pm = arena_->alloc(ml_bytes);
+      if (!pm) return fail(pm.error());
+      step.part_ml = *pm, step.part_ml_bytes = ml_bytes;
+    }
+    part_o = step.part_o, part_ml = step.part_ml;
   }
   // One block per (row, kv head, chunk) serves the kv head's whole q-head group; its
   // shared memory (paged_attention_layout.hpp) holds the scores and the chunk's K rows,
