@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace memra::engine {
 
 namespace {
@@ -11,6 +13,21 @@ int32_t argmax(const std::vector<float>& v) {
 }
 
 }  // namespace
+
+std::string draft_head_unavailable(const ModelSource& source, const plugins::PluginHost& plugins) {
+  auto family = plugins.family(source.config.family);
+  if (!family) return family.error().message;
+  auto plan = family->plan_create(source.config_json);
+  if (!plan) return plan.error().message;
+  auto info = plan->info();
+  if (!info) return info.error().message;
+  if (MEMRA_STRUCT_HAS(&*info, memra_plan_info, draft_layers) && info->draft_layers > 0 && info->hidden_width > 0) return "";
+  std::string why = "it has no MTP head";
+  if (auto d = plan->describe(); d)
+    if (auto j = nlohmann::json::parse(*d, nullptr, false); j.is_object() && j.contains("draft_head_missing"))
+      why += " (" + j["draft_head_missing"].get<std::string>() + ")";
+  return why;
+}
 
 double mtp_draft_cost(const Engine& target) {
   // One more attention layer and the output matrix, each about a layer's bytes.

@@ -52,6 +52,10 @@ class MtpDrafter : public Drafter {
   std::string error_;
 };
 
+// "" when the model's plan has a draft head (memra_plan_info.draft_layers), else why not
+// ("it has no MTP head (...)"): --spec mtp refuses with it before anything is loaded.
+std::string draft_head_unavailable(const ModelSource& source, const plugins::PluginHost& plugins);
+
 // Cost of one head token in target decode steps, for the fallback's cost model: one
 // attention layer and the output matrix against the whole model (decode is memory bound).
 double mtp_draft_cost(const Engine& target);

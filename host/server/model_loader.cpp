@@ -86,6 +86,10 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   // Speculative decoding: --spec, else draft where the model has one.
   const std::string draft_path = !spec.draft.empty() ? spec.draft : options.draft_path;
   const std::string spec_kind = !options.spec.empty() ? options.spec : (draft_path.empty() ? "off" : "draft");
+  if (spec_kind == "mtp")
+    if (const std::string why = engine::draft_head_unavailable(**source, plugins); !why.empty())
+      return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: " + why +
+                                             "; use --spec ngram, or --spec draft with a draft model");
   if (spec_kind == "draft" && draft_path.empty())
     return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec draft: it has no draft model; give one "
                                            "with --model ALIAS=PATH+DRAFT or --draft PATH");
@@ -226,10 +230,6 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
                   options.pipeline_stages > 1 ? ", " + std::to_string(options.pipeline_stages) + " pipeline stages" : std::string());
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
-  if (spec_kind == "mtp" && (*eng)->draft_layers() == 0)
-    return failure(LoadFailure::bad_model, "cannot serve " + what + " with --spec mtp: it has no MTP head" +
-                                           ((*eng)->draft_head_missing().empty() ? "" : " (" + (*eng)->draft_head_missing() + ")") +
-                                           "; use --spec ngram, or --spec draft with a draft model");
   log.information("%s: engine ready in %s ms (weights in place, KV cache allocated)", what,
                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - setup_start).count()));
   if (options.pipeline_stages > 1) log.information("%s: pipeline stages: %s", what, (*eng)->backend().describe());

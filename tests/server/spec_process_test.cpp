@@ -13,6 +13,7 @@
 #include "registry_seed.hpp"
 #include "http_client.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/test_models.hpp"
 
 namespace memra::server::testing {
 namespace {
@@ -134,6 +135,46 @@ TEST(ServerSpec, OutputEqualsPlainAndUsageAndMetricsReportDrafts) {
   EXPECT_EQ(metric(pm.body, "memra_spec_acceptance_rate{model=\"llama\"}"), 0.0);
 }
 
+// --spec mtp: the checkpoint's own MTP head (tests/models/qwen3_5-mtp-tiny, a Qwen3.5 hybrid
+// with one MTP layer) drafts; the text and logprobs are --spec off's, greedy and seeded, one
+// choice and three batched; usage and /metrics count its drafts.
+TEST(ServerSpec, MtpHeadOutputEqualsPlain) {
+  const std::filesystem::path model = memra::testing::test_model("qwen3_5-mtp-tiny");
+  if (!std::filesystem::exists(model / "model.safetensors")) GTEST_SKIP() << model << " absent";
+  const std::vector<std::string> common = {"--backend", "cpu", "--no-repack", "--model", "q35=" + model.string()};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  std::string why;
+  auto plain = HostProcess::start(with({"--spec", "off"}), {}, &why);
+  ASSERT_TRUE(plain) << why;
+  auto mtp = HostProcess::start(with({"--spec", "mtp", "--spec-k", "3"}), {}, &why);
+  ASSERT_TRUE(mtp) << why;
+  int64_t drafted = 0, accepted = 0;
+  for (bool seeded : {false, true})
+    for (int n : {1, 3}) {
+      auto b = nlohmann::json::parse(body(seeded, n));
+      b["model"] = "q35";
+      const auto want = complete(*plain, b.dump());
+      const auto got = complete(*mtp, b.dump());
+      const std::string what = std::string(seeded ? "seeded" : "greedy") + " n=" + std::to_string(n);
+      ASSERT_EQ(got["choices"].size(), want["choices"].size()) << what;
+      for (size_t i = 0; i < want["choices"].size(); ++i) {
+        EXPECT_EQ(got["choices"][i]["text"], want["choices"][i]["text"]) << what;
+        EXPECT_EQ(got["choices"][i]["logprobs"]["token_logprobs"], want["choices"][i]["logprobs"]["token_logprobs"]) << what;
+      }
+      const auto& details = got["usage"]["completion_tokens_details"];
+      ASSERT_TRUE(details.is_object()) << what << ": " << got["usage"].dump();
+      drafted += details["speculative_drafted_tokens"].get<int64_t>();
+      accepted += details["speculative_accepted_tokens"].get<int64_t>();
+    }
+  EXPECT_GT(drafted, 0);
+  EXPECT_LE(accepted, drafted);
+  const HttpResponse m = http(mtp->port(), get("/metrics"));
+  EXPECT_EQ(metric(m.body, "memra_spec_drafted_tokens_total{model=\"q35\"}"), static_cast<double>(drafted)) << m.body;
+}
+
 TEST(ServerSpec, ImpossibleConfigurationsAreRefused) {
   NEED_FIXTURES();
   const std::vector<std::string> base = {"--backend", "cpu", "--no-repack", "--model", "llama=" + kLlama.string()};
@@ -144,7 +185,7 @@ TEST(ServerSpec, ImpossibleConfigurationsAreRefused) {
   };
   RunResult r = run({"--spec", "mtp"});
   EXPECT_EQ(r.exit_code, 66) << r.err;
-  EXPECT_NE(r.err.find("ships no MTP heads"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no MTP head"), std::string::npos) << r.err;
   r = run({"--spec", "draft"});
   EXPECT_EQ(r.exit_code, 66) << r.err;
   EXPECT_NE(r.err.find("has no draft model"), std::string::npos) << r.err;
