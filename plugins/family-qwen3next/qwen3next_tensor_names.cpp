@@ -46,6 +46,24 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLayerNa
 
 }  // namespace
 
+namespace {
+
+// A layer's tensor under one of `prefixes` ("model.layers.N.rest"): canonical `blk` + N + "." + rest's name.
+std::optional<std::string> layer_tensor(std::string_view n, std::initializer_list<std::string_view> prefixes, const std::string& blk) {
+  const auto part = family::hf_layer_part(n, prefixes);
+  if (!part) return std::nullopt;
+  const auto [layer, rest] = *part;
+  const std::string b = blk + std::to_string(layer) + ".";
+  for (const auto& [hf, canon] : kLayerNames)
+    if (rest == hf) return b + std::string(canon);
+  constexpr std::string_view kMlp = "mlp.";
+  if (rest.substr(0, kMlp.size()) == kMlp)
+    if (auto e = family::hf_expert_name(rest.substr(kMlp.size()))) return b + *e;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> canonical_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return "output.weight";
   // The MTP head: "mtp.<i>." then llama.cpp's names (its GGUF has them as "blk.<layers + i>.";
@@ -56,32 +74,14 @@ std::optional<std::string> canonical_hf_name(std::string_view n) {
                                     {"pre_fc_norm_hidden.weight", "nextn.hnorm.weight"},
                                     {"norm.weight", "nextn.shared_head_norm.weight"}})
       if (m == hf) return "mtp.0." + std::string(canon);
-    const auto part = family::hf_layer_part(n, {"model.mtp.", "mtp."});
-    if (!part) return std::nullopt;
-    const auto [layer, rest] = *part;
-    const std::string blk = "mtp." + std::to_string(layer) + ".";
-    for (const auto& [hf, canon] : kLayerNames)
-      if (rest == hf) return blk + std::string(canon);
-    constexpr std::string_view kMlp = "mlp.";
-    if (rest.substr(0, kMlp.size()) == kMlp)
-      if (auto e = family::hf_expert_name(rest.substr(kMlp.size()))) return blk + *e;
-    return std::nullopt;
+    return layer_tensor(n, {"model.mtp.", "mtp."}, "mtp.");
   }
   // The decoder under "model." (a causal LM) or "model.language_model." (Qwen3.5's
-  // image-text-to-text checkpoints; their vision tower and MTP head are not read yet).
+  // image-text-to-text checkpoints; their vision tower is not read yet).
   const std::string_view top = family::strip_prefix(n, {"model.language_model.", "model."});
   if (top == "embed_tokens.weight") return "token_embd.weight";
   if (top == "norm.weight") return "output_norm.weight";
-  const auto part = family::hf_layer_part(n, {"model.language_model.", "model."});
-  if (!part) return std::nullopt;
-  const auto [layer, rest] = *part;
-  const std::string blk = "blk." + std::to_string(layer) + ".";
-  for (const auto& [hf, canon] : kLayerNames)
-    if (rest == hf) return blk + std::string(canon);
-  constexpr std::string_view kMlp = "mlp.";
-  if (rest.substr(0, kMlp.size()) == kMlp)
-    if (auto e = family::hf_expert_name(rest.substr(kMlp.size()))) return blk + *e;
-  return std::nullopt;
+  return layer_tensor(n, {"model.language_model.", "model."}, "blk.");
 }
 
 }  // namespace memra::qwen3next
