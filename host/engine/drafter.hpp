@@ -47,9 +47,11 @@ class Drafter {
   virtual void attach(int32_t /*target_seq*/) {}
   // True when every target step of its sequence should return the hidden states.
   virtual bool wants_target_hidden() const { return false; }
-  // After a target step of its sequence: the final hidden states (`dim` floats each) of
-  // the positions first_position, first_position + 1, ... that the step computed.
-  virtual void target_hidden(int64_t /*first_position*/, std::span<const float> /*rows*/, int64_t /*dim*/) {}
+  // After a target step of its sequence: the tokens it fed at first_position, ... and the
+  // final hidden states (`dim` floats each) it computed there. `final_tokens`: every token
+  // stays (a prompt chunk); else only the first does (a verify step's drafts may not).
+  virtual void target_hidden(int64_t /*first_position*/, std::span<const int32_t> /*tokens*/, bool /*final_tokens*/,
+                             std::span<const float> /*rows*/, int64_t /*dim*/) {}
   // Cost of drafting one token, in units of one plain decode step of the target:
   // the fallback's cost model (spec_policy.hpp) charges it per drafted token.
   virtual double draft_token_cost() const { return 0.0; }

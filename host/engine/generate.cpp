@@ -86,8 +86,8 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   spec.drafter->attach(seq);
   // A drafter that reads the target's hidden states (an MTP head) gets them with every step.
   const bool hidden = spec.drafter->wants_target_hidden();
-  auto hand_hidden = [&](int64_t first_position, const StepRows& r) {
-    if (hidden) spec.drafter->target_hidden(first_position, r.hidden, engine.hidden_width());
+  auto hand_hidden = [&](int64_t first_position, std::span<const int32_t> tokens, bool final_tokens, const StepRows& r) {
+    if (hidden) spec.drafter->target_hidden(first_position, tokens, final_tokens, r.hidden, engine.hidden_width());
   };
 
   const bool want_rows = wants_token_logits(options);
@@ -96,7 +96,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
   prefill.want_hidden = hidden;
   auto rows = engine.step_sampled({&prefill, 1});
   if (!rows) return rows.error();
-  hand_hidden(0, rows->front());
+  hand_hidden(0, prompt, true, rows->front());
 
   GenerateResult result;
   result.finish_reason = "length";
@@ -143,7 +143,7 @@ Result<GenerateResult> generate_speculative(Engine& engine, std::span<const int3
     const auto t0 = std::chrono::steady_clock::now();
     auto out = engine.step_sampled({&verify, 1});
     if (!out) return out.error();
-    hand_hidden(before, out->front());
+    hand_hidden(before, feed, false, out->front());
     step_costs.observe(static_cast<int64_t>(feed.size()),
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     StepRows& vr = out->front();

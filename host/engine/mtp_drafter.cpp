@@ -34,26 +34,60 @@ double mtp_draft_cost(const Engine& target) {
   return 2.0 / static_cast<double>(std::max<int64_t>(1, target.config().num_layers) + 2);
 }
 
-void MtpDrafter::target_hidden(int64_t first_position, std::span<const float> rows, int64_t dim) {
-  if (dim != engine_.hidden_width() || dim <= 0) return;
-  const auto n = static_cast<int64_t>(rows.size()) / dim;
-  // Contiguous with what is kept, or a fresh start (the positions in between never came).
-  if (hidden_.empty() || first_position != hidden_from_ + static_cast<int64_t>(hidden_.size()) / dim) {
-    if (!(first_position >= hidden_from_ && first_position <= hidden_from_ + static_cast<int64_t>(hidden_.size()) / dim)) {
-      hidden_.clear();
-      hidden_from_ = first_position;
-    } else {
-      hidden_.resize(static_cast<size_t>((first_position - hidden_from_) * dim));  // a re-computed tail
-    }
+int64_t MtpDrafter::waiting_rows() const {
+  const int64_t dim = engine_.hidden_width();
+  return dim > 0 ? static_cast<int64_t>(hidden_.size()) / dim : 0;
+}
+
+void MtpDrafter::target_hidden(int64_t first_position, std::span<const int32_t> tokens, bool final_tokens, std::span<const float> rows,
+                               int64_t dim) {
+  if (dim != engine_.hidden_width() || dim <= 0 || tokens.empty() || rows.size() != tokens.size() * static_cast<size_t>(dim)) return;
+  const int64_t have = waiting_rows();
+  if (first_position < hidden_from_ || first_position > hidden_from_ + have) {
+    // Not contiguous with what waits (the positions in between never came): start over.
+    hidden_.clear();
+    tokens_.clear();
+    hidden_from_ = first_position;
+  } else {
+    // A recomputed tail (a replay after a rollback) replaces what it covers.
+    hidden_.resize(static_cast<size_t>((first_position - hidden_from_) * dim));
+    tokens_.resize(static_cast<size_t>(first_position - hidden_from_));
   }
-  hidden_.insert(hidden_.end(), rows.begin(), rows.begin() + n * dim);
+  hidden_.insert(hidden_.end(), rows.begin(), rows.end());
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  most_waiting_ = std::max(most_waiting_, waiting_rows());
+  // Row i needs the token at i + 1: every row before the last final token's can run now.
+  if (waiting_rows() > catch_up_rows_)
+    catch_up(first_position + (final_tokens ? static_cast<int64_t>(tokens.size()) : 1) - 1);
+}
+
+void MtpDrafter::catch_up(int64_t to) {
+  const int64_t dim = engine_.hidden_width();
+  const int64_t from = std::max(written_, hidden_from_);
+  if (seq_ < 0 || to <= from || to > hidden_from_ + static_cast<int64_t>(tokens_.size())) return;
+  const auto off = static_cast<size_t>(from - hidden_from_), n = static_cast<size_t>(to - from);
+  HeadRequest r{seq_, from, std::span<const int32_t>(tokens_).subspan(off + 1, n),
+                std::span<const float>(hidden_).subspan(off * static_cast<size_t>(dim), n * static_cast<size_t>(dim))};
+  if (auto out = engine_.step_head({&r, 1}); !out) {
+    error_ = out.error().message;
+    return;  // the draft call catches up instead
+  }
+  head_rows_ += static_cast<int64_t>(n);
+  written_ = to;
+  const auto drop = static_cast<size_t>(to - hidden_from_);
+  hidden_.erase(hidden_.begin(), hidden_.begin() + static_cast<std::ptrdiff_t>(drop * static_cast<size_t>(dim)));
+  tokens_.erase(tokens_.begin(), tokens_.begin() + static_cast<std::ptrdiff_t>(drop));
+  hidden_from_ = to;
 }
 
 void MtpDrafter::verified(std::span<const int32_t> context, int /*drafted*/, int /*accepted*/) {
   // The target keeps positions < context.size() - 1: drop the states of rejected rows.
   const int64_t dim = engine_.hidden_width();
   const int64_t keep = static_cast<int64_t>(context.size()) - 1 - hidden_from_;
-  if (dim > 0 && keep >= 0 && static_cast<int64_t>(hidden_.size()) > keep * dim) hidden_.resize(static_cast<size_t>(keep * dim));
+  if (dim > 0 && keep >= 0 && waiting_rows() > keep) {
+    hidden_.resize(static_cast<size_t>(keep * dim));
+    tokens_.resize(static_cast<size_t>(keep));
+  }
   written_ = std::min(written_, static_cast<int64_t>(context.size()) - 1);
 }
 
@@ -111,9 +145,12 @@ void MtpDrafter::draft_batch(std::span<DraftCall> calls) {
     l.d->head_rows_ += static_cast<int64_t>(l.tokens.size());
     l.d->written_ = L - 1;
     // States before L - 1 are in the head's KV now; the next steps bring L - 1 on.
-    l.d->hidden_.erase(l.d->hidden_.begin(), l.d->hidden_.begin() + static_cast<std::ptrdiff_t>((L - 1 - l.d->hidden_from_) * dim));
+    const int64_t drop = L - 1 - l.d->hidden_from_;
+    l.d->hidden_.erase(l.d->hidden_.begin(), l.d->hidden_.begin() + static_cast<std::ptrdiff_t>(drop * dim));
+    l.d->tokens_.erase(l.d->tokens_.begin(), l.d->tokens_.begin() + static_cast<std::ptrdiff_t>(std::min<int64_t>(drop, static_cast<int64_t>(l.d->tokens_.size()))));
     l.d->hidden_from_ = L - 1;
     l.call->out.push_back(argmax((*rows)[i].logits));
+    if (l.d->keep_logits_) l.d->last_logits_ = (*rows)[i].logits;
     l.hidden = std::move((*rows)[i].hidden);
     l.position = L - 1;
   }
@@ -137,6 +174,7 @@ void MtpDrafter::draft_batch(std::span<DraftCall> calls) {
       ++l.d->head_rows_;
       ++l.position;
       l.call->out.push_back(argmax((*r)[i].logits));
+      if (l.d->keep_logits_) l.d->last_logits_ = (*r)[i].logits;
       l.hidden = std::move((*r)[i].hidden);
     }
   }

@@ -398,8 +398,8 @@ void Scheduler::complete_step(Flight& f, Result<std::vector<StepRows>> out) {
     StepRows& r = (*out)[i];
     // An MTP drafter reads the hidden states of every position its target computed.
     if (f.reqs[i].want_hidden && j.drafter)
-      j.drafter->target_hidden(engine_.sequence_length(j.seq) - static_cast<int64_t>(f.reqs[i].tokens.size()), r.hidden,
-                               engine_.hidden_width());
+      j.drafter->target_hidden(engine_.sequence_length(j.seq) - static_cast<int64_t>(f.reqs[i].tokens.size()), f.reqs[i].tokens,
+                               f.reqs[i].prompt, r.hidden, engine_.hidden_width());
     if (!prompt_read(j, f.chunk[i])) continue;  // more prompt to read
     if (!j.grammar_dead.empty()) {
       finish(j, FinishReason::error, j.grammar_dead);

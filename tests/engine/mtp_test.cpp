@@ -204,6 +204,7 @@ TEST_P(EngineMtp, GenerateSpeculativeEqualsGenerate) {
       auto plain = generate(*e, prompt, g, nullptr, nullptr);
       ASSERT_TRUE(plain.ok()) << plain.error().message;
       MtpDrafter d(*e, mtp_draft_cost(*e));
+      d.keep_last_logits(true);
       SpeculativeOptions so;
       so.drafter = &d;
       so.k = k;
@@ -214,6 +215,20 @@ TEST_P(EngineMtp, GenerateSpeculativeEqualsGenerate) {
       EXPECT_GT(spec->drafted, 0);
       EXPECT_TRUE(d.last_error().empty()) << d.last_error();
       accepted += spec->accepted;
+      // Caught up as the states come (after every step here) instead of at each draft:
+      // the head's KV rows are the same, so are its drafts.
+      MtpDrafter eager(*e, mtp_draft_cost(*e), /*catch_up_rows=*/0);
+      eager.keep_last_logits(true);
+      so.drafter = &eager;
+      auto again = generate_speculative(*e, prompt, g, so, nullptr);
+      ASSERT_TRUE(again.ok()) << again.error().message;
+      EXPECT_EQ(again->tokens, plain->tokens);
+      EXPECT_EQ(again->drafted, spec->drafted) << "k=" << k;
+      EXPECT_EQ(again->accepted, spec->accepted) << "k=" << k << ": catching up early changed the drafts";
+      EXPECT_TRUE(memra::testing::bitwise_equal(eager.last_logits(), d.last_logits()))
+          << "k=" << k << ": the last draft's logits differ (the head's KV was written otherwise)";
+      EXPECT_LE(eager.waiting_rows(), k + 1) << "states kept waiting";
+      EXPECT_LT(eager.most_waiting_rows(), static_cast<int64_t>(prompt.size()) + k + 2);
     }
   EXPECT_GT(accepted, 0);
 }

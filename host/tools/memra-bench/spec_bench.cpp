@@ -71,7 +71,9 @@ class ForcedMtpDrafter : public engine::Drafter {
   }
   void verified(std::span<const int32_t> context, int drafted, int accepted) override { mtp_.verified(context, drafted, accepted); }
   bool wants_target_hidden() const override { return true; }
-  void target_hidden(int64_t first, std::span<const float> rows, int64_t dim) override { mtp_.target_hidden(first, rows, dim); }
+  void target_hidden(int64_t first, std::span<const int32_t> tokens, bool final_tokens, std::span<const float> rows, int64_t dim) override {
+    mtp_.target_hidden(first, tokens, final_tokens, rows, dim);
+  }
   double draft_token_cost() const override { return mtp_.draft_token_cost(); }
 
  private:
