@@ -164,3 +164,8 @@ MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_bf16, 64, uint16_t)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_bf16, 128, uint16_t)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd64_fp8, 64, PaFp8)
 MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd128_fp8, 128, PaFp8)
+// head_dim 256 (Qwen3.5 / Qwen3-Next, Gemma): 192 KB of shared memory, one CTA per SM.
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd256, 256, float)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd256_f16, 256, PaF16)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd256_bf16, 256, uint16_t)
+MEMRA_DEFINE_PREFILL_ATTENTION(memra_prefill_attention_hd256_fp8, 256, PaFp8)

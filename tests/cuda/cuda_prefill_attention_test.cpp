@@ -390,6 +390,10 @@ void check_emulated(const EmuConfig& c) {
 }
 
 TEST(CudaPrefillAttentionEmulated, Gqa2Hd64FullAttention) { check_emulated({4, 2, 64, 0, 0.0f, 100, {1, 7, 64}}); }
+// head_dim 256 (Qwen3.5's gated attention: 24 q heads over 4 kv heads, a group of 6).
+TEST(CudaPrefillAttentionEmulated, F16KvGqa6Hd256Window) {
+  check_emulated({6, 1, 256, 20, 0.0f, 48, {17}, 1.0f, false, false, true});
+}
 TEST(CudaPrefillAttentionEmulated, Gqa2Hd128WindowAndSoftcap) { check_emulated({2, 1, 128, 37, 20.0f, 90, {1, 16, 33}}); }
 TEST(CudaPrefillAttentionEmulated, Mha3Hd64Window80) { check_emulated({3, 3, 64, 80, 0.0f, 150, {7, 50}}); }
 // The Qwen3-8B group (4 q heads per kv head: a CTA is one 16-position block's group),

@@ -294,19 +294,16 @@ inline std::string run_prefill_attention(const KernelArgs& a) {
       };
       using D64 = std::integral_constant<int, 64>;
       using D128 = std::integral_constant<int, 128>;
-      if (a.kv_f16) {
-        if (a.head_dim == 64) body(D64{}, static_cast<PaF16*>(nullptr));
-        else body(D128{}, static_cast<PaF16*>(nullptr));
-      } else if (a.kv_fp8) {
-        if (a.head_dim == 64) body(D64{}, static_cast<PaFp8*>(nullptr));
-        else body(D128{}, static_cast<PaFp8*>(nullptr));
-      } else if (a.kv_bf16) {
-        if (a.head_dim == 64) body(D64{}, static_cast<uint16_t*>(nullptr));
-        else body(D128{}, static_cast<uint16_t*>(nullptr));
-      } else {
-        if (a.head_dim == 64) body(D64{}, static_cast<float*>(nullptr));
-        else body(D128{}, static_cast<float*>(nullptr));
-      }
+      using D256 = std::integral_constant<int, 256>;
+      auto by_dim = [&](auto* kv_type) {
+        if (a.head_dim == 64) body(D64{}, kv_type);
+        else if (a.head_dim == 128) body(D128{}, kv_type);
+        else body(D256{}, kv_type);
+      };
+      if (a.kv_f16) by_dim(static_cast<PaF16*>(nullptr));
+      else if (a.kv_fp8) by_dim(static_cast<PaFp8*>(nullptr));
+      else if (a.kv_bf16) by_dim(static_cast<uint16_t*>(nullptr));
+      else by_dim(static_cast<float*>(nullptr));
     });
     if (!err.empty()) return "CTA " + std::to_string(c) + ": " + err;
   }

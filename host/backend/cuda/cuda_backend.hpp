@@ -439,6 +439,10 @@ class CudaBackend {
   // Raises k's dynamic shared memory limit to `bytes` (once; the default is 48 KB);
   // UNSUPPORTED past the device's opt-in limit.
   memra_status allow_dynamic_smem(Kernel* k, uint64_t bytes);
+  // Whether the device gives a block the prefill attention's shared memory at head_dim 256
+  // (192 KB: sm_90a yes, sm_120a no).
+  bool prefill_hd256_ok();
+  int prefill_hd256_ = -1;  // unknown, 0, 1
   // The logits tensor of this step's logits_output, kept on the device for sample_rows
   // and logits_rows_to_host (ops_sampling.cpp) when the batch asked for no host copy.
   CUdeviceptr kept_logits_ = 0;

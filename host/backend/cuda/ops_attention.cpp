@@ -95,6 +95,15 @@ Result<const DeviceBatch::AttentionPlan*> CudaBackend::attention_plan(DeviceBatc
   return &ap;
 }
 
+bool CudaBackend::prefill_hd256_ok() {
+  if (prefill_hd256_ < 0) {
+    int optin = 0;
+    const CUresult r = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx_.device());
+    prefill_hd256_ = r == CUDA_SUCCESS && optin >= attn::prefill_attention_smem_bytes(256) ? 1 : 0;
+  }
+  return prefill_hd256_ == 1;
+}
+
 // Split-KV decode attention over `entries` rows: rows[i] (or i when rows is 0).
 memra_status CudaBackend::decode_attention(const memra_attention_params* p, const DeviceBatch& db, CUdeviceptr tables, int32_t entries,
                                            CUdeviceptr rows, int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc,
@@ -263,7 +272,10 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
   // Prompt rows to the prefill kernel, the others to the decode kernel.
   const bool flagged = MEMRA_STRUCT_HAS(batch, memra_forward_batch, prompt_tokens) && batch->prompt_tokens;
   const DeviceBatch::AttentionPlan* plan = nullptr;
-  if (flagged && (head_dim == 64 || head_dim == 128)) {
+  // head_dim 256 needs 192 KB of shared memory: where the device cannot give it (sm_120a),
+  // prompt rows stay on the decode kernel.
+  const bool prefill_dim = head_dim == 64 || head_dim == 128 || (head_dim == 256 && prefill_hd256_ok());
+  if (flagged && prefill_dim) {
     // device_batch hands out the step's (non-const) DeviceBatch; the plan is cached in it.
     auto ap = attention_plan(const_cast<DeviceBatch&>(db), heads, kv_heads);
     if (!ap) return fail(ap.error());
@@ -291,7 +303,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     return st;
   }
 
-  const std::string prefill_name = std::string(head_dim == 64 ? "memra_prefill_attention_hd64" : "memra_prefill_attention_hd128") + suffix;
+  const std::string prefill_name = "memra_prefill_attention_hd" + std::to_string(head_dim) + suffix;
   const char* kernel = prefill_name.c_str();
   const auto smem = static_cast<unsigned>(attn::prefill_attention_smem_bytes(head_dim));
   auto pk = modules_->kernel("attention_prefill", kernel);

@@ -356,12 +356,13 @@ void check_prefill_attention(Device& d, Report& r, const CheckOptions& o) {
       {"gqa 6/2 hd64 window=37 softcap=20", 6, 2, 64, false, 37, 20.0f, 1.0f, "random"},
       {"gqa 8/2 hd128 peaky (q x4)", 8, 2, 128, false, 0, 0.0f, 4.0f, "random"},
       {"gqa 4/1 hd128 uniform (k = 0)", 4, 1, 128, false, 0, 0.0f, 1.0f, "zeros"},
-      {"mha 2/2 hd256 (decode kernel)", 2, 2, 256, false, 0, 0.0f, 1.0f, "random"},
+      {"mha 2/2 hd256 (decode kernel where 192 KB of shared memory is not there)", 2, 2, 256, false, 0, 0.0f, 1.0f, "random"},
+      {"gqa 6/1 hd256 neox window=40 (Qwen3.5's group)", 6, 1, 256, true, 40, 0.0f, 1.0f, "random"},
   };
   // An f16 and a bf16 KV cache: both head sizes of the tensor-core path, windows,
   // softcap, peaky scores, and the decode-kernel fallback.
   for (const memra_dtype kv : {MEMRA_DTYPE_F16, MEMRA_DTYPE_BF16})
-    for (const size_t i : {0u, 2u, 3u, 4u, 6u}) {
+    for (const size_t i : {0u, 2u, 3u, 4u, 6u, 7u}) {
       PConfig c = configs[i];
       c.kv = kv;
       c.name += kv == MEMRA_DTYPE_F16 ? " f16-kv" : " bf16-kv";
