@@ -104,3 +104,37 @@ TEST(EngineBadModel, HybridsWhoseConfigDisagreesWithTheirTensors) {
     EXPECT_NE(err.find(k.names), std::string::npos) << err;
   }
 }
+
+// The MTP head's tensors are checked like the model's (tests/models/qwen3_5-mtp-tiny with its
+// safetensors header edited in place): a transposed fc and a missing MLP matrix are refused
+// at load, naming the tensor, whether or not the head drafts.
+TEST(EngineBadModel, MtpTensorsThatDisagreeWithTheConfig) {
+  const fs::path mtp = memra::testing::test_model("qwen3_5-mtp-tiny");
+  if (!fs::exists(mtp / "model.safetensors")) GTEST_SKIP() << mtp << " absent";
+  struct Case {
+    const char *what, *from, *to, *names;
+  };
+  const Case cases[] = {
+      {"fc transposed", "\"mtp.fc.weight\":{\"dtype\":\"BF16\",\"shape\":[128,256]",
+       "\"mtp.fc.weight\":{\"dtype\":\"BF16\",\"shape\":[256,128]", "mtp.0.nextn.eh_proj.weight"},
+      {"up_proj missing", "\"mtp.layers.0.mlp.up_proj.weight\"", "\"mtp.layers.0.mlp.up_proj.weighx\"", "mtp.0.ffn_up.weight"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    const TempDir tmp("memra-bad-mtp");
+    const fs::path dir = broken_copy(tmp, [](nlohmann::json&) {}, mtp);
+    std::string bytes;
+    {
+      std::ifstream in(dir / "model.safetensors", std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const size_t at = bytes.find(k.from);
+    ASSERT_NE(at, std::string::npos);
+    ASSERT_EQ(std::string(k.from).size(), std::string(k.to).size());
+    bytes.replace(at, std::string(k.from).size(), k.to);
+    std::ofstream(dir / "model.safetensors", std::ios::binary | std::ios::trunc) << bytes;
+    const std::string err = load_error(dir);
+    std::cout << k.what << ": " << err << "\n";
+    EXPECT_NE(err.find(k.names), std::string::npos) << err;
+  }
+}
