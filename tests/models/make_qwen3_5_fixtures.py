@@ -12,7 +12,8 @@ with the tokenizer dir ../shared/fixtures/tokenizer/tiny-bpe-1024 carried. The m
 small enough to commit (tests/models/qwen3_5/<name>/).
 
 MTP: transformers 5.17 drops the checkpoints' mtp.* weights on load, so these fixtures have no
-MTP head yet (the MTP work adds its own reference).
+MTP head; tests/models/make_qwen3_5_mtp_fixture.py adds one to qwen3_5-tiny with an explicit
+reference (qwen3_5-mtp-tiny).
 """
 import glob, hashlib, json, os, sys, time
 import numpy as np
