@@ -123,6 +123,15 @@ Result<PlanState> state_from_plan(const plugins::ModelPlan& plan, const ModelCon
 
 }  // namespace
 
+std::string plan_draft_head_missing(const plugins::ModelPlan& plan) {
+  auto d = plan.describe();
+  if (!d) return {};
+  const auto j = nlohmann::json::parse(*d, nullptr, false);
+  return j.is_object() && j.contains("draft_head_missing") && j["draft_head_missing"].is_string()
+             ? j["draft_head_missing"].get<std::string>()
+             : std::string();
+}
+
 Engine::Engine(std::unique_ptr<ModelSource> source, int64_t vocab, int64_t max_context, int64_t block_size,
                const std::vector<int64_t>& pool_blocks, std::vector<int64_t> pool_window, int64_t max_step_tokens)
     : source_(std::move(source)),
@@ -177,10 +186,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   e->hidden_width_ = state->hidden_width;
   e->draft_layers_ = state->draft_layers;
   e->draft_head_ = options.draft_head && state->draft_layers > 0 && state->hidden_width > 0;
-  if (state->draft_layers == 0)
-    if (auto d = plan->describe(); d)
-      if (auto j = nlohmann::json::parse(*d, nullptr, false); j.is_object() && j.contains("draft_head_missing"))
-        e->draft_missing_ = j["draft_head_missing"].get<std::string>();
+  if (state->draft_layers == 0) e->draft_missing_ = plan_draft_head_missing(*plan);
   if (e->draft_head_ && options.pipeline_stages > 1)
     return make_error(ErrorCode::unsupported, "cannot load " + e->source_->path + ": a draft head (MTP) does not run in pipeline stages yet");
   const std::string& path = e->source_->path;
@@ -559,6 +565,29 @@ Result<std::vector<std::vector<float>>> Engine::step_hidden(std::span<const Step
   return step_collect(**pending);
 }
 
+namespace {
+
+// A step's forward batch over its own arrays (the rest of the fields stay the caller's).
+void bind_arrays(PendingStep& p, int32_t num_seqs, int32_t max_blocks, int32_t num_pools) {
+  memra_forward_batch& batch = p.batch;
+  batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
+  batch.num_tokens = static_cast<int32_t>(p.ids.size());
+  batch.token_ids = p.ids.data();
+  batch.positions = p.positions.data();
+  batch.seq_index = p.seq_index.data();
+  batch.num_seqs = num_seqs;
+  batch.seq_lens = p.seq_lens.data();
+  batch.block_tables = p.tables.data();
+  batch.max_blocks_per_seq = max_blocks;
+  batch.num_logits = static_cast<int32_t>(p.logit_rows.size());
+  batch.logits_rows = p.logit_rows.data();
+  batch.logits = p.logits.data();
+  batch.prompt_tokens = p.prompt_flags.data();
+  batch.num_kv_pools = num_pools;
+}
+
+}  // namespace
+
 Result<std::vector<HeadRows>> Engine::step_head(std::span<const HeadRequest> requests) {
   if (draft_layers() == 0)
     return make_error(ErrorCode::unsupported, "this model has no draft head enabled (EngineOptions::draft_head, memra_plan_info.draft_layers)");
@@ -609,20 +638,7 @@ Result<std::vector<HeadRows>> Engine::step_head(std::span<const HeadRequest> req
   p.logits.resize(p.logit_rows.size() * static_cast<size_t>(vocab_));
   p.hidden.resize(p.ids.size() * width);
   memra_forward_batch& batch = p.batch;
-  batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
-  batch.num_tokens = static_cast<int32_t>(p.ids.size());
-  batch.token_ids = p.ids.data();
-  batch.positions = p.positions.data();
-  batch.seq_index = p.seq_index.data();
-  batch.num_seqs = static_cast<int32_t>(requests.size());
-  batch.seq_lens = p.seq_lens.data();
-  batch.block_tables = p.tables.data();
-  batch.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
-  batch.num_logits = static_cast<int32_t>(p.logit_rows.size());
-  batch.logits_rows = p.logit_rows.data();
-  batch.logits = p.logits.data();
-  batch.prompt_tokens = p.prompt_flags.data();
-  batch.num_kv_pools = static_cast<int32_t>(pools_.size());
+  bind_arrays(p, static_cast<int32_t>(requests.size()), static_cast<int32_t>(max_blocks), static_cast<int32_t>(pools_.size()));
   batch.head = 1;
   batch.hidden_in = hidden_in.data();
   batch.hidden_out = p.hidden.data();
@@ -765,23 +781,10 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
   std::vector<float>& logits = p.logits;
   logits.resize(logit_rows.size() * static_cast<size_t>(p.row_width));
   memra_forward_batch& batch = p.batch;
-  batch.struct_size = MEMRA_FORWARD_BATCH_STRUCT_SIZE;
-  batch.num_tokens = static_cast<int32_t>(ids.size());
-  batch.token_ids = ids.data();
-  batch.positions = positions.data();
-  batch.seq_index = seq_index.data();
-  batch.num_seqs = static_cast<int32_t>(requests.size());
-  batch.seq_lens = seq_lens.data();
-  batch.block_tables = tables.data();
-  batch.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
-  batch.num_logits = static_cast<int32_t>(logit_rows.size());
-  batch.logits_rows = logit_rows.data();
-  batch.logits = logits.data();
-  batch.prompt_tokens = prompt_flags.data();
+  bind_arrays(p, static_cast<int32_t>(requests.size()), static_cast<int32_t>(max_blocks), static_cast<int32_t>(pools_.size()));
   batch.state_slots = p.state_slots.empty() ? nullptr : p.state_slots.data();
   batch.snapshot_slots = p.snapshot_rows.empty() ? nullptr : p.snapshot_rows.data();
   batch.row_output = row_output;
-  batch.num_kv_pools = static_cast<int32_t>(pools_.size());
   batch.hidden_out = hidden_rows ? p.hidden.data() : nullptr;
   if (keep_logits_on_device_ && !hidden) {
     // Sampled on the device: the logits stay there (backend.hpp sample_rows).

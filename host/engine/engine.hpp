@@ -156,6 +156,10 @@ struct PendingStep {
   std::vector<int32_t> tokens;     // ... here, at step_collect
 };
 
+// Why a plan has no draft head although its checkpoint declares one (the plan description's
+// "draft_head_missing"), or "".
+std::string plan_draft_head_missing(const plugins::ModelPlan& plan);
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(std::unique_ptr<ModelSource> source,

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
 namespace memra::engine {
 
 namespace {
@@ -22,11 +20,8 @@ std::string draft_head_unavailable(const ModelSource& source, const plugins::Plu
   auto info = plan->info();
   if (!info) return info.error().message;
   if (MEMRA_STRUCT_HAS(&*info, memra_plan_info, draft_layers) && info->draft_layers > 0 && info->hidden_width > 0) return "";
-  std::string why = "it has no MTP head";
-  if (auto d = plan->describe(); d)
-    if (auto j = nlohmann::json::parse(*d, nullptr, false); j.is_object() && j.contains("draft_head_missing"))
-      why += " (" + j["draft_head_missing"].get<std::string>() + ")";
-  return why;
+  const std::string missing = plan_draft_head_missing(*plan);
+  return "it has no MTP head" + (missing.empty() ? std::string() : " (" + missing + ")");
 }
 
 double mtp_draft_cost(const Engine& target) {
@@ -73,11 +68,15 @@ void MtpDrafter::catch_up(int64_t to) {
     return;  // the draft call catches up instead
   }
   head_rows_ += static_cast<int64_t>(n);
-  written_ = to;
-  const auto drop = static_cast<size_t>(to - hidden_from_);
-  hidden_.erase(hidden_.begin(), hidden_.begin() + static_cast<std::ptrdiff_t>(drop * static_cast<size_t>(dim)));
+  written_through(to);
+}
+
+void MtpDrafter::written_through(int64_t position) {
+  written_ = position;
+  const auto drop = static_cast<size_t>(std::clamp<int64_t>(position - hidden_from_, 0, static_cast<int64_t>(tokens_.size())));
+  hidden_.erase(hidden_.begin(), hidden_.begin() + static_cast<std::ptrdiff_t>(drop * static_cast<size_t>(engine_.hidden_width())));
   tokens_.erase(tokens_.begin(), tokens_.begin() + static_cast<std::ptrdiff_t>(drop));
-  hidden_from_ = to;
+  hidden_from_ += static_cast<int64_t>(drop);
 }
 
 void MtpDrafter::verified(std::span<const int32_t> context, int /*drafted*/, int /*accepted*/) {
@@ -143,12 +142,7 @@ void MtpDrafter::draft_batch(std::span<DraftCall> calls) {
     Live& l = live[i];
     const auto L = static_cast<int64_t>(l.call->context.size());
     l.d->head_rows_ += static_cast<int64_t>(l.tokens.size());
-    l.d->written_ = L - 1;
-    // States before L - 1 are in the head's KV now; the next steps bring L - 1 on.
-    const int64_t drop = L - 1 - l.d->hidden_from_;
-    l.d->hidden_.erase(l.d->hidden_.begin(), l.d->hidden_.begin() + static_cast<std::ptrdiff_t>(drop * dim));
-    l.d->tokens_.erase(l.d->tokens_.begin(), l.d->tokens_.begin() + static_cast<std::ptrdiff_t>(std::min<int64_t>(drop, static_cast<int64_t>(l.d->tokens_.size()))));
-    l.d->hidden_from_ = L - 1;
+    l.d->written_through(L - 1);  // states before L - 1 are in the head's KV now
     l.call->out.push_back(argmax((*rows)[i].logits));
     if (l.d->keep_logits_) l.d->last_logits_ = (*rows)[i].logits;
     l.hidden = std::move((*rows)[i].hidden);

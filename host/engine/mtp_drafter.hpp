@@ -66,6 +66,8 @@ class MtpDrafter : public Drafter {
   std::vector<float> last_logits_;
   // Runs head rows [from, to) now (their next tokens known) and drops their states.
   void catch_up(int64_t to);
+  // Head rows before `position` hold the target's states: their states are dropped.
+  void written_through(int64_t position);
   int64_t head_rows_ = 0;
   std::string error_;
 };

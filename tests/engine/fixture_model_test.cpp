@@ -428,7 +428,9 @@ TEST_P(EngineFixture, Qwen3_5PromptsSharingTheirBeginningHitAtAnInterval) {
       const auto got = memra::engine::test_support::drain(**warm_sched.submit(r));
       const auto want = memra::engine::test_support::drain(**cold_sched.submit(c));
       EXPECT_TRUE(got == want) << "cached and cold runs differ";
-      if (prompt == &b) EXPECT_EQ(got.cached, interval > 0 ? 64 : 0) << "the last snapshot inside the 75 shared tokens";
+      if (prompt == &b) {
+        EXPECT_EQ(got.cached, interval > 0 ? 64 : 0) << "the last snapshot inside the 75 shared tokens";
+      }
     }
   }
 }
