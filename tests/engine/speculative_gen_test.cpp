@@ -48,7 +48,7 @@ TEST(EngineSpeculativeGen, MtpAndAMissingDraftAreRefusedClearly) {
   int status = 0;
   std::string out = memra::testing::run_command(base + "--spec mtp 2>&1").take_out(status);
   EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("ships no MTP heads"), std::string::npos) << out;
+  EXPECT_NE(out.find("has no MTP head"), std::string::npos) << out;
   out = memra::testing::run_command(base + "--spec draft 2>&1").take_out(status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("--spec draft needs --draft"), std::string::npos) << out;
