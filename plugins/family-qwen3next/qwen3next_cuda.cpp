@@ -99,19 +99,21 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     const int32_t* snaps = MEMRA_STRUCT_HAS(env, memra_op_env, snapshot_slots) ? env->snapshot_slots : nullptr;
     char* state = static_cast<char*>(env->state);
     const unsigned long long stride = env->state_stride;
-    if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 127) / 128), 128, 0, src, tokens, kc, conv_w,
+    if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 63) / 64), 64, 0, src, tokens, kc, conv_w,
                                        w_dtype, seq, slots, snaps, state, stride, conv);
         st != MEMRA_OK)
       return st;
     const float* conv_in = conv;
-    // Four warps a block: (row, key head) pairs, state columns, (row, value head) pairs.
+    // Four warps a block: (row, key head) pairs here, (row, value head) pairs in the norm; the
+    // recurrence's blocks are Q3N_RECUR_WARPS state columns of one head.
     const uint64_t pairs_k = T * static_cast<uint64_t>(hk), pairs_v = T * static_cast<uint64_t>(hv);
     if (const memra_status st = launch(ctx, env, k->prep, static_cast<uint32_t>((pairs_k + 3) / 4), 128, 0, src, conv_in, tokens, a_weight,
                                        dt_bias, qn, kn, beta, decay);
         st != MEMRA_OK)
       return st;
     const float *qn_in = qn, *kn_in = kn, *beta_in = beta, *decay_in = decay;
-    if (const memra_status st = launch2(ctx, env, k->recur, static_cast<uint32_t>(hv), static_cast<uint32_t>((dv + 3) / 4), 128, 0, src,
+    if (const memra_status st = launch2(ctx, env, k->recur, static_cast<uint32_t>(hv), static_cast<uint32_t>((dv + Q3N_RECUR_WARPS - 1) / Q3N_RECUR_WARPS),
+                                        Q3N_RECUR_WARPS * 32, q3n_recur_smem(dk), src,
                                         conv_in, qn_in, kn_in, beta_in, decay_in, tokens, kc, seq, slots, snaps, state, stride, y);
         st != MEMRA_OK)
       return st;

@@ -8,26 +8,74 @@
 // The conv of qwen3next.gated_delta_net: one thread per channel c of [q | k | v] walks the
 // step's rows in batch order (a sequence's rows in position order), each on its sequence's
 // kept inputs: conv_out[t][c] = silu(sum_k w[c][k] x_{t-K+1+k}[c]), the K-1 inputs before
-// it then shifted in the state (and copied to the row's snapshot slot, if it has one).
+// it then shifted in the state (and copied to the row's snapshot slot, if it has one). The
+// weights and the kept inputs stay in registers while consecutive rows are one sequence's
+// (written back when the sequence changes and at the end), and each group of
+// Q3N_CONV_GROUP rows' inputs is loaded before any of them is used, so the walk waits on
+// memory once a group, not once a row.
+#define Q3N_CONV_GROUP 16
 extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype,
                                         const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
                                         unsigned long long stride, float* conv_out) {
   const int64_t c_dim = 2 * (int64_t)src.hk * src.dk + (int64_t)src.hv * src.dv;
   const int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c_dim) return;
-  for (int32_t t = 0; t < tokens; ++t) {
-    float* cstate = (float*)(state + (unsigned long long)slots[seq_index[t]] * stride);
-    const float x = q3n_conv_in(&src, t, ch);
-    float acc = 0.0f;
-    for (int32_t k = 0; k < kc - 1; ++k) acc = acc + q3n_weight(conv_w, w_dtype, ch * kc + k) * cstate[k * c_dim + ch];
-    acc = acc + q3n_weight(conv_w, w_dtype, ch * kc + kc - 1) * x;
-    for (int32_t k = 0; k + 1 < kc - 1; ++k) cstate[k * c_dim + ch] = cstate[(k + 1) * c_dim + ch];
-    if (kc > 1) cstate[(kc - 2) * c_dim + ch] = x;
-    conv_out[(int64_t)t * c_dim + ch] = q3n_silu(acc);
-    if (snaps && snaps[t] >= 0) {  // this channel's kept inputs as they stand after row t
-      float* snap = (float*)(state + (unsigned long long)snaps[t] * stride);
-      for (int32_t k = 0; k < kc - 1; ++k) snap[k * c_dim + ch] = cstate[k * c_dim + ch];
+  float w[QWEN3NEXT_GDN_MAX_CONV], win[QWEN3NEXT_GDN_MAX_CONV];  // win[k]: x_{t-K+1+k}, oldest first (k < K-1)
+#pragma unroll
+  for (int32_t k = 0; k < QWEN3NEXT_GDN_MAX_CONV; ++k) {
+    w[k] = k < kc ? q3n_weight(conv_w, w_dtype, ch * kc + k) : 0.0f;
+    win[k] = 0.0f;
+  }
+  int32_t cur = -1;
+  for (int32_t t0 = 0; t0 < tokens; t0 += Q3N_CONV_GROUP) {
+    float xs[Q3N_CONV_GROUP];
+#pragma unroll
+    for (int32_t u = 0; u < Q3N_CONV_GROUP; ++u) xs[u] = t0 + u < tokens ? q3n_conv_in(&src, t0 + u, ch) : 0.0f;
+#pragma unroll
+    for (int32_t u = 0; u < Q3N_CONV_GROUP; ++u) {
+      const int32_t t = t0 + u;
+      if (t >= tokens) break;
+      const int32_t slot = slots[seq_index[t]];
+      if (slot != cur) {
+        if (cur >= 0) {
+          float* old = (float*)(state + (unsigned long long)cur * stride);
+#pragma unroll
+          for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
+            if (k < kc - 1) old[k * c_dim + ch] = win[k];
+        }
+        const float* next = (const float*)(state + (unsigned long long)slot * stride);
+#pragma unroll
+        for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
+          if (k < kc - 1) win[k] = next[k * c_dim + ch];
+        cur = slot;
+      }
+      const float x = xs[u];
+      float acc = 0.0f;
+#pragma unroll
+      for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
+        if (k < kc - 1) acc = acc + w[k] * win[k];
+#pragma unroll
+      for (int32_t k = 0; k < QWEN3NEXT_GDN_MAX_CONV; ++k)
+        if (k == kc - 1) acc = acc + w[k] * x;
+#pragma unroll
+      for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k) {
+        if (k + 1 < kc - 1) win[k] = win[k + 1];
+        else if (k + 1 == kc - 1) win[k] = x;
+      }
+      conv_out[(int64_t)t * c_dim + ch] = q3n_silu(acc);
+      if (snaps && snaps[t] >= 0) {  // this channel's kept inputs as they stand after row t
+        float* snap = (float*)(state + (unsigned long long)snaps[t] * stride);
+#pragma unroll
+        for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
+          if (k < kc - 1) snap[k * c_dim + ch] = win[k];
+      }
     }
+  }
+  if (cur >= 0) {
+    float* old = (float*)(state + (unsigned long long)cur * stride);
+#pragma unroll
+    for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
+      if (k < kc - 1) old[k * c_dim + ch] = win[k];
   }
 }
 
@@ -76,63 +124,101 @@ extern "C" __global__ void q3n_gdn_prep(q3n_sources src, const float* conv_out, 
 // The recurrence of qwen3next.gated_delta_net: one warp per column j of value head h's state
 // (S kept by column, [Hv][dv][dk]; lane l holds rows l, l + 32, ... in registers while
 // consecutive rows are one sequence's), over the step's rows in batch order:
-// S = S * decay; m = Sᵀk; S += k (beta (v - m)); o = Sᵀq into o [T][Hv*dv].
+// S = S * decay; m = Sᵀk; S += k (beta (v - m)); o = Sᵀq into o [T][Hv*dv]. A block is
+// Q3N_RECUR_WARPS columns of one head (grid: Hv x ceil(dv / Q3N_RECUR_WARPS)); its threads
+// stage Q3N_RECUR_CHUNK rows' k, q, v, beta, decay and slots in shared memory
+// (q3n_recur_smem bytes) before its warps walk them, so a row costs the warp its
+// arithmetic and shuffles, not a global load.
 #define Q3N_MAX_LANE_ROWS 8  // dk <= 256
-extern "C" __global__ void q3n_gdn_recur(q3n_sources src, const float* conv_out, const float* qn, const float* kn,
-                                         const float* beta, const float* decay, int32_t tokens, int32_t kc,
-                                         const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
-                                         unsigned long long stride, float* o) {
+extern "C" __global__ void __launch_bounds__(Q3N_RECUR_WARPS * 32)
+    q3n_gdn_recur(q3n_sources src, const float* conv_out, const float* qn, const float* kn, const float* beta, const float* decay,
+                  int32_t tokens, int32_t kc, const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
+                  unsigned long long stride, float* o) {
+#if defined(__CUDACC__)
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+#endif
   const int32_t hk = src.hk, hv = src.hv, dk = src.dk, dv = src.dv;
   const int64_t kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
-  const int32_t h = blockIdx.x, j = blockIdx.y * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (j >= dv) return;
+  const int32_t h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, j0 = blockIdx.y * Q3N_RECUR_WARPS;
+  const int32_t j = j0 + warp, nthreads = blockDim.x;
+  const bool live = j < dv;  // (a warp past dv still takes the block's barriers)
   const int32_t g = q3n_key_head(&src, h), rows = (dk + 31) / 32;
+  float* sk = (float*)smem_raw;                    // [chunk][dk]
+  float* sq = sk + Q3N_RECUR_CHUNK * dk;           // [chunk][dk]
+  float* sv = sq + Q3N_RECUR_CHUNK * dk;           // [chunk][warps]
+  float* sdec = sv + Q3N_RECUR_CHUNK * Q3N_RECUR_WARPS;
+  float* sbeta = sdec + Q3N_RECUR_CHUNK;
+  int32_t* sslot = (int32_t*)(sbeta + Q3N_RECUR_CHUNK);
+  int32_t* ssnap = sslot + Q3N_RECUR_CHUNK;
   const int64_t col = (kc - 1) * c_dim + ((int64_t)h * dv + j) * dk;  // this column in a slot's state (floats)
   float s[Q3N_MAX_LANE_ROWS];
+#pragma unroll
+  for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = 0.0f;
   int32_t cur = -1;
-  for (int32_t t = 0; t < tokens; ++t) {
-    const int32_t slot = slots[seq_index[t]];
-    if (slot != cur) {
-      if (cur >= 0) {
-        float* old = (float*)(state + (unsigned long long)cur * stride) + col;
-#pragma unroll
-        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-          if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
-      }
-      const float* next = (const float*)(state + (unsigned long long)slot * stride) + col;
-#pragma unroll
-      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
-      cur = slot;
+  for (int32_t t0 = 0; t0 < tokens; t0 += Q3N_RECUR_CHUNK) {
+    const int32_t n = tokens - t0 < Q3N_RECUR_CHUNK ? tokens - t0 : Q3N_RECUR_CHUNK;
+    __syncthreads();  // the last chunk's rows are walked
+    for (int32_t i = threadIdx.x; i < n * dk; i += nthreads) {
+      const int64_t at = ((int64_t)(t0 + i / dk) * hk + g) * dk + i % dk;
+      sk[i] = kn[at];
+      sq[i] = qn[at];
     }
-    const float dec = decay[(int64_t)t * hv + h], bt = beta[(int64_t)t * hv + h];
-    const float* kr = kn + ((int64_t)t * hk + g) * dk;
-    const float* qr = qn + ((int64_t)t * hk + g) * dk;
-    float m = 0.0f;
+    for (int32_t i = threadIdx.x; i < n * Q3N_RECUR_WARPS; i += nthreads) {
+      const int32_t jj = j0 + i % Q3N_RECUR_WARPS;
+      sv[i] = jj < dv ? conv_out[(int64_t)(t0 + i / Q3N_RECUR_WARPS) * c_dim + 2 * kd + (int64_t)h * dv + jj] : 0.0f;
+    }
+    for (int32_t i = threadIdx.x; i < n; i += nthreads) {
+      sdec[i] = decay[(int64_t)(t0 + i) * hv + h];
+      sbeta[i] = beta[(int64_t)(t0 + i) * hv + h];
+      sslot[i] = slots[seq_index[t0 + i]];
+      ssnap[i] = snaps ? snaps[t0 + i] : -1;
+    }
+    __syncthreads();
+    if (!live) continue;
+    for (int32_t u = 0; u < n; ++u) {
+      const int32_t slot = sslot[u];
+      if (slot != cur) {
+        if (cur >= 0) {
+          float* old = (float*)(state + (unsigned long long)cur * stride) + col;
 #pragma unroll
-    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-      if (r < rows && r * 32 + lane < dk) {
-        s[r] = s[r] * dec;
-        m = m + s[r] * kr[r * 32 + lane];
-      }
-    m = q3n_warp_sum(m);
-    const float d = (conv_out[(int64_t)t * c_dim + 2 * kd + (int64_t)h * dv + j] - m) * bt;
-    float out = 0.0f;
+          for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+            if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
+        }
+        const float* next = (const float*)(state + (unsigned long long)slot * stride) + col;
 #pragma unroll
-    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-      if (r < rows && r * 32 + lane < dk) {
-        s[r] = s[r] + kr[r * 32 + lane] * d;
-        out = out + s[r] * qr[r * 32 + lane];
+        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
+        cur = slot;
       }
-    out = q3n_warp_sum(out);
-    if (lane == 0) o[(int64_t)t * vd + (int64_t)h * dv + j] = out;
-    if (snaps && snaps[t] >= 0) {  // this column as it stands after row t
-      float* snap = (float*)(state + (unsigned long long)snaps[t] * stride) + col;
+      const float dec = sdec[u], bt = sbeta[u];
+      const float* kr = sk + u * dk;
+      const float* qr = sq + u * dk;
+      float m = 0.0f;
 #pragma unroll
       for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-        if (r < rows && r * 32 + lane < dk) snap[r * 32 + lane] = s[r];
+        if (r < rows && r * 32 + lane < dk) {
+          s[r] = s[r] * dec;
+          m = m + s[r] * kr[r * 32 + lane];
+        }
+      m = q3n_warp_sum(m);
+      const float d = (sv[u * Q3N_RECUR_WARPS + warp] - m) * bt;
+      float out = 0.0f;
+#pragma unroll
+      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+        if (r < rows && r * 32 + lane < dk) {
+          s[r] = s[r] + kr[r * 32 + lane] * d;
+          out = out + s[r] * qr[r * 32 + lane];
+        }
+      out = q3n_warp_sum(out);
+      if (lane == 0) o[(int64_t)(t0 + u) * vd + (int64_t)h * dv + j] = out;
+      if (ssnap[u] >= 0) {  // this column as it stands after row t
+        float* snap = (float*)(state + (unsigned long long)ssnap[u] * stride) + col;
+#pragma unroll
+        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+          if (r < rows && r * 32 + lane < dk) snap[r * 32 + lane] = s[r];
+      }
     }
   }
-  if (cur >= 0) {
+  if (live && cur >= 0) {
     float* old = (float*)(state + (unsigned long long)cur * stride) + col;
 #pragma unroll
     for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)

@@ -144,6 +144,15 @@ Q3N_HD int64_t q3n_z_source(int64_t v, int64_t r, int64_t dk, int64_t dv) {
 #define QWEN3NEXT_GDN_V_TILED 4
 #define QWEN3NEXT_GDN_A_DIRECT 8
 #define QWEN3NEXT_GDN_FLAGS 15
+// The longest causal conv the op takes (its kept inputs live in a kernel's registers).
+#define QWEN3NEXT_GDN_MAX_CONV 8
+// The recurrence kernel's block (qwen3next_kernels.cu): value columns (one warp each) per
+// block, rows staged in shared memory at a time, and the shared bytes that takes for dk.
+#define Q3N_RECUR_WARPS 8
+#define Q3N_RECUR_CHUNK 16
+Q3N_HD unsigned q3n_recur_smem(int32_t dk) {
+  return (unsigned)(Q3N_RECUR_CHUNK * (2 * dk + Q3N_RECUR_WARPS + 4) * 4);
+}
 typedef struct q3n_sources {
   const float *qkv, *z, *b, *a;
   int32_t flags, hk, hv, dk, dv;

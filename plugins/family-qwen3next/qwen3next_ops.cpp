@@ -37,7 +37,7 @@ const float* f32_weight(const memra_weight* w, int64_t n) {
 memra_status gdn_check(memra_plugin_ctx* ctx, const memra_op_env* env, const memra_op_args* args) {
   const auto& at = *static_cast<const GdnAttrsV1*>(args->attrs);
   const int64_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
-  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dk > 256 || dv <= 0 || kc < 1 || !(at.norm_eps > 0) ||
+  if (hk <= 0 || hv <= 0 || hv % hk != 0 || dk <= 0 || dk > 256 || dv <= 0 || kc < 1 || kc > QWEN3NEXT_GDN_MAX_CONV || !(at.norm_eps > 0) ||
       (at.layout & ~QWEN3NEXT_GDN_FLAGS) != 0)
     return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "qwen3next.gated_delta_net: bad attributes");
   const int64_t kd = hk * dk, vd = hv * dv, c_dim = 2 * kd + vd, T = args->batch->num_tokens;
@@ -281,6 +281,16 @@ void interleave(CaseData& c, int32_t tokens, int32_t seqs) {
   }
 }
 
+// Rows of `seqs` sequences one after another (a prompt's rows, then decode rows): sequence 0
+// takes all but 2 rows for each of the others.
+void runs(CaseData& c, int32_t tokens, int32_t seqs) {
+  for (int32_t s = 0; s < seqs; ++s)
+    for (int32_t p = 0; p < (s == 0 ? tokens - 2 * (seqs - 1) : 2); ++p) {
+      c.seq_index.push_back(s);
+      c.positions.push_back(p);
+    }
+}
+
 memra_status fill_case(memra_plugin_ctx* ctx, std::shared_ptr<CaseData> c, const char* label, const void* attrs, size_t attrs_size,
                        int32_t seqs, uint64_t state_bytes, float tolerance, memra_op_example* out) {
   for (const auto& v : c->inputs) c->in_ptrs.push_back(v.data());
@@ -314,6 +324,7 @@ memra_status gdn_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example*
     struct Sizes {
       int32_t hk, hv, dk, dv, kc, tokens, seqs, layout;
       const char* label;
+      bool in_runs = false;  // each sequence's rows together (runs), else interleaved
     };
     constexpr int32_t kSplit = QWEN3NEXT_GDN_SPLIT_QKVZ | QWEN3NEXT_GDN_SPLIT_BA;
     constexpr int32_t kGguf35 = kSplit | QWEN3NEXT_GDN_V_TILED | QWEN3NEXT_GDN_A_DIRECT;
@@ -323,14 +334,19 @@ memra_status gdn_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example*
         {2, 6, 128, 128, 4, 7, 3, 0, "grouped rows, Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"},
         {2, 6, 128, 128, 4, 7, 3, kSplit, "split rows (Qwen3.5), Hk 2 / Hv 6 heads of 128, 7 rows of 3 sequences"},
         {2, 6, 128, 128, 4, 7, 3, kGguf35, "llama.cpp's Qwen3.5 (split, tiled value heads, A), Hk 2 / Hv 6 heads of 128"},
-        {2, 4, 64, 64, 4, 6, 2, kGgufNext, "llama.cpp's Qwen3-Next (split qkv/z, grouped ba, A), Hk 2 / Hv 4 heads of 64"}};
+        {2, 4, 64, 64, 4, 6, 2, kGgufNext, "llama.cpp's Qwen3-Next (split qkv/z, grouped ba, A), Hk 2 / Hv 4 heads of 64"},
+        {1, 2, 32, 12, 3, 43, 3, kSplit, "a 39-row prompt then 2 rows each of 2 sequences, Hk 1 / Hv 2, dk 32, dv 12, conv 3", true},
+        {1, 1, 32, 32, QWEN3NEXT_GDN_MAX_CONV, 20, 1, kSplit, "20 rows of one sequence, the longest conv", true}};
     constexpr int32_t kNumCases = static_cast<int32_t>(sizeof kCases / sizeof kCases[0]);
     if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
     if (index < 0 || index >= kNumCases) return MEMRA_ERR_NOT_FOUND;
     const Sizes& z = kCases[index];
     auto c = std::make_shared<CaseData>();
     c->gdn = {sizeof(GdnAttrsV1), z.hk, z.hv, z.dk, z.dv, z.kc, 1e-6f, z.layout};
-    interleave(*c, z.tokens, z.seqs);
+    if (z.in_runs)
+      runs(*c, z.tokens, z.seqs);
+    else
+      interleave(*c, z.tokens, z.seqs);
     const int64_t kd = static_cast<int64_t>(z.hk) * z.dk, vd = static_cast<int64_t>(z.hv) * z.dv, c_dim = 2 * kd + vd;
     if (z.layout & QWEN3NEXT_GDN_SPLIT_QKVZ) {
       c->inputs = {uniform(1, z.tokens * c_dim, -1.0f, 1.0f), uniform(11, z.tokens * vd, -1.0f, 1.0f)};

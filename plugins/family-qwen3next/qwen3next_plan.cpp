@@ -147,10 +147,11 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       g.layout = (proj != "grouped" ? QWEN3NEXT_GDN_SPLIT_QKVZ : 0) | (proj == "split" ? QWEN3NEXT_GDN_SPLIT_BA : 0) |
                  (order == "tiled" ? QWEN3NEXT_GDN_V_TILED : 0) | (decay == "a" ? QWEN3NEXT_GDN_A_DIRECT : 0);
       if (g.num_k_heads <= 0 || g.num_v_heads <= 0 || g.num_v_heads % g.num_k_heads != 0 || g.head_k_dim <= 0 ||
-          g.head_k_dim > 256 || g.head_v_dim <= 0 || g.conv_kernel < 1 || g.conv_kernel > 64) {
+          g.head_k_dim > 256 || g.head_v_dim <= 0 || g.conv_kernel < 1 || g.conv_kernel > QWEN3NEXT_GDN_MAX_CONV) {
         error = "family-qwen3next: config's linear attention sizes are inconsistent (key heads must divide value heads; "
                 "the key head dim at most 256; "
-                "head dims and the conv kernel positive, the conv kernel at most 64)";
+                "head dims and the conv kernel positive, the conv kernel at most " +
+                std::to_string(QWEN3NEXT_GDN_MAX_CONV) + ")";
         return false;
       }
     }

@@ -158,7 +158,7 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
       const q3n_sources src = memra::qwen3next::sources_of(attrs, &args);
       std::vector<float> conv(static_cast<size_t>(T * c_dim), NAN);
       char* st = reinterpret_cast<char*>(emu_state.data());
-      memra::cuda_emu::launch(static_cast<unsigned>((c_dim + 127) / 128), 1, 128,
+      memra::cuda_emu::launch(static_cast<unsigned>((c_dim + 63) / 64), 1, 64,
                               [&] {
                                 q3n_gdn_conv(src, e.num_tokens, kc, e.weights[0], MEMRA_DTYPE_F32, e.seq_index, slots.data(),
                                              snaps.data(), st, e.state_bytes, conv.data());
@@ -172,12 +172,13 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
                                              beta.data(), decay.data());
                               },
                               [] {});
-      memra::cuda_emu::launch(static_cast<unsigned>(hv), static_cast<unsigned>((dv + 3) / 4), 128,
+      memra::cuda_emu::launch(static_cast<unsigned>(hv), static_cast<unsigned>((dv + Q3N_RECUR_WARPS - 1) / Q3N_RECUR_WARPS),
+                              Q3N_RECUR_WARPS * 32,
                               [&] {
                                 q3n_gdn_recur(src, conv.data(), qn.data(), kn.data(), beta.data(), decay.data(), e.num_tokens, kc,
                                               e.seq_index, slots.data(), snaps.data(), st, e.state_bytes, y_emu.data());
                               },
-                              [] {});
+                              [] { std::memset(smem_raw, 0xff, sizeof smem_raw); });
       memra::cuda_emu::launch(static_cast<unsigned>((T64 * hv + 3) / 4), 1, 128,
                               [&] { q3n_gdn_out(src, e.num_tokens, e.weights[3], eps, y_emu.data()); }, [] {});
       EXPECT_EQ(std::memcmp(y_cpu.data(), y_emu.data(), y_cpu.size() * 4), 0) << "outputs";
