@@ -3,7 +3,9 @@
 //
 // Each scheme S provides kUnit (elements per unit), kBlockElems/kBlockBytes (its
 // block layout) and unit(row, u, w) which writes elements [u*kUnit, (u+1)*kUnit)
-// of a row into w. They follow repack/quant/dequant_*.cpp operation for operation,
+// of a row into w; the block schemes also octet(row, o, w), elements [8o, 8o+8) with
+// the same operations (Octets<S> makes that a unit: the prompt GEMM's weight pass, a
+// thread per 16-byte store of the bf16 plane). They follow repack/quant/dequant_*.cpp operation for operation,
 // and the modules are built with --fmad=false, so each value is bitwise the CPU
 // oracle's (gguf-py's) value: e.g. Q4_K is (d*sc)*q - (dmin*m), rounded per step.
 // Blocks are read bytewise (block sizes like 34 or 210 bytes break wider alignment).
@@ -143,6 +145,14 @@ struct SchemeQ8_0 {
 #pragma unroll
     for (int j = 0; j < 32; ++j) w[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
   }
+  __device__ static void octet(const uint8_t* row, int64_t o, float* w) {
+    const uint8_t* b = row + (o >> 2) * kBlockBytes;
+    uint8_t q[8];
+    load_bytes<8, 2>(b + 2 + 8 * (o & 3), q);
+    const float d = f16_bytes(b[0], b[1]);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = static_cast<float>(static_cast<int8_t>(q[j])) * d;
+  }
 };
 
 // Q4_0 (18 bytes / 32): f16 d, nibbles (j: low of byte j, j+16: high). y = d*(q-8).
@@ -158,6 +168,17 @@ struct SchemeQ4_0 {
       w[j] = d * static_cast<float>((q & 0x0f) - 8);
       w[j + 16] = d * static_cast<float>((q >> 4) - 8);
     }
+  }
+  // Octet p of a block: the low nibbles (p < 2) or high nibbles of bytes 8 (p & 1) + j.
+  __device__ static void octet(const uint8_t* row, int64_t o, float* w) {
+    const uint8_t* b = row + (o >> 2) * kBlockBytes;
+    const int p = static_cast<int>(o & 3);
+    uint8_t q[8];
+    load_bytes<8, 2>(b + 2 + 8 * (p & 1), q);
+    const float d = f16_bytes(b[0], b[1]);
+    const int shift = 4 * (p >> 1);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = d * static_cast<float>(((q[j] >> shift) & 0x0f) - 8);
   }
 };
 
@@ -197,6 +218,22 @@ struct SchemeQ4_K {
 #pragma unroll
     for (int l = 0; l < 32; ++l) w[l] = dg * static_cast<float>((qs[l] >> shift) & 0x0f) - mg;
   }
+  __device__ static void octet(const uint8_t* row, int64_t o, float* w) {
+    const uint8_t* b = row + (o >> 5) * kBlockBytes;
+    const int g = static_cast<int>((o >> 2) & 7), l0 = 8 * static_cast<int>(o & 3);
+    const uint4 h = *reinterpret_cast<const uint4*>(b);
+    uint8_t qs[8];
+    load_bytes<8, 8>(b + 16 + 32 * (g >> 1) + l0, qs);
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
+    int sc, mn;
+    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
+    const float dg = d * static_cast<float>(sc);
+    const float mg = dmin * static_cast<float>(mn);
+    const int shift = 4 * (g & 1);
+#pragma unroll
+    for (int l = 0; l < 8; ++l) w[l] = dg * static_cast<float>((qs[l] >> shift) & 0x0f) - mg;
+  }
 };
 
 // Q5_K (176 bytes / 256, 16-byte aligned): Q4_K plus a fifth bit (bit g of qh[l]).
@@ -218,6 +255,26 @@ struct SchemeQ5_K {
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 32; ++l) {
+      const int q = ((qs[l] >> shift) & 0x0f) | (((qh[l] >> g) & 1) << 4);
+      w[l] = dg * static_cast<float>(q) - mg;
+    }
+  }
+  __device__ static void octet(const uint8_t* row, int64_t o, float* w) {
+    const uint8_t* b = row + (o >> 5) * kBlockBytes;
+    const int g = static_cast<int>((o >> 2) & 7), l0 = 8 * static_cast<int>(o & 3);
+    const uint4 h = *reinterpret_cast<const uint4*>(b);
+    uint8_t qh[8], qs[8];
+    load_bytes<8, 8>(b + 16 + l0, qh);
+    load_bytes<8, 8>(b + 48 + 32 * (g >> 1) + l0, qs);
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
+    int sc, mn;
+    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
+    const float dg = d * static_cast<float>(sc);
+    const float mg = dmin * static_cast<float>(mn);
+    const int shift = 4 * (g & 1);
+#pragma unroll
+    for (int l = 0; l < 8; ++l) {
       const int q = ((qs[l] >> shift) & 0x0f) | (((qh[l] >> g) & 1) << 4);
       w[l] = dg * static_cast<float>(q) - mg;
     }
@@ -251,6 +308,26 @@ struct SchemeQ6_K {
       w[l] = (l < 16 ? dl0 : dl1) * static_cast<float>(q);
     }
   }
+  // Octet: elements l0..l0+7 of unit gi (one scale: index 2 gi, or 2 gi + 1 past l = 16).
+  __device__ static void octet(const uint8_t* row, int64_t o, float* w) {
+    const uint8_t* b = row + (o >> 5) * kBlockBytes;
+    const int gi = static_cast<int>((o >> 2) & 7), l0 = 8 * static_cast<int>(o & 3);
+    const int h = gi >> 2;
+    uint8_t ql[8], qh[8];
+    load_bytes<8, 2>(b + 64 * h + 32 * (gi & 1) + l0, ql);
+    load_bytes<8, 2>(b + 128 + 32 * h + l0, qh);
+    const uint16_t dbits = *reinterpret_cast<const uint16_t*>(b + 208);
+    const float d = __half2float(__ushort_as_half(dbits));
+    const float dl = d * static_cast<float>(static_cast<int8_t>(b[192 + 2 * gi + (l0 >= 16 ? 1 : 0)]));
+    const int lshift = 4 * ((gi & 3) >> 1), hshift = 2 * (gi & 3);
+#pragma unroll
+    for (int l = 0; l < 8; ++l) {
+      const int low = (ql[l] >> lshift) & 0x0f;
+      const int high = (qh[l] >> hshift) & 3;
+      const int q = (low | (high << 4)) - 32;
+      w[l] = dl * static_cast<float>(q);
+    }
+  }
 };
 
 // IQ4_XS (136 bytes / 256, 8-byte aligned): f16 d, u16 scales_h, scales_l[4],
@@ -279,6 +356,29 @@ struct SchemeIQ4_XS {
       w[j + 16] = dl * static_cast<float>(codebook(q[j] >> 4));
     }
   }
+  // Octet p of sub-block g: low nibbles (p < 2) or high of bytes 8 (p & 1) + j.
+  __device__ static void octet(const uint8_t* row, int64_t o, float* w) {
+    const uint8_t* b = row + (o >> 5) * kBlockBytes;
+    const int g = static_cast<int>((o >> 2) & 7), p = static_cast<int>(o & 3);
+    const uint2 h = *reinterpret_cast<const uint2*>(b);
+    uint8_t q[8];
+    load_bytes<8, 8>(b + 8 + 16 * g + 8 * (p & 1), q);
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const int lo = static_cast<int>((h.y >> (4 * g)) & 0x0fu);
+    const int hi = static_cast<int>((h.x >> (16 + 2 * g)) & 3u);
+    const float dl = d * static_cast<float>((lo | (hi << 4)) - 32);
+    const int shift = 4 * (p >> 1);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = dl * static_cast<float>(codebook((q[j] >> shift) & 0x0f));
+  }
+};
+
+// A block scheme's octets as units of 8 (a thread per 16-byte bf16 store in the prompt
+// GEMM's weight pass: consecutive threads write consecutive bytes).
+template <class S>
+struct Octets {
+  static constexpr int kUnit = 8, kBlockElems = S::kBlockElems, kBlockBytes = S::kBlockBytes;
+  __device__ static void unit(const uint8_t* row, int64_t o, float* w) { S::octet(row, o, w); }
 };
 
 }  // namespace memra::cuda

@@ -37,8 +37,11 @@ __device__ __forceinline__ void store_planes(const float* v, __nv_bfloat16* __re
 }
 
 // Thread per unit of S (kUnit consecutive elements of one row); rows x k/kUnit threads.
-// (A thread per 8 elements, each dequantising its whole unit, made the q4_k prompt 25 %
-// slower: H200, session 10.)
+// The block schemes take Octets<S>: a thread per 8 elements dequantising only those, so a
+// warp's stores are 512 contiguous bytes (a thread per 32-element unit wrote 64-byte
+// strided pieces and reached about a third of the copy bandwidth on the 27B q4_k prompt;
+// a thread per 8 elements dequantising its whole unit was 25 % slower still: H200,
+// session 10).
 template <class S>
 __device__ __forceinline__ void dequant_planes(const uint8_t* __restrict__ w, int64_t row_bytes, int32_t rows, int64_t k,
                                                int64_t ld, __nv_bfloat16* __restrict__ hi, __nv_bfloat16* __restrict__ lo) {
@@ -78,12 +81,12 @@ extern "C" __global__ void __launch_bounds__(256) memra_gemm_split_rows(const fl
   }
 MEMRA_DEFINE_GEMM_DEQUANT(f32, F32U8)
 MEMRA_DEFINE_GEMM_DEQUANT(f16, F16U8)
-MEMRA_DEFINE_GEMM_DEQUANT(q8_0, SchemeQ8_0)
-MEMRA_DEFINE_GEMM_DEQUANT(q4_0, SchemeQ4_0)
-MEMRA_DEFINE_GEMM_DEQUANT(q4_k, SchemeQ4_K)
-MEMRA_DEFINE_GEMM_DEQUANT(q5_k, SchemeQ5_K)
-MEMRA_DEFINE_GEMM_DEQUANT(q6_k, SchemeQ6_K)
-MEMRA_DEFINE_GEMM_DEQUANT(iq4_xs, SchemeIQ4_XS)
+MEMRA_DEFINE_GEMM_DEQUANT(q8_0, Octets<SchemeQ8_0>)
+MEMRA_DEFINE_GEMM_DEQUANT(q4_0, Octets<SchemeQ4_0>)
+MEMRA_DEFINE_GEMM_DEQUANT(q4_k, Octets<SchemeQ4_K>)
+MEMRA_DEFINE_GEMM_DEQUANT(q5_k, Octets<SchemeQ5_K>)
+MEMRA_DEFINE_GEMM_DEQUANT(q6_k, Octets<SchemeQ6_K>)
+MEMRA_DEFINE_GEMM_DEQUANT(iq4_xs, Octets<SchemeIQ4_XS>)
 
 // memra fp8 (fp8_units.cuh): a thread per 32 elements of a row; each value is the CPU
 // oracle's e4m3(q) * scale (one rounding), then split into the planes.

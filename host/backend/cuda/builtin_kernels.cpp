@@ -44,6 +44,7 @@ BuiltinMatmul block_gemv(const std::string& scheme, int64_t elems, int64_t bytes
   m.block_elems = elems;
   m.block_bytes = bytes;
   m.gemm = ref::bf16_prompt_matmul(scheme) ? Gemm::dequantized_bf16 : Gemm::dequantized;
+  m.gemm_unit = 8;  // memra_gemm_dequant_<scheme> dequantises octets (Octets<S>)
   return m;
 }
 
@@ -81,6 +82,7 @@ Status register_builtin_kernels(KernelRegistry& r) {
   fp8.gemv_mma = true;
   fp8.fp8_activations = true;
   fp8.mma_warps = memra::gemv_mma::kFp8Warps;
+  fp8.gemm_unit = 32;  // memra_gemm_dequant_fp8: a thread per 32 elements
   MEMRA_TRY(add_gemv(r, "fp8", std::move(fp8), ref::kActivationBf16));
   // Integer schemes whose rows are whole 256-element runs take int8 activations
   // (ref::matmul_activation); the f32 entries above serve their other row lengths.
