@@ -3,7 +3,9 @@
 # "memra-kernel-check memra-bench" is enough): the #39 speed pairs alone — the 16-layer
 # Qwen3.5-27B shape converted and quantized by llama.cpp, llama-bench and memra-bench side by
 # side on the same GGUFs (pp512, tg128), then memra's prefill profile on the full 27B shape in
-# q4_k. memra-kernel-check runs first, beside the CPU work (KC=0 skips it; KC=TEXT filters it).
+# q4_k. memra-kernel-check, the CUDA suites carried and MTP at K = 3 (forced 75 %) against the
+# oracle on the full 27B shape run first, beside the CPU work (KC=0 skips kernel-check; KC=TEXT
+# filters it).
 set -u
 D=$(readlink -f "${1:-.device/q35}"); OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs; L=$OUT/logs
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
@@ -15,10 +17,15 @@ t "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 W=/tmp/w; mkdir -p $W
 (python3 $D/anchors/make_random_hf.py $W/m --preset qwen3.5-27b --set num_hidden_layers=16 --tokenizer tests/models/qwen3_5-tiny \
    > $L/make_model.log 2>&1; touch $W/model.done) &
-if [ "${KC:-}" != 0 ]; then
-  (timeout 420 $D/bin/memra-kernel-check ${KC:+--filter "$KC"} > $L/kc.log 2>&1; t "kernel-check rc=$? $(tail -1 $L/kc.log)"
-   grep -E "^FAIL" $L/kc.log | head -5 | tee -a $OUT/summary.txt; touch $W/kc.done) &
-else touch $W/kc.done; fi
+# The GPU's first minutes, beside the CPU work: kernel-check, the CUDA suites, MTP on the 27B shape.
+run() { local b=$1 f=$2; [ -x $D/bin/$b ] || return; timeout 150 $D/bin/$b --gtest_filter="$f" > $L/$b.log 2>&1
+  t "$b $f rc=$? $(grep -E '^\[  (PASSED|FAILED)' $L/$b.log | tr '\n' ' ')"; grep -E "^\[  FAILED|Failure" $L/$b.log | head -5 | tee -a $OUT/summary.txt; }
+mtp() { timeout 100 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --spec $1 --spec-k 3 --oracle-accept 0.75 --gen 128 --spec-repeats 2 \
+  > $L/$1-27b.log 2>&1; t "27b $1 rc=$?"; grep -E "^spec|^\(mtp head" $L/$1-27b.log | tee -a $OUT/summary.txt; }
+(if [ "${KC:-}" != 0 ]; then timeout 420 $D/bin/memra-kernel-check ${KC:+--filter "$KC"} > $L/kc.log 2>&1
+   t "kernel-check rc=$? $(tail -1 $L/kc.log)"; grep -E "^FAIL" $L/kc.log | head -5 | tee -a $OUT/summary.txt; fi
+ run engine_fixture_test '*/cuda*'; run engine_mtp_test '*/cuda*'; run engine_recurrent_state_test '*/cuda*'
+ mtp mtp; mtp oracle; touch $W/kc.done) &
 while [ ! -f $W/model.done ]; do sleep 2; done; t "model: $(tail -1 $L/make_model.log)"
 while [ ! -f /tmp/llama/convert_hf_to_gguf.py ]; do sleep 1; done
 python3 $D/anchors/convert_driver.py /tmp/llama $W/m --no-mtp --outtype bf16 --outfile $W/q35-BF16.gguf > $L/convert.log 2>&1; t "convert rc=$?"
@@ -29,12 +36,13 @@ for q in Q4_K_M Q8_0; do /tmp/llama/build/bin/llama-quantize $W/q35-BF16.gguf $W
 while [ ! -f $W/kc.done ]; do sleep 2; done
 pair() { local q=$1 f=$W/q35-$1.gguf
   [ -f $f ] || { t "$f not ready"; return; }
+  [ $(el) -lt ${GUARD:-520} ] || { t "skip $q: $(el) s used"; return; }
   timeout 60 bash $D/anchors/llama_anchor.sh bench $f -p 512 -n 128 -r 2 > $L/llama-$q.md 2>&1
   t "llama.cpp $q rc=$?"; grep -E "pp512|tg128" $L/llama-$q.md | tee -a $OUT/summary.txt
   timeout 60 $D/bin/memra-bench $f --prompt-tokens 512 --gen-tokens 128 --repeats 2 > $L/memra-$q.log 2>&1
   t "memra $q rc=$?"; grep -E "^(pp|tg)" $L/memra-$q.log | tee -a $OUT/summary.txt; }
 pair BF16; pair Q4_K_M; pair Q8_0
-MEMRA_CUDA_PROFILE=prefill timeout 90 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 8 --repeats 1 \
+[ $(el) -lt ${GUARD:-520} ] && MEMRA_CUDA_PROFILE=prefill timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 8 --repeats 1 \
   > $L/27b-prefill-prof.log 2>&1; t "27b prefill profile rc=$?"
 grep -E "^ *[a-z_0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%|^pp" $L/27b-prefill-prof.log | head -16 >> $OUT/summary.txt
 t end; tar czf $OUT/logs.tar.gz -C $OUT logs; rm -rf $OUT/logs

@@ -21,6 +21,11 @@
 namespace memra::bench {
 namespace {
 
+std::string fmt_ms(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 bool to_f32(const memra_weight& w, int64_t row, int64_t cols, float* out) {
@@ -66,15 +71,24 @@ class ForcedMtpDrafter : public engine::Drafter {
       : mtp_(target, engine::mtp_draft_cost(target)), oracle_(std::move(truth), p, vocab) {}
   void attach(int32_t seq) override { mtp_.attach(seq); }
   std::vector<int32_t> draft(std::span<const int32_t> context, int k) override {
+    const double t0 = now_s();
     const std::vector<int32_t> real = mtp_.draft(context, k);
+    head_s += now_s() - t0;
+    ++calls;
     return oracle_.draft(context, static_cast<int>(real.size()));
   }
   void verified(std::span<const int32_t> context, int drafted, int accepted) override { mtp_.verified(context, drafted, accepted); }
   bool wants_target_hidden() const override { return true; }
   void target_hidden(int64_t first, std::span<const int32_t> tokens, bool final_tokens, std::span<const float> rows, int64_t dim) override {
+    const double t0 = now_s();
     mtp_.target_hidden(first, tokens, final_tokens, rows, dim);
+    head_s += now_s() - t0;
   }
   double draft_token_cost() const override { return mtp_.draft_token_cost(); }
+  // Wall time in the head's steps (drafts and catch-ups) and draft calls.
+  double head_s = 0.0;
+  int64_t calls = 0;
+  int64_t head_rows() const { return mtp_.head_rows(); }
 
  private:
   engine::MtpDrafter mtp_;
@@ -218,6 +232,8 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
   g.max_tokens = o.gen;
   g.sampling.temperature = 0.0f;
   double best_plain = 1e30, best_spec = 1e30;
+  ForcedMtpDrafter* forced = nullptr;  // this repeat's, when --spec mtp forces acceptance
+  std::string head_line;
   std::vector<int32_t> plain_tokens, spec_tokens;
   engine::GenerateResult last;
   bool same = true;
@@ -230,6 +246,7 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
       return 1;
     }
     std::unique_ptr<engine::Drafter> drafter;
+    forced = nullptr;
     if (o.drafter == "ngram") {
       drafter = std::make_unique<engine::NgramDrafter>();
     } else if (o.drafter == "draft") {
@@ -239,7 +256,9 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
     } else if (o.drafter == "mtp") {
       std::vector<int32_t> truth = prompt;
       truth.insert(truth.end(), a->tokens.begin(), a->tokens.end());
-      drafter = std::make_unique<ForcedMtpDrafter>(target, std::move(truth), o.oracle_accept, vocab);
+      auto f = std::make_unique<ForcedMtpDrafter>(target, std::move(truth), o.oracle_accept, vocab);
+      forced = f.get();
+      drafter = std::move(f);
     } else {
       std::vector<int32_t> truth = prompt;
       truth.insert(truth.end(), a->tokens.begin(), a->tokens.end());
@@ -263,6 +282,10 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
     last = *b;
     best_plain = std::min(best_plain, ta);
     best_spec = std::min(best_spec, tb);
+    if (forced)
+      head_line = "(mtp head: " + std::to_string(forced->calls) + " draft calls, " + std::to_string(forced->head_rows()) + " head rows, " +
+                  fmt_ms(forced->head_s * 1e3 / static_cast<double>(std::max<int64_t>(1, forced->calls))) + " ms a call, " +
+                  fmt_ms(100.0 * forced->head_s / tb) + " % of the speculative run's " + fmt_ms(tb * 1e3) + " ms)";
   }
   std::printf("spec %s k=%d%s: %zu tokens, prompt %d tokens (%s); plain %.1f tok/s, speculative %.1f tok/s, "
               "speed-up %.2fx; drafted %lld, accepted %lld (acceptance %.1f%%), %lld verify + %lld plain steps, "
@@ -273,6 +296,7 @@ int run_spec_bench(engine::Engine& target, const plugins::PluginHost& plugins, c
               last.drafted ? 100.0 * static_cast<double>(last.accepted) / static_cast<double>(last.drafted) : 0.0,
               static_cast<long long>(last.verify_steps), static_cast<long long>(last.plain_steps),
               static_cast<long long>(last.fallbacks), same ? "yes" : "NO");
+  if (!head_line.empty()) std::printf("%s\n", head_line.c_str());
   if (o.drafter == "mtp" && o.oracle_accept >= 0)
     std::printf("(mtp: the head drafts for real; its drafts are replaced by plain decode's own tokens, each right with "
                 "probability %.2f — a forced acceptance; --oracle-accept -1 keeps the head's own drafts)\n", o.oracle_accept);
