@@ -42,6 +42,11 @@ pair() { local q=$1 f=$W/q35-$1.gguf
   timeout 60 $D/bin/memra-bench $f --prompt-tokens 512 --gen-tokens 128 --repeats 2 > $L/memra-$q.log 2>&1
   t "memra $q rc=$?"; grep -E "^(pp|tg)" $L/memra-$q.log | tee -a $OUT/summary.txt; }
 pair BF16; pair Q4_K_M; pair Q8_0
+# The prompt GEMM's weight planes filled on a side stream (MEMRA_CUDA_DEQUANT_OVERLAP) against
+# the step's own stream, on the full 27B shape in q4_k.
+for ov in 0 1; do [ $(el) -lt ${GUARD:-520} ] || break
+  MEMRA_CUDA_DEQUANT_OVERLAP=$ov timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 8 \
+    --repeats 3 > $L/27b-overlap$ov.log 2>&1; t "27b q4_k overlap=$ov rc=$? $(grep -E '^pp' $L/27b-overlap$ov.log)"; done
 [ $(el) -lt ${GUARD:-520} ] && MEMRA_CUDA_PROFILE=prefill timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 8 --repeats 1 \
   > $L/27b-prefill-prof.log 2>&1; t "27b prefill profile rc=$?"
 grep -E "^ *[a-z_0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%|^pp" $L/27b-prefill-prof.log | head -16 >> $OUT/summary.txt

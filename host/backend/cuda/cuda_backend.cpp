@@ -54,6 +54,7 @@ CudaBackend::~CudaBackend() {
   if (!ctx_.stream()) return;
   (void)ctx_.make_current();
   (void)ctx_.synchronize();  // nothing to report from a destructor
+  pipe_close();
   if (profile_) profile_report();
   release_graph();
   batches_.clear();

@@ -336,6 +336,23 @@ class CudaBackend {
   memra_status matmul_plugin(const SchemeInfo& s, CUdeviceptr w, int64_t rows, int64_t cols, CUdeviceptr x, int64_t m,
                              CUdeviceptr y);
   GemmBuffer gemm_x_, gemm_w_, gemm_rows_;
+  // BackendOptions::overlap_dequant (eager cuBLASLt prompt steps): the weight planes the
+  // side stream fills a matmul ahead, taken in turn; plane b is filled after plane_read_[b]
+  // (its last product) and read after plane_ready_[b].
+  struct DequantPipe {
+    CUstream side = nullptr;
+    GemmBuffer planes[2];
+    CUevent ready[2] = {nullptr, nullptr}, read[2] = {nullptr, nullptr};
+    bool read_pending[2] = {false, false};
+    int next = 0;
+  } pipe_;
+  memra_status pipe_open();
+  void pipe_close();
+  // Plane b of at least `bytes`: both streams drained before a plane is replaced.
+  memra_status pipe_plane(int b, uint64_t bytes);
+  // memra_gemm_dequant_<scheme> into plane b on the side stream, after the plane's last
+  // product (profiled like the step's own launches).
+  memra_status pipe_launch(int b, Kernel* k, unsigned gx, unsigned block, void** args);
   // The prompt-row GEMM of bf16 weights in single-pass mode through cuBLASLt
   // (cublaslt_gemm.hpp), opened at its first use; nullptr: not installed or turned off.
   CublasLtGemm* cublaslt();

@@ -509,21 +509,119 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     int64_t chunk = static_cast<int64_t>(kPlaneBudget / row_bytes) / kGemmTile * kGemmTile;
     chunk = std::min(std::max<int64_t>(chunk, kGemmTile), rows);
     const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
-    if (const memra_status g = gemm_buffer(gemm_w_, wplane * (one_pass ? 1 : 2)); g != MEMRA_OK) return g;
-    const CUdeviceptr w_hi = gemm_w_.ptr, w_lo = one_pass ? 0 : gemm_w_.ptr + wplane;
     const std::string dequantizer = "memra_gemm_dequant_" + s.scheme;
     const int64_t unit = b.gemm_unit;
+    // cuBLASLt's steps are eager: the plane may be filled on the side stream while the
+    // step's stream still runs the ops before this one.
+    const bool piped = lt && options_.overlap_dequant && pipe_open() == MEMRA_OK;
+    if (!piped)
+      if (const memra_status g = gemm_buffer(gemm_w_, wplane * (one_pass ? 1 : 2)); g != MEMRA_OK) return g;
+    auto dq = modules_->kernel("matmul_gemm", dequantizer.c_str());
+    if (!dq) return fail(dq.error());
     for (int64_t r0 = 0; r0 < rows && st == MEMRA_OK; r0 += chunk) {
       const int64_t nr = std::min(chunk, rows - r0);
       const int64_t threads = nr * (cols / unit);
-      const CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
-      st = launch("matmul_gemm", dequantizer.c_str(), static_cast<unsigned>((threads + 255) / 256), 1, 256, 0, wr,
-                  static_cast<int64_t>(s.row_bytes), static_cast<int32_t>(nr), cols, cols, w_hi, w_lo);
-      if (st == MEMRA_OK) st = product(w_hi, w_lo, r0, nr);
+      CUdeviceptr wr = wd + static_cast<CUdeviceptr>(r0) * s.row_bytes;
+      int64_t row_bytes = static_cast<int64_t>(s.row_bytes), k = cols, ld = cols;
+      int32_t nri = static_cast<int32_t>(nr);
+      const auto blocks = static_cast<unsigned>((threads + 255) / 256);
+      if (!piped) {
+        CUdeviceptr w_hi = gemm_w_.ptr, w_lo = one_pass ? 0 : gemm_w_.ptr + wplane;
+        void* argv[] = {&wr, &row_bytes, &nri, &k, &ld, &w_hi, &w_lo};
+        st = launch_raw(*dq, blocks, 1, 256, 0, argv);
+        if (st == MEMRA_OK) st = after_op(dequantizer.c_str());
+        if (st == MEMRA_OK) st = product(w_hi, w_lo, r0, nr);
+        continue;
+      }
+      const int p = pipe_.next;
+      pipe_.next ^= 1;
+      if ((st = pipe_plane(p, wplane * (one_pass ? 1 : 2))) != MEMRA_OK) break;
+      CUdeviceptr w_hi = pipe_.planes[p].ptr, w_lo = one_pass ? 0 : pipe_.planes[p].ptr + wplane;
+      void* argv[] = {&wr, &row_bytes, &nri, &k, &ld, &w_hi, &w_lo};
+      if ((st = pipe_launch(p, *dq, blocks, 256, argv)) != MEMRA_OK) break;
+      if (const CUresult r = cuStreamWaitEvent(ctx_.stream(), pipe_.ready[p], 0); r != CUDA_SUCCESS) {
+        st = fail(MEMRA_ERR_DEVICE, cu_error(r, "prompt GEMM: waiting for the weight plane"));
+        break;
+      }
+      if ((st = product(w_hi, w_lo, r0, nr)) != MEMRA_OK) break;
+      if (const CUresult r = cuEventRecord(pipe_.read[p], ctx_.stream()); r != CUDA_SUCCESS) {
+        st = fail(MEMRA_ERR_DEVICE, cu_error(r, "prompt GEMM: marking the weight plane read"));
+        break;
+      }
+      pipe_.read_pending[p] = true;
     }
   }
   if (st != MEMRA_OK || !staged) return st;
   return launch("matmul_gemm", "memra_gemm_scatter_rows", static_cast<unsigned>(m), 1, 256, 0, gemm_rows_.ptr, rows, row_index, od);
+}
+
+memra_status CudaBackend::pipe_open() {
+  if (pipe_.side) return MEMRA_OK;
+  CUresult r = cuStreamCreate(&pipe_.side, CU_STREAM_NON_BLOCKING);
+  for (int i = 0; i < 2 && r == CUDA_SUCCESS; ++i) {
+    r = cuEventCreate(&pipe_.ready[i], CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) r = cuEventCreate(&pipe_.read[i], CU_EVENT_DISABLE_TIMING);
+  }
+  if (r != CUDA_SUCCESS) {
+    pipe_close();
+    log(MEMRA_LOG_WARN, cu_error(r, "prompt GEMM side stream") + "; weight planes are filled on the step's stream");
+    options_.overlap_dequant = false;
+    return MEMRA_ERR_DEVICE;
+  }
+  return MEMRA_OK;
+}
+
+void CudaBackend::pipe_close() {
+  if (pipe_.side) cuStreamSynchronize(pipe_.side);
+  for (int i = 0; i < 2; ++i) {
+    if (pipe_.planes[i].ptr) cuMemFree(pipe_.planes[i].ptr);
+    pipe_.planes[i] = {};
+    if (pipe_.ready[i]) cuEventDestroy(pipe_.ready[i]);
+    if (pipe_.read[i]) cuEventDestroy(pipe_.read[i]);
+    pipe_.ready[i] = pipe_.read[i] = nullptr;
+    pipe_.read_pending[i] = false;
+  }
+  if (pipe_.side) cuStreamDestroy(pipe_.side);
+  pipe_.side = nullptr;
+}
+
+memra_status CudaBackend::pipe_plane(int b, uint64_t bytes) {
+  GemmBuffer& g = pipe_.planes[b];
+  if (g.bytes >= bytes) return MEMRA_OK;
+  // Rare (planes only grow): both streams drained, then a plain allocation either stream may use.
+  if (auto w = ctx_.synchronize(); !w) return fail(w.error());
+  if (const CUresult r = cuStreamSynchronize(pipe_.side); r != CUDA_SUCCESS)
+    return fail(MEMRA_ERR_DEVICE, cu_error(r, "prompt GEMM side stream"));
+  if (g.ptr) cuMemFree(g.ptr);
+  g = {};
+  bytes = align_up(bytes, 32ull << 20);
+  if (const CUresult r = cuMemAlloc(&g.ptr, bytes); r != CUDA_SUCCESS)
+    return fail(MEMRA_ERR_OUT_OF_MEMORY, cu_error(r, "cuMemAlloc (prompt GEMM weight plane)") + ": lower the prefill chunk size");
+  g.bytes = bytes;
+  pipe_.read_pending[b] = false;
+  return MEMRA_OK;
+}
+
+memra_status CudaBackend::pipe_launch(int b, Kernel* k, unsigned gx, unsigned block, void** args) {
+  if (pipe_.read_pending[b])
+    if (const CUresult r = cuStreamWaitEvent(pipe_.side, pipe_.read[b], 0); r != CUDA_SUCCESS)
+      return fail(MEMRA_ERR_DEVICE, cu_error(r, "prompt GEMM: waiting for the plane's last product"));
+  CUevent pa = nullptr, pb = nullptr;  // MEMRA_CUDA_PROFILE: the launch's span, on the side stream
+  if (profile_ && profile_step_ && (pa = profile_event()) && (pb = profile_event())) cuEventRecord(pa, pipe_.side);
+  const CUresult r = cuLaunchKernel(k->function, gx, 1, 1, block, 1, 1, 0, pipe_.side, args, nullptr);
+  if (pa && pb) {
+    cuEventRecord(pb, pipe_.side);
+    profile_pending_.push_back({k, pa, pb});
+  } else {
+    if (pa) profile_events_.push_back(pa);
+    if (pb) profile_events_.push_back(pb);
+  }
+  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
+  if (const CUresult e = cuEventRecord(pipe_.ready[b], pipe_.side); e != CUDA_SUCCESS)
+    return fail(MEMRA_ERR_DEVICE, cu_error(e, "prompt GEMM: marking the weight plane filled"));
+  if (sync_each_op_)
+    if (const CUresult w = cuStreamSynchronize(pipe_.side); w != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(w, k->name.c_str()));
+  return MEMRA_OK;
 }
 
 CublasLtGemm* CudaBackend::cublaslt() {
