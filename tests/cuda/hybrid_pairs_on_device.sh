@@ -5,25 +5,39 @@
 # side on the same GGUFs (pp512, tg128), then memra's prefill profile on the full 27B shape in
 # q4_k. memra-kernel-check, the CUDA suites carried and MTP at K = 3 (forced 75 %) against the
 # oracle (ORACLE=1) on the full 27B shape run first, beside the CPU work (KC=0 skips kernel-check; KC=TEXT
-# filters it).
+# filters it). QUICK=1: no llama.cpp — kernel-check on the prompt GEMM and the plugin ops, the
+# suites, the overlap A/B, MTP and the profile (about 4 minutes).
 set -u
 D=$(readlink -f "${1:-.device/q35}"); OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs; L=$OUT/logs
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 t() { echo "[$(el)s] $*" | tee -a $OUT/summary.txt; }
-setsid bash $D/anchors/llama_anchor.sh build > /dev/null 2>&1 &
+[ "${QUICK:-}" = 1 ] || setsid bash $D/anchors/llama_anchor.sh build > /dev/null 2>&1 &
 S=/tmp/syslib; mkdir -p $S; tar xJf $D/syslib.tar.xz -C $S; tar xJf $D/bin.tar.xz -C $D
 export LD_LIBRARY_PATH=$S/syslib MEMRA_HOME=$(mktemp -d)
 t "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 W=/tmp/w; mkdir -p $W
-(python3 $D/anchors/make_random_hf.py $W/m --preset qwen3.5-27b --set num_hidden_layers=16 --tokenizer tests/models/qwen3_5-tiny \
+[ "${QUICK:-}" = 1 ] || (python3 $D/anchors/make_random_hf.py $W/m --preset qwen3.5-27b --set num_hidden_layers=16 --tokenizer tests/models/qwen3_5-tiny \
    > $L/make_model.log 2>&1; touch $W/model.done) &
 # The GPU's first minutes, beside the CPU work: kernel-check, the CUDA suites, MTP on the 27B shape.
 run() { local b=$1 f=$2; [ -x $D/bin/$b ] || return; timeout 150 $D/bin/$b --gtest_filter="$f" > $L/$b.log 2>&1
   t "$b $f rc=$? $(grep -E '^\[  (PASSED|FAILED)' $L/$b.log | tr '\n' ' ')"; grep -E "^\[  FAILED|Failure" $L/$b.log | head -5 | tee -a $OUT/summary.txt; }
 mtp() { timeout 100 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --spec $1 --spec-k 3 --oracle-accept 0.75 --gen 128 --spec-repeats 2 \
   > $L/$1-27b.log 2>&1; t "27b $1 rc=$?"; grep -E "^spec|^\(mtp head" $L/$1-27b.log | tee -a $OUT/summary.txt; }
-(if [ "${KC:-}" != 0 ]; then timeout 420 $D/bin/memra-kernel-check ${KC:+--filter "$KC"} > $L/kc.log 2>&1
-   t "kernel-check rc=$? $(tail -1 $L/kc.log)"; grep -E "^FAIL" $L/kc.log | head -5 | tee -a $OUT/summary.txt; fi
+kc() { timeout 420 $D/bin/memra-kernel-check ${1:+--filter "$1"} > $L/kc$2.log 2>&1
+  t "kernel-check ${1:+--filter '$1' }rc=$? $(tail -1 $L/kc$2.log)"; grep -E "^FAIL" $L/kc$2.log | head -5 | tee -a $OUT/summary.txt; }
+overlap() { for ov in 0 1; do [ $(el) -lt ${GUARD:-500} ] || break
+  MEMRA_CUDA_DEQUANT_OVERLAP=$ov timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 32 \
+    --repeats 3 > $L/27b-overlap$ov.log 2>&1; t "27b q4_k overlap=$ov rc=$? $(grep -E '^(pp|tg)' $L/27b-overlap$ov.log | tr '\n' ' ')"; done; }
+profile() { [ $(el) -lt ${GUARD:-520} ] && MEMRA_CUDA_PROFILE=prefill timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k \
+  --prompt-tokens 512 --gen-tokens 8 --repeats 1 > $L/27b-prefill-prof.log 2>&1; t "27b prefill profile rc=$?"
+  grep -E "^ *[a-z_0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%|^pp" $L/27b-prefill-prof.log | head -16 >> $OUT/summary.txt; }
+if [ "${QUICK:-}" = 1 ]; then  # QUICK=1: no llama.cpp; kernel-check on the prompt GEMM and the plugin ops only
+  kc gemm 1; kc "plugin op" 2
+  run engine_fixture_test '*/cuda*'; run engine_mtp_test '*/cuda*'; run engine_recurrent_state_test '*/cuda*'
+  overlap; mtp mtp; profile
+  t end; tar czf $OUT/logs.tar.gz -C $OUT logs; rm -rf $OUT/logs; exit 0
+fi
+(if [ "${KC:-}" != 0 ]; then kc "${KC:-}" ""; fi
  run engine_fixture_test '*/cuda*'; run engine_mtp_test '*/cuda*'; run engine_recurrent_state_test '*/cuda*'
  mtp mtp; [ -n "${ORACLE:-}" ] && mtp oracle; touch $W/kc.done) &
 while [ ! -f $W/model.done ]; do sleep 2; done; t "model: $(tail -1 $L/make_model.log)"
@@ -43,11 +57,6 @@ pair() { local q=$1 f=$W/q35-$1.gguf
   t "memra $q rc=$?"; grep -E "^(pp|tg)" $L/memra-$q.log | tee -a $OUT/summary.txt; }
 pair BF16; pair Q4_K_M; pair Q8_0
 # The prompt GEMM's weight planes filled on a side stream (MEMRA_CUDA_DEQUANT_OVERLAP) against
-# the step's own stream, on the full 27B shape in q4_k.
-for ov in 0 1; do [ $(el) -lt ${GUARD:-500} ] || break
-  MEMRA_CUDA_DEQUANT_OVERLAP=$ov timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 8 \
-    --repeats 3 > $L/27b-overlap$ov.log 2>&1; t "27b q4_k overlap=$ov rc=$? $(grep -E '^pp' $L/27b-overlap$ov.log)"; done
-[ $(el) -lt ${GUARD:-520} ] && MEMRA_CUDA_PROFILE=prefill timeout 60 $D/bin/memra-bench --model qwen3.5-27b --quant q4_k --prompt-tokens 512 --gen-tokens 8 --repeats 1 \
-  > $L/27b-prefill-prof.log 2>&1; t "27b prefill profile rc=$?"
-grep -E "^ *[a-z_0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%|^pp" $L/27b-prefill-prof.log | head -16 >> $OUT/summary.txt
+# the step's own stream, on the full 27B shape in q4_k; the prefill profile.
+overlap; profile
 t end; tar czf $OUT/logs.tar.gz -C $OUT logs; rm -rf $OUT/logs
