@@ -1,6 +1,7 @@
 // The CUDA forms of the family's ops (memra_op_def.prepare_cuda / run_cuda): the kernels of
 // qwen3next_kernels.fatbin (beside the plugin), loaded once per GPU backend and launched
 // through the host's kernel services with argument sizes.
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -15,7 +16,9 @@ using family::guarded;
 using family::report;
 
 struct Kernels {
-  memra_kernel *conv = nullptr, *prep = nullptr, *recur = nullptr, *out = nullptr, *split = nullptr, *sigmul = nullptr, *concat = nullptr;
+  memra_kernel *conv = nullptr, *prep = nullptr, *recur = nullptr, *out = nullptr, *fused = nullptr, *out_conv = nullptr,
+               *split = nullptr, *sigmul = nullptr, *concat = nullptr;
+  int32_t fused_rows = Q3N_FUSED_ROWS;  // MEMRA_QWEN3NEXT_FUSED_DECODE=0: 0 (every step takes the four kernels)
 };
 
 template <class... A>
@@ -57,9 +60,11 @@ memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device
     auto k = std::make_shared<Kernels>();
     for (const auto& [name, slot] : {std::pair{"q3n_gdn_conv", &k->conv}, std::pair{"q3n_gdn_prep", &k->prep},
                                      std::pair{"q3n_gdn_recur", &k->recur}, std::pair{"q3n_gdn_out", &k->out},
+                                     std::pair{"q3n_gdn_fused", &k->fused}, std::pair{"q3n_gdn_out_conv", &k->out_conv},
                                      std::pair{"q3n_split_gate", &k->split}, std::pair{"q3n_sigmoid_mul", &k->sigmul},
                                      std::pair{"q3n_concat", &k->concat}})
       if (const memra_status st = h->kernel_get(h->ctx, module, name, slot); st != MEMRA_OK) return st;
+    if (const char* v = std::getenv("MEMRA_QWEN3NEXT_FUSED_DECODE"); v && std::strcmp(v, "0") == 0) k->fused_rows = 0;
     *kernel_data = k.get();
     std::lock_guard lock(ctx->mu);
     ctx->owned.push_back(std::move(k));
@@ -76,17 +81,6 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     const int32_t hk = at.num_k_heads, hv = at.num_v_heads, dk = at.head_k_dim, dv = at.head_v_dim, kc = at.conv_kernel;
     const int64_t c_dim = 2ll * hk * dk + static_cast<int64_t>(hv) * dv;
     const int32_t tokens = args->batch->num_tokens;
-    // Step scratch: the conv output [T][C], then qn and kn [T][Hk][dk], beta and decay [T][Hv].
-    const uint64_t kd = static_cast<uint64_t>(hk) * static_cast<uint64_t>(dk), T = static_cast<uint64_t>(tokens);
-    const uint64_t floats = T * (static_cast<uint64_t>(c_dim) + 2 * kd + 2 * static_cast<uint64_t>(hv));
-    void* scratch = nullptr;
-    if (const memra_status st = env->scratch(env, floats * 4, &scratch); st != MEMRA_OK)
-      return report(ctx, st, "qwen3next.gated_delta_net: no step scratch for the conv output and the row scalars");
-    float* conv = static_cast<float*>(scratch);
-    float* qn = conv + T * static_cast<uint64_t>(c_dim);
-    float* kn = qn + T * kd;
-    float* beta = kn + T * kd;
-    float* decay = beta + T * static_cast<uint64_t>(hv);
     const q3n_sources src = sources_of(at, args);
     float* y = static_cast<float*>(args->outputs[0]->data);
     const void* conv_w = args->weights[0]->data;
@@ -99,6 +93,29 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     const int32_t* snaps = MEMRA_STRUCT_HAS(env, memra_op_env, snapshot_slots) ? env->snapshot_slots : nullptr;
     char* state = static_cast<char*>(env->state);
     const unsigned long long stride = env->state_stride;
+    const uint64_t pairs_v = static_cast<uint64_t>(tokens) * static_cast<uint64_t>(hv);
+    if (tokens <= k->fused_rows) {
+      // Decode and verify steps: two launches (qwen3next_kernels.cu, q3n_gdn_fused).
+      if (const memra_status st = launch2(ctx, env, k->fused, static_cast<uint32_t>(hv),
+                                          static_cast<uint32_t>((dv + Q3N_RECUR_WARPS - 1) / Q3N_RECUR_WARPS), Q3N_RECUR_WARPS * 32, 0,
+                                          src, tokens, kc, conv_w, w_dtype, a_weight, dt_bias, seq, slots, snaps, state, stride, y);
+          st != MEMRA_OK)
+        return st;
+      const auto out_blocks = static_cast<int32_t>((pairs_v + 3) / 4);
+      return launch(ctx, env, k->out_conv, static_cast<uint32_t>(out_blocks + (c_dim + 127) / 128), 128, 0, src, tokens, norm_w,
+                    at.norm_eps, y, out_blocks, kc, seq, slots, snaps, state, stride);
+    }
+    // Step scratch: the conv output [T][C], then qn and kn [T][Hk][dk], beta and decay [T][Hv].
+    const uint64_t kd = static_cast<uint64_t>(hk) * static_cast<uint64_t>(dk), T = static_cast<uint64_t>(tokens);
+    const uint64_t floats = T * (static_cast<uint64_t>(c_dim) + 2 * kd + 2 * static_cast<uint64_t>(hv));
+    void* scratch = nullptr;
+    if (const memra_status st = env->scratch(env, floats * 4, &scratch); st != MEMRA_OK)
+      return report(ctx, st, "qwen3next.gated_delta_net: no step scratch for the conv output and the row scalars");
+    float* conv = static_cast<float*>(scratch);
+    float* qn = conv + T * static_cast<uint64_t>(c_dim);
+    float* kn = qn + T * kd;
+    float* beta = kn + T * kd;
+    float* decay = beta + T * static_cast<uint64_t>(hv);
     if (const memra_status st = launch(ctx, env, k->conv, static_cast<uint32_t>((c_dim + 63) / 64), 64, 0, src, tokens, kc, conv_w,
                                        w_dtype, seq, slots, snaps, state, stride, conv);
         st != MEMRA_OK)
@@ -106,7 +123,7 @@ memra_status gdn_cuda(memra_plugin_ctx* ctx, const memra_op_env* env, const memr
     const float* conv_in = conv;
     // Four warps a block: (row, key head) pairs here, (row, value head) pairs in the norm; the
     // recurrence's blocks are Q3N_RECUR_WARPS state columns of one head.
-    const uint64_t pairs_k = T * static_cast<uint64_t>(hk), pairs_v = T * static_cast<uint64_t>(hv);
+    const uint64_t pairs_k = T * static_cast<uint64_t>(hk);
     if (const memra_status st = launch(ctx, env, k->prep, static_cast<uint32_t>((pairs_k + 3) / 4), 128, 0, src, conv_in, tokens, a_weight,
                                        dt_bias, qn, kn, beta, decay);
         st != MEMRA_OK)

@@ -14,16 +14,14 @@
 // Q3N_CONV_GROUP rows' inputs is loaded before any of them is used, so the walk waits on
 // memory once a group, not once a row.
 #define Q3N_CONV_GROUP 16
-extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype,
-                                        const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
-                                        unsigned long long stride, float* conv_out) {
-  const int64_t c_dim = 2 * (int64_t)src.hk * src.dk + (int64_t)src.hv * src.dv;
-  const int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch >= c_dim) return;
+// Channel ch's walk (conv_out NULL: the kept inputs and snapshots only, q3n_gdn_out_conv's part).
+__device__ inline void q3n_conv_walk(const q3n_sources& src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype,
+                                     const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
+                                     unsigned long long stride, float* conv_out, int64_t ch, int64_t c_dim) {
   float w[QWEN3NEXT_GDN_MAX_CONV], win[QWEN3NEXT_GDN_MAX_CONV];  // win[k]: x_{t-K+1+k}, oldest first (k < K-1)
 #pragma unroll
   for (int32_t k = 0; k < QWEN3NEXT_GDN_MAX_CONV; ++k) {
-    w[k] = k < kc ? q3n_weight(conv_w, w_dtype, ch * kc + k) : 0.0f;
+    w[k] = conv_out && k < kc ? q3n_weight(conv_w, w_dtype, ch * kc + k) : 0.0f;
     win[k] = 0.0f;
   }
   int32_t cur = -1;
@@ -50,19 +48,21 @@ extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t
         cur = slot;
       }
       const float x = xs[u];
-      float acc = 0.0f;
+      if (conv_out) {
+        float acc = 0.0f;
 #pragma unroll
-      for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
-        if (k < kc - 1) acc = acc + w[k] * win[k];
+        for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
+          if (k < kc - 1) acc = acc + w[k] * win[k];
 #pragma unroll
-      for (int32_t k = 0; k < QWEN3NEXT_GDN_MAX_CONV; ++k)
-        if (k == kc - 1) acc = acc + w[k] * x;
+        for (int32_t k = 0; k < QWEN3NEXT_GDN_MAX_CONV; ++k)
+          if (k == kc - 1) acc = acc + w[k] * x;
+        conv_out[(int64_t)t * c_dim + ch] = q3n_silu(acc);
+      }
 #pragma unroll
       for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k) {
         if (k + 1 < kc - 1) win[k] = win[k + 1];
         else if (k + 1 == kc - 1) win[k] = x;
       }
-      conv_out[(int64_t)t * c_dim + ch] = q3n_silu(acc);
       if (snaps && snaps[t] >= 0) {  // this channel's kept inputs as they stand after row t
         float* snap = (float*)(state + (unsigned long long)snaps[t] * stride);
 #pragma unroll
@@ -77,6 +77,15 @@ extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t
     for (int32_t k = 0; k + 1 < QWEN3NEXT_GDN_MAX_CONV; ++k)
       if (k < kc - 1) old[k * c_dim + ch] = win[k];
   }
+}
+
+extern "C" __global__ void q3n_gdn_conv(q3n_sources src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype,
+                                        const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
+                                        unsigned long long stride, float* conv_out) {
+  const int64_t c_dim = 2 * (int64_t)src.hk * src.dk + (int64_t)src.hv * src.dv;
+  const int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c_dim) return;
+  q3n_conv_walk(src, tokens, kc, conv_w, w_dtype, seq_index, slots, snaps, state, stride, conv_out, ch, c_dim);
 }
 
 // The sum of a lane's terms over the warp (qwen3next_math.h's order): xor butterfly.
@@ -228,10 +237,9 @@ extern "C" __global__ void __launch_bounds__(Q3N_RECUR_WARPS * 32)
 
 // The gated RMSNorm of qwen3next.gated_delta_net, in place: one warp per (row t, value head h):
 // y = w * (o / sqrt(mean(o^2) + eps)) * silu(z) over the head's dv outputs.
-extern "C" __global__ void q3n_gdn_out(q3n_sources src, int32_t tokens, const float* norm_w, float eps, float* y) {
+__device__ inline void q3n_out_pair(const q3n_sources& src, int32_t tokens, const float* norm_w, float eps, float* y, int64_t w,
+                                    int32_t lane) {
   const int32_t hv = src.hv, dv = src.dv;
-  const int64_t w = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int32_t lane = threadIdx.x % 32;
   if (w >= (int64_t)tokens * hv) return;
   const int64_t t = w / hv;
   const int32_t h = (int32_t)(w % hv);
@@ -241,6 +249,138 @@ extern "C" __global__ void q3n_gdn_out(q3n_sources src, int32_t tokens, const fl
   ss = q3n_warp_sum(ss);
   const float inv = 1.0f / sqrtf(ss / (float)dv + eps);
   for (int32_t j = lane; j < dv; j += 32) yr[j] = norm_w[j] * (yr[j] * inv) * q3n_silu(q3n_z_in(&src, t, (int64_t)h * dv + j));
+}
+extern "C" __global__ void q3n_gdn_out(q3n_sources src, int32_t tokens, const float* norm_w, float eps, float* y) {
+  q3n_out_pair(src, tokens, norm_w, eps, y, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, threadIdx.x % 32);
+}
+
+// The small steps' form (decode and verify steps, at most Q3N_FUSED_ROWS rows): two launches
+// instead of four. q3n_gdn_fused: a block of Q3N_RECUR_WARPS state columns of value head h
+// (grid Hv x ceil(dv / Q3N_RECUR_WARPS)) takes the conv of the channels it reads — its key
+// head's q and k, its columns' v — with every row's kept inputs read, not shifted (a row's
+// earlier inputs are its sequence's earlier rows in the step, then the state's last ones),
+// then the q/k norms, beta and decay, then the recurrence of q3n_gdn_recur; the same
+// operations in the same order, so bitwise the four kernels. q3n_gdn_out_conv: the gated
+// RMSNorm (blocks below out_blocks, four warps each) and the conv's kept inputs shifted in
+// the state and its snapshots (the other blocks, a thread per channel).
+extern "C" __global__ void __launch_bounds__(Q3N_RECUR_WARPS * 32)
+    q3n_gdn_fused(q3n_sources src, int32_t tokens, int32_t kc, const void* conv_w, int32_t w_dtype, const float* a_weight,
+                  const float* dt_bias, const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
+                  unsigned long long stride, float* o) {
+  __shared__ float sc[Q3N_FUSED_ROWS * (2 * 256 + Q3N_RECUR_WARPS)];  // [row][q dk | k dk | v warps]: conv outputs, q/k normed
+  __shared__ float sdec[Q3N_FUSED_ROWS], sbeta[Q3N_FUSED_ROWS];
+  __shared__ int32_t sslot[Q3N_FUSED_ROWS], ssnap[Q3N_FUSED_ROWS];
+  const int32_t hk = src.hk, hv = src.hv, dk = src.dk, dv = src.dv;
+  const int64_t kd = (int64_t)hk * dk, vd = (int64_t)hv * dv, c_dim = 2 * kd + vd;
+  const int32_t h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, j0 = blockIdx.y * Q3N_RECUR_WARPS;
+  const int32_t j = j0 + warp, nthreads = blockDim.x, nch = 2 * dk + Q3N_RECUR_WARPS;
+  const int32_t g = q3n_key_head(&src, h), rows = (dk + 31) / 32;
+  // The conv of the block's channels, row by row.
+  for (int32_t ci = threadIdx.x; ci < nch; ci += nthreads) {
+    const int64_t ch = ci < dk ? (int64_t)g * dk + ci : ci < 2 * dk ? kd + (int64_t)g * dk + (ci - dk) : 2 * kd + (int64_t)h * dv + j0 + (ci - 2 * dk);
+    if (ci >= 2 * dk && j0 + (ci - 2 * dk) >= dv) continue;
+    float w[QWEN3NEXT_GDN_MAX_CONV];
+#pragma unroll
+    for (int32_t k = 0; k < QWEN3NEXT_GDN_MAX_CONV; ++k) w[k] = k < kc ? q3n_weight(conv_w, w_dtype, ch * kc + k) : 0.0f;
+    for (int32_t t = 0; t < tokens; ++t) {
+      // win[k] = x_{t-K+1+k}: walking back, the sequence's earlier rows here, then its state.
+      float win[QWEN3NEXT_GDN_MAX_CONV];
+      const int32_t seq = seq_index[t];
+      int32_t k = kc - 2, u = t - 1;
+      for (; k >= 0 && u >= 0; --u)
+        if (seq_index[u] == seq) win[k--] = q3n_conv_in(&src, u, ch);
+      const float* kept = (const float*)(state + (unsigned long long)slots[seq] * stride);
+      for (int32_t m = kc - 2; k >= 0; --k, --m) win[k] = kept[(int64_t)m * c_dim + ch];
+      float acc = 0.0f;
+      for (int32_t q = 0; q + 1 < kc; ++q) acc = acc + w[q] * win[q];
+      acc = acc + w[kc - 1] * q3n_conv_in(&src, t, ch);
+      sc[t * nch + ci] = q3n_silu(acc);
+    }
+  }
+  __syncthreads();
+  // The q and k norms of each row (a warp each, q3n_gdn_prep's order), beta, decay, the slots.
+  for (int32_t task = warp; task < 2 * tokens; task += nthreads / 32) {
+    float* x = sc + (task / 2) * nch + (task % 2) * dk;
+    float ss = 0.0f;
+    for (int32_t i = lane; i < dk; i += 32) ss = ss + x[i] * x[i];
+    ss = q3n_warp_sum(ss);
+    const float inv = 1.0f / sqrtf(ss + 1e-6f), q_scale = 1.0f / sqrtf((float)dk);
+    for (int32_t i = lane; i < dk; i += 32) x[i] = task % 2 ? x[i] * inv : x[i] * inv * q_scale;
+  }
+  for (int32_t t = threadIdx.x; t < tokens; t += nthreads) {
+    sbeta[t] = q3n_sigmoid(q3n_b_in(&src, t, h));
+    sdec[t] = q3n_decay(&src, a_weight, h, q3n_a_in(&src, t, h), dt_bias[h]);
+    sslot[t] = slots[seq_index[t]];
+    ssnap[t] = snaps ? snaps[t] : -1;
+  }
+  __syncthreads();
+  if (j >= dv) return;  // (no barrier below)
+  const int64_t col = (kc - 1) * c_dim + ((int64_t)h * dv + j) * dk;  // this column in a slot's state (floats)
+  float s[Q3N_MAX_LANE_ROWS];
+#pragma unroll
+  for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = 0.0f;
+  int32_t cur = -1;
+  for (int32_t u = 0; u < tokens; ++u) {
+    const int32_t slot = sslot[u];
+    if (slot != cur) {
+      if (cur >= 0) {
+        float* old = (float*)(state + (unsigned long long)cur * stride) + col;
+#pragma unroll
+        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+          if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
+      }
+      const float* next = (const float*)(state + (unsigned long long)slot * stride) + col;
+#pragma unroll
+      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
+      cur = slot;
+    }
+    const float dec = sdec[u], bt = sbeta[u];
+    const float* qr = sc + u * nch;
+    const float* kr = qr + dk;
+    float m = 0.0f;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) {
+        s[r] = s[r] * dec;
+        m = m + s[r] * kr[r * 32 + lane];
+      }
+    m = q3n_warp_sum(m);
+    const float d = (qr[2 * dk + warp] - m) * bt;
+    float out = 0.0f;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) {
+        s[r] = s[r] + kr[r * 32 + lane] * d;
+        out = out + s[r] * qr[r * 32 + lane];
+      }
+    out = q3n_warp_sum(out);
+    if (lane == 0) o[(int64_t)u * vd + (int64_t)h * dv + j] = out;
+    if (ssnap[u] >= 0) {  // this column as it stands after row u
+      float* snap = (float*)(state + (unsigned long long)ssnap[u] * stride) + col;
+#pragma unroll
+      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+        if (r < rows && r * 32 + lane < dk) snap[r * 32 + lane] = s[r];
+    }
+  }
+  if (cur >= 0) {
+    float* old = (float*)(state + (unsigned long long)cur * stride) + col;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
+  }
+}
+
+extern "C" __global__ void q3n_gdn_out_conv(q3n_sources src, int32_t tokens, const float* norm_w, float eps, float* y, int32_t out_blocks,
+                                            int32_t kc, const int32_t* seq_index, const int32_t* slots, const int32_t* snaps,
+                                            char* state, unsigned long long stride) {
+  if ((int32_t)blockIdx.x < out_blocks) {
+    q3n_out_pair(src, tokens, norm_w, eps, y, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, threadIdx.x % 32);
+    return;
+  }
+  const int64_t c_dim = 2 * (int64_t)src.hk * src.dk + (int64_t)src.hv * src.dv;
+  const int64_t ch = (int64_t)(blockIdx.x - out_blocks) * blockDim.x + threadIdx.x;
+  if (ch >= c_dim) return;
+  q3n_conv_walk(src, tokens, kc, nullptr, 0, seq_index, slots, snaps, state, stride, nullptr, ch, c_dim);
 }
 
 // qwen3next.split_gate: rows [T*H] of [q D | gate D] into q and gate.

@@ -150,6 +150,8 @@ Q3N_HD int64_t q3n_z_source(int64_t v, int64_t r, int64_t dk, int64_t dv) {
 // block, rows staged in shared memory at a time, and the shared bytes that takes for dk.
 #define Q3N_RECUR_WARPS 8
 #define Q3N_RECUR_CHUNK 16
+// Steps of at most this many rows take the fused two-launch form (q3n_gdn_fused).
+#define Q3N_FUSED_ROWS 8
 Q3N_HD unsigned q3n_recur_smem(int32_t dk) {
   return (unsigned)(Q3N_RECUR_CHUNK * (2 * dk + Q3N_RECUR_WARPS + 4) * 4);
 }

@@ -336,7 +336,8 @@ memra_status gdn_example(memra_plugin_ctx* ctx, int32_t index, memra_op_example*
         {2, 6, 128, 128, 4, 7, 3, kGguf35, "llama.cpp's Qwen3.5 (split, tiled value heads, A), Hk 2 / Hv 6 heads of 128"},
         {2, 4, 64, 64, 4, 6, 2, kGgufNext, "llama.cpp's Qwen3-Next (split qkv/z, grouped ba, A), Hk 2 / Hv 4 heads of 64"},
         {1, 2, 32, 12, 3, 43, 3, kSplit, "a 39-row prompt then 2 rows each of 2 sequences, Hk 1 / Hv 2, dk 32, dv 12, conv 3", true},
-        {1, 1, 32, 32, QWEN3NEXT_GDN_MAX_CONV, 20, 1, kSplit, "20 rows of one sequence, the longest conv", true}};
+        {1, 1, 32, 32, QWEN3NEXT_GDN_MAX_CONV, 20, 1, kSplit, "20 rows of one sequence, the longest conv", true},
+        {1, 2, 32, 16, 4, 6, 2, kGguf35, "a decode step's runs: 4 rows of one sequence, 2 of another, Hk 1 / Hv 2, dk 32, dv 16", true}};
     constexpr int32_t kNumCases = static_cast<int32_t>(sizeof kCases / sizeof kCases[0]);
     if (!out) return MEMRA_ERR_INVALID_ARGUMENT;
     if (index < 0 || index >= kNumCases) return MEMRA_ERR_NOT_FOUND;

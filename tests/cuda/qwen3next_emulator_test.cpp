@@ -130,7 +130,8 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
     std::vector<int32_t> snaps(static_cast<size_t>(e.num_tokens), -1);
     for (int32_t t = 0; t < e.num_tokens; t += 2) snaps[static_cast<size_t>(t)] = e.num_seqs + t;
     const int32_t num_slots = e.num_seqs + e.num_tokens;
-    std::vector<uint8_t> cpu_state(e.state_bytes * static_cast<uint64_t>(num_slots), 0), emu_state = cpu_state;
+    std::vector<uint8_t> cpu_state(e.state_bytes * static_cast<uint64_t>(num_slots), 0), emu_state = cpu_state, fused_state = cpu_state;
+    const bool small = e.num_tokens <= Q3N_FUSED_ROWS;  // the decode form runs too (the CUDA form picks it for these)
     std::vector<std::vector<float>> in;
     std::vector<memra_tensor> tin;
     for (int32_t i = 0; i < e.num_inputs; ++i) in.emplace_back(e.inputs[i], e.inputs[i] + e.input_shapes[2 * i] * e.input_shapes[2 * i + 1]);
@@ -183,6 +184,26 @@ TEST(Qwen3NextEmulated, TheDeltaNetKernelsAreTheReferenceBitwise) {
                               [&] { q3n_gdn_out(src, e.num_tokens, e.weights[3], eps, y_emu.data()); }, [] {});
       EXPECT_EQ(std::memcmp(y_cpu.data(), y_emu.data(), y_cpu.size() * 4), 0) << "outputs";
       EXPECT_EQ(std::memcmp(cpu_state.data(), emu_state.data(), cpu_state.size()), 0) << "states";
+      if (!small) continue;
+      // The decode form: q3n_gdn_fused, then q3n_gdn_out_conv.
+      std::vector<float> y_fused(static_cast<size_t>(T * vd), NAN);
+      char* fs = reinterpret_cast<char*>(fused_state.data());
+      memra::cuda_emu::launch(static_cast<unsigned>(hv), static_cast<unsigned>((dv + Q3N_RECUR_WARPS - 1) / Q3N_RECUR_WARPS),
+                              Q3N_RECUR_WARPS * 32,
+                              [&] {
+                                q3n_gdn_fused(src, e.num_tokens, kc, e.weights[0], MEMRA_DTYPE_F32, e.weights[1], e.weights[2],
+                                              e.seq_index, slots.data(), snaps.data(), fs, e.state_bytes, y_fused.data());
+                              },
+                              [] {});
+      const auto out_blocks = static_cast<int32_t>((T64 * hv + 3) / 4);
+      memra::cuda_emu::launch(static_cast<unsigned>(out_blocks + (c_dim + 127) / 128), 1, 128,
+                              [&] {
+                                q3n_gdn_out_conv(src, e.num_tokens, e.weights[3], eps, y_fused.data(), out_blocks, kc, e.seq_index,
+                                                 slots.data(), snaps.data(), fs, e.state_bytes);
+                              },
+                              [] {});
+      EXPECT_EQ(std::memcmp(y_cpu.data(), y_fused.data(), y_cpu.size() * 4), 0) << "outputs of the decode form";
+      EXPECT_EQ(std::memcmp(cpu_state.data(), fused_state.data(), cpu_state.size()), 0) << "states of the decode form";
     }
   }
 }
