@@ -218,15 +218,16 @@ struct BackendOptions {
   bool early_kv_reads = true;
   // Prompt steps through cuBLASLt: each weight's dequantisation into the bf16 plane runs on a
   // side stream, a matmul ahead, into two planes taken in turn (the same values; off: on the
-  // step's stream, before its product).
-  bool overlap_dequant = true;
+  // step's stream, before its product). Off until it has run on a GPU (docs/PERFORMANCE.md,
+  // session 25).
+  bool overlap_dequant = false;
   void (*log)(void* user, memra_log_level level, const char* message) = nullptr;  // NULL: stderr, WARN and up
   void* log_user = nullptr;
 
   // The debugging switches of docs/FLAGS.md ("Environment"), applied over these options
   // once, by open_backend: MEMRA_CUDA_BACKEND, MEMRA_CUDA_GRAPH=0, MEMRA_CUDA_SYNC=1,
   // MEMRA_DEVICE_SAMPLING=0, MEMRA_CUBLASLT,
-  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=0, MEMRA_CUDA_EARLY_KV=0, MEMRA_CUDA_DEQUANT_OVERLAP=0.
+  // MEMRA_CUDA_PDL=0, MEMRA_CUDA_FUSE=0, MEMRA_CUDA_EARLY_KV=0, MEMRA_CUDA_DEQUANT_OVERLAP=1.
   void apply_environment();
 };
 

@@ -22,7 +22,7 @@ void BackendOptions::apply_environment() {
   if (const char* v = env("MEMRA_CUDA_PDL")) programmatic_launch = std::strcmp(v, "0") != 0;
   if (const char* v = env("MEMRA_CUDA_FUSE")) fuse_decode = std::strcmp(v, "0") != 0;
   if (const char* v = env("MEMRA_CUDA_EARLY_KV")) early_kv_reads = std::strcmp(v, "0") != 0;
-  if (const char* v = env("MEMRA_CUDA_DEQUANT_OVERLAP")) overlap_dequant = std::strcmp(v, "0") != 0;
+  if (const char* v = env("MEMRA_CUDA_DEQUANT_OVERLAP")) overlap_dequant = std::strcmp(v, "0") != 0;  // (off by default)
 }
 
 }  // namespace memra::backend
