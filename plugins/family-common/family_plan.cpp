@@ -156,4 +156,10 @@ std::optional<std::string> hf_expert_name(std::string_view rest) {
   return std::nullopt;
 }
 
+nlohmann::json tensor_json(const TensorSpec& s) {
+  nlohmann::json t = {{"name", s.name}, {"shape", s.shape}, {"matrix", s.matrix}};
+  if (!s.keep_as_stored.empty()) t["keep_as_stored"] = s.keep_as_stored;
+  return t;
+}
+
 }  // namespace memra::family

@@ -23,7 +23,16 @@ struct TensorSpec {
   std::vector<int64_t> shape;  // outermost first
   bool matrix = false;         // 2-D weight used by matmul (any quant scheme)
   bool any_float = false;      // read by the family's own op in its stored float type (f32, bf16, f16)
+  // Why a quantizing repack should keep this matrix as stored ("" = quantize it like the
+  // others): the plan's "keep_as_stored" (docs/PLUGINS.md, "Plans"), e.g. a MoE router.
+  std::string keep_as_stored = {};
 };
+
+// Why MoE routers (and a shared expert's sigmoid gate) stay as stored under quantization.
+inline constexpr const char* kKeepRouter = "a MoE router: tiny, and expert routing is sensitive to its error";
+
+// One tensor of the plan's JSON (plan_describe): name, shape, matrix, keep_as_stored if set.
+nlohmann::json tensor_json(const TensorSpec& s);
 
 // An integer key of the normalised config; throws std::runtime_error naming it when absent.
 int64_t need_int(const nlohmann::json& config, const char* key);

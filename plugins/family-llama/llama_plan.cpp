@@ -116,6 +116,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       add(p, b + "ffn_norm.weight", {p.hidden}, false);
       if (p.layer_moe[static_cast<size_t>(l)]) {
         add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
+        p.tensors.back().keep_as_stored = family::kKeepRouter;
         for (const char* m : {"ffn_gate.", "ffn_up."})
           for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
         for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
@@ -170,7 +171,7 @@ void plan_bind_state(Plan& p) {
 
 std::string plan_to_json(const Plan& p) {
   json t = json::array();
-  for (const TensorSpec& s : p.tensors) t.push_back({{"name", s.name}, {"shape", s.shape}, {"matrix", s.matrix}});
+  for (const TensorSpec& s : p.tensors) t.push_back(family::tensor_json(s));
   json groups = json::array();
   for (const memra_state_group& g : p.groups)
     groups.push_back({{"kind", "paged_kv"},

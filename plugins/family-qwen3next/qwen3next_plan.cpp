@@ -56,6 +56,7 @@ bool add_layer(Plan& p, const std::string& b, bool linear, bool moe, std::string
   add(p, b + "post_attention_norm.weight", {p.hidden}, false);
   if (moe) {
     add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
+    p.tensors.back().keep_as_stored = family::kKeepRouter;
     for (const char* m : {"ffn_gate.", "ffn_up."})
       for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
     for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
@@ -64,6 +65,7 @@ bool add_layer(Plan& p, const std::string& b, bool linear, bool moe, std::string
       add(p, b + "ffn_up_shexp.weight", {p.shared_width, p.hidden}, true);
       add(p, b + "ffn_down_shexp.weight", {p.hidden, p.shared_width}, true);
       add(p, b + "ffn_gate_inp_shexp.weight", {1, p.hidden}, true);
+      p.tensors.back().keep_as_stored = family::kKeepRouter;
     }
     return true;
   }
@@ -249,7 +251,7 @@ void plan_bind_state(Plan& p) {
 
 std::string plan_to_json(const Plan& p) {
   json t = json::array();
-  for (const TensorSpec& s : p.tensors) t.push_back({{"name", s.name}, {"shape", s.shape}, {"matrix", s.matrix}});
+  for (const TensorSpec& s : p.tensors) t.push_back(family::tensor_json(s));
   json kinds = json::array();
   for (uint8_t k : p.layer_linear) kinds.push_back(k ? "linear_attention" : "full_attention");
   json j = {{"family", "qwen3next"},

@@ -15,11 +15,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool is_router_gate(const SourceTensor& t) {
-  return t.name.find("ffn_gate_inp") != std::string::npos || ends_with(t.source_name, "mlp.gate.weight") ||
-         ends_with(t.source_name, "shared_expert_gate.weight") || t.name.find("ffn_gate_inp_shexp") != std::string::npos;
-}
-
 struct Decision {
   std::string scheme;
   std::string rule;    // rule key: what the tensors have in common
@@ -38,7 +33,7 @@ bool overridable_scheme(const std::string& s) {
 }
 
 Result<PrecisionPlan> plan_precision(const Source& source, const std::string& req, const std::vector<SchemeOverride>& overrides,
-                                     const PluginSchemeBytes& plugin_bytes) {
+                                     const PluginSchemeBytes& plugin_bytes, const std::map<std::string, std::string>& keep_as_stored) {
   for (const SchemeOverride& o : overrides)
     if (!overridable_scheme(o.scheme))
       return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme +
@@ -62,6 +57,7 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     if (!names.insert(t.name).second)
       return make_error(ErrorCode::invalid_argument, "two tensors of " + source.path().string() + " map to the name '" + t.name + "'");
     const bool convertible = Source::convertible(t.scheme);
+    const auto kept = keep_as_stored.find(t.name);
     Decision d{t.scheme, "", ""};
     if (t.shape.size() == 1 && convertible) {
       d = {"f32", "1-D tensors (norms, biases)", "the engine's norm and bias ops take float32; widened exactly"};
@@ -72,7 +68,7 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
                           : "not a matrix: carried as stored"};
     } else if (plugin_scheme) {
       // The backends' embedding kernels are built in: the token table stays as stored.
-      const bool fits = t.name != "token_embd.weight" && !is_router_gate(t) && plugin_bytes(req, t.shape).has_value();
+      const bool fits = t.name != "token_embd.weight" && kept == keep_as_stored.end() && plugin_bytes(req, t.shape).has_value();
       d = fits ? Decision{req, "matrices", "--quant " + req + ": quantized by the quant plugin's quantiser"}
                : Decision{t.scheme, t.name == "token_embd.weight" ? "token_embd.weight" : "matrices the plugin cannot hold",
                           "a plugin scheme serves matmul only: kept as stored"};
@@ -83,8 +79,8 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
       const bool head = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
       std::string want = req;
       std::string rule = "matrices", reason = "--quant " + req + ": quantized by memra_quantize";
-      if (is_router_gate(t)) {
-        want = t.scheme, rule = "MoE router gates", reason = "tiny, and expert routing is sensitive to their error: kept as stored";
+      if (kept != keep_as_stored.end()) {
+        want = t.scheme, rule = "kept by the family plugin", reason = kept->second + ": kept as stored";
       } else if (head && low_bit) {
         want = "q6_k", rule = tied ? "output head (tied to the embeddings)" : "output head";
         reason = "the head's error moves every logit: 6-bit, as in llama.cpp's 4/5-bit mixes";

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,9 +54,12 @@ struct SchemeOverride {
 using PluginSchemeBytes = std::function<std::optional<uint64_t>(const std::string& scheme, const std::vector<uint64_t>& shape)>;
 
 // `plugin_bytes` (may be empty): answers for schemes no built-in quantizer writes.
+// `keep_as_stored`: matrices the family's plan keeps as stored under quantization (name ->
+// the family's reason; validate_source), e.g. MoE routers.
 Result<PrecisionPlan> plan_precision(const Source& source, const std::string& requested,
                                      const std::vector<SchemeOverride>& overrides = {},
-                                     const PluginSchemeBytes& plugin_bytes = {});
+                                     const PluginSchemeBytes& plugin_bytes = {},
+                                     const std::map<std::string, std::string>& keep_as_stored = {});
 
 // Schemes an override may name: f32, f16, bf16 and the quantizers' schemes.
 bool overridable_scheme(const std::string& scheme);

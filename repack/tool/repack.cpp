@@ -203,7 +203,8 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   auto source = Source::open(o.source, *o.plugins);
   if (!source) return source.error();
   const Source& src = **source;
-  MEMRA_TRY(validate_source(src, *o.plugins));
+  std::map<std::string, std::string> keep_as_stored;  // the family's (MoE routers, ...)
+  MEMRA_TRY(validate_source(src, *o.plugins, &keep_as_stored));
   // A --quant scheme no built-in quantizer writes goes to the quant plugin handling it.
   std::optional<plugins::QuantPlugin> plugin_quant;
   if (std::find(quant_choices().begin(), quant_choices().end(), o.quant) == quant_choices().end())
@@ -215,7 +216,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
       auto b = plugin_quant->weight_bytes(scheme, static_cast<int64_t>(shape[0]), static_cast<int64_t>(shape[1]));
       return b ? std::optional<uint64_t>(*b) : std::nullopt;
     };
-  auto plan = plan_precision(src, o.quant, o.overrides, plugin_bytes);
+  auto plan = plan_precision(src, o.quant, o.overrides, plugin_bytes, keep_as_stored);
   if (!plan) return plan.error();
   std::vector<format::TensorEntry> entries;
   uint64_t total_tensor_bytes = 0, source_bytes = 0, parameters = 0;

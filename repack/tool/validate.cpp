@@ -28,7 +28,7 @@ std::string config_origin(const Source& src) {
   return src.format() == "gguf" ? "the metadata of " + src.path().string() : (src.path() / "config.json").string();
 }
 
-Status check_plan(const Source& src, const plugins::PluginHost& plugins) {
+Status check_plan(const Source& src, const plugins::PluginHost& plugins, std::map<std::string, std::string>* keep_as_stored) {
   const std::string& family_name = src.config().family;
   auto family = plugins.family(family_name);
   if (!family)
@@ -49,6 +49,8 @@ Status check_plan(const Source& src, const plugins::PluginHost& plugins) {
   for (const auto& want : doc["tensors"]) {
     if (!want.is_object() || !want.contains("name") || !want["name"].is_string()) continue;
     const std::string name = want["name"].get<std::string>();
+    if (keep_as_stored && want.contains("keep_as_stored") && want["keep_as_stored"].is_string())
+      (*keep_as_stored)[name] = want["keep_as_stored"].get<std::string>();
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
       missing.push_back(name);
@@ -109,8 +111,8 @@ Status check_tokenizer(const Source& src) {
 
 }  // namespace
 
-Status validate_source(const Source& source, const plugins::PluginHost& plugins) {
-  MEMRA_TRY(check_plan(source, plugins));
+Status validate_source(const Source& source, const plugins::PluginHost& plugins, std::map<std::string, std::string>* keep_as_stored) {
+  MEMRA_TRY(check_plan(source, plugins, keep_as_stored));
   MEMRA_TRY(check_tokenizer(source));
   return {};
 }

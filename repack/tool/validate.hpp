@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 
 #include "core/common/result.hpp"
 #include "core/plugin_host/plugin_host.hpp"
@@ -17,7 +19,10 @@
 
 namespace memra::repack {
 
-Status validate_source(const Source& source, const plugins::PluginHost& plugins);
+// keep_as_stored (optional): the tensors the family's plan asks a quantizing repack to keep as
+// stored (plan_describe's "keep_as_stored"), canonical name -> the family's reason.
+Status validate_source(const Source& source, const plugins::PluginHost& plugins,
+                       std::map<std::string, std::string>* keep_as_stored = nullptr);
 
 // `values` are elements [first, first + count) of `t`; an error names the first NaN or Inf.
 Status check_finite(const Source& source, const SourceTensor& t, const float* values, uint64_t first, uint64_t count);

@@ -179,6 +179,40 @@ TEST(MemraRepack, QuantizedRepackDecodesNearTheOriginal) {
   }
 }
 
+// The family plugin names the matrices a quantizing repack keeps as stored (its plan's
+// "keep_as_stored": MoE routers and the shared expert's gate); repack holds no list of its own.
+TEST(MemraRepack, TheFamilysRoutersStayAsStoredUnderQuantization) {
+  MEMRA_REQUIRE_FIXTURES();
+  for (const char* model : {"models/qwen3_moe", "models/qwen3_next"}) {
+    SCOPED_TRACE(model);
+    const fs::path src = memra::testing::fixture(model);
+    auto source = repack::Source::open(src, memra::testing::build_plugins());
+    ASSERT_TRUE(source.ok()) << source.error().message;
+    TempDir tmp;
+    auto r = run_repack(src, tmp / "q.memra", "q8_0");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    auto m = format::MemraModel::open(tmp / "q.memra", {true, 2});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    int routers = 0, shared_gates = 0, quantized = 0;
+    for (const repack::SourceTensor& st : (*source)->tensors()) {
+      const format::Tensor* t = m->find(st.name);
+      ASSERT_NE(t, nullptr) << st.name;
+      const bool router = st.name.ends_with("ffn_gate_inp.weight") || st.name.ends_with("ffn_gate_inp_shexp.weight");
+      routers += st.name.ends_with("ffn_gate_inp.weight");
+      shared_gates += st.name.ends_with("ffn_gate_inp_shexp.weight");
+      if (router) EXPECT_EQ(t->entry->scheme, st.scheme) << st.name << " is a router: kept as stored";
+      quantized += t->entry->scheme == "q8_0";
+    }
+    EXPECT_GT(routers, 0);
+    if (std::string(model) == "models/qwen3_next") EXPECT_GT(shared_gates, 0);
+    EXPECT_GT(quantized, 0);
+    bool recorded = false;
+    for (const format::PrecisionRule& rule : m->manifest().precision.rules)
+      recorded = recorded || (rule.tensors.find("family plugin") != std::string::npos && rule.reason.find("MoE router") != std::string::npos);
+    EXPECT_TRUE(recorded) << "precision.rules record the family's reason";
+  }
+}
+
 // Corrupt and truncated sources: refused before anything is created next to DST.
 TEST(MemraRepack, CorruptOrTruncatedSourceIsRefusedWithNothingWritten) {
   MEMRA_REQUIRE_FIXTURES();
