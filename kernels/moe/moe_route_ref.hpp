@@ -1,6 +1,6 @@
 // CPU reference of moe_ffn's routing (memra/ops.h, moe_ffn v1): a token row's top-k
-// experts by router logit and their weights, float32 with one rounding per operation
-// (built with -ffp-contract=off), so a CUDA kernel doing the same steps matches it.
+// experts by router logit and their weights — moe_route.cuh's route_row, the function the
+// CUDA kernel runs too, so both give the same bits.
 #pragma once
 
 #include <cstdint>

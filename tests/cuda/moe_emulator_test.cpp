@@ -1,6 +1,7 @@
 // moe_ffn's kernels (kernels/moe/moe_ffn.cu), the file itself, on the host CTA emulator (no
-// GPU needed): the routing is ref::moe_route_row's choice and weights (bitwise here, where
-// both take the host's expf), and scatter + combine give each row the reference's sum of
+// GPU needed): the routing is ref::moe_route_row's choice and weights (bitwise: both run
+// moe_route.cuh's route_row, its exp memra_exp, on the GPU too), and scatter + combine give
+// each row the reference's sum of
 // its chosen experts' outputs, w_0 * o_0 + .. in selection order, bitwise.
 #include <gtest/gtest.h>
 
