@@ -193,6 +193,8 @@ struct Checker : BodyChecker {
         if (!it->is_boolean()) return wrong_type("stream_options.include_usage", "true or false");
         r.include_usage = it->get<bool>();
       }
+      // As OpenAI: stream_options belongs to a streamed request.
+      if (!r.stream) return fail("invalid_value", "stream_options", "'stream_options' is only allowed when 'stream' is true");
     }
     number("temperature", 0.0, 2.0, false, r.temperature);
     number("top_p", 0.0, 1.0, false, r.top_p);

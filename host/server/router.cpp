@@ -75,6 +75,7 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
   if (ctx.anthropic_errors && reply.error && !reply.stream) reply.body = anthropic_error_body(*reply.error) + "\n";
   if (!ctx.body_consumed && request_has_body(request)) reply.close_connection = true;
   reply.add_header("x-request-id", "req-" + std::to_string(ctx.request_id));
+  if (ctx.anthropic_errors) reply.add_header("request-id", "req-" + std::to_string(ctx.request_id));  // as Anthropic's API names it
   // Bookkeeping once the reply is complete: now, or after a streamed body.
   auto finish = [this, route = ctx.route, method = request.getMethod(), uri = request.getURI(),
                  id = ctx.request_id, tenant = ctx.key ? ", tenant " + ctx.key->tenant : std::string(),

@@ -295,6 +295,18 @@ TEST_F(ServerHttp, MalformedJsonIs400) {
   EXPECT_OPENAI_ERROR(call(post("/v1/completions", "", kGood)), 400, "invalid_json");
 }
 
+// Anthropic's clients read the request id from `request-id`: /v1/messages answers carry it
+// beside x-request-id (the same id); the OpenAI routes keep x-request-id alone.
+TEST_F(ServerHttp, MessagesAnswersCarryAnthropicsRequestIdHeader) {
+  auto res = call(post("/v1/messages", R"({"model":"tiny","messages":[{"role":"user","content":"x"}]})", kGood));
+  EXPECT_EQ(res.status, 400) << res.body;  // max_tokens is required
+  EXPECT_FALSE(res.header("request-id").empty());
+  EXPECT_EQ(res.header("request-id"), res.header("x-request-id"));
+  auto openai = call(post("/v1/chat/completions", R"({"model":"tiny"})", kGood));
+  EXPECT_FALSE(openai.header("x-request-id").empty());
+  EXPECT_TRUE(openai.header("request-id").empty());
+}
+
 TEST_F(ServerHttp, BadShapeIs400NamingTheParam) {
   EXPECT_OPENAI_ERROR(call(post("/v1/chat/completions", R"({"model":"tiny"})", kGood)), 400,
                       "missing_required_parameter", "messages");

@@ -201,7 +201,9 @@ TEST(ServerValidation, FieldsItCannotHonourAreRefusedByName) {
       {"{" + m + R"(,"repetition_penalty":0})", "invalid_value", "repetition_penalty"},
       {"{" + m + R"(,"top_k":-2})", "invalid_value", "top_k"},
       {"{" + m + R"(,"seed":1.5})", "invalid_type", "seed"},
-      {"{" + m + R"(,"stream_options":{"include_usage":"yes"}})", "invalid_type", "stream_options.include_usage"},
+      {"{" + m + R"(,"stream":true,"stream_options":{"include_usage":"yes"}})", "invalid_type", "stream_options.include_usage"},
+      {"{" + m + R"(,"stream_options":{"include_usage":true}})", "invalid_value", "stream_options"},
+      {"{" + m + R"(,"stream":false,"stream_options":{}})", "invalid_value", "stream_options"},
   };
   for (const auto& c : chat) expect_error(CompletionKind::chat, c);
   const std::vector<Bad> text = {
@@ -212,6 +214,7 @@ TEST(ServerValidation, FieldsItCannotHonourAreRefusedByName) {
       {R"({"model":"m","prompt":"x","logprobs":true})", "invalid_type", "logprobs"},
       {R"({"model":"m","prompt":[1,2147483648]})", "invalid_type", "prompt"},
       {R"({"model":"m","prompt":["a","b","c","d","e","f","g","h","i"],"n":8})", "invalid_value", "n"},
+      {R"({"model":"m","prompt":"x","stream_options":{"include_usage":true}})", "invalid_value", "stream_options"},
   };
   for (const auto& c : text) expect_error(CompletionKind::text, c);
 }
