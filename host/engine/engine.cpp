@@ -363,25 +363,25 @@ int64_t Engine::next_prefix_cache_point(int64_t prompt_tokens, int64_t done) con
   return last;
 }
 
-void Engine::cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq) {
-  if (!prefix_cache_.enabled()) return;
+int64_t Engine::cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq) {
+  if (!prefix_cache_.enabled()) return 0;
   auto it = sequences_.find(seq);
-  if (it == sequences_.end()) return;
+  if (it == sequences_.end()) return 0;
   const Sequence& s = it->second;
   int32_t state = -1;
   if (prefix_cache_.requires_state()) {
     if (s.length != static_cast<int64_t>(tokens.size()) || tokens.empty() || tokens.size() % static_cast<size_t>(block_size_) != 0)
-      return;  // the state is known only where the sequence stands, at a block's end
+      return 0;  // the state is known only where the sequence stands, at a block's end
     auto slot = cache_states_.allocate();
     while (!slot && prefix_cache_.evict_state()) slot = cache_states_.allocate();
-    if (!slot) return;
+    if (!slot) return 0;
     if (!copy_state_slot(s.state_slot, cache_state_base() + *slot)) {
       cache_states_.release(*slot);
-      return;
+      return 0;
     }
     state = *slot;
   }
-  prefix_cache_.insert(ns, tokens, s.blocks[0], state);
+  return prefix_cache_.insert(ns, tokens, s.blocks[0], state) * block_size_;
 }
 
 const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq, int32_t pool) const {

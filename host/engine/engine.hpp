@@ -201,8 +201,9 @@ class Engine {
   int64_t next_prefix_cache_point(int64_t prompt_tokens, int64_t done) const;
   // Offers `seq`'s blocks covering `tokens` (the sequence's first tokens) to the prefix
   // cache under namespace `ns`; with recurrent state the sequence must stand exactly at
-  // tokens.size() (next_prefix_cache_point): its state is snapshotted with them.
-  void cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq);
+  // tokens.size() (next_prefix_cache_point): its state is snapshotted with them. Returns
+  // the tokens newly written to the cache (whole blocks the cache did not hold).
+  int64_t cache_prefix(const std::string& ns, std::span<const int32_t> tokens, int32_t seq);
   // Whether open_sequence can succeed: always, unless every recurrent-state slot is
   // taken (admission waits on this; docs/ARCHITECTURE.md, "State manager").
   bool can_open_sequence() const;

@@ -52,13 +52,14 @@ PrefixCache::Hit PrefixCache::lookup(const std::string& ns, std::span<const int3
   return hit;
 }
 
-void PrefixCache::insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state) {
+int64_t PrefixCache::insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state) {
   const auto bs = static_cast<size_t>(block_size_);
   const size_t full = std::min(tokens.size() / bs, blocks.size());
   if (!enabled_ || (states_ && (state < 0 || full == 0 || tokens.size() % bs != 0))) {
     if (state >= 0 && states_) states_->release(state);
-    return;
+    return 0;
   }
+  int64_t added = 0;
   uint64_t parent = root_of(ns, true);
   Entry* last = nullptr;
   for (size_t i = 0; i < full; ++i) {
@@ -75,20 +76,22 @@ void PrefixCache::insert(const std::string& ns, std::span<const int32_t> tokens,
     by_key_.emplace(key, id);
     last = &entries_.emplace(id, Entry{id, std::move(key), parent, blocks[i], -1, 0, lru_.begin()}).first->second;
     parent = id;
+    ++added;
   }
-  if (state < 0) return;
+  if (state < 0) return added;
   if (last->state >= 0) {  // the same state (the forward pass is exact): keep the one held
     states_->release(state);
-    return;
+    return added;
   }
   while (held_states_ >= max_states_ && evict_state()) {
   }
   if (held_states_ >= max_states_) {
     states_->release(state);
-    return;
+    return added;
   }
   last->state = state;
   ++held_states_;
+  return added;
 }
 
 void PrefixCache::drop_state(Entry& e) {

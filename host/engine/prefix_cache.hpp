@@ -51,7 +51,8 @@ class PrefixCache {
   // [i*bs, (i+1)*bs)). Blocks already cached for the same prefix are skipped. `state`:
   // a snapshot of the state after the last full block (a slot the caller allocated; the
   // cache owns it from here, or releases it when that entry already holds one).
-  void insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state = -1);
+  // Returns the number of blocks it newly cached.
+  int64_t insert(const std::string& ns, std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state = -1);
   // Frees the least recently used leaf entry no sequence is using; false when none.
   bool evict_one();
   // Releases the least recently used snapshot (its entry stays); false when none.

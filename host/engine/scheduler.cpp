@@ -25,6 +25,7 @@ bool SequenceHandle::wait(SequenceUpdate& out, std::chrono::milliseconds timeout
   out.error = error_;
   out.prompt_tokens = prompt_tokens_;
   out.cached_tokens = cached_tokens_;
+  out.cache_written_tokens = cache_written_tokens_;
   out.drafted_tokens = drafted_tokens_;
   out.accepted_tokens = accepted_tokens_;
   out.embedding = embedding_;
@@ -425,7 +426,12 @@ bool Scheduler::prompt_read(Job& j, int64_t chunk) {
   const int64_t point = j.req.cache_namespace.empty() ? 0 : engine_.next_prefix_cache_point(static_cast<int64_t>(j.req.prompt.size()), j.prompt_done);
   j.prompt_done += chunk;
   if (point > 0 && j.prompt_done == point)
-    engine_.cache_prefix(j.req.cache_namespace, std::span<const int32_t>(j.req.prompt).first(static_cast<size_t>(j.prompt_done)), j.seq);
+    if (const int64_t written = engine_.cache_prefix(j.req.cache_namespace,
+                                                     std::span<const int32_t>(j.req.prompt).first(static_cast<size_t>(j.prompt_done)), j.seq);
+        written > 0) {
+      std::lock_guard<std::mutex> hl(j.handle->mu_);
+      j.handle->cache_written_tokens_ += written;
+    }
   return j.prompt_done >= static_cast<int64_t>(j.req.prompt.size());
 }
 

@@ -112,6 +112,7 @@ struct SequenceUpdate {
   std::string error;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;       // prompt tokens served from the prefix cache
+  int64_t cache_written_tokens = 0;  // prompt tokens this sequence wrote to the prefix cache (whole blocks new to it)
   int64_t drafted_tokens = 0;      // speculative decoding: drafts fed to verify steps (cumulative)
   int64_t accepted_tokens = 0;     // ... and accepted
   std::vector<float> embedding;    // an embedding request's pooled vector (with its end)
@@ -141,6 +142,7 @@ class SequenceHandle {
   std::string error_;
   int64_t prompt_tokens_ = 0;
   int64_t cached_tokens_ = 0;
+  int64_t cache_written_tokens_ = 0;
   int64_t drafted_tokens_ = 0;
   int64_t accepted_tokens_ = 0;
   std::vector<float> embedding_;

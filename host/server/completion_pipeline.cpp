@@ -46,6 +46,7 @@ engine::SamplingParams sampling_of(const CompletionRequest& r) {
 UsageCounts usage_of(const StartedCompletion& s, std::int64_t reasoning_tokens) {
   const GenerationRun& run = *s.run;
   UsageCounts u{run.prompt_tokens(), run.completion_tokens(), run.cached_tokens()};
+  u.cache_written = run.cache_written_tokens();
   u.speculative = s.model->spec != "off";
   u.drafted = run.drafted_tokens();
   u.accepted = run.accepted_tokens();

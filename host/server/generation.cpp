@@ -17,6 +17,7 @@ struct GenerationRun::Choice {
   std::size_t tokens_released = 0;
   std::int64_t generated = 0;
   std::int64_t cached = 0;
+  std::int64_t cache_written = 0;
   std::int64_t drafted = 0;
   std::int64_t accepted = 0;
   bool done = false;
@@ -116,6 +117,12 @@ std::int64_t GenerationRun::accepted_tokens() const {
   return n;
 }
 
+std::int64_t GenerationRun::cache_written_tokens() const {
+  std::int64_t n = 0;
+  for (const auto& c : choices_) n += c->cache_written;
+  return n;
+}
+
 std::int64_t GenerationRun::cached_tokens() const {
   std::int64_t n = 0;
   for (const auto& c : choices_) {
@@ -127,6 +134,7 @@ std::int64_t GenerationRun::cached_tokens() const {
 void GenerationRun::process(Choice& c, const engine::SequenceUpdate& u, std::chrono::steady_clock::time_point now,
                             ChoiceDelta& delta, bool& news) {
   c.cached = u.cached_tokens;
+  c.cache_written = u.cache_written_tokens;
   c.drafted = u.drafted_tokens;
   c.accepted = u.accepted_tokens;
   if (!u.tokens.empty()) {

@@ -81,6 +81,7 @@ class GenerationRun {
   std::int64_t prompt_tokens() const;      // each prompt counted once
   std::int64_t completion_tokens() const;  // every generated token of every choice
   std::int64_t cached_tokens() const;      // prompt tokens served from the prefix cache (first choice of each prompt)
+  std::int64_t cache_written_tokens() const;  // prompt tokens the choices wrote to the prefix cache (whole blocks new to it)
   std::int64_t drafted_tokens() const;     // speculative decoding: drafts verified, all choices
   std::int64_t accepted_tokens() const;    // ... and accepted
 

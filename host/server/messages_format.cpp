@@ -46,8 +46,9 @@ std::string stop_reason(const ChoiceResult& a) {
 }
 
 ojson usage_json(const UsageCounts& u) {
-  return {{"input_tokens", u.prompt - u.cached},
-          {"cache_creation_input_tokens", 0},
+  // Anthropic's input_tokens leave out both the cache's reads and its writes.
+  return {{"input_tokens", u.prompt - u.cached - u.cache_written},
+          {"cache_creation_input_tokens", u.cache_written},
           {"cache_read_input_tokens", u.cached},
           {"output_tokens", u.completion}};
 }

@@ -40,6 +40,9 @@ struct UsageCounts {
   // Models that think: completion_tokens_details.reasoning_tokens.
   bool reasoning = false;
   std::int64_t reasoning_tokens = 0;
+  // Prompt tokens written to the prefix cache (whole blocks it did not hold): Responses'
+  // input_tokens_details.cache_write_tokens, Messages' cache_creation_input_tokens.
+  std::int64_t cache_written = 0;
 };
 
 // One choice of a non-streamed answer, accumulated from ChoiceDeltas.

@@ -11,7 +11,7 @@ bool incomplete(const ChoiceResult& a) { return a.finish_reason == "length"; }
 
 ojson usage_json(const UsageCounts& u) {
   return {{"input_tokens", u.prompt},
-          {"input_tokens_details", {{"cached_tokens", u.cached}}},
+          {"input_tokens_details", {{"cached_tokens", u.cached}, {"cache_write_tokens", u.cache_written}}},
           {"output_tokens", u.completion},
           {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
           {"total_tokens", u.prompt + u.completion}};
@@ -43,7 +43,7 @@ ojson response_json(const ResponseHead& head, const char* status, ojson output, 
   r["model"] = head.model;
   r["output"] = std::move(output);
   for (const auto& [k, v] : head.echo.items()) r[k] = v;
-  r["usage"] = usage ? usage_json(*usage) : ojson(nullptr);
+  if (usage) r["usage"] = usage_json(*usage);  // (omitted while in progress, as OpenAI does)
   return r;
 }
 

@@ -449,7 +449,7 @@ Parsed<ResponsesRequest> parse_responses_body(std::string_view body) {
   echo["tools"] = t.field("tools") ? *t.field("tools") : json::array();
   echo["top_p"] = t.field("top_p") ? *t.field("top_p") : json(1.0);
   echo["truncation"] = "disabled";
-  echo["user"] = t.field("user") ? *t.field("user") : json(nullptr);
+  if (const json* user = t.field("user"); user && !user->is_null()) echo["user"] = *user;  // (omitted when not given)
   out.value = std::move(r);
   return out;
 }

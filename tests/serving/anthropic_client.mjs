@@ -28,6 +28,11 @@ const openai = new OpenAI({ baseURL: root + "/v1", apiKey: key, maxRetries: 0, t
 const qwenTemplate = new Template(fs.readFileSync(qwenTemplatePath, "utf8"));
 const question = "What is the weather in Paris?";
 
+// A Message's prompt as Anthropic counts it: input_tokens leave out the cache's writes and reads.
+function promptOf(u) {
+  return u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens;
+}
+
 async function oracleTokens(context) {
   const text = qwenTemplate.render({ bos_token: "", eos_token: "<|im_end|>", add_generation_prompt: true, ...context });
   const r = await fetch(root + "/tokenize", {
@@ -59,7 +64,7 @@ test("messages.create: the Message shape, answering like the chat route", async 
   assert.equal(m.content[0].text, chat.choices[0].message.content);
   assert.equal(m.stop_reason, chat.choices[0].finish_reason === "length" ? "max_tokens" : "end_turn");
   assert.equal(m.stop_sequence, null);
-  assert.equal(m.usage.input_tokens + m.usage.cache_read_input_tokens, chat.usage.prompt_tokens);
+  assert.equal(promptOf(m.usage), chat.usage.prompt_tokens);
   assert.equal(m.usage.output_tokens, chat.usage.completion_tokens);
   assert.equal(chat.usage.prompt_tokens, await oracleTokens({ messages: [{ role: "system", content: "Be brief." }, { role: "user", content: question }] }));
   // System as text blocks, content as text blocks: the same prompt.
@@ -79,7 +84,7 @@ test("messages.countTokens: the prompt tokens messages.create reports for the sa
   ]) {
     const counted = await client.messages.countTokens(body);
     const m = await client.messages.create({ ...body, max_tokens: 1, temperature: 0 });
-    assert.equal(counted.input_tokens, m.usage.input_tokens + m.usage.cache_read_input_tokens);
+    assert.equal(counted.input_tokens, promptOf(m.usage));
     assert.ok(counted.input_tokens > 0);
   }
   await assert.rejects(client.messages.countTokens({ model: "qwen", messages: [] }), (e) => e.status === 400 && e.error?.type === "error");
@@ -124,7 +129,7 @@ test("messages.stream: finalMessage equals the whole message; the event sequence
   assert.equal(text, whole.content[0].text);
   assert.equal(final.stop_reason, whole.stop_reason);
   assert.equal(final.usage.output_tokens, whole.usage.output_tokens);
-  assert.equal(final.usage.input_tokens, whole.usage.input_tokens + whole.usage.cache_read_input_tokens - final.usage.cache_read_input_tokens);
+  assert.equal(promptOf(final.usage), promptOf(whole.usage));
   assert.equal(types[0], "message_start");
   assert.equal(types.at(-1), "message_stop");
   assert.equal(types.at(-2), "message_delta");
@@ -178,7 +183,7 @@ test("tool_use and tool_result blocks sent back render as the chat route's tool 
     { role: "user", content: "Thanks" },
   ];
   const chat = await openai.chat.completions.create({ model: "qwen", messages: chatMessages, tools: [chatWeatherTool], max_tokens: 8, temperature: 0 });
-  assert.equal(m.usage.input_tokens + m.usage.cache_read_input_tokens, chat.usage.prompt_tokens);
+  assert.equal(promptOf(m.usage), chat.usage.prompt_tokens);
   const oracle = await oracleTokens({
     messages: [chatMessages[0], { ...chatMessages[1], tool_calls: [{ ...chatMessages[1].tool_calls[0], function: { name: "get_weather", arguments: { city: "Paris", unit: "celsius" } } }] },
       { ...chatMessages[2], name: "get_weather" }, chatMessages[3]],

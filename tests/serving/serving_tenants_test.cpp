@@ -240,6 +240,40 @@ TEST_F(ServingTenants, PrefixCacheIsNamespacedByTenantAndSalt) {
   EXPECT_LT(ratio, 1.0);
 }
 
+// What a prompt wrote to the prefix cache is in the usage: Responses'
+// input_tokens_details.cache_write_tokens and Messages' cache_creation_input_tokens (whole
+// blocks new to the cache; Anthropic's input_tokens leave out both the writes and the reads).
+TEST_F(ServingTenants, UsageCountsThePromptTokensWrittenToThePrefixCache) {
+  start(R"({"keys":[)" + key_entry("ka", "alpha") + "]}");
+  const std::string text = "a long enough prompt so that the template and this text fill whole KV blocks, written once";
+  const std::string responses = json{{"model", kModel}, {"input", text}, {"max_output_tokens", 2}}.dump();
+  auto usage = [&](const char* route, const std::string& body) {
+    auto res = http(port(), post(route, body, "ka"));
+    EXPECT_EQ(res.status, 200) << res.body;
+    return json::parse(res.body)["usage"];
+  };
+  const json first = usage("/v1/responses", responses);
+  const int64_t written = first["input_tokens_details"]["cache_write_tokens"].get<int64_t>();
+  EXPECT_EQ(first["input_tokens_details"]["cached_tokens"], 0);
+  EXPECT_GT(written, 0);
+  EXPECT_EQ(written % 16, 0) << "whole blocks of 16 tokens";
+  EXPECT_LE(written, first["input_tokens"].get<int64_t>());
+  const json again = usage("/v1/responses", responses);
+  EXPECT_GT(again["input_tokens_details"]["cached_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ(again["input_tokens_details"]["cache_write_tokens"], 0) << "its blocks were in the cache already";
+  // Messages: a new prompt writes, the same prompt reads.
+  const std::string messages =
+      json{{"model", kModel}, {"max_tokens", 2}, {"messages", {{{"role", "user"}, {"content", text + ", and another one"}}}}}.dump();
+  const json m1 = usage("/v1/messages", messages), m2 = usage("/v1/messages", messages);
+  EXPECT_GT(m1["cache_creation_input_tokens"].get<int64_t>(), 0);
+  EXPECT_GT(m2["cache_read_input_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ(m2["cache_creation_input_tokens"], 0);
+  const auto total = [](const json& u) {
+    return u["input_tokens"].get<int64_t>() + u["cache_creation_input_tokens"].get<int64_t>() + u["cache_read_input_tokens"].get<int64_t>();
+  };
+  EXPECT_EQ(total(m1), total(m2)) << "the same prompt, however the cache served it";
+}
+
 TEST_F(ServingTenants, TheKeyFileIsReloadedWhenItChanges) {
   start(R"({"keys":[)" + key_entry("k-old", "first") + "]}");
   EXPECT_EQ(http(port(), get("/v1/models", "k-old")).status, 200);
