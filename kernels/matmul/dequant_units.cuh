@@ -198,6 +198,17 @@ __device__ __forceinline__ void scale_min_k4(uint32_t s0, uint32_t s1, uint32_t 
   }
 }
 
+// Sub-block g's scale d * sc and offset dmin * m from a Q4_K / Q5_K super-block's 16-byte
+// header h (f16 d, f16 dmin, the 12 bytes of 6-bit scales and mins).
+__device__ __forceinline__ void kquant_scale_min(const uint4& h, int g, float& dg, float& mg) {
+  const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
+  int sc, mn;
+  scale_min_k4(h.y, h.z, h.w, g, sc, mn);
+  dg = d * static_cast<float>(sc);
+  mg = dmin * static_cast<float>(mn);
+}
+
 // Q4_K (144 bytes / 256, 16-byte aligned blocks): unit = one 32-element sub-block g.
 // y = (d*sc)*q - (dmin*m). Loads: the 16-byte header and the sub-block pair's 32 code bytes.
 struct SchemeQ4_K {
@@ -208,12 +219,8 @@ struct SchemeQ4_K {
     const uint4 h = *reinterpret_cast<const uint4*>(b);
     uint8_t qs[32];
     load_bytes<32, 16>(b + 16 + 32 * (g >> 1), qs);
-    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
-    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-    int sc, mn;
-    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
-    const float dg = d * static_cast<float>(sc);
-    const float mg = dmin * static_cast<float>(mn);
+    float dg, mg;
+    kquant_scale_min(h, g, dg, mg);
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 32; ++l) w[l] = dg * static_cast<float>((qs[l] >> shift) & 0x0f) - mg;
@@ -224,12 +231,8 @@ struct SchemeQ4_K {
     const uint4 h = *reinterpret_cast<const uint4*>(b);
     uint8_t qs[8];
     load_bytes<8, 8>(b + 16 + 32 * (g >> 1) + l0, qs);
-    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
-    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-    int sc, mn;
-    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
-    const float dg = d * static_cast<float>(sc);
-    const float mg = dmin * static_cast<float>(mn);
+    float dg, mg;
+    kquant_scale_min(h, g, dg, mg);
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 8; ++l) w[l] = dg * static_cast<float>((qs[l] >> shift) & 0x0f) - mg;
@@ -246,12 +249,8 @@ struct SchemeQ5_K {
     uint8_t qh[32], qs[32];
     load_bytes<32, 16>(b + 16, qh);
     load_bytes<32, 16>(b + 48 + 32 * (g >> 1), qs);
-    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
-    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-    int sc, mn;
-    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
-    const float dg = d * static_cast<float>(sc);
-    const float mg = dmin * static_cast<float>(mn);
+    float dg, mg;
+    kquant_scale_min(h, g, dg, mg);
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 32; ++l) {
@@ -266,12 +265,8 @@ struct SchemeQ5_K {
     uint8_t qh[8], qs[8];
     load_bytes<8, 8>(b + 16 + l0, qh);
     load_bytes<8, 8>(b + 48 + 32 * (g >> 1) + l0, qs);
-    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
-    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-    int sc, mn;
-    scale_min_k4(h.y, h.z, h.w, g, sc, mn);
-    const float dg = d * static_cast<float>(sc);
-    const float mg = dmin * static_cast<float>(mn);
+    float dg, mg;
+    kquant_scale_min(h, g, dg, mg);
     const int shift = 4 * (g & 1);
 #pragma unroll
     for (int l = 0; l < 8; ++l) {

@@ -139,6 +139,56 @@ extern "C" __global__ void q3n_gdn_prep(q3n_sources src, const float* conv_out, 
 // (q3n_recur_smem bytes) before its warps walk them, so a row costs the warp its
 // arithmetic and shuffles, not a global load.
 #define Q3N_MAX_LANE_ROWS 8  // dk <= 256
+
+// A column's state (s, its slot cur) written back to its slot.
+__device__ inline void q3n_column_store(char* state, unsigned long long stride, int64_t col, int32_t cur, const float* s, int32_t rows,
+                                        int32_t dk, int32_t lane) {
+  if (cur < 0) return;
+  float* old = (float*)(state + (unsigned long long)cur * stride) + col;
+#pragma unroll
+  for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+    if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
+}
+
+// The recurrence of one state column (lane l holding rows l, l + 32, ...: s, of slot cur)
+// over n staged rows: row u's q at q + u * q_stride, k at k + u * k_stride, v at
+// v[u * v_stride], decay, beta, slot and snapshot slot at dec[u], ...; its output to
+// o[u * o_stride]. S = S * decay; m = Sᵀk; S += k (beta (v - m)); o = Sᵀq.
+__device__ inline void q3n_column_rows(int32_t n, const float* q, const float* k, int32_t qk_stride, const float* v, int32_t v_stride,
+                                       const float* dec, const float* beta, const int32_t* slot, const int32_t* snap, char* state,
+                                       unsigned long long stride, int64_t col, int32_t rows, int32_t dk, int32_t lane, float* s,
+                                       int32_t& cur, float* o, int64_t o_stride) {
+  for (int32_t u = 0; u < n; ++u) {
+    if (slot[u] != cur) {
+      q3n_column_store(state, stride, col, cur, s, rows, dk, lane);
+      const float* next = (const float*)(state + (unsigned long long)slot[u] * stride) + col;
+#pragma unroll
+      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
+      cur = slot[u];
+    }
+    const float* kr = k + u * qk_stride;
+    const float* qr = q + u * qk_stride;
+    float m = 0.0f;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) {
+        s[r] = s[r] * dec[u];
+        m = m + s[r] * kr[r * 32 + lane];
+      }
+    m = q3n_warp_sum(m);
+    const float d = (v[u * v_stride] - m) * beta[u];
+    float out = 0.0f;
+#pragma unroll
+    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
+      if (r < rows && r * 32 + lane < dk) {
+        s[r] = s[r] + kr[r * 32 + lane] * d;
+        out = out + s[r] * qr[r * 32 + lane];
+      }
+    out = q3n_warp_sum(out);
+    if (lane == 0) o[u * o_stride] = out;
+    if (snap[u] >= 0) q3n_column_store(state, stride, col, snap[u], s, rows, dk, lane);  // the column as it stands after row u
+  }
+}
 extern "C" __global__ void __launch_bounds__(Q3N_RECUR_WARPS * 32)
     q3n_gdn_recur(q3n_sources src, const float* conv_out, const float* qn, const float* kn, const float* beta, const float* decay,
                   int32_t tokens, int32_t kc, const int32_t* seq_index, const int32_t* slots, const int32_t* snaps, char* state,
@@ -183,56 +233,11 @@ extern "C" __global__ void __launch_bounds__(Q3N_RECUR_WARPS * 32)
       ssnap[i] = snaps ? snaps[t0 + i] : -1;
     }
     __syncthreads();
-    if (!live) continue;
-    for (int32_t u = 0; u < n; ++u) {
-      const int32_t slot = sslot[u];
-      if (slot != cur) {
-        if (cur >= 0) {
-          float* old = (float*)(state + (unsigned long long)cur * stride) + col;
-#pragma unroll
-          for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-            if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
-        }
-        const float* next = (const float*)(state + (unsigned long long)slot * stride) + col;
-#pragma unroll
-        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
-        cur = slot;
-      }
-      const float dec = sdec[u], bt = sbeta[u];
-      const float* kr = sk + u * dk;
-      const float* qr = sq + u * dk;
-      float m = 0.0f;
-#pragma unroll
-      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-        if (r < rows && r * 32 + lane < dk) {
-          s[r] = s[r] * dec;
-          m = m + s[r] * kr[r * 32 + lane];
-        }
-      m = q3n_warp_sum(m);
-      const float d = (sv[u * Q3N_RECUR_WARPS + warp] - m) * bt;
-      float out = 0.0f;
-#pragma unroll
-      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-        if (r < rows && r * 32 + lane < dk) {
-          s[r] = s[r] + kr[r * 32 + lane] * d;
-          out = out + s[r] * qr[r * 32 + lane];
-        }
-      out = q3n_warp_sum(out);
-      if (lane == 0) o[(int64_t)(t0 + u) * vd + (int64_t)h * dv + j] = out;
-      if (ssnap[u] >= 0) {  // this column as it stands after row t
-        float* snap = (float*)(state + (unsigned long long)ssnap[u] * stride) + col;
-#pragma unroll
-        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-          if (r < rows && r * 32 + lane < dk) snap[r * 32 + lane] = s[r];
-      }
-    }
+    if (live)
+      q3n_column_rows(n, sq, sk, dk, sv + warp, Q3N_RECUR_WARPS, sdec, sbeta, sslot, ssnap, state, stride, col, rows, dk, lane, s, cur,
+                      o + (int64_t)t0 * vd + (int64_t)h * dv + j, vd);
   }
-  if (live && cur >= 0) {
-    float* old = (float*)(state + (unsigned long long)cur * stride) + col;
-#pragma unroll
-    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-      if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
-  }
+  if (live) q3n_column_store(state, stride, col, cur, s, rows, dk, lane);
 }
 
 // The gated RMSNorm of qwen3next.gated_delta_net, in place: one warp per (row t, value head h):
@@ -320,54 +325,9 @@ extern "C" __global__ void __launch_bounds__(Q3N_RECUR_WARPS * 32)
 #pragma unroll
   for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = 0.0f;
   int32_t cur = -1;
-  for (int32_t u = 0; u < tokens; ++u) {
-    const int32_t slot = sslot[u];
-    if (slot != cur) {
-      if (cur >= 0) {
-        float* old = (float*)(state + (unsigned long long)cur * stride) + col;
-#pragma unroll
-        for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-          if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
-      }
-      const float* next = (const float*)(state + (unsigned long long)slot * stride) + col;
-#pragma unroll
-      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r) s[r] = r < rows && r * 32 + lane < dk ? next[r * 32 + lane] : 0.0f;
-      cur = slot;
-    }
-    const float dec = sdec[u], bt = sbeta[u];
-    const float* qr = sc + u * nch;
-    const float* kr = qr + dk;
-    float m = 0.0f;
-#pragma unroll
-    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-      if (r < rows && r * 32 + lane < dk) {
-        s[r] = s[r] * dec;
-        m = m + s[r] * kr[r * 32 + lane];
-      }
-    m = q3n_warp_sum(m);
-    const float d = (qr[2 * dk + warp] - m) * bt;
-    float out = 0.0f;
-#pragma unroll
-    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-      if (r < rows && r * 32 + lane < dk) {
-        s[r] = s[r] + kr[r * 32 + lane] * d;
-        out = out + s[r] * qr[r * 32 + lane];
-      }
-    out = q3n_warp_sum(out);
-    if (lane == 0) o[(int64_t)u * vd + (int64_t)h * dv + j] = out;
-    if (ssnap[u] >= 0) {  // this column as it stands after row u
-      float* snap = (float*)(state + (unsigned long long)ssnap[u] * stride) + col;
-#pragma unroll
-      for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-        if (r < rows && r * 32 + lane < dk) snap[r * 32 + lane] = s[r];
-    }
-  }
-  if (cur >= 0) {
-    float* old = (float*)(state + (unsigned long long)cur * stride) + col;
-#pragma unroll
-    for (int32_t r = 0; r < Q3N_MAX_LANE_ROWS; ++r)
-      if (r < rows && r * 32 + lane < dk) old[r * 32 + lane] = s[r];
-  }
+  q3n_column_rows(tokens, sc, sc + dk, nch, sc + 2 * dk + warp, nch, sdec, sbeta, sslot, ssnap, state, stride, col, rows, dk, lane, s,
+                  cur, o + (int64_t)h * dv + j, vd);
+  q3n_column_store(state, stride, col, cur, s, rows, dk, lane);
 }
 
 extern "C" __global__ void q3n_gdn_out_conv(q3n_sources src, int32_t tokens, const float* norm_w, float eps, float* y, int32_t out_blocks,
