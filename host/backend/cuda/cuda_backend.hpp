@@ -431,7 +431,9 @@ class CudaBackend {
   };
   void profile_init();
   CUevent profile_event();
-  memra_status profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  // (stream: NULL = the backend's)
+  memra_status profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args,
+                              CUstream stream = nullptr);
   void profile_collect();  // the previous step's spans (its work has been waited for)
   void profile_report();   // the table, on stderr, when the backend closes
   // MEMRA_CUDA_PROFILE=1: decode steps; =prefill: steps with prompt rows. profile_step_: this step is profiled.

@@ -525,19 +525,20 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
       int64_t row_bytes = static_cast<int64_t>(s.row_bytes), k = cols, ld = cols;
       int32_t nri = static_cast<int32_t>(nr);
       const auto blocks = static_cast<unsigned>((threads + 255) / 256);
+      const int p = pipe_.next;  // (piped: the plane this chunk takes)
+      if (piped) {
+        pipe_.next ^= 1;
+        if ((st = pipe_plane(p, wplane * (one_pass ? 1 : 2))) != MEMRA_OK) break;
+      }
+      const CUdeviceptr plane = piped ? pipe_.planes[p].ptr : gemm_w_.ptr;
+      CUdeviceptr w_hi = plane, w_lo = one_pass ? 0 : plane + wplane;
+      void* argv[] = {&wr, &row_bytes, &nri, &k, &ld, &w_hi, &w_lo};
       if (!piped) {
-        CUdeviceptr w_hi = gemm_w_.ptr, w_lo = one_pass ? 0 : gemm_w_.ptr + wplane;
-        void* argv[] = {&wr, &row_bytes, &nri, &k, &ld, &w_hi, &w_lo};
         st = launch_raw(*dq, blocks, 1, 256, 0, argv);
         if (st == MEMRA_OK) st = after_op(dequantizer.c_str());
         if (st == MEMRA_OK) st = product(w_hi, w_lo, r0, nr);
         continue;
       }
-      const int p = pipe_.next;
-      pipe_.next ^= 1;
-      if ((st = pipe_plane(p, wplane * (one_pass ? 1 : 2))) != MEMRA_OK) break;
-      CUdeviceptr w_hi = pipe_.planes[p].ptr, w_lo = one_pass ? 0 : pipe_.planes[p].ptr + wplane;
-      void* argv[] = {&wr, &row_bytes, &nri, &k, &ld, &w_hi, &w_lo};
       if ((st = pipe_launch(p, *dq, blocks, 256, argv)) != MEMRA_OK) break;
       if (const CUresult r = cuStreamWaitEvent(ctx_.stream(), pipe_.ready[p], 0); r != CUDA_SUCCESS) {
         st = fail(MEMRA_ERR_DEVICE, cu_error(r, "prompt GEMM: waiting for the weight plane"));
@@ -606,17 +607,11 @@ memra_status CudaBackend::pipe_launch(int b, Kernel* k, unsigned gx, unsigned bl
   if (pipe_.read_pending[b])
     if (const CUresult r = cuStreamWaitEvent(pipe_.side, pipe_.read[b], 0); r != CUDA_SUCCESS)
       return fail(MEMRA_ERR_DEVICE, cu_error(r, "prompt GEMM: waiting for the plane's last product"));
-  CUevent pa = nullptr, pb = nullptr;  // MEMRA_CUDA_PROFILE: the launch's span, on the side stream
-  if (profile_ && profile_step_ && (pa = profile_event()) && (pb = profile_event())) cuEventRecord(pa, pipe_.side);
-  const CUresult r = cuLaunchKernel(k->function, gx, 1, 1, block, 1, 1, 0, pipe_.side, args, nullptr);
-  if (pa && pb) {
-    cuEventRecord(pb, pipe_.side);
-    profile_pending_.push_back({k, pa, pb});
-  } else {
-    if (pa) profile_events_.push_back(pa);
-    if (pb) profile_events_.push_back(pb);
+  if (profile_ && profile_step_) {  // MEMRA_CUDA_PROFILE: the launch's span, on the side stream
+    if (const memra_status st = profile_launch(k, gx, 1, block, 0, args, pipe_.side); st != MEMRA_OK) return st;
+  } else if (const CUresult r = cuLaunchKernel(k->function, gx, 1, 1, block, 1, 1, 0, pipe_.side, args, nullptr); r != CUDA_SUCCESS) {
+    return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   }
-  if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   if (const CUresult e = cuEventRecord(pipe_.ready[b], pipe_.side); e != CUDA_SUCCESS)
     return fail(MEMRA_ERR_DEVICE, cu_error(e, "prompt GEMM: marking the weight plane filled"));
   if (sync_each_op_)

@@ -33,11 +33,13 @@ CUevent CudaBackend::profile_event() {
   return cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS ? e : nullptr;
 }
 
-memra_status CudaBackend::profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args) {
+memra_status CudaBackend::profile_launch(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args,
+                                         CUstream stream) {
+  const CUstream s = stream ? stream : ctx_.stream();
   CUevent a = profile_event(), b = profile_event();
-  if (a) cuEventRecord(a, ctx_.stream());
-  const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, ctx_.stream(), args, nullptr);
-  if (b) cuEventRecord(b, ctx_.stream());
+  if (a) cuEventRecord(a, s);
+  const CUresult r = cuLaunchKernel(k->function, gx, gy, 1, block, 1, 1, shared, s, args, nullptr);
+  if (b) cuEventRecord(b, s);
   if (a && b) profile_pending_.push_back({k, a, b});
   if (r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, ("launch " + k->name).c_str()));
   return MEMRA_OK;
