@@ -211,6 +211,8 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
     }
     output.tools = tool_format;
     output.parallel_tool_calls = req.parallel_tool_calls;
+    output.forced_tool_call = tool_format != ToolFormat::none && (req.tool_choice.mode == ToolChoiceMode::required ||
+                                                                   req.tool_choice.mode == ToolChoiceMode::named);
     // A constrained output starts at once: a model that can think is asked not to (the
     // grammar has no room for the thinking), unless the request says otherwise.
     if (wants_constraint(req) && output.reasoning && !req.chat_template_kwargs.contains("enable_thinking") &&
@@ -369,8 +371,9 @@ CollectedAnswer collect_answer(StartedCompletion& s, RequestContext& ctx, bool e
       ChatPieces b = parser.finish();
       r.reasoning = a.reasoning + b.reasoning;
       r.text = a.content + b.content;
-      r.tool_calls = std::move(a.tool_calls);
-      r.tool_calls.insert(r.tool_calls.end(), b.tool_calls.begin(), b.tool_calls.end());
+      r.tool_calls.clear();
+      merge_tool_pieces(r.tool_calls, a.tool_calls);
+      merge_tool_pieces(r.tool_calls, b.tool_calls);
       r.finish_reason = client_finish(r.finish_reason, r.tool_calls.size());
       for (const auto& t : r.tokens) reasoning_tokens += t.text_start < parser.reasoning_bytes() ? 1 : 0;
     }

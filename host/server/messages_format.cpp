@@ -24,9 +24,11 @@ const char* anthropic_type(int status) {
   }
 }
 
-ojson error_json(const ApiError& e) {
+ojson error_json(const ApiError& e, const std::optional<std::string>& request_id = std::nullopt) {
   const std::string message = e.param && e.message.rfind(*e.param + ":", 0) != 0 ? *e.param + ": " + e.message : e.message;
-  return {{"type", "error"}, {"error", {{"type", anthropic_type(e.status)}, {"message", message}}}};
+  return {{"type", "error"},
+          {"error", {{"type", anthropic_type(e.status)}, {"message", message}}},
+          {"request_id", request_id ? ojson(*request_id) : ojson(nullptr)}};
 }
 
 // Anthropic's tool ids read toolu_...; the chat parser's call_... ids get that prefix.
@@ -45,12 +47,37 @@ std::string stop_reason(const ChoiceResult& a) {
   return "end_turn";
 }
 
-ojson usage_json(const UsageCounts& u) {
+// The Message's usage, or (delta) message_delta's. Fields the SDK's types hold that memra
+// has nothing for are null, as Anthropic sends them.
+ojson usage_json(const UsageCounts& u, bool delta = false) {
   // Anthropic's input_tokens leave out both the cache's reads and its writes.
-  return {{"input_tokens", u.prompt - u.cached - u.cache_written},
-          {"cache_creation_input_tokens", u.cache_written},
-          {"cache_read_input_tokens", u.cached},
-          {"output_tokens", u.completion}};
+  ojson usage = {{"input_tokens", u.prompt - u.cached - u.cache_written},
+                 {"cache_creation_input_tokens", u.cache_written},
+                 {"cache_read_input_tokens", u.cached},
+                 {"output_tokens", u.completion},
+                 {"output_tokens_details", u.reasoning ? ojson{{"thinking_tokens", u.reasoning_tokens}} : ojson(nullptr)},
+                 {"server_tool_use", nullptr}};
+  if (!delta) {
+    usage["cache_creation"] = nullptr;
+    usage["inference_geo"] = nullptr;
+    usage["service_tier"] = "standard";
+    usage["speed"] = nullptr;
+  }
+  return usage;
+}
+
+ojson text_block(const std::string& text) { return {{"type", "text"}, {"text", text}, {"citations", nullptr}}; }
+
+ojson tool_use_block(const ToolCallOut& c, ojson input) {
+  return {{"type", "tool_use"}, {"id", tool_id(c.id)}, {"name", c.name}, {"input", std::move(input)}, {"caller", {{"type", "direct"}}}};
+}
+
+// A Message around `content` (message_start's has no stop_reason yet).
+ojson message_json(const std::string& id, const std::string& model, ojson content, ojson stop_reason, ojson stop_sequence,
+                   ojson usage) {
+  return {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model}, {"content", std::move(content)},
+          {"stop_reason", std::move(stop_reason)}, {"stop_sequence", std::move(stop_sequence)}, {"stop_details", nullptr},
+          {"container", nullptr}, {"diagnostics", nullptr}, {"usage", std::move(usage)}};
 }
 
 class MessagesStream final : public StreamFormat {
@@ -58,9 +85,8 @@ class MessagesStream final : public StreamFormat {
   std::string open(const StartedCompletion& s) override {
     UsageCounts u;
     u.prompt = s.run->prompt_tokens();
-    ojson message = {{"id", s.meta.id}, {"type", "message"}, {"role", "assistant"}, {"model", s.meta.model},
-                     {"content", ojson::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-                     {"usage", usage_json(u)}};
+    u.reasoning = s.output.reasoning.has_value();
+    ojson message = message_json(s.meta.id, s.meta.model, ojson::array(), nullptr, nullptr, usage_json(u));
     return event("message_start", {{"type", "message_start"}, {"message", std::move(message)}}) +
            event("ping", {{"type", "ping"}});
   }
@@ -73,14 +99,22 @@ class MessagesStream final : public StreamFormat {
         out += delta({{"type", "thinking_delta"}, {"thinking", pieces->reasoning}});
       }
       if (!pieces->content.empty()) {
-        if (open_ != Open::text) out += start_block(Open::text, {{"type", "text"}, {"text", ""}});
+        if (open_ != Open::text) out += start_block(Open::text, text_block(""));
         out += delta({{"type", "text_delta"}, {"text", pieces->content}});
       }
+      // A call: its tool_use block, its arguments as input_json_delta parts as they are written.
       for (const auto& c : pieces->tool_calls) {
-        out += start_block(Open::tool, {{"type", "tool_use"}, {"id", tool_id(c.id)}, {"name", c.name}, {"input", ojson::object()}});
-        out += delta({{"type", "input_json_delta"}, {"partial_json", c.arguments}});
-        out += stop_block();
-        answer_.tool_calls.push_back(c);
+        if (c.begins) {
+          out += start_block(Open::tool, tool_use_block(c, ojson::object()));
+          answer_.tool_calls.push_back(c);
+          answer_.tool_calls.back().arguments.clear();
+        }
+        if (open_ != Open::tool) continue;
+        if (!c.arguments.empty()) {
+          out += delta({{"type", "input_json_delta"}, {"partial_json", c.arguments}});
+          answer_.tool_calls.back().arguments += c.arguments;
+        }
+        if (c.ends) out += stop_block();
       }
     }
     if (d.stop_sequence) answer_.stop_sequence = d.stop_sequence;
@@ -88,7 +122,7 @@ class MessagesStream final : public StreamFormat {
       answer_.finish_reason = *finish;
       out += stop_block();
       if (blocks_ == 0) {  // as the whole Message: at least one (empty) text block
-        out += start_block(Open::text, {{"type", "text"}, {"text", ""}});
+        out += start_block(Open::text, text_block(""));
         out += stop_block();
       }
     }
@@ -98,8 +132,9 @@ class MessagesStream final : public StreamFormat {
   std::string close(const UsageCounts& usage) override {
     ojson stop_seq = answer_.stop_sequence && stop_reason(answer_) == "stop_sequence" ? ojson(*answer_.stop_sequence) : ojson(nullptr);
     return event("message_delta", {{"type", "message_delta"},
-                                   {"delta", {{"stop_reason", stop_reason(answer_)}, {"stop_sequence", stop_seq}}},
-                                   {"usage", usage_json(usage)}}) +
+                                   {"delta", {{"stop_reason", stop_reason(answer_)}, {"stop_sequence", stop_seq},
+                                              {"stop_details", nullptr}, {"container", nullptr}}},
+                                   {"usage", usage_json(usage, /*delta=*/true)}}) +
            event("message_stop", {{"type", "message_stop"}});
   }
 
@@ -133,10 +168,13 @@ class MessagesStream final : public StreamFormat {
 
 }  // namespace
 
-std::string anthropic_error_body(const ApiError& error) { return dump(error_json(error)); }
+std::string anthropic_error_body(const ApiError& error, const std::optional<std::string>& request_id) {
+  return dump(error_json(error, request_id));
+}
 
 Reply anthropic_error_reply(const ApiError& error, std::optional<std::int64_t> retry_after) {
   Reply reply = json_reply(error.status, anthropic_error_body(error));
+  reply.error = error;  // the router writes it again with the request's id
   if (retry_after) reply.add_header("Retry-After", std::to_string(std::max<std::int64_t>(1, *retry_after)));
   return reply;
 }
@@ -145,16 +183,12 @@ std::string message_body(const ResponseMeta& meta, const ChoiceResult& answer, c
   ojson content = ojson::array();
   if (!answer.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", answer.reasoning}, {"signature", ""}});
   // At least one block: an empty text one when nothing else was written.
-  if (!answer.text.empty() || (answer.tool_calls.empty() && answer.reasoning.empty()))
-    content.push_back({{"type", "text"}, {"text", answer.text}});
-  for (const auto& c : answer.tool_calls)
-    content.push_back({{"type", "tool_use"}, {"id", tool_id(c.id)}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+  if (!answer.text.empty() || (answer.tool_calls.empty() && answer.reasoning.empty())) content.push_back(text_block(answer.text));
+  for (const auto& c : answer.tool_calls) content.push_back(tool_use_block(c, tool_input(c.arguments)));
   const std::string reason = stop_reason(answer);
-  ojson body = {{"id", meta.id}, {"type", "message"}, {"role", "assistant"}, {"model", meta.model},
-                {"content", std::move(content)}, {"stop_reason", reason},
-                {"stop_sequence", reason == "stop_sequence" ? ojson(*answer.stop_sequence) : ojson(nullptr)},
-                {"usage", usage_json(usage)}};
-  return dump(body) + "\n";
+  return dump(message_json(meta.id, meta.model, std::move(content), reason,
+                           reason == "stop_sequence" ? ojson(*answer.stop_sequence) : ojson(nullptr), usage_json(usage))) +
+         "\n";
 }
 
 std::unique_ptr<StreamFormat> messages_stream() { return std::make_unique<MessagesStream>(); }

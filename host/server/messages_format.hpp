@@ -16,7 +16,8 @@ namespace memra::server {
 
 // The Anthropic error body for an ApiError (its type from the status; the param, if
 // any, in front of the message as Anthropic writes it: "max_tokens: ...").
-std::string anthropic_error_body(const ApiError& error);
+// `request_id`: the request's, as Anthropic's error bodies carry it (null without).
+std::string anthropic_error_body(const ApiError& error, const std::optional<std::string>& request_id = std::nullopt);
 // An error reply in that shape (with Retry-After for a refusal that has one).
 Reply anthropic_error_reply(const ApiError& error, std::optional<std::int64_t> retry_after = std::nullopt);
 

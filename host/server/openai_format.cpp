@@ -153,12 +153,16 @@ std::string delta_event(const ResponseMeta& meta, const ChoiceDelta& delta, cons
     out += event(body);
   };
   const bool reasoning = extras != nullptr && !extras->reasoning.empty();
-  if (!delta.text.empty() || !delta.tokens.empty() || !prefix.empty() || reasoning) {
+  // A chat event carries text, thinking, or the logprobs of tokens whose text went into
+  // a tool call (never an empty content: tokens held back for a call send nothing).
+  const bool news = is_chat(meta) ? !delta.text.empty() || reasoning || (meta.logprobs && !delta.tokens.empty())
+                                  : !delta.text.empty() || !delta.tokens.empty() || !prefix.empty();
+  if (news) {
     ojson choice = {{"index", delta.index}};
     if (is_chat(meta)) {
       ojson d = ojson::object();
       if (reasoning) d["reasoning_content"] = extras->reasoning;
-      if (!delta.text.empty() || !reasoning) d["content"] = delta.text;
+      if (!delta.text.empty()) d["content"] = delta.text;
       choice["delta"] = std::move(d);
       choice["logprobs"] = meta.logprobs ? chat_logprobs(meta, delta.tokens) : ojson(nullptr);
     } else {
@@ -170,17 +174,20 @@ std::string delta_event(const ResponseMeta& meta, const ChoiceDelta& delta, cons
     emit(std::move(choice));
   }
   if (extras != nullptr) {
-    // Each call: its index, id and name first, then its arguments.
+    // As OpenAI streams a call: its index, id, type and name first (arguments ""), then
+    // its arguments as they are written, each part under the call's index.
     for (const auto& c : extras->tool_calls) {
-      emit({{"index", delta.index},
-            {"delta", {{"tool_calls", ojson::array({{{"index", c.index}, {"id", c.id}, {"type", "function"},
-                                                     {"function", {{"name", c.name}, {"arguments", ""}}}}})}}},
-            {"logprobs", nullptr},
-            {"finish_reason", nullptr}});
-      emit({{"index", delta.index},
-            {"delta", {{"tool_calls", ojson::array({{{"index", c.index}, {"function", {{"arguments", c.arguments}}}}})}}},
-            {"logprobs", nullptr},
-            {"finish_reason", nullptr}});
+      if (c.begins)
+        emit({{"index", delta.index},
+              {"delta", {{"tool_calls", ojson::array({{{"index", c.index}, {"id", c.id}, {"type", "function"},
+                                                       {"function", {{"name", c.name}, {"arguments", ""}}}}})}}},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}});
+      if (!c.arguments.empty())
+        emit({{"index", delta.index},
+              {"delta", {{"tool_calls", ojson::array({{{"index", c.index}, {"function", {{"arguments", c.arguments}}}}})}}},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}});
     }
   }
   if (delta.finish_reason) {

@@ -23,43 +23,38 @@ std::optional<ApiError> tool_call_expr(JsonGrammarCompiler& json, const ToolDef&
     // <function=NAME>\n then each property as <parameter=K>\nVALUE\n</parameter>\n, in schema
     // order (required ones always, optional ones may be left out); string values are text
     // without '<', other values JSON of their schema.
-    std::vector<ExprPtr> parts = {lit("<tool_call>\n<function=" + tool.name + ">\n")};
+    const CallFrame frame = forced_call_frame(format, tool.name);
+    std::vector<ExprPtr> parts = {lit(frame.head)};
     const ojson props = tool.parameters.value("properties", ojson::object());
     std::set<std::string> required;
     for (const auto& r : tool.parameters.value("required", ojson::array()))
       if (r.is_string()) required.insert(r.get<std::string>());
     for (const auto& [key, sub] : props.items()) {
       ExprPtr value;
-      const bool plain_string = sub.is_object() && sub.value("type", ojson()) == "string" && !sub.contains("enum") &&
-                                !sub.contains("const") && !sub.contains("minLength") && !sub.contains("maxLength") &&
-                                !sub.contains("format");
-      if (plain_string) {
+      if (coder_plain_string(sub)) {
         value = star(cls(ByteSet::range(0x01, 0xFF).remove("<")));
       } else {
         uint32_t rule = 0;
         if (auto e = json.compile(sub, rule)) return schema_error(*e, param + ".properties." + key);
         value = ref(rule);
       }
-      ExprPtr p = seq({lit("<parameter=" + key + ">\n"), value, lit("\n</parameter>\n")});
+      ExprPtr p = seq({lit(std::string(kCoderParameterOpen) + key + ">\n"), value, lit(std::string(kCoderParameterClose))});
       parts.push_back(required.count(key) ? p : opt(p));
     }
-    parts.push_back(lit("</function>\n</tool_call>"));
+    parts.push_back(lit(frame.tail));
     out = seq(std::move(parts));
     return std::nullopt;
   }
   uint32_t args = 0;
   if (auto e = json.compile(tool.parameters, args)) return schema_error(*e, param);
-  const std::string name = ojson(tool.name).dump();
-  if (format == ToolFormat::llama3_json) {
-    out = seq({lit("{\"name\": " + name + ", \"parameters\": "), ref(args), lit("}")});
-  } else if (format == ToolFormat::pythonic) {
+  if (format == ToolFormat::pythonic) {
     return errors::invalid_request("unsupported_parameter",
                                    "a required or named tool_choice is not supported for models that call tools in "
                                    "Python syntax; use tool_choice auto",
                                    std::string("tool_choice"));
-  } else {  // hermes
-    out = seq({lit("<tool_call>\n{\"name\": " + name + ", \"arguments\": "), ref(args), lit("}\n</tool_call>")});
   }
+  const CallFrame frame = forced_call_frame(format, tool.name);  // hermes, llama3_json
+  out = seq({lit(frame.head), ref(args), lit(frame.tail)});
   return std::nullopt;
 }
 

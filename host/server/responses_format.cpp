@@ -85,18 +85,25 @@ class ResponsesStream final : public StreamFormat {
         out += event("response.output_text.delta", {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0},
                                                     {"delta", pieces->content}, {"logprobs", ojson::array()}});
       }
+      // A call: its item added (arguments ""), its arguments as they are written, then done.
       for (const auto& c : pieces->tool_calls) {
-        out += close_item();
-        const std::string id = item_id("fc_");
-        const std::int64_t index = next_index_++;
-        out += event("response.output_item.added", {{"output_index", index}, {"item", call_item(id, c, "in_progress", "")}});
-        out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index}, {"delta", c.arguments}});
-        out += event("response.function_call_arguments.done",
-                     {{"item_id", id}, {"output_index", index}, {"name", c.name}, {"arguments", c.arguments}});
-        ojson item = call_item(id, c, "completed", c.arguments);
-        out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
-        output_.push_back(std::move(item));
-        answer_.tool_calls.push_back(c);
+        if (c.begins) {
+          out += close_item();
+          open_ = Open::call;
+          index_ = next_index_++;
+          item_id_ = item_id("fc_");
+          item_text_.clear();
+          call_ = c;
+          out += event("response.output_item.added", {{"output_index", index_}, {"item", call_item(item_id_, c, "in_progress", "")}});
+        }
+        if (open_ != Open::call) continue;
+        if (!c.arguments.empty()) {
+          item_text_ += c.arguments;
+          out += event("response.function_call_arguments.delta",
+                       {{"item_id", item_id_}, {"output_index", index_}, {"delta", c.arguments}});
+        }
+        call_.cut = c.cut;
+        if (c.ends) out += close_item();
       }
     }
     if (d.stop_sequence) answer_.stop_sequence = d.stop_sequence;
@@ -120,12 +127,13 @@ class ResponsesStream final : public StreamFormat {
   }
 
   std::string failed(const ApiError& error) override {
+    open_call_failed_ = true;
     std::string out = close_item();
     return out + event("response.failed", {{"response", response_json(head_, "failed", output_, nullptr, &error)}});
   }
 
  private:
-  enum class Open { none, reasoning, message };
+  enum class Open { none, reasoning, message, call };
 
   std::string event(const char* type, ojson fields) {
     ojson e = {{"type", type}, {"sequence_number", sequence_++}};
@@ -173,6 +181,14 @@ class ResponsesStream final : public StreamFormat {
       ojson item = message_item(item_id_, cut ? "incomplete" : "completed", ojson::array({text_part(item_text_)}));
       out += event("response.output_item.done", {{"output_index", index_}, {"item", item}});
       output_.push_back(std::move(item));
+    } else if (open_ == Open::call) {
+      out += event("response.function_call_arguments.done",
+                   {{"item_id", item_id_}, {"output_index", index_}, {"name", call_.name}, {"arguments", item_text_}});
+      ojson item = call_item(item_id_, call_, call_.cut || open_call_failed_ ? "incomplete" : "completed", item_text_);
+      out += event("response.output_item.done", {{"output_index", index_}, {"item", item}});
+      output_.push_back(std::move(item));
+      call_.arguments = item_text_;
+      answer_.tool_calls.push_back(call_);
     }
     open_ = Open::none;
     return out;
@@ -184,7 +200,9 @@ class ResponsesStream final : public StreamFormat {
   std::int64_t next_index_ = 0, index_ = 0;
   Open open_ = Open::none;
   bool had_message_ = false;
-  std::string item_id_, item_text_;
+  std::string item_id_, item_text_;  // the open item's (a call's text: its arguments)
+  ToolCallOut call_;                 // the open call
+  bool open_call_failed_ = false;
   ojson output_ = ojson::array();
   ChoiceResult answer_;
 };
@@ -197,20 +215,19 @@ std::string response_body(const ResponseHead& head, const ChoiceResult& answer, 
   if (!answer.text.empty() || answer.tool_calls.empty())
     output.push_back(message_item(item_id("msg_"), incomplete(answer) ? "incomplete" : "completed",
                                   ojson::array({text_part(answer.text)})));
-  for (const auto& c : answer.tool_calls) output.push_back(call_item(item_id("fc_"), c, "completed", c.arguments));
+  for (const auto& c : answer.tool_calls)
+    output.push_back(call_item(item_id("fc_"), c, c.cut ? "incomplete" : "completed", c.arguments));
   return dump(response_json(head, incomplete(answer) ? "incomplete" : "completed", std::move(output), &usage)) + "\n";
 }
 
 nlohmann::ordered_json assistant_messages(const ChoiceResult& answer) {
   ojson m = {{"role", "assistant"}};
-  m["content"] = answer.text.empty() && !answer.tool_calls.empty() ? ojson(nullptr) : ojson(answer.text);
+  ojson calls = ojson::array();
+  for (const auto& c : answer.tool_calls)  // a call cut by max_output_tokens is not sent back: its arguments are unfinished
+    if (!c.cut) calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  m["content"] = answer.text.empty() && !calls.empty() ? ojson(nullptr) : ojson(answer.text);
   if (!answer.reasoning.empty()) m["reasoning_content"] = answer.reasoning;
-  if (!answer.tool_calls.empty()) {
-    ojson calls = ojson::array();
-    for (const auto& c : answer.tool_calls)
-      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-    m["tool_calls"] = std::move(calls);
-  }
+  if (!calls.empty()) m["tool_calls"] = std::move(calls);
   return ojson::array({std::move(m)});
 }
 

@@ -72,7 +72,8 @@ Reply Router::handle(const Poco::Net::HTTPRequest& request, std::istream& body, 
                    request.getMethod(), request.getURI());
     reply = error_reply(errors::internal("unknown exception"));
   }
-  if (ctx.anthropic_errors && reply.error && !reply.stream) reply.body = anthropic_error_body(*reply.error) + "\n";
+  if (ctx.anthropic_errors && reply.error && !reply.stream)
+    reply.body = anthropic_error_body(*reply.error, "req-" + std::to_string(ctx.request_id)) + "\n";
   if (!ctx.body_consumed && request_has_body(request)) reply.close_connection = true;
   reply.add_header("x-request-id", "req-" + std::to_string(ctx.request_id));
   if (ctx.anthropic_errors) reply.add_header("request-id", "req-" + std::to_string(ctx.request_id));  // as Anthropic's API names it

@@ -1,6 +1,7 @@
 #include "host/server/tool_call_parser.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "host/json/bounded_parse.hpp"
 
@@ -302,14 +303,273 @@ std::vector<ParsedToolCall> parse_tool_calls(ToolFormat format, std::string_view
   }
 }
 
-ToolCallParser::ToolCallParser(ToolFormat format, const std::vector<ToolDef>* tools) : format_(format), tools_(tools) {}
+CallFrame forced_call_frame(ToolFormat format, const std::string& name) {
+  const std::string quoted = ojson(name).dump();
+  switch (format) {
+    case ToolFormat::qwen3_coder: return {"<tool_call>\n<function=" + name + ">\n", "</function>\n</tool_call>"};
+    case ToolFormat::llama3_json: return {"{\"name\": " + quoted + ", \"parameters\": ", "}"};
+    default: return {"<tool_call>\n{\"name\": " + quoted + ", \"arguments\": ", "}\n</tool_call>"};
+  }
+}
+
+bool coder_plain_string(const ojson& sub) {
+  return sub.is_object() && sub.value("type", ojson()) == "string" && !sub.contains("enum") && !sub.contains("const") &&
+         !sub.contains("minLength") && !sub.contains("maxLength") && !sub.contains("format");
+}
+
+ToolCallParser::ToolCallParser(ToolFormat format, const std::vector<ToolDef>* tools, bool forced)
+    : format_(format), tools_(tools) {
+  const bool streams = format == ToolFormat::hermes || format == ToolFormat::llama3_json || format == ToolFormat::qwen3_coder;
+  if (!forced || !streams || tools == nullptr) stage_ = Stage::off;
+}
 
 ToolCallParser::Out ToolCallParser::push(std::string_view text) {
   held_.append(text);
-  return scan(false);
+  return stage_ == Stage::off ? scan(false) : stream(false);
 }
 
-ToolCallParser::Out ToolCallParser::finish() { return scan(true); }
+ToolCallParser::Out ToolCallParser::finish() { return stage_ == Stage::off ? scan(true) : stream(true); }
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+void drop_leading_space(std::string& s) { s.erase(0, std::min(s.size(), s.find_first_not_of(" \t\r\n"))); }
+
+// Text as the inside of a JSON string (what nlohmann's dump writes for valid UTF-8).
+std::string json_escape(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          static const char* kHex = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+// The pieces of the call being written, joined where they follow each other in one Out.
+void begin_call(ToolCallParser::Out& out, const std::string& name) { out.calls.push_back({true, name, "", false, false}); }
+void add_arguments(ToolCallParser::Out& out, const std::string& text) {
+  if (text.empty()) return;
+  if (out.calls.empty() || out.calls.back().ends) out.calls.push_back({false, "", "", false, false});
+  out.calls.back().arguments += text;
+}
+void end_call(ToolCallParser::Out& out, bool cut) {
+  if (out.calls.empty() || out.calls.back().ends) out.calls.push_back({false, "", "", false, false});
+  out.calls.back().ends = true;
+  out.calls.back().cut = cut;
+}
+
+}  // namespace
+
+ToolCallParser::Out ToolCallParser::stream(bool at_end) {
+  Out out;
+  // Feeds `held_` to the JSON value being written, its text without whitespace between
+  // tokens to `to`; true once the value ended (a scalar's delimiter is left in held_).
+  auto scan_json = [&](std::string& to) {
+    JsonScan& s = json_;
+    std::size_t i = 0;
+    for (; i < held_.size() && !s.done; ++i) {
+      const char c = held_[i];
+      if (s.in_string) {
+        to += c;
+        if (s.escape) s.escape = false;
+        else if (c == '\\') s.escape = true;
+        else if (c == '"') {
+          s.in_string = false;
+          s.done = s.depth == 0;
+        }
+        continue;
+      }
+      if (s.scalar) {
+        if (is_space(c) || c == ',' || c == '}' || c == ']') {
+          s.done = true;
+          break;
+        }
+        to += c;
+        continue;
+      }
+      if (is_space(c)) continue;
+      to += c;
+      if (c == '"') s.in_string = true;
+      else if (c == '{' || c == '[') ++s.depth;
+      else if (c == '}' || c == ']') s.done = --s.depth == 0;
+      else if (s.depth == 0) s.scalar = true;
+    }
+    held_.erase(0, i);
+    return s.done;
+  };
+  // Whether `held_` starts with `text` (true), may still (nullopt), or cannot (false).
+  auto starts = [&](std::string_view text) -> std::optional<bool> {
+    if (held_.size() >= text.size()) return held_.compare(0, text.size(), text) == 0;
+    if (text.compare(0, held_.size(), held_) == 0) return std::nullopt;
+    return false;
+  };
+  while (true) {
+    switch (stage_) {
+      case Stage::off: {
+        Out rest = scan(at_end);
+        out.content += rest.content;
+        out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
+        return out;
+      }
+      case Stage::between: {  // whitespace (and llama3's ';') between calls is not content
+        const auto b = held_.find_first_not_of(format_ == ToolFormat::llama3_json ? " \t\r\n;" : " \t\r\n");
+        held_.erase(0, std::min(b, held_.size()));
+        if (held_.empty()) return out;
+        stage_ = Stage::head;
+        break;
+      }
+      case Stage::head: {
+        bool maybe = false;
+        for (const auto& t : *tools_) {
+          const CallFrame frame = forced_call_frame(format_, t.name);
+          const auto s = starts(frame.head);
+          if (s == true) {
+            begin_call(out, t.name);
+            held_.erase(0, frame.head.size());
+            tool_ = &t;
+            tail_ = frame.tail;
+            json_ = {};
+            first_param_ = true;
+            stage_ = format_ == ToolFormat::qwen3_coder ? Stage::params : Stage::args;
+            break;
+          }
+          maybe = maybe || !s.has_value();
+        }
+        if (stage_ != Stage::head) break;
+        if (!maybe) {  // not a call of this frame (the grammar never writes this): as before
+          stage_ = Stage::off;
+          break;
+        }
+        if (at_end) held_.clear();  // a call cut before its name is complete: dropped, never content
+        return out;
+      }
+      case Stage::args: {
+        std::string text;
+        const bool done = scan_json(text);
+        add_arguments(out, text);
+        if (!done) {
+          if (at_end) {
+            end_call(out, true);
+            held_.clear();
+          }
+          return out;
+        }
+        stage_ = Stage::tail;
+        break;
+      }
+      case Stage::tail: {
+        drop_leading_space(held_);
+        const auto s = starts(tail_);
+        if (s == true) held_.erase(0, tail_.size());
+        else if (!s.has_value() && !at_end) return out;
+        end_call(out, false);
+        stage_ = s == false ? Stage::off : Stage::between;
+        if (at_end && s != false) held_.clear();
+        break;
+      }
+      case Stage::params: {  // qwen3_coder: the next <parameter=K>, or the end of the function
+        const ojson props = tool_->parameters.value("properties", ojson::object());
+        bool maybe = false;
+        for (const auto& [key, sub] : props.items()) {
+          const std::string open = std::string(kCoderParameterOpen) + key + ">\n";
+          const auto s = starts(open);
+          if (s == true) {
+            held_.erase(0, open.size());
+            plain_value_ = coder_plain_string(sub);
+            add_arguments(out, (first_param_ ? "{" : ",") + ojson(key).dump() + ":" + (plain_value_ ? "\"" : ""));
+            first_param_ = false;
+            json_ = {};
+            stage_ = Stage::value;
+            break;
+          }
+          maybe = maybe || !s.has_value();
+        }
+        if (stage_ != Stage::params) break;
+        const auto s = starts(tail_);
+        if (s == true) {
+          held_.erase(0, tail_.size());
+          add_arguments(out, first_param_ ? "{}" : "}");
+          end_call(out, false);
+          stage_ = Stage::between;
+          break;
+        }
+        if (at_end || (!maybe && s == false)) {  // cut, or not this frame
+          end_call(out, true);
+          if (at_end) {
+            held_.clear();
+            return out;
+          }
+          stage_ = Stage::off;
+          break;
+        }
+        return out;
+      }
+      case Stage::value: {
+        if (plain_value_) {  // text without '<' up to the closing tag
+          const std::size_t close = held_.find(kCoderParameterClose);
+          const std::size_t keep = close != std::string::npos ? 0 : partial_suffix(held_, kCoderParameterClose);
+          const std::size_t text = close != std::string::npos ? close : held_.size() - keep;
+          add_arguments(out, json_escape(std::string_view(held_).substr(0, text)) + (close != std::string::npos ? "\"" : ""));
+          if (close != std::string::npos) {
+            held_.erase(0, close + kCoderParameterClose.size());
+            stage_ = Stage::params;
+            break;
+          }
+          held_.erase(0, text);
+        } else {
+          std::string text;
+          const bool done = scan_json(text);
+          add_arguments(out, text);
+          if (done) {
+            stage_ = Stage::value_close;
+            break;
+          }
+        }
+        if (at_end) {
+          end_call(out, true);
+          held_.clear();
+        }
+        return out;
+      }
+      case Stage::value_close: {
+        drop_leading_space(held_);
+        const auto s = starts(kCoderParameterClose.substr(1));
+        if (s == true) {
+          held_.erase(0, kCoderParameterClose.size() - 1);
+          stage_ = Stage::params;
+          break;
+        }
+        if (s == false || at_end) {  // cut, or not this frame
+          end_call(out, true);
+          if (at_end) {
+            held_.clear();
+            return out;
+          }
+          stage_ = Stage::off;
+          break;
+        }
+        return out;
+      }
+    }
+  }
+}
 
 ToolCallParser::Out ToolCallParser::scan(bool at_end) {
   Out out;
@@ -331,7 +591,7 @@ ToolCallParser::Out ToolCallParser::scan(bool at_end) {
     if (!at_end) return out;
     auto calls = parse_tool_calls(format_, held_, tools_);
     if (calls.empty()) out.content = std::move(held_);
-    else out.calls = std::move(calls);
+    for (auto& c : calls) out.calls.push_back({true, std::move(c.name), std::move(c.arguments), true, false});
     held_.clear();
     return out;
   }
@@ -368,7 +628,7 @@ ToolCallParser::Out ToolCallParser::scan(bool at_end) {
     if (calls.empty()) {
       out.content += held_.substr(0, end);
     } else {
-      out.calls.insert(out.calls.end(), calls.begin(), calls.end());
+      for (auto& c : calls) out.calls.push_back({true, std::move(c.name), std::move(c.arguments), true, false});
       after_call_ = true;
     }
     held_.erase(0, end);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/server/messages_format.hpp"
+#include "host/server/openai_format.hpp"
 #include "host/server/responses_format.hpp"
 
 namespace memra::server {
@@ -147,12 +148,90 @@ TEST(ServerApiStreams, MessagesBlocksAndTheAnthropicErrorEvent) {
 
 TEST(ServerApiStreams, AnthropicErrorBodiesFollowTheStatus) {
   const json bad = json::parse(anthropic_error_body(errors::invalid_request("invalid_value", "too big", std::string("max_tokens"))));
-  EXPECT_EQ(bad, json::parse(R"({"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too big"}})"));
+  EXPECT_EQ(bad, json::parse(R"({"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too big"},"request_id":null})"));
+  EXPECT_EQ(json::parse(anthropic_error_body(errors::internal("x"), std::string("req-7")))["request_id"], "req-7");
   EXPECT_EQ(json::parse(anthropic_error_body(errors::invalid_api_key()))["error"]["type"], "authentication_error");
   EXPECT_EQ(json::parse(anthropic_error_body(errors::model_not_found("x")))["error"]["type"], "not_found_error");
   EXPECT_EQ(json::parse(anthropic_error_body(errors::tenant_rate_limited("t", "full")))["error"]["type"], "rate_limit_error");
   EXPECT_EQ(json::parse(anthropic_error_body(errors::internal("x")))["error"]["type"], "api_error");
   EXPECT_EQ(json::parse(anthropic_error_body(errors::body_too_large(1, "is over")))["error"]["type"], "request_too_large");
+}
+
+// A call streamed in pieces: its head (index, id, name), then its arguments' parts, then its end.
+std::vector<ToolCallOut> call_in_pieces(std::size_t index, const std::string& id, bool cut = false) {
+  ToolCallOut head{index, id, "get_weather", "", true, false, false};
+  ToolCallOut part = head, last = head;
+  part.begins = last.begins = false;
+  part.arguments = "{\"city\":";
+  last.arguments = "\"Par";
+  last.ends = true;
+  last.cut = cut;
+  return {head, part, last};
+}
+
+TEST(ServerApiStreams, OpenAiChunksStreamACallAsOpenAiDoes) {
+  ResponseMeta meta;
+  meta.id = "chatcmpl-1";
+  meta.model = "m";
+  ChoiceDelta d;
+  d.tokens.resize(3);  // tokens whose text went into the call: no content chunk for them
+  std::string sse;
+  for (const auto& piece : call_in_pieces(0, "call_a")) {
+    ChatDeltaExtras extras{"", {piece}};
+    sse += delta_event(meta, d, "", 0, false, &extras);
+  }
+  d.finish_reason = "length";
+  ChatDeltaExtras none;
+  sse += delta_event(meta, d, "", 0, false, &none);
+  std::vector<json> chunks;
+  for (std::size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos; at += 6)
+    chunks.push_back(json::parse(sse.substr(at + 6, sse.find("\n\n", at) - at - 6)));
+  ASSERT_EQ(chunks.size(), 4u) << sse;
+  const json first = chunks[0]["choices"][0]["delta"];
+  EXPECT_FALSE(first.contains("content"));
+  EXPECT_EQ(first["tool_calls"][0], json::parse(R"({"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}})"));
+  EXPECT_EQ(chunks[1]["choices"][0]["delta"]["tool_calls"][0], json::parse(R"({"index":0,"function":{"arguments":"{\"city\":"}})"));
+  EXPECT_EQ(chunks[2]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "\"Par");
+  EXPECT_EQ(chunks[3]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chunks[3]["choices"][0]["delta"], json::object());
+}
+
+TEST(ServerApiStreams, ResponsesAndMessagesStreamACallInPieces) {
+  auto f = responses_stream(ResponseHead{"resp_3", 1, "m", json::object()}, nullptr);
+  StartedCompletion unused;
+  std::string sse = f->open(unused);
+  ChoiceDelta d;
+  const auto parts = call_in_pieces(0, "call_b", /*cut=*/true);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    ChatPieces p = pieces("", "", {parts[i]});
+    sse += f->news(d, &p, i + 1 == parts.size() ? std::optional<std::string>("length") : std::nullopt);
+  }
+  sse += f->close(UsageCounts{});
+  auto e = events(sse);
+  EXPECT_EQ(names(e), (std::vector<std::string>{"response.created", "response.in_progress", "response.output_item.added",
+                                                "response.function_call_arguments.delta",
+                                                "response.function_call_arguments.delta",
+                                                "response.function_call_arguments.done", "response.output_item.done",
+                                                "response.incomplete"}));
+  EXPECT_EQ(e[2].data["item"]["arguments"], "");
+  EXPECT_EQ(e[2].data["item"]["name"], "get_weather");
+  EXPECT_EQ(e[5].data["arguments"], "{\"city\":\"Par");
+  EXPECT_EQ(e[6].data["item"]["status"], "incomplete");
+  EXPECT_EQ(e[6].data["item"]["call_id"], "call_b");
+
+  auto g = messages_stream();
+  sse.clear();
+  for (const auto& part : call_in_pieces(0, "call_c")) {
+    ChatPieces p = pieces("", "", {part});
+    sse += g->news(d, &p, std::nullopt);
+  }
+  e = events(sse);
+  EXPECT_EQ(names(e), (std::vector<std::string>{"content_block_start", "content_block_delta", "content_block_delta",
+                                                "content_block_stop"}));
+  EXPECT_EQ(e[0].data["content_block"]["type"], "tool_use");
+  EXPECT_EQ(e[0].data["content_block"]["input"], json::object());
+  EXPECT_EQ(e[1].data["delta"]["partial_json"], "{\"city\":");
+  EXPECT_EQ(e[2].data["delta"]["partial_json"], "\"Par");
 }
 
 }  // namespace

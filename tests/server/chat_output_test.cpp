@@ -16,7 +16,9 @@ using json = nlohmann::json;
 
 struct Whole {
   std::string reasoning, content;
-  std::vector<std::pair<std::string, json>> calls;  // name, arguments
+  std::vector<std::pair<std::string, json>> calls;  // name, arguments (their text when they are not JSON)
+  std::vector<ToolCallOut> raw;                     // the calls, their pieces merged
+  std::vector<std::size_t> argument_pieces;         // per call: how many non-empty argument pieces
   std::size_t reasoning_bytes = 0;
 };
 
@@ -27,9 +29,20 @@ Whole run(const ChatOutputConfig& cfg, const std::string& text, std::size_t chun
     w.reasoning += pieces.reasoning;
     w.content += pieces.content;
     for (auto& c : pieces.tool_calls) {
-      EXPECT_EQ(c.index, w.calls.size());
       EXPECT_EQ(c.id.rfind("call_", 0), 0u) << c.id;
-      w.calls.emplace_back(c.name, json::parse(c.arguments));
+      if (c.begins) {
+        EXPECT_EQ(c.index, w.raw.size());
+        EXPECT_TRUE(w.raw.empty() || w.raw.back().ends) << "a call begins before the last one ended";
+        w.argument_pieces.push_back(0);
+      } else {
+        ASSERT_FALSE(w.raw.empty());
+        EXPECT_FALSE(w.raw.back().ends) << "a piece after its call ended";
+        EXPECT_EQ(c.index, w.raw.back().index);
+        EXPECT_EQ(c.id, w.raw.back().id);
+        EXPECT_EQ(c.name, w.raw.back().name);
+      }
+      if (!c.arguments.empty()) ++w.argument_pieces.back();
+      merge_tool_pieces(w.raw, {c});
     }
   };
   std::mt19937 rng(seed);
@@ -41,6 +54,12 @@ Whole run(const ChatOutputConfig& cfg, const std::string& text, std::size_t chun
   }
   take(p.finish());
   w.reasoning_bytes = p.reasoning_bytes();
+  for (const auto& c : w.raw) {
+    EXPECT_TRUE(c.ends) << c.name << " never ended";
+    const json args = json::parse(c.arguments, nullptr, false);
+    w.calls.emplace_back(c.name, args.is_discarded() ? json(c.arguments) : args);
+  }
+  EXPECT_EQ(p.calls(), w.raw.size());
   return w;
 }
 
@@ -53,6 +72,11 @@ Whole split(const ChatOutputConfig& cfg, const std::string& text) {
       EXPECT_EQ(w.reasoning, whole.reasoning) << "chunk " << chunk;
       EXPECT_EQ(w.content, whole.content) << "chunk " << chunk;
       EXPECT_EQ(w.calls, whole.calls) << "chunk " << chunk;
+      EXPECT_EQ(w.raw.size(), whole.raw.size());
+      for (std::size_t i = 0; i < std::min(w.raw.size(), whole.raw.size()); ++i) {
+        EXPECT_EQ(w.raw[i].arguments, whole.raw[i].arguments) << "chunk " << chunk;
+        EXPECT_EQ(w.raw[i].cut, whole.raw[i].cut) << "chunk " << chunk;
+      }
     }
   }
   return whole;
@@ -199,6 +223,113 @@ TEST(ChatOutput, OnlyTheFirstCallWithoutParallelToolCalls) {
                         "\"b\", \"arguments\": {}}\n</tool_call>");
   ASSERT_EQ(w.calls.size(), 1u);
   EXPECT_EQ(w.calls[0].first, "a");
+}
+
+// Forced calls (tool_choice required / named) in the frame the grammar writes them in.
+ChatOutputConfig forced(ToolFormat f, const std::vector<ToolDef>* defs) {
+  ChatOutputConfig c = tools(f, defs);
+  c.forced_tool_call = true;
+  return c;
+}
+
+std::vector<ToolDef> weather_tools() {
+  std::vector<ToolDef> defs(2);
+  defs[0].name = "get_weather";
+  defs[0].parameters = nlohmann::ordered_json::parse(
+      R"({"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"unit":{"enum":["c","f"]}}})");
+  defs[1].name = "get_weather_alerts";
+  defs[1].parameters = nlohmann::ordered_json::parse(R"({"type":"object","properties":{"region":{"type":"string"}}})");
+  return defs;
+}
+
+// The text of a forced call as the grammar writes it.
+std::string framed(ToolFormat f, const std::string& name, const std::string& inner) {
+  const CallFrame frame = forced_call_frame(f, name);
+  return frame.head + inner + frame.tail;
+}
+
+TEST(ChatOutput, ForcedHermesCallsStreamTheirArgumentsAsWritten) {
+  const auto defs = weather_tools();
+  const std::string out = framed(ToolFormat::hermes, "get_weather", "{\"city\": \"Paris, \\\"FR\\\"\", \"days\": [1, 2]}") +
+                          "\n" + framed(ToolFormat::hermes, "get_weather_alerts", "{ \"region\" : \"EU\" }");
+  const Whole w = split(forced(ToolFormat::hermes, &defs), out);
+  EXPECT_EQ(w.content, "");
+  ASSERT_EQ(w.raw.size(), 2u);
+  EXPECT_EQ(w.raw[0].name, "get_weather");
+  EXPECT_EQ(w.raw[1].name, "get_weather_alerts");
+  // The arguments as the model wrote them, without the whitespace between tokens.
+  EXPECT_EQ(w.raw[0].arguments, R"({"city":"Paris, \"FR\"","days":[1,2]})");
+  EXPECT_EQ(w.raw[1].arguments, R"({"region":"EU"})");
+  EXPECT_FALSE(w.raw[0].cut);
+  // Byte by byte, every character of the arguments is a piece of its own.
+  const Whole bytes = run(forced(ToolFormat::hermes, &defs), out, 1);
+  EXPECT_EQ(bytes.argument_pieces[0], w.raw[0].arguments.size());
+  EXPECT_EQ(bytes.argument_pieces[1], w.raw[1].arguments.size());
+}
+
+TEST(ChatOutput, AForcedCallCutByMaxTokensKeepsItsMarkupOutOfTheContent) {
+  const auto defs = weather_tools();
+  const ChatOutputConfig cfg = forced(ToolFormat::hermes, &defs);
+  const std::string call = framed(ToolFormat::hermes, "get_weather", "{\"city\": \"Paris\"}");
+  // Cut inside the arguments: the call with the arguments written so far.
+  Whole w = split(cfg, call.substr(0, call.find("Paris") + 3));
+  EXPECT_EQ(w.content, "");
+  ASSERT_EQ(w.raw.size(), 1u);
+  EXPECT_EQ(w.raw[0].name, "get_weather");
+  EXPECT_EQ(w.raw[0].arguments, R"({"city":"Par)");
+  EXPECT_TRUE(w.raw[0].cut);
+  // Cut before the name is complete: no call, and nothing in the content.
+  w = split(cfg, call.substr(0, call.find("weather")));
+  EXPECT_EQ(w.content, "");
+  EXPECT_TRUE(w.raw.empty());
+  // Cut in the closing markup: the arguments are whole.
+  w = split(cfg, call.substr(0, call.size() - 4));
+  ASSERT_EQ(w.raw.size(), 1u);
+  EXPECT_EQ(w.raw[0].arguments, R"({"city":"Paris"})");
+  EXPECT_FALSE(w.raw[0].cut);
+  // A second call cut after the first completed.
+  w = split(cfg, call + "\n" + call.substr(0, call.find("city")));
+  ASSERT_EQ(w.raw.size(), 2u);
+  EXPECT_FALSE(w.raw[0].cut);
+  EXPECT_TRUE(w.raw[1].cut);
+  EXPECT_EQ(w.raw[1].arguments, "{\"");
+}
+
+TEST(ChatOutput, ForcedQwen3CoderCallsStreamAsJson) {
+  const auto defs = weather_tools();
+  const std::string out = framed(ToolFormat::qwen3_coder, "get_weather",
+                                 "<parameter=city>\nNew \"York\"\nNY\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+                                 "<parameter=unit>\n\"f\"\n</parameter>\n") +
+                          "\n" + framed(ToolFormat::qwen3_coder, "get_weather_alerts", "");
+  const Whole w = split(forced(ToolFormat::qwen3_coder, &defs), out);
+  EXPECT_EQ(w.content, "");
+  ASSERT_EQ(w.raw.size(), 2u);
+  EXPECT_EQ(w.raw[0].arguments, R"({"city":"New \"York\"\nNY","days":3,"unit":"f"})");
+  EXPECT_EQ(w.calls[0].second, json::parse(R"({"city":"New \"York\"\nNY","days":3,"unit":"f"})"));
+  EXPECT_EQ(w.raw[1].arguments, "{}");
+  // The same call unforced parses to the same arguments.
+  const Whole plain = split(tools(ToolFormat::qwen3_coder, &defs), out);
+  ASSERT_EQ(plain.calls.size(), 2u);
+  EXPECT_EQ(plain.calls[0].second, w.calls[0].second);
+  // Cut inside a text value: what was written, without the start of a closing tag.
+  const Whole cut = split(forced(ToolFormat::qwen3_coder, &defs), out.substr(0, out.find("NY") + 2) + "\n</para");
+  ASSERT_EQ(cut.raw.size(), 1u);
+  EXPECT_TRUE(cut.raw[0].cut);
+  EXPECT_EQ(cut.raw[0].arguments, R"({"city":"New \"York\"\nNY)");
+  EXPECT_EQ(cut.content, "");
+}
+
+TEST(ChatOutput, ForcedLlama3CallsAndTextOutsideTheFrame) {
+  const auto defs = weather_tools();
+  const Whole w = split(forced(ToolFormat::llama3_json, &defs),
+                        framed(ToolFormat::llama3_json, "get_weather", "{\"days\": 2}") + "; " +
+                            framed(ToolFormat::llama3_json, "get_weather_alerts", "{}"));
+  ASSERT_EQ(w.raw.size(), 2u);
+  EXPECT_EQ(w.raw[0].arguments, R"({"days":2})");
+  EXPECT_EQ(w.raw[1].arguments, "{}");
+  EXPECT_EQ(w.content, "");
+  // Text the grammar would never write is read as unforced output.
+  EXPECT_EQ(split(forced(ToolFormat::hermes, &defs), "Hello there.").content, "Hello there.");
 }
 
 TEST(ChatOutput, FormatsAreFoundInTheTemplates) {

@@ -56,9 +56,10 @@ namespace memra::server::testing {
     return ::testing::AssertionFailure() << "Content-Type is '" << content_type << "', body: " << body;
   }
   nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.size() != 2 || doc.value("type", "") != "error" ||
-      !doc.contains("error") || !doc["error"].is_object()) {
-    return ::testing::AssertionFailure() << "not {\"type\":\"error\",\"error\":{...}}: " << body;
+  if (doc.is_discarded() || !doc.is_object() || doc.size() != 3 || doc.value("type", "") != "error" ||
+      !doc.contains("error") || !doc["error"].is_object() || !doc.contains("request_id") ||
+      !(doc["request_id"].is_string() || doc["request_id"].is_null())) {
+    return ::testing::AssertionFailure() << "not {\"type\":\"error\",\"error\":{...},\"request_id\":...}: " << body;
   }
   const auto& e = doc["error"];
   if (!e.contains("type") || !e["type"].is_string() || e["type"].get<std::string>().empty() ||

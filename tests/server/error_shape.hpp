@@ -14,7 +14,7 @@ namespace memra::server::testing {
 // The same shape with any non-empty code and any param (string or null).
 ::testing::AssertionResult is_any_openai_error(const std::string& content_type, const std::string& body);
 // Anthropic's shape (/v1/messages): {"type":"error","error":{"type":`type` (any when ""),
-// "message":non-empty string}} and nothing else at the top.
+// "message":non-empty string},"request_id":string or null} and nothing else at the top.
 ::testing::AssertionResult is_anthropic_error(const std::string& content_type, const std::string& body,
                                               const std::string& type = "");
 

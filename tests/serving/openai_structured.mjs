@@ -148,14 +148,24 @@ test("a named tool_choice without parallel calls: exactly that one call; parse()
   }
 });
 
-test("streamed tool calls: the client's accumulation equals the whole answer", async () => {
+test("streamed tool calls: the client's accumulation equals the whole answer, argument parts arriving before each call ends", async () => {
   for (const seed of SEEDS.slice(0, 4)) {
     const params = { model: "qwen", messages: hello, tools: [weatherTool, timeTool], tool_choice: "required", temperature: 1, seed, max_tokens: 600 };
     const whole = await client.chat.completions.create(params);
     const stream = client.chat.completions.stream({ ...params, stream: true });
     const chunks = [];
+    const parts = [], done = [];  // per call index: argument parts seen before the client ended the call; its arguments then
     stream.on("chunk", (c) => chunks.push(c));
+    stream.on("tool_calls.function.arguments.delta", (e) => {
+      assert.equal(done[e.index], undefined, "an argument part after the call ended");
+      if (e.arguments_delta) parts[e.index] = (parts[e.index] ?? 0) + 1;
+    });
+    stream.on("tool_calls.function.arguments.done", (e) => { done[e.index] = e.arguments; });
     const final = await stream.finalChatCompletion();
+    whole.choices[0].message.tool_calls.forEach((c, i) => {
+      assert.ok(parts[i] > 1, `seed ${seed}: call ${i}'s arguments came in ${parts[i]} part(s)`);
+      assert.deepEqual(JSON.parse(done[i]), JSON.parse(c.function.arguments));
+    });
     const got = final.choices[0];
     assert.equal(got.finish_reason, "tool_calls");
     const strip = (calls) => calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
