@@ -1,7 +1,12 @@
 #include "host/structured/json_grammar.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+
+#include "host/structured/number_grammar.hpp"
+#include "host/structured/string_automaton.hpp"
 
 namespace memra::structured {
 
@@ -23,13 +28,13 @@ const std::set<std::string, std::less<>>& supported() {
   static const std::set<std::string, std::less<>> k = {
       "type",      "enum",       "const",     "anyOf",     "oneOf",    "allOf",    "$ref",
       "properties", "required",  "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
-      "minLength", "maxLength",  "format"};
+      "minLength", "maxLength",  "format",    "pattern",  "minimum",  "maximum",  "exclusiveMinimum",
+      "exclusiveMaximum"};
   return k;
 }
 
 ExprPtr ch(char c) { return cls(ByteSet{}.add(static_cast<uint8_t>(c))); }
 ExprPtr digit() { return cls(ByteSet::range('0', '9')); }
-ExprPtr digits(int n) { return rep(digit(), n, n); }
 ExprPtr hex() { return cls(ByteSet::range('0', '9').add_range('a', 'f').add_range('A', 'F')); }
 ExprPtr cont() { return cls(ByteSet::range(0x80, 0xBF)); }
 
@@ -62,6 +67,8 @@ struct JsonGrammarCompiler::Impl {
   std::vector<Pending> pending;
   bool referred = false;  // this schema used a $ref: only then can a rule refer to itself
   std::optional<uint32_t> ws_rule, char_rule, string_rule, number_rule, value_rule, object_rule;
+  std::map<std::string, uint32_t> automaton_strings;  // pattern / format / length -> its rule
+  std::map<std::string, Dfa> patterns;                  // pattern text -> its automaton
   std::optional<SchemaError> err;
 
   explicit Impl(GrammarBuilder& builder) : b(builder) {}
@@ -77,15 +84,20 @@ struct JsonGrammarCompiler::Impl {
     return ref(*ws_rule);
   }
 
-  // One character inside a JSON string: printable ASCII but '"' and '\\', an escape,
-  // or a well-formed UTF-8 sequence.
+  // One character inside a JSON string: printable ASCII but '"' and '\\', an escape (a
+  // surrogate only as the pair that writes one character), or a well-formed UTF-8 sequence.
   ExprPtr string_char() {
     if (!char_rule) {
       ByteSet plain = ByteSet::range(0x20, 0x7F);
       plain.remove("\"\\");
+      const ExprPtr d = cls(ByteSet::of("dD"));
+      const ExprPtr bmp = alt({seq({cls(ByteSet::range('0', '9').add_range('a', 'c').add_range('A', 'C').add_range('e', 'f').add_range('E', 'F')), hex(), hex(), hex()}),
+                               seq({d, cls(ByteSet::range('0', '7')), hex(), hex()})});
+      const ExprPtr pair = seq({d, cls(ByteSet::of("89abAB")), hex(), hex(), ch('\\'), ch('u'), d,
+                                cls(ByteSet::range('c', 'f').add_range('C', 'F')), hex(), hex()});
       char_rule = b.add(alt({
           cls(plain),
-          seq({ch('\\'), alt({cls(ByteSet::of("\"\\/bfnrt")), seq({ch('u'), hex(), hex(), hex(), hex()})})}),
+          seq({ch('\\'), alt({cls(ByteSet::of("\"\\/bfnrt")), seq({ch('u'), bmp}), seq({ch('u'), pair})})}),
           seq({cls(ByteSet::range(0xC2, 0xDF)), cont()}),
           seq({ch('\xE0'), cls(ByteSet::range(0xA0, 0xBF)), cont()}),
           seq({cls(ByteSet::range(0xE1, 0xEC).add_range(0xEE, 0xEF)), cont(), cont()}),
@@ -343,39 +355,244 @@ struct JsonGrammarCompiler::Impl {
       fail("maxLength", ptr, "'maxLength' at " + where(ptr) + " is below 'minLength'", false);
       return seq({});
     }
-    if (auto f = s.find("format"); f != s.end()) {
-      if (has_lo || has_hi) {
-        fail("format", ptr, "'format' together with minLength/maxLength at " + where(ptr) + " is not supported");
-        return seq({});
-      }
-      const std::string fmt = f->is_string() ? f->get<std::string>() : "";
-      const ExprPtr date = seq({digits(4), ch('-'), alt({seq({ch('0'), cls(ByteSet::range('1', '9'))}), seq({ch('1'), cls(ByteSet::range('0', '2'))})}),
-                                ch('-'), alt({seq({ch('0'), cls(ByteSet::range('1', '9'))}), seq({cls(ByteSet::of("12")), digit()}), seq({ch('3'), cls(ByteSet::of("01"))})})});
-      const ExprPtr hour = alt({seq({cls(ByteSet::of("01")), digit()}), seq({ch('2'), cls(ByteSet::range('0', '3'))})});
-      const ExprPtr minute = seq({cls(ByteSet::range('0', '5')), digit()});
-      const ExprPtr time = seq({hour, ch(':'), minute, ch(':'), minute, opt(seq({ch('.'), rep(digit(), 1, 6)})),
-                                alt({ch('Z'), seq({cls(ByteSet::of("+-")), hour, ch(':'), minute})})});
-      ExprPtr body;
-      if (fmt == "date") body = date;
-      else if (fmt == "time") body = time;
-      else if (fmt == "date-time") body = seq({date, ch('T'), time});
-      else if (fmt == "uuid") body = seq({rep(hex(), 8, 8), ch('-'), rep(hex(), 4, 4), ch('-'), rep(hex(), 4, 4), ch('-'), rep(hex(), 4, 4), ch('-'), rep(hex(), 12, 12)});
-      else {
-        fail("format", ptr, "'format': '" + fmt + "' at " + where(ptr) + " is not supported (memra-host enforces date, time, date-time and uuid)");
-        return seq({});
-      }
-      return seq({ch('"'), body, ch('"')});
+    const auto f = s.find("format");
+    const auto p = s.find("pattern");
+    if (f == s.end() && p == s.end()) {
+      if (!has_lo && !has_hi) return any_string();
+      return seq({ch('"'), bounded(rep(string_char(), lo, hi), hi >= 0 && hi > 2 * lo ? "maxLength" : "minLength", ptr), ch('"')});
     }
-    if (!has_lo && !has_hi) return any_string();
-    return seq({ch('"'), bounded(rep(string_char(), lo, hi), hi >= 0 && hi > 2 * lo ? "maxLength" : "minLength", ptr), ch('"')});
+    return automaton_string(s, ptr, p, f, has_lo || has_hi ? lo : -1, hi);
+  }
+
+  // The automaton of a 'pattern' (compiled once per text), or null after failing.
+  const Dfa* pattern_automaton(const json& p, const std::string& ptr) {
+    if (!p.is_string()) {
+      fail("pattern", ptr, "'pattern' at " + where(ptr) + " must be a string", false);
+      return nullptr;
+    }
+    const std::string text = p.get<std::string>();
+    if (auto it = patterns.find(text); it != patterns.end()) return &it->second;
+    Dfa d;
+    if (auto e = compile_pattern(text, d)) {
+      const std::string shown = text.size() > 80 ? text.substr(0, 77) + "..." : text;
+      fail("pattern", ptr, "'pattern' at " + where(ptr) + " (" + json(shown).dump(-1, ' ', false, json::error_handler_t::replace) + "): " + e->message,
+           e->unsupported);
+      return nullptr;
+    }
+    if (d.states.empty()) {
+      fail("pattern", ptr, "'pattern' at " + where(ptr) + " matches no string", false);
+      return nullptr;
+    }
+    return &patterns.emplace(text, std::move(d)).first->second;
+  }
+
+  // The automaton of a 'format' memra-host enforces, or null after failing.
+  const Dfa* format_of(const json& f, const std::string& ptr) {
+    const Dfa* fd = format_automaton(f.is_string() ? f.get<std::string>() : "");
+    if (fd == nullptr) {
+      fail("format", ptr, "'format': " + f.dump() + " at " + where(ptr) +
+                              " is not supported (memra-host enforces date, time, date-time, duration, email, hostname, ipv4, ipv6 and uuid)");
+    }
+    return fd;
+  }
+
+  // Whether `v` (a value of 'enum' or 'const') meets the keywords beside it that constrain a
+  // value's type and shape: type, numeric bounds, lengths, pattern, format, item counts. A listed
+  // value that does not is never written. After a failure (a keyword that cannot be read), false.
+  bool meets_siblings(const json& s, const json& v, const std::string& ptr) {
+    if (auto t = s.find("type"); t != s.end()) {
+      auto is = [&](const json& type) {
+        if (!type.is_string()) return false;
+        const std::string n = type.get<std::string>();
+        if (n == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+        return (n == "number" && v.is_number()) || (n == "string" && v.is_string()) || (n == "boolean" && v.is_boolean()) ||
+               (n == "null" && v.is_null()) || (n == "array" && v.is_array()) || (n == "object" && v.is_object());
+      };
+      bool ok = is(*t);
+      if (t->is_array())
+        for (const auto& x : *t) ok = ok || is(x);
+      if (!ok) return false;
+    }
+    if (v.is_number()) {
+      Bounds bd;
+      if (!numeric_bounds(s, ptr, bd)) return false;
+      const double x = v.get<double>();
+      if (bd.lo && (bd.lo->exclusive ? !(x > bd.lo->value) : !(x >= bd.lo->value))) return false;
+      if (bd.hi && (bd.hi->exclusive ? !(x < bd.hi->value) : !(x <= bd.hi->value))) return false;
+    }
+    if (v.is_string()) {
+      int64_t lo = 0, hi = -1;
+      bound(s, "minLength", ptr, lo);
+      bound(s, "maxLength", ptr, hi);
+      const std::string& text = v.get_ref<const std::string&>();
+      const auto n = static_cast<int64_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
+      if (err || n < lo || (hi >= 0 && n > hi)) return false;
+      if (auto p = s.find("pattern"); p != s.end()) {
+        const Dfa* d = pattern_automaton(*p, ptr);
+        if (d == nullptr || !string_matches(*d, text)) return false;
+      }
+      if (auto f = s.find("format"); f != s.end()) {
+        const Dfa* d = format_of(*f, ptr);
+        if (d == nullptr || !string_matches(*d, text)) return false;
+      }
+    }
+    if (v.is_array()) {
+      int64_t lo = 0, hi = -1;
+      bound(s, "minItems", ptr, lo);
+      bound(s, "maxItems", ptr, hi);
+      const auto n = static_cast<int64_t>(v.size());
+      if (err || n < lo || (hi >= 0 && n > hi)) return false;
+    }
+    return !err;
+  }
+
+  // A string under 'pattern' and/or 'format' (and the length bounds, lo < 0: none): their
+  // automata intersected, lowered into rules shared by every use of the same keywords.
+  ExprPtr automaton_string(const json& s, const std::string& ptr, json::const_iterator p, json::const_iterator f, int64_t lo, int64_t hi) {
+    const std::string key = (p != s.end() ? p->dump() : "") + '\n' + (f != s.end() ? f->dump() : "") + '\n' + std::to_string(lo) + ',' + std::to_string(hi);
+    if (auto it = automaton_strings.find(key); it != automaton_strings.end()) return ref(it->second);
+    Dfa d;
+    const char* last = "pattern";  // the keyword whose automaton came last (an empty language names it)
+    if (p != s.end()) {
+      const Dfa* pd = pattern_automaton(*p, ptr);
+      if (pd == nullptr) return seq({});
+      d = *pd;
+    }
+    if (f != s.end()) {
+      const Dfa* fd = format_of(*f, ptr);
+      if (fd == nullptr) return seq({});
+      if (p != s.end()) {
+        Dfa both;
+        if (auto e = intersect(d, *fd, both)) {
+          fail("pattern", ptr, "'pattern' with 'format' at " + where(ptr) + ": " + e->message, false);
+          return seq({});
+        }
+        d = std::move(both);
+      } else {
+        d = *fd;
+      }
+      last = "format";
+      if (d.states.empty()) {
+        fail("format", ptr, "'pattern' and 'format' at " + where(ptr) + " have no string in common", false);
+        return seq({});
+      }
+    }
+    if (lo >= 0) {
+      last = hi >= 0 ? "maxLength" : "minLength";
+      Dfa sized;
+      if (auto e = bound_length(d, lo, hi, sized)) {
+        fail(last, ptr, "'" + std::string(last) + "' at " + where(ptr) + " with 'pattern' or 'format': " + e->message, false);
+        return seq({});
+      }
+      d = std::move(sized);
+      if (d.states.empty()) {
+        fail(last, ptr, "'minLength' / 'maxLength' at " + where(ptr) + " leave no string the 'pattern' or 'format' allows", false);
+        return seq({});
+      }
+    }
+    const uint64_t cost = json_string_cost(d);
+    if (cost + b.elements() > b.max_elements()) {
+      fail(last, ptr, "'" + std::string(last) + "' at " + where(ptr) + " makes the grammar too large to enforce: " + std::to_string(cost) +
+                          " elements, over memra-host's limit of " + std::to_string(b.max_elements()),
+           false);
+      return seq({});
+    }
+    const uint32_t r = b.add(json_string(d, b));
+    automaton_strings.emplace(key, r);
+    return ref(r);
+  }
+
+  // minimum / exclusiveMinimum and maximum / exclusiveMaximum (a number each, or draft 4's
+  // boolean exclusive* beside minimum / maximum); the tighter of two on one side wins.
+  struct Bounds {
+    std::optional<NumberBound> lo, hi;
+    std::string lo_key, hi_key;
+  };
+  bool numeric_bounds(const json& s, const std::string& ptr, Bounds& out) {
+    for (const bool lower : {true, false}) {
+      const std::string inclusive = lower ? "minimum" : "maximum";
+      const std::string exclusive = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+      std::optional<NumberBound>& bound_out = lower ? out.lo : out.hi;
+      std::string& key = lower ? out.lo_key : out.hi_key;
+      const auto inc = s.find(inclusive), exc = s.find(exclusive);
+      if (inc != s.end()) {
+        if (!inc->is_number()) {
+          fail(inclusive, ptr, "'" + inclusive + "' at " + where(ptr) + " must be a number", false);
+          return false;
+        }
+        bound_out = NumberBound{inc->get<double>(), false};
+        key = inclusive;
+      }
+      if (exc == s.end()) continue;
+      if (exc->is_boolean()) {
+        if (inc == s.end() && exc->get<bool>()) {
+          fail(exclusive, ptr, "'" + exclusive + "': true at " + where(ptr) + " needs '" + inclusive + "' beside it", false);
+          return false;
+        }
+        if (bound_out) bound_out->exclusive = exc->get<bool>();
+        if (exc->get<bool>()) key = exclusive;
+      } else if (exc->is_number()) {
+        const double v = exc->get<double>();
+        if (!bound_out || (lower ? v >= bound_out->value : v <= bound_out->value)) {
+          bound_out = NumberBound{v, true};
+          key = exclusive;
+        }
+      } else {
+        fail(exclusive, ptr, "'" + exclusive + "' at " + where(ptr) + " must be a number", false);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // `contradictory`: the bounds exclude every value, not only those memra-host can write.
+  void no_value_within(const Bounds& bd, const std::string& ptr, const char* what, bool contradictory) {
+    const std::string key = bd.lo ? bd.lo_key : bd.hi_key;
+    if (contradictory) {
+      fail(key, ptr, "'" + bd.lo_key + "' and '" + bd.hi_key + "' at " + where(ptr) + " leave no " + what + " between them", false);
+    } else {
+      fail(key, ptr, "'" + key + "' at " + where(ptr) + " leaves no " + what + " memra-host can write (" +
+                         (std::string(what) == "integer" ? "a bounded integer is within +-(2^53 - 1)"
+                                                         : "a bounded number has at most 16 integer and 16 fraction digits, no exponent") +
+                         ")");
+    }
+  }
+
+  ExprPtr bounded_integer(const json& s, const std::string& ptr) {
+    Bounds bd;
+    if (!numeric_bounds(s, ptr, bd)) return seq({});
+    if (!bd.lo && !bd.hi) return integer();
+    const auto safe = static_cast<double>(kMaxSafeInteger);
+    const double first = bd.lo ? (bd.lo->exclusive ? std::floor(bd.lo->value) + 1 : std::ceil(bd.lo->value)) : -HUGE_VAL;
+    const double last = bd.hi ? (bd.hi->exclusive ? std::ceil(bd.hi->value) - 1 : std::floor(bd.hi->value)) : HUGE_VAL;
+    const double lo = std::max(first, -safe), hi = std::min(last, safe);
+    if (lo > hi) {
+      no_value_within(bd, ptr, "integer", first > last);
+      return seq({});
+    }
+    return integer_range(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+  }
+
+  ExprPtr bounded_number(const json& s, const std::string& ptr) {
+    Bounds bd;
+    if (!numeric_bounds(s, ptr, bd)) return seq({});
+    if (!bd.lo && !bd.hi) return number();
+    ExprPtr e = number_range(bd.lo, bd.hi, b);
+    if (!e) {
+      const bool contradictory = bd.lo && bd.hi &&
+                                 (bd.lo->value > bd.hi->value || (bd.lo->value == bd.hi->value && (bd.lo->exclusive || bd.hi->exclusive)));
+      no_value_within(bd, ptr, "number", contradictory);
+      return seq({});
+    }
+    return e;
   }
 
   ExprPtr typed(const std::string& type, const json& s, const std::string& ptr) {
     if (type == "object") return object(s, ptr);
     if (type == "array") return array(s, ptr);
     if (type == "string") return string(s, ptr);
-    if (type == "integer") return integer();
-    if (type == "number") return number();
+    if (type == "integer") return bounded_integer(s, ptr);
+    if (type == "number") return bounded_number(s, ptr);
     if (type == "boolean") return alt({lit("true"), lit("false")});
     if (type == "null") return lit("null");
     fail("type", ptr, "'type' at " + where(ptr) + " is '" + type + "'; expected object, array, string, integer, number, boolean or null", false);
@@ -410,7 +627,13 @@ struct JsonGrammarCompiler::Impl {
         }
       return resolve_ref(r->get<std::string>(), ptr);
     }
-    if (auto c = s.find("const"); c != s.end()) return literal_value(*c);
+    if (auto c = s.find("const"); c != s.end()) {
+      if (!meets_siblings(s, *c, ptr)) {
+        fail("const", ptr, "'const' at " + where(ptr) + " does not meet the keywords beside it, so no value matches the schema", false);
+        return seq({});
+      }
+      return literal_value(*c);
+    }
     if (auto e = s.find("enum"); e != s.end()) {
       if (!e->is_array() || e->empty()) {
         fail("enum", ptr, "'enum' at " + where(ptr) + " must be a non-empty array", false);
@@ -422,7 +645,12 @@ struct JsonGrammarCompiler::Impl {
         return seq({});
       }
       std::vector<ExprPtr> options;
-      for (const auto& v : *e) options.push_back(literal_value(v));
+      for (const auto& v : *e)
+        if (meets_siblings(s, v, ptr)) options.push_back(literal_value(v));
+      if (options.empty()) {
+        fail("enum", ptr, "no value of 'enum' at " + where(ptr) + " meets the keywords beside it, so no value matches the schema", false);
+        return seq({});
+      }
       return alt(std::move(options));
     }
     for (const char* key : {"anyOf", "oneOf", "allOf"}) {
@@ -472,8 +700,10 @@ struct JsonGrammarCompiler::Impl {
       types.push_back("object");
     } else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems")) {
       types.push_back("array");
-    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
+    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format") || s.contains("pattern")) {
       types.push_back("string");
+    } else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum")) {
+      types.push_back("number");
     } else {
       return any_value();
     }

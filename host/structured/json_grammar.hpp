@@ -10,10 +10,14 @@
 // required, additionalProperties (objects with properties produce exactly the listed
 // ones, which validates whatever additionalProperties says; without properties it
 // decides between {} and a map), items, prefixItems, minItems, maxItems, minLength,
-// maxLength, format (date, time, date-time, uuid), and the annotations title,
-// description, default, examples, $schema, $id, $comment, deprecated, readOnly,
-// writeOnly. Anything else (pattern, minimum, multipleOf, uniqueItems, ...) is refused
-// with a SchemaError naming the keyword and where it is: never silently ignored.
+// maxLength (code points; an escape is one), pattern and format (date, time, date-time,
+// duration, email, hostname, ipv4, ipv6, uuid) as automata (string_automaton.hpp),
+// minimum, maximum, exclusiveMinimum, exclusiveMaximum as exact decimal ranges
+// (number_grammar.hpp), and the annotations title, description, default, examples,
+// $schema, $id, $comment, deprecated, readOnly, writeOnly. Anything else (multipleOf,
+// uniqueItems, patternProperties, ...) is refused with a SchemaError naming the keyword
+// and where it is: never silently ignored; so is what a keyword asks that cannot be
+// compiled (a lookahead in a pattern, a bound no writable number meets).
 #pragma once
 
 #include <cstdint>

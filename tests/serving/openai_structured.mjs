@@ -9,6 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -208,6 +209,100 @@ test("response_format json_schema: valid on every seed, streamed equals whole, p
   }
 });
 
+// Independent checks for the formats (ajv-formats is not installed; node's own net module
+// and Date do the work, not the grammar's regexes).
+const two = (s, a) => Number(s.slice(a, a + 2));
+function isDate(s) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
+  if (!m) return false;
+  const d = new Date(0);
+  d.setUTCFullYear(+m[1], +m[2] - 1, +m[3]);
+  return d.getUTCFullYear() === +m[1] && d.getUTCMonth() === +m[2] - 1 && d.getUTCDate() === +m[3];
+}
+function isTime(s) {
+  const m = /^(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.exec(s);
+  if (!m || +m[1] > 23 || +m[2] > 59 || +m[3] > 59) return false;
+  return m[5].length === 1 || (two(m[5], 1) <= 23 && two(m[5], 4) <= 59);
+}
+const isLabel = (l) => l.length >= 1 && l.length <= 63 && /^[A-Za-z0-9-]+$/.test(l) && !l.startsWith("-") && !l.endsWith("-");
+const isHostname = (s) => s.length <= 253 && s.split(".").every(isLabel);
+function isEmail(s) {
+  const at = s.lastIndexOf("@");
+  const local = s.slice(0, at), domain = s.slice(at + 1);
+  return at > 0 && local.length <= 64 && local.split(".").every((a) => /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+$/.test(a)) &&
+    isHostname(domain) && domain.includes(".");
+}
+const formatChecks = {
+  date: isDate,
+  time: isTime,
+  "date-time": (s) => /^.{10}[Tt]/.test(s) && isDate(s.slice(0, 10)) && isTime(s.slice(11)),
+  duration: (s) => /^P(?!$)(\d+Y)?(\d+M)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+S)?)?$/.test(s) || /^P\d+W$/.test(s),
+  email: isEmail,
+  hostname: isHostname,
+  ipv4: (s) => net.isIPv4(s),
+  ipv6: (s) => net.isIPv6(s),
+  uuid: (s) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s),
+};
+for (const [name, check] of Object.entries(formatChecks)) ajv.addFormat(name, check);
+
+test("schema keywords (#46 item 3): bounds, lengths, pattern, format, enum/const/anyOf/$ref hold on every seed", async () => {
+  const scalars = {
+    type: "object",
+    properties: {
+      n: { type: "integer", minimum: -20, maximum: 35 },
+      pos: { type: "integer", exclusiveMinimum: 0 },
+      low: { type: "integer", maximum: -100 },
+      x: { type: "number", minimum: -1.5, exclusiveMaximum: 2.25 },
+      p: { type: "number", exclusiveMinimum: 0, maximum: 1000 },
+      tags: { type: "array", items: { enum: ["a", "b", "c"] }, minItems: 2, maxItems: 4 },
+      s: { type: "string", minLength: 3, maxLength: 8 },
+      kind: { enum: ["x", 1, null] },
+      fixed: { const: "k" },
+      either: { anyOf: [{ type: "integer", minimum: 0, maximum: 9 }, { type: "string", maxLength: 3 }] },
+      list: { $ref: "#/$defs/node" },
+    },
+    additionalProperties: false,
+    $defs: {
+      node: {
+        type: "object",
+        properties: { v: { type: "integer", minimum: 0, maximum: 99 }, next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } },
+        required: ["v", "next"],
+        additionalProperties: false,
+      },
+    },
+  };
+  scalars.required = Object.keys(scalars.properties);
+  const strings = {
+    type: "object",
+    properties: {
+      code: { type: "string", pattern: "^[A-Z]{2}-\\d{3}$" },
+      word: { type: "string", pattern: "(cat|dog)s?", maxLength: 12 },
+      day: { type: "string", format: "date" },
+      at: { type: "string", format: "time" },
+      when: { type: "string", format: "date-time" },
+      span: { type: "string", format: "duration", maxLength: 10 },
+      mail: { type: "string", format: "email", maxLength: 24 },
+      host: { type: "string", format: "hostname", maxLength: 20 },
+      v4: { type: "string", format: "ipv4" },
+      v6: { type: "string", format: "ipv6" },
+      id: { type: "string", format: "uuid" },
+    },
+    additionalProperties: false,
+  };
+  strings.required = Object.keys(strings.properties);
+  for (const schema of [scalars, strings]) {
+    const validate = ajv.compile(schema);
+    const response_format = { type: "json_schema", json_schema: { name: "keywords", schema, strict: true } };
+    for (const seed of SEEDS) {
+      const r = await client.chat.completions.create({ model: "qwen", messages: hello, response_format, temperature: 1, seed, max_tokens: 1500 });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, "stop", `seed ${seed}: ${c.message.content}`);
+      const doc = JSON.parse(c.message.content);
+      assert.ok(validate(doc), `seed ${seed}: ${c.message.content} ${JSON.stringify(validate.errors)}`);
+    }
+  }
+});
+
 test("response_format json_object: a JSON object on every seed", async () => {
   for (const seed of SEEDS) {
     const r = await client.chat.completions.create({
@@ -222,10 +317,13 @@ test("response_format json_object: a JSON object on every seed", async () => {
 
 test("bad schemas and tools are 400s naming the field", async () => {
   const cases = [
-    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a" } } } }, "response_format.json_schema.schema", /pattern/],
-    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "integer", minimum: 3 } } } }, "response_format.json_schema.schema", /minimum/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^(?=a)" } } } }, "response_format.json_schema.schema", /pattern.*lookahead/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "integer", multipleOf: 3 } } } }, "response_format.json_schema.schema", /multipleOf/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "integer", minimum: 5, maximum: 3 } } } }, "response_format.json_schema.schema", /minimum/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", format: "uri" } } } }, "response_format.json_schema.schema", /format/],
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "(a|b)*a(a|b){20}" } } } }, "response_format.json_schema.schema", /pattern/],
     [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { $ref: "#/$defs/nope" } } } }, "response_format.json_schema.schema", /\$ref/],
-    [{ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "x" } } } } }], tool_choice: "required" }, "tools[0].function.parameters", /pattern/],
+    [{ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string", pattern: "(a)\\1" } } } } }], tool_choice: "required" }, "tools[0].function.parameters", /pattern.*backreference/],
     [{ tools: [weatherTool], tool_choice: { type: "function", function: { name: "nope" } } }, "tool_choice", /nope/],
     [{ logit_bias: { "99999": 5 } }, "logit_bias", /vocabulary/],
   ];

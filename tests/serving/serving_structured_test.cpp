@@ -58,7 +58,7 @@ TEST(ServingStructured, ToolsReasoningAndStructuredOutputsWorkWithTheOpenaiClien
                                         quote(base) + " " + quote(qwen.string()) + " " + quote(think.string()),
                                     code);
   EXPECT_EQ(code, 0) << out << "\nmemra-host log:\n" << host->log();
-  EXPECT_NE(out.find("# pass 10"), std::string::npos) << out;
+  EXPECT_NE(out.find("# pass 11"), std::string::npos) << out;
   EXPECT_NE(out.find("# fail 0"), std::string::npos) << out;
   std::cout << out.substr(out.find("# tests") == std::string::npos ? 0 : out.find("# tests"));
 }
