@@ -265,6 +265,15 @@ struct BackendStats {
   int64_t merged_gemv_launches = 0;      // CUDA: int8 GEMVs merged into the previous one's launch (q/k/v, gate/up)
 };
 
+// A device's memory now (the memory plan, host/engine/memory_plan.hpp): a GPU's from the
+// driver (device: a step's scratch shows in `free`), the CPU's from the system (MemTotal,
+// MemAvailable; device false: the step's scratch is host memory that comes and goes).
+struct MemoryInfo {
+  uint64_t total = 0;
+  uint64_t free = 0;
+  bool device = false;
+};
+
 // A quant plugin's memra_quant_api.register_kernels.
 using RegisterKernelsFn = memra_status (*)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
 
@@ -280,6 +289,8 @@ class Backend {
   // One line for logs: the name, and for a pipeline its stages' layers and bytes.
   virtual std::string describe() const { return name(); }
   virtual memra_device_info device_info() const = 0;
+  // The memory plan's view of the device (zeros: unknown, the engine does not plan).
+  virtual MemoryInfo memory_info() const { return {}; }
   // The op table the family plugin's model runs on (valid while the backend lives).
   virtual const memra_backend_ops* ops() const = 0;
   // Every op table a model is bound to, one model each: this backend's, or a

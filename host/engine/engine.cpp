@@ -21,12 +21,6 @@ namespace {
 // of its blocks in a full pool; in a sliding pool, the window before a step, the
 // rollback margin (`step` positions, Engine::drop_window_blocks) and the step's own
 // `step` tokens span window + 2 * step - 1 positions, so at most (span - 1) / block + 2.
-std::vector<int64_t> blocks_per_sequence(const std::vector<int64_t>& windows, int64_t tokens, int64_t step, int64_t block) {
-  const int64_t all = (tokens + block - 1) / block;
-  std::vector<int64_t> need;
-  for (int64_t w : windows) need.push_back(w > 0 ? std::min(all, (w + 2 * step - 2) / block + 2) : all);
-  return need;
-}
 // The state the plan's groups ask for: each PAGED_KV group's layers get its KV geometry
 // and dtype and a KV pool by window (full-attention layers share pool 0, each sliding
 // window size its own pool, which keeps only the window: every layer of a pool shares
@@ -173,14 +167,20 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
       !why.empty())
     return make_error(ErrorCode::unsupported, "cannot load " + source->path + ": " + why);
 
-  int64_t max_context = options.max_context;
-  if (max_context <= 0) max_context = std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
+  // Planned (EngineOptions::plan_memory): a probe of one sequence of one step's tokens first,
+  // then the plan's sizes once the weights are up and a dry step has run.
+  const bool planning = options.plan_memory && options.pipeline_stages <= 1;
+  const int64_t positions = c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096;
   const int64_t bs = std::max<int64_t>(1, options.block_size);
   const int64_t max_step = std::max<int64_t>(1, options.max_step_tokens);
-  // Each pool holds max_sequences sequences at full context, a sliding pool their
-  // windows (Engine::kv_blocks_for).
+  int64_t max_context = options.max_context > 0 ? options.max_context : std::min<int64_t>(positions, 4096);
+  int64_t sequences = std::max<int64_t>(1, options.max_sequences);
+  if (planning) {
+    max_context = (std::min(max_step, options.max_context > 0 ? options.max_context : positions) + bs - 1) / bs * bs;
+    sequences = 1;
+  }
   std::vector<int64_t> pool_blocks = blocks_per_sequence(state->pool_window, max_context, max_step, bs);
-  for (int64_t& n : pool_blocks) n *= std::max<int64_t>(1, options.max_sequences);
+  for (int64_t& n : pool_blocks) n *= sequences;
 
   std::unique_ptr<Engine> e(new Engine(std::move(source), c.vocab_size, max_context, bs, pool_blocks, state->pool_window, max_step));
   e->hidden_width_ = state->hidden_width;
@@ -190,21 +190,15 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   if (e->draft_head_ && options.pipeline_stages > 1)
     return make_error(ErrorCode::unsupported, "cannot load " + e->source_->path + ": a draft head (MTP) does not run in pipeline stages yet");
   const std::string& path = e->source_->path;
-  backend::StateConfig sc;
-  sc.kv = state->kv;
-  sc.kv.block_size = bs;
-  sc.kv.pool_blocks = pool_blocks;
-  e->kv_bytes_ = 2 * sc.kv.bytes();
-  for (const backend::KvLayerConfig& l : sc.kv.layers)
+  for (const backend::KvLayerConfig& l : state->kv.layers)
     if (l.kv_heads > 0) e->kv_token_bytes_ += 2 * static_cast<uint64_t>(l.kv_heads) * backend::kv_row_bytes(l.dtype, l.head_dim);
   // A cached prefix is pool 0's blocks: a sliding pool's would be dropped ones.
   if (e->num_kv_pools() > 1 || e->kv_pool_window(0) > 0) e->prefix_cache_.disable();
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
-  // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager").
+  // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager"), and the prefix
+  // cache's snapshots of it (cached KV blocks alone carry no recurrent state).
+  int64_t per_sequence = 0;  // state slots
   if (state->recurrent) {
-    // and the prefix cache's snapshots of it (cached KV blocks alone carry no recurrent state).
-    const int64_t sequences = std::max<int64_t>(1, options.max_sequences);
-    const int64_t snapshots = options.prefix_state_snapshots < 0 ? sequences : options.prefix_state_snapshots;
     // Row snapshots when every state op of the plan writes them (MEMRA_OP_SNAPSHOTS).
     bool rows_ok = options.state_snapshot_rows > 0;
     for (const memra_op_requirement& r : state->required_ops)
@@ -214,17 +208,32 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     e->row_snapshots_ = rows_ok ? options.state_snapshot_rows : 0;
     // Slots [0, (2 + rows) x sequences) are the sequences' (live, before the step, rows),
     // the rest the cache's.
-    const int64_t per_sequence = 2 + e->row_snapshots_;
-    sc.recurrent.slots = per_sequence * sequences + snapshots;
-    sc.recurrent.layer_bytes = state->state_bytes;
-    e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(per_sequence * sequences));
-    e->cache_states_ = KvBlockAllocator(static_cast<int32_t>(snapshots));
-    e->state_bytes_ = sc.recurrent.bytes();
+    per_sequence = 2 + e->row_snapshots_;
     const int64_t interval = options.prefix_state_interval < 0 ? max_step : options.prefix_state_interval;
     e->state_interval_ = interval / bs * bs;
-    if (snapshots == 0) e->prefix_cache_.disable();
-    else e->prefix_cache_.require_state(e->cache_states_, static_cast<int32_t>(snapshots));
   }
+  // The caches for `seqs` sequences of `context` tokens, the KV pools `blocks`.
+  auto size_caches = [&](int64_t context, int64_t seqs, const std::vector<int64_t>& blocks) {
+    backend::StateConfig sc;
+    sc.kv = state->kv;
+    sc.kv.block_size = bs;
+    sc.kv.pool_blocks = blocks;
+    e->max_context_ = context;
+    for (size_t p = 0; p < blocks.size(); ++p) e->pools_[p] = KvBlockAllocator(static_cast<int32_t>(blocks[p]));
+    e->kv_bytes_ = 2 * sc.kv.bytes();
+    if (state->recurrent) {
+      const int64_t snapshots = options.prefix_state_snapshots < 0 ? seqs : options.prefix_state_snapshots;
+      sc.recurrent.slots = per_sequence * seqs + snapshots;
+      sc.recurrent.layer_bytes = state->state_bytes;
+      e->state_slots_ = KvBlockAllocator(static_cast<int32_t>(per_sequence * seqs));
+      e->cache_states_ = KvBlockAllocator(static_cast<int32_t>(snapshots));
+      e->state_bytes_ = sc.recurrent.bytes();
+      if (snapshots == 0) e->prefix_cache_.disable();
+      else e->prefix_cache_.require_state(e->cache_states_, static_cast<int32_t>(snapshots));
+    }
+    return sc;
+  };
+  backend::StateConfig sc = size_caches(max_context, sequences, pool_blocks);
 
   // The backend opens first: quant plugins are scored against the device they will run on.
   Engine* self = e.get();
@@ -310,6 +319,64 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
       why = "family plugin '" + e->plan_->plugin_name() + "' needs RECURRENT state: " + why;
     return make_error(st.error().code, "cannot load " + path + ": " + why);
   }
+  if (!planning) return e;
+
+  // The memory plan: a dry step of one step's prompt tokens on the probe measures the
+  // workspace, then the caches take what the device has left (memory_plan.hpp).
+  const backend::MemoryInfo before = backend.memory_info();
+  if (before.total == 0) return make_error(ErrorCode::unsupported, "cannot load " + path + ": " + backend.name() +
+                                                                          " does not report its memory; set --max-context");
+  if (before.device) {  // the CPU backend's scratch is host memory that comes and goes: nothing to measure
+    const int32_t seq = e->open_sequence();
+    if (seq < 0) return make_error(ErrorCode::internal, "cannot load " + path + ": the dry step found no sequence slot");
+    std::vector<int32_t> tokens(static_cast<size_t>(std::min(max_step, max_context)), 0);
+    StepRequest r;
+    r.seq = seq;
+    r.tokens = tokens;
+    r.prompt = true;
+    auto dry = e->step(std::span<const StepRequest>(&r, 1));
+    e->close_sequence(seq);
+    if (!dry) return make_error(dry.error().code, "cannot load " + path + ": the dry step of " + std::to_string(tokens.size()) +
+                                                      " tokens failed: " + dry.error().message);
+  }
+  const backend::MemoryInfo after = backend.memory_info();
+  MemoryPlanInput in;
+  in.device = std::string(device.name ? device.name : "?") + " (" + backend.name() + ")";
+  in.total = after.total;
+  in.free = after.free;
+  in.probe_state = e->kv_bytes_ + e->state_bytes_;
+  for (const memra_weight& w : e->source_->weights) in.weights += w.bytes;
+  in.workspace = after.device && before.free > after.free ? before.free - after.free : 0;
+  // Decode graphs (one per batch size captured) and the driver's growth: 1 % of the device.
+  in.reserve = after.device ? after.total / 100 : 0;
+  in.fraction = options.memory_fraction;
+  in.model_positions = c.max_position_embeddings;
+  in.max_context = options.max_context;
+  in.kv_cache_tokens = options.kv_cache_tokens;
+  in.sequences = std::max<int64_t>(1, options.max_sequences);
+  in.block_size = bs;
+  in.max_step = max_step;
+  in.pool_window = state->pool_window;
+  for (size_t p = 0; p < state->pool_window.size(); ++p) {
+    backend::KvCacheConfig one = state->kv;
+    one.pool_blocks.assign(state->pool_window.size(), 0);
+    one.pool_blocks[p] = 1;
+    one.block_size = bs;
+    in.pool_block_bytes.push_back(2 * one.bytes());
+  }
+  if (state->recurrent) {
+    for (uint64_t b : state->state_bytes) in.state_slot_bytes += b;
+    in.state_slots_per_sequence = per_sequence + (options.prefix_state_snapshots < 0 ? 1 : 0);
+    in.state_fixed_slots = std::max<int64_t>(0, options.prefix_state_snapshots);
+  }
+  auto mp = plan_memory(in);
+  if (!mp) return make_error(mp.error().code, "cannot load " + path + ": " + mp.error().message);
+  sc = size_caches(mp->context, mp->sequences, mp->pool_blocks);
+  if (auto st = backend.allocate_state(sc); !st)
+    return make_error(st.error().code, "cannot load " + path + ": the planned KV cache and state (" +
+                                           format_bytes(e->kv_bytes_ + e->state_bytes_) + ") did not fit: " + st.error().message +
+                                           "; lower --gpu-memory-fraction or --max-context");
+  e->memory_plan_ = std::make_unique<MemoryPlan>(std::move(*mp));
   return e;
 }
 

@@ -14,6 +14,7 @@
 #include "core/common/result.hpp"
 #include "host/backend/backend.hpp"
 #include "host/engine/kv_blocks.hpp"
+#include "host/engine/memory_plan.hpp"
 #include "host/engine/kv_dtype.hpp"
 #include "host/engine/model_source.hpp"
 #include "host/engine/prefix_cache.hpp"
@@ -25,8 +26,17 @@ namespace memra::engine {
 
 struct EngineOptions {
   int64_t block_size = 16;      // tokens per KV block
-  int64_t max_context = 0;      // 0 = min(model's max positions, 4096)
-  int64_t max_sequences = 8;    // sequences the KV cache is sized for at full context
+  int64_t max_context = 0;      // 0 = min(model's max positions, 4096); planned: see plan_memory
+  int64_t max_sequences = 8;    // sequences the KV cache is sized for at full context; planned: at most
+  // The memory plan (memory_plan.hpp; docs/SERVING.md, "Memory plan"), as memra-host runs:
+  // after the weights are up and a dry step of max_step_tokens prompt tokens, the context
+  // (max_context 0: the model's positions when one sequence of them fits, else the longest
+  // that does), the KV cache and the recurrent state are sized from the device's free memory,
+  // memory_fraction of it in all, for at most max_sequences sequences at full context, or
+  // kv_cache_tokens (> 0) of cache. Pipeline stages do not plan yet (sized as when off).
+  bool plan_memory = false;
+  double memory_fraction = 0.9;
+  int64_t kv_cache_tokens = 0;
   // The backend: kind MEMRA_BACKEND_CPU (the reference) or MEMRA_BACKEND_CUDA
   // (libmemra-backend-cuda.so, opened at run time; fails with the reason when there is no
   // driver or module), and its settings. quant_lookup is the engine's to fill.
@@ -173,6 +183,8 @@ class Engine {
   // memra_plan_info.hidden_width, ABI 2.3), else 0.
   int64_t hidden_width() const { return hidden_width_; }
   int64_t max_context() const { return max_context_; }
+  // The memory plan the caches were sized by (EngineOptions::plan_memory), else null.
+  const MemoryPlan* memory_plan() const { return memory_plan_.get(); }
   // KV pools (docs/ARCHITECTURE.md, "State manager"): the full-attention layers' pool
   // first (when the model has such layers), then one per sliding-window size, each sized
   // for its window. kv_blocks() is pool 0's allocator.
@@ -334,6 +346,7 @@ class Engine {
   uint64_t state_bytes_ = 0;
   uint64_t kv_bytes_ = 0;
   uint64_t kv_token_bytes_ = 0;
+  std::unique_ptr<MemoryPlan> memory_plan_;
   std::unique_ptr<backend::Backend> backend_;
   std::vector<plugins::QuantPlugin> quant_plugins_;  // keep the libraries and tables alive
   std::vector<ops::PluginOp> plugin_ops_;            // the ops the family plugin brings (the backend holds them)

@@ -124,6 +124,7 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_BACKEND           as --backend\n"
          "  MEMRA_MAX_CONTEXT       as --max-context\n"
          "  MEMRA_KV_CACHE_TOKENS   as --kv-cache-tokens\n"
+         "  MEMRA_GPU_MEMORY_FRACTION as --gpu-memory-fraction\n"
          "  MEMRA_KV_DTYPE          as --kv-dtype\n"
          "  MEMRA_MAX_RUNNING       as --max-running\n"
          "  MEMRA_MAX_WAITING       as --max-waiting\n"
@@ -228,11 +229,18 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
                            "serve checkpoints in place instead of repacking them into $MEMRA_HOME/repacks on first load"));
   options.addOption(Option("allow-generic", "",
                            "load models whose registry verdict is generic (unverified), logging that loudly"));
-  options.addOption(Option("max-context", "", "tokens per sequence (default 0: the model's, at most 4096)")
+  options.addOption(Option("max-context", "",
+                           "tokens per sequence (default 0: the model's positions when one sequence of them fits "
+                           "the memory plan, else the longest that does)")
                         .argument("N"));
   options.addOption(Option("kv-cache-tokens", "",
-                           "KV-cache size in tokens, rounded up to whole contexts (default 0: 8 contexts)")
+                           "KV-cache size in tokens, rounded up to whole contexts (default 0: what the memory plan "
+                           "leaves, at most --max-running contexts)")
                         .argument("N"));
+  options.addOption(Option("gpu-memory-fraction", "",
+                           "share of the device's memory memra may hold in all: weights, workspace, KV cache and "
+                           "state (default 0.9; on the CPU backend, of the available RAM)")
+                        .argument("X"));
   options.addOption(Option("kv-dtype", "", "KV cache element type: f16, bf16, fp8 or f32 (default f16)").argument("TYPE"));
   options.addOption(Option("max-running", "", "sequences decoding at once per model (default 16)").argument("N"));
   options.addOption(Option("max-waiting", "",

@@ -56,6 +56,7 @@ constexpr Setting kSettings[] = {
     {"backend", "MEMRA_BACKEND"},
     {"max-context", "MEMRA_MAX_CONTEXT"},
     {"kv-cache-tokens", "MEMRA_KV_CACHE_TOKENS"},
+    {"gpu-memory-fraction", "MEMRA_GPU_MEMORY_FRACTION"},
     {"kv-dtype", "MEMRA_KV_DTYPE"},
     {"max-running", "MEMRA_MAX_RUNNING"},
     {"max-waiting", "MEMRA_MAX_WAITING"},
@@ -151,6 +152,12 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     auto n = parse_int(value, what, 0, std::int64_t{1} << 32);
     if (!n) return n.error();
     o.kv_cache_tokens = *n;
+  } else if (name == "gpu-memory-fraction") {
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size() || !(x > 0.0 && x <= 1.0))
+      return usage(what + " must be a number in (0, 1] (the share of the device's memory memra may hold), got '" + value + "'");
+    o.gpu_memory_fraction = x;
   } else if (name == "kv-dtype") {
     const auto dtype = engine::parse_kv_dtype(value);
     if (!dtype) return usage(what + " must be f16, bf16, fp8 or f32, got '" + value + "'");

@@ -52,8 +52,10 @@ struct HostOptions {
   BackendChoice backend = BackendChoice::auto_select;
   bool allow_generic = false;
   bool repack_on_load = true;  // --no-repack: serve checkpoints in place, without a .memra repack
-  std::int64_t max_context = 0;        // 0 = the model's, at most 4096
-  std::int64_t kv_cache_tokens = 0;    // 0 = 8 sequences at full context
+  // The memory plan (docs/SERVING.md, "Memory plan"; engine/memory_plan.hpp).
+  std::int64_t max_context = 0;        // 0 = the model's positions when one sequence of them fits
+  std::int64_t kv_cache_tokens = 0;    // 0 = from free memory, at most max_running sequences at full context
+  double gpu_memory_fraction = 0.9;    // of the device's memory memra may hold in all
   memra_dtype kv_dtype = engine::kDefaultKvDtype;  // --kv-dtype f16|bf16|fp8|f32: the KV cache's element type
   std::int64_t max_running = 16;
   std::int64_t max_waiting = 256;

@@ -71,6 +71,13 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>& spec_rate = gauge("memra_spec_acceptance_rate",
       "Speculative decoding: drafted tokens accepted / drafted since start (0 before any draft, and for models "
       "served without speculation), by model");
+  prometheus::Family<prometheus::Gauge>& memory_bytes = gauge("memra_memory_plan_bytes",
+      "The memory plan at load, by model and part: device_total, weights, workspace (the dry step's scratch), "
+      "budget (what the KV cache and state could take), kv_cache, recurrent_state");
+  prometheus::Family<prometheus::Gauge>& context_tokens = gauge("memra_context_tokens",
+      "Tokens per sequence (the context the memory plan gave), by model");
+  prometheus::Family<prometheus::Gauge>& kv_cache_tokens = gauge("memra_kv_cache_tokens",
+      "Tokens the KV cache holds in all (its blocks x block size), by model");
   prometheus::Family<prometheus::Gauge>& tenant_running = gauge("memra_tenant_requests_running",
       "Requests admitted for a tenant and not finished yet");
   prometheus::Family<prometheus::Gauge>& tenant_waiting = gauge("memra_tenant_requests_waiting",
@@ -215,6 +222,15 @@ void Metrics::set_scheduler(const std::string& model, const SchedulerGauges& g) 
   impl_->spec_rate.Add(labels).Set(g.spec_drafted > 0 ? static_cast<double>(g.spec_accepted) /
                                                             static_cast<double>(g.spec_drafted)
                                                       : 0.0);
+}
+
+void Metrics::set_memory(const std::string& model, const MemoryGauges& g) {
+  const std::pair<const char*, double> parts[] = {{"device_total", g.device_total}, {"weights", g.weights},
+                                                  {"workspace", g.workspace},       {"budget", g.budget},
+                                                  {"kv_cache", g.kv_cache},         {"recurrent_state", g.recurrent_state}};
+  for (const auto& [part, bytes] : parts) impl_->memory_bytes.Add({{"model", model}, {"part", part}}).Set(bytes);
+  impl_->context_tokens.Add({{"model", model}}).Set(static_cast<double>(g.context));
+  impl_->kv_cache_tokens.Add({{"model", model}}).Set(static_cast<double>(g.kv_cache_tokens));
 }
 
 void Metrics::set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting,

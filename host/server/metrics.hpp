@@ -53,6 +53,12 @@ class Metrics {
     std::int64_t spec_drafted = 0, spec_accepted = 0;      // cumulative, for the acceptance rate
   };
   void set_scheduler(const std::string& model, const SchedulerGauges& g);
+  // The model's memory plan (docs/SERVING.md, "Memory plan"): bytes by part and the context.
+  struct MemoryGauges {
+    double weights = 0, workspace = 0, kv_cache = 0, recurrent_state = 0, budget = 0, device_total = 0;
+    std::int64_t context = 0, kv_cache_tokens = 0;
+  };
+  void set_memory(const std::string& model, const MemoryGauges& g);
   void set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting, std::int64_t kv_tokens);
 
   // The whole registry in Prometheus text format 0.0.4.

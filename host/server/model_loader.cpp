@@ -215,24 +215,32 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
                                                std::to_string(options.max_context) + " is beyond the model's " +
                                                std::to_string(config.max_position_embeddings) + " positions");
   }
-  const std::int64_t context = options.max_context > 0
-                                   ? options.max_context
-                                   : std::min<std::int64_t>(config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096, 4096);
-  if (options.kv_cache_tokens > 0) {
-    // The cache is sized in whole contexts; round up so every request can fit.
-    eo.max_sequences = std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context);
+  // The memory plan sizes the context and the caches (docs/SERVING.md, "Memory plan");
+  // pipeline stages do not plan yet: the model's context up to 4096, 8 sequences of it.
+  eo.plan_memory = true;
+  eo.memory_fraction = options.gpu_memory_fraction;
+  eo.kv_cache_tokens = options.kv_cache_tokens;
+  eo.max_sequences = options.max_running;
+  if (options.pipeline_stages > 1) {
+    const std::int64_t context = options.max_context > 0
+                                     ? options.max_context
+                                     : std::min<std::int64_t>(config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096, 4096);
+    eo.max_sequences = options.kv_cache_tokens > 0 ? std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context) : 8;
   }
 
   const auto setup_start = std::chrono::steady_clock::now();
-  log.information("%s: setting up the engine (%s backend, context %s tokens, KV cache for %s sequence(s)%s)", what,
-                  backend_label, std::to_string(context),
-                  std::to_string(eo.max_sequences),
+  log.information("%s: setting up the engine (%s backend%s)", what, backend_label,
                   options.pipeline_stages > 1 ? ", " + std::to_string(options.pipeline_stages) + " pipeline stages" : std::string());
   auto eng = engine::Engine::create(std::move(*source), plugins, eo);
   if (!eng) return failure(LoadFailure::bad_model, eng.error().message);
   log.information("%s: engine ready in %s ms (weights in place, KV cache allocated)", what,
                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - setup_start).count()));
   if (options.pipeline_stages > 1) log.information("%s: pipeline stages: %s", what, (*eng)->backend().describe());
+  if (const engine::MemoryPlan* plan = (*eng)->memory_plan()) {
+    for (const std::string& line : plan->lines) log.information("%s: %s", what, line);
+    if (plan->context_reduced) log.warning("%s: the context is REDUCED to %s tokens to fit the device (see the memory plan above)", what,
+                                           std::to_string(plan->context));
+  }
   std::unique_ptr<engine::Engine> draft_engine;
   if (spec_kind == "draft") {
     // Served in place (no repack, no registry row): a draft only changes speed, never

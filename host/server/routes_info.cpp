@@ -28,8 +28,29 @@ Reply ready(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&
   return json_reply(200, json{{"status", "ready"}, {"models", list}}.dump());
 }
 
+// The memra fields: the context and caches the memory plan gave (docs/SERVING.md, "Memory plan").
+json memory_object(const ServedModel& m) {
+  const engine::Engine& e = *m.engine;
+  json o = {{"context", e.max_context()},
+            {"kv_cache_tokens", static_cast<std::int64_t>(e.kv_blocks().num_blocks()) * e.block_size()},
+            {"kv_cache_bytes", e.kv_cache_bytes()},
+            {"recurrent_state_bytes", e.recurrent_state_bytes()}};
+  if (const engine::MemoryPlan* p = e.memory_plan()) {
+    o["device"] = p->input.device;
+    o["device_memory_bytes"] = p->input.total;
+    o["memory_fraction"] = p->input.fraction;
+    o["weights_bytes"] = p->input.weights;
+    o["workspace_bytes"] = p->input.workspace;
+    o["budget_bytes"] = p->budget;
+    o["context_reduced"] = p->context_reduced;
+    o["plan"] = p->lines;
+  }
+  return o;
+}
+
 json model_object(const ServedModel& m) {
-  return {{"id", m.alias}, {"object", "model"}, {"created", m.created}, {"owned_by", "memra"}, {"max_model_len", m.max_context()}};
+  return {{"id", m.alias},          {"object", "model"},          {"created", m.created},
+          {"owned_by", "memra"},    {"max_model_len", m.max_context()}, {"memra", memory_object(m)}};
 }
 
 Reply models(const Router& router, RequestContext&, const Poco::Net::HTTPRequest&, const std::string&) {
@@ -64,6 +85,19 @@ void refresh(const Router& router) {
       g.spec_drafted = s.spec_drafted;
       g.spec_accepted = s.spec_accepted;
       metrics.set_scheduler(m->alias, g);
+      const engine::Engine& e = *m->engine;
+      Metrics::MemoryGauges mg;
+      mg.kv_cache = static_cast<double>(e.kv_cache_bytes());
+      mg.recurrent_state = static_cast<double>(e.recurrent_state_bytes());
+      mg.context = e.max_context();
+      mg.kv_cache_tokens = static_cast<std::int64_t>(e.kv_blocks().num_blocks()) * e.block_size();
+      if (const engine::MemoryPlan* p = e.memory_plan()) {
+        mg.device_total = static_cast<double>(p->input.total);
+        mg.weights = static_cast<double>(p->input.weights);
+        mg.workspace = static_cast<double>(p->input.workspace);
+        mg.budget = static_cast<double>(p->budget);
+      }
+      metrics.set_memory(m->alias, mg);
     }
   }
   if (const TenantAdmission* admission = router.config().admission) {

@@ -314,7 +314,8 @@ CallFrame forced_call_frame(ToolFormat format, const std::string& name) {
 
 bool coder_plain_string(const ojson& sub) {
   return sub.is_object() && sub.value("type", ojson()) == "string" && !sub.contains("enum") && !sub.contains("const") &&
-         !sub.contains("minLength") && !sub.contains("maxLength") && !sub.contains("format");
+         !sub.contains("minLength") && !sub.contains("maxLength") && !sub.contains("format") &&
+         !sub.contains("pattern");
 }
 
 ToolCallParser::ToolCallParser(ToolFormat format, const std::vector<ToolDef>* tools, bool forced)

@@ -18,7 +18,7 @@ using family::report;
 struct Kernels {
   memra_kernel *conv = nullptr, *prep = nullptr, *recur = nullptr, *out = nullptr, *fused = nullptr, *out_conv = nullptr,
                *split = nullptr, *sigmul = nullptr, *concat = nullptr;
-  int32_t fused_rows = Q3N_FUSED_ROWS;  // MEMRA_QWEN3NEXT_FUSED_DECODE=0: 0 (every step takes the four kernels)
+  int32_t fused_rows = 0;  // MEMRA_QWEN3NEXT_FUSED_DECODE=1: Q3N_FUSED_ROWS (steps that short take two kernels)
 };
 
 template <class... A>
@@ -64,7 +64,8 @@ memra_status prepare_cuda(memra_plugin_ctx* ctx, const memra_device_info* device
                                      std::pair{"q3n_split_gate", &k->split}, std::pair{"q3n_sigmoid_mul", &k->sigmul},
                                      std::pair{"q3n_concat", &k->concat}})
       if (const memra_status st = h->kernel_get(h->ctx, module, name, slot); st != MEMRA_OK) return st;
-    if (const char* v = std::getenv("MEMRA_QWEN3NEXT_FUSED_DECODE"); v && std::strcmp(v, "0") == 0) k->fused_rows = 0;
+    // Off by default: on an H100 the 27B's decode ran 2-3 % slower fused (docs/PERFORMANCE.md, session 26).
+    if (const char* v = std::getenv("MEMRA_QWEN3NEXT_FUSED_DECODE"); v && std::strcmp(v, "1") == 0) k->fused_rows = Q3N_FUSED_ROWS;
     *kernel_data = k.get();
     std::lock_guard lock(ctx->mu);
     ctx->owned.push_back(std::move(k));

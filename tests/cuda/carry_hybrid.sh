@@ -19,6 +19,6 @@ for b in "$D"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -E "libicu|libpcre|libPoco|libsqlite3|libprometheus|libcrypto|libssl|libexpat|libz\.so" |
   while read -r lib; do cp -L "$lib" "$D/syslib/"; done
 tar cJf "$D/syslib.tar.xz" -C "$D" syslib && rm -rf "$D/syslib"
-tar cf - -C "$D" bin lib | xz -6 -T2 > "$D/bin.tar.xz" && rm -rf "$D/bin" "$D/lib"
+tar cf - -C "$D" bin lib | xz -9e -T2 > "$D/bin.tar.xz" && rm -rf "$D/bin" "$D/lib"
 cp "$A"/* "$D/anchors/"
 du -sh "$D"

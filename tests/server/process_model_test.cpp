@@ -273,6 +273,56 @@ TEST(ServerModels, ChatTemplateFlag) {
   EXPECT_EQ(r.exit_code, 64) << r.err;
 }
 
+// The memory plan (docs/SERVING.md, "Memory plan"): without --max-context a model gets its
+// full trained context (the config's max_position_embeddings), the KV cache --max-running
+// contexts of it where they fit, the plan in /v1/models, /metrics and the log; settings that
+// cannot fit stop the start with the numbers.
+TEST(ServerModels, TheMemoryPlanGivesTheModelItsFullContextAndRefusesWhatCannotFit) {
+  std::ifstream config(kDefaultModel / "config.json");
+  const int64_t positions = nlohmann::json::parse(config)["max_position_embeddings"];
+  std::string why;
+  auto host = HostProcess::start({"--max-running", "3"}, {}, &why);
+  ASSERT_TRUE(host) << why;
+  const auto models = nlohmann::json::parse(http(host->port(), get("/v1/models")).body);
+  const auto& m = models["data"][0];
+  EXPECT_EQ(m["max_model_len"], positions);
+  EXPECT_EQ(m["memra"]["context"], positions);
+  EXPECT_EQ(m["memra"]["context_reduced"], false);
+  EXPECT_EQ(m["memra"]["kv_cache_tokens"], 3 * positions);
+  EXPECT_EQ(m["memra"]["memory_fraction"], 0.9);
+  EXPECT_GT(m["memra"]["budget_bytes"].get<uint64_t>(), m["memra"]["kv_cache_bytes"].get<uint64_t>());
+  ASSERT_TRUE(m["memra"]["plan"].is_array() && !m["memra"]["plan"].empty()) << m.dump();
+  const std::string first = m["memra"]["plan"][0];
+  EXPECT_EQ(first.rfind("memory plan on CPU reference (cpu): ", 0), 0u) << first;
+  EXPECT_NE(host->log().find(first), std::string::npos) << host->log();
+  const std::string metrics = http(host->port(), get("/metrics")).body;
+  EXPECT_NE(metrics.find("memra_context_tokens{model=\"memra-demo\"} " + std::to_string(positions)), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("memra_kv_cache_tokens{model=\"memra-demo\"} " + std::to_string(3 * positions)), std::string::npos);
+  // The whole context serves: a prompt and max_tokens that fill it exactly.
+  auto tok = http(host->port(), post("/tokenize", R"({"model":"memra-demo","messages":[{"role":"user","content":"hello"}]})"));
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  const int64_t prompt = nlohmann::json::parse(tok.body)["count"];
+  auto res = http(host->port(), post("/v1/chat/completions", chat_body("memra-demo", static_cast<int>(positions - prompt + 1))));
+  EXPECT_EQ(res.status, 400) << res.body;
+  res = http(host->port(), post("/v1/chat/completions", R"({"model":"memra-demo","messages":[{"role":"user","content":"hello"}],"max_tokens":)" +
+                                                            std::to_string(positions - prompt) + R"(,"ignore_eos":true})"));
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(nlohmann::json::parse(res.body)["usage"]["total_tokens"], positions);
+  host.reset();
+
+  auto r = run_host({"--port", "0", "--gpu-memory-fraction", "0"});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_NE(r.err.find("--gpu-memory-fraction must be a number in (0, 1]"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--gpu-memory-fraction", "0.00001"});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("leaves nothing for its KV cache"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("raise --gpu-memory-fraction"), std::string::npos) << r.err;
+  r = run_host({"--port", "0", "--kv-cache-tokens", "4294967296"});
+  EXPECT_EQ(r.exit_code, 66) << r.err;
+  EXPECT_NE(r.err.find("--kv-cache-tokens 4294967296 ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lower --kv-cache-tokens or --max-context"), std::string::npos) << r.err;
+}
+
 TEST(ServerModels, SeveralModelsByAliasAndTheContextKnob) {
   std::string why;
   auto host = HostProcess::start({"--model", "a=" + kDefaultModel.string(), "--max-context", "64"},

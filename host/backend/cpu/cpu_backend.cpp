@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <tuple>
 
 #include "kernels/activation/gated_activation_ref.hpp"
@@ -88,6 +89,22 @@ memra_device_info CpuBackend::device_info() const {
   d.arch = "cpu";
   d.name = "CPU reference";
   return d;
+}
+
+// The system's memory (/proc/meminfo): the KV cache and state of the CPU backend are host memory.
+MemoryInfo CpuBackend::memory_info() const {
+  MemoryInfo m;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemTotal:") m.total = kib << 10;
+    if (key == "MemAvailable:") m.free = kib << 10;
+  }
+  if (m.free > m.total) m.free = m.total;
+  return m;
 }
 
 Status CpuBackend::allocate_state(const StateConfig& state) {

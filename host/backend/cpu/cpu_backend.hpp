@@ -26,6 +26,7 @@ class CpuBackend final : public Backend {
   // Backend
   std::string name() const override { return "cpu"; }
   memra_device_info device_info() const override;
+  MemoryInfo memory_info() const override;
   const memra_backend_ops* ops() const override { return &ops_; }
   std::string last_error() const override { return last_error_; }
   // The plugin's ops run their CPU references (memra_op_def.run_cpu); none is refused.

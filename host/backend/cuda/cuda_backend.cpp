@@ -126,6 +126,14 @@ memra_status CudaBackend::device_info(memra_device_info* out) {
   return MEMRA_OK;
 }
 
+memra_status CudaBackend::memory_info(uint64_t* free, uint64_t* total) {
+  size_t f = 0, t = 0;
+  if (const CUresult r = cuMemGetInfo(&f, &t); r != CUDA_SUCCESS) return fail(MEMRA_ERR_DEVICE, cu_error(r, "cuMemGetInfo"));
+  *free = f;
+  *total = t;
+  return MEMRA_OK;
+}
+
 memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
   if (const memra_status f = flush_recorded(); f != MEMRA_OK) return f;
   if (!set || (set->count && !set->weights)) return fail(MEMRA_ERR_INVALID_ARGUMENT, "upload_weights: no weight set");

@@ -102,6 +102,7 @@ class CudaBackend {
   void log(memra_log_level level, const std::string& message) const;
 
   memra_status device_info(memra_device_info* out);
+  memra_status memory_info(uint64_t* free, uint64_t* total);  // cuMemGetInfo
   memra_status upload_weights(const memra_weight_set* set);
   memra_status allocate_kv(const KvCacheConfig& kv);
   memra_status begin_step();

@@ -36,6 +36,12 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
     (void)guarded([&](CudaBackend* b) { return b->device_info(&d); });
     return d;
   }
+  MemoryInfo memory_info() const override {
+    MemoryInfo m;
+    if (guarded([&](CudaBackend* b) { return b->memory_info(&m.free, &m.total); }) != MEMRA_OK) return {};
+    m.device = true;
+    return m;
+  }
   const memra_backend_ops* ops() const override { return impl_.ops(); }
   std::string last_error() const override { return impl_.last_error(); }
 
