@@ -103,8 +103,17 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     return make_error(ErrorCode::invalid_argument, "the prompt (" + std::to_string(request.prompt.size()) +
                                                        " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
                                                        ") exceeds the context of " + std::to_string(engine_.max_context()) + " tokens");
-  if (!fits(engine_.kv_blocks_for(total), false))
-    return make_error(ErrorCode::invalid_argument, "the request needs more KV cache than this server has");
+  if (const std::vector<int64_t> need = engine_.kv_blocks_for(total); !fits(need, false)) {
+    std::string why;
+    for (size_t p = 0; p < need.size(); ++p)
+      if (need[p] > engine_.kv_pool(static_cast<int32_t>(p)).num_blocks())
+        why = std::to_string(need[p]) + " KV blocks of " + std::to_string(engine_.block_size()) + " tokens (prompt " +
+              std::to_string(request.prompt.size()) + " + max_tokens " + std::to_string(request.max_tokens) + ") but the cache" +
+              (need.size() > 1 ? " pool " + std::to_string(p) : std::string()) + " holds " +
+              std::to_string(engine_.kv_pool(static_cast<int32_t>(p)).num_blocks()) + " in all";
+    return make_error(ErrorCode::invalid_argument, "the request needs " + why +
+                                                       "; lower max_tokens, or serve with a larger --kv-cache-tokens / --gpu-memory-fraction");
+  }
   auto job = std::make_unique<Job>();
   job->req = std::move(request);
   job->queued_at = std::chrono::steady_clock::now();
@@ -115,7 +124,9 @@ Result<std::shared_ptr<SequenceHandle>> Scheduler::submit(SequenceRequest reques
     std::lock_guard<std::mutex> lock(mu_);
     if (!abort_reason_.empty()) return make_error(ErrorCode::conflict, abort_reason_);
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_waiting)
-      return make_error(ErrorCode::conflict, "the server's queue is full");
+      return make_error(ErrorCode::conflict, "the server's queue is full (" + std::to_string(waiting_.size()) +
+                                                 " requests waiting, --max-waiting " + std::to_string(options_.max_waiting) +
+                                                 "; memra_scheduler_waiting in /metrics); retry later");
     // Behind every queued job of the same or higher priority.
     auto at = std::find_if(waiting_.begin(), waiting_.end(),
                            [&](const auto& w) { return w->req.priority < job->req.priority; });
