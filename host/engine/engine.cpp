@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/human_bytes.hpp"
 #include "host/backend/pipeline/pipeline_build.hpp"
 #include "host/backend/plugin_kernels.hpp"
 #include "host/ops/op_registry.hpp"
@@ -374,7 +375,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   sc = size_caches(mp->context, mp->sequences, mp->pool_blocks);
   if (auto st = backend.allocate_state(sc); !st)
     return make_error(st.error().code, "cannot load " + path + ": the planned KV cache and state (" +
-                                           format_bytes(e->kv_bytes_ + e->state_bytes_) + ") did not fit: " + st.error().message +
+                                           human_bytes(e->kv_bytes_ + e->state_bytes_) + ") did not fit: " + st.error().message +
                                            "; lower --gpu-memory-fraction or --max-context");
   e->memory_plan_ = std::make_unique<MemoryPlan>(std::move(*mp));
   return e;

@@ -1,5 +1,7 @@
 #include "host/engine/memory_plan.hpp"
 
+#include "core/common/human_bytes.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,18 +15,6 @@ std::vector<int64_t> blocks_per_sequence(const std::vector<int64_t>& windows, in
   return need;
 }
 
-std::string format_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 || v >= 100.0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 namespace {
 
@@ -39,10 +29,10 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
     return make_error(ErrorCode::invalid_argument, "memory plan: bad KV geometry");
   const uint64_t used = sub0(sub0(in.total, in.free), in.probe_state);  // weights, workspace, driver, other processes
   const uint64_t cap = static_cast<uint64_t>(in.fraction * static_cast<double>(in.total));
-  const std::string where = format_bytes(cap) + " (" + std::to_string(static_cast<int>(std::lround(in.fraction * 100))) +
-                            " % of " + in.device + "'s " + format_bytes(in.total) + ") less the " + format_bytes(used) +
+  const std::string where = human_bytes(cap) + " (" + std::to_string(static_cast<int>(std::lround(in.fraction * 100))) +
+                            " % of " + in.device + "'s " + human_bytes(in.total) + ") less the " + human_bytes(used) +
                             " in use after the weights and a dry step" +
-                            (in.reserve ? " and " + format_bytes(in.reserve) + " kept back for CUDA graphs" : std::string());
+                            (in.reserve ? " and " + human_bytes(in.reserve) + " kept back for CUDA graphs" : std::string());
   if (used + in.reserve >= cap)
     return make_error(ErrorCode::invalid_argument, "the model leaves nothing for its KV cache: " + where +
                                                        "; raise --gpu-memory-fraction, free the device, or use a smaller quant");
@@ -62,8 +52,8 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
   const int64_t positions = in.model_positions > 0 ? in.model_positions : 4096;
   const auto too_small = [&](int64_t tokens, const std::string& change) {
     return make_error(ErrorCode::invalid_argument, "one sequence of " + std::to_string(tokens) + " tokens needs " +
-                                                       format_bytes(one(tokens)) + " of KV cache and state, but " +
-                                                       format_bytes(plan.budget) + " is available: " + where + "; " + change);
+                                                       human_bytes(one(tokens)) + " of KV cache and state, but " +
+                                                       human_bytes(plan.budget) + " is available: " + where + "; " + change);
   };
 
   // The context: the model's positions when one sequence of them fits, else the longest that does.
@@ -95,8 +85,8 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
     if (need > plan.budget)
       return make_error(ErrorCode::invalid_argument, "--kv-cache-tokens " + std::to_string(in.kv_cache_tokens) + " (" +
                                                          std::to_string(plan.sequences) + " sequences of " +
-                                                         std::to_string(plan.context) + " tokens) needs " + format_bytes(need) +
-                                                         ", but " + format_bytes(plan.budget) + " is available: " + where +
+                                                         std::to_string(plan.context) + " tokens) needs " + human_bytes(need) +
+                                                         ", but " + human_bytes(plan.budget) + " is available: " + where +
                                                          "; lower --kv-cache-tokens or --max-context");
     kv_sequences = static_cast<double>(plan.sequences);
   } else {
@@ -118,25 +108,25 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
 
   // The block printed at load.
   auto& l = plan.lines;
-  l.push_back("memory plan on " + in.device + ": " + format_bytes(in.total) + ", " +
-              std::to_string(static_cast<int>(std::lround(in.fraction * 100))) + " % for memra = " + format_bytes(cap));
-  l.push_back("  weights " + format_bytes(in.weights) + ", dry-step workspace " + format_bytes(in.workspace) + ", other " +
-              format_bytes(sub0(used, in.weights + in.workspace)) + (in.reserve ? ", CUDA graphs " + format_bytes(in.reserve) : std::string()) +
-              " -> " + format_bytes(plan.budget) + " for the KV cache and state");
+  l.push_back("memory plan on " + in.device + ": " + human_bytes(in.total) + ", " +
+              std::to_string(static_cast<int>(std::lround(in.fraction * 100))) + " % for memra = " + human_bytes(cap));
+  l.push_back("  weights " + human_bytes(in.weights) + ", dry-step workspace " + human_bytes(in.workspace) + ", other " +
+              human_bytes(sub0(used, in.weights + in.workspace)) + (in.reserve ? ", CUDA graphs " + human_bytes(in.reserve) : std::string()) +
+              " -> " + human_bytes(plan.budget) + " for the KV cache and state");
   char seqs[32];
   std::snprintf(seqs, sizeof seqs, "%.1f", kv_sequences);
-  l.push_back("  KV cache " + format_bytes(plan.kv_bytes) + ": " + std::to_string(plan.kv_tokens) + " tokens (" +
+  l.push_back("  KV cache " + human_bytes(plan.kv_bytes) + ": " + std::to_string(plan.kv_tokens) + " tokens (" +
               (plan.pool_blocks.empty() ? std::string("0") : std::to_string(plan.pool_blocks[0])) + " blocks of " +
-              std::to_string(in.block_size) + ", " + format_bytes(kv_one / static_cast<uint64_t>(std::max<int64_t>(1, plan.context))) +
+              std::to_string(in.block_size) + ", " + human_bytes(kv_one / static_cast<uint64_t>(std::max<int64_t>(1, plan.context))) +
               " a token) = " + seqs + " sequences at full context" +
               (in.kv_cache_tokens > 0 ? " (--kv-cache-tokens)" : std::string()));
   if (plan.state_bytes > 0)
-    l.push_back("  recurrent state " + format_bytes(plan.state_bytes) + ": " + std::to_string(plan.sequences) + " sequences x " +
-                format_bytes(state_seq) + (state_fixed ? " + " + format_bytes(state_fixed) + " of prefix-cache snapshots" : std::string()));
+    l.push_back("  recurrent state " + human_bytes(plan.state_bytes) + ": " + std::to_string(plan.sequences) + " sequences x " +
+                human_bytes(state_seq) + (state_fixed ? " + " + human_bytes(state_fixed) + " of prefix-cache snapshots" : std::string()));
   std::string ctx = "  context " + std::to_string(plan.context) + " tokens";
   if (in.max_context > 0) ctx += " (--max-context; the model's " + std::to_string(positions) + ")";
   else if (plan.context_reduced)
-    ctx += " -- REDUCED from the model's " + std::to_string(positions) + ": one sequence of them needs " + format_bytes(one(positions)) +
+    ctx += " -- REDUCED from the model's " + std::to_string(positions) + ": one sequence of them needs " + human_bytes(one(positions)) +
            "; raise --gpu-memory-fraction, use --kv-dtype fp8 or a smaller quant";
   else ctx += in.model_positions > 0 ? " (the model's positions)" : " (the model states no positions)";
   l.push_back(ctx);

@@ -59,7 +59,4 @@ std::vector<int64_t> blocks_per_sequence(const std::vector<int64_t>& windows, in
 // settings cannot fit one sequence of the context; out of range fraction likewise.
 Result<MemoryPlan> plan_memory(const MemoryPlanInput& in);
 
-// "12.3 GiB", "512 MiB", "4 KiB".
-std::string format_bytes(uint64_t bytes);
-
 }  // namespace memra::engine

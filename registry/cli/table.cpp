@@ -24,21 +24,6 @@ std::string ellipsize(const std::string& text, std::size_t width) {
   return text.substr(0, i) + "...";
 }
 
-std::string human_bytes(unsigned long long bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%llu B", bytes);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
-}
 
 void Table::print(std::ostream& out) const {
   std::vector<std::size_t> widths(headers_.size(), 0);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/common/human_bytes.hpp"
+
 namespace memra::registry::cli {
 
 class Table {
@@ -24,7 +26,6 @@ class Table {
 std::size_t display_width(const std::string& text);
 // Shortens text to at most `width` code points, ending in "..." when cut.
 std::string ellipsize(const std::string& text, std::size_t width);
-// "1.5 GiB", "312 B"
-std::string human_bytes(unsigned long long bytes);
+using memra::human_bytes;  // core/common/human_bytes.hpp
 
 }  // namespace memra::registry::cli

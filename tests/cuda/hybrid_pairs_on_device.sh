@@ -8,12 +8,9 @@
 # filters it). QUICK=1: no llama.cpp — kernel-check on the prompt GEMM and the plugin ops, the
 # suites, the overlap A/B, MTP and the profile (about 4 minutes).
 set -u
-D=$(readlink -f "${1:-.device/q35}"); OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs; L=$OUT/logs
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-t() { echo "[$(el)s] $*" | tee -a $OUT/summary.txt; }
+. "$(dirname "$0")/device_lib.sh" "${1:-.device/q35}"
 [ "${QUICK:-}" = 1 ] || setsid bash $D/anchors/llama_anchor.sh build > /dev/null 2>&1 &
-S=/tmp/syslib; mkdir -p $S; tar xJf $D/syslib.tar.xz -C $S; tar xJf $D/bin.tar.xz -C $D
-export LD_LIBRARY_PATH=$S/syslib MEMRA_HOME=$(mktemp -d)
+unpack_carry
 t "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 W=/tmp/w; mkdir -p $W
 [ "${QUICK:-}" = 1 ] || (python3 $D/anchors/make_random_hf.py $W/m --preset qwen3.5-27b --set num_hidden_layers=16 --tokenizer tests/models/qwen3_5-tiny \

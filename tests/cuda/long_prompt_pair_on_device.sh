@@ -5,12 +5,9 @@
 # pp of a 32,768-token prompt (TTFT), and decode at depth 0 and 32,768. About 7 minutes (the
 # llama.cpp build runs in the background from the start). Usage: bash $0 [.device/q35]
 set -u
-D=$(readlink -f "${1:-.device/q35}"); OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs; L=$OUT/logs
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-t() { echo "[$(el)s] $*" | tee -a $OUT/summary.txt; }
+. "$(dirname "$0")/device_lib.sh" "${1:-.device/q35}"
 setsid bash $D/anchors/llama_anchor.sh build > /dev/null 2>&1 &
-S=/tmp/syslib; mkdir -p $S; tar xJf $D/syslib.tar.xz -C $S; tar xJf $D/bin.tar.xz -C $D
-export LD_LIBRARY_PATH=$S/syslib MEMRA_HOME=$(mktemp -d)
+unpack_carry
 t "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 W=/tmp/w; mkdir -p $W
 python3 $D/anchors/make_random_hf.py $W/m --preset qwen3-8b --tokenizer tests/models/tiny-random > $L/make_model.log 2>&1

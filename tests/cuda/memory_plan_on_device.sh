@@ -9,11 +9,8 @@
 #     (its repack reused): seconds to /ready.
 # About 5 minutes. Usage: bash tests/cuda/memory_plan_on_device.sh [.device/q35]
 set -u
-D=$(readlink -f "${1:-.device/q35}"); OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs; L=$OUT/logs
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-t() { echo "[$(el)s] $*" | tee -a $OUT/summary.txt; }
-S=/tmp/syslib; mkdir -p $S; tar xJf $D/syslib.tar.xz -C $S; tar xJf $D/bin.tar.xz -C $D
-export LD_LIBRARY_PATH=$S/syslib MEMRA_HOME=$(mktemp -d)
+. "$(dirname "$0")/device_lib.sh" "${1:-.device/q35}"
+unpack_carry
 t "$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)"
 timeout 150 $D/bin/memra-bench --model qwen3-8b --quant bf16 --prompt-tokens 32768 --gen-tokens 64 --depth 0,32768 --repeats 1 \
   > $L/bench-8b.log 2>&1

@@ -6,11 +6,8 @@
 # against depth 0, and a prefill profile. Each part guarded by the time left (LIMIT seconds,
 # default 500). KC=1: memra-kernel-check first.
 set -u
-D=$(readlink -f "${1:-.device/q35}"); OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs; L=$OUT/logs
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-t() { echo "[$(el)s] $*" | tee -a $OUT/summary.txt; }
-S=/tmp/syslib; mkdir -p $S; tar xJf $D/syslib.tar.xz -C $S; tar xJf $D/bin.tar.xz -C $D
-export LD_LIBRARY_PATH=$S/syslib MEMRA_HOME=$(mktemp -d)
+. "$(dirname "$0")/device_lib.sh" "${1:-.device/q35}"
+unpack_carry
 t "$(nvidia-smi --query-gpu=name --format=csv,noheader)"
 run() { local b=$1 f=$2; timeout 150 $D/bin/$b --gtest_filter="$f" > $L/$b.log 2>&1
   t "$b $f rc=$? $(grep -E '^\[  (PASSED|FAILED)' $L/$b.log | tr '\n' ' ')"; grep -E "^\[  FAILED|Failure" $L/$b.log | head -5 | tee -a $OUT/summary.txt; }

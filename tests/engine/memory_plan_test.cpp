@@ -15,7 +15,7 @@ constexpr uint64_t GiB = uint64_t{1} << 30;
 // K and V of one block of 16 positions over `layers` layers of `kv_heads` x `head_dim` f16.
 uint64_t block_bytes(uint64_t layers, uint64_t kv_heads, uint64_t head_dim) { return 2 * layers * kv_heads * head_dim * 2 * 16; }
 
-// The 8B shape on an H100: 36 layers of 8 KV heads of 128 (144 KiB a token), 40,960
+// The 8B shape on an H100: 36 layers of 8 KV heads of 128 (144.0 KiB a token), 40,960
 // positions, 5 GiB of q4_k weights, 1.5 GiB of dry-step workspace, 0.5 GiB of driver.
 MemoryPlanInput h100_qwen3_8b() {
   MemoryPlanInput in;
@@ -77,11 +77,11 @@ TEST(MemoryPlan, AnH100GivesTheEightBModelItsFullContextAndTheRestToTheKvCache) 
   ASSERT_GE(plan->lines.size(), 4u);
   EXPECT_NE(plan->lines[0].find("80.0 GiB, 90 % for memra = 72.0 GiB"), std::string::npos) << plan->lines[0];
   EXPECT_NE(plan->lines[1].find("weights 5.0 GiB, dry-step workspace 1.5 GiB"), std::string::npos) << plan->lines[1];
-  EXPECT_NE(plan->lines[2].find("144 KiB a token"), std::string::npos) << plan->lines[2];
+  EXPECT_NE(plan->lines[2].find("144.0 KiB a token"), std::string::npos) << plan->lines[2];
   EXPECT_NE(plan->lines.back().find("context 40960 tokens (the model's positions)"), std::string::npos) << plan->lines.back();
   // docs/SERVING.md ("Memory plan") shows this block.
-  EXPECT_EQ(plan->lines[2], "  KV cache 64.2 GiB: 467488 tokens (29218 blocks of 16, 144 KiB a token) = 11.4 sequences at full context");
-  EXPECT_EQ(plan->lines[1], "  weights 5.0 GiB, dry-step workspace 1.5 GiB, other 512 MiB, CUDA graphs 819 MiB -> 64.2 GiB for the KV cache and state");
+  EXPECT_EQ(plan->lines[2], "  KV cache 64.2 GiB: 467488 tokens (29218 blocks of 16, 144.0 KiB a token) = 11.4 sequences at full context");
+  EXPECT_EQ(plan->lines[1], "  weights 5.0 GiB, dry-step workspace 1.5 GiB, other 512.0 MiB, CUDA graphs 819.2 MiB -> 64.2 GiB for the KV cache and state");
 }
 
 TEST(MemoryPlan, KvCacheStopsAtTheSequencesThatRunAtOnce) {
@@ -171,7 +171,7 @@ TEST(MemoryPlan, RefusesWhatCannotFitWithTheNumbersAndWhatToChange) {
   in.kv_cache_tokens = 40960 * 64;
   auto many = plan_memory(in);
   ASSERT_FALSE(many);
-  EXPECT_NE(many.error().message.find("--kv-cache-tokens 2621440 (64 sequences of 40960 tokens) needs 360 GiB"), std::string::npos)
+  EXPECT_NE(many.error().message.find("--kv-cache-tokens 2621440 (64 sequences of 40960 tokens) needs 360.0 GiB"), std::string::npos)
       << many.error().message;
 }
 
