@@ -78,6 +78,16 @@ struct Metrics::Impl {
       "Tokens per sequence (the context the memory plan gave), by model");
   prometheus::Family<prometheus::Gauge>& kv_cache_tokens = gauge("memra_kv_cache_tokens",
       "Tokens the KV cache holds in all (its blocks x block size), by model");
+  // The Model Server Protocol of the Gateway API Inference Extension (docs/SERVING.md,
+  // "Behind a router"): server-wide totals an endpoint picker reads per replica.
+  prometheus::Gauge& requests_waiting = gauge("memra_requests_waiting",
+      "Requests waiting in every model's scheduler queue (the protocol's TotalQueuedRequests)").Add({});
+  prometheus::Gauge& requests_running = gauge("memra_requests_running",
+      "Requests every model's scheduler runs (the protocol's TotalRunningRequests)").Add({});
+  prometheus::Gauge& kv_usage = gauge("memra_kv_cache_usage_ratio",
+      "KV-cache blocks in use over all blocks, every model, from 0 to 1 (the protocol's KVCacheUtilization)").Add({});
+  prometheus::Family<prometheus::Gauge>& cache_config = gauge("memra_cache_config_info",
+      "Always 1; block_size (tokens per KV block) and num_gpu_blocks (blocks in all), by model");
   prometheus::Family<prometheus::Gauge>& tenant_running = gauge("memra_tenant_requests_running",
       "Requests admitted for a tenant and not finished yet");
   prometheus::Family<prometheus::Gauge>& tenant_waiting = gauge("memra_tenant_requests_waiting",
@@ -222,6 +232,19 @@ void Metrics::set_scheduler(const std::string& model, const SchedulerGauges& g) 
   impl_->spec_rate.Add(labels).Set(g.spec_drafted > 0 ? static_cast<double>(g.spec_accepted) /
                                                             static_cast<double>(g.spec_drafted)
                                                       : 0.0);
+}
+
+void Metrics::set_protocol(const ProtocolGauges& g) {
+  impl_->requests_waiting.Set(static_cast<double>(g.waiting));
+  impl_->requests_running.Set(static_cast<double>(g.running));
+  impl_->kv_usage.Set(g.kv_blocks_total > 0 ? static_cast<double>(g.kv_blocks_used) / static_cast<double>(g.kv_blocks_total)
+                                            : 0.0);
+}
+
+void Metrics::set_cache_config(const std::string& model, std::int64_t block_size, std::int64_t num_blocks) {
+  impl_->cache_config
+      .Add({{"model", model}, {"block_size", std::to_string(block_size)}, {"num_gpu_blocks", std::to_string(num_blocks)}})
+      .Set(1);
 }
 
 void Metrics::set_memory(const std::string& model, const MemoryGauges& g) {

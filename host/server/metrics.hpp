@@ -59,6 +59,14 @@ class Metrics {
     std::int64_t context = 0, kv_cache_tokens = 0;
   };
   void set_memory(const std::string& model, const MemoryGauges& g);
+  // The Model Server Protocol's totals (docs/SERVING.md, "Behind a router"): sums over
+  // every model's scheduler and KV cache.
+  struct ProtocolGauges {
+    std::int64_t running = 0, waiting = 0, kv_blocks_used = 0, kv_blocks_total = 0;
+  };
+  void set_protocol(const ProtocolGauges& g);
+  // memra_cache_config_info{model, block_size, num_gpu_blocks} = 1 (fixed at load).
+  void set_cache_config(const std::string& model, std::int64_t block_size, std::int64_t num_blocks);
   void set_tenant(const std::string& tenant, std::int64_t running, std::int64_t waiting, std::int64_t kv_tokens);
 
   // The whole registry in Prometheus text format 0.0.4.

@@ -72,8 +72,13 @@ Reply model(const Router& router, RequestContext& ctx, const Poco::Net::HTTPRequ
 void refresh(const Router& router) {
   Metrics& metrics = router.metrics();
   if (const ModelSet* models = router.config().models) {
+    Metrics::ProtocolGauges totals;
     for (const auto& m : models->all()) {
       const engine::SchedulerStats s = m->scheduler->stats();
+      totals.running += s.running;
+      totals.waiting += s.waiting;
+      totals.kv_blocks_used += s.kv_blocks_total - s.kv_blocks_free;
+      totals.kv_blocks_total += s.kv_blocks_total;
       Metrics::SchedulerGauges g;
       g.running = s.running;
       g.waiting = s.waiting;
@@ -98,7 +103,9 @@ void refresh(const Router& router) {
         mg.budget = static_cast<double>(p->budget);
       }
       metrics.set_memory(m->alias, mg);
+      metrics.set_cache_config(m->alias, e.block_size(), static_cast<std::int64_t>(e.kv_blocks().num_blocks()));
     }
+    metrics.set_protocol(totals);
   }
   if (const TenantAdmission* admission = router.config().admission) {
     for (const auto& t : admission->stats()) metrics.set_tenant(t.tenant, t.running, t.waiting, t.kv_tokens);
