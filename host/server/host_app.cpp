@@ -3,6 +3,7 @@
 #include <Poco/AutoPtr.h>
 #include <Poco/ConsoleChannel.h>
 #include <Poco/FormattingChannel.h>
+#include <Poco/Net/Context.h>
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
 #include <Poco/PatternFormatter.h>
@@ -37,6 +38,7 @@
 #include "host/server/server_state.hpp"
 #include "host/server/signals.hpp"
 #include "host/server/startup_modules.hpp"
+#include "host/server/tls_listener.hpp"
 
 #ifndef MEMRA_VERSION
 #define MEMRA_VERSION "unknown"
@@ -108,6 +110,8 @@ void print_environment_help(std::ostream& out) {
          "  MEMRA_HOST              as --host\n"
          "  MEMRA_PORT              as --port\n"
          "  MEMRA_API_KEYS          as --api-keys\n"
+         "  MEMRA_TLS_CERT          as --tls-cert\n"
+         "  MEMRA_TLS_KEY           as --tls-key\n"
          "  MEMRA_MODELS            alias=path,alias2=path2 (as repeated --model)\n"
          "  MEMRA_PLUGIN_PATH       colon-separated plugin dirs, searched after --plugin-dir\n"
          "  MEMRA_REGISTRY          as --registry\n"
@@ -214,6 +218,11 @@ void HostApp::defineOptions(Poco::Util::OptionSet& options) {
   options.addOption(Option("api-keys", "",
                            "JSON key file; enables Bearer auth on /v1/* and /metrics (default: auth off)")
                         .argument("FILE"));
+  options.addOption(Option("tls-cert", "",
+                           "PEM certificate (chain) to serve HTTPS with, TLS 1.2 or newer; needs --tls-key; "
+                           "SIGHUP reads both files again (default: plain HTTP)")
+                        .argument("FILE"));
+  options.addOption(Option("tls-key", "", "PEM private key of --tls-cert").argument("FILE"));
   options.addOption(Option("model", "",
                            "model to serve (Hugging Face directory or .gguf), repeatable; +DRAFT gives it a draft "
                            "model for speculative decoding; default: the embedded memra-demo")
@@ -371,6 +380,7 @@ int HostApp::main(const std::vector<std::string>& args) {
     if (!status) break;
     status = apply_flag(options, name, value);
   }
+  if (status) status = check_options(options);
   if (!status) {
     std::cerr << "memra-host: " << status.error().message << "\nRun 'memra-host --help' for the list of flags.\n";
     return EXIT_USAGE;
@@ -409,6 +419,19 @@ int HostApp::main(const std::vector<std::string>& args) {
   }
 
   log().information("memra-host %s starting (pid %s)", std::string(MEMRA_VERSION), std::to_string(Poco::Process::id()));
+
+  // TLS files are checked before the models load (minutes), so a bad path fails fast.
+  std::shared_ptr<Poco::Net::Context> tls;
+  if (!options.tls_cert.empty()) {
+    TlsContextResult loaded = load_tls_context({options.tls_cert, options.tls_key});
+    if (!loaded.context) {
+      log().error("%s. Give a readable PEM certificate and its key with --tls-cert FILE --tls-key FILE.", loaded.error);
+      return EXIT_CONFIG;
+    }
+    tls = std::move(loaded.context);
+    log().information("TLS: on (1.2 or newer): certificate %s, key %s; SIGHUP reads them again", options.tls_cert,
+                      options.tls_key);
+  }
 
   std::unique_ptr<KeyRing> keys;
   if (!options.api_keys_file.empty()) {
@@ -487,11 +510,11 @@ int HostApp::main(const std::vector<std::string>& args) {
   if (options.enable_test_routes) {
     log().warning("test routes are enabled (--enable-test-routes): POST /debug/sleep, GET /debug/throw");
   }
-  return serve(options, modules.plugins_loaded(), keys.get(), models, default_model);
+  return serve(options, modules.plugins_loaded(), keys.get(), models, default_model, std::move(tls));
 }
 
 int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys, ModelSet& models,
-                   bool default_model) {
+                   bool default_model, std::shared_ptr<Poco::Net::Context> tls) {
   const double start_time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   Metrics metrics(start_time);
@@ -545,13 +568,35 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
   fo.max_connections = options.max_connections;
   fo.max_client_connections = options.max_client_connections;
   fo.server_header = std::string("memra-host/") + MEMRA_VERSION;
-  HttpFrontend frontend(router, state, socket.impl()->sockfd(), fo);
+  HttpFrontend frontend(router, state, tls ? -1 : socket.impl()->sockfd(), fo);
   frontend.start();
+  std::unique_ptr<TlsListener> tls_listener;
+  if (tls) {
+    TlsRelayOptions to;
+    to.handshake_timeout_ms = options.header_timeout_ms;
+    to.max_connections = options.max_connections;
+    tls_listener = std::make_unique<TlsListener>(socket.impl()->sockfd(), frontend,
+                                                 TlsFiles{options.tls_cert, options.tls_key}, std::move(tls), to);
+    tls_listener->start();
+  }
+  ReloadSignalWatch reload_watch([&] {
+    if (!tls_listener) {
+      log().information("SIGHUP: nothing to reload (no --tls-cert; the API key file is re-read when it changes)");
+      return;
+    }
+    const std::string error = tls_listener->reload();
+    if (error.empty()) {
+      log().information("SIGHUP: TLS certificate %s and key %s read again; new connections use them",
+                        options.tls_cert, options.tls_key);
+    } else {
+      log().error("SIGHUP: %s; still serving the previous certificate", error);
+    }
+  });
 
   const Poco::Net::SocketAddress bound = socket.address();
   const std::string host = bound.family() == Poco::Net::SocketAddress::IPv6 ? "[" + bound.host().toString() + "]"
                                                                              : bound.host().toString();
-  const std::string url = "http://" + host + ":" + std::to_string(bound.port());
+  const std::string url = std::string(tls_listener ? "https://" : "http://") + host + ":" + std::to_string(bound.port());
   // The one machine-readable line on stdout; tests and scripts parse it.
   std::cout << "memra-host listening on " << url << std::endl;
   log().information("listening on %s: %s worker threads (a stream holds one until it ends), /health and /ready "
@@ -586,7 +631,9 @@ int HostApp::serve(const HostOptions& options, int plugins_loaded, KeyRing* keys
     }
   }
   // Nothing admitted is running: close the listener and idle keep-alive connections.
+  if (tls_listener) tls_listener->stop_accepting();
   frontend.stop();
+  if (tls_listener) tls_listener->join();
   log().information("drained: every admitted request finished; exiting");
   return EXIT_OK;
 }

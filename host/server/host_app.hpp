@@ -10,11 +10,16 @@
 
 #include <Poco/Util/ServerApplication.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "host/server/host_options.hpp"
+
+namespace Poco::Net {
+class Context;
+}
 
 namespace memra::server {
 
@@ -33,7 +38,8 @@ class HostApp : public Poco::Util::ServerApplication {
  private:
   void print_help() const;
   int serve(const HostOptions& options, int plugins_loaded, class KeyRing* keys, class ModelSet& models,
-            bool default_model);
+            bool default_model,
+            std::shared_ptr<Poco::Net::Context> tls);
 
   std::vector<std::pair<std::string, std::string>> flags_;  // in command-line order
   bool help_ = false;

@@ -43,6 +43,8 @@ constexpr Setting kSettings[] = {
     {"host", "MEMRA_HOST"},
     {"port", "MEMRA_PORT"},
     {"api-keys", "MEMRA_API_KEYS"},
+    {"tls-cert", "MEMRA_TLS_CERT"},
+    {"tls-key", "MEMRA_TLS_KEY"},
     {"registry", "MEMRA_REGISTRY"},
     {"max-body-bytes", "MEMRA_MAX_BODY_BYTES"},
     {"drain-timeout-ms", "MEMRA_DRAIN_TIMEOUT_MS"},
@@ -102,6 +104,12 @@ Status set_value(HostOptions& o, std::string_view name, const std::string& value
     o.port = static_cast<std::uint16_t>(*port);
   } else if (name == "api-keys") {
     o.api_keys_file = value;
+  } else if (name == "tls-cert") {
+    if (value.empty()) return usage(what + " must not be empty (a PEM certificate file)");
+    o.tls_cert = value;
+  } else if (name == "tls-key") {
+    if (value.empty()) return usage(what + " must not be empty (a PEM private key file)");
+    o.tls_key = value;
   } else if (name == "registry") {
     o.registry_path = value;
   } else if (name == "max-body-bytes") {
@@ -338,6 +346,14 @@ std::string chat_template_for(const HostOptions& options, const std::string& ali
     if (t.alias.empty()) any = t.path;
   }
   return any;
+}
+
+Status check_options(const HostOptions& options) {
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return usage(options.tls_cert.empty() ? "--tls-key is given without --tls-cert (MEMRA_TLS_CERT): TLS needs both"
+                                          : "--tls-cert is given without --tls-key (MEMRA_TLS_KEY): TLS needs both");
+  }
+  return {};
 }
 
 Status apply_environment(HostOptions& options, const EnvLookup& env) {

@@ -35,6 +35,9 @@ struct HostOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
   std::string api_keys_file;  // "" = auth off
+  // TLS on the listener (docs/SERVING.md, "TLS"): both or neither; "" = plain HTTP.
+  std::string tls_cert;  // PEM certificate (chain)
+  std::string tls_key;   // PEM private key
   std::vector<ModelSpec> models;
   std::vector<ChatTemplateSpec> chat_templates;  // --chat-template, in the order given
   std::vector<std::string> plugin_dirs;  // --plugin-dir (MEMRA_PLUGIN_PATH is read by the plugin host)
@@ -96,6 +99,8 @@ std::optional<std::string> process_env(const std::string& name);
 Status apply_environment(HostOptions& options, const EnvLookup& env);
 // Applies one command-line flag by its long name ("port", "model", ...).
 Status apply_flag(HostOptions& options, const std::string& name, const std::string& value);
+// Checks between settings once every layer is applied: --tls-cert and --tls-key come together.
+Status check_options(const HostOptions& options);
 
 // "[ALIAS=]PATH[+DRAFT]"; without an alias the file name is used, minus
 // .gguf/.memra/.safetensors. "+DRAFT" (split at the last '+') names the model's

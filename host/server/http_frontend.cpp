@@ -137,6 +137,9 @@ struct HttpFrontend::Impl {
   enum class After { keep, linger, drop };
   std::mutex resume_mu;
   std::vector<std::pair<std::shared_ptr<Connection>, After>> resumed;
+  // Sockets handed in by adopt() (the TLS relay), taken by the loop.
+  std::vector<std::pair<int, std::string>> adopted;
+  bool adopt_closed = false;  // under resume_mu: stop() began
 
   // ---- setup ----
   void start();
@@ -145,6 +148,8 @@ struct HttpFrontend::Impl {
 
   // ---- the loop ----
   void accept_ready(Clock::time_point now);
+  void admit(int fd, std::string peer, Clock::time_point now);
+  void take_adopted(Clock::time_point now);
   void take_resumed(Clock::time_point now);
   void on_event(Connection& c, std::uint32_t events, Clock::time_point now);
   bool read_ready(Connection& c);
@@ -172,15 +177,17 @@ struct HttpFrontend::Impl {
 // ---------------------------------------------------------------------------------
 
 void HttpFrontend::Impl::start() {
-  const int flags = ::fcntl(listen_fd, F_GETFL, 0);
-  ::fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK);
+  if (listen_fd >= 0) {
+    const int flags = ::fcntl(listen_fd, F_GETFL, 0);
+    ::fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK);
+  }
   epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd < 0 || wake_fd < 0) throw Poco::SystemException("cannot create the HTTP event loop", std::strerror(errno));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = listen_fd;
-  ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+  if (listen_fd >= 0) ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
   ev.data.fd = wake_fd;
   ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
   workers = std::make_unique<TaskPool>("memra-http", options.worker_threads, options.max_queued);
@@ -191,6 +198,10 @@ void HttpFrontend::Impl::start() {
 
 void HttpFrontend::Impl::stop() {
   if (!loop_thread.joinable()) return;
+  {
+    std::lock_guard lock(resume_mu);
+    adopt_closed = true;
+  }
   stopping = true;
   wake();
   loop_thread.join();
@@ -198,6 +209,8 @@ void HttpFrontend::Impl::stop() {
   probes.reset();
   for (auto& [fd, c] : connections) ::close(fd);
   connections.clear();
+  for (auto& [fd, peer] : adopted) ::close(fd);
+  adopted.clear();
   open = 0;
   if (epoll_fd >= 0) ::close(epoll_fd);
   if (wake_fd >= 0) ::close(wake_fd);
@@ -218,7 +231,7 @@ void HttpFrontend::Impl::loop() {
     const Clock::time_point now = Clock::now();
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
-      if (fd == listen_fd) {
+      if (fd == listen_fd && listen_fd >= 0) {
         accept_ready(now);
       } else if (fd == wake_fd) {
         std::uint64_t count;
@@ -229,10 +242,11 @@ void HttpFrontend::Impl::loop() {
       }
     }
     take_resumed(now);
+    take_adopted(now);
     if (stopping) {
       if (stop_started == Clock::time_point{}) {
         stop_started = now;
-        if (listening) ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+        if (listening && listen_fd >= 0) ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
         listening = false;
       }
       std::vector<int> idle_fds;
@@ -246,7 +260,7 @@ void HttpFrontend::Impl::loop() {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = listen_fd;
-      ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+      if (listen_fd >= 0) ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
       listening = true;
     }
     if (now - last_sweep >= kTick) sweep(now);
@@ -269,7 +283,27 @@ void HttpFrontend::Impl::accept_ready(Clock::time_point now) {
     }
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // SSE events leave at once
-    std::string peer = peer_address(fd);
+    admit(fd, peer_address(fd), now);
+  }
+}
+
+void HttpFrontend::Impl::take_adopted(Clock::time_point now) {
+  std::vector<std::pair<int, std::string>> taken;
+  {
+    std::lock_guard lock(resume_mu);
+    taken.swap(adopted);
+  }
+  for (auto& [fd, peer] : taken) {
+    if (stopping) {
+      ::close(fd);
+      continue;
+    }
+    admit(fd, std::move(peer), now);
+  }
+}
+
+void HttpFrontend::Impl::admit(int fd, std::string peer, Clock::time_point now) {
+  {
     const bool over_total = static_cast<int>(connections.size()) >= options.max_connections;
     const bool over_client = options.max_client_connections > 0 && per_client[peer] >= options.max_client_connections;
     if (over_total || over_client) {
@@ -283,7 +317,7 @@ void HttpFrontend::Impl::accept_ready(Clock::time_point now) {
       router.metrics().record_request("rejected", "other", error.status, 0.0);
       note_refusal(over_total ? "connection_limit" : "client_connection_limit", peer, now);
       if (per_client[peer] == 0) per_client.erase(peer);
-      continue;
+      return;
     }
     auto c = std::make_shared<Connection>();
     c->fd = fd;
@@ -704,6 +738,22 @@ HttpFrontend::~HttpFrontend() { stop(); }
 
 void HttpFrontend::start() { impl_->start(); }
 void HttpFrontend::stop() { impl_->stop(); }
+void HttpFrontend::adopt(int fd, std::string peer) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  {
+    std::lock_guard lock(impl_->resume_mu);
+    if (!impl_->adopt_closed) {
+      impl_->adopted.emplace_back(fd, std::move(peer));
+      fd = -1;
+    }
+  }
+  if (fd >= 0) {
+    ::close(fd);
+    return;
+  }
+  impl_->wake();
+}
 std::size_t HttpFrontend::connections() const { return impl_->open.load(); }
 
 }  // namespace memra::server

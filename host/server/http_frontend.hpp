@@ -44,7 +44,8 @@ struct FrontendOptions {
 
 class HttpFrontend {
  public:
-  // `listen_fd`: a bound, listening socket (made non-blocking here; not closed here).
+  // `listen_fd`: a bound, listening socket (made non-blocking here; not closed here), or
+  // -1 when connections only come through adopt() (TLS: tls_listener.hpp).
   HttpFrontend(Router& router, ServerState& state, int listen_fd, FrontendOptions options);
   ~HttpFrontend();  // stop()
   HttpFrontend(const HttpFrontend&) = delete;
@@ -55,6 +56,9 @@ class HttpFrontend {
   // requests being handled finish writing (up to 2 s), then joins every thread.
   void stop();
   std::size_t connections() const;
+  // Takes a connected socket as if the loop had accepted it from `peer` (the caps per
+  // client address apply to `peer`); closed at once once stop() has begun. Any thread.
+  void adopt(int fd, std::string peer);
 
   struct Impl;
 

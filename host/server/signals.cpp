@@ -5,6 +5,9 @@
 #include <ctime>
 
 namespace memra::server {
+
+sigset_t reload_set();
+
 namespace {
 
 sigset_t termination_set() {
@@ -17,8 +20,16 @@ sigset_t termination_set() {
 
 }  // namespace
 
+sigset_t reload_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
 void block_termination_signals() {
-  const sigset_t set = termination_set();
+  sigset_t set = termination_set();
+  sigaddset(&set, SIGHUP);  // taken by ReloadSignalWatch (TLS certificate reload)
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 }
@@ -40,6 +51,20 @@ std::optional<int> wait_for_termination_signal_for(int timeout_ms) {
     if (errno == EAGAIN) return std::nullopt;
     if (errno != EINTR) return std::nullopt;
   }
+}
+
+ReloadSignalWatch::ReloadSignalWatch(std::function<void()> on_reload)
+    : thread_([this, on_reload = std::move(on_reload)] {
+        const sigset_t set = reload_set();
+        while (!done_.load()) {
+          timespec timeout{0, 100 * 1000000L};
+          if (sigtimedwait(&set, nullptr, &timeout) == SIGHUP) on_reload();
+        }
+      }) {}
+
+ReloadSignalWatch::~ReloadSignalWatch() {
+  done_ = true;
+  thread_.join();
 }
 
 StartupStopWatch::StartupStopWatch()

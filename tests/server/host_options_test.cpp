@@ -153,6 +153,30 @@ TEST(ServerOptions, BadValuesNameTheirSource) {
   EXPECT_NE(s.error().message.find("'a' is given twice"), std::string::npos) << s.error().message;
 }
 
+TEST(ServerOptions, TlsFilesComeTogether) {
+  HostOptions o;
+  ASSERT_TRUE(apply_environment(o, env_of({{"MEMRA_TLS_CERT", "/etc/c.pem"}, {"MEMRA_TLS_KEY", "/etc/k.pem"}})));
+  EXPECT_EQ(o.tls_cert, "/etc/c.pem");
+  EXPECT_EQ(o.tls_key, "/etc/k.pem");
+  EXPECT_TRUE(check_options(o));
+  ASSERT_TRUE(apply_flag(o, "tls-cert", "/x/c.pem"));
+  EXPECT_EQ(o.tls_cert, "/x/c.pem");  // the flag wins
+  EXPECT_FALSE(apply_flag(o, "tls-key", ""));
+
+  HostOptions plain;
+  EXPECT_TRUE(check_options(plain));  // neither: plain HTTP
+  HostOptions cert_only;
+  ASSERT_TRUE(apply_flag(cert_only, "tls-cert", "/x/c.pem"));
+  auto s = check_options(cert_only);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("--tls-cert is given without --tls-key"), std::string::npos);
+  HostOptions key_only;
+  ASSERT_TRUE(apply_environment(key_only, env_of({{"MEMRA_TLS_KEY", "/x/k.pem"}})));
+  s = check_options(key_only);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("--tls-key is given without --tls-cert"), std::string::npos);
+}
+
 TEST(ServerOptions, ModelSpecs) {
   auto plain = parse_model_spec("/models/qwen3-0.6b/");
   ASSERT_TRUE(plain);

@@ -160,7 +160,7 @@ std::unique_ptr<HostProcess> HostProcess::start(const std::vector<std::string>& 
   }
   host->line_ = line.substr(0, line.find('\n'));
   host->stdout_rest_ = line.substr(line.find('\n') + 1);
-  static const std::regex kLine(R"(memra-host listening on http://127\.0\.0\.1:(\d+))");
+  static const std::regex kLine(R"(memra-host listening on https?://127\.0\.0\.1:(\d+))");
   std::smatch m;
   if (!std::regex_match(host->line_, m, kLine)) {
     *why = "unexpected first stdout line: '" + host->line_ + "'";
