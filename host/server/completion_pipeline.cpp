@@ -213,23 +213,27 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
     output.parallel_tool_calls = req.parallel_tool_calls;
     output.forced_tool_call = tool_format != ToolFormat::none && (req.tool_choice.mode == ToolChoiceMode::required ||
                                                                    req.tool_choice.mode == ToolChoiceMode::named);
-    // A constrained output starts at once: a model that can think is asked not to (the
-    // grammar has no room for the thinking), unless the request says otherwise.
+    // A constrained output is asked not to think by default (a model that can switch its
+    // thinking off answers at once), unless the request says otherwise (enable_thinking,
+    // reasoning_effort, thinking_token_budget); when it thinks, the grammar waits for the
+    // thinking to close.
     if (wants_constraint(req) && output.reasoning && !req.chat_template_kwargs.contains("enable_thinking") &&
-        !req.reasoning_effort)
+        !req.reasoning_effort && !req.thinking_token_budget)
       req.chat_template_kwargs["enable_thinking"] = false;
   }
 
   BuiltPrompts built = build_prompts(*model, req);
   if (built.error) return refused(*built.error);
-  if (output.reasoning) output.starts_in_reasoning = prompt_opens_reasoning(built.texts[0], *output.reasoning);
-  if (output.starts_in_reasoning && wants_constraint(req)) {
-    return refused(errors::invalid_request(
-        "unsupported_parameter",
-        "the chat template of '" + model->alias + "' opens the model's thinking in the prompt, and constrained outputs "
-                                                  "(response_format, a required or named tool_choice) cannot follow "
-                                                  "thinking yet",
-        std::string(req.response_format.type != ResponseFormatType::text ? "response_format" : "tool_choice")));
+  // Where the thinking stands once the prompt is read: opened by the template (the model
+  // thinks first), closed by it (enable_thinking false: the model answers at once), or up to
+  // the model. A constraint waits for the thinking to close.
+  ThinkingGate thinking;
+  if (output.reasoning) {
+    output.starts_in_reasoning = prompt_opens_reasoning(built.texts[0], *output.reasoning);
+    thinking.markers = output.reasoning;
+    thinking.starts_inside = output.starts_in_reasoning;
+    thinking.may_open = !output.starts_in_reasoning && !prompt_closes_reasoning(built.texts[0], *output.reasoning);
+    thinking.budget = req.thinking_token_budget;
   }
   // How many tokens: given, or the documented default rule (token_budget.hpp).
   TokenBudgetInput tb;
@@ -265,7 +269,7 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
 
   // The grammar is compiled once the tenant is admitted: its time and memory (bounded per
   // request: kMaxGrammarElements) count against the tenant's max_concurrent.
-  OutputConstraint constraint = output_constraint(*model, req, tool_format);
+  OutputConstraint constraint = output_constraint(*model, req, tool_format, thinking);
   if (constraint.error) return refused(*constraint.error);
   spec.constraint = std::move(constraint.factory);
 

@@ -309,9 +309,16 @@ struct Translator : BodyChecker {
       chat["chat_template_kwargs"] = {{"enable_thinking", false}};
     } else if (type == "enabled") {
       if (auto b = v->find("budget_tokens"); b != v->end() && !b->is_null()) {
-        return fail("unsupported_parameter", "thinking.budget_tokens",
-                    "'thinking.budget_tokens' is not supported by memra-host (the thinking is bounded by max_tokens only); "
-                    "leave it out");
+        // As Anthropic bounds it: at least 1024 and below max_tokens; the close marker is forced
+        // after that many thinking tokens (chat's thinking_token_budget).
+        const json* max = field("max_tokens");
+        if (!b->is_number_integer() || b->get<std::int64_t>() < 1024) {
+          return fail("invalid_value", "thinking.budget_tokens", "'thinking.budget_tokens' must be an integer >= 1024");
+        }
+        if (max != nullptr && max->is_number_integer() && b->get<std::int64_t>() >= max->get<std::int64_t>()) {
+          return fail("invalid_value", "thinking.budget_tokens", "'thinking.budget_tokens' must be less than max_tokens");
+        }
+        chat["thinking_token_budget"] = *b;
       }
       chat["chat_template_kwargs"] = {{"enable_thinking", true}};
     } else {

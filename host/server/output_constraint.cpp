@@ -4,6 +4,7 @@
 
 #include "host/structured/grammar_constraint.hpp"
 #include "host/structured/json_grammar.hpp"
+#include "host/structured/thinking_grammar.hpp"
 
 namespace memra::server {
 namespace {
@@ -65,9 +66,11 @@ bool wants_constraint(const CompletionRequest& r) {
          r.tool_choice.mode == ToolChoiceMode::named;
 }
 
-OutputConstraint output_constraint(ServedModel& model, const CompletionRequest& r, ToolFormat format) {
+OutputConstraint output_constraint(ServedModel& model, const CompletionRequest& r, ToolFormat format,
+                                   const ThinkingGate& thinking) {
   OutputConstraint out;
-  if (!wants_constraint(r)) return out;
+  const bool budgeted = thinking.active() && thinking.budget.has_value();
+  if (!wants_constraint(r) && !budgeted) return out;
   GrammarBuilder b(kMaxGrammarElements);
   JsonGrammarCompiler json(b);
   uint32_t root = 0;
@@ -88,6 +91,8 @@ OutputConstraint output_constraint(ServedModel& model, const CompletionRequest& 
     root = b.add(r.parallel_tool_calls && r.tool_choice.mode == ToolChoiceMode::required
                      ? seq({one, star(seq({lit(sep), one}))})
                      : one);
+  } else if (!wants_constraint(r)) {
+    root = b.add(star(cls(ByteSet::range(0x00, 0xFF))));  // free text: only the budget is enforced
   } else if (r.response_format.type == ResponseFormatType::json_object) {
     root = json.any_object();
   } else {
@@ -96,10 +101,26 @@ OutputConstraint output_constraint(ServedModel& model, const CompletionRequest& 
       return out;
     }
   }
+  std::optional<uint32_t> forced_close;
+  if (thinking.active()) {
+    const ThinkingMarkers m{thinking.markers->open, thinking.markers->close};
+    if (budgeted) forced_close = b.add(close_then(m, ref(root)));
+    root = b.add(thinking_then(b, m, thinking.starts_inside, thinking.may_open, ref(root)));
+  }
   if (b.over_limit()) {
     out.error = errors::invalid_request("invalid_value", "the schema compiles to a grammar too large to enforce (over " +
                                                              std::to_string(kMaxGrammarElements) + " elements)",
                                         forced ? "tools" : "response_format");
+    return out;
+  }
+  if (forced_close) {
+    GrammarBuilder copy = b;
+    auto after = std::make_shared<const CompiledGrammar>(std::move(copy).build(*forced_close), model.token_vocabulary());
+    auto main = std::make_shared<const CompiledGrammar>(std::move(b).build(root), model.token_vocabulary());
+    const ThinkingMarkers m{thinking.markers->open, thinking.markers->close};
+    out.factory = [main, after, m, inside = thinking.starts_inside, budget = *thinking.budget] {
+      return std::make_unique<ThinkingBudgetConstraint>(main, after, m, inside, budget);
+    };
     return out;
   }
   auto grammar = std::make_shared<const CompiledGrammar>(std::move(b).build(root), model.token_vocabulary());

@@ -30,6 +30,13 @@ bool prompt_opens_reasoning(std::string_view prompt, const ReasoningMarkers& m) 
   return body.size() >= m.open.size() && body.substr(body.size() - m.open.size()) == m.open;
 }
 
+bool prompt_closes_reasoning(std::string_view prompt, const ReasoningMarkers& m) {
+  const auto end = prompt.find_last_not_of(" \t\r\n");
+  if (end == std::string_view::npos) return false;
+  const std::string_view body = prompt.substr(0, end + 1);
+  return body.size() >= m.close.size() && body.substr(body.size() - m.close.size()) == m.close;
+}
+
 ReasoningSplitter::ReasoningSplitter(ReasoningMarkers markers, bool starts_inside)
     : state_(starts_inside ? State::reasoning : State::before), m_(std::move(markers)) {
   reasoning_started_ = starts_inside;

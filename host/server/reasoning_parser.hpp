@@ -21,6 +21,9 @@ std::optional<ReasoningMarkers> reasoning_markers(std::string_view template_sour
 // Whether a rendered prompt leaves the model inside its thinking (it ends with the open
 // marker, as DeepSeek-R1's and Qwen3-Thinking-2507's templates write it).
 bool prompt_opens_reasoning(std::string_view prompt, const ReasoningMarkers& markers);
+// Whether a rendered prompt ends with the thinking closed (the empty block a template writes
+// for enable_thinking false): the model answers at once.
+bool prompt_closes_reasoning(std::string_view prompt, const ReasoningMarkers& markers);
 
 class ReasoningSplitter {
  public:

@@ -38,6 +38,7 @@ const std::map<std::string, Policy, std::less<>>& chat_fields() {
       {"chat_template_kwargs", Policy::honoured},
       {"modalities", Policy::default_only}, {"audio", Policy::default_only},
       {"prediction", Policy::default_only}, {"reasoning_effort", Policy::honoured},
+      {"thinking_token_budget", Policy::honoured},
       {"web_search_options", Policy::default_only}, {"verbosity", Policy::default_only},
   };
   return k;
@@ -704,6 +705,8 @@ Validation validate_completion_json(CompletionKind kind, const nlohmann::ordered
     check.logit_bias(r.logit_bias);
     check.template_kwargs(r.chat_template_kwargs);
     check.reasoning(r.reasoning_effort);
+    std::int64_t budget = 0;
+    if (check.integer("thinking_token_budget", 0, INT64_MAX, budget)) r.thinking_token_budget = budget;
     check.tools(r.tools);
     check.tool_choice(r.tools, r.tool_choice);
     check.boolean("parallel_tool_calls", r.parallel_tool_calls);

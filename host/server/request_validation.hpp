@@ -96,6 +96,7 @@ struct CompletionRequest {
   std::vector<engine::LogitBias> logit_bias;          // ascending ids (in the vocabulary: checked by the route)
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // extra template variables
   std::optional<std::string> reasoning_effort;        // none, minimal, low, medium, high
+  std::optional<std::int64_t> thinking_token_budget;  // extension (vLLM's): the close marker is forced after this many thinking tokens
   std::vector<ToolDef> tools;
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;

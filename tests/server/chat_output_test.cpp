@@ -342,6 +342,9 @@ TEST(ChatOutput, FormatsAreFoundInTheTemplates) {
   EXPECT_FALSE(reasoning_markers("{{ messages }}"));
   EXPECT_TRUE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n", {"<think>", "</think>"}));
   EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", {"<think>", "</think>"}));
+  EXPECT_TRUE(prompt_closes_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", {"<think>", "</think>"}));
+  EXPECT_FALSE(prompt_closes_reasoning("<|im_start|>assistant\n", {"<think>", "</think>"}));
+  EXPECT_FALSE(prompt_closes_reasoning("<|im_start|>assistant\n<think>\n", {"<think>", "</think>"}));
 }
 
 }  // namespace

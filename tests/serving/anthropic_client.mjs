@@ -204,6 +204,27 @@ test("thinking: a thinking block before the text, never inside it", async () => 
   assert.deepEqual(final.content, m.content);
 });
 
+test("thinking.budget_tokens: the thinking is closed after the budget and the answer follows (#46 item 4)", async () => {
+  // The random model never closes its thinking by itself: without a budget it thinks to max_tokens.
+  const base = { model: "think", max_tokens: 1040, temperature: 1, messages: [{ role: "user", content: question }] };
+  const free = await client.messages.create({ ...base, max_tokens: 40 });
+  assert.equal(free.stop_reason, "max_tokens");
+  assert.deepEqual(free.content.map((b) => b.type), ["thinking"]);
+  const m = await client.messages.create({ ...base, thinking: { type: "enabled", budget_tokens: 1024 } });
+  assert.equal(m.content[0].type, "thinking");
+  assert.ok(m.content[0].thinking.length > 0);
+  assert.ok(!m.content[0].thinking.includes("</think>"));
+  // Closed: an answer after it, or the end of the turn right after the marker.
+  assert.ok(m.content.some((b) => b.type === "text") || m.stop_reason === "end_turn", JSON.stringify(m).slice(-400));
+  for (const budget_tokens of [10, 1040]) {
+    await assert.rejects(client.messages.create({ ...base, thinking: { type: "enabled", budget_tokens } }), (e) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /budget_tokens/);
+      return true;
+    });
+  }
+});
+
 test("errors are in Anthropic's shape; the SDK maps them to its error classes", async () => {
   for (const [body, status, needle] of [
     [{ messages: [{ role: "user", content: "x" }] }, 400, "max_tokens"],

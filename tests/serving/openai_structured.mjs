@@ -358,6 +358,65 @@ test("logit_bias: +100 makes a token the greedy answer, chat and completions", a
   assert.notEqual(moved.choices[0].text, plain.choices[0].text);
 });
 
+test("structured output after reasoning (#46 item 4): the thinking in reasoning_content, valid JSON in content", async () => {
+  const schema = {
+    type: "object",
+    properties: { city: { type: "string", maxLength: 10 }, ok: { type: "boolean" }, unit: { enum: ["celsius", "fahrenheit"] } },
+    required: ["city", "ok", "unit"],
+    additionalProperties: false,
+  };
+  const validate = ajv.compile(schema);
+  const response_format = { type: "json_schema", json_schema: { name: "answer", schema, strict: true } };
+  // The "think" prompt opens the thinking; a random model never closes it by itself, so a
+  // thinking_token_budget forces the close marker after 6 thinking tokens.
+  for (const seed of [1, 2, 3, 4]) {
+    const params = { model: "think", messages: hello, response_format, temperature: 1, seed, max_tokens: 300, thinking_token_budget: 6 };
+    const r = await client.chat.completions.create(params);
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, "stop", `seed ${seed}: ${JSON.stringify(m)}`);
+    assert.ok(m.reasoning_content.length > 0, `seed ${seed}`);
+    assert.ok(!m.reasoning_content.includes("</think>"), m.reasoning_content);
+    const doc = JSON.parse(m.content);
+    assert.ok(validate(doc), `seed ${seed}: ${m.content} ${JSON.stringify(validate.errors)}`);
+    assert.ok(r.usage.completion_tokens_details.reasoning_tokens >= 6);
+    assert.ok(r.usage.completion_tokens_details.reasoning_tokens < r.usage.completion_tokens);
+    const stream = await client.chat.completions.create({ ...params, stream: true });
+    let reasoning = "", content = "";
+    for await (const chunk of stream) {
+      reasoning += chunk.choices[0]?.delta?.reasoning_content ?? "";
+      content += chunk.choices[0]?.delta?.content ?? "";
+    }
+    assert.equal(reasoning, m.reasoning_content, `seed ${seed}`);
+    assert.equal(content, m.content, `seed ${seed}`);
+  }
+  // json_object and a required tool call after the thinking, too.
+  const obj = await client.chat.completions.create({ model: "think", messages: hello, response_format: { type: "json_object" }, temperature: 1, seed: 9, max_tokens: 300, thinking_token_budget: 4 });
+  assert.equal(obj.choices[0].finish_reason, "stop");
+  assert.ok(obj.choices[0].message.reasoning_content.length > 0);
+  assert.equal(typeof JSON.parse(obj.choices[0].message.content), "object");
+  const validateArgs = ajv.compile(weatherTool.function.parameters);
+  const call = await client.chat.completions.create({ model: "think", messages: hello, tools: [weatherTool], tool_choice: "required", parallel_tool_calls: false, temperature: 1, seed: 3, max_tokens: 300, thinking_token_budget: 4 });
+  const cm = call.choices[0].message;
+  assert.equal(call.choices[0].finish_reason, "tool_calls", JSON.stringify(cm));
+  assert.ok(cm.reasoning_content.length > 0);
+  assert.equal(cm.tool_calls.length, 1);
+  assert.ok(validateArgs(JSON.parse(cm.tool_calls[0].function.arguments)), cm.tool_calls[0].function.arguments);
+  // Qwen3's template with enable_thinking: the model may think first; either way the JSON is content.
+  const q = await client.chat.completions.create({ model: "qwen", messages: hello, response_format, temperature: 1, seed: 2, max_tokens: 300, chat_template_kwargs: { enable_thinking: true }, thinking_token_budget: 4 });
+  assert.equal(q.choices[0].finish_reason, "stop");
+  assert.ok(validate(JSON.parse(q.choices[0].message.content)), q.choices[0].message.content);
+  // Out of tokens inside the thinking: finish_reason length, empty content, the partial thinking.
+  const cut = { model: "think", messages: hello, response_format, temperature: 1, seed: 1, max_tokens: 5 };
+  const c = await client.chat.completions.create(cut);
+  assert.equal(c.choices[0].finish_reason, "length");
+  assert.equal(c.choices[0].message.content, "");
+  assert.ok(c.choices[0].message.reasoning_content.length > 0);
+  assert.equal(c.usage.completion_tokens_details.reasoning_tokens, 5);
+  let cutContent = "";
+  for await (const chunk of await client.chat.completions.create({ ...cut, stream: true })) cutContent += chunk.choices[0]?.delta?.content ?? "";
+  assert.equal(cutContent, "");
+});
+
 test("reasoning: a prompt that opens the thinking keeps all of it out of content, whole and streamed", async () => {
   const params = { model: "think", messages: hello, max_tokens: 24, temperature: 1, seed: 5 };
   const r = await client.chat.completions.create(params);

@@ -85,7 +85,7 @@ TEST_F(ServingApis, TheResponsesApiWorksWithTheOpenaiClient) {
 TEST_F(ServingApis, TheMessagesApiWorksWithTheAnthropicClient) {
   if (!fs::exists(fs::path(MEMRA_NODE_DIR) / "node_modules/@anthropic-ai/sdk/index.mjs"))
     GTEST_SKIP() << "@anthropic-ai/sdk is not installed in " << MEMRA_NODE_DIR << " (run scripts/setup)";
-  run_script("anthropic_client.mjs", quote(root()) + " " + quote(qwen_.string()) + " " + quote(key_a_), 8);
+  run_script("anthropic_client.mjs", quote(root()) + " " + quote(qwen_.string()) + " " + quote(key_a_), 9);
 }
 
 // Where text matters: the embedded default model (memra-demo) writes words, and both

@@ -44,6 +44,8 @@ TEST(ServingStructured, ToolsReasoningAndStructuredOutputsWorkWithTheOpenaiClien
   const auto qwen = dir.write("qwen3.jinja", config["chat_template"].get<std::string>());
   const auto think = dir.write(
       "think.jinja",
+      "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- for tool in tools %}{{- tool.function.name + '\\n' }}{%- endfor %}"
+      "{{- '<|im_end|>\\n' }}{%- endif %}"
       "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
       "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}");
   std::string why;
@@ -58,7 +60,7 @@ TEST(ServingStructured, ToolsReasoningAndStructuredOutputsWorkWithTheOpenaiClien
                                         quote(base) + " " + quote(qwen.string()) + " " + quote(think.string()),
                                     code);
   EXPECT_EQ(code, 0) << out << "\nmemra-host log:\n" << host->log();
-  EXPECT_NE(out.find("# pass 11"), std::string::npos) << out;
+  EXPECT_NE(out.find("# pass 12"), std::string::npos) << out;
   EXPECT_NE(out.find("# fail 0"), std::string::npos) << out;
   std::cout << out.substr(out.find("# tests") == std::string::npos ? 0 : out.find("# tests"));
 }
