@@ -293,7 +293,7 @@ StartResult start_completion(const Router& router, RequestContext& ctx, Completi
       metrics.add_rejection(tenant, "device_queue_timeout");
       return refused(errors::server_overloaded("not admitted by the scheduler of '" + model->alias + "' within " +
                                                std::to_string(router.config().queue_timeout_ms) +
-                                               " ms (memra-host --queue-timeout-ms)"),
+                                               " ms (memra-host --queue-timeout-ms): " + model->load_summary()),
                      1);
     case GenerationRun::Admission::client_gone:
       return refused(errors::client_closed());

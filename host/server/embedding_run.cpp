@@ -67,7 +67,7 @@ EmbeddingRunResult run_embeddings(ServedModel& model, const EmbeddingRunSpec& sp
         if (!it->admitted && Clock::now() - it->submitted >= spec.queue_timeout) {
           metrics.add_rejection(tenant, "device_queue_timeout");
           return refused(errors::server_overloaded("not admitted by the scheduler of '" + model.alias + "' within " +
-                                                   std::to_string(spec.queue_timeout.count()) + " ms (memra-host --queue-timeout-ms)"),
+                                                   std::to_string(spec.queue_timeout.count()) + " ms (memra-host --queue-timeout-ms): " + model.load_summary()),
                          1);
         }
         ++it;

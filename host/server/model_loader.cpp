@@ -291,6 +291,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     so.make_drafter = [t, cost] { return std::make_unique<engine::MtpDrafter>(*t, cost); };
   }
   model->scheduler = std::make_unique<engine::Scheduler>(*model->engine, so);
+  model->max_running = options.max_running;
   const auto& kv = model->engine->kv_blocks();
   log.information("loaded %s: %s %s, context %s tokens, KV cache %s blocks of %s tokens, up to %s running",
                   what, family_name, quant, std::to_string(model->max_context()), std::to_string(kv.num_blocks()),

@@ -46,6 +46,15 @@ struct ServedModel {
 
   std::int64_t max_context() const { return engine->max_context(); }
   std::int64_t vocab_size() const { return engine->vocab_size(); }
+  // The scheduler's load, for a 503's message: "3 running (--max-running 16), 40 waiting,
+  // KV cache 12 of 24777 blocks free".
+  std::string load_summary() const {
+    const engine::SchedulerStats s = scheduler->stats();
+    return std::to_string(s.running) + " running (--max-running " + std::to_string(max_running) + "), " +
+           std::to_string(s.waiting) + " waiting, KV cache " + std::to_string(s.kv_blocks_free) + " of " +
+           std::to_string(s.kv_blocks_total) + " blocks free";
+  }
+  std::int64_t max_running = 0;  // the scheduler's --max-running
 
  private:
   std::once_flag vocabulary_once_;

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -179,6 +180,9 @@ TEST(ServingAdmission, ARequestTheDeviceCannotAdmitGets503AfterTheQueueTimeout) 
     EXPECT_EQ(r.status, 503) << r.body;
     EXPECT_TRUE(is_openai_error(r.content_type, r.body, "server_overloaded")) << r.body;
     EXPECT_EQ(r.header("retry-after"), "1");
+    // The numbers behind it: the scheduler's load, the held stream and the cache's 256 blocks.
+    EXPECT_TRUE(std::regex_search(r.body, std::regex(R"(within 300 ms \(memra-host --queue-timeout-ms\): 1 running \(--max-running 16\), [01] waiting, KV cache [0-9]+ of 256 blocks free)")))
+        << r.body;
     EXPECT_GE(seconds, 0.29);
     EXPECT_LT(seconds, 3.0);
   }
