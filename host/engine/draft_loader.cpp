@@ -45,6 +45,7 @@ Result<std::unique_ptr<Engine>> open_draft_engine(const std::string& draft_path,
   // Its KV cache mirrors the target's (as many tokens), allocated beside the target's
   // memory plan, not from it: a draft is small, and a lower --gpu-memory-fraction makes room.
   options.plan_memory = false;
+  options.kv_cache_tokens = 0;
   options.max_sequences =
       std::max<int64_t>(1, (target.kv_blocks().num_blocks() * target.block_size() + context - 1) / context);
   // A draft model is small: one backend (the first stage's device), never a pipeline.

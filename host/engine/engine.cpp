@@ -176,6 +176,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   const int64_t max_step = std::max<int64_t>(1, options.max_step_tokens);
   int64_t max_context = options.max_context > 0 ? options.max_context : std::min<int64_t>(positions, 4096);
   int64_t sequences = std::max<int64_t>(1, options.max_sequences);
+  // Unplanned, kv_cache_tokens sizes the cache in whole contexts (rounded up).
+  if (options.kv_cache_tokens > 0) sequences = std::max<int64_t>(1, (options.kv_cache_tokens + max_context - 1) / max_context);
   if (planning) {
     max_context = (std::min(max_step, options.max_context > 0 ? options.max_context : positions) + bs - 1) / bs * bs;
     sequences = 1;

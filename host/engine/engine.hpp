@@ -34,6 +34,7 @@ struct EngineOptions {
   // that does), the KV cache and the recurrent state are sized from the device's free memory,
   // memory_fraction of it in all, for at most max_sequences sequences at full context, or
   // kv_cache_tokens (> 0) of cache. Pipeline stages do not plan yet (sized as when off).
+  // Off: kv_cache_tokens (> 0) sizes the cache in whole contexts instead of max_sequences.
   bool plan_memory = false;
   double memory_fraction = 0.9;
   int64_t kv_cache_tokens = 0;

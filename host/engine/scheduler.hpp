@@ -179,6 +179,7 @@ class Scheduler {
   // cache; (conflict) when the waiting queue is full.
   Result<std::shared_ptr<SequenceHandle>> submit(SequenceRequest request);
   SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
   // Ends every sequence, running or queued, with FinishReason::aborted and `reason`
   // (at the scheduler's next iteration; a step in flight first completes). Later
   // submissions fail. For a drain that runs out of time.

@@ -68,6 +68,8 @@ Lane lane_of(const Poco::Net::HTTPRequest& request) {
   return Lane::workers;
 }
 
+}  // namespace
+
 std::string peer_address(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
@@ -80,8 +82,6 @@ std::string peer_address(int fd) {
   }
   return text;
 }
-
-}  // namespace
 
 struct Connection {
   int fd = -1;

@@ -42,6 +42,9 @@ struct FrontendOptions {
   std::string server_header;                // "memra-host/0.1.0"
 };
 
+// The client address of a connected socket ("?" when unknown), as the per-address caps key it.
+std::string peer_address(int fd);
+
 class HttpFrontend {
  public:
   // `listen_fd`: a bound, listening socket (made non-blocking here; not closed here), or

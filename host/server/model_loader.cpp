@@ -221,12 +221,7 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   eo.memory_fraction = options.gpu_memory_fraction;
   eo.kv_cache_tokens = options.kv_cache_tokens;
   eo.max_sequences = options.max_running;
-  if (options.pipeline_stages > 1) {
-    const std::int64_t context = options.max_context > 0
-                                     ? options.max_context
-                                     : std::min<std::int64_t>(config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096, 4096);
-    eo.max_sequences = options.kv_cache_tokens > 0 ? std::max<std::int64_t>(1, (options.kv_cache_tokens + context - 1) / context) : 8;
-  }
+  if (options.pipeline_stages > 1) eo.max_sequences = 8;  // unplanned: 8 contexts, or --kv-cache-tokens
 
   const auto setup_start = std::chrono::steady_clock::now();
   log.information("%s: setting up the engine (%s backend%s)", what, backend_label,
@@ -291,7 +286,6 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
     so.make_drafter = [t, cost] { return std::make_unique<engine::MtpDrafter>(*t, cost); };
   }
   model->scheduler = std::make_unique<engine::Scheduler>(*model->engine, so);
-  model->max_running = options.max_running;
   const auto& kv = model->engine->kv_blocks();
   log.information("loaded %s: %s %s, context %s tokens, KV cache %s blocks of %s tokens, up to %s running",
                   what, family_name, quant, std::to_string(model->max_context()), std::to_string(kv.num_blocks()),

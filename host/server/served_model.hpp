@@ -50,11 +50,10 @@ struct ServedModel {
   // KV cache 12 of 24777 blocks free".
   std::string load_summary() const {
     const engine::SchedulerStats s = scheduler->stats();
-    return std::to_string(s.running) + " running (--max-running " + std::to_string(max_running) + "), " +
+    return std::to_string(s.running) + " running (--max-running " + std::to_string(scheduler->options().max_running) + "), " +
            std::to_string(s.waiting) + " waiting, KV cache " + std::to_string(s.kv_blocks_free) + " of " +
            std::to_string(s.kv_blocks_total) + " blocks free";
   }
-  std::int64_t max_running = 0;  // the scheduler's --max-running
 
  private:
   std::once_flag vocabulary_once_;

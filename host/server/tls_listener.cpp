@@ -26,19 +26,6 @@ namespace {
 
 Poco::Logger& logger() { return Poco::Logger::get("memra-host"); }
 
-std::string peer_of(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
-  char text[INET6_ADDRSTRLEN] = "?";
-  if (addr.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
-  } else if (addr.ss_family == AF_INET6) {
-    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
-  }
-  return text;
-}
-
 void set_timeout(int fd, int option, int ms) {
   timeval tv{ms / 1000, static_cast<suseconds_t>(ms % 1000) * 1000};
   ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
@@ -192,7 +179,7 @@ void TlsListener::relay(int fd, std::shared_ptr<Poco::Net::Context> context) {
       self->relays_done_.notify_all();
     }
   } done{this};
-  const std::string peer = peer_of(fd);
+  const std::string peer = peer_address(fd);
   set_timeout(fd, SO_RCVTIMEO, options_.handshake_timeout_ms);
   set_timeout(fd, SO_SNDTIMEO, options_.send_timeout_ms);
   SSL* ssl = SSL_new(context->sslContext());

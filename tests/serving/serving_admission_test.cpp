@@ -46,45 +46,6 @@ std::int64_t completion_tokens(const HttpResponse& r) {
   return doc["usage"]["completion_tokens"].get<std::int64_t>();
 }
 
-// A stream that runs until release(), its client reading nothing after the first text
-// (the scheduler goes on generating); release() hangs up, which cancels it.
-class HeldStream {
- public:
-  HeldStream(int port, json body, std::string bearer = "") {
-    body["stream"] = true;
-    body["ignore_eos"] = true;
-    result_ = std::async(std::launch::async, [this, port, text = body.dump(), bearer] {
-      return sse_post(port, "/v1/chat/completions", text, bearer, [this](const std::string& data) {
-        if (data.find("\"content\":\"\"") != std::string::npos) return true;  // the role chunk
-        std::unique_lock<std::mutex> lock(mu_);
-        started_ = true;
-        cv_.notify_all();
-        cv_.wait(lock, [this] { return released_; });
-        return false;
-      });
-    });
-  }
-  ~HeldStream() { release(); }
-  bool wait_started(std::chrono::milliseconds within) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, within, [this] { return started_; });
-  }
-  void release() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      released_ = true;
-    }
-    cv_.notify_all();
-    if (result_.valid()) result_.get();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false, released_ = false;
-  std::future<SseResult> result_;
-};
-
 json chat(std::optional<int> max_tokens, const std::string& text = "hello there") {
   json body = {{"model", kModel}, {"messages", {{{"role", "user"}, {"content", text}}}}};
   if (max_tokens) body["max_tokens"] = *max_tokens;
@@ -148,7 +109,7 @@ TEST(ServingAdmission, ASmallRequestIsNotBlockedBehindLongOnes) {
   auto host = start({"--default-max-tokens", "2000"});
   ASSERT_TRUE(host);
   std::vector<std::unique_ptr<HeldStream>> held;
-  for (int i = 0; i < 12; ++i) held.push_back(std::make_unique<HeldStream>(host->port(), chat(std::nullopt, "story " + std::to_string(i))));
+  for (int i = 0; i < 12; ++i) held.push_back(std::make_unique<HeldStream>(host->port(), chat(std::nullopt, "story " + std::to_string(i)).dump()));
   int started = 0;
   for (auto& h : held) started += h->wait_started(10s);
   EXPECT_EQ(started, 12) << "the long requests did not all start";
@@ -168,7 +129,7 @@ TEST(ServingAdmission, ASmallRequestIsNotBlockedBehindLongOnes) {
 TEST(ServingAdmission, ARequestTheDeviceCannotAdmitGets503AfterTheQueueTimeout) {
   auto host = start({"--kv-cache-tokens", "4096", "--queue-timeout-ms", "300"});
   ASSERT_TRUE(host);
-  HeldStream held(host->port(), chat(4000));  // reserves 252 of the 256 blocks
+  HeldStream held(host->port(), chat(4000).dump());  // reserves 252 of the 256 blocks
   ASSERT_TRUE(held.wait_started(10s));
   for (bool stream : {false, true}) {
     SCOPED_TRACE(stream ? "streamed" : "json");

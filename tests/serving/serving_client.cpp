@@ -7,6 +7,7 @@
 #include <Poco/String.h>
 
 #include <istream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -99,5 +100,36 @@ double sample_sum(const std::string& exposition, const std::string& name,
 std::string scrape(int port, const std::string& bearer) { return http(port, get("/metrics", bearer)).body; }
 
 std::string default_model_dir() { return std::string(MEMRA_BINARY_ROOT) + "/share/memra/default_model"; }
+
+HeldStream::HeldStream(int port, const std::string& chat_body, const std::string& bearer) {
+  nlohmann::json body = nlohmann::json::parse(chat_body);
+  body["stream"] = true;
+  body["ignore_eos"] = true;
+  result_ = std::async(std::launch::async, [this, port, text = body.dump(), bearer] {
+    return sse_post(port, "/v1/chat/completions", text, bearer, [this](const std::string& data) {
+      if (data.find("\"content\":\"\"") != std::string::npos) return true;  // the role chunk
+      std::unique_lock<std::mutex> lock(mu_);
+      started_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return released_; });
+      return false;
+    });
+  });
+}
+
+bool HeldStream::wait_started(std::chrono::milliseconds within) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, within, [this] { return started_; });
+}
+
+SseResult HeldStream::release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+  }
+  cv_.notify_all();
+  if (result_.valid()) return result_.get();
+  return {};
+}
 
 }  // namespace memra::server::testing

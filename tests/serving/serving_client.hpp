@@ -2,9 +2,13 @@
 // mid-stream, Prometheus sample lookup, and a memra-host started for serving.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +32,24 @@ struct SseResult {
 // to hang up (close the socket) right after that event.
 SseResult sse_post(int port, const std::string& path, const std::string& body, const std::string& bearer = "",
                    const std::function<bool(const std::string&)>& on_event = {}, int timeout_ms = 60000);
+
+// A chat completion streamed with ignore_eos (thousands of tokens, so it holds its slot)
+// until release(), which hangs up (the server cancels it). `chat_body` is the request's
+// JSON; "stream" and "ignore_eos" are set here.
+class HeldStream {
+ public:
+  HeldStream(int port, const std::string& chat_body, const std::string& bearer = "");
+  ~HeldStream() { release(); }
+  // True once the server streams text for it (admitted and running).
+  bool wait_started(std::chrono::milliseconds within = std::chrono::seconds(20));
+  SseResult release();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false, released_ = false;
+  std::future<SseResult> result_;
+};
 
 // The value of one Prometheus sample, e.g. sample(text, "memra_scheduler_running", {{"model","m"}});
 // nullopt when absent.

@@ -31,43 +31,6 @@ std::string chat(int max_tokens, const std::string& extra = "") {
          std::to_string(max_tokens) + extra + "}";
 }
 
-// A stream that runs (ignore_eos, thousands of tokens) until release(): then the client hangs up.
-class HeldStream {
- public:
-  explicit HeldStream(int port) {
-    result_ = std::async(std::launch::async, [this, port] {
-      return sse_post(port, "/v1/chat/completions", chat(4000, R"(,"stream":true,"ignore_eos":true)"), "",
-                      [this](const std::string& data) {
-                        if (data.find("\"content\":\"\"") != std::string::npos) return true;  // the role chunk
-                        std::unique_lock<std::mutex> lock(mu_);
-                        started_ = true;
-                        cv_.notify_all();
-                        cv_.wait(lock, [this] { return released_; });
-                        return false;
-                      });
-    });
-  }
-  ~HeldStream() { release(); }
-  bool wait_started() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 20s, [this] { return started_; });
-  }
-  void release() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      released_ = true;
-    }
-    cv_.notify_all();
-    if (result_.valid()) result_.get();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false, released_ = false;
-  std::future<SseResult> result_;
-};
-
 std::string type_of(const std::string& exposition, const std::string& family) {
   const std::regex line("# TYPE " + family + " ([a-z]+)");
   std::smatch m;
@@ -103,7 +66,7 @@ TEST(ServingRouter, ProtocolMetricsUnderLoad) {
   EXPECT_NE(labels.find("model=\"memra-tiny-random\""), std::string::npos) << labels;
 
   {
-    HeldStream running(port);
+    HeldStream running(port, chat(4000));
     ASSERT_TRUE(running.wait_started()) << host->log();
     // Two more wait behind it (so waiting and running differ).
     auto queued1 = std::async(std::launch::async, [port] { return http(port, post("/v1/chat/completions", chat(2))); });

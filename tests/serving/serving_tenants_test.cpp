@@ -34,46 +34,6 @@ std::string chat(int max_tokens, const std::string& text = "hello there", const 
          std::to_string(max_tokens) + extra + "}";
 }
 
-// A streaming request that runs (ignore_eos, thousands of tokens) until release():
-// then the client hangs up.
-class HeldStream {
- public:
-  HeldStream(int port, std::string bearer) {
-    result_ = std::async(std::launch::async, [this, port, bearer] {
-      return sse_post(port, "/v1/chat/completions", chat(4000, "hold", R"(,"stream":true,"ignore_eos":true)"), bearer,
-                      [this](const std::string& data) {
-                        if (data.find("\"content\":\"\"") != std::string::npos) return true;  // the role chunk
-                        std::unique_lock<std::mutex> lock(mu_);
-                        started_ = true;
-                        cv_.notify_all();
-                        cv_.wait(lock, [this] { return released_; });
-                        return false;
-                      });
-    });
-  }
-  ~HeldStream() { release(); }
-  // True once the server streams text for it (it is admitted and running).
-  bool wait_started() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 20s, [this] { return started_; });
-  }
-  SseResult release() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      released_ = true;
-    }
-    cv_.notify_all();
-    if (result_.valid()) return result_.get();
-    return {};
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false, released_ = false;
-  std::future<SseResult> result_;
-};
-
 template <typename F>
 bool eventually(F&& condition, std::chrono::milliseconds within = 5s) {
   for (auto deadline = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < deadline;) {
@@ -112,7 +72,7 @@ class ServingTenants : public ::testing::Test {
 TEST_F(ServingTenants, OverItsConcurrencyATenantWaitsThenGets429WithRetryAfter) {
   start(R"({"keys":[)" + key_entry("k-slow", "slow", R"({"max_concurrent":1,"queue_timeout_ms":1500})") + "," +
         key_entry("k-free", "free") + "," + metrics_entry("k-ops") + "]}");
-  HeldStream held(port(), "k-slow");
+  HeldStream held(port(), chat(4000, "hold"), "k-slow");
   ASSERT_TRUE(held.wait_started());
   // Another tenant is not held up.
   EXPECT_EQ(http(port(), post("/v1/chat/completions", chat(2), "k-free")).status, 200);
@@ -175,7 +135,7 @@ TEST_F(ServingTenants, KvTokenBudget) {
 
 TEST_F(ServingTenants, ADeviceWithAFullQueueAnswers503) {
   start(R"({"keys":[)" + key_entry("k", "any") + "]}", {"--max-running", "1", "--max-waiting", "1"});
-  HeldStream held(port(), "k");
+  HeldStream held(port(), chat(4000, "hold"), "k");
   ASSERT_TRUE(held.wait_started());
   auto queued = std::async(std::launch::async, [this] { return http(port(), post("/v1/chat/completions", chat(2), "k")); });
   ASSERT_TRUE(eventually([&] { return sample(scrape(port(), "k"), "memra_scheduler_waiting", {{"model", kModel}}) == 1.0; }));
@@ -192,7 +152,7 @@ TEST_F(ServingTenants, ADeviceWithAFullQueueAnswers503) {
 TEST_F(ServingTenants, PriorityOrdersTheSchedulerQueue) {
   start(R"({"keys":[)" + key_entry("k-low", "low") + "," + key_entry("k-high", "high", R"({"priority":5})") + "]}",
         {"--max-running", "1"});
-  HeldStream held(port(), "k-low");  // occupies the only running slot
+  HeldStream held(port(), chat(4000, "hold"), "k-low");  // occupies the only running slot
   ASSERT_TRUE(held.wait_started());
   auto waiting = [&](double n) {
     return eventually([&] { return sample(scrape(port(), "k-low"), "memra_scheduler_waiting", {{"model", kModel}}) == n; });
@@ -292,7 +252,7 @@ TEST_F(ServingTenants, AHangUpCancelsTheSequenceAndFreesItsKv) {
   start(R"({"keys":[)" + key_entry("k", "t") + "]}");
   const std::string before = scrape(port(), "k");
   {
-    HeldStream held(port(), "k");
+    HeldStream held(port(), chat(4000, "hold"), "k");
     ASSERT_TRUE(held.wait_started());
     EXPECT_EQ(sample(scrape(port(), "k"), "memra_scheduler_running", {{"model", kModel}}), 1.0);
     held.release();
@@ -364,7 +324,7 @@ TEST_F(ServingTenants, EveryMetricIsDocumented) {
   // Three tokens for sure (ignore_eos), so the inter-token histogram has observations.
   ASSERT_EQ(http(port(), post("/v1/chat/completions", chat(3, "hello there", R"(,"ignore_eos":true)"), "k")).status, 200);
   {
-    HeldStream held(port(), "k");  // so that a rejection is counted too
+    HeldStream held(port(), chat(4000, "hold"), "k");  // so that a rejection is counted too
     ASSERT_TRUE(held.wait_started());
     ASSERT_EQ(http(port(), post("/v1/chat/completions", chat(3), "k")).status, 429);
   }
