@@ -304,6 +304,16 @@ TEST_P(EngineFixture, Qwen3MoeAsF32MatchesTransformers) { check_against_transfor
 TEST_P(EngineFixture, Qwen3MoeBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_F32); }
 TEST_P(EngineFixture, Qwen3MoeBf16KvBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_BF16); }
 
+// Gemma 3 text (family-gemma): a sliding layer (window 8, local RoPE base) and a global one,
+// (1 + w) norms before and after attention and the MLP, GELU-tanh, the embedding scale, tied
+// embeddings; the 24-token prompt reaches past the window. As shipped and as f32, against
+// transformers' float32 reference, and bitwise batch invariant.
+TEST_P(EngineFixture, Gemma3MatchesTransformers) { check_against_transformers("gemma3_text", GetParam()); }
+TEST_P(EngineFixture, Gemma3AsF32MatchesTransformers) { check_against_transformers("gemma3_text", GetParam(), "f32"); }
+TEST_P(EngineFixture, Gemma3BatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_F32); }
+TEST_P(EngineFixture, Gemma3F16KvBatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_F16); }
+TEST_P(EngineFixture, Gemma3Bf16KvBatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_BF16); }
+
 // Only the float32 path against transformers: this random-weight hybrid is ill-conditioned
 // under bf16 activation rounding (rounding just the routed experts' down-projection inputs
 // of the f32 model to bf16 moves row 0's logits by 49 % of their scale, the router's inputs

@@ -1,0 +1,56 @@
+// family-gemma plugin entry points: descriptor, init (the family table and the op the
+// family brings), through family-common's FamilyTable.
+#include "family_table.hpp"
+#include "gemma_config.hpp"
+#include "gemma_forward.hpp"
+#include "gemma_ops.hpp"
+#include "gemma_plan.hpp"
+#include "memra/memra.h"
+
+namespace {
+
+namespace g = memra::gemma;
+
+struct Gemma {
+  using Plan = g::Plan;
+  using Model = g::Model;
+  static std::string normalize_config(const char* raw) { return g::normalize_config(raw); }
+  static std::optional<std::string> canonical_hf_name(std::string_view n) { return g::canonical_hf_name(n); }
+  static constexpr bool gguf_names_are_canonical = true;  // llama.cpp's names are the canonical ones
+  static bool plan_from_config(const char* c, Plan& p, std::string& e) { return g::plan_from_config(c, p, e); }
+  static void plan_bind_state(Plan& p) { g::plan_bind_state(p); }
+  static std::string plan_to_json(const Plan& p) { return g::plan_to_json(p); }
+  static bool model_bind(Model& m, const memra_weight_set& w, std::string& e) { return g::model_bind(m, w, e); }
+  static memra_status model_run(Model& m, const memra_forward_batch& b, std::string& e) { return g::model_run(m, b, e); }
+};
+
+const memra_plugin_descriptor kDescriptor = {
+    MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE,
+    MEMRA_ABI_MAJOR,
+    MEMRA_ABI_MINOR,
+    MEMRA_PLUGIN_KIND_FAMILY,
+    "gemma",
+    "0.1.0",
+    "Gemma 3 text: sliding and global attention layers, (1 + w) norms around attention and MLP, GELU-tanh MLP, soft-caps",
+    g::handled_architectures(),
+    memra::family::cpu_or_cuda_score,
+};
+
+const memra_family_api kFamily = memra::family::FamilyTable<Gemma>::table();
+
+}  // namespace
+
+MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }
+
+MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {
+  const memra_status st = memra::family::init_context(host, out, "family-gemma", &kFamily);
+  if (st != MEMRA_OK) return st;
+  if (!MEMRA_STRUCT_HAS(out, memra_plugin_api, ops)) {
+    out->shutdown(out->ctx);
+    return MEMRA_ERR_ABI_MISMATCH;  // a host older than SDK 2.7 cannot take the family's op
+  }
+  const auto ops = g::op_defs();
+  out->num_ops = ops.size();
+  out->ops = ops.data();
+  return MEMRA_OK;
+}
