@@ -195,8 +195,9 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
   const std::string& path = e->source_->path;
   for (const backend::KvLayerConfig& l : state->kv.layers)
     if (l.kv_heads > 0) e->kv_token_bytes_ += 2 * static_cast<uint64_t>(l.kv_heads) * backend::kv_row_bytes(l.dtype, l.head_dim);
-  // A cached prefix is pool 0's blocks: a sliding pool's would be dropped ones.
-  if (e->num_kv_pools() > 1 || e->kv_pool_window(0) > 0) e->prefix_cache_.disable();
+  // A cached prefix keeps every pool's blocks; a sliding pool's only those its window still
+  // reads (PrefixCache::set_pools).
+  e->prefix_cache_.set_pools(e->pools_, e->pool_window_);
   // Recurrent state: a live and a snapshot slot per sequence the cache is sized for,
   // allocated with the KV cache (docs/ARCHITECTURE.md, "State manager"), and the prefix
   // cache's snapshots of it (cached KV blocks alone carry no recurrent state).
@@ -385,12 +386,21 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
 
 int32_t Engine::open_sequence() { return open_sequence(std::vector<int32_t>{}); }
 
-int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot) {
+int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot, std::vector<std::vector<int32_t>> pool_blocks) {
   auto refuse = [&] {
-    for (int32_t b : prefix_blocks) pools_[0].release(b);
+    for (int32_t b : prefix_blocks)
+      if (b >= 0) pools_[0].release(b);
+    for (size_t p = 0; p < pool_blocks.size() && p + 1 < pools_.size(); ++p)
+      for (int32_t b : pool_blocks[p])
+        if (b >= 0) pools_[p + 1].release(b);
     return -1;
   };
-  if (!prefix_blocks.empty() && (num_kv_pools() > 1 || kv_pool_window(0) > 0)) return refuse();  // no prefix cache then
+  // A prefix covers every pool: the other pools' tables as long as pool 0's.
+  if (!prefix_blocks.empty() && pools_.size() > 1) {
+    if (pool_blocks.size() != pools_.size() - 1) return refuse();
+    for (const auto& b : pool_blocks)
+      if (b.size() != prefix_blocks.size()) return refuse();
+  }
   Sequence s;
   if (has_recurrent_state()) {
     // A live and a snapshot slot, or no sequence (can_open_sequence() said so first),
@@ -418,6 +428,8 @@ int32_t Engine::open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_
   s.length = static_cast<int64_t>(prefix_blocks.size()) * block_size_;
   s.blocks.resize(pools_.size());
   s.blocks[0] = std::move(prefix_blocks);
+  if (!s.blocks[0].empty())
+    for (size_t p = 1; p < pools_.size(); ++p) s.blocks[p] = std::move(pool_blocks[p - 1]);
   sequences_[id] = std::move(s);
   return id;
 }
@@ -451,7 +463,7 @@ int64_t Engine::cache_prefix(const std::string& ns, std::span<const int32_t> tok
     }
     state = *slot;
   }
-  return prefix_cache_.insert(ns, tokens, s.blocks[0], state) * block_size_;
+  return prefix_cache_.insert_pools(ns, tokens, s.blocks, state) * block_size_;
 }
 
 const std::vector<int32_t>& Engine::sequence_blocks(int32_t seq, int32_t pool) const {
@@ -515,7 +527,7 @@ Result<int32_t> Engine::fork_sequence(int32_t seq) {
         continue;
       }
       auto b = pools_[p].allocate();
-      while (!b && p == 0 && prefix_cache_.evict_one()) b = pools_[p].allocate();
+      while (!b && prefix_cache_.evict_one(static_cast<int32_t>(p))) b = pools_[p].allocate();
       if (!b) {
         give_back();
         return make_error(ErrorCode::conflict, "fork_sequence: KV cache is full");
@@ -776,7 +788,7 @@ Result<std::unique_ptr<PendingStep>> Engine::issue(std::span<const StepRequest> 
     for (size_t pool = 0; pool < pools_.size(); ++pool)
       while (s.blocks[pool].size() < entries) {
         auto b = pools_[pool].allocate();
-        while (!b && pool == 0 && prefix_cache_.evict_one()) b = pools_[pool].allocate();  // cached prefixes yield first
+        while (!b && prefix_cache_.evict_one(static_cast<int32_t>(pool))) b = pools_[pool].allocate();  // cached prefixes yield first
         if (!b) {
           undo();
           return make_error(ErrorCode::conflict, "KV cache is full");

@@ -201,11 +201,13 @@ class Engine {
   // recurrent state and every slot is taken (can_open_sequence() is false).
   int32_t open_sequence();
   // A sequence that starts on `prefix_blocks` (full blocks of pool 0 already retained for
-  // it, e.g. by the prefix cache) holding their tokens' KV, and for a model with recurrent
-  // state on the prefix cache's snapshot `state_slot` of the state after them (copied).
-  // -1 as above, or when the model has sliding-window pools (no prefix cache then); the
-  // blocks are released.
-  int32_t open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot = -1);
+  // it, e.g. by the prefix cache) holding their tokens' KV, with `pool_blocks` the same
+  // positions' blocks of pools 1.. (a sliding pool's -1 where its window reads none;
+  // PrefixCache::Hit), and for a model with recurrent state on the prefix cache's snapshot
+  // `state_slot` of the state after them (copied). -1 as above, or when a pool's table is
+  // missing or of another length; the blocks are released.
+  int32_t open_sequence(std::vector<int32_t> prefix_blocks, int32_t state_slot = -1,
+                        std::vector<std::vector<int32_t>> pool_blocks = {});
   // The prefix cache's side of a prompt (docs/ARCHITECTURE.md, "Prefix cache"): the next
   // length after `done` at which a prompt of `prompt_tokens` is offered to the cache (0:
   // none). Without recurrent state its end (its full blocks are kept); with it every
@@ -334,7 +336,7 @@ class Engine {
   std::string draft_missing_;  // why the checkpoint has no head (the plan description says)
   int64_t max_context_ = 0;
   int64_t block_size_ = 16;
-  std::vector<KvBlockAllocator> pools_;  // per KV pool; never resized (prefix_cache_ holds pool 0's)
+  std::vector<KvBlockAllocator> pools_;  // per KV pool; never resized (prefix_cache_ points at them)
   std::vector<int64_t> pool_window_;     // per KV pool: its sliding window, 0 for full attention
   int64_t max_step_tokens_ = 512;
   PrefixCache prefix_cache_;

@@ -172,7 +172,7 @@ void Scheduler::admit_locked() {
     PrefixCache::Hit hit;
     if (!job.req.cache_namespace.empty()) hit = engine_.prefix_cache().lookup(job.req.cache_namespace, job.req.prompt);
     job.prompt_done = hit.tokens(engine_.block_size());
-    job.seq = engine_.open_sequence(std::move(hit.blocks), hit.state);
+    job.seq = engine_.open_sequence(std::move(hit.blocks), hit.state, std::move(hit.pool_blocks));
     if (job.embedding()) job.pooler.emplace(*job.req.embedding, static_cast<size_t>(engine_.hidden_width()));
     job.context = job.req.prompt;
     if (job.req.constraint) job.constraint = job.req.constraint();

@@ -314,6 +314,73 @@ TEST_P(EngineFixture, Gemma3BatchInvariant) { check_batch_invariance("gemma3_tex
 TEST_P(EngineFixture, Gemma3F16KvBatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_F16); }
 TEST_P(EngineFixture, Gemma3Bf16KvBatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_BF16); }
 
+// The prefix cache on Gemma 3 (a sliding pool of window 8 beside the full-attention pool,
+// 16-token blocks): each turn of a conversation hits the last turn's prompt up to its last
+// block boundary, every turn's tokens and logprobs (greedy and seeded) bitwise a cold
+// engine's; at the engine, a sequence opened on the hit (pool 0's blocks and the sliding
+// pool's last block, which a token at 32 reads) gives a cold sequence's logits.
+TEST_P(EngineFixture, Gemma3MultiTurnHitsThePrefixCacheBitwise) {
+  using memra::engine::Scheduler;
+  using memra::engine::SequenceRequest;
+  const fs::path dir = memra::testing::fixture("models/gemma3_text");
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  for (const bool sampled : {false, true}) {
+    SCOPED_TRACE(sampled ? "seeded sampling" : "greedy");
+    auto warm = load(dir, GetParam());
+    auto cold = load(dir, GetParam());
+    ASSERT_TRUE(warm && cold);
+    ASSERT_EQ(warm->num_kv_pools(), 2) << "the sliding layer keeps a pool of its own";
+    Scheduler warm_sched(*warm, {}), cold_sched(*cold, {});
+    std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
+    int64_t last_prompt = 0;
+    for (int turn = 0; turn < 4; ++turn) {
+      SCOPED_TRACE("turn " + std::to_string(turn));
+      SequenceRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 9;
+      r.sampling.temperature = sampled ? 0.8f : 0.0f;
+      r.sampling.seed = 77 + static_cast<uint64_t>(turn);
+      r.sampling.logprobs = true;
+      SequenceRequest c = r;
+      r.cache_namespace = "tenant-a";
+      const auto got = memra::engine::test_support::drain(**warm_sched.submit(r));
+      const auto want = memra::engine::test_support::drain(**cold_sched.submit(c));
+      EXPECT_TRUE(got == want) << "cached and cold runs differ";
+      const int64_t bs = warm->block_size();
+      EXPECT_EQ(got.cached, last_prompt / bs * bs) << "a turn hits the last turn's prompt up to its last block boundary";
+      last_prompt = static_cast<int64_t>(prompt.size());
+      EXPECT_EQ(want.cached, 0);
+      prompt.insert(prompt.end(), got.tokens.begin(), got.tokens.end());
+      for (int i = 0; i < 9; ++i) prompt.push_back((turn * 101 + i * 7) % 1000 + 3);
+    }
+    EXPECT_GT(warm->prefix_cache().entries(), 0);
+  }
+  auto e = load(dir, GetParam());
+  ASSERT_TRUE(e);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 45; ++i) prompt.push_back((i * 29 + 5) % 1000 + 3);
+  const int32_t a = e->open_sequence();
+  StepRequest head{a, std::span<const int32_t>(prompt).first(32), false, true};
+  ASSERT_TRUE(e->step({&head, 1}).ok());
+  ASSERT_EQ(e->cache_prefix("t", std::span<const int32_t>(prompt).first(32), a), 32);
+  e->close_sequence(a);
+  auto hit = e->prefix_cache().lookup("t", prompt);
+  ASSERT_EQ(hit.tokens(e->block_size()), 32);
+  ASSERT_EQ(hit.pool_blocks.size(), 1u);
+  EXPECT_EQ(hit.pool_blocks[0][0], -1) << "a token at 32 reads positions 25-31 of the sliding layer: block 1 only";
+  EXPECT_GE(hit.pool_blocks[0][1], 0);
+  const int32_t warm_seq = e->open_sequence(std::move(hit.blocks), hit.state, std::move(hit.pool_blocks));
+  const int32_t cold_seq = e->open_sequence();
+  ASSERT_GE(warm_seq, 0);
+  StepRequest tail{warm_seq, std::span<const int32_t>(prompt).subspan(32), true, true};
+  StepRequest full{cold_seq, prompt, true, true};
+  auto warm_rows = e->step({&tail, 1});
+  auto cold_rows = e->step({&full, 1});
+  ASSERT_TRUE(warm_rows.ok() && cold_rows.ok());
+  for (size_t i = 0; i < warm_rows->size(); ++i)
+    EXPECT_TRUE(bitwise_equal((*warm_rows)[i], (*cold_rows)[32 + i])) << "row " << 32 + i;
+}
+
 // Only the float32 path against transformers: this random-weight hybrid is ill-conditioned
 // under bf16 activation rounding (rounding just the routed experts' down-projection inputs
 // of the f32 model to bf16 moves row 0's logits by 49 % of their scale, the router's inputs

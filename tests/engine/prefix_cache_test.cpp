@@ -1,7 +1,8 @@
 // The prefix cache's chain of blocks: exact matches per namespace, the longest cached
 // run leaving one token to compute, shared prefixes of different prompts, and
 // leaf-first LRU eviction that never frees a block a sequence reads; with recurrent
-// state, hits end at a state snapshot and snapshots are bounded and evicted LRU first.
+// state, hits end at a state snapshot and snapshots are bounded and evicted LRU first;
+// with a sliding-window pool, hits end where that pool holds what the window reads.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -178,6 +179,73 @@ TEST(EnginePrefixCache, WithStateHitsEndAtASnapshot) {
   EXPECT_EQ(f.cache.states(), 0);
   EXPECT_EQ(states.num_free(), 8);
   EXPECT_EQ(f.blocks.num_free(), f.blocks.num_blocks());
+}
+
+// Two pools, the second sliding with a window of 6 (4-token blocks): an entry keeps both
+// pools' blocks, -1 where the offering sequence's window had dropped one; a hit ends at the
+// deepest entry from which the sliding pool holds every block the next token reads
+// (positions from k*4 - 5 on) and hands those out, -1 before them; a later offer of the same
+// tokens fills a dropped block in; evict_one(1) makes entries forget sliding blocks no
+// sequence reads (the chain stays), evict_one(0) drops a leaf with both pools' blocks.
+TEST(EnginePrefixCache, SlidingPoolHitsEndWhereTheWindowIsHeld) {
+  std::vector<KvBlockAllocator> pools{KvBlockAllocator{32}, KvBlockAllocator{32}};
+  PrefixCache cache{pools[0], kBs};
+  cache.set_pools(pools, {0, 6});
+  const std::vector<int32_t> prompt = iota(21);  // 5 full blocks
+  std::vector<int32_t> full, window;
+  for (int i = 0; i < 5; ++i) full.push_back(*pools[0].allocate());
+  for (int i = 0; i < 5; ++i) window.push_back(*pools[1].allocate());
+  // The sequence had dropped sliding blocks 0-2 (as drop_window_blocks does) when it offered.
+  std::vector<int32_t> offered = window;
+  for (int i = 0; i < 3; ++i) {
+    pools[1].release(offered[static_cast<size_t>(i)]);
+    offered[static_cast<size_t>(i)] = -1;
+  }
+  EXPECT_EQ(cache.insert_pools("n", prompt, {full, offered}), 5);
+  for (int32_t b : full) pools[0].release(b);
+  for (int i = 3; i < 5; ++i) pools[1].release(window[static_cast<size_t>(i)]);
+
+  // At 20 the next token reads positions 15-19: sliding blocks 3 and 4, both held.
+  auto hit = cache.lookup("n", iota(24));
+  ASSERT_EQ(hit.blocks, full);
+  ASSERT_EQ(hit.pool_blocks.size(), 1u);
+  EXPECT_EQ(hit.pool_blocks[0], (std::vector<int32_t>{-1, -1, -1, window[3], window[4]}));
+  EXPECT_EQ(pools[1].refs(window[4]), 2) << "retained for the caller";
+  for (int32_t b : hit.blocks) pools[0].release(b);
+  for (int32_t b : hit.pool_blocks[0])
+    if (b >= 0) pools[1].release(b);
+  // A prompt diverging in block 4: at 16 the window reads 11-15 (blocks 2 and 3) and block 2
+  // was dropped; at 12 it reads 7-11 (blocks 1, 2): gone too; down to no hit at all.
+  std::vector<int32_t> diverge = iota(24);
+  diverge[17] = 900;
+  EXPECT_TRUE(cache.lookup("n", diverge).blocks.empty());
+
+  // The same tokens offered again by a sequence that still held blocks 1-4: the entries
+  // take the ones they lacked, and the diverging prompt now hits 16 tokens.
+  std::vector<int32_t> again(5, -1);
+  for (int i = 1; i < 5; ++i) again[static_cast<size_t>(i)] = *pools[1].allocate();
+  EXPECT_EQ(cache.insert_pools("n", prompt, {full, again}), 0) << "no new entries, only sliding blocks filled in";
+  for (int i = 1; i < 5; ++i) pools[1].release(again[static_cast<size_t>(i)]);
+  EXPECT_EQ(pools[1].refs(again[4]), 0) << "entry 4 kept the block it had";
+  EXPECT_EQ(pools[1].refs(again[1]), 1) << "entry 1 took the offered block";
+  hit = cache.lookup("n", diverge);
+  ASSERT_EQ(hit.blocks.size(), 4u);
+  EXPECT_EQ(hit.pool_blocks[0], (std::vector<int32_t>{-1, -1, again[2], window[3]}));
+  for (int32_t b : hit.blocks) pools[0].release(b);
+  for (int32_t b : hit.pool_blocks[0])
+    if (b >= 0) pools[1].release(b);
+
+  // The sliding pool runs short: entries forget their blocks there (4 held), LRU first.
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(cache.evict_one(1)) << i;
+  EXPECT_FALSE(cache.evict_one(1));
+  EXPECT_EQ(pools[1].num_free(), pools[1].num_blocks());
+  EXPECT_EQ(cache.entries(), 5);
+  EXPECT_TRUE(cache.lookup("n", iota(24)).blocks.empty()) << "no window blocks: no hit";
+  // Pool 0 runs short: leaves go, with whatever they hold.
+  while (cache.evict_one(0)) {
+  }
+  EXPECT_EQ(cache.entries(), 0);
+  EXPECT_EQ(pools[0].num_free(), pools[0].num_blocks());
 }
 
 }  // namespace

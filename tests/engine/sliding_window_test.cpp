@@ -10,8 +10,12 @@
 //  - with layer 0 alone, row p is the full-attention model's row for tokens p-7..p alone
 //    (the window's meaning, with no reference file);
 //  - batching, chunking, fork and a rollback within the last step are bitwise invisible;
-//  - a rollback past what the window dropped is refused by name, the prefix cache is off,
-//    and the scheduler serves concurrent requests with the tokens of one alone;
+//  - a rollback past what the window dropped is refused by name, and the scheduler serves
+//    concurrent requests with the tokens of one alone;
+//  - the prefix cache keeps the sliding pool's blocks a continuation's window reads: a
+//    multi-turn conversation hits it on every later turn, a prompt sharing only a beginning
+//    the window had left hits less (or not at all), and every answer is bitwise a cold
+//    engine's; cached sliding blocks yield when the pool runs short;
 //  - speculative decoding (n-gram and a draft model that is itself a sliding model, whose
 //    rollbacks span several one-token steps) gives plain decode's tokens and logprobs.
 #include <gtest/gtest.h>
@@ -275,14 +279,14 @@ TEST_P(SlidingWindow, BatchingChunkingForkAndRollbackAreBitwise) {
 }
 
 // The scheduler (per-pool admission) serves three concurrent requests with the tokens
-// each gets alone; no prefix cache (a cached prefix would be blocks the window dropped).
+// each gets alone (their prompts overlap, so later ones hit what earlier ones cached).
 TEST_P(SlidingWindow, SchedulerServesConcurrentRequestsAsAlone) {
   const std::vector<int32_t> ids = input_ids();
   auto serve = [&](int n) {
     auto e = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
     std::vector<test_support::DrainedSequence> out;
     if (!e) return out;
-    EXPECT_FALSE(e->prefix_cache().enabled());
+    EXPECT_TRUE(e->prefix_cache().enabled());
     SchedulerOptions so;
     so.max_step_tokens = kStep;
     Scheduler s(*e, so);
@@ -317,6 +321,90 @@ TEST_P(SlidingWindow, SchedulerServesConcurrentRequestsAsAlone) {
   }
 }
 
+// The prefix cache on a model with a sliding pool (4-token blocks, a window of 8, steps of
+// at most 8 tokens): each turn of a conversation (the last prompt, its answer and 5 new
+// tokens) hits the last turn's prompt up to its last block boundary, whose window blocks the
+// sequence still held when it offered them; greedy and seeded answers are bitwise a cold
+// engine's. At the engine: a prompt read in steps of 4 had dropped its first blocks from the
+// sliding pool when it was offered, so a hit takes only the window's blocks there, a prompt
+// sharing only those first blocks misses, a sequence opened on the hit gives a cold
+// sequence's logits, and the cache's sliding blocks yield one by one (the prefix then misses).
+TEST_P(SlidingWindow, PrefixCacheHitsKeepTheWindowAndAreBitwiseCold) {
+  const std::vector<int32_t> ids = input_ids();
+  for (const bool sampled : {false, true}) {
+    SCOPED_TRACE(sampled ? "seeded sampling" : "greedy");
+    auto warm = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
+    auto cold = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
+    ASSERT_TRUE(warm && cold);
+    ASSERT_EQ(warm->num_kv_pools(), 2);
+    SchedulerOptions so;
+    so.max_step_tokens = kStep;
+    Scheduler ws(*warm, so), cs(*cold, so);
+    std::vector<int32_t> prompt(ids.begin(), ids.begin() + 14);
+    int64_t last = 0;
+    for (int turn = 0; turn < 4; ++turn) {
+      SCOPED_TRACE("turn " + std::to_string(turn));
+      SequenceRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 6;
+      r.sampling.temperature = sampled ? 0.8f : 0.0f;
+      r.sampling.seed = 7 + static_cast<uint64_t>(turn);
+      r.sampling.logprobs = true;
+      SequenceRequest c = r;
+      r.cache_namespace = "t";
+      const auto got = test_support::drain(**ws.submit(r));
+      const auto want = test_support::drain(**cs.submit(c));
+      EXPECT_TRUE(got == want) << "cached and cold answers differ";
+      EXPECT_EQ(want.cached, 0);
+      EXPECT_EQ(got.cached, last / kBlock * kBlock) << "a turn hits the last turn's prompt up to its last block boundary";
+      last = static_cast<int64_t>(prompt.size());
+      prompt.insert(prompt.end(), got.tokens.begin(), got.tokens.end());
+      for (int i = 0; i < 5; ++i) prompt.push_back(ids[static_cast<size_t>(20 + turn * 5 + i)]);
+    }
+  }
+
+  auto e = memra::testing::open_engine(sliding_model(false), options(MEMRA_DTYPE_F16));
+  ASSERT_TRUE(e);
+  const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 33);
+  const int32_t a = e->open_sequence();
+  // 28 tokens in steps of 4: the step at 24 drops sliding blocks 0 and 1 (no later token,
+  // nor a rollback of up to kStep tokens, reads them).
+  feed(*e, a, std::span<const int32_t>(prompt).first(28), 4, true);
+  EXPECT_EQ(e->sequence_blocks(a, 1)[0], -1);
+  EXPECT_EQ(e->sequence_blocks(a, 1)[1], -1);
+  EXPECT_EQ(e->cache_prefix("t", std::span<const int32_t>(prompt).first(28), a), 28);
+  e->close_sequence(a);
+  // A prompt sharing blocks 0-2 only: a token at 12 reads positions 5-11 (blocks 1 and 2),
+  // and block 1 is gone; shorter hits need block 0 or 1: a miss.
+  std::vector<int32_t> early(prompt.begin(), prompt.begin() + 12);
+  early.insert(early.end(), ids.begin() + 40, ids.begin() + 48);
+  EXPECT_EQ(e->prefix_cache().lookup("t", early).blocks.size(), 0u);
+  auto hit = e->prefix_cache().lookup("t", prompt);
+  ASSERT_EQ(hit.tokens(kBlock), 28);
+  ASSERT_EQ(hit.pool_blocks.size(), 1u);
+  // A token at 28 reads positions 21-27: the sliding pool's blocks 5 and 6, none before.
+  for (size_t b = 0; b < 7; ++b) EXPECT_EQ(hit.pool_blocks[0][b] >= 0, b >= 5) << "sliding block " << b;
+  for (int32_t b : hit.blocks) EXPECT_GE(b, 0);
+  const int32_t warm_seq = e->open_sequence(std::move(hit.blocks), hit.state, std::move(hit.pool_blocks));
+  ASSERT_GE(warm_seq, 0);
+  const int32_t cold_seq = e->open_sequence();
+  const auto warm_rows = feed(*e, warm_seq, std::span<const int32_t>(prompt).subspan(28), kStep, true);
+  const auto cold_rows = feed(*e, cold_seq, prompt, kStep, true);
+  ASSERT_EQ(warm_rows.size(), 5u);
+  ASSERT_EQ(cold_rows.size(), prompt.size());
+  for (size_t i = 0; i < warm_rows.size(); ++i) EXPECT_TRUE(bitwise_equal(warm_rows[i], cold_rows[28 + i])) << "row " << 28 + i;
+  e->close_sequence(warm_seq);
+  e->close_sequence(cold_seq);
+  // What the engine does when the sliding pool runs short: the cache gives its blocks there
+  // back one at a time (blocks 2-6 of the prompt), keeping every entry and pool 0's blocks.
+  const int32_t free_before = e->kv_pool(1).num_free();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(e->prefix_cache().evict_one(1)) << i;
+  EXPECT_FALSE(e->prefix_cache().evict_one(1)) << "the cache held 5 sliding blocks";
+  EXPECT_EQ(e->kv_pool(1).num_free(), free_before + 5);
+  EXPECT_EQ(e->prefix_cache().entries(), 7);
+  EXPECT_EQ(e->prefix_cache().lookup("t", prompt).blocks.size(), 0u) << "without its window blocks the prefix misses";
+}
+
 // Speculative identity with window-only KV: 80-token sequences, so both pools of the
 // target and of the draft model drop blocks between verify steps and rollbacks; every
 // step adds at most kStep tokens (the scheduler's budget is the engines' step bound).
@@ -337,9 +425,16 @@ TEST_P(SlidingWindow, SpeculativeDecodingGivesPlainTokens) {
           auto factory = ngram ? memra::spec_gates::ngram_factory() : memra::spec_gates::draft_factory(*target, *draft);
           SchedulerOptions o = memra::spec_gates::speculative(std::move(factory), k, together);
           o.max_step_tokens = kStep;
-          const auto spec = memra::spec_gates::run(*target, o, reqs, together);
           const std::string what = std::string(ngram ? "ngram" : "draft model") + " k=" + std::to_string(k) +
                                    (sampled ? " seeded" : " greedy") + (together ? " batched" : " alone");
+          // Alone, the prompts hit the prefix cache the plain run filled (speculation on a
+          // cached sliding-window prefix). Batched, each run starts cold in a namespace of its
+          // own: three prompts that all hit would decode side by side from the first step,
+          // and three decode rows leave a step of kStep tokens no room for drafts.
+          auto run_reqs = reqs;
+          if (together)
+            for (auto& r : run_reqs) r.cache_namespace = "spec-gate " + what;
+          const auto spec = memra::spec_gates::run(*target, o, run_reqs, together);
           memra::spec_gates::expect_same(spec, plain, what);
           EXPECT_GT(spec.stats.spec_drafted, 0) << what << ": nothing was drafted";
           accepted += spec.stats.spec_accepted;
