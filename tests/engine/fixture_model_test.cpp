@@ -42,6 +42,7 @@
 #include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
 #include "tests/support/repacked_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_models.hpp"
 
 namespace fs = std::filesystem;
@@ -313,6 +314,66 @@ TEST_P(EngineFixture, Gemma3AsF32MatchesTransformers) { check_against_transforme
 TEST_P(EngineFixture, Gemma3BatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_F32); }
 TEST_P(EngineFixture, Gemma3F16KvBatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_F16); }
 TEST_P(EngineFixture, Gemma3Bf16KvBatchInvariant) { check_batch_invariance("gemma3_text", GetParam(), MEMRA_DTYPE_BF16); }
+
+// The fixture's checkpoint with `changes` merged into its config.json (a temporary copy).
+std::unique_ptr<memra::testing::TempDir> fixture_variant(const fs::path& dir, const nlohmann::json& changes) {
+  auto out = std::make_unique<memra::testing::TempDir>("memra-variant");
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename() != "config.json") fs::copy_file(f.path(), out->path() / f.path().filename());
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config.merge_patch(changes);
+  out->write("config.json", config.dump(2));
+  return out;
+}
+
+// Gemma's soft-caps where a config sets them (the fixture's are null): with
+// final_logit_softcapping 0.5 every prefill logit is 0.5 * tanh(logit / 0.5) of the uncapped
+// model's (the gemma.softcap op after the head; the uncapped |logits| reach 1.7); with
+// attn_logit_softcapping the scores are capped inside attention: a cap of 1e4 leaves the
+// logits where they were, a cap of 0.02 moves them.
+TEST_P(EngineFixture, Gemma3SoftcapsApplyWhereTheConfigSetsThem) {
+  const fs::path dir = memra::testing::fixture("models/gemma3_text");
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
+  auto prefill = [&](const fs::path& path) {
+    auto e = load(path, GetParam(), MEMRA_DTYPE_F32);
+    EXPECT_TRUE(e);
+    if (!e) return std::vector<std::vector<float>>{};
+    StepRequest r{e->open_sequence(), prompt, true, true};
+    auto out = e->step({&r, 1});
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    return out.ok() ? *out : std::vector<std::vector<float>>{};
+  };
+  const auto plain = prefill(dir);
+  ASSERT_EQ(plain.size(), prompt.size());
+  const auto final_cap = fixture_variant(dir, {{"final_logit_softcapping", 0.5}});
+  const auto capped = prefill(final_cap->path());
+  ASSERT_EQ(capped.size(), prompt.size());
+  double worst = 0, plain_max = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    std::vector<float> want(plain[i].size());
+    for (size_t v = 0; v < want.size(); ++v) {
+      want[v] = 0.5f * std::tanh(plain[i][v] / 0.5f);
+      plain_max = std::max(plain_max, static_cast<double>(std::fabs(plain[i][v])));
+      EXPECT_LE(std::fabs(capped[i][v]), 0.5f);
+    }
+    worst = std::max(worst, max_rel_diff(capped[i], want.data(), want.size()));
+  }
+  EXPECT_GT(plain_max, 1.0) << "the cap must bite";
+  EXPECT_LE(worst, 1e-6) << "the capped logits are not 0.5 * tanh(logits / 0.5)";
+  const auto loose = fixture_variant(dir, {{"attn_logit_softcapping", 1e4}});
+  const auto tight = fixture_variant(dir, {{"attn_logit_softcapping", 0.02}});
+  const auto loose_rows = prefill(loose->path()), tight_rows = prefill(tight->path());
+  ASSERT_EQ(loose_rows.size(), prompt.size());
+  ASSERT_EQ(tight_rows.size(), prompt.size());
+  double loose_diff = 0, tight_diff = 0;
+  for (size_t i = 1; i < plain.size(); ++i) {  // row 0 attends to itself alone: any cap leaves it
+    loose_diff = std::max(loose_diff, max_rel_diff(loose_rows[i], plain[i].data(), plain[i].size()));
+    tight_diff = std::max(tight_diff, max_rel_diff(tight_rows[i], plain[i].data(), plain[i].size()));
+  }
+  EXPECT_LE(loose_diff, 1e-5) << "a cap far above every score changed the logits";
+  EXPECT_GT(tight_diff, 1e-2) << "a cap far below the scores did not change the logits";
+}
 
 // The prefix cache on Gemma 3 (a sliding pool of window 8 beside the full-attention pool,
 // 16-token blocks): each turn of a conversation hits the last turn's prompt up to its last
