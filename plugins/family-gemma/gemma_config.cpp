@@ -61,6 +61,7 @@ json from_hf(const RawConfig& raw, const Arch& arch) {
   out["max_position_embeddings"] = max_pos;
   out["norm_eps"] = c.number("rms_norm_eps", 1e-6);
   out["norm_weight_offset"] = true;  // Gemma3RMSNorm scales by (1 + w), in float32
+  out["qk_norm"] = true;             // per-head q_norm / k_norm, (1 + w) too
   out["attention_bias"] = c.boolean("attention_bias", false);
   out["tie_word_embeddings"] = c.boolean("tie_word_embeddings", true);
   const std::string act = c.string(c.has("hidden_activation") ? "hidden_activation" : "hidden_act", "gelu_pytorch_tanh");

@@ -158,17 +158,94 @@ TEST_F(CheckpointConfig, Qwen3NextIsNormalisedByItsFamily) {
   EXPECT_EQ(family_keys(*c).at("rope").at("rotary_dim"), 16);  // 64 x partial_rotary_factor 0.25
 }
 
-// Gemma has no family plugin yet: refused by name, with what is served.
-TEST_F(CheckpointConfig, ArchitecturesWithoutAFamilyAreRefusedByName) {
-  for (const char* model : {"gemma3_text"}) {
-    SCOPED_TRACE(model);
-    const std::string arch = raw(model).at("architectures")[0].get<std::string>();
-    auto c = hf_config(fixture(std::string("models/") + model).string());
+// Gemma 3 text is family-gemma's: the fixture's values (transformers 5: layer_types and
+// rope_parameters per layer type), its own keys passing through to its plan.
+TEST_F(CheckpointConfig, Gemma3TextIsNormalisedByItsFamily) {
+  auto c = hf_config(fixture("models/gemma3_text").string());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const json j = raw("gemma3_text");
+  EXPECT_EQ(c->family, "gemma");
+  EXPECT_EQ(c->architecture, "Gemma3ForCausalLM");
+  EXPECT_TRUE(c->tie_word_embeddings);
+  const json f = family_keys(*c);
+  EXPECT_EQ(f.at("layer_types"), j.at("layer_types"));
+  EXPECT_EQ(f.at("layer_types_from"), "layer_types");
+  EXPECT_EQ(f.at("sliding_window"), 8);
+  EXPECT_EQ(f.at("rope").at("theta"), 1e6);
+  EXPECT_EQ(f.at("rope").at("local_theta"), 1e4);
+  EXPECT_EQ(f.at("attention_scale"), 0.125);  // query_pre_attn_scalar 64
+  EXPECT_EQ(f.at("embedding_scale"), 16.0);   // sqrt(256)
+  EXPECT_EQ(f.at("activation"), "gelu_tanh");
+  EXPECT_TRUE(f.at("norm_weight_offset").get<bool>());
+  EXPECT_EQ(f.at("final_logit_softcapping"), 0.0);  // null
+  EXPECT_EQ(f.at("attn_logit_softcapping"), 0.0);
+}
+
+// Layer kinds without layer_types, as transformers' Gemma3TextConfig decides them: every
+// sliding_window_pattern-th layer (1-based) is global (transformers 4's key, or the
+// _sliding_window_pattern transformers 5 writes); with neither, transformers' default 6,
+// which the normalised config says it assumed. transformers 4's rope_theta +
+// rope_local_base_freq (10000 when absent). Refused: layer_types of the wrong length or
+// kind, another activation, bidirectional attention, a GGUF file (not read yet).
+TEST(CheckpointConfigGemma, LayerKindsRopeAndRefusals) {
+  const json base = {{"architectures", {"Gemma3ForCausalLM"}}, {"model_type", "gemma3_text"}, {"vocab_size", 100},
+                     {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 7}, {"num_attention_heads", 4},
+                     {"num_key_value_heads", 2}, {"head_dim", 16}, {"eos_token_id", 1}, {"sliding_window", 32},
+                     {"rope_theta", 1e6}, {"query_pre_attn_scalar", 16}, {"max_position_embeddings", 4096}};
+  auto with = [&](const json& patch) {
+    json j = base;
+    j.merge_patch(patch);
+    return hf_config_from_json(j.dump());
+  };
+  auto kinds = [](const ModelConfig& c) {
+    const json f = family_keys(c);
+    std::string s;
+    for (const auto& k : f.at("layer_types")) s += k == "full_attention" ? 'F' : 'S';
+    return s;
+  };
+  {
+    auto c = with({{"sliding_window_pattern", 3}});
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_EQ(kinds(*c), "SSFSSFS");
+    EXPECT_EQ(family_keys(*c).at("layer_types_from"), "sliding_window_pattern 3");
+    EXPECT_EQ(family_keys(*c).at("rope").at("theta"), 1e6);
+    EXPECT_EQ(family_keys(*c).at("rope").at("local_theta"), 1e4) << "rope_local_base_freq absent: transformers' 10000";
+    EXPECT_EQ(family_keys(*c).at("attention_scale"), 0.25);
+    EXPECT_EQ(family_keys(*c).at("embedding_scale"), 8.0);
+  }
+  {
+    auto c = with({{"_sliding_window_pattern", 2}, {"rope_local_base_freq", 5000.0}});
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_EQ(kinds(*c), "SFSFSFS");
+    EXPECT_EQ(family_keys(*c).at("rope").at("local_theta"), 5000.0);
+  }
+  {
+    auto c = with(json::object());
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_EQ(kinds(*c), "SSSSSFS");
+    EXPECT_NE(family_keys(*c).at("layer_types_from").get<std::string>().find("transformers' default sliding_window_pattern 6"),
+              std::string::npos);
+  }
+  {
+    auto c = with({{"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}, {"final_logit_softcapping", 30.0},
+                   {"attn_logit_softcapping", 50.0}});
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_EQ(family_keys(*c).at("rope").at("scaling"), "linear");  // the global layers'; the local ones are never scaled
+    EXPECT_EQ(family_keys(*c).at("final_logit_softcapping"), 30.0);
+    EXPECT_EQ(family_keys(*c).at("attn_logit_softcapping"), 50.0);
+  }
+  const std::pair<json, std::string> refused[] = {
+      {{{"layer_types", {"sliding_attention", "full_attention"}}}, "'layer_types' must list one entry per layer (7)"},
+      {{{"layer_types", json(7, "linear_attention")}}, "is not sliding_attention or full_attention"},
+      {{{"hidden_activation", "gelu"}}, "hidden_activation 'gelu' is not supported"},
+      {{{"use_bidirectional_attention", true}}, "use_bidirectional_attention"},
+      {{{"sliding_window_pattern", 0}}, "sliding_window_pattern must be positive"},
+  };
+  for (const auto& [patch, why] : refused) {
+    SCOPED_TRACE(patch.dump());
+    auto c = with(patch);
     ASSERT_FALSE(c.ok());
-    EXPECT_EQ(c.error().code, ErrorCode::unsupported);
-    EXPECT_NE(c.error().message.find("architecture '" + arch + "' is not supported"), std::string::npos) << c.error().message;
-    EXPECT_NE(c.error().message.find("the installed family plugins serve LlamaForCausalLM"), std::string::npos)
-        << c.error().message;
+    EXPECT_NE(c.error().message.find(why), std::string::npos) << c.error().message;
   }
 }
 
@@ -244,7 +321,8 @@ TEST(CheckpointConfigRefusals, UnknownArchitectureIsNamed) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, ErrorCode::unsupported);
   EXPECT_NE(c.error().message.find("architecture 'FooForCausalLM' is not supported"), std::string::npos) << c.error().message;
-  EXPECT_NE(c.error().message.find("the installed family plugins serve LlamaForCausalLM"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("the installed family plugins serve "), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("LlamaForCausalLM"), std::string::npos) << c.error().message;
   auto none = hf_config_from_json(R"({"vocab_size": 10})");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("architectures"), std::string::npos);

@@ -127,7 +127,7 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
         want[p + "mlp.gate_proj.weight"] = want[p + "mlp.up_proj.weight"] = {I, H};
         want[p + "mlp.down_proj.weight"] = {H, I};
       }
-      if (c.family == "gemma3")
+      if (c.family == "gemma")
         want[p + "pre_feedforward_layernorm.weight"] = want[p + "post_feedforward_layernorm.weight"] = {H};
     }
     for (const auto& [name, shape] : want) {
@@ -147,7 +147,8 @@ TEST(CheckpointSafetensors, TensorsMatchConfig) {
     const bool offset = f.value("norm_weight_offset", false) || c.family == "qwen3next";  // (1 + w) norms
     EXPECT_NEAR(mean, offset ? 0.0 : 1.0, 0.1) << "norm_weight_offset=" << offset;
   }
-  EXPECT_TRUE(checked.count("llama") && checked.count("qwen3") && checked.count("qwen3_next")) << "the served fixtures were not checked";
+  EXPECT_TRUE(checked.count("llama") && checked.count("qwen3") && checked.count("qwen3_next") && checked.count("gemma3_text"))
+      << "the served fixtures were not checked";
 }
 
 // GGUF tensor name for a llama HF tensor name (llama.cpp's convention).
