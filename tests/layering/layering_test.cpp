@@ -137,4 +137,22 @@ TEST(Layering, NoFamilyConceptOutsidePlugins) {
   EXPECT_TRUE(found.empty()) << "a family's concepts belong in plugins/family-*; found:\n" << ::testing::PrintToString(found);
 }
 
+// Gemma is family-gemma's (issue #42): the engine, the backends, the kernels, repack, core and
+// the registry's code name it nowhere outside comments (the tokenizer and the tool-call parser
+// may name its formats; they are outside these folders or the rule).
+TEST(Layering, NoGemmaOutsideItsPlugin) {
+  static const std::regex kGemma(R"(gemma)", std::regex::icase);
+  std::vector<std::string> found;
+  for (const char* dir : {"host/engine", "host/backend", "kernels", "repack", "core", "registry"}) {
+    for (const fs::path& f : code_files(dir)) {
+      const std::string r = rel(f);
+      if (r.find("test") != std::string::npos) continue;
+      const std::string code = code_only(read(f));
+      std::smatch m;
+      if (std::regex_search(code, m, kGemma)) found.push_back(r + ": " + m.str());
+    }
+  }
+  EXPECT_TRUE(found.empty()) << "Gemma's knowledge belongs in plugins/family-gemma; found:\n" << ::testing::PrintToString(found);
+}
+
 }  // namespace
