@@ -76,11 +76,11 @@ std::string split_name(int32_t stages, const std::vector<int64_t>& split) {
 
 using Pipeline = memra::testing::BackendTest;
 
-// Two stages on the 2-layer fixtures and a GGUF: bitwise the single backend, and
-// exactly two tensors (the last layer's MLP output and the residual) handed over per
-// decode step.
+// Two stages on the 2-layer fixtures (Gemma 3's: a sliding layer on one stage, the global
+// one on the other) and a GGUF: bitwise the single backend, and exactly two tensors (the
+// last layer's MLP output and the residual) handed over per decode step.
 TEST_P(Pipeline, TwoStagesAreBitwiseOneBackend) {
-  for (const char* rel : {"models/llama", "models/qwen3", "gguf/llama/llama-Q4_K_M.gguf"}) {
+  for (const char* rel : {"models/llama", "models/qwen3", "models/gemma3_text", "gguf/llama/llama-Q4_K_M.gguf"}) {
     if (!fs::exists(model_path(rel))) GTEST_SKIP() << "fixture " << model_path(rel) << " absent (expects ../shared/fixtures)";
     const auto prompt = test_prompt(24);
     auto one = memra::pipeline_test::make_engine(memra::pipeline_test::open_source(model_path(rel)), pipeline_options(GetParam(), 1));
