@@ -375,6 +375,36 @@ TEST_P(EngineFixture, Gemma3SoftcapsApplyWhereTheConfigSetsThem) {
   EXPECT_GT(tight_diff, 1e-2) << "a cap far below the scores did not change the logits";
 }
 
+// A Gemma config that disagrees with its tensors is refused at load, naming the first
+// tensor that does not fit (head_dim, kv heads, the MLP width, a head the file lacks).
+TEST_P(EngineFixture, Gemma3ConfigThatDisagreesWithItsTensorsIsRefused) {
+  const fs::path dir = memra::testing::fixture("models/gemma3_text");
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const std::pair<nlohmann::json, std::string> cases[] = {
+      {{{"head_dim", 32}}, "blk.0.attn_q.weight"},
+      {{{"num_key_value_heads", 1}}, "blk.0.attn_k.weight"},
+      {{{"intermediate_size", 384}}, "blk.0.ffn_gate.weight"},
+      {{{"tie_word_embeddings", false}}, "output.weight"},
+  };
+  for (const auto& [patch, tensor] : cases) {
+    SCOPED_TRACE(patch.dump());
+    const auto variant = fixture_variant(dir, patch);
+    auto src = memra::engine::open_model_source(variant->path().string(), memra::testing::build_plugins());
+    std::string why;
+    if (src) {
+      memra::engine::EngineOptions eo = memra::testing::engine_options(GetParam());
+      eo.max_context = 64;
+      auto e = Engine::create(std::move(*src), memra::testing::build_plugins(), eo);
+      ASSERT_FALSE(e.ok()) << "loaded a config its tensors contradict";
+      why = e.error().message;
+    } else {
+      why = src.error().message;
+    }
+    EXPECT_NE(why.find(tensor), std::string::npos) << why;
+    std::cout << "[ gemma3_text " << patch.dump() << " ] " << why << "\n";
+  }
+}
+
 // The prefix cache on Gemma 3 (a sliding pool of window 8 beside the full-attention pool,
 // 16-token blocks): each turn of a conversation hits the last turn's prompt up to its last
 // block boundary, every turn's tokens and logprobs (greedy and seeded) bitwise a cold
