@@ -249,6 +249,38 @@ TEST(CheckpointConfigGemma, LayerKindsRopeAndRefusals) {
   }
 }
 
+// memra-bench's gemma3-12b shape (google/gemma-3-12b's text decoder) normalises and plans as
+// Gemma 3 12B: every 6th layer global (8 of 48), the other 40 in a sliding group of window 1024,
+// 8 KV heads of 256, the final soft-cap absent (no op required).
+TEST(CheckpointConfigGemma, TheBenchShapeIsGemma3_12B) {
+  auto c = hf_config_from_json(read_text(std::filesystem::path(MEMRA_SOURCE_ROOT) / "host/tools/memra-bench/shapes/gemma3-12b.config.json"));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->family, "gemma");
+  EXPECT_EQ(family_keys(*c).at("layer_types_from"), "sliding_window_pattern 6");
+  auto family = build_plugins().family("gemma");
+  ASSERT_TRUE(family.ok()) << family.error().message;
+  auto plan = family->plan_create(model_config_to_json(*c));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto info = plan->info();
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_EQ(info->num_layers, 48);
+  EXPECT_EQ(info->num_required_ops, 0u);
+  ASSERT_EQ(info->num_state_groups, 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    const memra_state_group& group = info->state_groups[g];
+    EXPECT_EQ(group.kind, MEMRA_STATE_PAGED_KV);
+    EXPECT_EQ(group.kv_heads, 8);
+    EXPECT_EQ(group.head_dim, 256);
+    const std::vector<int32_t> layers(group.layers, group.layers + group.num_layers);
+    if (group.sliding_window == 0) {
+      EXPECT_EQ(layers, (std::vector<int32_t>{5, 11, 17, 23, 29, 35, 41, 47}));
+    } else {
+      EXPECT_EQ(group.sliding_window, 1024);
+      EXPECT_EQ(layers.size(), 40u);
+    }
+  }
+}
+
 TEST_F(CheckpointConfig, GgufLlamaMatchesHfLlama) {
   const auto hf = load("llama");
   for (const char* q : {"BF16", "Q4_K_M", "IQ4_XS"}) {

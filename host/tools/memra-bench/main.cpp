@@ -39,7 +39,8 @@ void usage() {
       "random-weight model of the --model shape in the --quant scheme is made in memory.\n\n"
       "  --model SHAPE           shape of the random model: qwen3-8b (default), tiny, qwen3.5-27b,\n"
       "                          qwen3.5-27b-16l (its first 16 layers, same 3:1 pattern) or\n"
-      "                          qwen3.6-35b-a3b (family-qwen3next's hybrids)\n"
+      "                          qwen3.6-35b-a3b (family-qwen3next's hybrids), gemma3-12b\n"
+      "                          (Gemma 3 12B's text decoder, family-gemma)\n"
       "  --quant SCHEME          bf16 (default), f16, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs\n"
       "  --backend cuda|cpu      (default cuda)\n"
       "  --prompt-tokens N       pp / TTFT prompt length (default 512)\n"
@@ -203,7 +204,8 @@ int main(int argc, char** argv) {
                                                       {"tiny", memra::bench::kTinyShape},
                                                       {"qwen3.5-27b", memra::bench::kQwen35_27BShape},
                                                       {"qwen3.5-27b-16l", memra::bench::kQwen35_27B16LShape},
-                                                      {"qwen3.6-35b-a3b", memra::bench::kQwen36_35BA3BShape}};
+                                                      {"qwen3.6-35b-a3b", memra::bench::kQwen36_35BA3BShape},
+                                                      {"gemma3-12b", memra::bench::kGemma3_12BShape}};
   const auto shape_it = shapes.find(model);
   if (shape_it == shapes.end()) {
     std::fprintf(stderr, "memra-bench: unknown --model '%s' (see --help)\n", model.c_str());
