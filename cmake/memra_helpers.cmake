@@ -14,6 +14,40 @@ function(memra_add_plugin target)
 endfunction()
 
 
+# memra_add_plugin_kernel_module(<plugin target> <module> <source.cu> [DEPENDS headers...]):
+# the plugin's CUDA kernels as <module>.fatbin beside the plugin .so (host->kernel_module_load
+# finds it there by name): SASS for every MEMRA_CUDA_ARCHS entry plus compute_90 PTX,
+# --fmad=false (kernels round like their CPU references), the source root on the include
+# path for the shared device headers (kernels/). No-op without CUDA.
+function(memra_add_plugin_kernel_module target module source)
+  if(NOT MEMRA_HAVE_CUDA)
+    return()
+  endif()
+  cmake_parse_arguments(K "" "" "DEPENDS" ${ARGN})
+  set(gencode)
+  foreach(arch IN LISTS MEMRA_CUDA_ARCHS)
+    list(APPEND gencode -gencode "arch=compute_${arch},code=sm_${arch}")
+  endforeach()
+  list(APPEND gencode -gencode "arch=compute_90,code=compute_90")
+  set(launcher)
+  if(CCACHE_PROGRAM)
+    set(launcher "${CCACHE_PROGRAM}")
+  endif()
+  file(GLOB shared_headers CONFIGURE_DEPENDS "${MEMRA_SOURCE_ROOT}/kernels/*/*.cuh" "${MEMRA_SOURCE_ROOT}/kernels/*/*.hpp")
+  file(GLOB own_headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cuh")
+  set(out "${MEMRA_STAGE_PLUGIN_DIR}/${module}.fatbin")
+  add_custom_command(
+    OUTPUT "${out}"
+    COMMAND ${launcher} "${CUDAToolkit_NVCC_EXECUTABLE}" --fatbin -c -O3 --fmad=false -std=c++17 "-I${MEMRA_SOURCE_ROOT}" ${gencode}
+            "${CMAKE_CURRENT_SOURCE_DIR}/${source}" -o "${out}"
+    DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/${source}" ${shared_headers} ${own_headers} ${K_DEPENDS}
+    COMMENT "Kernel module ${module}.fatbin (${target})"
+    VERBATIM)
+  add_custom_target(${target}_${module} ALL DEPENDS "${out}")
+  add_dependencies(${target} ${target}_${module})
+  install(FILES "${out}" DESTINATION "${MEMRA_PLUGIN_INSTALL_DIR}")
+endfunction()
+
 # Adds every immediate subdirectory of the current source dir that has a CMakeLists.txt,
 # so modules can be added without editing their parent.
 function(memra_add_subdirectories)

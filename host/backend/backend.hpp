@@ -188,7 +188,7 @@ struct QuantTable {
   const memra_quant_api* api = nullptr;
   memra_plugin_ctx* ctx = nullptr;
 };
-// Finds the quant plugin that owns a scheme ("bf16", "q4_k", ...); api NULL when none does.
+// Finds the quant plugin that owns a scheme (a weight's quant name); api NULL when none does.
 using QuantLookup = std::function<QuantTable(const char* scheme)>;
 
 // Every setting of a backend, fixed when it opens (nothing is read per step).

@@ -1,7 +1,7 @@
 // The fp8 GEMV's activations on the device (fp8_act_ref.hpp: prepare_act_fp8, the
 // format and the arithmetic): a warp prepares one 128-element group, lane l holding
 // elements 4l .. 4l + 3. Used by the standalone memra_prepare_act_fp8_rows
-// (matmul_fp8.cu) and by the producers that write the plane beside their f32 output
+// (matmul8_act.cu) and by the producers that write the plane beside their f32 output
 // (kernels/norm/rms_norm.cu, kernels/activation/gated_activation.cu), so every path
 // computes the same bits; gemv_mma_fp8.cuh's scaled mode takes the same exponent.
 #pragma once

@@ -1,6 +1,9 @@
-// Activation quantisation for the integer-activation GEMVs (gemv_int8_ref.hpp:
-// quantize_act_q8), and a device-to-device copy kernel that memra-kernel-check --bench
-// uses to measure the copy ceiling the GEMVs are compared with.
+// The backend's producers of the prepared activation formats (memra/quant.h): int8x32
+// (gemv_int8_ref.hpp: quantize_act_q8) and bf16s128 (fp8_act_ref.hpp), for the rows no
+// fused producer wrote; and a device-to-device copy kernel that memra-kernel-check
+// --bench uses to measure the copy ceiling the GEMVs are compared with.
+#include "kernels/matmul/fp8_act.cuh"
+#include "kernels/matmul/fp8_units.cuh"
 #include "kernels/matmul/gemv_int8.cuh"
 
 // x [m][cols] f32 (cols % 32 == 0) -> q [m][cols] int8, meta [m][cols/32] {d, s}.
@@ -16,6 +19,24 @@ extern "C" __global__ void __launch_bounds__(256) memra_quantize_act_q8_rows(con
                                                                             const int32_t* rows, int64_t m,
                                                                             int8_t* q, float2* meta) {
   memra::cuda::i8::quantize_act_q8(x, m * cols / 8, cols, rows, q, meta);
+}
+
+// x [*][cols] f32 (cols % 128 == 0, rows 16-byte aligned) -> plane [m][cols] bf16 in the
+// mma's pair order, back [m][cols/128] (fp8_act_ref.hpp). Output row i from x row rows[i]
+// (i when rows is NULL), so a mixed step's generated rows are prepared without a gather.
+// One warp per 128-element group: grid = ceil(m * cols / 128 / 8) blocks of 256.
+extern "C" __global__ void __launch_bounds__(256) memra_prepare_act_fp8_rows(const float* x, int64_t cols, const int32_t* rows,
+                                                                            int64_t m, uint2* plane, float* back) {
+  memra::cuda::pdl_wait();
+  memra::cuda::pdl_launch_dependents();
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t per_row = cols / memra::cuda::kFp8Group;
+  if (warp >= m * per_row) return;  // whole warps
+  const int64_t i = warp / per_row, gi = warp - i * per_row;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const float* src = x + (rows ? static_cast<int64_t>(rows[i]) : i) * cols + gi * memra::cuda::kFp8Group;
+  const float4 v = reinterpret_cast<const float4*>(src)[lane];
+  memra::cuda::prepare_vec4_fp8(v, i * cols + gi * memra::cuda::kFp8Group + 4 * lane, plane, back);
 }
 
 // dst[i] = src[i] for n 16-byte vectors, grid-stride, 4 loads in flight per thread.

@@ -9,7 +9,8 @@
 
 namespace memra::ref {
 
-// "bf16", "q4_k", ... -> ggml type; false for names memra's kernels do not know.
+// A scheme name (lower-case ggml type name) -> ggml type; false for names memra's kernels
+// do not know.
 bool scheme_type(const char* scheme, quant::GgmlType* out);
 
 // sum_i x[i] * w[i] in float32, in index order from +0 (one rounding per multiply and

@@ -6,12 +6,19 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_launch.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
+#include "kernels/matmul/gemv_mma_layout.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "repack/quant/ggml_type.hpp"
 #include "repack/quantize/quantize.hpp"
+
+#define MEMRA_TRY_STATUS(expr)                   \
+  do {                                           \
+    if (const memra_status st_ = (expr); st_ != MEMRA_OK) return st_; \
+  } while (0)
 
 namespace memra::quant_plugin {
 namespace {
@@ -85,9 +92,16 @@ bool handles(const char* const* handled, const char* scheme) {
   return false;
 }
 
-memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name) {
+memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name,
+                  const SchemeDef* schemes, size_t scheme_count) {
   if (!host || !out || !MEMRA_STRUCT_HAS(out, memra_plugin_api, shutdown)) return MEMRA_ERR_ABI_MISMATCH;
-  auto* ctx = new (std::nothrow) memra_plugin_ctx{host, handled, plugin_name};
+  for (const char* const* h = handled; h && *h; ++h) {
+    bool stated = false;
+    for (size_t i = 0; i < scheme_count; ++i) stated = stated || std::strcmp(schemes[i].name, *h) == 0;
+    if (!stated && host->error_report)
+      return host->error_report(host->ctx, MEMRA_ERR_INTERNAL, (std::string(plugin_name) + ": no SchemeDef for '" + *h + "'").c_str());
+  }
+  auto* ctx = new (std::nothrow) memra_plugin_ctx{host, handled, plugin_name, schemes, scheme_count};
   if (!ctx) return MEMRA_ERR_OUT_OF_MEMORY;
   out->kind = MEMRA_PLUGIN_KIND_QUANT;
   out->ctx = ctx;
@@ -200,6 +214,131 @@ memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
   });
 }
 
-const memra_quant_api kQuantApi = {MEMRA_QUANT_API_STRUCT_SIZE, weight_bytes, quantize, dequantize, matmul};
+namespace {
+
+const SchemeDef* scheme_def(const memra_plugin_ctx* ctx, const char* scheme) {
+  if (!ctx || !scheme) return nullptr;
+  for (size_t i = 0; i < ctx->scheme_count; ++i)
+    if (std::strcmp(ctx->schemes[i].name, scheme) == 0) return &ctx->schemes[i];
+  return nullptr;
+}
+
+memra_matmul_kernels blank_kernels(memra_kernel_module* module, const SchemeDef& d) {
+  memra_matmul_kernels k{};
+  k.struct_size = MEMRA_MATMUL_KERNELS_STRUCT_SIZE;
+  k.module = module;
+  k.block_elems = d.block_elems;
+  k.block_bytes = d.block_bytes;
+  return k;
+}
+
+// One registration: the descriptor around k for the registrar's device.
+memra_status add(memra_plugin_ctx* ctx, const memra_kernel_registrar* r, const char* scheme, const char* activation, int32_t score,
+                 const memra_matmul_kernels& k) {
+  memra_kernel_desc desc{};
+  desc.struct_size = MEMRA_KERNEL_DESC_STRUCT_SIZE;
+  desc.op = "matmul";
+  desc.scheme = scheme;
+  desc.activation = activation;
+  desc.arch = r->device->arch;
+  desc.score = score;
+  desc.kernels = &k;
+  const memra_status st = r->add(r->registry, &desc);
+  if (st != MEMRA_OK) return report(ctx, st, std::string(ctx->name) + ": the registry refused the " + activation + " kernels of " + scheme);
+  return MEMRA_OK;
+}
+
+}  // namespace
+
+// The CUDA kernels of each handled scheme, from the modules this plugin ships beside its
+// .so (built from its own folder), by the conventions of memra_matmul_kernels.
+memra_status register_kernels(memra_plugin_ctx* ctx, const memra_kernel_registrar* r) {
+  return guarded(ctx, [&]() -> memra_status {
+    if (!r || !MEMRA_STRUCT_HAS(r, memra_kernel_registrar, add) || !r->device) return report(ctx, MEMRA_ERR_ABI_MISMATCH, "register_kernels: bad registrar");
+    if (r->device->backend != MEMRA_BACKEND_CUDA) return MEMRA_OK;
+    std::vector<std::pair<std::string, memra_kernel_module*>> loaded;
+    auto module = [&](const std::string& name, memra_kernel_module** out) -> memra_status {
+      for (const auto& [n, m] : loaded)
+        if (n == name) return *out = m, MEMRA_OK;
+      const memra_status st = ctx->host->kernel_module_load(ctx->host->ctx, name.c_str(), out);
+      if (st != MEMRA_OK) return st;  // the host reported why
+      loaded.emplace_back(name, *out);
+      return MEMRA_OK;
+    };
+    for (size_t i = 0; i < ctx->scheme_count; ++i) {
+      const SchemeDef& d = ctx->schemes[i];
+      const std::string s = d.name;
+      memra_kernel_module* m = nullptr;
+      switch (d.kernels) {
+        case Kernels::none:
+          break;
+        case Kernels::float_rows: {  // f32, f16: f32 rows; prompt rows split into bf16 hi + lo
+          MEMRA_TRY_STATUS(module("matmul_float", &m));
+          memra_matmul_kernels k = blank_kernels(m, d);
+          const std::string gemv = "memra_gemv_" + s, dq = "memra_gemm_dequant_" + s, emb = "memra_embedding_" + s;
+          k.gemv_form = MEMRA_GEMV_ROWS, k.by_alignment = 1, k.gemv = gemv.c_str(), k.pdl = 1;
+          k.gemm = MEMRA_GEMM_SPLIT, k.gemm_dequant = dq.c_str(), k.gemm_unit = 8, k.embedding = emb.c_str();
+          MEMRA_TRY_STATUS(add(ctx, r, d.name, MEMRA_ACT_F32, 100, k));
+          break;
+        }
+        case Kernels::bf16: {  // bf16 rows on every row; prompt rows stream the weights
+          MEMRA_TRY_STATUS(module("matmul_float", &m));
+          memra_matmul_kernels k = blank_kernels(m, d);
+          k.gemv_form = MEMRA_GEMV_MMA16, k.gemv = "memra_gemv_bf16", k.mma_warps = memra::gemv_mma::kWarps, k.pdl = 1;
+          k.cols_multiple = 8, k.gemm = MEMRA_GEMM_STREAMS_BF16, k.embedding = "memra_embedding_bf16_u8";
+          MEMRA_TRY_STATUS(add(ctx, r, d.name, MEMRA_ACT_BF16, 110, k));
+          memra_matmul_kernels u = blank_kernels(m, d);  // other row lengths: the _u1 GEMV
+          u.gemv_form = MEMRA_GEMV_ROWS, u.by_alignment = 1, u.gemv = "memra_gemv_bf16", u.pdl = 1;
+          u.gemm = MEMRA_GEMM_STREAMS_BF16, u.embedding = "memra_embedding_bf16";
+          MEMRA_TRY_STATUS(add(ctx, r, d.name, MEMRA_ACT_BF16, 100, u));
+          break;
+        }
+        case Kernels::fp8: {  // bf16s128 rows on the tensor-core GEMV; prompt rows rounded weights
+          MEMRA_TRY_STATUS(module("matmul_fp8", &m));
+          memra_matmul_kernels k = blank_kernels(m, d);
+          k.gemv_form = MEMRA_GEMV_MMA16, k.gemv = "memra_gemv_fp8", k.mma_warps = memra::gemv_mma::kFp8Warps, k.pdl = 1;
+          k.gemm = MEMRA_GEMM_BF16, k.gemm_dequant = "memra_gemm_dequant_fp8", k.gemm_unit = 32;
+          MEMRA_TRY_STATUS(add(ctx, r, d.name, MEMRA_ACT_BF16S128, 100, k));
+          break;
+        }
+        case Kernels::block: {
+          const std::string gemv = "memra_gemv_" + s, dq = "memra_gemm_dequant_" + s, emb = "memra_embedding_" + s;
+          MEMRA_TRY_STATUS(module("matmul_" + s, &m));
+          memra_matmul_kernels k = blank_kernels(m, d);
+          k.gemv_form = MEMRA_GEMV_ROWS, k.gemv = gemv.c_str(), k.pdl = d.rows_pdl ? 1 : 0;
+          k.gemm = MEMRA_GEMM_BF16, k.gemm_dequant = dq.c_str(), k.gemm_unit = 8, k.embedding = emb.c_str();
+          MEMRA_TRY_STATUS(add(ctx, r, d.name, MEMRA_ACT_F32, 100, k));
+          if (!d.int8) break;
+          // Rows of whole 256-element runs: int8x32 activations on the integer GEMVs.
+          MEMRA_TRY_STATUS(module("matmul8_" + s, &m));
+          memra_matmul_kernels q = blank_kernels(m, d);
+          q.cols_multiple = 256, q.gemv_form = MEMRA_GEMV_INT8, q.pdl = 1;
+          std::string stems[5];
+          for (int t = 0; t < 5; ++t) {
+            const ref::Int8GemvLaunch l = ref::int8_gemv_launch(d.name, int64_t{1} << t);
+            stems[t] = std::string("memra_gemv8_") + l.kernel;
+            q.launch[t] = {stems[t].c_str(), l.rows_per_block, l.blocks_per_sm, ref::int8_gemv_block_threads(l.kernel)};
+          }
+          q.gemm = MEMRA_GEMM_BF16, q.gemm_dequant = dq.c_str(), q.gemm_unit = 8, q.embedding = emb.c_str();
+          MEMRA_TRY_STATUS(add(ctx, r, d.name, MEMRA_ACT_INT8X32, 110, q));
+          break;
+        }
+      }
+    }
+    return MEMRA_OK;
+  });
+}
+
+memra_status scheme_info(memra_plugin_ctx* ctx, const char* scheme, memra_scheme_info* out) {
+  const SchemeDef* d = scheme_def(ctx, scheme);
+  if (!d || !out || !MEMRA_STRUCT_HAS(out, memra_scheme_info, prompt))
+    return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx ? ctx->name : "quant") + ": scheme_info: unknown scheme or bad struct");
+  out->block_elems = d->block_elems;
+  out->block_bytes = d->block_bytes;
+  out->prompt = d->prompt;
+  return MEMRA_OK;
+}
+
+const memra_quant_api kQuantApi = {MEMRA_QUANT_API_STRUCT_SIZE, weight_bytes, quantize, dequantize, matmul, register_kernels, scheme_info};
 
 }  // namespace memra::quant_plugin

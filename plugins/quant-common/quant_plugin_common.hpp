@@ -3,7 +3,7 @@
 // layouts carried bit-exactly (f32/f16/bf16 and the ggml block types), plus
 // memra's "fp8" layout. The CPU matmul is the scheme's reference arithmetic
 // (docs/ARCHITECTURE.md, "Per-scheme numerics"): integer schemes on int8 activations
-// (kernels/matmul/gemv_int8_ref: each row quantised, integer dots, the CUDA kernels'
+// (plugins/quant-common/gemv_int8_ref: each row quantised, integer dots, the CUDA kernels'
 // f32 order, so CPU and GPU rows are bitwise equal); the others dequantize one weight
 // row exactly (memra_quant_ref, the oracle) and accumulate in float32 in a fixed
 // order. Either way a row's result never depends on how many tokens share the call.
@@ -13,11 +13,37 @@
 
 #include "memra/memra.h"
 
+namespace memra::quant_plugin {
+
+// What a built-in plugin states about each scheme it handles: its layout, its prompt
+// rows' numerics (memra_scheme_info) and the CUDA kernels it ships beside its .so, which
+// register_kernels registers for the backend to launch (memra_matmul_kernels, SDK 2.10).
+enum class Kernels {
+  none,        // CPU only
+  float_rows,  // module matmul_float: memra_gemv_<s>_u8/_u1_t<N>, the split prompt GEMM
+  bf16,        // module matmul_float: the tensor-core GEMV (rows of 8-multiples), else _u1 rows
+  fp8,         // module matmul_fp8: the tensor-core GEMV over bf16s128 rows
+  block,       // module matmul_<s>: f32-row GEMV; with int8, module matmul8_<s>: int8x32 GEMVs
+};
+struct SchemeDef {
+  const char* name;
+  int64_t block_elems;
+  int64_t block_bytes;
+  int32_t prompt;     // MEMRA_PROMPT_*
+  Kernels kernels;
+  bool int8 = false;  // block: int8x32 GEMVs for rows of whole 256-element runs
+  bool rows_pdl = true;  // block: the f32-row GEMV entries are PDL-aware
+};
+
+}  // namespace memra::quant_plugin
+
 // One per memra_plugin_init: the host table and which schemes this .so serves.
 struct memra_plugin_ctx {
   const memra_host_api* host;
   const char* const* handled;
   const char* name;
+  const memra::quant_plugin::SchemeDef* schemes;  // one per handled name
+  size_t scheme_count;
 };
 
 namespace memra::quant_plugin {
@@ -32,9 +58,12 @@ memra_status quantize(memra_plugin_ctx* ctx, const char* scheme, const float* sr
 memra_status dequantize(memra_plugin_ctx* ctx, const char* scheme, const void* src, uint64_t src_bytes, int64_t rows,
                         int64_t cols, float* dst);
 memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* args);
+memra_status register_kernels(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
+memra_status scheme_info(memra_plugin_ctx* ctx, const char* scheme, memra_scheme_info* out);
 
 // memra_plugin_init: a context for this host, the quant table and its shutdown.
-memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name);
+memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name,
+                  const SchemeDef* schemes, size_t scheme_count);
 
 int32_t score_cpu_and_cuda(const memra_device_info* device, const char* handled_name);
 
@@ -42,8 +71,9 @@ extern const memra_quant_api kQuantApi;
 
 }  // namespace memra::quant_plugin
 
-// Defines the two exported entry points of a built-in quant plugin.
-#define MEMRA_DEFINE_QUANT_PLUGIN(NAME, DESCRIPTION, ...)                                             \
+// Defines the two exported entry points of a built-in quant plugin; SCHEMES: an array of
+// SchemeDef, one per handled name.
+#define MEMRA_DEFINE_QUANT_PLUGIN(NAME, DESCRIPTION, SCHEMES, ...)                                    \
   namespace {                                                                                         \
   const char* const kHandles[] = {__VA_ARGS__, nullptr};                                              \
   const memra_plugin_descriptor kDescriptor = {                                                       \
@@ -52,5 +82,5 @@ extern const memra_quant_api kQuantApi;
   }                                                                                                   \
   MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }       \
   MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
-    return memra::quant_plugin::init(host, out, kHandles, NAME);                                      \
+    return memra::quant_plugin::init(host, out, kHandles, NAME, SCHEMES, sizeof(SCHEMES) / sizeof(SCHEMES[0])); \
   }

@@ -1,4 +1,15 @@
-// quant-q4_k: ggml k-quants Q4_K (and the low-bit Q2_K, Q3_K)
+// quant-q4_k: ggml k-quants Q4_K (CUDA kernels: matmul_q4_k.fatbin, matmul8_q4_k.fatbin
+// beside the plugin) and the low-bit Q2_K, Q3_K (CPU).
 #include "quant_plugin_common.hpp"
 
-MEMRA_DEFINE_QUANT_PLUGIN("q4_k", "ggml k-quants Q4_K (and the low-bit Q2_K, Q3_K)", "q4_k", "q2_k", "q3_k")
+namespace {
+using memra::quant_plugin::Kernels;
+using memra::quant_plugin::SchemeDef;
+const SchemeDef kSchemes[] = {
+    {"q4_k", 256, 144, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false},
+    {"q2_k", 256, 84, MEMRA_PROMPT_EXACT, Kernels::none},
+    {"q3_k", 256, 110, MEMRA_PROMPT_EXACT, Kernels::none},
+};
+}  // namespace
+
+MEMRA_DEFINE_QUANT_PLUGIN("q4_k", "ggml k-quants Q4_K (and the low-bit Q2_K, Q3_K)", kSchemes, "q4_k", "q2_k", "q3_k")

@@ -1,4 +1,13 @@
-// quant-q5_k: ggml k-quant Q5_K
+// quant-q5_k: ggml k-quant Q5_K (CUDA kernels: matmul_q5_k.fatbin, matmul8_q5_k.fatbin
+// beside the plugin).
 #include "quant_plugin_common.hpp"
 
-MEMRA_DEFINE_QUANT_PLUGIN("q5_k", "ggml k-quant Q5_K", "q5_k")
+namespace {
+using memra::quant_plugin::Kernels;
+using memra::quant_plugin::SchemeDef;
+const SchemeDef kSchemes[] = {
+    {"q5_k", 256, 176, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false},
+};
+}  // namespace
+
+MEMRA_DEFINE_QUANT_PLUGIN("q5_k", "ggml k-quant Q5_K", kSchemes, "q5_k")

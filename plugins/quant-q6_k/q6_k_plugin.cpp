@@ -1,4 +1,13 @@
-// quant-q6_k: ggml k-quant Q6_K
+// quant-q6_k: ggml k-quant Q6_K (CUDA kernels: matmul_q6_k.fatbin, matmul8_q6_k.fatbin
+// beside the plugin).
 #include "quant_plugin_common.hpp"
 
-MEMRA_DEFINE_QUANT_PLUGIN("q6_k", "ggml k-quant Q6_K", "q6_k")
+namespace {
+using memra::quant_plugin::Kernels;
+using memra::quant_plugin::SchemeDef;
+const SchemeDef kSchemes[] = {
+    {"q6_k", 256, 210, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true},
+};
+}  // namespace
+
+MEMRA_DEFINE_QUANT_PLUGIN("q6_k", "ggml k-quant Q6_K", kSchemes, "q6_k")

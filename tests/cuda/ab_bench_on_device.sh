@@ -9,7 +9,7 @@ set -u
 D=$(readlink -f "${1:?carried folder}")
 ROUNDS=${2:?rounds}
 shift 2
-tar xJf "$D/ab.tar.xz" -C "$D"
+[ -d "$D/new" ] || tar xJf "$D/ab.tar.xz" -C "$D"
 export LD_LIBRARY_PATH=$D/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} MEMRA_HOME=$(mktemp -d)
 L=$(mktemp)
 nvidia-smi --query-gpu=name --format=csv,noheader

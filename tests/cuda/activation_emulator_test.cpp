@@ -11,7 +11,7 @@
 
 #include "kernels/activation/gated_activation_ref.hpp"
 #include "kernels/matmul/fp8_act_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "tests/cuda/cta_emulator.hpp"           // (last but one: it defines CUDA's keywords as macros)
 #include "kernels/activation/gated_activation.cu"  // (its #pragma unroll: built with -Wno-unknown-pragmas)
 

@@ -18,7 +18,7 @@
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/attention/attention_ref.hpp"
 #include "kernels/matmul/fp8_act_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/decode_attention_emulator.hpp"
 

@@ -28,3 +28,12 @@ inline void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
 }  // namespace memra::cuda::gemm
 
 #include "kernels/matmul/gemm_mma.cu"  // (its #pragma unroll: built with -Wno-unknown-pragmas)
+// The schemes' weight-plane dequantisers (each quant plugin's module has its own).
+#include "plugins/quant-float/float_entries.cuh"
+#include "plugins/quant-fp8/fp8_entries.cuh"
+#include "plugins/quant-iq4_xs/iq4_xs_entries.cuh"
+#include "plugins/quant-q4_0/q4_0_entries.cuh"
+#include "plugins/quant-q4_k/q4_k_entries.cuh"
+#include "plugins/quant-q5_k/q5_k_entries.cuh"
+#include "plugins/quant-q6_k/q6_k_entries.cuh"
+#include "plugins/quant-q8_0/q8_0_entries.cuh"

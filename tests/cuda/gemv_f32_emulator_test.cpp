@@ -17,13 +17,13 @@
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/gemv_mma_emulator.hpp"  // (the emulator and the bf16 mma matmul_float.cu also holds)
-#include "kernels/matmul/matmul_float.cu"    // (their #pragma unroll: built with -Wno-unknown-pragmas)
-#include "kernels/matmul/matmul_iq4_xs.cu"
-#include "kernels/matmul/matmul_q4_0.cu"
-#include "kernels/matmul/matmul_q4_k.cu"
-#include "kernels/matmul/matmul_q5_k.cu"
-#include "kernels/matmul/matmul_q6_k.cu"
-#include "kernels/matmul/matmul_q8_0.cu"
+#include "plugins/quant-float/matmul_float.cu"    // (their #pragma unroll: built with -Wno-unknown-pragmas)
+#include "plugins/quant-iq4_xs/matmul_iq4_xs.cu"
+#include "plugins/quant-q4_0/matmul_q4_0.cu"
+#include "plugins/quant-q4_k/matmul_q4_k.cu"
+#include "plugins/quant-q5_k/matmul_q5_k.cu"
+#include "plugins/quant-q6_k/matmul_q6_k.cu"
+#include "plugins/quant-q8_0/matmul_q8_0.cu"
 
 namespace {
 

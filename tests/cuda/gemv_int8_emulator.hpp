@@ -19,7 +19,8 @@ inline uint4 ld_stream(const void* p) {
 }
 }  // namespace memra::cuda::i8
 
-#include "kernels/matmul/gemv_int8_sb.cuh"  // (and gemv_int8.cuh; their #pragma unroll: built with -Wno-unknown-pragmas)
+#include "plugins/quant-common/gemv_int8_blocks.cuh"  // (and gemv_int8.cuh; their #pragma unroll: built with -Wno-unknown-pragmas)
+#include "plugins/quant-common/gemv_int8_sb.cuh"
 
 namespace memra::cuda::i8_emu {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/gemv_int8_emulator.hpp"
 

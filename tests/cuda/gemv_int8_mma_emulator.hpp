@@ -1,4 +1,4 @@
-// A host emulation of the tensor-core Q4_K decode GEMV (kernels/matmul/gemv_int8_mma.cuh,
+// A host emulation of the tensor-core Q4_K decode GEMV (plugins/quant-q4_k/gemv_int8_mma.cuh,
 // included at the end of this header) on the CTA emulator (cta_emulator.hpp): its 128 * W
 // threads run as fibers, and the integer mma.m16n8k32 (u8 x s8 -> s32) is built from the
 // PTX ISA's fragment layout. Integer products and sums are exact whatever the order, so
@@ -47,7 +47,7 @@ inline void mma_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_
 
 }  // namespace memra::cuda::i8mma
 
-#include "kernels/matmul/gemv_int8_mma.cuh"  // (its #pragma unroll: the test builds with -Wno-unknown-pragmas)
+#include "plugins/quant-q4_k/gemv_int8_mma.cuh"  // (its #pragma unroll: the test builds with -Wno-unknown-pragmas)
 
 namespace memra::cuda::i8mma_emu {
 

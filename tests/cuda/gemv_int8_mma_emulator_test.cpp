@@ -1,4 +1,4 @@
-// The tensor-core Q4_K decode GEMV (kernels/matmul/gemv_int8_mma.cuh, memra_gemv8_q4_km<W>)
+// The tensor-core Q4_K decode GEMV (plugins/quant-q4_k/gemv_int8_mma.cuh, memra_gemv8_q4_km<W>)
 // run on the host by gemv_int8_mma_emulator.hpp (no GPU needed): every warp shape W and
 // token tile, one block per 16-row tile and fewer persistent blocks, one matrix and three
 // in one launch (GemvMats), each result bitwise ref::gemv_int8 — the property
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/split_mats.hpp"
 #include "tests/cuda/gemv_int8_mma_emulator.hpp"

@@ -1,4 +1,4 @@
-// The int8 GEMV launch table (kernels/matmul/gemv_int8_launch.hpp) without a GPU: every
+// The int8 GEMV launch table (plugins/quant-common/gemv_int8_launch.hpp) without a GPU: every
 // token count gets an entry the matmul8_<scheme> modules define (the tensor-core Q4_K
 // kernel q4_km<W> with 16 rows per block and 128 * W threads, no 16-token tile for W = 4;
 // the dp4a kernels R = 1, 2, 4 with 128 threads). The table only picks speed: every entry
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "kernels/matmul/gemv_int8_launch.hpp"
+#include "plugins/quant-common/gemv_int8_launch.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The integer-activation GEMV's CPU reference (kernels/matmul/gemv_int8_ref.hpp) for
+// The integer-activation GEMV's CPU reference (plugins/quant-common/gemv_int8_ref.hpp) for
 // every integer scheme, without a GPU: its block decoding against repack's dequantisers
 // (activations whose codes are the values themselves, d = 1, so only f32 rounding is
 // left), and its int8-activation error against the exact product (the bound
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quantize/quantize.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quantize/quantize.hpp"
 

@@ -14,7 +14,15 @@
 #include "repack/quant/fp_convert.hpp"
 #include "tests/cuda/int8_scheme_cases.hpp"
 #include "tests/cuda/cta_emulator.hpp"      // (last but two: it defines CUDA's keywords as macros)
-#include "kernels/embedding/embedding.cu"   // (its #pragma unroll: built with -Wno-unknown-pragmas)
+// The schemes' embedding gathers (each quant plugin's modules have their own; their
+// #pragma unroll: built with -Wno-unknown-pragmas).
+#include "plugins/quant-float/float_entries.cuh"
+#include "plugins/quant-iq4_xs/iq4_xs_entries.cuh"
+#include "plugins/quant-q4_0/q4_0_entries.cuh"
+#include "plugins/quant-q4_k/q4_k_entries.cuh"
+#include "plugins/quant-q5_k/q5_k_entries.cuh"
+#include "plugins/quant-q6_k/q6_k_entries.cuh"
+#include "plugins/quant-q8_0/q8_0_entries.cuh"
 #include "sdk/examples/family-example/example_scan.cu"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/matmul/fp8_act_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "kernels/norm/rms_norm_ref.hpp"
 #include "tests/cuda/cta_emulator.hpp"  // (last but one: it defines CUDA's keywords as macros)
 #include "kernels/norm/rms_norm.cu"      // (its #pragma unroll: built with -Wno-unknown-pragmas)

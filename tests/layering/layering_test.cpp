@@ -4,7 +4,9 @@
 // - repack/ and registry/ include nothing from host/, core/ nothing from the modules
 //   above it (memra-repack and the registry link no engine);
 // - the engine and the server run on the one Backend interface (host/backend/
-//   backend.hpp): they include no backend's internals and branch on no backend kind.
+//   backend.hpp): they include no backend's internals and branch on no backend kind;
+// - a weight scheme lives in its quant plugin: the backends and the shared kernels name
+//   none of memra's block schemes (code and comments, as issue #40's check reads them).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -153,6 +155,31 @@ TEST(Layering, NoGemmaOutsideItsPlugin) {
     }
   }
   EXPECT_TRUE(found.empty()) << "Gemma's knowledge belongs in plugins/family-gemma; found:\n" << ::testing::PrintToString(found);
+}
+
+// Schemes are plugins (docs/ARCHITECTURE.md, "Kernel registry"): every scheme's kernels,
+// reference and tables are in plugins/quant-*, so host/backend (the CPU, CUDA and pipeline
+// backends) and kernels/ (the shared device code) name none of them, comments included.
+// (repack/tool joins this list when memra-repack's scheme list and mix rules come from the
+// quant plugins.)
+TEST(Layering, NoSchemeNameOutsideItsPlugin) {
+  static const std::regex kScheme(R"((^|[^A-Za-z0-9_])(q4_k|q8_0|q5_k|q6_k|iq4_xs|q4_0|nvfp4)($|[^A-Za-z0-9_]))");
+  std::vector<std::string> found;
+  for (const char* dir : {"host/backend", "kernels"}) {
+    for (const fs::path& f : code_files(dir)) {
+      const std::string r = rel(f);
+      if (r.find("test") != std::string::npos) continue;
+      const std::string text = read(f);
+      std::smatch m;
+      if (std::regex_search(text, m, kScheme)) found.push_back(r + ": " + m.str(2));
+    }
+  }
+  for (const char* file : {"kernels/CMakeLists.txt", "host/backend/cuda/CMakeLists.txt", "host/backend/CMakeLists.txt"}) {
+    const std::string text = read(kRoot / file);
+    std::smatch m;
+    if (std::regex_search(text, m, kScheme)) found.push_back(std::string(file) + ": " + m.str(2));
+  }
+  EXPECT_TRUE(found.empty()) << "a scheme's knowledge belongs in plugins/quant-<name>; found:\n" << ::testing::PrintToString(found);
 }
 
 }  // namespace

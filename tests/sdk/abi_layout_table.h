@@ -142,6 +142,30 @@
   X(memra_kernel_desc, score, 40)                              \
   X(memra_kernel_desc, matmul, 48)                             \
   X(memra_kernel_desc, kernel_data, 56)                        \
+  X(memra_kernel_desc, kernels, 64)                            \
+  X(memra_gemv_launch, kernel, 0)                              \
+  X(memra_gemv_launch, rows_per_block, 8)                      \
+  X(memra_gemv_launch, blocks_per_sm, 12)                      \
+  X(memra_gemv_launch, threads, 16)                            \
+  X(memra_matmul_kernels, struct_size, 0)                      \
+  X(memra_matmul_kernels, module, 8)                           \
+  X(memra_matmul_kernels, block_elems, 16)                     \
+  X(memra_matmul_kernels, block_bytes, 24)                     \
+  X(memra_matmul_kernels, cols_multiple, 32)                   \
+  X(memra_matmul_kernels, gemv_form, 40)                       \
+  X(memra_matmul_kernels, by_alignment, 44)                    \
+  X(memra_matmul_kernels, gemv, 48)                            \
+  X(memra_matmul_kernels, mma_warps, 56)                       \
+  X(memra_matmul_kernels, gemm, 60)                            \
+  X(memra_matmul_kernels, launch, 64)                          \
+  X(memra_matmul_kernels, gemm_dequant, 184)                   \
+  X(memra_matmul_kernels, gemm_unit, 192)                      \
+  X(memra_matmul_kernels, pdl, 200)                            \
+  X(memra_matmul_kernels, embedding, 208)                      \
+  X(memra_scheme_info, struct_size, 0)                         \
+  X(memra_scheme_info, block_elems, 8)                         \
+  X(memra_scheme_info, block_bytes, 16)                        \
+  X(memra_scheme_info, prompt, 24)                             \
   X(memra_kernel_registrar, struct_size, 0)                    \
   X(memra_kernel_registrar, registry, 8)                       \
   X(memra_kernel_registrar, device, 16)                        \
@@ -152,6 +176,7 @@
   X(memra_quant_api, dequantize, 24)                           \
   X(memra_quant_api, matmul, 32)                               \
   X(memra_quant_api, register_kernels, 40)                     \
+  X(memra_quant_api, scheme_info, 48)                          \
   /* backend.h */                                              \
   X(memra_tensor, struct_size, 0)                              \
   X(memra_tensor, dtype, 8)                                    \
@@ -294,8 +319,10 @@
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
   X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
   X(memra_matmul_args, 88, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 88) /* 2.1 */                \
-  X(memra_quant_api, 48, MEMRA_QUANT_API_STRUCT_SIZE, 48) /* 2.1 */ \
-  X(memra_kernel_desc, 64, MEMRA_KERNEL_DESC_STRUCT_SIZE, 64) /* 2.1 */ \
+  X(memra_quant_api, 56, MEMRA_QUANT_API_STRUCT_SIZE, 56) /* 2.10 */ \
+  X(memra_kernel_desc, 72, MEMRA_KERNEL_DESC_STRUCT_SIZE, 72) /* 2.10 */ \
+  X(memra_matmul_kernels, 216, MEMRA_MATMUL_KERNELS_STRUCT_SIZE, 216) /* 2.10 */ \
+  X(memra_scheme_info, 32, MEMRA_SCHEME_INFO_STRUCT_SIZE, 28) /* 2.10 */ \
   X(memra_kernel_registrar, 32, MEMRA_KERNEL_REGISTRAR_STRUCT_SIZE, 32) /* 2.1 */                \
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
   X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \

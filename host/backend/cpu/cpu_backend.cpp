@@ -11,7 +11,6 @@
 
 #include "kernels/activation/gated_activation_ref.hpp"
 #include "kernels/attention/attention_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 #include "kernels/norm/rms_norm_ref.hpp"
 #include "kernels/rope/rope_ref.hpp"
@@ -321,12 +320,14 @@ memra_status CpuBackend::matmul_rows(const float* x, int64_t m, const memra_weig
   args.m = m;
   args.x = x;
   args.y = y;
-  // The block schemes' generated rows take the plugin's matmul (int8 or f32
-  // activations), their prompt rows bf16-rounded weights on bf16 activations
-  // (docs/ARCHITECTURE.md, "Per-scheme numerics"); bf16 weights are one path.
-  std::string scheme(w->quant);
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool prompt_rows = ref::prompt_rounds_weights(scheme) && std::find(kinds.begin(), kinds.end(), uint8_t{1}) != kinds.end();
+  // Generated rows take the plugin's matmul (its own activation format); prompt rows of
+  // a scheme whose prompt numerics round the weights (memra_scheme_info.prompt) take
+  // bf16-rounded weights on bf16 activations (docs/ARCHITECTURE.md, "Per-scheme numerics").
+  memra_scheme_info info{};
+  info.struct_size = MEMRA_SCHEME_INFO_STRUCT_SIZE;
+  const bool rounds = MEMRA_STRUCT_HAS(q, memra_quant_api, scheme_info) && q->scheme_info &&
+                      q->scheme_info(qt.ctx, w->quant, &info) == MEMRA_OK && info.prompt == MEMRA_PROMPT_ROUNDED_WEIGHTS;
+  const bool prompt_rows = rounds && std::find(kinds.begin(), kinds.end(), uint8_t{1}) != kinds.end();
   const memra_status st = prompt_rows ? matmul_prompt_rows_bf16(qt, args, kinds) : q->matmul(qt.ctx, &args);
   if (st != MEMRA_OK) return fail(st, std::string("matmul failed for ") + w->name + " (" + w->quant + ")");
   return MEMRA_OK;

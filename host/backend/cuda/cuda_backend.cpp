@@ -9,9 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "host/backend/cuda/builtin_kernels.hpp"
 #include "host/backend/cuda/cu_error.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
@@ -77,7 +75,6 @@ Status CudaBackend::open() {
                                              [this](memra_log_level l, const std::string& m) { log(l, m); });
   nvrtc_ = NvrtcCompiler(cache_dir_, arch_name(ctx_.major(), ctx_.minor()));
   registry_ = std::make_unique<KernelRegistry>(ctx_.arch());
-  MEMRA_TRY(register_builtin_kernels(*registry_));
   arena_ = std::make_unique<StepArena>(ctx_.stream());
   staging_ = std::make_unique<PinnedStaging>(ctx_.stream());
   // Load one module now so a missing or mismatched kernel build fails at start, not mid-request.
@@ -144,8 +141,9 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
     if (w.ndim != 2 || !w.quant) continue;
     auto s = scheme(&w);
     if (!s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
-    if (ref::int8_activation_matmul(lower_scheme(w.quant), w.shape[1])) int8_weights_ = true;
-    if (s->fp8_act) fp8_weights_ = true;
+    ActFormat& f = act_format_by_cols_[w.shape[1]];
+    if (s->int8) f = ActFormat::int8x32;
+    else if (s->bf16s128 && f == ActFormat::none) f = ActFormat::bf16s128;
   }
   // One allocation for the whole set; tensors sharing host memory (tied embeddings) share the copy.
   std::vector<std::pair<const memra_weight*, uint64_t>> plan;
@@ -455,13 +453,13 @@ memra_status CudaBackend::kernel_module_load_file(const char* path, memra_kernel
 }
 
 memra_status CudaBackend::register_plugin_kernels(const char* plugin_name, memra_plugin_ctx* ctx, RegisterKernelsFn fn,
-                                                  int32_t* added) {
+                                                  int32_t* added, const void* services) {
   if (!plugin_name || !fn) return fail(MEMRA_ERR_INVALID_ARGUMENT, "register_plugin_kernels: NULL plugin name or function");
   memra_device_info device{};
   device.struct_size = MEMRA_DEVICE_INFO_STRUCT_SIZE;
   if (const memra_status st = device_info(&device); st != MEMRA_OK) return st;
   KernelRegistry::PluginRegistrar r;
-  registry_->make_registrar(r, &device, plugin_name, ctx);
+  registry_->make_registrar(r, &device, plugin_name, ctx, services);
   last_error_.clear();
   const memra_status st = fn(ctx, &r.registrar);
   if (added) *added = 0;

@@ -26,7 +26,7 @@
 #include "host/backend/cuda/device_memory.hpp"
 #include "host/backend/cuda/kernel_modules.hpp"
 #include "host/backend/cuda/kernel_registry.hpp"
-#include "kernels/matmul/gemv_int8_launch.hpp"
+#include "kernels/matmul/gemv_mats.hpp"
 #include "host/backend/cuda/nvrtc_compiler.hpp"
 #include "host/ops/op_registry.hpp"
 #include "memra/backend.h"
@@ -36,18 +36,20 @@ namespace memra::backend::cuda {
 // Fills the C op table with trampolines into `ctx` (a CudaBackend*).
 void fill_ops(memra_backend_ops& ops, memra_backend_ctx* ctx);
 
-// The kernel registered for a weight's scheme; for a built-in one also its module,
-// kernel suffix and row geometry.
+// The kernel registered for a weight's scheme and row length; for device kernels
+// (memra_matmul_kernels) also their module, entry names and row geometry.
 struct SchemeInfo {
   std::string scheme;  // lower case
   const KernelEntry* entry = nullptr;
-  std::string module;  // "matmul_q4_k"
-  std::string suffix;  // "q4_k", or "bf16_u8" / "bf16_u1" by row length
+  const DeviceMatmul* dev = nullptr;  // entry->device, or nullptr for a plugin's own matmul
+  Module* module = nullptr;           // the plugin's module holding the entries
+  std::string gemv;                   // ROWS form: the entry less "_t<N>" (alignment suffix applied)
+  std::string embedding;              // the embedding entry (alignment suffix applied), or empty
   uint64_t row_bytes = 0;
-  bool int8 = false;        // int8x32 activations (ref::matmul_activation): the int8 GEMV
-  bool fp8_act = false;     // prepared fp8-GEMV activations (BuiltinMatmul::fp8_activations)
-  bool mma = false;         // the tensor-core GEMV (BuiltinMatmul::gemv_mma)
-  std::string mma_kernel;   // its kernel name less the n-tile count: "memra_gemv_fp8_mma_n"
+  bool int8 = false;        // int8x32 activations: the INT8 GEMV form
+  bool bf16s128 = false;    // bf16s128 activations (prepared once per row)
+  bool mma = false;         // the MMA16 GEMV form
+  std::string mma_kernel;   // its entry less the n-tile count: "<stem>_mma_n"
   int mma_warps = 16;       // its warps per block
 };
 
@@ -131,7 +133,10 @@ class CudaBackend {
   memra_status kernel_module_load_file(const char* path, memra_kernel_module** out);
   bool nvrtc_last_cache_hit() const { return nvrtc_.last_cache_hit(); }
   // A plugin's kernel descriptors go into the registry (backend.hpp register_kernels).
-  memra_status register_plugin_kernels(const char* plugin_name, memra_plugin_ctx* ctx, RegisterKernelsFn fn, int32_t* added);
+  // services: the kernel services the plugin loads its modules through (the modules its
+  // device entries name must be theirs).
+  memra_status register_plugin_kernels(const char* plugin_name, memra_plugin_ctx* ctx, RegisterKernelsFn fn, int32_t* added,
+                                       const void* services = nullptr);
   const KernelRegistry& registry() const { return *registry_; }
   // Counters for tests and tools.
   BackendStats stats() const;
@@ -171,12 +176,18 @@ class CudaBackend {
   template <class... A>
   memra_status launch(const char* module, const char* kernel, unsigned gx, unsigned gy, unsigned block,
                       unsigned shared, A... args);
+  template <class... A>
+  memra_status launch_in(Module* module, const std::string& kernel, unsigned gx, unsigned gy, unsigned block, unsigned shared,
+                         A... args);
   memra_status launch_raw(Kernel* k, unsigned gx, unsigned gy, unsigned block, unsigned shared, void** args);
+  // A device matmul's entry in its plugin's module; GEMV entries of a PDL-aware
+  // registration are launched programmatically (Kernel::pdl).
+  Result<Kernel*> scheme_kernel(const SchemeInfo& s, const std::string& name, bool gemv);
   memra_status after_op(const char* what);
   // Device address of an uploaded weight (by its host address); 0 + error if absent.
   CUdeviceptr resolve(const memra_weight* w, memra_status* st);
-  // activation: the format to look up; NULL = the weight's own (ref::matmul_activation).
-  Result<SchemeInfo> scheme(const memra_weight* w, const char* activation = nullptr) const;
+  // The registry's kernel for the weight's scheme and row length (KernelRegistry::find).
+  Result<SchemeInfo> scheme(const memra_weight* w) const;
   Result<const DeviceBatch*> device_batch(const memra_forward_batch* batch);
   Result<CUdeviceptr> rope_inv_freq(const memra_rope_params& p, float* attention_factor);
   Kernel* nvrtc_rms_norm(int64_t dim);
@@ -314,7 +325,7 @@ class CudaBackend {
   };
   std::deque<PluginOpEntry> plugin_ops_;
   memra_status run_plugin_op(const PluginOpEntry& op, const memra_op_args* args);
-  Error no_kernel(const std::string& scheme, const std::string& activation) const;
+  Error no_kernel(const std::string& scheme, int64_t cols) const;
   std::string last_error_;
   memra_backend_ops ops_{};
 
@@ -366,7 +377,7 @@ class CudaBackend {
   // per group; fp8_act_ref.hpp), and reused by the next matmuls over the same rows
   // (q/k/v, gate/up) while no other write happened: write_epoch_ counts launches and
   // copies into device memory.
-  enum class ActFormat { none, int8x32, fp8 };
+  enum class ActFormat { none, int8x32, bf16s128 };
   struct QuantizedRows {
     bool valid = false;
     ActFormat format = ActFormat::none;
@@ -450,7 +461,9 @@ class CudaBackend {
   // matmul finds them in act_rows_. fused_act_format says which (none: no fusion);
   // fused_act_rows returns the buffers to fill; fused_act_rows_done makes them act_rows_
   // after the producer's launch.
-  bool int8_weights_ = false, fp8_weights_ = false;
+  // The prepared activation format the uploaded weights take per row length (int8x32
+  // first): what a producer of rows of that length writes beside them (fused_act_format).
+  std::unordered_map<int64_t, ActFormat> act_format_by_cols_;
   Result<ActFormat> fused_act_format(int64_t m, int64_t cols);
   Result<const QuantizedRows*> fused_act_rows(ActFormat f, CUdeviceptr out, int64_t m, int64_t cols);
   void fused_act_rows_done(const QuantizedRows& rows);
@@ -476,6 +489,16 @@ class CudaBackend {
                                 int32_t max_chunks, CUdeviceptr q, CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr out,
                                 const QuantizedRows* fused = nullptr);
 };
+
+template <class... A>
+memra_status CudaBackend::launch_in(Module* module, const std::string& kernel, unsigned gx, unsigned gy, unsigned block, unsigned shared,
+                                    A... args) {
+  auto k = modules_->get(module, kernel);
+  if (!k) return fail(k.error());
+  void* argv[] = {static_cast<void*>(&args)...};
+  const memra_status st = launch_raw(*k, gx, gy, block, shared, argv);
+  return st != MEMRA_OK ? st : after_op(kernel.c_str());
+}
 
 // Launches module/kernel on the backend's stream with the given arguments (by value).
 template <class... A>

@@ -92,12 +92,10 @@ Result<Kernel*> KernelModules::get(Module* module, const std::string& kernel_nam
     return make_error(ErrorCode::not_found, cu_error(r, ("kernel " + kernel_name + " in module " + module->name).c_str()));
   r = cuKernelGetFunction(&k->function, k->kernel);
   if (r != CUDA_SUCCESS) return make_error(ErrorCode::internal, cu_error(r, "cuKernelGetFunction"));
-  // The modules whose every kernel is PDL-aware (kernels/common/pdl.cuh).
+  // The backend's modules whose every kernel is PDL-aware; a quant plugin's GEMV entries
+  // say so in their registration (memra_matmul_kernels.pdl, CudaBackend::scheme_kernel).
   const std::string& mn = module->name;
-  // The f32-activation GEMV modules built on gemv.cuh alone count, and matmul_fp8;
-  // matmul_q8_0, matmul_q4_k and matmul_q5_k (own GEMVs) do not yet.
-  k->pdl = mn == "norm" || mn == "activation" || mn == "rope" || mn == "attention" || mn.rfind("matmul8_", 0) == 0 || mn.rfind("nvrtc:rms_norm_dim", 0) == 0 ||
-           mn == "matmul_float" || mn == "matmul_q4_0" || mn == "matmul_q6_k" || mn == "matmul_iq4_xs" || mn == "matmul_fp8";
+  k->pdl = mn == "norm" || mn == "activation" || mn == "rope" || mn == "attention" || mn.rfind("matmul8_", 0) == 0 || mn.rfind("nvrtc:rms_norm_dim", 0) == 0;
   Kernel* raw = k.get();
   module->kernels[kernel_name] = std::move(k);
   return raw;

@@ -1,9 +1,9 @@
 // The kernel registry of a GPU backend: which kernel serves an op for a weight scheme,
-// an activation format and a device architecture. Entries come from the backend's
-// built-in kernels (builtin_kernels.cpp) and from quant plugins (memra_quant_api.
-// register_kernels, through the memra_kernel_registrar this builds); lookup picks the
-// highest score for the device, ties going to the earlier registration. Plain C++, no
-// driver calls, so the CPU test suite covers it.
+// an activation format and a device architecture. Entries come from quant plugins
+// (memra_quant_api.register_kernels, through the memra_kernel_registrar this builds; the
+// backend has no kernels of its own for any scheme); lookup picks the highest score for
+// the device among the entries that serve the weight's row length, ties going to the
+// earlier registration. Plain C++, no driver calls, so the CPU test suite covers it.
 #pragma once
 
 #include <cstdint>
@@ -18,36 +18,36 @@ namespace memra::backend::cuda {
 
 struct KernelKey {
   std::string op;          // "matmul"
-  std::string scheme;      // lower case, "q4_k", "example_i8"
-  std::string activation;  // "f32", "bf16", "int8x32" (kernels/matmul/gemv_int8_ref.hpp)
+  std::string scheme;      // lower case, as the plugin handles it ("example_i8")
+  std::string activation;  // MEMRA_ACT_*: "f32", "bf16", "int8x32", "bf16s128" (memra/quant.h)
   std::string arch;        // "sm_90a", "sm_120a"
   bool operator==(const KernelKey&) const = default;
 };
 
-// A built-in matmul: the GEMV module and its kernels' geometry, and the prefill GEMM's
-// way in (none; the weight streamed as a bf16 plane; a dequantization kernel into a
-// bf16 plane, one pass; or into bf16 hi + lo planes, split: ref::bf16_prompt_matmul).
-struct BuiltinMatmul {
-  std::string module;                 // "matmul_q4_k"
-  std::string gemv_suffix;            // memra_gemv_<suffix>[_u8|_u1]_t<N>
-  bool suffix_by_alignment = false;   // float schemes: _u8 when a row is 8-element aligned, else _u1
+// Device kernels the backend launches itself (memra_matmul_kernels, SDK 2.10): a quant
+// plugin's module and entry names, its weight rows' geometry and the forms of its GEMV
+// and prompt GEMM. module: the backend's handle of the plugin's module (opaque here).
+struct DeviceMatmul {
+  const void* module = nullptr;
   int64_t block_elems = 1;
   int64_t block_bytes = 4;
-  // bf16 activations on the tensor cores: the GEMV memra_gemv_<suffix>_mma_n<NT> over
-  // GemvMats (bf16 rows of 8-element multiples, kernels/matmul/gemv_mma_bf16.cuh; fp8,
-  // gemv_mma_fp8.cuh) instead of memra_gemv_<suffix>[_u8]_t<N>.
-  bool gemv_mma = false;
-  int mma_warps = 16;                 // its warps per block (gemv_mma_layout.hpp kWarps, kFp8Warps)
-  enum class Gemm { none, streams_bf16, dequantized_bf16, dequantized } gemm = Gemm::none;
-  int64_t gemm_unit = 32;             // elements per thread of memra_gemm_dequant_<scheme>
-  // int8x32 activations: the GEMV is memra_gemv8_<kernel>_r<R>_t<NT> of `module`
-  // (kernels/matmul/matmul8_<scheme>.cu, launch table gemv_int8_launch.hpp), fed by
-  // memra_quantize_act_q8_rows, for generated rows; prompt rows take the GEMM.
-  bool int8_activations = false;
-  // Prepared fp8-GEMV activations (kernels/matmul/fp8_act_ref.hpp): the tensor-core GEMV
-  // memra_gemv_<suffix>_mma_n<NT> reads the bf16 plane and per-group back-scales that the
-  // producer of x or memra_prepare_act_fp8_rows wrote, for generated rows.
-  bool fp8_activations = false;
+  int64_t cols_multiple = 1;          // rows served: a multiple of this
+  int form = MEMRA_GEMV_ROWS;          // MEMRA_GEMV_*
+  bool by_alignment = false;          // _u8 / _u1 by row length (ROWS form, embedding)
+  std::string gemv;                   // entry stem (ROWS, MMA16)
+  int mma_warps = 16;
+  int gemm = MEMRA_GEMM_NONE;          // MEMRA_GEMM_*
+  struct Launch {
+    std::string kernel;
+    int rows_per_block = 1, blocks_per_sm = 0, threads = 128;
+  };
+  Launch launch[5];                   // INT8 form, per token tile 1, 2, <=4, <=8, more
+  std::string gemm_dequant;
+  int64_t gemm_unit = 32;
+  bool pdl = false;                   // GEMV entries are PDL-aware
+  std::string embedding;              // empty: no embedding gather
+  // The tile of a launch over m tokens (INT8 form): 1, 2, <= 4, <= 8, more.
+  static int tile(int64_t m) { return m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 3 : 4; }
 };
 
 // A plugin's matmul for one key (memra_kernel_desc).
@@ -61,12 +61,14 @@ struct KernelEntry {
   KernelKey key;
   int32_t score = 0;
   std::string provider;  // "built-in" or the plugin's name
-  std::optional<BuiltinMatmul> builtin;
-  std::optional<PluginMatmul> plugin;
+  std::optional<DeviceMatmul> device;  // launched by the backend
+  std::optional<PluginMatmul> plugin;  // the plugin's own matmul, launching through host services
+  // Whether the entry serves a weight whose rows are `cols` long.
+  bool serves(int64_t cols) const { return !device || (cols > 0 && cols % device->cols_multiple == 0); }
 };
 
-// The operations and activation formats an entry may name today. A plugin's kernel
-// takes f32 activations (memra_matmul_args.x); the others are the built-in kernels'.
+// The operations and activation formats an entry may name today. A plugin's own matmul
+// takes f32 activations (memra_matmul_args.x); device kernels take any format.
 bool known_kernel_op(const std::string& op);
 bool known_activation(const std::string& activation);
 
@@ -80,6 +82,9 @@ class KernelRegistry {
   Status add(KernelEntry entry);
   // add()'s checks alone (the entry, scheme lower-cased, as add would keep it).
   Status check(KernelEntry& entry) const;
+  // The highest-scoring entry for (op, scheme) on this device that serves rows of `cols`
+  // (ties: the earlier registration); nullptr if none.
+  const KernelEntry* find(const std::string& op, const std::string& scheme, int64_t cols) const;
   // The highest-scoring entry for (op, scheme, activation) on this device; nullptr if none.
   const KernelEntry* find(const std::string& op, const std::string& scheme, const std::string& activation) const;
   // Schemes with an entry for op on this device, sorted, for messages.
@@ -94,6 +99,9 @@ class KernelRegistry {
     KernelRegistry* registry = nullptr;
     std::string plugin_name;
     memra_plugin_ctx* plugin_ctx = nullptr;
+    // The kernel services (plugins::KernelServices) the plugin loaded its modules through:
+    // a device entry's module must come from them (this device). NULL: not checked.
+    const void* services = nullptr;
     std::string last_error;  // why an add() was refused (the first refusal)
     std::vector<KernelEntry> staged;  // accepted, added by commit() once register_kernels succeeded
     // A registration with a refused descriptor adds nothing: the plugin's kernels are
@@ -101,7 +109,7 @@ class KernelRegistry {
     Status commit();
   };
   void make_registrar(PluginRegistrar& out, const memra_device_info* device, std::string plugin_name,
-                      memra_plugin_ctx* plugin_ctx);
+                      memra_plugin_ctx* plugin_ctx, const void* services = nullptr);
 
  private:
   std::string arch_;

@@ -46,7 +46,8 @@ class ModuleBackend final : public Backend, public plugins::KernelServices {
   std::string last_error() const override { return impl_.last_error(); }
 
   Status register_kernels(const std::string& plugin, memra_plugin_ctx* ctx, RegisterKernelsFn fn, int32_t* added) override {
-    return call("", [&](CudaBackend* b) { return b->register_plugin_kernels(plugin.c_str(), ctx, fn, added); });
+    return call("", [&](CudaBackend* b) { return b->register_plugin_kernels(plugin.c_str(), ctx, fn, added,
+                                                                          static_cast<const plugins::KernelServices*>(this)); });
   }
   plugins::KernelServices* kernel_services() override { return this; }
   Status register_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused) override {

@@ -160,7 +160,7 @@ memra_status CudaBackend::decode_attention(const memra_attention_params* p, cons
   // The rows fused for the o projection: int8x32 from whichever kernel writes `out`; the
   // fp8 GEMV's rows from the chunk kernel only (the caller passes them for one-chunk rows).
   const bool q8 = fused && fused->format == ActFormat::int8x32;
-  const bool fp8 = fused && fused->format == ActFormat::fp8;
+  const bool fp8 = fused && fused->format == ActFormat::bf16s128;
   if (fp8 && !chunk_writes_fp8_rows(max_chunks, group, head_dim))
     return fail(MEMRA_ERR_INTERNAL, "attention: fp8 rows fused into a merged or partial-group launch");
   const auto shared = static_cast<unsigned>(shared64);
@@ -291,7 +291,7 @@ memra_status CudaBackend::attention(const memra_attention_params* p, const memra
     if (head_dim % 32 == 0) {
       auto f = fused_act_format(batch->num_tokens, width);
       if (!f) return fail(f.error());
-      const bool fp8_rows = *f == ActFormat::fp8 && chunk_writes_fp8_rows(max_chunks, heads / kv_heads, head_dim);
+      const bool fp8_rows = *f == ActFormat::bf16s128 && chunk_writes_fp8_rows(max_chunks, heads / kv_heads, head_dim);
       if (*f == ActFormat::int8x32 || fp8_rows) {
         auto rows = fused_act_rows(*f, dptr(out), batch->num_tokens, width);
         if (!rows) return fail(rows.error());

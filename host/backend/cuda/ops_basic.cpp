@@ -39,19 +39,18 @@ memra_status CudaBackend::embedding(const memra_weight* table, const memra_forwa
   if (st != MEMRA_OK) return st;
   auto s = scheme(table);
   if (!s) return fail(s.error());
-  if (!s->entry->builtin)
-    return fail(MEMRA_ERR_UNSUPPORTED, "embedding: the CUDA backend has no embedding kernel for plugin scheme '" + s->scheme +
-                                           "' (keep token_embd.weight in a built-in scheme)");
+  if (!s->dev || s->embedding.empty())
+    return fail(MEMRA_ERR_UNSUPPORTED, "embedding: " + s->entry->provider + " registers no embedding gather for scheme '" + s->scheme +
+                                           "' on this device (requantize token_embd.weight to a scheme that has one)");
   const int64_t vocab = table->shape[0];
   const int64_t dim = table->shape[1];
   for (int32_t t = 0; t < batch->num_tokens; ++t)
     if (batch->token_ids[t] < 0 || batch->token_ids[t] >= vocab) return fail(MEMRA_ERR_INVALID_ARGUMENT, "embedding: token id out of range");
   auto b = device_batch(batch);
   if (!b) return fail(b.error());
-  const std::string kernel = "memra_embedding_" + s->suffix;
   const int64_t row_bytes = static_cast<int64_t>(s->row_bytes);
-  return launch("embedding", kernel.c_str(), static_cast<unsigned>(batch->num_tokens), 1, 256, 0, w, row_bytes, dim,
-                (*b)->ids, scale, dptr(out));
+  return launch_in(s->module, s->embedding, static_cast<unsigned>(batch->num_tokens), 1, 256, 0, w, row_bytes, dim, (*b)->ids, scale,
+                   dptr(out));
 }
 
 memra_status CudaBackend::rms_norm(const memra_tensor* x, const memra_weight* w, float eps, float unit_offset,
@@ -91,7 +90,7 @@ memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* resi
   // from the wide one (a warp per 128-group), else memra_prepare_act_fp8_rows at the matmul.
   const char* fused = *f == ActFormat::int8x32 && (wide ? dim % 128 == 0 : dim <= 8192)
                           ? (wide ? "memra_add_rms_norm_wide_q8" : "memra_add_rms_norm_q8")
-                          : *f == ActFormat::fp8 && wide ? "memra_add_rms_norm_wide_fp8" : nullptr;
+                          : *f == ActFormat::bf16s128 && wide ? "memra_add_rms_norm_wide_fp8" : nullptr;
   if (fused) {
     auto q = fused_act_rows(*f, dptr(out), rows, dim);
     if (!q) return fail(q.error());
@@ -105,14 +104,14 @@ memra_status CudaBackend::add_rms_norm(const memra_tensor* x, memra_tensor* resi
 }
 
 // The activation rows a producer of m rows of `cols` also writes for the next matmul:
-// int8x32 with integer-activation weights in the model and rows of whole 256-element
-// runs (what those weights take), else the fp8 GEMV's rows with fp8 weights (rows of
-// whole 128-element groups); at most 64 rows and no prompt rows in the step (prompt rows
+// the prepared format the model's weights with rows of `cols` take (int8x32 first, else
+// bf16s128; upload_weights), at most 64 rows and no prompt rows in the step (prompt rows
 // take the GEMM), so prefill pays nothing. none: no fusion (BackendOptions::fuse_decode
 // off, MEMRA_CUDA_FUSE=0: the matmul prepares them itself, the same bits).
 Result<CudaBackend::ActFormat> CudaBackend::fused_act_format(int64_t m, int64_t cols) {
   if (!options_.fuse_decode || m <= 0 || m > 64) return ActFormat::none;
-  const ActFormat f = int8_weights_ && cols % 256 == 0 ? ActFormat::int8x32 : fp8_weights_ && cols % 128 == 0 ? ActFormat::fp8 : ActFormat::none;
+  const auto it = act_format_by_cols_.find(cols);
+  const ActFormat f = it == act_format_by_cols_.end() ? ActFormat::none : it->second;
   if (f == ActFormat::none) return f;
   auto r = matmul_split(m);
   if (!r) return r.error();
@@ -151,10 +150,10 @@ memra_status CudaBackend::gated_activation(memra_activation act, const memra_ten
   if (!f) return fail(f.error());
   // The fp8 rows' entries take float4s (a thread per 4 elements, a warp per 128-group).
   const bool aligned = ((dptr(gate) | dptr(up) | dptr(out)) & 15u) == 0;
-  if (*f == ActFormat::int8x32 || (*f == ActFormat::fp8 && aligned)) {
+  if (*f == ActFormat::int8x32 || (*f == ActFormat::bf16s128 && aligned)) {
     auto q = fused_act_rows(*f, dptr(out), n / cols, cols);
     if (!q) return fail(q.error());
-    const bool fp8 = *f == ActFormat::fp8;
+    const bool fp8 = *f == ActFormat::bf16s128;
     const std::string kq = std::string(k) + (fp8 ? "_fp8" : "_q8");
     const memra_status st = launch("activation", kq.c_str(), elementwise_grid(fp8 ? n / 4 : n), 1, 256, 0, dptr(gate), dptr(up), n,
                                    dptr(out), (*q)->q, (*q)->meta);

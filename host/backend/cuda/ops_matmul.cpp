@@ -1,35 +1,29 @@
-// Matmul of the CUDA backend.
+// Matmul of the CUDA backend, over the kernels quant plugins register (kernel_registry.hpp;
+// memra_matmul_kernels, SDK 2.10): the backend knows no scheme, only the forms below.
 //
 // Prompt rows and generated rows (memra_forward_batch.prompt_tokens) take two paths,
 // chosen per row by its flag, never by the batch size:
 //  - generated rows (decode, speculative verify; every row when the flags are absent)
-//    run the dequant-on-the-fly GEMV of kernels/matmul/gemv*.cuh, bitwise the same
-//    for any M;
-//  - prompt rows run the tensor-core GEMM of kernels/matmul/gemm_mma.cu, also bitwise
-//    the same for any M, any chunking and any position in the batch (fixed tiles and
-//    k order), so a prompt's KV does not depend on how it was batched or chunked.
+//    run the scheme's GEMV (ROWS, MMA16 or INT8 form), bitwise the same for any M;
+//  - prompt rows run the tensor-core GEMM of kernels/matmul/gemm_mma.cu over weight
+//    rows the scheme's dequantiser writes as bf16 planes, also bitwise the same for any
+//    M, any chunking and any position in the batch (fixed tiles and k order), so a
+//    prompt's KV does not depend on how it was batched or chunked.
 // In a mixed step the prompt rows are gathered into the GEMM's operand planes and
 // its results scattered back by index; the generated rows are gathered, run through
 // the GEMV on their own and scattered back (bitwise copies). The GEMM's operands follow
-// the prompt rows' numerics (ref::bf16_prompt_matmul): bf16 weights, and the block and
-// fp8 schemes' weights dequantised and rounded to bf16, take bf16 activations, one pass
-// (cuBLASLt where it is installed and row invariant, else the own GEMM); f32 and f16
-// weights take f32 activations, both operands split into bf16 hi + lo, f32-faithful.
-// bf16 and fp8 weights' generated rows take bf16 activations on the tensor-core GEMV.
+// the registration's GEMM form: MEMRA_GEMM_STREAMS_BF16 and MEMRA_GEMM_BF16 take bf16
+// activations, one pass (cuBLASLt where it is installed and row invariant, else the own
+// GEMM); MEMRA_GEMM_SPLIT takes f32 activations, both operands split into bf16 hi + lo,
+// f32-faithful.
 //
-// Integer schemes (q8_0, q4_0, q4_k with rows of whole 256-element runs;
-// ref::matmul_activation) take int8 activations on their generated rows, as their CPU
-// reference does (docs/ARCHITECTURE.md, "Per-scheme numerics"): each row quantised
-// once (memra_quantize_act_q8_rows, shared by the next matmuls over the same rows; or
-// by the producing norm/activation with BackendOptions::fuse_decode, ops_basic.cpp),
-// then the int8 GEMV, bitwise the reference. fp8 weights' generated rows are prepared
-// the same way for their GEMV (memra_prepare_act_fp8_rows or the producer: each
-// 128-group scaled by 2^E and rounded to bf16 once per activation, not in every block).
+// Prepared activation formats (int8x32, bf16s128; memra/quant.h) are made once per row
+// set: memra_quantize_act_q8_rows / memra_prepare_act_fp8_rows (matmul8_act), shared by
+// the next matmuls over the same rows, or written by the producing norm / activation with
+// BackendOptions::fuse_decode (ops_basic.cpp); then the GEMV over them.
 //
-// Which kernel serves a scheme comes from the backend's kernel registry
-// (kernel_registry.hpp): the built-in GEMV/GEMM modules (builtin_kernels.cpp) or a
-// quant plugin's kernel (memra_quant_api.register_kernels), which then serves every
-// row of the matmul and launches through the host's kernel services.
+// A plugin's own matmul (memra_kernel_desc.matmul) serves every row of the matmul and
+// launches through the host's kernel services.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -38,9 +32,8 @@
 #include "host/backend/cuda/cu_error.hpp"
 
 #include "host/backend/cuda/cuda_backend.hpp"
-#include "kernels/matmul/gemv_int8_launch.hpp"
+#include "kernels/matmul/gemv_mats.hpp"
 #include "kernels/matmul/gemv_mma_layout.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
 
 namespace memra::backend::cuda {
 namespace {
@@ -60,39 +53,48 @@ CudaBackend::GemmBuffer::~GemmBuffer() {
   if (ptr) cuMemFree(ptr);
 }
 
-Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w, const char* activation) const {
+Result<SchemeInfo> CudaBackend::scheme(const memra_weight* w) const {
   if (!w->quant) return make_error(ErrorCode::invalid_argument, "weight has no quant scheme");
   const std::string name = lower_scheme(w->quant);
   if (w->ndim != 2) return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " is not a matrix");
-  if (!activation) activation = ref::matmul_activation(name, w->shape[1]);
-  const KernelEntry* e = registry_->find("matmul", name, activation);
-  if (!e) return no_kernel(name, activation);
+  const int64_t cols = w->shape[1];
+  const KernelEntry* e = registry_->find("matmul", name, cols);
+  if (!e) return no_kernel(name, cols);
   SchemeInfo info;
   info.scheme = name;
   info.entry = e;
-  if (!e->builtin) return info;  // a plugin's kernel: the plugin checks its own layout
-  const BuiltinMatmul& b = *e->builtin;
-  const int64_t cols = w->shape[1];
-  if (cols <= 0 || cols % b.block_elems != 0)
+  if (!e->device) return info;  // a plugin's own matmul: the plugin checks its own layout
+  const DeviceMatmul& d = *e->device;
+  info.dev = &d;
+  info.module = static_cast<Module*>(const_cast<void*>(d.module));
+  if (cols <= 0 || cols % d.block_elems != 0)
     return make_error(ErrorCode::invalid_argument, "weight row length breaks the " + name + " block size");
-  info.row_bytes = static_cast<uint64_t>(cols / b.block_elems) * static_cast<uint64_t>(b.block_bytes);
-  info.module = b.module;
-  info.int8 = b.int8_activations;
-  info.fp8_act = b.fp8_activations;
-  info.suffix = b.suffix_by_alignment ? b.gemv_suffix + (cols % 8 == 0 ? "_u8" : "_u1") : b.gemv_suffix;
-  info.mma = b.gemv_mma && cols % 8 == 0;
-  info.mma_kernel = "memra_gemv_" + b.gemv_suffix + "_mma_n";
-  info.mma_warps = b.mma_warps;
+  info.row_bytes = static_cast<uint64_t>(cols / d.block_elems) * static_cast<uint64_t>(d.block_bytes);
+  const std::string align = d.by_alignment ? (cols % 8 == 0 ? "_u8" : "_u1") : "";
+  info.gemv = d.gemv + align;
+  if (!d.embedding.empty()) info.embedding = d.embedding + align;
+  info.int8 = e->key.activation == MEMRA_ACT_INT8X32;
+  info.bf16s128 = e->key.activation == MEMRA_ACT_BF16S128;
+  info.mma = d.form == MEMRA_GEMV_MMA16;
+  info.mma_kernel = d.gemv + "_mma_n";
+  info.mma_warps = d.mma_warps;
   if (info.row_bytes * static_cast<uint64_t>(w->shape[0]) > w->bytes)
     return make_error(ErrorCode::invalid_argument, std::string("weight ") + (w->name ? w->name : "?") + " holds fewer bytes than its shape needs");
   return info;
 }
 
-Error CudaBackend::no_kernel(const std::string& scheme, const std::string& activation) const {
+Result<Kernel*> CudaBackend::scheme_kernel(const SchemeInfo& s, const std::string& name, bool gemv) {
+  auto k = modules_->get(s.module, name);
+  if (!k) return make_error(k.error().code, s.entry->provider + ": " + k.error().message);
+  if (gemv && s.dev->pdl) (*k)->pdl = true;
+  return *k;
+}
+
+Error CudaBackend::no_kernel(const std::string& scheme, int64_t cols) const {
   std::string known;
   for (const std::string& s : registry_->schemes("matmul")) known += (known.empty() ? "" : ", ") + s;
-  return make_error(ErrorCode::unsupported, "no matmul kernel is registered for weight scheme '" + scheme + "' (activations " + activation + ") on " +
-                                                registry_->device_arch() + " (registered: " + known +
+  return make_error(ErrorCode::unsupported, "no matmul kernel is registered for weight scheme '" + scheme + "' with rows of " + std::to_string(cols) +
+                                                " on " + registry_->device_arch() + " (registered: " + (known.empty() ? "none" : known) +
                                                 "); install a quant plugin with CUDA kernels for it, use the CPU backend or requantize");
 }
 
@@ -147,7 +149,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
     return matmul_plugin(*s, wd, rows, cols, xd, m, od);
   }
 
-  if (s->int8 || s->fp8_act) {
+  if (s->int8 || s->bf16s128) {
     // Generated rows on the GEMV over prepared activations (int8: bitwise the CPU
     // reference), prompt rows on the GEMM.
     auto r = matmul_split(m);
@@ -182,7 +184,7 @@ memra_status CudaBackend::matmul(const memra_tensor* x, const memra_weight* w, c
   // The path of each row follows its prompt flag; no flags, no prompt rows, or a
   // scheme without a GEMM: every row on the GEMV, exactly as before.
   const DeviceBatch::RowSplit* split = nullptr;
-  if (s->entry->builtin->gemm != BuiltinMatmul::Gemm::none && gemm_shape(cols)) {
+  if (s->dev->gemm != MEMRA_GEMM_NONE && gemm_shape(cols)) {
     auto r = matmul_split(m);
     if (!r) return fail(r.error());
     split = *r;
@@ -227,16 +229,22 @@ memra_status CudaBackend::matmul_gemv(const SchemeInfo& s, CUdeviceptr wd, int64
   while (nt < std::min<int64_t>(m, kTile)) nt *= 2;
   const auto gx = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
   const auto gy = static_cast<unsigned>((m + nt - 1) / nt);
-  const std::string kernel = "memra_gemv_" + s.suffix + "_t" + std::to_string(nt);
+  const std::string kernel = s.gemv + "_t" + std::to_string(nt);
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
-  return launch(s.module.c_str(), kernel.c_str(), gx, gy, 32 * kWarps, 0, wd, row_bytes, rows, cols, xd, m, od, bd);
+  auto k = scheme_kernel(s, kernel, true);
+  if (!k) return fail(k.error());
+  int64_t rb = row_bytes, r = rows, c = cols, mm = m;
+  CUdeviceptr w = wd, x = xd, o = od, b = bd;
+  void* argv[] = {&w, &rb, &r, &c, &x, &mm, &o, &b};
+  const memra_status st = launch_raw(*k, gx, gy, 32 * kWarps, 0, argv);
+  return st != MEMRA_OK ? st : after_op(kernel.c_str());
 }
 
 Result<CudaBackend::QuantizedRows> CudaBackend::alloc_act_rows(ActFormat f, CUdeviceptr x, CUdeviceptr row_index, int64_t m,
                                                                int64_t cols) {
   // int8x32: codes [m][cols] and {d, s} [m][cols/32]; fp8: the bf16 plane [m][cols] and
   // one f32 back-scale per 128-group.
-  const bool fp8 = f == ActFormat::fp8;
+  const bool fp8 = f == ActFormat::bf16s128;
   const uint64_t q_bytes = align_up(static_cast<uint64_t>(m * cols) * (fp8 ? 2u : 1u), 256);
   const uint64_t meta_bytes = fp8 ? static_cast<uint64_t>(m * (cols / 128)) * 4u : static_cast<uint64_t>(m * (cols / 32)) * 8u;
   auto buf = arena_->alloc(q_bytes + meta_bytes);
@@ -245,7 +253,7 @@ Result<CudaBackend::QuantizedRows> CudaBackend::alloc_act_rows(ActFormat f, CUde
 }
 
 // Rows of x (row_index[i], or i when 0) prepared in format f (int8x32 blocks,
-// gemv_int8_ref.hpp; or the fp8 GEMV's rows, fp8_act_ref.hpp), in step scratch. The
+// memra/quant.h: int8x32 or bf16s128), in step scratch. The
 // previous matmul's rows are reused when they are of the same format and covered the
 // same rows of the same x, and nothing was written to the device since that matmul
 // (entry_epoch: write_epoch_ when this matmul began): q, k and v, or gate and up, read
@@ -259,8 +267,8 @@ Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(ActFormat 
   if (!rows) return rows.error();
   c = *rows;
   const memra_status st =
-      f == ActFormat::fp8
-          ? launch("matmul_fp8", "memra_prepare_act_fp8_rows", static_cast<unsigned>((m * (cols / 128) + 7) / 8), 1, 256, 0, x,
+      f == ActFormat::bf16s128
+          ? launch("matmul8_act", "memra_prepare_act_fp8_rows", static_cast<unsigned>((m * (cols / 128) + 7) / 8), 1, 256, 0, x,
                    cols, row_index, m, c.q, c.meta)
           : launch("matmul8_act", "memra_quantize_act_q8_rows", static_cast<unsigned>((static_cast<uint64_t>(m * cols / 8) + 255) / 256),
                    1, 256, 0, x, cols, row_index, m, c.q, c.meta);
@@ -273,13 +281,13 @@ Result<const CudaBackend::QuantizedRows*> CudaBackend::quantized_rows(ActFormat 
 
 memra_status CudaBackend::matmul_prepared(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, CUdeviceptr xd,
                                           CUdeviceptr row_index, int64_t m, CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
-  auto a = quantized_rows(s.int8 ? ActFormat::int8x32 : ActFormat::fp8, xd, cols, row_index, m, entry_epoch);
+  auto a = quantized_rows(s.int8 ? ActFormat::int8x32 : ActFormat::bf16s128, xd, cols, row_index, m, entry_epoch);
   if (!a) return fail(a.error());
   return s.int8 ? matmul_gemv8(s, wd, rows, cols, **a, od, bd, entry_epoch) : matmul_gemv_fp8(s, wd, rows, cols, **a, od, bd, entry_epoch);
 }
 
-// y [m][rows] = the int8 GEMV over the quantised rows a: bitwise ref::gemv_int8 for
-// any m and any launch shape (gemv_int8.cuh), so the table may pick by m freely.
+// y [m][rows] = the INT8-form GEMV over the quantised rows a: a row's bits are the same
+// for any m and any launch shape (memra/quant.h), so the registration's table picks by m.
 // Recorded (step graph) matmuls over the same quantised rows that follow each other
 // directly (q, k, v; gate, up) share one launch (GemvMats, up to 3 matrices; gemv_merge): the
 // previous record is replaced by a launch over both, which computes every row the same
@@ -287,11 +295,11 @@ memra_status CudaBackend::matmul_prepared(const SchemeInfo& s, CUdeviceptr wd, i
 memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int64_t rows, int64_t cols, const QuantizedRows& a,
                                        CUdeviceptr od, CUdeviceptr bd, uint64_t entry_epoch) {
   const int64_t m = a.m;
-  const ref::Int8GemvLaunch l = ref::int8_gemv_launch(s.scheme.c_str(), m);
+  const DeviceMatmul::Launch& l = s.dev->launch[DeviceMatmul::tile(m)];
   int64_t nt = 1;
   while (nt < std::min<int64_t>(m, 16)) nt *= 2;
-  const std::string name = std::string("memra_gemv8_") + l.kernel + "_r" + std::to_string(l.rows_per_block) + "_t" + std::to_string(nt);
-  auto k = modules_->kernel(s.module, name);
+  const std::string name = l.kernel + "_r" + std::to_string(l.rows_per_block) + "_t" + std::to_string(nt);
+  auto k = scheme_kernel(s, name, true);
   if (!k) return fail(k.error());
   const int64_t row_bytes = static_cast<int64_t>(s.row_bytes);
   const CUdeviceptr qd = a.q, md = a.meta;
@@ -306,7 +314,7 @@ memra_status CudaBackend::matmul_gemv8(const SchemeInfo& s, CUdeviceptr wd, int6
   CUdeviceptr qa = qd, ma = md;
   void* argv[] = {&arg, &rb, &c, &qa, &ma, &mm};
   const memra_status st = launch_raw(*k, static_cast<unsigned>(gx), static_cast<unsigned>((m + nt - 1) / nt),
-                                     static_cast<unsigned>(ref::int8_gemv_block_threads(l.kernel)), 0, argv);
+                                     static_cast<unsigned>(l.threads), 0, argv);
   if (st != MEMRA_OK) return st;
   gemv_merge_recorded();
   return after_op(name.c_str());
@@ -335,7 +343,7 @@ memra_status CudaBackend::matmul_mma(const SchemeInfo& s, CUdeviceptr wd, int64_
   const int64_t tiles = (rows + g::kRows - 1) / g::kRows;
   const auto gy = static_cast<unsigned>((m + g::kTokens * nt - 1) / (g::kTokens * nt));
   const std::string kernel = s.mma_kernel + std::to_string(nt);
-  auto k = modules_->kernel(s.module, kernel);
+  auto k = scheme_kernel(s, kernel, true);
   if (!k) return fail(k.error());
   ref::GemvMats arg = gemv_merge(*k, in_lo, in_hi, m, cols, 0, wd, rows, od, bd, tiles, entry_epoch);
   int64_t c = cols, mm = m;
@@ -442,8 +450,8 @@ memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
 }
 
 // out[row_index[t]] (or out[t]) = x[row_index[t]] (or x[t]) . W^T + bias for t < m, on
-// the tensor cores. Operands follow ref::bf16_prompt_matmul: bf16 weights as they are
-// and the block schemes' weights dequantised and rounded to bf16 take bf16 x, one
+// the tensor cores. Operands follow the registration's GEMM form: bf16 weights as they
+// are and dequantised weights rounded to bf16 take bf16 x, one
 // pass (cuBLASLt where a row-invariant algorithm exists for the shape, else the own
 // GEMM of gemm_mma.cu); f32 and f16 weights take f32 x, both operands split
 // into bf16 hi + lo (the own GEMM). Dequantised weights go through planes of at most
@@ -451,9 +459,9 @@ memra_status CudaBackend::gemm_buffer(GemmBuffer& b, uint64_t bytes) {
 memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64_t rows,
                                       int64_t cols, CUdeviceptr xd, int64_t m, CUdeviceptr row_index, CUdeviceptr od,
                                       CUdeviceptr bd) {
-  const BuiltinMatmul& b = *s.entry->builtin;
-  const bool one_pass = b.gemm != BuiltinMatmul::Gemm::dequantized;
-  const bool dequant = b.gemm != BuiltinMatmul::Gemm::streams_bf16;
+  const DeviceMatmul& b = *s.dev;
+  const bool one_pass = b.gemm != MEMRA_GEMM_SPLIT;
+  const bool dequant = b.gemm != MEMRA_GEMM_STREAMS_BF16;
   CublasLtGemm* lt = one_pass ? cublaslt() : nullptr;
   // cuBLASLt launches on the stream at once: the step's recorded launches go first,
   // and the rest of this prompt step is eager.
@@ -509,14 +517,14 @@ memra_status CudaBackend::matmul_gemm(const SchemeInfo& s, CUdeviceptr wd, int64
     int64_t chunk = static_cast<int64_t>(kPlaneBudget / row_bytes) / kGemmTile * kGemmTile;
     chunk = std::min(std::max<int64_t>(chunk, kGemmTile), rows);
     const uint64_t wplane = align_up(static_cast<uint64_t>(chunk) * plane_row, 256);
-    const std::string dequantizer = "memra_gemm_dequant_" + s.scheme;
+    const std::string& dequantizer = b.gemm_dequant;
     const int64_t unit = b.gemm_unit;
     // cuBLASLt's steps are eager: the plane may be filled on the side stream while the
     // step's stream still runs the ops before this one.
     const bool piped = lt && options_.overlap_dequant && pipe_open() == MEMRA_OK;
     if (!piped)
       if (const memra_status g = gemm_buffer(gemm_w_, wplane * (one_pass ? 1 : 2)); g != MEMRA_OK) return g;
-    auto dq = modules_->kernel("matmul_gemm", dequantizer.c_str());
+    auto dq = scheme_kernel(s, dequantizer, false);
     if (!dq) return fail(dq.error());
     for (int64_t r0 = 0; r0 < rows && st == MEMRA_OK; r0 += chunk) {
       const int64_t nr = std::min(chunk, rows - r0);

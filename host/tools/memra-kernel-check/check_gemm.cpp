@@ -24,7 +24,7 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/matmul/gemm_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 
 namespace memra::kcheck {

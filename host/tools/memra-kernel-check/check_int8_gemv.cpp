@@ -1,5 +1,5 @@
 // Integer-activation decode GEMVs (kernels/matmul/gemv_int8.cuh, numeric contract v2)
-// against their CPU reference (kernels/matmul/gemv_int8_ref.cpp), which implements the
+// against their CPU reference (plugins/quant-common/gemv_int8_ref.cpp), which implements the
 // same integer dots and the same f32 operations in the same order: every check here
 // is bitwise. Weights come from repack/quantize's real quantisers (q8_0, q4_k, q5_k,
 // q6_k, iq4_xs; q4_0's blocks are random bytes with sane f16 scales), inputs are fresh random
@@ -12,7 +12,7 @@
 
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quantize/quantize.hpp"
 

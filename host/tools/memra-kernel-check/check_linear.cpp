@@ -8,7 +8,7 @@
 #include "host/tools/memra-kernel-check/checks.hpp"
 #include "kernels/embedding/embedding_ref.hpp"
 #include "kernels/gather/gather_rows_ref.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 #include "repack/quant/fp_convert.hpp"
 

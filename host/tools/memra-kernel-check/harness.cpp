@@ -4,12 +4,49 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 
+#include "core/plugin_host/plugin_host.hpp"
+#include "host/backend/plugin_kernels.hpp"
+
 namespace memra::kcheck {
+namespace {
+
+// The build's quant plugins (lib/memra/plugins beside the backend module), loaded once and
+// kept for the run: every scheme's kernels are theirs (memra_quant_api.register_kernels).
+struct SchemePlugins {
+  std::string dir;
+  std::unique_ptr<plugins::PluginHost> host;
+  std::vector<plugins::QuantPlugin> quants;
+};
+
+SchemePlugins& scheme_plugins(const backend::BackendOptions& o) {
+  static SchemePlugins p;
+  if (p.host) return p;
+  const std::string module = o.module_path.empty() ? backend::default_cuda_backend_path() : o.module_path;
+  p.dir = (std::filesystem::path(module).parent_path() / "plugins").string();
+  plugins::PluginHostOptions po;
+  po.plugin_dirs.emplace_back(p.dir);
+  po.use_env_path = false;
+  po.use_install_dir = false;
+  p.host = std::make_unique<plugins::PluginHost>(std::move(po));
+  p.host->discover();
+  for (const plugins::PluginInfo& info : p.host->plugins())
+    if (info.kind == plugins::PluginKind::quant)
+      if (auto q = p.host->quant(info.name)) p.quants.push_back(std::move(*q));
+  return p;
+}
+
+}  // namespace
 
 Device::Device(std::unique_ptr<backend::Backend> backend, backend::BackendOptions options)
-    : b_(std::move(backend)), options_(std::move(options)), ops_(b_->ops()) {}
+    : b_(std::move(backend)), options_(std::move(options)), ops_(b_->ops()) {
+  SchemePlugins& p = scheme_plugins(options_);
+  plugin_dir_ = p.dir;
+  if (p.quants.empty()) throw Failure("no quant plugins in " + p.dir + ": every scheme's kernels come from them (build them)");
+  for (const std::string& line : backend::register_plugin_kernels(*b_, p.quants)) throw Failure(line);
+}
 
 std::unique_ptr<Device> Device::reopen(const std::function<void(backend::BackendOptions&)>& change) const {
   backend::BackendOptions o = options_;
@@ -62,7 +99,8 @@ memra_status Device::sample_rows(const backend::SampleRequest& request, int32_t*
 }
 memra_status Device::kernel_module_load(const char* name, memra_kernel_module** out) {
   std::string why;
-  return service(b_->kernel_services()->module_load("", name, out, &why), why);
+  // The backend's modules (lib/memra/kernels) and the quant plugins' (lib/memra/plugins).
+  return service(b_->kernel_services()->module_load(plugin_dir_, name, out, &why), why);
 }
 memra_status Device::kernel_module_compile(const memra_nvrtc_request* request, memra_kernel_module** out) {
   std::string why;

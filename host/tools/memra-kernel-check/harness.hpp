@@ -67,6 +67,7 @@ class Device {
   std::unique_ptr<backend::Backend> b_;
   backend::BackendOptions options_;
   const memra_backend_ops* ops_;
+  std::string plugin_dir_;  // the quant plugins' directory (their kernel modules)
   std::string last_error_;
   std::deque<std::vector<uint8_t>> bytes_;
   std::deque<std::string> strings_;

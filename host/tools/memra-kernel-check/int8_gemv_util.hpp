@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "host/tools/memra-kernel-check/harness.hpp"
-#include "kernels/matmul/gemv_int8_launch.hpp"
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_launch.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 
 namespace memra::kcheck::i8 {
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define MEMRA_ABI_MAJOR 2
-#define MEMRA_ABI_MINOR 9 /* 2.1: ops by name (backend.h, ops.h), required ops, state slots; plugin kernels (quant.h, host_api.h). 2.2: layer ranges (family.h). 2.3: hidden-state rows (family.h). 2.4: per-head q/k norms in attention (backend.h). 2.5: KV pools in the forward batch (family.h). 2.6: the moe_ffn op (ops.h). 2.7: ops a plugin brings (ops.h memra_op_def, plugin.h ops). 2.8: state snapshots at rows (family.h memra_forward_batch.snapshot_slots, ops.h MEMRA_OP_SNAPSHOTS). 2.9: draft heads (MTP): family.h memra_plan_info.draft_layers, memra_forward_batch.head / hidden_in / hidden_out, backend.h rows_input / rows_output */
+#define MEMRA_ABI_MINOR 10 /* 2.1: ops by name (backend.h, ops.h), required ops, state slots; plugin kernels (quant.h, host_api.h). 2.2: layer ranges (family.h). 2.3: hidden-state rows (family.h). 2.4: per-head q/k norms in attention (backend.h). 2.5: KV pools in the forward batch (family.h). 2.6: the moe_ffn op (ops.h). 2.7: ops a plugin brings (ops.h memra_op_def, plugin.h ops). 2.8: state snapshots at rows (family.h memra_forward_batch.snapshot_slots, ops.h MEMRA_OP_SNAPSHOTS). 2.9: draft heads (MTP): family.h memra_plan_info.draft_layers, memra_forward_batch.head / hidden_in / hidden_out, backend.h rows_input / rows_output. 2.10: schemes launched by the backend: quant.h memra_kernel_desc.kernels (memra_matmul_kernels), activation formats, memra_quant_api.scheme_info */
 
 #ifdef __cplusplus
 #define MEMRA_EXTERN_C extern "C"

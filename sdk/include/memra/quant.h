@@ -37,6 +37,9 @@ typedef struct memra_matmul_args {
  * register the same way). Ops: "matmul". Activation formats: "f32" (float32 rows in,
  * float32 rows out). Arch: the device's memra_device_info.arch ("sm_90a", "sm_120a");
  * a registration for another arch than the registrar's device is refused. */
+struct memra_matmul_kernels;
+struct memra_scheme_info;
+
 typedef struct memra_kernel_desc {
   size_t struct_size;
   const char* op;
@@ -49,8 +52,106 @@ typedef struct memra_kernel_desc {
    * one captured CUDA graph. Called with args->kernel_data = kernel_data below. */
   memra_status (*matmul)(memra_plugin_ctx* ctx, const memra_matmul_args* args);
   void* kernel_data;        /* plugin-owned, lives until the plugin's shutdown */
+  /* 2.10: instead of `matmul` (then NULL), device kernels the backend launches itself
+   * with its calling conventions (below), so the kernel gets what the backend's own
+   * path has: prompt rows on the tensor-core GEMM, generated rows on the GEMV, bias,
+   * activations prepared once per row (or by the producing norm), step scratch, one
+   * launch for the matrices over the same rows (q, k, v; gate, up) and step graphs. */
+  const struct memra_matmul_kernels* kernels;
 } memra_kernel_desc;
-#define MEMRA_KERNEL_DESC_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_kernel_desc, kernel_data)
+#define MEMRA_KERNEL_DESC_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_kernel_desc, kernels)
+
+/* 2.10: activation formats, the kernel registry's activation key: the rows a matmul
+ * kernel reads. The backend produces each from float32 rows, once per row for the
+ * matmuls that read the same rows, or fused into the norm / activation that writes them.
+ *  f32      float32 rows [m][cols].
+ *  bf16     float32 rows [m][cols] that the kernel rounds to bf16 on load (round to
+ *           nearest even): the products of exact weights in f32.
+ *  int8x32  per 32 elements of a row, int8 codes q = round(x / d) clamped to +-127 with
+ *           d = max|x| / 127 (f32, correctly rounded divisions), and the pair {d, s = d *
+ *           sum q} as float2: codes [m][cols], pairs [m][cols / 32]. cols % 32 == 0.
+ *  bf16s128 per 128 elements, x scaled by 2^(120 - E) (E the group's largest exponent)
+ *           and rounded to bf16, stored in the tensor-core operand's pair order, and the
+ *           f32 back-scale: plane [m][cols] bf16, scales [m][cols / 128]. cols % 128 == 0. */
+#define MEMRA_ACT_F32 "f32"
+#define MEMRA_ACT_BF16 "bf16"
+#define MEMRA_ACT_INT8X32 "int8x32"
+#define MEMRA_ACT_BF16S128 "bf16s128"
+
+/* 2.10: the GEMV form of a memra_matmul_kernels: which entry names and arguments the
+ * backend launches for generated rows (decode, speculative verify). Every form
+ * computes a row's bits independently of m, of the launch shape and of which matrices
+ * share a launch (numeric contract, clause 3): the backend picks shapes freely.
+ *  ROWS   "<gemv>[_u8|_u1]_t<N>" (N = 1, 2, 4, 8, 16: tokens per lane group; _u8 when
+ *         by_alignment and cols % 8 == 0, _u1 otherwise), 128 threads, grid
+ *         (ceil(rows / 4), ceil(m / N)); args (const uint8_t* w, int64_t row_bytes,
+ *         int64_t rows, int64_t cols, const float* x, int64_t m, float* y, const float* bias).
+ *  MMA16  "<gemv>_mma_n<T>" (T = 1 for m <= 8, else 2), 32 * mma_warps threads, grid
+ *         (the matrices' 16-row tiles, ceil(m / (8 T))); args (memra_gemv_mats ms, int64_t
+ *         cols, x..., int64_t m) with x = (const float* x) for bf16, (const uint16_t* plane,
+ *         const float* scales) for bf16s128.
+ *  INT8   "<launch[i].kernel>_r<R>_t<N>" for the token tile i (m = 1, 2, <= 4, <= 8, more;
+ *         N = 1, 2, 4, 8, 16), launch[i].threads threads, grid (min(groups, blocks_per_sm *
+ *         SMs) or groups when 0, ceil(m / N)), groups = the matrices' R-row groups; args
+ *         (memra_gemv_mats ms, int64_t row_bytes, int64_t cols, const int8_t* codes, const
+ *         float2* pairs, int64_t m).
+ * memra_gemv_mats (up to 3 matrices over the same rows; device code: kernels/matmul/
+ * gemv_mats.hpp): w[3], y[3], bias[3] pointers, rows[3] and group_end[3] int64 (matrix k
+ * takes groups [group_end[k-1], group_end[k]) ). */
+#define MEMRA_GEMV_ROWS 0
+#define MEMRA_GEMV_MMA16 1
+#define MEMRA_GEMV_INT8 2
+
+/* 2.10: how prompt rows (memra_forward_batch.prompt_tokens) are multiplied: the backend's
+ * tensor-core GEMM over weight rows the scheme's dequantiser writes as bf16 planes.
+ *  NONE          no GEMM: every row on the GEMV.
+ *  STREAMS_BF16  the weights are bf16 rows already (no dequantiser); bf16 activations.
+ *  BF16          "<gemm_dequant>" writes each weight dequantised exactly, then rounded to
+ *                bf16; bf16 activations, one pass.
+ *  SPLIT         "<gemm_dequant>" writes each weight split into bf16 hi + lo planes; the
+ *                f32 activations split likewise; three products (f32-faithful).
+ * The dequantiser: args (const uint8_t* w, int64_t row_bytes, int32_t rows, int64_t cols,
+ * int64_t ld, bf16* hi, bf16* lo (NULL unless SPLIT)), 256 threads, a thread per
+ * gemm_unit elements of a row. */
+#define MEMRA_GEMM_NONE 0
+#define MEMRA_GEMM_STREAMS_BF16 1
+#define MEMRA_GEMM_BF16 2
+#define MEMRA_GEMM_SPLIT 3
+
+typedef struct memra_gemv_launch {
+  const char* kernel;       /* entry stem */
+  int32_t rows_per_block;   /* R */
+  int32_t blocks_per_sm;    /* persistent blocks per multiprocessor; 0: one block per group */
+  int32_t threads;
+} memra_gemv_launch;
+
+typedef struct memra_matmul_kernels {
+  size_t struct_size;
+  memra_kernel_module* module;   /* from host->kernel_module_load, holding every entry below */
+  int64_t block_elems;           /* a weight row is whole blocks of block_elems elements ... */
+  int64_t block_bytes;           /* ... of block_bytes bytes each */
+  int64_t cols_multiple;         /* the kernels serve rows whose length is a multiple of
+                                    this (0: block_elems); for a weight the backend takes the
+                                    highest-scoring entry of its scheme that serves its rows */
+  int32_t gemv_form;             /* MEMRA_GEMV_* */
+  int32_t by_alignment;          /* ROWS form and embedding: _u8 / _u1 suffixes */
+  const char* gemv;              /* GEMV entry stem (ROWS, MMA16) */
+  int32_t mma_warps;             /* MMA16 form */
+  int32_t gemm;                  /* MEMRA_GEMM_* */
+  memra_gemv_launch launch[5];   /* INT8 form, per token tile */
+  const char* gemm_dequant;      /* BF16 and SPLIT: the dequantiser entry */
+  int64_t gemm_unit;             /* its elements per thread (a divisor of block_elems or a multiple) */
+  int32_t pdl;                   /* the GEMV entries call griddepcontrol.wait before reading
+                                    activations or writing y (and may issue their weight loads
+                                    before it), so the backend may launch them programmatically
+                                    after the kernel that produces their activations */
+  /* The embedding gather "<embedding>[_u8|_u1]" (NULL: the scheme cannot be an embedding
+   * table on this device): args (const uint8_t* table, int64_t row_bytes, int64_t dim,
+   * const int32_t* ids, float scale, float* out), 256 threads, a block per token;
+   * out[t] = dequant(table[ids[t]]) (* scale when scale != 1), bitwise the CPU dequantiser. */
+  const char* embedding;
+} memra_matmul_kernels;
+#define MEMRA_MATMUL_KERNELS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_matmul_kernels, embedding)
 
 typedef struct memra_kernel_registry memra_kernel_registry; /* opaque, host-owned */
 
@@ -83,8 +184,29 @@ typedef struct memra_quant_api {
    * host->kernel_module_load / kernel_module_compile and kernel_get here, then
    * registrar->add one memra_kernel_desc per (op, scheme, activation, arch) served. */
   memra_status (*register_kernels)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
+  /* 2.10, optional (NULL: block 1 x the weight's own bytes, prompt rows as generated rows):
+   * the scheme's layout and the numerics of its prompt rows, which every backend follows. */
+  memra_status (*scheme_info)(memra_plugin_ctx* ctx, const char* scheme, struct memra_scheme_info* out);
 } memra_quant_api;
-#define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, register_kernels)
+#define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, scheme_info)
+
+/* 2.10: prompt rows' numerics (memra_scheme_info.prompt; the GEMM forms above).
+ *  EXACT           as the generated rows (f32 and f16 weights: f32 activations, the
+ *                  split GEMM on the GPU, exact products on the CPU).
+ *  BF16            bf16 activations on the exact weights (bf16 weights).
+ *  ROUNDED_WEIGHTS bf16 activations, each weight dequantised exactly and rounded to bf16,
+ *                  products exact in f32, f32 sums (block and fp8 schemes). */
+#define MEMRA_PROMPT_EXACT 0
+#define MEMRA_PROMPT_BF16 1
+#define MEMRA_PROMPT_ROUNDED_WEIGHTS 2
+
+typedef struct memra_scheme_info {
+  size_t struct_size;
+  int64_t block_elems;
+  int64_t block_bytes;
+  int32_t prompt;           /* MEMRA_PROMPT_* */
+} memra_scheme_info;
+#define MEMRA_SCHEME_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_scheme_info, prompt)
 
 MEMRA_EXTERN_C_END
 

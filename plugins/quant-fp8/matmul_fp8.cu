@@ -1,29 +1,12 @@
-// Matmul module for memra fp8 weights: the tensor-core decode GEMV (gemv_mma_fp8.cuh),
-// bf16 activations, for every row count up to 16 tokens per block column (grid.y walks
-// the rest), and the preparation of its activations (fp8_act_ref.hpp) where no
-// producer wrote them. Rows whose codes start 16-byte aligned (row bytes and base) take
-// 16-byte loads, the others 4-byte loads of the same values: the choice depends on the
-// weight. Prompt rows take the single-pass GEMM (matmul_gemm's memra_gemm_dequant_fp8).
+// quant-fp8's kernel module (matmul_fp8.fatbin beside the plugin): the tensor-core decode
+// GEMV (kernels/matmul/gemv_mma_fp8.cuh) over bf16s128 activation rows (memra/quant.h;
+// the backend prepares them: memra_prepare_act_fp8_rows or the producing norm), for
+// every row count up to 16 tokens per block column (grid.y walks the rest). Rows whose
+// codes start 16-byte aligned (row bytes and base) take 16-byte loads, the others 4-byte
+// loads of the same values: the choice depends on the weight. Prompt rows take the
+// backend's single-pass GEMM over memra_gemm_dequant_fp8's planes (fp8_entries.cuh).
 #include "kernels/common/pdl.cuh"
 #include "kernels/matmul/gemv_mma_fp8.cuh"
-
-// x [*][cols] f32 (cols % 128 == 0, rows 16-byte aligned) -> plane [m][cols] bf16 in the
-// mma's pair order, back [m][cols/128] (fp8_act_ref.hpp). Output row i from x row rows[i]
-// (i when rows is NULL), so a mixed step's generated rows are prepared without a gather.
-// One warp per 128-element group: grid = ceil(m * cols / 128 / 8) blocks of 256.
-extern "C" __global__ void __launch_bounds__(256) memra_prepare_act_fp8_rows(const float* x, int64_t cols, const int32_t* rows,
-                                                                            int64_t m, uint2* plane, float* back) {
-  memra::cuda::pdl_wait();
-  memra::cuda::pdl_launch_dependents();
-  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const int64_t per_row = cols / memra::cuda::kFp8Group;
-  if (warp >= m * per_row) return;  // whole warps
-  const int64_t i = warp / per_row, gi = warp - i * per_row;
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  const float* src = x + (rows ? static_cast<int64_t>(rows[i]) : i) * cols + gi * memra::cuda::kFp8Group;
-  const float4 v = reinterpret_cast<const float4*>(src)[lane];
-  memra::cuda::prepare_vec4_fp8(v, i * cols + gi * memra::cuda::kFp8Group + 4 * lane, plane, back);
-}
 
 // memra_gemv_fp8_mma_n{1,2}: up to 3 matrices over the same prepared x (GemvMats, 16-row
 // tiles), NT n-tiles of 8 tokens per block, 32 * kFp8Warps threads, grid (group_end[2],
@@ -71,3 +54,6 @@ extern "C" __global__ void __launch_bounds__(32 * memra::gemv_mma::kFp8Warps, 2)
   }
 MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(1)
 MEMRA_DEFINE_GEMV_FP8_MMA_BENCH(4)
+
+// The prompt GEMM's dequantiser.
+#include "plugins/quant-fp8/fp8_entries.cuh"

@@ -37,6 +37,7 @@
 #pragma once
 
 #include "kernels/matmul/gemv.cuh"
+#include "plugins/quant-common/block_units.cuh"
 
 namespace memra::cuda {
 

@@ -29,3 +29,6 @@ MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(1, 16)
 MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(2, 32)
 MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(4, 16)
 MEMRA_DEFINE_GEMV_BF16_MMA_BENCH(1, 32)
+
+// The prompt GEMM's dequantisers and the embedding gathers.
+#include "plugins/quant-float/float_entries.cuh"

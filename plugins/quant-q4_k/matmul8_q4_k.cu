@@ -2,8 +2,8 @@
 // gemv_int8_ref.cpp). Entry memra_gemv8_q4_k_r<R>_t<NT>: R weight rows and NT tokens
 // per 128-thread block over up to 3 matrices (GemvMats); every (R, NT) and any
 // sharing of a launch computes a token's row identically.
-#include "kernels/matmul/gemv_int8.cuh"
-#include "kernels/matmul/gemv_int8_mma.cuh"
+#include "plugins/quant-common/gemv_int8_blocks.cuh"
+#include "plugins/quant-q4_k/gemv_int8_mma.cuh"
 
 #define MEMRA_GEMV8_Q4_K(R, NT)                                                                            \
   extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_q4_k_r##R##_t##NT( \
@@ -38,3 +38,6 @@ MEMRA_GEMV8_Q4_KM_W(1)
 MEMRA_GEMV8_Q4_KM_W(2)
 // W = 4 holds one n-tile at most (two would spill).
 MEMRA_GEMV8_Q4_KM(4, 1) MEMRA_GEMV8_Q4_KM(4, 2) MEMRA_GEMV8_Q4_KM(4, 4) MEMRA_GEMV8_Q4_KM(4, 8)
+
+// The prompt GEMM's dequantiser and the embedding gather.
+#include "plugins/quant-q4_k/q4_k_entries.cuh"

@@ -1,7 +1,7 @@
 // Matmul module for Q8_0 weights: rows starting 16-byte aligned (cols % 256 == 0)
 // take the staged whole-chunk path (gemv_q8_0.cuh), others the generic unit GEMV.
 // The path depends on the weight's shape only, so a token's bits never depend on M.
-#include "kernels/matmul/gemv_q8_0.cuh"
+#include "plugins/quant-q8_0/gemv_q8_0.cuh"
 
 #define MEMRA_DEFINE_GEMV_Q8_0_NT(NT)                                                                          \
   extern "C" __global__ void __launch_bounds__(32 * memra::cuda::kGemvWarps)                                  \
@@ -18,3 +18,6 @@ MEMRA_DEFINE_GEMV_Q8_0_NT(2)
 MEMRA_DEFINE_GEMV_Q8_0_NT(4)
 MEMRA_DEFINE_GEMV_Q8_0_NT(8)
 MEMRA_DEFINE_GEMV_Q8_0_NT(16)
+
+// The prompt GEMM's dequantiser and the embedding gather.
+#include "plugins/quant-q8_0/q8_0_entries.cuh"

@@ -1,4 +1,4 @@
-#include "kernels/matmul/gemv_int8_ref.hpp"
+#include "plugins/quant-common/gemv_int8_ref.hpp"
 
 #include <algorithm>
 #include <cmath>

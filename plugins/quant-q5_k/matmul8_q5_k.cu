@@ -3,7 +3,7 @@
 // code vector per lane, partner shuffle) and memra_gemv8_q5_k2_r<R>_t<NT> (both code
 // vectors per lane): R weight rows and NT tokens per 128-thread block over up to 3
 // matrices (GemvMats); every entry computes a token's row identically.
-#include "kernels/matmul/gemv_int8.cuh"
+#include "plugins/quant-common/gemv_int8_blocks.cuh"
 
 #define MEMRA_GEMV8_Q5_K(R, NT)                                                                            \
   extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_q5_k_r##R##_t##NT( \
@@ -23,3 +23,6 @@
 MEMRA_GEMV8_Q5_K_R(1)
 MEMRA_GEMV8_Q5_K_R(2)
 MEMRA_GEMV8_Q5_K_R(4)
+
+// The prompt GEMM's dequantiser and the embedding gather.
+#include "plugins/quant-q5_k/q5_k_entries.cuh"

@@ -21,7 +21,7 @@
 // use gemv.cuh's generic path; the choice depends on cols only, never on M.
 #pragma once
 
-#include "kernels/matmul/gemv_kquant.cuh"  // staged_index, kStageCols, kStagePadded
+#include "plugins/quant-common/gemv_kquant.cuh"  // staged_index, kStageCols, kStagePadded
 
 namespace memra::cuda {
 

@@ -2,7 +2,7 @@
 // staged per warp; reference gemv_int8_ref.cpp). Entry memra_gemv8_q6_k_r<R>_t<NT>: R
 // weight rows and NT tokens per 128-thread block over up to 3 matrices (GemvMats); every
 // (R, NT) and any sharing of a launch computes a token's row identically.
-#include "kernels/matmul/gemv_int8_sb.cuh"
+#include "plugins/quant-common/gemv_int8_sb.cuh"
 
 #define MEMRA_GEMV8_Q6_K(R, NT)                                                                            \
   extern "C" __global__ void __launch_bounds__(memra::cuda::i8::kThreads) memra_gemv8_q6_k_r##R##_t##NT( \
@@ -15,3 +15,6 @@
 MEMRA_GEMV8_Q6_K_R(1)
 MEMRA_GEMV8_Q6_K_R(2)
 MEMRA_GEMV8_Q6_K_R(4)
+
+// The prompt GEMM's dequantiser and the embedding gather.
+#include "plugins/quant-q6_k/q6_k_entries.cuh"

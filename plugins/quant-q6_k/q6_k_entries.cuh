@@ -1,0 +1,9 @@
+// quant-q6_k's prompt-GEMM dequantiser and embedding gather (kernels/matmul/
+// scheme_entries.cuh), in both of its modules (matmul_q6_k, matmul8_q6_k); tests/cuda's
+// emulators include this file too.
+#pragma once
+#include "kernels/matmul/scheme_entries.cuh"
+#include "plugins/quant-common/block_units.cuh"
+
+MEMRA_DEFINE_GEMM_DEQUANT(q6_k, memra::cuda::Octets<memra::cuda::SchemeQ6_K>)
+MEMRA_DEFINE_EMBEDDING(q6_k, memra::cuda::SchemeQ6_K)
