@@ -12,7 +12,8 @@
 # against this tree's SDK headers); EXTRA_BINS: more of this tree's binaries for new/bin;
 # OLD_LIB: instead, the lib/memra of a build of <rev> elsewhere (e.g. a git worktree at
 # <rev> built with `ninja memra_backend_cuda memra_kernel_modules`), whose backend and
-# kernels become the old side as they are (no restore, no rebuild here).
+# kernels become the old side as they are (no restore, no rebuild here); AB_NO_BUILD=1:
+# take <build-dir>'s binaries as they are (e.g. while a test suite runs from it).
 set -eu
 B=${1:?build dir}
 REV=${2:?revision of the old backend}
@@ -23,7 +24,7 @@ OLD_LIB=${OLD_LIB:-}
 [ -n "$OLD_LIB" ] || git diff --quiet HEAD -- $PATHS || { echo "ab_carry: commit or stash the changes under $PATHS first" >&2; exit 2; }
 git rev-parse --verify -q "$REV^{commit}" > /dev/null || { echo "ab_carry: no revision $REV" >&2; exit 2; }
 TARGETS="memra_backend_cuda memra_kernel_modules"
-cmake --build "$B" -j2 --target memra-bench $EXTRA_BINS $TARGETS memra_family_llama memra_quant_float memra_quant_q8_0 memra_quant_q4_0 \
+[ -n "${AB_NO_BUILD:-}" ] || cmake --build "$B" -j2 --target memra-bench $EXTRA_BINS $TARGETS memra_family_llama memra_quant_float memra_quant_q8_0 memra_quant_q4_0 \
   memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_iq4_xs memra_quant_fp8
 rm -rf "$D" && mkdir -p "$D/new/bin" "$D/new/lib" "$D/old/lib/memra" "$D/syslib"
 cp "$B/bin/memra-bench" "$D/new/bin/" && cp -r "$B/lib/memra" "$D/new/lib/"
