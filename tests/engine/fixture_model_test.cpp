@@ -41,6 +41,8 @@
 #include "tests/engine/sequence_drain.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/fixture_engine.hpp"
+#include "repack/checkpoint/safetensors.hpp"
+#include "tests/repack/test_writers.hpp"
 #include "tests/support/repacked_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_models.hpp"
@@ -403,6 +405,118 @@ TEST_P(EngineFixture, Gemma3ConfigThatDisagreesWithItsTensorsIsRefused) {
     EXPECT_NE(why.find(tensor), std::string::npos) << why;
     std::cout << "[ gemma3_text " << patch.dump() << " ] " << why << "\n";
   }
+}
+
+// The gemma3_text fixture in llama.cpp's GGUF form, as its converter writes a Gemma 3
+// checkpoint (conversion/gemma.py): llama.cpp's tensor names, every norm's + 1 folded into its
+// weight (stored f32), tied embeddings, metadata without query_pre_attn_scalar; the matrices
+// here f32 (written by tests/repack's GgufWriter from the checkpoint's exact values), so the GGUF
+// path reads the numbers the f32 repack reads. With "gemma3.attention.sliding_window_pattern" 2
+// (the checkpoint's layer_types) every prefill row and decode step is bitwise the f32 repack's.
+// Without it (what the converter writes) llama.cpp's default period 6 applies, as llama.cpp reads
+// the file: both layers slide (layer 1 with the sliding layers' RoPE base), the normalised config
+// says so, and the logits leave transformers' (llama.cpp's own error on such a file).
+std::unique_ptr<memra::testing::TempDir> gemma3_gguf(const fs::path& dir, bool with_pattern) {
+  auto out = std::make_unique<memra::testing::TempDir>("memra-gemma-gguf");
+  auto ck = memra::safetensors::Checkpoint::open(dir.string());
+  EXPECT_TRUE(ck.ok());
+  if (!ck.ok()) return nullptr;
+  const nlohmann::json c = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  memra::testing::GgufWriter w;
+  w.kv_str("general.architecture", "gemma3");
+  w.kv_u32("gemma3.context_length", c["max_position_embeddings"].get<uint32_t>());
+  w.kv_u32("gemma3.embedding_length", c["hidden_size"].get<uint32_t>());
+  w.kv_u32("gemma3.block_count", c["num_hidden_layers"].get<uint32_t>());
+  w.kv_u32("gemma3.feed_forward_length", c["intermediate_size"].get<uint32_t>());
+  w.kv_u32("gemma3.attention.head_count", c["num_attention_heads"].get<uint32_t>());
+  w.kv_u32("gemma3.attention.head_count_kv", c["num_key_value_heads"].get<uint32_t>());
+  w.kv_u32("gemma3.attention.key_length", c["head_dim"].get<uint32_t>());
+  w.kv_u32("gemma3.attention.value_length", c["head_dim"].get<uint32_t>());
+  w.kv_f32("gemma3.attention.layer_norm_rms_epsilon", c["rms_norm_eps"].get<float>());
+  w.kv_f32("gemma3.rope.freq_base", c["rope_parameters"]["full_attention"]["rope_theta"].get<float>());
+  w.kv_u32("gemma3.attention.sliding_window", c["sliding_window"].get<uint32_t>());
+  if (with_pattern) w.kv_u32("gemma3.attention.sliding_window_pattern", 2);
+  w.kv_u32("tokenizer.ggml.eos_token_id", c["eos_token_id"].get<uint32_t>());
+  w.kv_u32("tokenizer.ggml.padding_token_id", c["pad_token_id"].get<uint32_t>());
+  const std::pair<std::string, std::string> names[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},           {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},             {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},        {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},        {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"}, {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},              {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"}};
+  for (const auto& t : ck->tensors()) {
+    std::string name;
+    if (t.name == "model.embed_tokens.weight") name = "token_embd.weight";
+    else if (t.name == "model.norm.weight") name = "output_norm.weight";
+    else
+      for (const auto& [hf, gguf] : names) {
+        const std::string pre = "model.layers.";
+        const size_t dot = t.name.find('.', pre.size());
+        if (t.name.rfind(pre, 0) == 0 && t.name.substr(dot + 1) == hf) name = "blk." + t.name.substr(pre.size(), dot - pre.size()) + "." + gguf;
+      }
+    EXPECT_FALSE(name.empty()) << t.name;
+    auto values = memra::safetensors::to_f32(t);
+    EXPECT_TRUE(values.ok());
+    if (name.empty() || !values.ok()) return nullptr;
+    if (t.shape.size() == 1 && name.find("norm") != std::string::npos)
+      for (float& v : *values) v += 1.0f;  // the converter's norm_shift (Gemma3RMSNorm's 1 + w)
+    std::vector<uint8_t> bytes(values->size() * 4);
+    std::memcpy(bytes.data(), values->data(), bytes.size());
+    std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());  // GGUF's innermost first
+    w.tensor(name, ne, 0 /* F32 */, std::move(bytes));
+  }
+  const std::vector<uint8_t> file = w.finish();
+  std::ofstream(out->path() / "gemma3.gguf", std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  return out;
+}
+
+TEST_P(EngineFixture, Gemma3GgufAsLlamaCppWritesIt) {
+  const fs::path dir = memra::testing::fixture("models/gemma3_text");
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
+  auto rows_of = [&](const fs::path& path, std::string* layer_types_from) {
+    std::vector<std::vector<float>> rows;
+    auto e = load(path, GetParam(), MEMRA_DTYPE_F32);
+    EXPECT_TRUE(e);
+    if (!e) return rows;
+    if (layer_types_from) *layer_types_from = nlohmann::json::parse(e->source().config.family_json).value("layer_types_from", "");
+    const int32_t seq = e->open_sequence();
+    StepRequest r{seq, prompt, true, true};
+    auto out = e->step({&r, 1});
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    if (!out.ok()) return rows;
+    rows = *out;
+    for (int s = 0; s < 8; ++s) {  // greedy decode steps
+      const int32_t next = memra::engine::argmax(rows.back());
+      StepRequest d{seq, {&next, 1}, false};
+      auto o = e->step({&d, 1});
+      EXPECT_TRUE(o.ok()) << o.error().message;
+      if (!o.ok()) return rows;
+      rows.push_back((*o)[0]);
+    }
+    return rows;
+  };
+  const fs::path f32 = memra::testing::repacked_fixture(dir, "f32");
+  ASSERT_FALSE(f32.empty());
+  const auto want = rows_of(f32, nullptr);
+  ASSERT_EQ(want.size(), prompt.size() + 8);
+  const auto fixed = gemma3_gguf(dir, true);
+  ASSERT_TRUE(fixed);
+  std::string from;
+  const auto got = rows_of(fixed->path() / "gemma3.gguf", &from);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(from, "attention.sliding_window_pattern 2");
+  EXPECT_EQ(memra::testing::rows_differing(want, got), "") << "the GGUF form differs from the f32 repack";
+  const auto as_converted = gemma3_gguf(dir, false);
+  ASSERT_TRUE(as_converted);
+  const auto six = rows_of(as_converted->path() / "gemma3.gguf", &from);
+  ASSERT_EQ(six.size(), want.size());
+  EXPECT_NE(from.find("llama.cpp's default sliding_window_pattern 6"), std::string::npos) << from;
+  // Layer 1 read as sliding also takes the sliding layers' RoPE base: every row but position
+  // 0's (no rotation there, and the window holds it) leaves transformers.
+  for (size_t i = 0; i < six.size(); ++i) EXPECT_EQ(bitwise_equal(six[i], want[i]), i == 0) << "row " << i;
 }
 
 // The prefix cache on Gemma 3 (a sliding pool of window 8 beside the full-attention pool,

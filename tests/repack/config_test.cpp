@@ -11,6 +11,7 @@
 #include "repack/checkpoint/gguf_tokenizer.hpp"
 #include "repack/checkpoint/model_config.hpp"
 #include "tests/repack/test_util.hpp"
+#include "tests/repack/test_writers.hpp"
 #include "tests/support/checkpoint_config.hpp"
 
 namespace memra::testing {
@@ -278,6 +279,72 @@ TEST(CheckpointConfigGemma, TheBenchShapeIsGemma3_12B) {
       EXPECT_EQ(group.sliding_window, 1024);
       EXPECT_EQ(layers.size(), 40u);
     }
+  }
+}
+
+// llama.cpp's GGUF metadata for Gemma 3 ("gemma3"), read as llama.cpp reads it: layers slide
+// only when attention.sliding_window is set, by attention.sliding_window_pattern (a period) or
+// llama.cpp's default period 6 (said in layer_types_from); the sliding base
+// rope.freq_base_swa or 10000; the attention scale 1/sqrt(head_dim), or 1/sqrt(hidden/heads) for
+// the 62-layer 27B; the norms' + 1 already in the weights; tied when there is no output.weight.
+TEST(CheckpointConfigGemma, GgufMetadataAsLlamaCppReadsIt) {
+  auto normalise = [](uint32_t layers, uint32_t window, int pattern, float swa_base) {
+    GgufWriter w;
+    w.kv_str("general.architecture", "gemma3");
+    w.kv_u32("gemma3.embedding_length", 5376);
+    w.kv_u32("gemma3.block_count", layers);
+    w.kv_u32("gemma3.feed_forward_length", 21504);
+    w.kv_u32("gemma3.attention.head_count", 32);
+    w.kv_u32("gemma3.attention.head_count_kv", 16);
+    w.kv_u32("gemma3.attention.key_length", 128);
+    w.kv_u32("gemma3.attention.value_length", 128);
+    w.kv_f32("gemma3.attention.layer_norm_rms_epsilon", 1e-6f);
+    w.kv_f32("gemma3.rope.freq_base", 1e6f);
+    w.kv_u32("tokenizer.ggml.eos_token_id", 1);
+    if (window > 0) w.kv_u32("gemma3.attention.sliding_window", window);
+    if (pattern > 0) w.kv_u32("gemma3.attention.sliding_window_pattern", static_cast<uint32_t>(pattern));
+    if (swa_base > 0) w.kv_f32("gemma3.rope.freq_base_swa", swa_base);
+    w.tensor("token_embd.weight", {5376, 2}, 0, std::vector<uint8_t>(5376 * 2 * 4, 0));
+    TempDir dir;
+    write_bytes(dir / "g.gguf", w.finish());
+    auto f = gguf::File::open((dir / "g.gguf").string(), {.require_dequantizable = false});
+    EXPECT_TRUE(f.ok());
+    return f.ok() ? gguf_config(*f) : Result<ModelConfig>(f.error());
+  };
+  auto kinds = [](const ModelConfig& c) {
+    const json f = family_keys(c);
+    std::string s;
+    for (const auto& k : f.at("layer_types")) s += k == "full_attention" ? 'F' : 'S';
+    return s;
+  };
+  {
+    auto c = normalise(62, 1024, 0, 0);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    const json f = family_keys(*c);
+    EXPECT_EQ(c->family, "gemma");
+    EXPECT_EQ(c->architecture, "Gemma3ForCausalLM");
+    EXPECT_EQ(kinds(*c).substr(0, 12), "SSSSSFSSSSSF");
+    EXPECT_NE(f.at("layer_types_from").get<std::string>().find("llama.cpp's default sliding_window_pattern 6"), std::string::npos);
+    EXPECT_NEAR(f.at("attention_scale").get<double>(), 1.0 / std::sqrt(168.0), 1e-12) << "the 27B's query_pre_attn_scalar is hidden/heads";
+    EXPECT_FALSE(f.at("norm_weight_offset").get<bool>());
+    EXPECT_TRUE(c->tie_word_embeddings);
+    EXPECT_EQ(f.at("rope").at("local_theta"), 1e4);
+    EXPECT_EQ(f.at("sliding_window"), 1024);
+    EXPECT_EQ(c->vocab_size, 2);
+  }
+  {
+    auto c = normalise(4, 512, 2, 2e4f);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_EQ(kinds(*c), "SFSF");
+    EXPECT_EQ(family_keys(*c).at("layer_types_from"), "attention.sliding_window_pattern 2");
+    EXPECT_NEAR(family_keys(*c).at("attention_scale").get<double>(), 1.0 / std::sqrt(128.0), 1e-12);
+    EXPECT_EQ(family_keys(*c).at("rope").at("local_theta"), 2e4);
+  }
+  {
+    auto c = normalise(3, 0, 0, 0);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_EQ(kinds(*c), "FFF") << "no window in the file: every layer global, as llama.cpp";
+    EXPECT_EQ(family_keys(*c).at("sliding_window"), 0);
   }
 }
 
