@@ -519,6 +519,58 @@ TEST_P(EngineFixture, Gemma3GgufAsLlamaCppWritesIt) {
   for (size_t i = 0; i < six.size(); ++i) EXPECT_EQ(bitwise_equal(six[i], want[i]), i == 0) << "row " << i;
 }
 
+// Gemma 3's sliding layer keeps only its window of KV (the plan's sliding group, the host's
+// pool for it), measured: with 4-token blocks, steps of at most 8 tokens and a 256-token
+// context, the sliding layer's pool holds (8 + 2 * 8 - 2) / 4 + 2 = 7 blocks a sequence against
+// the global layer's 64, so the KV cache takes (64 + 7) / 128 of what the same model with both
+// layers global takes; over a 24-token prompt and 40 decode steps the sequence holds at most the
+// window and the rollback margin there ((8 + 8 - 1) / 4 + 2 blocks) and every position in the
+// global layer's pool.
+TEST_P(EngineFixture, Gemma3SlidingLayerKeepsOnlyItsWindow) {
+  const fs::path dir = memra::testing::fixture("models/gemma3_text");
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  memra::engine::EngineOptions eo = memra::testing::engine_options(GetParam());
+  eo.kv_dtype = MEMRA_DTYPE_F32;
+  eo.max_context = 256;
+  eo.max_sequences = 2;
+  eo.block_size = 4;
+  eo.max_step_tokens = 8;
+  auto e = memra::testing::open_engine(dir, eo);
+  const auto all_global = fixture_variant(dir, {{"layer_types", {"full_attention", "full_attention"}}});
+  auto g = memra::testing::open_engine(all_global->path(), eo);
+  ASSERT_TRUE(e && g);
+  ASSERT_EQ(e->num_kv_pools(), 2);
+  EXPECT_EQ(e->kv_pool_window(0), 0);
+  EXPECT_EQ(e->kv_pool_window(1), 8);
+  EXPECT_EQ(e->kv_pool(0).num_blocks(), 2 * 64);
+  EXPECT_EQ(e->kv_pool(1).num_blocks(), 2 * 7);
+  ASSERT_EQ(g->num_kv_pools(), 1);
+  EXPECT_EQ(e->kv_cache_bytes() * 128, g->kv_cache_bytes() * (64 + 7)) << e->kv_cache_bytes() << " vs " << g->kv_cache_bytes();
+  const std::vector<int32_t> prompt = memra::testing::reference_prompt(dir);
+  const int32_t seq = e->open_sequence();
+  auto held = [&](int32_t pool) {
+    const auto& b = e->sequence_blocks(seq, pool);
+    return static_cast<size_t>(std::count_if(b.begin(), b.end(), [](int32_t x) { return x >= 0; }));
+  };
+  for (size_t at = 0; at < prompt.size(); at += 8) {
+    StepRequest r{seq, std::span<const int32_t>(prompt).subspan(at, 8), true, true};
+    auto out = e->step({&r, 1});
+    ASSERT_TRUE(out.ok()) << out.error().message;
+  }
+  size_t most = 0;
+  int32_t next = 7;
+  for (int s = 0; s < 40; ++s) {
+    StepRequest d{seq, {&next, 1}, false};
+    auto o = e->step({&d, 1});
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    next = memra::engine::argmax((*o)[0]);
+    most = std::max(most, held(1));
+  }
+  EXPECT_LE(most, static_cast<size_t>((8 + 8 - 1) / 4 + 2));
+  EXPECT_GT(most, 0u);
+  EXPECT_EQ(held(0), static_cast<size_t>((prompt.size() + 40 + 3) / 4));
+}
+
 // The prefix cache on Gemma 3 (a sliding pool of window 8 beside the full-attention pool,
 // 16-token blocks): each turn of a conversation hits the last turn's prompt up to its last
 // block boundary, every turn's tokens and logprobs (greedy and seeded) bitwise a cold
