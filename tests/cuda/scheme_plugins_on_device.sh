@@ -18,10 +18,13 @@ OUT=${OUT:-./device-logs}; mkdir -p "$OUT"
 R=$OUT/summary.txt
 say() { echo "$@" | tee -a "$R"; }
 [ -d "$D/new" ] || tar xJf "$D/ab.tar.xz" -C "$D"
+# Fixtures for the suites (carried as fixtures.tar.xz: models/..., gguf/...), if any.
+[ -f "$D/fixtures.tar.xz" ] && [ ! -d "$D/fixtures" ] && tar xJf "$D/fixtures.tar.xz" -C "$D"
+[ -d "$D/fixtures" ] && export MEMRA_FIXTURES_DIR=$D/fixtures
 export LD_LIBRARY_PATH=$D/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} MEMRA_HOME=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 if [ -z "${SKIP_CHECKS:-}" ]; then
-  timeout 300 "$D/new/bin/memra-kernel-check" > "$OUT/kernel-check.log" 2>&1
+  timeout ${KC_TIMEOUT:-540} "$D/new/bin/memra-kernel-check" > "$OUT/kernel-check.log" 2>&1
   say "memra-kernel-check rc=$? $(tail -1 "$OUT/kernel-check.log")"
   grep -E "^FAIL" "$OUT/kernel-check.log" | head -20 | tee -a "$R"
   grep -cE "^PASS" "$OUT/kernel-check.log" | sed 's/^/PASS lines: /' | tee -a "$R"

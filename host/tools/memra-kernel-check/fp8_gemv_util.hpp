@@ -12,7 +12,7 @@ namespace memra::kcheck::fp8 {
 // bf16 and back [m][cols/128] f32 (kernels/matmul/fp8_act_ref.hpp).
 inline void launch_prepare(i8::Kernels& k, const void* x, int64_t cols, const void* rows, int64_t m, void* plane, void* back,
                            void* stream = nullptr) {
-  memra_kernel* kern = k.get("matmul_fp8", "memra_prepare_act_fp8_rows");
+  memra_kernel* kern = k.get("matmul8_act", "memra_prepare_act_fp8_rows");  // the backend's bf16s128 producer
   void* args[] = {&x, &cols, &rows, &m, &plane, &back};
   k.launch(kern, static_cast<unsigned>((m * (cols / 128) + 7) / 8), 1, 256, args, stream);
 }
