@@ -336,6 +336,12 @@ memra_status scheme_info(memra_plugin_ctx* ctx, const char* scheme, memra_scheme
   out->block_elems = d->block_elems;
   out->block_bytes = d->block_bytes;
   out->prompt = d->prompt;
+  if (MEMRA_STRUCT_HAS(out, memra_scheme_info, keep_as_stored)) {
+    out->repack = d->repack;
+    out->sensitive = d->sensitive;
+    out->fallback = d->fallback;
+    out->keep_as_stored = d->keep_as_stored;
+  }
   return MEMRA_OK;
 }
 

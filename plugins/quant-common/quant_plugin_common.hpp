@@ -33,6 +33,11 @@ struct SchemeDef {
   Kernels kernels;
   bool int8 = false;  // block: int8x32 GEMVs for rows of whole 256-element runs
   bool rows_pdl = true;  // block: the f32-row GEMV entries are PDL-aware
+  // memra-repack (memra_scheme_info): what it may write, and the mix of a --quant target.
+  int32_t repack = MEMRA_REPACK_NONE;
+  const char* sensitive = nullptr;  // the head's and attn_v's scheme
+  const char* fallback = nullptr;   // for rows that break the block
+  int32_t keep_as_stored = 0;       // MEMRA_KEEP_* bits
 };
 
 }  // namespace memra::quant_plugin

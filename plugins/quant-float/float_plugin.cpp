@@ -8,9 +8,9 @@ using memra::quant_plugin::SchemeDef;
 // f32 and f16 weights keep f32 activations on every row (prompt rows: the split GEMM);
 // bf16 weights take bf16 activations on every row.
 const SchemeDef kSchemes[] = {
-    {"f32", 1, 4, MEMRA_PROMPT_EXACT, Kernels::float_rows},
-    {"f16", 1, 2, MEMRA_PROMPT_EXACT, Kernels::float_rows},
-    {"bf16", 1, 2, MEMRA_PROMPT_BF16, Kernels::bf16},
+    {"f32", 1, 4, MEMRA_PROMPT_EXACT, Kernels::float_rows, false, true, MEMRA_REPACK_TENSOR},
+    {"f16", 1, 2, MEMRA_PROMPT_EXACT, Kernels::float_rows, false, true, MEMRA_REPACK_QUANT},
+    {"bf16", 1, 2, MEMRA_PROMPT_BF16, Kernels::bf16, false, true, MEMRA_REPACK_QUANT},
 };
 }  // namespace
 

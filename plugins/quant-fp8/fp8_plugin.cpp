@@ -8,7 +8,9 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"fp8", 128, 132, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::fp8},
+    // fp8 checkpoints keep the embeddings and the head in 16-bit (as published ones do).
+    {"fp8", 128, 132, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::fp8, false, true, MEMRA_REPACK_QUANT, nullptr, nullptr,
+     MEMRA_KEEP_TOKEN_EMBD | MEMRA_KEEP_HEAD},
 };
 }  // namespace
 

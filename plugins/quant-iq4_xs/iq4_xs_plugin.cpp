@@ -6,7 +6,8 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"iq4_xs", 256, 136, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true},
+    // A 4-bit target: the head and attn_v in q6_k, rows that break the block in q8_0 (llama.cpp's _M mix).
+    {"iq4_xs", 256, 136, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true, MEMRA_REPACK_QUANT, "q6_k", "q8_0"},
     {"iq4_nl", 32, 18, MEMRA_PROMPT_EXACT, Kernels::none},
 };
 }  // namespace

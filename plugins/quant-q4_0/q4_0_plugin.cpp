@@ -6,7 +6,8 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"q4_0", 32, 18, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true},
+    // A 4-bit target: the head and attn_v in q6_k, rows that break the block in q8_0.
+    {"q4_0", 32, 18, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true, MEMRA_REPACK_QUANT, "q6_k", "q8_0"},
     {"q4_1", 32, 20, MEMRA_PROMPT_EXACT, Kernels::none},
     {"q5_0", 32, 22, MEMRA_PROMPT_EXACT, Kernels::none},
     {"q5_1", 32, 24, MEMRA_PROMPT_EXACT, Kernels::none},

@@ -6,7 +6,8 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"q4_k", 256, 144, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false},
+    // A 4-bit target: the head and attn_v in q6_k, rows that break the block in q8_0 (Q4_K_M).
+    {"q4_k", 256, 144, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false, MEMRA_REPACK_QUANT, "q6_k", "q8_0"},
     {"q2_k", 256, 84, MEMRA_PROMPT_EXACT, Kernels::none},
     {"q3_k", 256, 110, MEMRA_PROMPT_EXACT, Kernels::none},
 };

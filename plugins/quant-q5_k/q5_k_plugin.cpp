@@ -6,7 +6,8 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"q5_k", 256, 176, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false},
+    // A 5-bit target: the head and attn_v in q6_k, rows that break the block in q8_0 (Q5_K_M).
+    {"q5_k", 256, 176, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false, MEMRA_REPACK_QUANT, "q6_k", "q8_0"},
 };
 }  // namespace
 

@@ -6,7 +6,7 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"q6_k", 256, 210, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true},
+    {"q6_k", 256, 210, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, true, MEMRA_REPACK_QUANT, nullptr, "q8_0"},
 };
 }  // namespace
 

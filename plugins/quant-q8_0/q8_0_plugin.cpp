@@ -6,7 +6,7 @@ namespace {
 using memra::quant_plugin::Kernels;
 using memra::quant_plugin::SchemeDef;
 const SchemeDef kSchemes[] = {
-    {"q8_0", 32, 34, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false},
+    {"q8_0", 32, 34, MEMRA_PROMPT_ROUNDED_WEIGHTS, Kernels::block, true, false, MEMRA_REPACK_QUANT},
 };
 }  // namespace
 

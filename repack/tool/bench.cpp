@@ -259,7 +259,7 @@ int bench_body(const BenchOptions& o, const fs::path& work) {
   fs::path gguf = o.gguf, st = o.safetensors;
   std::printf("memra-repack --bench (%u hardware threads, best of %d)\n", std::thread::hardware_concurrency(), o.repeats);
   if (gguf.empty()) {
-    gguf = work / "synthetic-q4_k.gguf";
+    gguf = work / "synthetic-k-quant.gguf";
     std::printf("  writing a synthetic %llu MB Q4_K llama GGUF to %s\n", static_cast<unsigned long long>(o.size_mb), gguf.c_str());
     if (!write_synthetic_gguf(gguf, o.size_mb)) return 1;
   }

@@ -25,6 +25,7 @@
 #include "repack/tool/bench.hpp"
 #include "repack/tool/fault_hook.hpp"
 #include "repack/tool/precision.hpp"
+#include "repack/tool/scheme_catalog.hpp"
 #include "repack/tool/progress.hpp"
 #include "repack/tool/provenance.hpp"
 #include "repack/tool/repack.hpp"
@@ -48,16 +49,15 @@ are recorded in the registry once DST is in place.
 
 options:
   -q, --quant SCHEME      keep (default): every tensor as stored (GGUF blocks bit-exact);
-                          bf16 | f16: convert the matrices;
-                          q8_0 | q6_k | q5_k | q4_k | iq4_xs | q4_0 | fp8: quantize the
-                          matrices on the CPU
-                          (the head, attn_v and a few others get more bits; the manifest
-                          lists every choice)
+                          or a scheme of an installed quant plugin (listed below): convert
+                          (bf16, f16) or quantize the matrices on the CPU with its plugin
+                          (the head, attn_v and a few others may get more bits, as its
+                          plugin says; the manifest lists every choice); an unknown one
+                          is refused with the list
   -t, --tensor-scheme PATTERN=SCHEME
                           write the tensors whose canonical name matches the glob
-                          PATTERN (e.g. 'blk.*.ffn_down.weight') in SCHEME (f32, f16,
-                          bf16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0, fp8); repeatable,
-                          first match wins
+                          PATTERN (e.g. 'blk.*.ffn_down.weight') in SCHEME (a scheme of
+                          an installed quant plugin); repeatable, first match wins
   --registry PATH         registry database to record in (default: $MEMRA_REGISTRY, else
                           $MEMRA_HOME/registry.db, else ~/.memra/registry.db)
   --no-registry           do not record anything
@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   bool no_registry = false, quiet = false, bench = false;
   repack::BenchOptions bo;
   std::vector<std::filesystem::path> plugin_dirs;
+  bool help = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) -> bool {
@@ -124,8 +125,7 @@ int main(int argc, char** argv) {
     std::string v;
     int64_t n = 0;
     if (key == "-h" || key == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
+      help = true;  // printed once the plugins (and so the schemes) are known
     } else if (key == "--version") {
       std::printf("%s\n", repack::tool_version().c_str());
       return 0;
@@ -134,15 +134,11 @@ int main(int argc, char** argv) {
       o.output = v;
     } else if (key == "-q" || key == "--quant") {
       if (!value(&v)) return usage_error(key + " needs a scheme");
-      const auto& c = repack::quant_choices();
-      if (std::find(c.begin(), c.end(), v) == c.end())
-        return usage_error("unknown --quant '" + v + "'; choose keep, bf16, f16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0 or fp8");
-      o.quant = v;
+      o.quant = v;  // checked against the quant plugins' schemes once they are loaded
     } else if (key == "-t" || key == "--tensor-scheme") {
       if (!value(&v)) return usage_error(key + " needs PATTERN=SCHEME");
       const size_t eq = v.rfind('=');
-      if (eq == std::string::npos || eq == 0 || !repack::overridable_scheme(v.substr(eq + 1)))
-        return usage_error(key + " '" + v + "': give PATTERN=SCHEME with SCHEME one of f32, f16, bf16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0, fp8");
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return usage_error(key + " '" + v + "': give PATTERN=SCHEME");
       o.overrides.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (key == "--registry") {
       if (!value(&v) || v.empty()) return usage_error("--registry needs a path");
@@ -192,6 +188,22 @@ int main(int argc, char** argv) {
   plugin_host.discover();
   o.plugins = &plugin_host;
   bo.plugins = &plugin_host;
+  // The schemes the installed quant plugins write (memra_scheme_info.repack).
+  auto catalog = repack::SchemeCatalog::from_plugins(plugin_host);
+  if (!catalog) return usage_error(catalog.error().message);
+  const std::vector<std::string> targets = catalog->quant_targets(), tensor_schemes = catalog->tensor_schemes();
+  if (help) {
+    std::fputs(kUsage, stdout);
+    std::printf("\nschemes of the installed quant plugins:\n  --quant          %s\n  --tensor-scheme  %s\n",
+                repack::join_or(targets).c_str(), repack::join_or(tensor_schemes).c_str());
+    return 0;
+  }
+  if (std::find(targets.begin(), targets.end(), o.quant) == targets.end())
+    return usage_error("unknown --quant '" + o.quant + "'; choose " + repack::join_or(targets));
+  for (const repack::SchemeOverride& ov : o.overrides)
+    if (std::find(tensor_schemes.begin(), tensor_schemes.end(), ov.scheme) == tensor_schemes.end())
+      return usage_error("--tensor-scheme '" + ov.pattern + "=" + ov.scheme + "': give PATTERN=SCHEME with SCHEME one of " +
+                         repack::join_or(tensor_schemes));
   if (bench) {
     if (!positional.empty()) return usage_error("--bench takes no SRC (use --bench-gguf / --bench-safetensors)");
     return repack::run_bench(bo);

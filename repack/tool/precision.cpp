@@ -6,8 +6,6 @@
 #include <map>
 #include <set>
 
-#include "repack/format/layout.hpp"
-
 namespace memra::repack {
 namespace {
 
@@ -21,31 +19,22 @@ struct Decision {
   std::string reason;
 };
 
+bool is_float(const std::string& s) { return s == "f32" || s == "f16" || s == "bf16"; }
+
 }  // namespace
 
-const std::vector<std::string>& quant_choices() {
-  static const std::vector<std::string> k = {"keep", "bf16", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "iq4_xs", "q4_0", "fp8"};
-  return k;
-}
-
-bool overridable_scheme(const std::string& s) {
-  return s == "f32" || s == "f16" || s == "bf16" || (s != "keep" && std::find(quant_choices().begin(), quant_choices().end(), s) != quant_choices().end());
-}
-
-Result<PrecisionPlan> plan_precision(const Source& source, const std::string& req, const std::vector<SchemeOverride>& overrides,
-                                     const PluginSchemeBytes& plugin_bytes, const std::map<std::string, std::string>& keep_as_stored) {
+Result<PrecisionPlan> plan_precision(const Source& source, const std::string& req, const SchemeCatalog& schemes,
+                                     const std::vector<SchemeOverride>& overrides,
+                                     const std::map<std::string, std::string>& keep_as_stored) {
+  const std::vector<std::string> tensor_schemes = schemes.tensor_schemes();
   for (const SchemeOverride& o : overrides)
-    if (!overridable_scheme(o.scheme))
-      return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme +
-                                                         ": choose f32, f16, bf16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0 or fp8");
-  // A scheme of a quant plugin: its quantiser writes the matrices it can hold.
-  const bool plugin_scheme = std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end() &&
-                             plugin_bytes && plugin_bytes(req, {1, 256}).has_value();
-  if (!plugin_scheme && std::find(quant_choices().begin(), quant_choices().end(), req) == quant_choices().end())
-    return make_error(ErrorCode::invalid_argument, "unknown --quant '" + req + "'; choose one of keep, bf16, f16, q8_0, q6_k, q5_k, q4_k, iq4_xs, q4_0, fp8 " +
-                                                       "or a scheme of an installed quant plugin");
-  // The 4/5-bit targets: their head and attn_v get 6 bits.
-  const bool low_bit = req == "q4_k" || req == "q5_k" || req == "iq4_xs" || req == "q4_0";
+    if (std::find(tensor_schemes.begin(), tensor_schemes.end(), o.scheme) == tensor_schemes.end())
+      return make_error(ErrorCode::invalid_argument, "--tensor-scheme " + o.pattern + "=" + o.scheme + ": choose " + join_or(tensor_schemes));
+  const std::vector<std::string> targets = schemes.quant_targets();
+  if (std::find(targets.begin(), targets.end(), req) == targets.end())
+    return make_error(ErrorCode::invalid_argument, "unknown --quant '" + req + "'; choose " + join_or(targets) +
+                                                       " (the schemes of the installed quant plugins)");
+  const SchemeFacts* target = req == "keep" ? nullptr : schemes.find(req);
   const bool tied = source.config().tie_word_embeddings;
   PrecisionPlan plan;
   std::set<std::string> names;
@@ -61,50 +50,52 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     Decision d{t.scheme, "", ""};
     if (t.shape.size() == 1 && convertible) {
       d = {"f32", "1-D tensors (norms, biases)", "the engine's norm and bias ops take float32; widened exactly"};
-    } else if (req == "keep" || !convertible || t.shape.size() < 2) {
+    } else if (!target || !convertible || t.shape.size() < 2) {
       d = {t.scheme, "everything else",
-           req == "keep"  ? "--quant keep: carried as stored"
+           !target        ? "--quant keep: carried as stored"
            : !convertible ? "memra has no exact conversion from " + t.scheme + ": carried as stored"
                           : "not a matrix: carried as stored"};
-    } else if (plugin_scheme) {
-      // The backends' embedding kernels are built in: the token table stays as stored.
-      const bool fits = t.name != "token_embd.weight" && kept == keep_as_stored.end() && plugin_bytes(req, t.shape).has_value();
-      d = fits ? Decision{req, "matrices", "--quant " + req + ": quantized by the quant plugin's quantiser"}
-               : Decision{t.scheme, t.name == "token_embd.weight" ? "token_embd.weight" : "matrices the plugin cannot hold",
-                          "a plugin scheme serves matmul only: kept as stored"};
-    } else if (req == "bf16" || req == "f16") {
+    } else if (target->block_elems == 1 && is_float(req)) {
       d = {req, "matrices", "--quant " + req + ": converted from their exact float32 values"};
     } else {
-      // A quantization target.
+      // A quantization target, with its plugin's mix (memra_scheme_info).
       const bool head = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
+      const bool embd = t.name == "token_embd.weight";
       std::string want = req;
-      std::string rule = "matrices", reason = "--quant " + req + ": quantized by memra_quantize";
+      std::string rule = "matrices", reason = "--quant " + req + ": quantized by quant plugin '" + target->plugin + "'";
+      const bool keep_head = (target->keep_as_stored & MEMRA_KEEP_HEAD) != 0;
+      const bool keep_embd = (target->keep_as_stored & MEMRA_KEEP_TOKEN_EMBD) != 0;
       if (kept != keep_as_stored.end()) {
         want = t.scheme, rule = "kept by the family plugin", reason = kept->second + ": kept as stored";
-      } else if (head && low_bit) {
-        want = "q6_k", rule = tied ? "output head (tied to the embeddings)" : "output head";
-        reason = "the head's error moves every logit: 6-bit, as in llama.cpp's 4/5-bit mixes";
-      } else if ((head || t.name == "token_embd.weight") && req == "fp8") {
+      } else if ((head && keep_head) || (embd && keep_embd)) {
         want = t.scheme, rule = head ? "output head" : "token_embd.weight";
-        reason = "fp8 checkpoints keep embeddings and the head in 16-bit: kept as stored";
-      } else if (low_bit && ends_with(t.name, "attn_v.weight")) {
-        want = "q6_k", rule = "attn_v.weight", reason = "small under grouped-query attention; its error reaches the output directly: 6-bit";
+        reason = req + " keeps " + (head ? "the output head" : "the token embeddings") + " as stored (its quant plugin's mix)";
+      } else if (head && !target->sensitive.empty()) {
+        want = target->sensitive, rule = tied ? "output head (tied to the embeddings)" : "output head";
+        reason = "the head's error moves every logit: " + want + ", as in llama.cpp's mixes";
+      } else if (!target->sensitive.empty() && ends_with(t.name, "attn_v.weight")) {
+        want = target->sensitive, rule = "attn_v.weight";
+        reason = "small under grouped-query attention; its error reaches the output directly: " + want;
       }
-      // Rows that break the block size fall back.
-      const uint64_t block = format::scheme_block_elements(want);
-      if (want != t.scheme && block > 1 && t.shape.back() % block != 0) {
-        const bool q8 = t.shape.back() % 32 == 0 && req != "fp8";
-        rule = "rows of " + std::to_string(t.shape.back()) + " columns";
-        reason = want + " needs rows in multiples of " + std::to_string(block) + ": " + (q8 ? "q8_0 instead" : "kept as stored");
-        want = q8 ? "q8_0" : t.scheme;
+      // Rows the scheme cannot hold (its block, or its plugin's limits) fall back.
+      if (want != t.scheme && !schemes.bytes(want, t.shape)) {
+        const SchemeFacts* w = schemes.find(want);
+        const uint64_t block = w ? static_cast<uint64_t>(w->block_elems) : 1;
+        const std::string fb = w ? w->fallback : "";
+        const bool use_fb = !fb.empty() && fb != want && schemes.bytes(fb, t.shape).has_value();
+        rule = block > 1 && t.shape.back() % block != 0 ? "rows of " + std::to_string(t.shape.back()) + " columns"
+                                                        : "matrices " + want + " cannot hold";
+        reason = want + (block > 1 ? " needs rows in multiples of " + std::to_string(block) : " cannot hold them") + ": " +
+                 (use_fb ? fb + " instead" : "kept as stored");
+        want = use_fb ? fb : t.scheme;
       }
       d = {want, rule, reason};
     }
     for (const SchemeOverride& o : overrides) {
       if (::fnmatch(o.pattern.c_str(), t.name.c_str(), 0) != 0) continue;
-      if (o.scheme != t.scheme && (!convertible || !format::tensor_bytes(o.scheme, 1, t.shape) ||
-                                   (t.shape.size() < 2 && o.scheme != "f32" && o.scheme != "f16" && o.scheme != "bf16"))) {
-        const uint64_t block = format::scheme_block_elements(o.scheme);
+      if (o.scheme != t.scheme && (!convertible || !schemes.bytes(o.scheme, t.shape) || (t.shape.size() < 2 && !is_float(o.scheme)))) {
+        const SchemeFacts* f = schemes.find(o.scheme);
+        const uint64_t block = f ? static_cast<uint64_t>(f->block_elems) : 1;
         const std::string why = block > 1 && !t.shape.empty() && t.shape.back() % block != 0
                                     ? ": its rows have " + std::to_string(t.shape.back()) + " columns, " + o.scheme +
                                           " needs a multiple of " + std::to_string(block)
@@ -119,7 +110,7 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     tp.source_index = i;
     tp.scheme = d.scheme;
     tp.copy = d.scheme == t.scheme;
-    if (!tp.copy && !format::tensor_bytes(d.scheme, 1, t.shape) && !(plugin_scheme && d.scheme == req))
+    if (!tp.copy && !schemes.bytes(d.scheme, t.shape))
       return make_error(ErrorCode::internal, "tensor '" + t.name + "' cannot be written as " + d.scheme);
     plan.tensors.push_back(tp);
     auto& r = rules[{d.rule, d.scheme}];

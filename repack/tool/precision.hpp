@@ -1,29 +1,31 @@
-// Which scheme each tensor is written in, for a requested --quant, and why.
+// Which scheme each tensor is written in, for a requested --quant, and why. The schemes and
+// their mixes come from the quant plugins (SchemeCatalog, memra_scheme_info):
 //
 //   keep            every tensor as stored (GGUF blocks bit-exact, safetensors dtypes as
 //                   is), except 1-D float tensors, widened exactly to f32.
-//   bf16 | f16      matrices converted from their exact float32 values; 1-D -> f32.
-//   q8_0 | q6_k | q5_k | q4_k | iq4_xs | q4_0 | fp8
-//                   matrices quantized on the CPU with memra_quantize, with these
+//   a float scheme  (block 1: f32, f16, bf16) matrices converted from their exact float32
+//                   values; 1-D -> f32.
+//   other targets   matrices quantized on the CPU by the scheme's quant plugin, with these
 //                   exceptions (docs/FORMAT.md, "Precision choices"):
 //                   - 1-D tensors (norms, biases): f32;
-//                   - MoE router gates: kept as stored (tiny, and routing is brittle);
-//                   - the output head (output.weight, or token_embd.weight when tied):
-//                     q6_k for the 4/5-bit targets; kept as stored for fp8;
-//                   - token_embd.weight (untied): kept as stored for fp8;
-//                   - attn_v.weight: q6_k for the 4/5-bit targets;
-//                   - rows that break the block size: q8_0 if 32 divides them, else kept;
+//                   - matrices the family keeps as stored (e.g. MoE routers);
+//                   - the embedding-side matrices the target keeps as stored
+//                     (memra_scheme_info.keep_as_stored: fp8 keeps the head and the token
+//                     embeddings, a scheme without an embedding gather the embeddings);
+//                   - the output head and attn_v.weight: the target's `sensitive` scheme
+//                     (the 4/5-bit schemes name a 6-bit one, as llama.cpp's _M mixes);
+//                   - rows a scheme cannot hold (its block size): its `fallback` scheme
+//                     where that holds them, else kept as stored;
 //                   - a tensor already in its target scheme is carried as is.
 #pragma once
 
-#include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/common/result.hpp"
 #include "repack/format/manifest.hpp"
+#include "repack/tool/scheme_catalog.hpp"
 #include "repack/tool/source.hpp"
 
 namespace memra::repack {
@@ -39,9 +41,6 @@ struct PrecisionPlan {
   format::Precision precision;      // the rules, for the manifest
 };
 
-// "keep", "bf16", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "iq4_xs", "q4_0", "fp8".
-const std::vector<std::string>& quant_choices();
-
 // Per-tensor overrides (--tensor-scheme PATTERN=SCHEME): a tensor whose canonical name
 // matches the glob PATTERN (fnmatch) is written in SCHEME; the first match wins.
 struct SchemeOverride {
@@ -49,19 +48,11 @@ struct SchemeOverride {
   std::string scheme;
 };
 
-// A scheme memra does not know itself but a quant plugin handles (--quant NAME): its
-// plugin says whether a matrix of `shape` fits (weight_bytes); nullopt = it does not.
-using PluginSchemeBytes = std::function<std::optional<uint64_t>(const std::string& scheme, const std::vector<uint64_t>& shape)>;
-
-// `plugin_bytes` (may be empty): answers for schemes no built-in quantizer writes.
-// `keep_as_stored`: matrices the family's plan keeps as stored under quantization (name ->
-// the family's reason; validate_source), e.g. MoE routers.
-Result<PrecisionPlan> plan_precision(const Source& source, const std::string& requested,
+// `schemes`: the quant plugins' schemes (SchemeCatalog::from_plugins). `keep_as_stored`:
+// matrices the family's plan keeps as stored under quantization (name -> the family's
+// reason; validate_source), e.g. MoE routers.
+Result<PrecisionPlan> plan_precision(const Source& source, const std::string& requested, const SchemeCatalog& schemes,
                                      const std::vector<SchemeOverride>& overrides = {},
-                                     const PluginSchemeBytes& plugin_bytes = {},
                                      const std::map<std::string, std::string>& keep_as_stored = {});
-
-// Schemes an override may name: f32, f16, bf16 and the quantizers' schemes.
-bool overridable_scheme(const std::string& scheme);
 
 }  // namespace memra::repack

@@ -49,8 +49,7 @@ struct Shared {
   std::vector<format::TensorEntry>& entries;
   Progress* progress;
   const std::atomic<bool>* cancel;
-  const plugins::QuantPlugin* plugin_quant = nullptr;  // quantises the scheme memra has no quantizer for
-  std::string plugin_scheme;
+  const SchemeCatalog* schemes = nullptr;  // the quant plugins that write each scheme
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
@@ -76,8 +75,6 @@ Status convert_tensor(Shared& sh, const SourceTensor& st, const format::TensorEn
   const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkElements / std::max<uint64_t>(cols, 1));
   std::vector<float> f32;
   std::vector<uint8_t> out;
-  quant::QuantScheme qs{};
-  const bool quantized = quant::parse_scheme(e.scheme, &qs);
   for (uint64_t first = 0; first < n; first += rows_per_chunk * cols) {
     if (sh.stop()) return make_error(ErrorCode::io, "interrupted");
     const uint64_t count = std::min(rows_per_chunk * cols, n - first);
@@ -86,34 +83,19 @@ Status convert_tensor(Shared& sh, const SourceTensor& st, const format::TensorEn
     MEMRA_TRY(check_finite(sh.source, st, f32.data(), first, count));
     const void* bytes = f32.data();
     uint64_t nbytes = count * 4;
-    if (e.scheme == "bf16" || e.scheme == "f16") {
-      out.resize(count * 2);
-      for (uint64_t i = 0; i < count; ++i) {
-        const uint16_t h = e.scheme == "bf16" ? quant::f32_to_bf16(f32[i]) : quant::f32_to_fp16(f32[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
-      }
-      bytes = out.data(), nbytes = out.size();
-    } else if (quantized) {
+    if (e.scheme != "f32") {
+      // The scheme's quant plugin writes it (memra_quant_api.quantize): float conversions and
+      // quantisers alike.
       const auto rows = static_cast<int64_t>(count / cols);
-      out.resize(quant::scheme_row_bytes(qs, static_cast<int64_t>(cols)) * static_cast<uint64_t>(rows));
-      std::string err;
-      if (!quant::quantize_rows(qs, f32.data(), rows, static_cast<int64_t>(cols), out.data(), out.size(), &err))
-        return make_error(ErrorCode::invalid_argument, "tensor '" + st.source_name + "', rows from " + std::to_string(first / cols) + ": " + err);
-      bytes = out.data(), nbytes = out.size();
-    } else if (sh.plugin_quant && e.scheme == sh.plugin_scheme) {
-      // A quant plugin's scheme: its own quantiser (memra_quant_api.quantize).
-      const auto rows = static_cast<int64_t>(count / cols);
-      auto b = sh.plugin_quant->weight_bytes(e.scheme, rows, static_cast<int64_t>(cols));
-      if (!b) return make_error(b.error().code, "tensor '" + st.source_name + "': " + b.error().message);
+      const auto b = sh.schemes->bytes(e.scheme, {static_cast<uint64_t>(rows), cols});
+      if (!b) return make_error(ErrorCode::internal, "tensor '" + st.source_name + "': no quant plugin writes rows of " + std::to_string(cols) +
+                                                         " in " + e.scheme);
       out.resize(*b);
-      if (auto q = sh.plugin_quant->quantize(e.scheme, std::span<const float>(f32.data(), count), rows, static_cast<int64_t>(cols),
-                                             std::span<std::byte>(reinterpret_cast<std::byte*>(out.data()), out.size()));
+      if (auto q = sh.schemes->quantize(e.scheme, std::span<const float>(f32.data(), count), rows, static_cast<int64_t>(cols),
+                                        std::span<std::byte>(reinterpret_cast<std::byte*>(out.data()), out.size()));
           !q)
-        return make_error(q.error().code, "tensor '" + st.source_name + "', rows from " + std::to_string(first / cols) + ": plugin '" +
-                                               sh.plugin_quant->info().name + "': " + q.error().message);
+        return make_error(q.error().code, "tensor '" + st.source_name + "', rows from " + std::to_string(first / cols) + ": " + q.error().message);
       bytes = out.data(), nbytes = out.size();
-    } else if (e.scheme != "f32") {
-      return make_error(ErrorCode::internal, "no conversion to " + e.scheme);
     }
     MEMRA_TRY(stream->write(bytes, nbytes));
     sh.advance(count * st.bytes / std::max<uint64_t>(n, 1));
@@ -205,18 +187,10 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   const Source& src = **source;
   std::map<std::string, std::string> keep_as_stored;  // the family's (MoE routers, ...)
   MEMRA_TRY(validate_source(src, *o.plugins, &keep_as_stored));
-  // A --quant scheme no built-in quantizer writes goes to the quant plugin handling it.
-  std::optional<plugins::QuantPlugin> plugin_quant;
-  if (std::find(quant_choices().begin(), quant_choices().end(), o.quant) == quant_choices().end())
-    if (auto q = o.plugins->quant_for(o.quant, o.plugins->device_info())) plugin_quant = std::move(*q);
-  PluginSchemeBytes plugin_bytes;
-  if (plugin_quant)
-    plugin_bytes = [&](const std::string& scheme, const std::vector<uint64_t>& shape) -> std::optional<uint64_t> {
-      if (scheme != o.quant || shape.size() != 2) return std::nullopt;
-      auto b = plugin_quant->weight_bytes(scheme, static_cast<int64_t>(shape[0]), static_cast<int64_t>(shape[1]));
-      return b ? std::optional<uint64_t>(*b) : std::nullopt;
-    };
-  auto plan = plan_precision(src, o.quant, o.overrides, plugin_bytes, keep_as_stored);
+  // Every scheme is written by the quant plugin that owns it.
+  auto schemes = SchemeCatalog::from_plugins(*o.plugins);
+  if (!schemes) return schemes.error();
+  auto plan = plan_precision(src, o.quant, *schemes, o.overrides, keep_as_stored);
   if (!plan) return plan.error();
   std::vector<format::TensorEntry> entries;
   uint64_t total_tensor_bytes = 0, source_bytes = 0, parameters = 0;
@@ -229,7 +203,8 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
     e.scheme = tp.scheme;
     e.layout = e.scheme == "fp8" ? quant::kFp8LayoutVersion : 1;
     e.source_scheme = st.scheme;
-    const auto b = plugin_bytes && e.scheme == o.quant ? plugin_bytes(e.scheme, e.shape) : format::tensor_bytes(e.scheme, e.layout, e.shape);
+    // Carried tensors keep the layout they are stored in; converted ones take their plugin's.
+    const auto b = tp.copy ? format::tensor_bytes(e.scheme, e.layout, e.shape) : schemes->bytes(e.scheme, e.shape);
     if (!b) return make_error(ErrorCode::internal, "no layout for tensor '" + e.name + "' as " + e.scheme);
     e.bytes = *b;
     entries.push_back(std::move(e));
@@ -266,7 +241,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
   std::vector<format::SourceFile> digests(weight_files.size());
   std::optional<Error> hash_error;
   Shared sh(src, *plan, w, entries, progress, o.cancel);
-  if (plugin_quant) sh.plugin_quant = &*plugin_quant, sh.plugin_scheme = o.quant;
+  sh.schemes = &*schemes;
   const auto stop_hashing = [&] { return sh.stop(); };  // cancelled, or a worker failed
   std::thread hasher([&] {
     for (size_t i = 0; i < weight_files.size(); ++i) {

@@ -57,7 +57,7 @@ struct RepackResult {
   std::string manifest_sha256;    // the repack's output hash
   format::Manifest manifest;
   ModelConfig config;
-  std::string source_quant;       // dominant scheme of the source's matrices ("bf16", "q4_k")
+  std::string source_quant;       // dominant scheme of the source's matrices (e.g. "bf16")
   uint64_t parameters = 0;        // elements of every tensor
   double validate_seconds = 0, write_seconds = 0, commit_seconds = 0;
 };

@@ -22,7 +22,7 @@ struct SourceTensor {
   std::string source_name;      // as the source spells it
   std::string name;             // canonical (GGUF-style) name, or source_name when there is none
   std::vector<uint64_t> shape;  // outermost first
-  std::string scheme;           // lower-case: bf16, f32, q4_k, i64, ...
+  std::string scheme;           // lower-case: bf16, f32, a ggml type, i64, ...
   const uint8_t* data = nullptr;  // into the source's memory map
   uint64_t bytes = 0;
   std::filesystem::path file;     // the user's file that holds it (a shard, the .gguf)

@@ -166,6 +166,10 @@
   X(memra_scheme_info, block_elems, 8)                         \
   X(memra_scheme_info, block_bytes, 16)                        \
   X(memra_scheme_info, prompt, 24)                             \
+  X(memra_scheme_info, repack, 28)                             \
+  X(memra_scheme_info, sensitive, 32)                          \
+  X(memra_scheme_info, fallback, 40)                           \
+  X(memra_scheme_info, keep_as_stored, 48)                     \
   X(memra_kernel_registrar, struct_size, 0)                    \
   X(memra_kernel_registrar, registry, 8)                       \
   X(memra_kernel_registrar, device, 16)                        \
@@ -322,7 +326,7 @@
   X(memra_quant_api, 56, MEMRA_QUANT_API_STRUCT_SIZE, 56) /* 2.10 */ \
   X(memra_kernel_desc, 72, MEMRA_KERNEL_DESC_STRUCT_SIZE, 72) /* 2.10 */ \
   X(memra_matmul_kernels, 216, MEMRA_MATMUL_KERNELS_STRUCT_SIZE, 216) /* 2.10 */ \
-  X(memra_scheme_info, 32, MEMRA_SCHEME_INFO_STRUCT_SIZE, 28) /* 2.10 */ \
+  X(memra_scheme_info, 56, MEMRA_SCHEME_INFO_STRUCT_SIZE, 52) /* 2.10 */ \
   X(memra_kernel_registrar, 32, MEMRA_KERNEL_REGISTRAR_STRUCT_SIZE, 32) /* 2.1 */                \
   X(memra_tensor, 56, MEMRA_TENSOR_STRUCT_SIZE, 56)                                  \
   X(memra_rope_params, 56, MEMRA_ROPE_PARAMS_STRUCT_SIZE, 52)                        \

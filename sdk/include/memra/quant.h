@@ -184,8 +184,9 @@ typedef struct memra_quant_api {
    * host->kernel_module_load / kernel_module_compile and kernel_get here, then
    * registrar->add one memra_kernel_desc per (op, scheme, activation, arch) served. */
   memra_status (*register_kernels)(memra_plugin_ctx* ctx, const memra_kernel_registrar* registrar);
-  /* 2.10, optional (NULL: block 1 x the weight's own bytes, prompt rows as generated rows):
-   * the scheme's layout and the numerics of its prompt rows, which every backend follows. */
+  /* 2.10, optional (NULL: prompt rows as generated rows; memra-repack writes the scheme as a
+   * --quant target, matrices only, token_embd kept as stored, no mix): the scheme's layout,
+   * the numerics of its prompt rows, which every backend follows, and memra-repack's mix. */
   memra_status (*scheme_info)(memra_plugin_ctx* ctx, const char* scheme, struct memra_scheme_info* out);
 } memra_quant_api;
 #define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, scheme_info)
@@ -200,13 +201,28 @@ typedef struct memra_quant_api {
 #define MEMRA_PROMPT_BF16 1
 #define MEMRA_PROMPT_ROUNDED_WEIGHTS 2
 
+/* 2.10: what memra-repack may write in the scheme (memra_scheme_info.repack). */
+#define MEMRA_REPACK_NONE 0    /* never (no quantiser) */
+#define MEMRA_REPACK_TENSOR 1  /* per tensor (--tensor-scheme) only */
+#define MEMRA_REPACK_QUANT 2   /* also as the --quant target of a whole checkpoint */
+
+/* 2.10: which embedding-side matrices a --quant target keeps as stored
+ * (memra_scheme_info.keep_as_stored), bits: */
+#define MEMRA_KEEP_TOKEN_EMBD 1  /* token_embd.weight (a scheme the backends cannot gather) */
+#define MEMRA_KEEP_HEAD 2        /* the output head (output.weight, or token_embd when tied) */
+
 typedef struct memra_scheme_info {
   size_t struct_size;
   int64_t block_elems;
   int64_t block_bytes;
   int32_t prompt;           /* MEMRA_PROMPT_* */
+  int32_t repack;           /* MEMRA_REPACK_* */
+  /* memra-repack's mix for --quant <this scheme>, as llama.cpp's _M mixes: */
+  const char* sensitive;    /* the scheme of the output head and attn_v.weight (NULL: this one) */
+  const char* fallback;     /* the scheme of matrices whose rows break the block (NULL: kept as stored) */
+  int32_t keep_as_stored;   /* MEMRA_KEEP_* bits */
 } memra_scheme_info;
-#define MEMRA_SCHEME_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_scheme_info, prompt)
+#define MEMRA_SCHEME_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_scheme_info, keep_as_stored)
 
 MEMRA_EXTERN_C_END
 
