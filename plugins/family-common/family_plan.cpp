@@ -162,4 +162,39 @@ nlohmann::json tensor_json(const TensorSpec& s) {
   return t;
 }
 
+std::vector<memra_state_group> paged_kv_groups(const std::vector<std::vector<int32_t>>& group_layers, int64_t kv_heads,
+                                               int64_t head_dim, const std::vector<int32_t>& layer_window) {
+  std::vector<memra_state_group> groups;
+  for (const std::vector<int32_t>& layers : group_layers) {
+    memra_state_group g{};
+    g.struct_size = MEMRA_STATE_GROUP_STRUCT_SIZE;
+    g.kind = MEMRA_STATE_PAGED_KV;
+    g.num_layers = static_cast<int32_t>(layers.size());
+    g.layers = layers.data();
+    g.kv_heads = static_cast<int32_t>(kv_heads);
+    g.head_dim = static_cast<int32_t>(head_dim);
+    g.kv_dtype = MEMRA_DTYPE_INVALID;  // the host's default
+    g.sliding_window = layer_window[static_cast<size_t>(layers[0])];
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+memra_status layer_range(const memra_forward_batch& batch, int64_t layers, const std::string& who, int64_t& first, int64_t& last,
+                         std::string& error) {
+  const bool ranged = batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, num_carry_out) && batch.layer_end > 0;
+  first = ranged ? batch.layer_begin : 0;
+  last = ranged ? batch.layer_end : layers;
+  if (first < 0 || first >= last || last > layers) {
+    error = who + ": layer range " + std::to_string(first) + "-" + std::to_string(last) + " is outside the model's " +
+            std::to_string(layers) + " layers";
+    return MEMRA_ERR_INVALID_ARGUMENT;
+  }
+  if ((first > 0 && (!batch.carry_in || batch.num_carry_in != 2)) || (last < layers && (!batch.carry_out || !batch.num_carry_out))) {
+    error = who + ": a layer range needs the 2 carried tensors in (after layer 0) and room for them out (before the end)";
+    return MEMRA_ERR_INVALID_ARGUMENT;
+  }
+  return MEMRA_OK;
+}
+
 }  // namespace memra::family

@@ -70,6 +70,19 @@ std::string_view strip_prefix(std::string_view name, std::initializer_list<std::
 // "experts.E.{gate,up,down}_proj.weight" (after "mlp.") as "ffn_{gate,up,down}.E.weight".
 std::optional<std::string> hf_expert_name(std::string_view rest);
 
+// One PAGED_KV state group per entry of `group_layers` (whose storage the groups point
+// into): kv_heads x head_dim, the host's KV dtype, the window of the group's first layer
+// (`layer_window`: 0 = full attention).
+std::vector<memra_state_group> paged_kv_groups(const std::vector<std::vector<int32_t>>& group_layers, int64_t kv_heads,
+                                               int64_t head_dim, const std::vector<int32_t>& layer_window);
+
+// The layers a forward step runs (ABI 2.2 layer ranges, a pipeline stage): [first, last),
+// all of them without a range. A range after layer 0 continues from the 2 carried tensors
+// (the residual stream and the last layer's output the family carries); one before the end
+// leaves them. MEMRA_ERR_INVALID_ARGUMENT with `error` (prefixed by `who`) otherwise.
+memra_status layer_range(const memra_forward_batch& batch, int64_t layers, const std::string& who, int64_t& first, int64_t& last,
+                         std::string& error);
+
 // A named op's arguments with the attributes (their struct's version and size) and the
 // batch set; the caller adds tensors and weights.
 template <class Attrs>

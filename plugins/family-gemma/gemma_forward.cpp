@@ -80,17 +80,8 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   // layer 0 continues from the residual stream and the last layer's normed MLP output (carry
   // 0 and 1); one before the end leaves them, so the stages together run exactly the ops one
   // backend runs.
-  const bool ranged = batch.struct_size >= MEMRA_STRUCT_SIZE(memra_forward_batch, num_carry_out) && batch.layer_end > 0;
-  const int64_t first = ranged ? batch.layer_begin : 0, last = ranged ? batch.layer_end : p.layers;
-  if (first < 0 || first >= last || last > p.layers) {
-    error = "gemma forward: layer range " + std::to_string(first) + "-" + std::to_string(last) + " is outside the model's " +
-            std::to_string(p.layers) + " layers";
-    return MEMRA_ERR_INVALID_ARGUMENT;
-  }
-  if ((first > 0 && (!batch.carry_in || batch.num_carry_in != 2)) || (last < p.layers && (!batch.carry_out || !batch.num_carry_out))) {
-    error = "gemma forward: a layer range needs the 2 carried tensors in (after layer 0) and room for them out (before the end)";
-    return MEMRA_ERR_INVALID_ARGUMENT;
-  }
+  int64_t first = 0, last = 0;
+  if (const memra_status st = family::layer_range(batch, p.layers, "gemma forward", first, last, error); st != MEMRA_OK) return st;
 
   auto make = [&](int64_t rows, int64_t cols, memra_tensor& t) {
     const int64_t shape[2] = {rows, cols};

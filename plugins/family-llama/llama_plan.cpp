@@ -140,19 +140,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
 }
 
 void plan_bind_state(Plan& p) {
-  p.groups.clear();
-  for (const std::vector<int32_t>& layers : p.group_layers) {
-    memra_state_group g{};
-    g.struct_size = MEMRA_STATE_GROUP_STRUCT_SIZE;
-    g.kind = MEMRA_STATE_PAGED_KV;
-    g.num_layers = static_cast<int32_t>(layers.size());
-    g.layers = layers.data();
-    g.kv_heads = static_cast<int32_t>(p.kv_heads);
-    g.head_dim = static_cast<int32_t>(p.head_dim);
-    g.kv_dtype = MEMRA_DTYPE_INVALID;  // the host's default
-    g.sliding_window = p.layer_window[static_cast<size_t>(layers[0])];
-    p.groups.push_back(g);
-  }
+  p.groups = family::paged_kv_groups(p.group_layers, p.kv_heads, p.head_dim, p.layer_window);
   p.info = {};
   p.info.struct_size = MEMRA_PLAN_INFO_STRUCT_SIZE;
   p.info.vocab_size = p.vocab;
