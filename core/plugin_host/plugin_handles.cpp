@@ -101,6 +101,23 @@ Result<std::optional<std::string>> FamilyPlugin::tensor_name(const std::string& 
   return std::optional<std::string>(std::string(small, needed > 0 ? needed - 1 : 0));
 }
 
+Result<std::optional<std::string>> FamilyPlugin::tensor_parts(const std::string& format, const std::string& source_name) const {
+  const memra_family_api* f = record_->family();
+  if (!MEMRA_STRUCT_HAS(f, memra_family_api, tensor_parts) || f->tensor_parts == nullptr) return std::optional<std::string>();
+  memra_status st = MEMRA_ERR_INTERNAL;
+  size_t needed = 0;
+  MEMRA_TRY(record_->call("tensor_parts", [&] {
+    st = f->tensor_parts(record_->ctx(), format.c_str(), source_name.c_str(), nullptr, 0, &needed);
+    return st == MEMRA_ERR_NOT_FOUND || st == MEMRA_ERR_INVALID_ARGUMENT ? MEMRA_OK : st;
+  }));
+  if (st == MEMRA_ERR_NOT_FOUND) return std::optional<std::string>();
+  auto text = read_string(*record_, "tensor_parts", [&](char* buf, size_t size, size_t* n) {
+    return f->tensor_parts(record_->ctx(), format.c_str(), source_name.c_str(), buf, size, n);
+  });
+  if (!text) return text.error();
+  return std::optional<std::string>(std::move(*text));
+}
+
 const std::string& ModelPlan::plugin_name() const { return record_->info().name; }
 
 Result<std::string> ModelPlan::describe() const {

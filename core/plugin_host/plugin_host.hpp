@@ -110,6 +110,10 @@ class FamilyPlugin : public PluginHandle {
   Result<std::string> normalize_config(const std::string& raw_json) const;
   // The canonical name of a checkpoint tensor ("hf" | "gguf"); nullopt: not one it reads.
   Result<std::optional<std::string>> tensor_name(const std::string& format, const std::string& source_name) const;
+  // The parts a checkpoint tensor is of canonical tensors (memra/family.h tensor_parts, ABI
+  // 2.11) as the plugin's JSON array; nullopt: none (the plugin has no such slot, or this
+  // tensor is named by tensor_name alone).
+  Result<std::optional<std::string>> tensor_parts(const std::string& format, const std::string& source_name) const;
   // Fails (with the plugin's message) when the config is not one it can plan.
   Result<ModelPlan> plan_create(const std::string& config_json) const;
   // The ops the plugin brings (memra_plugin_api.ops, ABI 2.7; checked at load), valid

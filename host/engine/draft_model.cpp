@@ -10,7 +10,7 @@ namespace {
 uint64_t matrix_bytes(const Engine& e) {
   uint64_t n = 0;
   for (const memra_weight& w : e.source().weights)
-    if (w.ndim == 2) n += w.bytes;
+    if (w.ndim >= 2) n += w.bytes;
   return n;
 }
 

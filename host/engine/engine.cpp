@@ -277,8 +277,10 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<ModelSource> sour
     if (!q) return make_error(q.error().code, "cannot load " + path + ": weights use quant scheme '" + s + "' but " + q.error().message);
     // The plugin vouches for its layout's size (a .memra reader cannot for a plugin scheme).
     for (const memra_weight& w : e->source_->weights) {
-      if (w.quant != s || w.ndim != 2) continue;
-      auto b = q->weight_bytes(s, w.shape[0], w.shape[1]);
+      if (w.quant != s || w.ndim < 2 || w.ndim > 4) continue;
+      int64_t rows = 1;  // a stacked [n][rows][cols] tensor is n * rows rows
+      for (int32_t d = 0; d + 1 < w.ndim; ++d) rows *= w.shape[d];
+      auto b = q->weight_bytes(s, rows, w.shape[w.ndim - 1]);
       if (!b || *b > w.bytes)
         return make_error(ErrorCode::invalid_argument, "cannot load " + path + ": weight " + (w.name ? w.name : "?") + " (" + s +
                                                            ") " + (b ? "holds fewer bytes than plugin '" + q->info().name + "' needs"

@@ -7,6 +7,7 @@
 #include "repack/checkpoint/checkpoint_family.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
+#include "repack/checkpoint/tensor_assembly.hpp"
 #include "repack/format/reader.hpp"
 #include "repack/quant/dequant.hpp"
 
@@ -50,27 +51,46 @@ Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path, c
   auto family = normalize_checkpoint(*raw, plugins);
   if (!family) return family.error();
   src->config = family->config;
+  std::vector<StoredTensor> stored;
   for (const safetensors::TensorView& t : shared->tensors()) {
-    auto name = family->canonical_name(t.name);
-    if (!name) return name.error();
-    if (!*name) continue;  // buffers and tensors the family does not read
-    if (t.shape.size() == 1) {
+    StoredTensor s;
+    s.name = t.name;
+    s.shape = t.shape;
+    s.data = static_cast<const uint8_t*>(t.data);
+    s.bytes = t.nbytes;
+    switch (t.dtype) {
+      case safetensors::Dtype::BF16: s.scheme = "bf16"; break;
+      case safetensors::Dtype::F16: s.scheme = "f16"; break;
+      case safetensors::Dtype::F32: s.scheme = "f32"; break;
+      default: s.scheme = "?"; break;
+    }
+    stored.push_back(std::move(s));
+  }
+  auto tensors = assemble_tensors(*family, stored, false);
+  if (!tensors) return tensors.error();
+  for (const AssembledTensor& a : *tensors) {
+    const safetensors::TensorView& t = shared->tensors()[a.sources[0]];
+    if (a.shape.size() == 1) {
       auto v = safetensors::to_f32(t);
       if (!v) return v.error();
-      MEMRA_TRY(add_f32_copy(*src, **name, t.shape, std::move(*v)));
+      MEMRA_TRY(add_f32_copy(*src, a.name, a.shape, std::move(*v)));
       continue;
     }
-    std::string scheme;
     memra_dtype dtype = MEMRA_DTYPE_INVALID;
-    switch (t.dtype) {
-      case safetensors::Dtype::BF16: scheme = "bf16"; dtype = MEMRA_DTYPE_BF16; break;
-      case safetensors::Dtype::F16: scheme = "f16"; dtype = MEMRA_DTYPE_F16; break;
-      case safetensors::Dtype::F32: scheme = "f32"; dtype = MEMRA_DTYPE_F32; break;
-      default:
-        return make_error(ErrorCode::unsupported, "tensor '" + t.name + "' of " + path +
-                                                      " has a dtype the engine cannot use directly; repack it with memra-repack");
+    if (a.scheme == "bf16") dtype = MEMRA_DTYPE_BF16;
+    else if (a.scheme == "f16") dtype = MEMRA_DTYPE_F16;
+    else if (a.scheme == "f32") dtype = MEMRA_DTYPE_F32;
+    else
+      return make_error(ErrorCode::unsupported, "tensor '" + t.name + "' of " + path +
+                                                    " has a dtype the engine cannot use directly; repack it with memra-repack");
+    const void* data = a.segments[0].data;
+    if (a.segments.size() > 1) {  // stacked or split by the family: rows copied together
+      std::vector<uint8_t>& bytes = src->assembled.emplace_back();
+      bytes.reserve(a.bytes);
+      for (const TensorSegment& seg : a.segments) bytes.insert(bytes.end(), seg.data, seg.data + seg.bytes);
+      data = bytes.data();
     }
-    src->weights.push_back(make_weight(*src, **name, scheme, dtype, t.shape, t.data, t.nbytes));
+    src->weights.push_back(make_weight(*src, a.name, a.scheme, dtype, a.shape, data, a.bytes));
   }
   return src;
 }

@@ -32,6 +32,7 @@ struct ModelSource {
   std::shared_ptr<const void> mapping;  // the mapped checkpoint (kept open)
   std::deque<std::string> strings;      // names and scheme names
   std::deque<std::vector<float>> f32;   // converted 1-D tensors
+  std::deque<std::vector<uint8_t>> assembled;  // tensors the family assembles from parts (tensor_parts)
 };
 
 // `path`: a directory with config.json + *.safetensors, a .gguf file, or a .memra

@@ -7,8 +7,9 @@ namespace {
 
 // Append-only, like the ABI: an entry's meaning never changes; a new version is a new entry.
 constexpr OpSpec kOps[] = {
-    {MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, sizeof(memra_moe_ffn_attrs_v1), kCpu | kCuda,
-     "mixture-of-experts MLP: softmax top-k routing over expert gate/up/down matrices"},
+    // (moe_ffn v1, over per-expert matrices, was replaced by v2 in ABI 2.11.)
+    {MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2, MEMRA_MOE_FFN_ATTRS_V2_STRUCT_SIZE, kCpu | kCuda,
+     "mixture-of-experts MLP: softmax top-k routing over stacked expert gate/up/down tensors, optional gated shared expert"},
 };
 
 std::string_view backend_name(memra_backend_kind kind) { return kind == MEMRA_BACKEND_CUDA ? "cuda" : "cpu"; }

@@ -142,17 +142,25 @@ std::optional<std::pair<int, std::string_view>> hf_layer_part(std::string_view n
   return std::pair<int, std::string_view>{layer, n.substr(dot + 1)};
 }
 
-std::optional<std::string> hf_expert_name(std::string_view rest) {
+std::optional<std::string> hf_expert_parts(const std::string& b, std::string_view rest) {
   constexpr std::string_view kExperts = "experts.";
   if (rest.substr(0, kExperts.size()) != kExperts) return std::nullopt;
   rest.remove_prefix(kExperts.size());
+  if (rest == "gate_up_proj" || rest == "gate_up_proj.weight")
+    return json::array({{{"name", b + "ffn_gate_exps.weight"}, {"split", {0, 2}}}, {{"name", b + "ffn_up_exps.weight"}, {"split", {1, 2}}}})
+        .dump();
   int expert = -1;
   const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
   if (ec != std::errc() || expert < 0 || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
   rest.remove_prefix(static_cast<size_t>(ptr - rest.data()) + 1);
-  for (const auto& [hf, canon] : {std::pair{"gate_proj.weight", "ffn_gate"}, std::pair{"up_proj.weight", "ffn_up"},
-                                  std::pair{"down_proj.weight", "ffn_down"}})
-    if (rest == hf) return std::string(canon) + "." + std::to_string(expert) + ".weight";
+  for (const auto& [hf, canon] : {std::pair{"gate_proj.weight", "ffn_gate_exps"}, std::pair{"up_proj.weight", "ffn_up_exps"},
+                                  std::pair{"down_proj.weight", "ffn_down_exps"}})
+    if (rest == hf) return json::array({{{"name", b + canon + ".weight"}, {"index", expert}}}).dump();
+  return std::nullopt;
+}
+
+std::optional<std::string> hf_stacked_expert_name(const std::string& b, std::string_view rest) {
+  if (rest == "experts.down_proj" || rest == "experts.down_proj.weight") return b + "ffn_down_exps.weight";
   return std::nullopt;
 }
 

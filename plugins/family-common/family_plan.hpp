@@ -67,8 +67,15 @@ bool experts_from_config(const nlohmann::json& config, int64_t layers, bool norm
 std::optional<std::pair<int, std::string_view>> hf_layer_part(std::string_view name, std::initializer_list<std::string_view> prefixes);
 // A name with one of `prefixes` removed (the first that matches).
 std::string_view strip_prefix(std::string_view name, std::initializer_list<std::string_view> prefixes);
-// "experts.E.{gate,up,down}_proj.weight" (after "mlp.") as "ffn_{gate,up,down}.E.weight".
-std::optional<std::string> hf_expert_name(std::string_view rest);
+// A Hugging Face expert tensor (after "mlp." of the layer whose canonical prefix is `block`, "blk.L.") as its part of the stacked
+// expert tensors moe_ffn takes (memra/family.h tensor_parts, the JSON array): per-expert
+// "experts.E.{gate,up,down}_proj.weight" → slice E of "blk.L.ffn_{gate,up,down}_exps.weight";
+// transformers 5's fused "experts.gate_up_proj" [E][2 * width][hidden] → its halves, gate then
+// up. nullopt for anything else.
+std::optional<std::string> hf_expert_parts(const std::string& block, std::string_view rest);
+// transformers 5's stacked "experts.down_proj" [E][hidden][width] (after "mlp."): the canonical
+// "blk.L.ffn_down_exps.weight" as it stands; nullopt for anything else.
+std::optional<std::string> hf_stacked_expert_name(const std::string& block, std::string_view rest);
 
 // One PAGED_KV state group per entry of `group_layers` (whose storage the groups point
 // into): kv_heads x head_dim, the host's KV dtype, the window of the group's first layer

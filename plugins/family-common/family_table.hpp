@@ -6,6 +6,7 @@
 //     using Model = ...;   // has `plan` and `ops`
 //     static std::string normalize_config(const char* raw_json);
 //     static std::optional<std::string> canonical_hf_name(std::string_view hf_name);
+//     static std::optional<std::string> hf_tensor_parts(std::string_view hf_name);  // optional (tensor_parts, 2.11)
 //     static bool gguf_names_are_canonical;  // GGUF tensor names pass through
 //     static bool plan_from_config(const char* config_json, Plan&, std::string& error);
 //     static void plan_bind_state(Plan&);   // re-points plan.info after a copy
@@ -57,6 +58,20 @@ struct FamilyTable {
       const std::optional<std::string> name = Traits::canonical_hf_name(source_name);
       if (!name) return MEMRA_ERR_NOT_FOUND;
       return write_string(*name, buf, buf_size, needed);
+    });
+  }
+
+  // ABI 2.11: the parts a Hugging Face tensor is of canonical ones (stacked experts), from
+  // Traits::hf_tensor_parts when the family has one; GGUF tensors are whole.
+  static memra_status tensor_parts(memra_plugin_ctx* ctx, const char* format, const char* source_name, char* buf,
+                                   size_t buf_size, size_t* needed) {
+    return guarded(ctx, [&] {
+      if (!format || !source_name || !needed) return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, "tensor_parts: NULL argument");
+      if constexpr (requires { Traits::hf_tensor_parts(std::string_view()); }) {
+        if (std::strcmp(format, "hf") == 0)
+          if (const std::optional<std::string> parts = Traits::hf_tensor_parts(source_name)) return write_string(*parts, buf, buf_size, needed);
+      }
+      return MEMRA_ERR_NOT_FOUND;
     });
   }
 
@@ -134,7 +149,7 @@ struct FamilyTable {
 
   static constexpr memra_family_api table() {
     return {MEMRA_FAMILY_API_STRUCT_SIZE, config_normalize, tensor_name, plan_create, plan_describe, plan_info,
-            plan_destroy, model_create, model_forward, model_destroy};
+            plan_destroy, model_create, model_forward, model_destroy, tensor_parts};
   }
 };
 

@@ -32,8 +32,8 @@ constexpr Variant kVariants[] = {
     {"MistralForCausalLM", "", "mistral", false, false, false, true, false},
     {"Qwen2ForCausalLM", "qwen2", "qwen2", true, false, true, false, false},
     {"Qwen3ForCausalLM", "qwen3", "qwen3", false, true, true, false, false},
-    // GGUF stores experts stacked (ffn_gate_exps): not read yet, so no GGUF name.
-    {"Qwen3MoeForCausalLM", "", "qwen3_moe", false, true, true, false, true},
+    // GGUF "qwen3moe": experts stacked (ffn_{gate,up,down}_exps), read in place.
+    {"Qwen3MoeForCausalLM", "qwen3moe", "qwen3_moe", false, true, true, false, true},
 };
 
 const Variant* variant_of(const RawConfig& raw) {
@@ -141,8 +141,21 @@ json from_gguf(const RawConfig& raw, const Variant& v) {
   out["num_heads"] = heads;
   out["num_kv_heads"] = k.integer("attention.head_count_kv", heads);
   out["head_dim"] = head_dim;
-  out["intermediate_size"] = k.integer("feed_forward_length", std::nullopt);
+  out["intermediate_size"] = k.integer("feed_forward_length", v.experts ? std::optional<int64_t>(0) : std::nullopt);
   out["max_position_embeddings"] = max_pos;
+  if (v.experts) {
+    // llama.cpp's converter: every layer sparse, the experts stacked. llama.cpp renormalises
+    // the top-k weights of a qwen3moe file always (its graph passes norm_w = true), whatever
+    // the checkpoint's norm_topk_prob was; expert_weights_norm, the key its other MoE
+    // architectures read, overrides that when a file carries it.
+    out["num_experts"] = k.integer("expert_count", std::nullopt);
+    out["num_experts_per_tok"] = k.integer("expert_used_count", std::nullopt);
+    out["moe_intermediate_size"] = k.integer("expert_feed_forward_length", std::nullopt);
+    out["norm_topk_prob"] = k.boolean("expert_weights_norm", true);
+    out["norm_topk_prob_from"] = k.has("expert_weights_norm") ? "expert_weights_norm" : "llama.cpp's qwen3moe default (always renormalised)";
+    out["decoder_sparse_step"] = 1;
+    out["mlp_only_layers"] = json::array();
+  }
 
   // Vocabulary: the explicit key, else the tokenizer's size, else the embedding rows.
   int64_t vocab = 0;

@@ -51,14 +51,13 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.w_down = get(b + "ffn_down.weight");
     if (!m.plan.layer_moe[static_cast<size_t>(l)]) continue;
     L.router = get(b + "ffn_gate_inp.weight");
-    for (const char* kind : {"ffn_gate.", "ffn_up.", "ffn_down."})
-      for (int32_t e = 0; e < m.plan.experts; ++e) L.experts.push_back(get(b + kind + std::to_string(e) + ".weight"));
+    for (const char* kind : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) L.experts.push_back(get(b + kind + ".weight"));
   }
   if (m.plan.experts > 0) {
     const memra_backend_ops& o = *m.ops;
     if (!MEMRA_STRUCT_HAS(&o, memra_backend_ops, op_run) || !o.op_find ||
-        o.op_find(o.ctx, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &m.moe_ffn) != MEMRA_OK) {
-      error = "this backend has no moe_ffn v1 op, which the model's sparse layers need";
+        o.op_find(o.ctx, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2, &m.moe_ffn) != MEMRA_OK) {
+      error = "this backend has no moe_ffn v2 op, which the model's sparse layers need";
       return false;
     }
   }
@@ -98,8 +97,8 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   if (p.experts > 0) LLAMA_OP(make(T, p.experts, router_logits), "alloc");
   LLAMA_OP(make(T, p.hidden, down), "alloc");
 
-  memra_moe_ffn_attrs_v1 moe{};
-  moe.struct_size = MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE;
+  memra_moe_ffn_attrs_v2 moe{};
+  moe.struct_size = MEMRA_MOE_FFN_ATTRS_V2_STRUCT_SIZE;
   moe.num_experts = p.experts;
   moe.top_k = p.top_k;
   moe.normalize_top_k = p.normalize_top_k ? 1 : 0;
@@ -140,7 +139,7 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
       LLAMA_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
       const memra_tensor* in[2] = {&h, &router_logits};
       memra_tensor* out[1] = {&down};
-      memra_op_args a = family::op_args(static_cast<int32_t>(l), MEMRA_OP_MOE_FFN_V1, moe, &batch);
+      memra_op_args a = family::op_args(static_cast<int32_t>(l), MEMRA_OP_MOE_FFN_V2, moe, &batch);
       a.num_inputs = 2;
       a.num_outputs = 1;
       a.inputs = in;

@@ -13,7 +13,7 @@ namespace memra::llama {
 struct Layer {
   const memra_weight *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo, *bo;
   const memra_weight *ffn_norm, *w_gate, *w_up, *w_down;
-  // A sparse layer: the router and gate_0.., up_0.., down_0.. (moe_ffn's weight order).
+  // A sparse layer: the router and the stacked gate, up and down experts (moe_ffn v2's weights).
   const memra_weight* router = nullptr;
   std::vector<const memra_weight*> experts;
 };

@@ -117,9 +117,9 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
       if (p.layer_moe[static_cast<size_t>(l)]) {
         add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
         p.tensors.back().keep_as_stored = family::kKeepRouter;
-        for (const char* m : {"ffn_gate.", "ffn_up."})
-          for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
-        for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
+        add(p, b + "ffn_gate_exps.weight", {p.experts, p.expert_width, p.hidden}, true);
+        add(p, b + "ffn_up_exps.weight", {p.experts, p.expert_width, p.hidden}, true);
+        add(p, b + "ffn_down_exps.weight", {p.experts, p.hidden, p.expert_width}, true);
         continue;
       }
       if (p.intermediate <= 0) {
@@ -152,7 +152,7 @@ void plan_bind_state(Plan& p) {
   p.info.state_groups = p.groups.data();
   p.required_ops.clear();
   if (p.experts > 0)
-    p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1});
+    p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2});
   p.info.num_required_ops = p.required_ops.size();
   p.info.required_ops = p.required_ops.data();
 }

@@ -13,6 +13,7 @@ struct Llama {
   using Model = memra::llama::Model;
   static std::string normalize_config(const char* raw) { return memra::llama::normalize_config(raw); }
   static std::optional<std::string> canonical_hf_name(std::string_view n) { return memra::llama::canonical_hf_name(n); }
+  static std::optional<std::string> hf_tensor_parts(std::string_view n) { return memra::llama::hf_tensor_parts(n); }
   static constexpr bool gguf_names_are_canonical = true;
   static bool plan_from_config(const char* c, Plan& p, std::string& e) { return memra::llama::plan_from_config(c, p, e); }
   static void plan_bind_state(Plan& p) { memra::llama::plan_bind_state(p); }

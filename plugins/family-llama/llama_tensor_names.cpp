@@ -51,13 +51,19 @@ std::optional<std::string> canonical_hf_name(std::string_view n) {
   const auto [layer, rest] = *part;
   for (const auto& [hf, canon] : kLayerNames)
     if (rest == hf) return "blk." + std::to_string(layer) + "." + std::string(canon);
-  // A Qwen3-MoE sparse MLP: the router "gate.weight" and "experts.E.{gate,up,down}_proj.weight",
-  // named as llama.cpp named unstacked experts.
+  // A Qwen3-MoE sparse MLP: the router "gate.weight"; transformers 5's stacked down_proj.
+  // Per-expert and fused gate/up tensors are parts of the stacked ones (hf_tensor_parts).
   constexpr std::string_view kMlp = "mlp.";
   if (rest == "mlp.gate.weight") return "blk." + std::to_string(layer) + ".ffn_gate_inp.weight";
-  if (rest.substr(0, kMlp.size()) == kMlp)
-    if (auto moe = family::hf_expert_name(rest.substr(kMlp.size()))) return "blk." + std::to_string(layer) + "." + *moe;
+  if (rest.substr(0, kMlp.size()) == kMlp) return family::hf_stacked_expert_name("blk." + std::to_string(layer) + ".", rest.substr(kMlp.size()));
   return std::nullopt;
+}
+
+std::optional<std::string> hf_tensor_parts(std::string_view n) {
+  const auto part = family::hf_layer_part(n, {"model."});
+  constexpr std::string_view kMlp = "mlp.";
+  if (!part || part->second.substr(0, kMlp.size()) != kMlp) return std::nullopt;
+  return family::hf_expert_parts("blk." + std::to_string(part->first) + ".", part->second.substr(kMlp.size()));
 }
 
 }  // namespace memra::llama

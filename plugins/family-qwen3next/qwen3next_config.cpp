@@ -179,13 +179,15 @@ json from_gguf(const RawConfig& raw, const Arch& arch) {
   out["linear_decay"] = "a";
   out["norm_weight_offset"] = false;  // the converter folded the + 1 into the weights
   out["rope"] = family::gguf_rope(k, raw, 10000.0, head_dim, max_pos, false);
-  if (k.integer("expert_count", 0) > 0)
-    k.unsupported("a GGUF mixture of experts (stacked ffn_*_exps tensors) is not read yet; serve the Hugging Face checkpoint");
-  out["num_experts"] = 0;
-  out["num_experts_per_tok"] = 0;
-  out["moe_intermediate_size"] = 0;
-  out["shared_expert_intermediate_size"] = 0;
-  out["norm_topk_prob"] = true;
+  // Experts (llama.cpp's converter: stacked ffn_{gate,up,down}_exps, the shared expert's gate
+  // a [hidden] vector); llama.cpp renormalises the top-k weights of these architectures always
+  // (norm_w = true in its graphs), unless a file says otherwise in expert_weights_norm.
+  const int64_t experts = k.integer("expert_count", 0);
+  out["num_experts"] = experts;
+  out["num_experts_per_tok"] = experts > 0 ? k.integer("expert_used_count", std::nullopt) : 0;
+  out["moe_intermediate_size"] = experts > 0 ? k.integer("expert_feed_forward_length", std::nullopt) : 0;
+  out["shared_expert_intermediate_size"] = experts > 0 ? k.integer("expert_shared_feed_forward_length", 0) : 0;
+  out["norm_topk_prob"] = k.boolean("expert_weights_norm", true);
   out["decoder_sparse_step"] = 1;
   out["mlp_only_layers"] = json::array();
   family::gguf_special_tokens(raw, out);

@@ -62,12 +62,11 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
     L.w_down = get(b + "ffn_down.weight");
     if (!moe) return;
     L.router = get(b + "ffn_gate_inp.weight");
-    for (const char* kind : {"ffn_gate.", "ffn_up.", "ffn_down."})
-      for (int32_t e = 0; e < p.experts; ++e) L.experts.push_back(get(b + kind + std::to_string(e) + ".weight"));
-    L.sh_gate = get(b + "ffn_gate_shexp.weight");
-    L.sh_up = get(b + "ffn_up_shexp.weight");
-    L.sh_down = get(b + "ffn_down_shexp.weight");
-    L.sh_router = get(b + "ffn_gate_inp_shexp.weight");
+    // moe_ffn v2's weights: the stacked experts, then the shared expert and its gate.
+    for (const char* kind : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) L.experts.push_back(get(b + kind + ".weight"));
+    if (p.shared_width > 0)
+      for (const char* kind : {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"})
+        L.experts.push_back(get(b + kind + ".weight"));
   };
   m.layers.resize(static_cast<size_t>(p.layers));
   for (int64_t l = 0; l < p.layers; ++l)
@@ -94,7 +93,7 @@ bool model_bind(Model& m, const memra_weight_set& set, std::string& error) {
                         Need{QWEN3NEXT_OP_SPLIT_GATE, 1u, &m.split_gate, !p.kv_layers.empty()},
                         Need{QWEN3NEXT_OP_CONCAT, 1u, &m.concat, p.mtp_layers > 0},
                         Need{QWEN3NEXT_OP_SIGMOID_MUL, 1u, &m.sigmoid_mul, true},
-                        Need{MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &m.moe_ffn, p.experts > 0}})
+                        Need{MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2, &m.moe_ffn, p.experts > 0}})
     if (n.wanted && o.op_find(o.ctx, n.name, n.version, n.out) != MEMRA_OK) {
       error = std::string("this backend cannot run op '") + n.name + "'";
       return false;
@@ -160,17 +159,8 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     Q3N_OP(make(T, kv_width, v), "alloc");
     Q3N_OP(make(T, q_width, attn), "alloc");
   }
-  memra_tensor router_logits{}, moe{}, sg{}, su{}, sa{}, sgate{}, fg{}, fu{}, fa{};
-  if (p.experts > 0) {
-    Q3N_OP(make(T, p.experts, router_logits), "alloc");
-    Q3N_OP(make(T, p.hidden, moe), "alloc");
-    if (p.shared_width > 0) {
-      Q3N_OP(make(T, p.shared_width, sg), "alloc");
-      Q3N_OP(make(T, p.shared_width, su), "alloc");
-      Q3N_OP(make(T, p.shared_width, sa), "alloc");
-      Q3N_OP(make(T, 1, sgate), "alloc");
-    }
-  }
+  memra_tensor router_logits{}, fg{}, fu{}, fa{};
+  if (p.experts > 0) Q3N_OP(make(T, p.experts, router_logits), "alloc");
   if (p.intermediate > 0) {
     Q3N_OP(make(T, p.intermediate, fg), "alloc");
     Q3N_OP(make(T, p.intermediate, fu), "alloc");
@@ -186,8 +176,9 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
   ap.rope = &p.rope;
   const SplitGateAttrsV1 split{sizeof(SplitGateAttrsV1), static_cast<int32_t>(p.heads), static_cast<int32_t>(p.head_dim)};
   const SigmoidMulAttrsV1 sigmul{sizeof(SigmoidMulAttrsV1)};
-  memra_moe_ffn_attrs_v1 moe_attrs{};
-  moe_attrs.struct_size = MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE;
+  memra_moe_ffn_attrs_v2 moe_attrs{};
+  moe_attrs.struct_size = MEMRA_MOE_FFN_ATTRS_V2_STRUCT_SIZE;
+  moe_attrs.shared_expert = p.shared_width > 0 ? 1 : 0;
   moe_attrs.num_experts = p.experts;
   moe_attrs.top_k = p.top_k;
   moe_attrs.normalize_top_k = p.normalize_top_k ? 1 : 0;
@@ -249,25 +240,13 @@ memra_status model_run(Model& m, const memra_forward_batch& batch, std::string& 
     Q3N_OP(o.add_rms_norm(c, &mix, &residual, L.post_norm, p.norm_eps, p.norm_unit, &h), "post_attention_norm");
     if (L.router) {
       Q3N_OP(o.matmul(c, &h, L.router, nullptr, &router_logits), "ffn_gate_inp");
-      memra_op_args a = family::op_args(layer, MEMRA_OP_MOE_FFN_V1, moe_attrs, &batch);
+      // The routed experts and the sigmoid-gated shared expert, one op (moe_ffn v2).
+      memra_op_args a = family::op_args(layer, MEMRA_OP_MOE_FFN_V2, moe_attrs, &batch);
       const memra_tensor* in[2] = {&h, &router_logits};
-      memra_tensor* out[1] = {p.shared_width > 0 ? &moe : &down};
+      memra_tensor* out[1] = {&down};
       a.num_inputs = 2, a.inputs = in, a.num_outputs = 1, a.outputs = out;
       a.num_weights = static_cast<int32_t>(L.experts.size()), a.weights = L.experts.data();
       Q3N_OP(o.op_run(c, m.moe_ffn, &a), "moe_ffn");
-      if (p.shared_width > 0) {
-        Q3N_OP(o.matmul(c, &h, L.sh_gate, nullptr, &sg), "ffn_gate_shexp");
-        Q3N_OP(o.matmul(c, &h, L.sh_up, nullptr, &su), "ffn_up_shexp");
-        Q3N_OP(o.gated_activation(c, MEMRA_ACTIVATION_SILU, &sg, &su, &sa), "shared silu");
-        Q3N_OP(o.matmul(c, &sa, L.sh_down, nullptr, &down), "ffn_down_shexp");
-        Q3N_OP(o.matmul(c, &h, L.sh_router, nullptr, &sgate), "ffn_gate_inp_shexp");
-        memra_op_args s = family::op_args(layer, 1u, sigmul, nullptr);
-        const memra_tensor* sin[2] = {&down, &sgate};
-        memra_tensor* sout[1] = {&down};
-        s.num_inputs = 2, s.inputs = sin, s.num_outputs = 1, s.outputs = sout;
-        Q3N_OP(o.op_run(c, m.sigmoid_mul, &s), "shared expert gate");
-        Q3N_OP(o.add(c, &moe, &down, &down), "experts + shared expert");
-      }
     } else {
       Q3N_OP(o.matmul(c, &h, L.w_gate, nullptr, &fg), "ffn_gate");
       Q3N_OP(o.matmul(c, &h, L.w_up, nullptr, &fu), "ffn_up");

@@ -20,11 +20,10 @@ struct Layer {
   // Gated attention.
   const memra_weight *wq = nullptr, *wk = nullptr, *wv = nullptr, *bq = nullptr, *bk = nullptr, *bv = nullptr;
   const memra_weight *q_norm = nullptr, *k_norm = nullptr, *wo = nullptr;
-  // MLP: dense, or the router, experts (gate_0.., up_0.., down_0..) and the shared expert.
+  // MLP: dense, or the router and moe_ffn v2's weights (stacked experts, the shared expert and its gate).
   const memra_weight *w_gate = nullptr, *w_up = nullptr, *w_down = nullptr;
   const memra_weight* router = nullptr;
   std::vector<const memra_weight*> experts;
-  const memra_weight *sh_gate = nullptr, *sh_up = nullptr, *sh_down = nullptr, *sh_router = nullptr;
 };
 
 struct Model {

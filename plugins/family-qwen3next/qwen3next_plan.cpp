@@ -57,14 +57,16 @@ bool add_layer(Plan& p, const std::string& b, bool linear, bool moe, std::string
   if (moe) {
     add(p, b + "ffn_gate_inp.weight", {p.experts, p.hidden}, true);
     p.tensors.back().keep_as_stored = family::kKeepRouter;
-    for (const char* m : {"ffn_gate.", "ffn_up."})
-      for (int32_t e = 0; e < p.experts; ++e) add(p, b + m + std::to_string(e) + ".weight", {p.expert_width, p.hidden}, true);
-    for (int32_t e = 0; e < p.experts; ++e) add(p, b + "ffn_down." + std::to_string(e) + ".weight", {p.hidden, p.expert_width}, true);
+    add(p, b + "ffn_gate_exps.weight", {p.experts, p.expert_width, p.hidden}, true);
+    add(p, b + "ffn_up_exps.weight", {p.experts, p.expert_width, p.hidden}, true);
+    add(p, b + "ffn_down_exps.weight", {p.experts, p.hidden, p.expert_width}, true);
     if (p.shared_width > 0) {
       add(p, b + "ffn_gate_shexp.weight", {p.shared_width, p.hidden}, true);
       add(p, b + "ffn_up_shexp.weight", {p.shared_width, p.hidden}, true);
       add(p, b + "ffn_down_shexp.weight", {p.hidden, p.shared_width}, true);
-      add(p, b + "ffn_gate_inp_shexp.weight", {1, p.hidden}, true);
+      // Hugging Face: a [1][hidden] matrix; llama.cpp's converter: a [hidden] vector (f32).
+      if (p.gguf_source) add(p, b + "ffn_gate_inp_shexp.weight", {p.hidden}, false);
+      else add(p, b + "ffn_gate_inp_shexp.weight", {1, p.hidden}, true);
       p.tensors.back().keep_as_stored = family::kKeepRouter;
     }
     return true;
@@ -167,6 +169,7 @@ bool plan_from_config(const char* config_json, Plan& p, std::string& error) {
     p.expert_width = e.expert_width;
     p.shared_width = e.shared_width;
     p.normalize_top_k = e.normalize_top_k;
+    p.gguf_source = c.value("source_format", std::string("hf")) == "gguf";
 
     if (!family::rope_from_config(c, p.head_dim, p.rope, error, "family-qwen3next")) return false;
 
@@ -244,7 +247,7 @@ void plan_bind_state(Plan& p) {
   if (!p.kv_layers.empty()) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SPLIT_GATE, 1u});
   if (p.mtp_layers > 0) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_CONCAT, 1u});
   p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, QWEN3NEXT_OP_SIGMOID_MUL, 1u});
-  if (p.experts > 0) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1});
+  if (p.experts > 0) p.required_ops.push_back({MEMRA_OP_REQUIREMENT_STRUCT_SIZE, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2});
   p.info.num_required_ops = p.required_ops.size();
   p.info.required_ops = p.required_ops.data();
 }

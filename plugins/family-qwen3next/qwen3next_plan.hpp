@@ -18,6 +18,7 @@ namespace memra::qwen3next {
 using TensorSpec = family::TensorSpec;
 
 struct Plan {
+  bool gguf_source = false;  // llama.cpp's form: the shared expert's gate a [hidden] vector
   std::string architecture;
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0;
   int64_t heads = 0, kv_heads = 0, head_dim = 0;

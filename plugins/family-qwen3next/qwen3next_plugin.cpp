@@ -16,6 +16,7 @@ struct Qwen3Next {
   using Model = q::Model;
   static std::string normalize_config(const char* raw) { return q::normalize_config(raw); }
   static std::optional<std::string> canonical_hf_name(std::string_view n) { return q::canonical_hf_name(n); }
+  static std::optional<std::string> hf_tensor_parts(std::string_view n) { return q::hf_tensor_parts(n); }
   static constexpr bool gguf_names_are_canonical = true;  // llama.cpp's names are the canonical ones
   static bool plan_from_config(const char* c, Plan& p, std::string& e) { return q::plan_from_config(c, p, e); }
   static void plan_bind_state(Plan& p) { q::plan_bind_state(p); }

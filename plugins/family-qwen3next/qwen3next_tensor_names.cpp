@@ -58,11 +58,20 @@ std::optional<std::string> layer_tensor(std::string_view n, std::initializer_lis
     if (rest == hf) return b + std::string(canon);
   constexpr std::string_view kMlp = "mlp.";
   if (rest.substr(0, kMlp.size()) == kMlp)
-    if (auto e = family::hf_expert_name(rest.substr(kMlp.size()))) return b + *e;
+    if (auto e = family::hf_stacked_expert_name(b, rest.substr(kMlp.size()))) return e;
   return std::nullopt;
 }
 
 }  // namespace
+
+std::optional<std::string> hf_tensor_parts(std::string_view n) {
+  // The experts of a decoder layer ("blk.N.") or of the MTP head's layer ("mtp.N.").
+  const bool mtp = family::strip_prefix(n, {"model.mtp.", "mtp."}).size() < n.size();
+  const auto part = mtp ? family::hf_layer_part(n, {"model.mtp.", "mtp."}) : family::hf_layer_part(n, {"model.language_model.", "model."});
+  constexpr std::string_view kMlp = "mlp.";
+  if (!part || part->second.substr(0, kMlp.size()) != kMlp) return std::nullopt;
+  return family::hf_expert_parts((mtp ? "mtp." : "blk.") + std::to_string(part->first) + ".", part->second.substr(kMlp.size()));
+}
 
 std::optional<std::string> canonical_hf_name(std::string_view n) {
   if (n == "lm_head.weight") return "output.weight";

@@ -120,7 +120,18 @@ void worker(Shared& sh, const std::vector<size_t>& order) {
         sh.fail(finite.error());
         return;
       }
-      auto h = sh.writer.write_tensor(e, st.data, [&] { return sh.stop(); });
+      Result<std::string> h = std::string();
+      if (st.segments.size() <= 1) {
+        h = sh.writer.write_tensor(e, st.data, [&] { return sh.stop(); });
+      } else {  // assembled by the family (stacked experts): its segments in order
+        auto stream = sh.writer.open_tensor(e);
+        Status w = stream ? Status() : Status(stream.error());
+        for (size_t k = 0; w && k < st.segments.size(); ++k) {
+          if (sh.stop()) w = make_error(ErrorCode::io, "interrupted");
+          else w = stream->write(st.segments[k].data, st.segments[k].bytes);
+        }
+        h = w ? stream->finish() : Result<std::string>(w.error());
+      }
       if (h) sha = std::move(*h), sh.advance(st.bytes);
       else st_ok = h.error();
     } else {

@@ -9,6 +9,7 @@
 #include "repack/checkpoint/checkpoint_family.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
+#include "repack/checkpoint/tensor_assembly.hpp"
 #include "repack/format/layout.hpp"
 #include "repack/quant/dequant.hpp"
 
@@ -62,28 +63,48 @@ bool Source::convertible(const std::string& scheme) {
   return info && info->exact_dequant;
 }
 
-Status Source::to_f32(const SourceTensor& t, uint64_t first, uint64_t count, float* dst) const {
-  const uint64_t block = format::scheme_block_elements(t.scheme);
-  if (block == 0 || first % block || count % block || first + count > element_count(t.shape))
-    return make_error(ErrorCode::internal, "bad element range for tensor '" + t.source_name + "'");
-  // Byte offset of element `first` (a whole number of blocks).
+namespace {
+
+// `count` elements of a contiguous `scheme` run at `data`, from element `first` (whole blocks).
+Status run_to_f32(const SourceTensor& t, const uint8_t* data, uint64_t first, uint64_t count, float* dst) {
   const auto in_bytes = first == 0 ? std::optional<uint64_t>(0) : format::tensor_bytes(t.scheme, 1, {first});
   const auto n = static_cast<int64_t>(count);
   if (t.scheme == "f32") {
-    std::memcpy(dst, t.data + first * 4, count * 4);
+    std::memcpy(dst, data + first * 4, count * 4);
   } else if (t.scheme == "f16") {
-    quant::dequantize_f16(t.data + first * 2, dst, n);
+    quant::dequantize_f16(data + first * 2, dst, n);
   } else if (t.scheme == "bf16") {
-    quant::dequantize_bf16(t.data + first * 2, dst, n);
+    quant::dequantize_bf16(data + first * 2, dst, n);
   } else if (t.scheme == "f8_e4m3") {
-    quant::dequantize_f8_e4m3(t.data + first, dst, n);
+    quant::dequantize_f8_e4m3(data + first, dst, n);
   } else {
     std::string upper = t.scheme;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     quant::GgmlType type;
-    if (!in_bytes || !quant::ggml_type_from_name(upper, &type) || !quant::dequantize_row(type, t.data + *in_bytes, dst, n))
+    if (!in_bytes || !quant::ggml_type_from_name(upper, &type) || !quant::dequantize_row(type, data + *in_bytes, dst, n))
       return make_error(ErrorCode::unsupported, "tensor '" + t.source_name + "' is " + t.scheme +
                                                     ", which memra cannot convert exactly; repack it with --quant keep");
+  }
+  return {};
+}
+
+}  // namespace
+
+Status Source::to_f32(const SourceTensor& t, uint64_t first, uint64_t count, float* dst) const {
+  const uint64_t block = format::scheme_block_elements(t.scheme);
+  const uint64_t total = element_count(t.shape);
+  if (block == 0 || first % block || count % block || first + count > total)
+    return make_error(ErrorCode::internal, "bad element range for tensor '" + t.source_name + "'");
+  if (t.segments.size() <= 1) return run_to_f32(t, t.data ? t.data : t.segments.at(0).data, first, count, dst);
+  // Assembled: each segment holds whole rows; walk the ones the range covers.
+  const uint64_t elems_per_byte_num = total, bytes_den = t.bytes;  // elements of a segment = bytes * total / t.bytes
+  uint64_t seg_first = 0;
+  for (const SourceTensor::Segment& seg : t.segments) {
+    const uint64_t seg_elems = seg.bytes * elems_per_byte_num / bytes_den;
+    const uint64_t lo = std::max(first, seg_first), hi = std::min(first + count, seg_first + seg_elems);
+    if (lo < hi) MEMRA_TRY(run_to_f32(t, seg.data, lo - seg_first, hi - lo, dst + (lo - first)));
+    seg_first += seg_elems;
+    if (seg_first >= first + count) break;
   }
   return {};
 }
@@ -107,16 +128,22 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
     s->config_ = family->config;
     for (const std::string& shard : shared->shard_paths()) s->weight_files_.push_back(fs::absolute(shard).lexically_normal());
     std::sort(s->weight_files_.begin(), s->weight_files_.end());
-    for (const safetensors::TensorView& t : shared->tensors()) {
+    std::vector<StoredTensor> stored;
+    for (const safetensors::TensorView& t : shared->tensors())
+      stored.push_back({t.name, t.shape, lower(safetensors::dtype_name(t.dtype)), t.data, t.nbytes});
+    // The family's names, and the tensors it assembles from parts (stacked experts, ...).
+    auto assembled = assemble_tensors(*family, stored, true);
+    if (!assembled) return assembled.error();
+    for (const AssembledTensor& a : *assembled) {
+      const safetensors::TensorView& t = shared->tensors()[a.sources[0]];
       SourceTensor st;
       st.source_name = t.name;
-      auto canonical = family->canonical_name(t.name);
-      if (!canonical) return canonical.error();
-      st.name = canonical->value_or(t.name);  // a tensor the family does not read keeps its name
-      st.shape = t.shape;
-      st.scheme = lower(safetensors::dtype_name(t.dtype));
-      st.data = t.data;
-      st.bytes = t.nbytes;
+      st.name = a.name;  // a tensor the family does not read keeps its name
+      st.shape = a.shape;
+      st.scheme = a.scheme;
+      for (const TensorSegment& seg : a.segments) st.segments.push_back({seg.data, seg.bytes});
+      st.data = a.segments.size() == 1 ? a.segments[0].data : nullptr;
+      st.bytes = a.bytes;
       st.file = fs::absolute(shared->shard_paths().at(t.shard)).lexically_normal();
       s->tensors_.push_back(std::move(st));
     }
@@ -153,6 +180,7 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
       st.scheme = format::scheme_of_ggml_type(t.info->type);
       st.data = t.data;
       st.bytes = t.info->nbytes;
+      st.segments.push_back({st.data, st.bytes});
       st.file = s->path_;
       if (st.scheme.empty())
         return make_error(ErrorCode::unsupported, "tensor '" + st.name + "' of " + s->path_.string() + " has ggml type " +

@@ -23,8 +23,15 @@ struct SourceTensor {
   std::string name;             // canonical (GGUF-style) name, or source_name when there is none
   std::vector<uint64_t> shape;  // outermost first
   std::string scheme;           // lower-case: bf16, f32, a ggml type, i64, ...
-  const uint8_t* data = nullptr;  // into the source's memory map
+  const uint8_t* data = nullptr;  // into the source's memory map; null when assembled from several segments
   uint64_t bytes = 0;
+  // A tensor the family assembles from parts (memra/family.h tensor_parts: stacked
+  // per-expert matrices, a split fused one): its bytes in order, whole rows each.
+  struct Segment {
+    const uint8_t* data;
+    uint64_t bytes;
+  };
+  std::vector<Segment> segments;  // always at least one
   std::filesystem::path file;     // the user's file that holds it (a shard, the .gguf)
 };
 

@@ -1,10 +1,14 @@
-// moe_ffn's kernels (kernels/moe/moe_ffn.cu), the file itself, on the host CTA emulator (no
-// GPU needed): the routing is ref::moe_route_row's choice and weights (bitwise: both run
-// moe_route.cuh's route_row, its exp memra_exp, on the GPU too), and scatter + combine give
-// each row the reference's sum of
-// its chosen experts' outputs, w_0 * o_0 + .. in selection order, bitwise.
+// moe_ffn v2's kernels (kernels/moe/moe_ffn.cu), the file itself, on the host CTA emulator (no
+// GPU needed): the warp routing is ref::moe_route_row's choice and weights bitwise (both follow
+// moe_route.cuh: the selection order, the 32-lane softmax denominator, memra_exp) over 1..512
+// experts and top-1..8, both ways of normalize; the tile ids name the chosen expert's rows of
+// the stacked tensor; a tile dot is its fixed-order sum, so a slot's output is bitwise the same
+// computed alone or among other slots; the combine is the weighted sum in selection order plus
+// the sigmoid-gated shared expert, bitwise the CPU reference's arithmetic.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -15,70 +19,123 @@
 
 namespace {
 
-constexpr int32_t kTokens = 37, kExperts = 12, kHidden = 200;
-
-std::vector<float> random_logits(std::mt19937& rng) {
+std::vector<float> random_logits(std::mt19937& rng, int32_t tokens, int32_t experts) {
   std::normal_distribution<float> n(0.0f, 2.0f);
-  std::vector<float> l(static_cast<size_t>(kTokens * kExperts));
+  std::vector<float> l(static_cast<size_t>(tokens * experts));
   for (float& v : l) v = n(rng);
-  // Ties, which must go to the lower index: whole rows equal, and two equal maxima.
-  for (int32_t e = 0; e < kExperts; ++e) l[static_cast<size_t>(3 * kExperts + e)] = 0.25f;
-  l[5 * kExperts + 2] = l[5 * kExperts + 9] = 9.0f;
+  // Ties, which must go to the lower index: a whole row equal, and two equal maxima.
+  if (tokens > 5 && experts > 9) {
+    for (int32_t e = 0; e < experts; ++e) l[static_cast<size_t>(3 * experts + e)] = 0.25f;
+    l[static_cast<size_t>(5 * experts + 2)] = l[static_cast<size_t>(5 * experts + 9)] = 9.0f;
+  }
   return l;
 }
 
-std::vector<float> route(const std::vector<float>& logits, int32_t top_k, bool normalize) {
-  std::vector<float> routes(static_cast<size_t>(kTokens * 2 * top_k), NAN);
-  memra::cuda_emu::launch((kTokens + 127) / 128, 1, 128,
-                          [&] { memra_moe_route(logits.data(), kTokens, kExperts, top_k, normalize ? 1 : 0, routes.data()); }, [] {});
+std::vector<float> route(const std::vector<float>& logits, int32_t tokens, int32_t experts, int32_t top_k, bool normalize) {
+  std::vector<float> routes(static_cast<size_t>(tokens * 2 * top_k), NAN);
+  memra::cuda_emu::launch((tokens + 3) / 4, 1, 128,
+                          [&] { memra_moe_route(logits.data(), tokens, experts, top_k, normalize ? 1 : 0, routes.data()); }, [] {});
   return routes;
 }
 
 TEST(MoeEmulated, RoutingIsTheReferencesChoiceAndWeights) {
   std::mt19937 rng(5);
-  const std::vector<float> logits = random_logits(rng);
-  for (int32_t top_k : {1, 2, 8, kExperts})
-    for (bool normalize : {false, true}) {
-      SCOPED_TRACE(testing::Message() << "top_k " << top_k << " normalize " << normalize);
-      const std::vector<float> routes = route(logits, top_k, normalize);
-      for (int32_t t = 0; t < kTokens; ++t) {
-        std::vector<int32_t> chosen(static_cast<size_t>(top_k));
-        std::vector<float> weights(static_cast<size_t>(top_k));
-        memra::ref::moe_route_row(logits.data() + t * kExperts, kExperts, top_k, normalize, chosen.data(), weights.data());
-        const float* row = routes.data() + t * 2 * top_k;
-        EXPECT_EQ(std::memcmp(row, chosen.data(), chosen.size() * 4), 0) << "row " << t << " chose other experts";
-        EXPECT_EQ(std::memcmp(row + top_k, weights.data(), weights.size() * 4), 0) << "row " << t << "'s weights differ";
+  for (int32_t experts : {5, 12, 32, 33, 128, 512}) {
+    const int32_t tokens = experts >= 128 ? 9 : 37;
+    const std::vector<float> logits = random_logits(rng, tokens, experts);
+    for (int32_t top_k : {1, 2, 3, 8})
+      for (bool normalize : {false, true}) {
+        if (top_k > experts) continue;
+        SCOPED_TRACE(testing::Message() << experts << " experts, top_k " << top_k << ", normalize " << normalize);
+        const std::vector<float> routes = route(logits, tokens, experts, top_k, normalize);
+        for (int32_t t = 0; t < tokens; ++t) {
+          std::vector<int32_t> chosen(static_cast<size_t>(top_k));
+          std::vector<float> weights(static_cast<size_t>(top_k));
+          memra::ref::moe_route_row(logits.data() + t * experts, experts, top_k, normalize, chosen.data(), weights.data());
+          const float* row = routes.data() + t * 2 * top_k;
+          EXPECT_EQ(std::memcmp(row, chosen.data(), chosen.size() * 4), 0) << "row " << t << " chose other experts";
+          EXPECT_EQ(std::memcmp(row + top_k, weights.data(), weights.size() * 4), 0) << "row " << t << "'s weights differ";
+        }
       }
-    }
+  }
 }
 
-TEST(MoeEmulated, EachRowIsTheWeightedSumOfItsExpertsInSelectionOrder) {
-  std::mt19937 rng(9);
+// The routed path of one stacked [E][rows][cols] matrix over a chunk of slots: tile ids, a
+// stand-in gather (the scheme's embedding entry: rows copied exactly), tile dots. Each slot's
+// outputs are its expert's rows dotted with its token's row in the kernel's fixed order, and
+// bitwise the same whether the slot is computed alone or in the whole chunk.
+TEST(MoeEmulated, ATileDotIsItsSlotsFixedOrderSumAloneOrInAChunk) {
+  constexpr int32_t kTokens = 6, kExperts = 7, kTopK = 3;
+  constexpr int64_t kRows = 19, kCols = 70;
+  std::mt19937 rng(3);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  const std::vector<float> logits = random_logits(rng);
-  constexpr int32_t kTopK = 3;
-  const std::vector<float> routes = route(logits, kTopK, true);
-  // outputs[e]: expert e's output for every row (what its MLP over all rows gives).
-  std::vector<std::vector<float>> outputs(kExperts, std::vector<float>(static_cast<size_t>(kTokens * kHidden)));
-  for (auto& o : outputs)
-    for (float& v : o) v = n(rng);
-  std::vector<float> contrib(static_cast<size_t>(kTokens * kTopK * kHidden), NAN), y(static_cast<size_t>(kTokens * kHidden), NAN);
-  for (int32_t e = 0; e < kExperts; ++e)
-    memra::cuda_emu::launch(kTokens, 1, 256, [&] { memra_moe_scatter(outputs[static_cast<size_t>(e)].data(), routes.data(), kTopK, kHidden, e, contrib.data()); },
-                            [] {});
-  memra::cuda_emu::launch(kTokens, 1, 256, [&] { memra_moe_combine(contrib.data(), routes.data(), kTopK, kHidden, y.data()); }, [] {});
-  std::vector<float> want(y.size());
-  for (int32_t t = 0; t < kTokens; ++t) {
-    int32_t chosen[kTopK];
-    float w[kTopK];
-    memra::ref::moe_route_row(logits.data() + t * kExperts, kExperts, kTopK, true, chosen, w);
-    for (int32_t h = 0; h < kHidden; ++h) {
-      float acc = 0.0f;
-      for (int32_t i = 0; i < kTopK; ++i) acc += w[i] * outputs[static_cast<size_t>(chosen[i])][static_cast<size_t>(t * kHidden + h)];
-      want[static_cast<size_t>(t * kHidden + h)] = acc;
+  const std::vector<float> logits = random_logits(rng, kTokens, kExperts);
+  const std::vector<float> routes = route(logits, kTokens, kExperts, kTopK, false);
+  std::vector<float> w(static_cast<size_t>(kExperts * kRows * kCols)), x(static_cast<size_t>(kTokens * kCols));
+  for (float& v : w) v = n(rng);
+  for (float& v : x) v = n(rng);
+  constexpr int32_t kSlots = kTokens * kTopK;
+  auto run = [&](int32_t slot0, int32_t nslots, int32_t tile_rows, std::vector<float>& out) {
+    std::vector<int32_t> ids(static_cast<size_t>(nslots * tile_rows));
+    std::vector<float> tile(static_cast<size_t>(nslots * tile_rows * kCols));
+    for (int64_t row0 = 0; row0 < kRows; row0 += tile_rows) {
+      const int32_t nrows = static_cast<int32_t>(std::min<int64_t>(tile_rows, kRows - row0));
+      const int64_t count = int64_t{nslots} * nrows;
+      memra::cuda_emu::launch(static_cast<unsigned>((count + 255) / 256), 1, 256,
+                              [&] { memra_moe_tile_ids(routes.data(), kTopK, slot0, nslots, kRows, row0, nrows, ids.data()); }, [] {});
+      for (int64_t i = 0; i < count; ++i)  // the gather
+        std::memcpy(tile.data() + i * kCols, w.data() + int64_t{ids[static_cast<size_t>(i)]} * kCols, kCols * sizeof(float));
+      memra::cuda_emu::launch(static_cast<unsigned>((count + 7) / 8), 1, 256,
+                              [&] { memra_moe_tile_dot(tile.data(), x.data(), kCols, slot0, kTopK, nslots, nrows, out.data(), kRows, slot0, row0); },
+                              [] {});
+    }
+  };
+  std::vector<float> all(static_cast<size_t>(kSlots * kRows), NAN), one(all.size(), NAN);
+  run(0, kSlots, 5, all);
+  for (int32_t s = 0; s < kSlots; ++s) run(s, 1, 19, one);  // alone, with other tiles
+  EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * 4), 0) << "a slot's outputs depend on the chunk";
+  for (int32_t s = 0; s < kSlots; ++s) {
+    const int32_t t = s / kTopK, e = reinterpret_cast<const int32_t*>(routes.data() + t * 2 * kTopK)[s % kTopK];
+    for (int64_t r = 0; r < kRows; ++r) {
+      float lane[32] = {};
+      for (int64_t c = 0; c < kCols; ++c) lane[c % 32] += w[static_cast<size_t>((e * kRows + r) * kCols + c)] * x[static_cast<size_t>(t * kCols + c)];
+      for (int off = 16; off > 0; off >>= 1)
+        for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
+      EXPECT_EQ(std::bit_cast<uint32_t>(all[static_cast<size_t>(s * kRows + r)]), std::bit_cast<uint32_t>(lane[0])) << "slot " << s << " row " << r;
     }
   }
-  EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "rows differ from the reference's weighted sum";
+}
+
+TEST(MoeEmulated, EachRowIsTheWeightedSumOfItsExpertsInSelectionOrderPlusTheSharedExpert) {
+  constexpr int32_t kTokens = 37, kExperts = 12, kHidden = 200, kTopK = 3;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const std::vector<float> logits = random_logits(rng, kTokens, kExperts);
+  const std::vector<float> routes = route(logits, kTokens, kExperts, kTopK, true);
+  std::vector<float> o(static_cast<size_t>(kTokens * kTopK * kHidden)), shared(static_cast<size_t>(kTokens * kHidden)), gate(kTokens);
+  for (float& v : o) v = n(rng);
+  for (float& v : shared) v = n(rng);
+  for (float& v : gate) v = 3.0f * n(rng);
+  for (bool with_shared : {false, true}) {
+    std::vector<float> y(static_cast<size_t>(kTokens * kHidden), NAN);
+    memra::cuda_emu::launch(kTokens, 1, 256, [&] {
+      memra_moe_combine(o.data(), routes.data(), kTopK, kHidden, with_shared ? shared.data() : nullptr, with_shared ? gate.data() : nullptr, y.data());
+    }, [] {});
+    std::vector<float> want(y.size());
+    for (int32_t t = 0; t < kTokens; ++t) {
+      int32_t chosen[kTopK];
+      float w[kTopK];
+      memra::ref::moe_route_row(logits.data() + t * kExperts, kExperts, kTopK, true, chosen, w);
+      const float g = memra::ref::moe_shared_gate(gate[static_cast<size_t>(t)]);
+      for (int32_t h = 0; h < kHidden; ++h) {
+        float acc = 0.0f;  // host/backend/cpu/cpu_moe_ffn.cpp's arithmetic
+        for (int32_t i = 0; i < kTopK; ++i) acc += w[i] * o[static_cast<size_t>((t * kTopK + i) * kHidden + h)];
+        if (with_shared) acc += g * shared[static_cast<size_t>(t * kHidden + h)];
+        want[static_cast<size_t>(t * kHidden + h)] = acc;
+      }
+    }
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "rows differ from the reference's weighted sum, shared " << with_shared;
+  }
 }
 
 }  // namespace

@@ -371,10 +371,10 @@ TEST(OpRegistry, EveryCpuOpIsFoundByNameAndVersion) {
   const memra_op* op = nullptr;
   EXPECT_EQ(o.op_find(o.ctx, "no_such_op", 1, &op), MEMRA_ERR_NOT_FOUND);
   // Attributes of the wrong version are refused by op_run, not misread.
-  ASSERT_EQ(o.op_find(o.ctx, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1, &op), MEMRA_OK);
+  ASSERT_EQ(o.op_find(o.ctx, MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2, &op), MEMRA_OK);
   memra_op_args args{};
   args.struct_size = MEMRA_OP_ARGS_STRUCT_SIZE;
-  args.attrs_version = 2;
+  args.attrs_version = 1;
   EXPECT_EQ(o.op_run(o.ctx, op, &args), MEMRA_ERR_ABI_MISMATCH);
 }
 

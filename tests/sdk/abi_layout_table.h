@@ -122,6 +122,7 @@
   X(memra_family_api, model_create, 56)                        \
   X(memra_family_api, model_forward, 64)                       \
   X(memra_family_api, model_destroy, 72)                       \
+  X(memra_family_api, tensor_parts, 80)                        \
   /* quant.h */                                                \
   X(memra_matmul_args, struct_size, 0)                         \
   X(memra_matmul_args, scheme, 8)                              \
@@ -240,11 +241,12 @@
   X(memra_op_args, weights, 64)                                \
   X(memra_op_args, batch, 72)                                  \
   /* ops.h */                                                  \
-  X(memra_moe_ffn_attrs_v1, struct_size, 0)                    \
-  X(memra_moe_ffn_attrs_v1, num_experts, 8)                    \
-  X(memra_moe_ffn_attrs_v1, top_k, 12)                         \
-  X(memra_moe_ffn_attrs_v1, normalize_top_k, 16)               \
-  X(memra_moe_ffn_attrs_v1, activation, 20)                    \
+  X(memra_moe_ffn_attrs_v2, struct_size, 0)                    \
+  X(memra_moe_ffn_attrs_v2, num_experts, 8)                    \
+  X(memra_moe_ffn_attrs_v2, top_k, 12)                         \
+  X(memra_moe_ffn_attrs_v2, normalize_top_k, 16)               \
+  X(memra_moe_ffn_attrs_v2, activation, 20)                    \
+  X(memra_moe_ffn_attrs_v2, shared_expert, 24)                 \
   X(memra_op_env, struct_size, 0)                              \
   X(memra_op_env, backend, 8)                                  \
   X(memra_op_env, stream, 16)                                  \
@@ -321,7 +323,7 @@
   X(memra_state_group, 56, MEMRA_STATE_GROUP_STRUCT_SIZE, 56)                        \
   X(memra_plan_info, 88, MEMRA_PLAN_INFO_STRUCT_SIZE, 84) /* 2.9 */                  \
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
-  X(memra_family_api, 80, MEMRA_FAMILY_API_STRUCT_SIZE, 80)                          \
+  X(memra_family_api, 88, MEMRA_FAMILY_API_STRUCT_SIZE, 88) /* 2.11 */               \
   X(memra_matmul_args, 88, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 88) /* 2.1 */                \
   X(memra_quant_api, 56, MEMRA_QUANT_API_STRUCT_SIZE, 56) /* 2.10 */ \
   X(memra_kernel_desc, 72, MEMRA_KERNEL_DESC_STRUCT_SIZE, 72) /* 2.10 */ \
@@ -333,7 +335,7 @@
   X(memra_attention_params, 72, MEMRA_ATTENTION_PARAMS_STRUCT_SIZE, 68) /* 2.4 */    \
   X(memra_backend_ops, 128, MEMRA_BACKEND_OPS_STRUCT_SIZE, 128) /* 2.9 */            \
   X(memra_op_args, 80, MEMRA_OP_ARGS_STRUCT_SIZE, 80) /* 2.1 */                      \
-  X(memra_moe_ffn_attrs_v1, 24, MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE, 24) /* 2.6 */ \
+  X(memra_moe_ffn_attrs_v2, 32, MEMRA_MOE_FFN_ATTRS_V2_STRUCT_SIZE, 28) /* 2.11 */ \
   X(memra_plugin_descriptor, 64, MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, 64)            \
   X(memra_op_env, 112, MEMRA_OP_ENV_STRUCT_SIZE, 112) /* 2.8 */                    \
   X(memra_op_example, 136, MEMRA_OP_EXAMPLE_STRUCT_SIZE, 132) /* 2.7 */            \

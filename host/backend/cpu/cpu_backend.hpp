@@ -83,6 +83,8 @@ class CpuBackend final : public Backend {
   memra_status op_find(const char* name, uint32_t attrs_version, const memra_op** out);
   memra_status op_run(const memra_op* op, const memra_op_args* args);
   memra_status moe_ffn(const memra_op_args& args);  // cpu_moe_ffn.cpp
+  memra_status moe_mlp(const float* xs, int64_t n, const memra_weight& wg, const memra_weight& wu, const memra_weight& wd,
+                       int32_t activation, const std::vector<uint8_t>& kinds, std::vector<float>& down);
 
   memra_status fail(memra_status code, std::string message);
 

@@ -20,7 +20,7 @@ struct CpuOp {
 };
 
 const CpuOp kCpuOps[] = {
-    {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1), &CpuBackend::moe_ffn},
+    {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2), &CpuBackend::moe_ffn},
 };
 
 const CpuOp* cpu_ops_begin() { return std::begin(kCpuOps); }

@@ -1,4 +1,5 @@
 #include "host/backend/cuda/cuda_backend.hpp"
+#include "host/backend/moe_ffn_args.hpp"
 
 #include <dlfcn.h>
 
@@ -137,10 +138,20 @@ memra_status CudaBackend::upload_weights(const memra_weight_set* set) {
   // Every matrix's scheme needs a registered matmul kernel on this device: refused
   // here, at load, with the scheme and arch named, never at the first step.
   for (size_t i = 0; i < set->count; ++i) {
-    const memra_weight& w = set->weights[i];
-    if (w.ndim != 2 || !w.quant) continue;
+    const memra_weight& stored = set->weights[i];
+    if ((stored.ndim != 2 && stored.ndim != 3) || !stored.quant || (stored.ndim == 3 && stored.shape[0] <= 0)) continue;
+    // A stacked [n][rows][cols] tensor (moe_ffn's experts): its slices' rows are gathered by the
+    // scheme's row gather (ops_moe.cpp), never multiplied by the GEMV, so it sets no activation format.
+    const memra_weight w = stored.ndim == 3 ? moe_expert_slice(stored, 0) : stored;
     auto s = scheme(&w);
     if (!s) return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s.error().message);
+    if (stored.ndim == 3) {
+      if (!s->dev || s->embedding.empty())
+        return fail(MEMRA_ERR_UNSUPPORTED, std::string("weight ") + (w.name ? w.name : "?") + ": " + s->entry->provider +
+                                               " registers no row gather (embedding entry) for scheme '" + s->scheme +
+                                               "' on this device, which stacked experts need; requantize them");
+      continue;
+    }
     ActFormat& f = act_format_by_cols_[w.shape[1]];
     if (s->int8) f = ActFormat::int8x32;
     else if (s->bf16s128 && f == ActFormat::none) f = ActFormat::bf16s128;

@@ -1,56 +1,132 @@
-// moe_ffn v1 on the CUDA backend: a correctness-first form. Every expert's MLP runs over
-// all of the step's rows through the backend's own matmul and gated activation (so each
-// row takes exactly the path a dense matmul of that row takes, and the step's launches
-// do not depend on the routing: one captured graph serves every step of a shape), then
-// kernels/moe/moe_ffn.cu routes, scatters each expert's rows into the slots that chose
-// it and sums each row's slots. It reads every expert's weights each step, like a dense
-// model of the same size; a grouped kernel that reads only the chosen experts replaces it
-// once the engine serves MoE models at speed.
+// moe_ffn v2 on the CUDA backend: routed experts only, routing on the device, fixed launch
+// shapes (kernels/moe/moe_ffn.cu). Per layer:
+//   - memra_moe_route: every row's top-k experts and weights (moe_route.cuh, bitwise the CPU
+//     reference's choice and weights);
+//   - the step's tokens * top_k (row, choice) slots in chunks of at most kSlotChunk, gate and up
+//     (then down over the activation) in tiles of weight rows: the chosen experts' rows of the
+//     stacked tensor gathered by the scheme's own embedding gather (exact f32 dequantisation),
+//     each slot's dot products by memra_moe_tile_dot (a fixed order per output), the activation
+//     by the backend's gated_activation;
+//   - memra_moe_combine: each row's weighted sum in selection order, plus the sigmoid-gated
+//     shared expert, whose MLP runs through the backend's own matmuls over every row.
+// The launches depend on the step's row count and the shapes only, never on the routing, so a
+// decode step stays one captured graph; only the k chosen experts' weights are read per slot.
+// A slot's result depends on its row and expert alone (batch invariant). Next for speed: a
+// per-scheme grouped GEMV / GEMM that reads each distinct expert once per step (needs a MoE form
+// in memra_matmul_kernels), instead of the f32 tiles.
+#include <algorithm>
 #include <string>
-#include <tuple>
 
 #include "host/backend/cuda/cuda_backend.hpp"
 #include "host/backend/moe_ffn_args.hpp"
+#include "kernels/moe/moe_route.cuh"
 #include "memra/ops.h"
 
 namespace memra::backend::cuda {
+namespace {
+
+static_assert(memra::moe::kMaxTopK == MEMRA_MOE_FFN_MAX_TOP_K);
+
+constexpr int64_t kSlotChunk = 64;             // slots per chunk
+constexpr int64_t kTileFloats = int64_t{8} << 20;  // a gathered tile: at most 32 MiB of f32
+constexpr unsigned kWarpsPerBlock = 8;
+
+CUdeviceptr dev(const memra_tensor& t) { return reinterpret_cast<CUdeviceptr>(t.data); }
+
+}  // namespace
+
+// One stacked matrix over a chunk of slots: out[(out_base + j) * out_stride + r] =
+// expert(slot0 + j)'s row r . in[(in_base + j) / in_div], for every row r of the expert.
+memra_status CudaBackend::moe_stacked_rows(const memra_weight& stacked, const memra_tensor& routes, int32_t top_k, int32_t slot0,
+                                           int32_t nslots, const memra_tensor& in, int32_t in_base, int32_t in_div, memra_tensor& out,
+                                           int64_t out_stride, int32_t out_base, const memra_tensor& tile, const memra_tensor& ids,
+                                           int64_t tile_rows) {
+  memra_status st = MEMRA_OK;
+  const CUdeviceptr wd = resolve(&stacked, &st);
+  if (st != MEMRA_OK) return st;
+  const memra_weight slice = moe_expert_slice(stacked, 0);
+  auto s = scheme(&slice);
+  if (!s) return fail(s.error());
+  if (!s->dev || s->embedding.empty())
+    return fail(MEMRA_ERR_UNSUPPORTED, std::string("moe_ffn: ") + (stacked.name ? stacked.name : "?") + ": " + s->entry->provider +
+                                           " registers no row gather (embedding entry) for scheme '" + s->scheme +
+                                           "' on this device, which stacked experts need");
+  const int64_t rows = slice.shape[0], cols = slice.shape[1];
+  const int64_t row_bytes = static_cast<int64_t>(s->row_bytes);
+  for (int64_t row0 = 0; row0 < rows; row0 += tile_rows) {
+    const int32_t nrows = static_cast<int32_t>(std::min(tile_rows, rows - row0));
+    const int64_t n = static_cast<int64_t>(nslots) * nrows;
+    if (st = launch("moe", "memra_moe_tile_ids", static_cast<unsigned>((n + 255) / 256), 1, 256, 0, dev(routes), top_k, slot0, nslots,
+                    rows, row0, nrows, dev(ids));
+        st != MEMRA_OK)
+      return st;
+    if (st = launch_in(s->module, s->embedding, static_cast<unsigned>(n), 1, 256, 0, wd, row_bytes, cols, dev(ids), 1.0f, dev(tile));
+        st != MEMRA_OK)
+      return st;
+    if (st = launch("moe", "memra_moe_tile_dot", static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock), 1, 32 * kWarpsPerBlock, 0,
+                    dev(tile), dev(in), cols, in_base, in_div, nslots, nrows, dev(out), out_stride, out_base, row0);
+        st != MEMRA_OK)
+      return st;
+  }
+  return MEMRA_OK;
+}
 
 memra_status CudaBackend::moe_ffn(const memra_op_args& a) {
   if (std::string e = moe_ffn_args_error(a); !e.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, e);
-  const auto& attrs = *static_cast<const memra_moe_ffn_attrs_v1*>(a.attrs);
+  const auto& attrs = *static_cast<const memra_moe_ffn_attrs_v2*>(a.attrs);
   const int32_t experts = attrs.num_experts, k = attrs.top_k;
   const memra_tensor* x = a.inputs[0];
   const memra_tensor* logits = a.inputs[1];
   memra_tensor* y = a.outputs[0];
   const int32_t tokens = a.batch->num_tokens;
-  const int64_t hidden = tensor_last_dim(x), width = a.weights[0]->shape[0];
-  for (int32_t e = 1; e < experts; ++e)
-    if (a.weights[e]->shape[0] != width)
-      return fail(MEMRA_ERR_UNSUPPORTED, "moe_ffn: the CUDA backend needs every expert of one width");
+  const int64_t hidden = tensor_last_dim(x), width = a.weights[0]->shape[1];
+  const int64_t slots = static_cast<int64_t>(tokens) * k;
+  const int64_t chunk = std::min<int64_t>(slots, kSlotChunk);
+  const int64_t widest = std::max(hidden, width);
+  const int64_t tile_rows = std::max<int64_t>(1, std::min(widest, kTileFloats / (chunk * widest)));
 
-  memra_tensor routes, gate, up, act, out, contrib;
-  const int64_t route_shape[2] = {tokens, 2 * static_cast<int64_t>(k)}, wide[2] = {tokens, width}, narrow[2] = {tokens, hidden},
-                slots[3] = {tokens, k, hidden};
-  for (auto [shape, ndim, t] : {std::tuple{route_shape, 2, &routes}, std::tuple{wide, 2, &gate}, std::tuple{wide, 2, &up},
-                                std::tuple{wide, 2, &act}, std::tuple{narrow, 2, &out}, std::tuple{slots, 3, &contrib}})
+  memra_tensor routes, o, g, u, act, tile, ids;
+  const int64_t route_shape[2] = {tokens, 2 * static_cast<int64_t>(k)}, o_shape[2] = {slots, hidden}, w_shape[2] = {chunk, width},
+                tile_shape[2] = {chunk * tile_rows, widest}, ids_shape[1] = {chunk * tile_rows};
+  for (auto [shape, ndim, t] : {std::tuple{route_shape, 2, &routes}, std::tuple{o_shape, 2, &o}, std::tuple{w_shape, 2, &g},
+                                std::tuple{w_shape, 2, &u}, std::tuple{w_shape, 2, &act}, std::tuple{tile_shape, 2, &tile},
+                                std::tuple{ids_shape, 1, &ids}})
     if (const memra_status st = tensor_create(ndim, shape, t); st != MEMRA_OK) return st;
-  const auto dev = [](const memra_tensor& t) { return reinterpret_cast<CUdeviceptr>(t.data); };
-  const int32_t h = static_cast<int32_t>(hidden);
 
-  if (const memra_status st = launch("moe", "memra_moe_route", static_cast<unsigned>((tokens + 127) / 128), 1, 128, 0, dev(*logits),
-                                     tokens, experts, k, attrs.normalize_top_k, dev(routes));
+  if (const memra_status st = launch("moe", "memra_moe_route", static_cast<unsigned>((tokens + 3) / 4), 1, 128, 0, dev(*logits), tokens,
+                                     experts, k, attrs.normalize_top_k, dev(routes));
       st != MEMRA_OK)
     return st;
-  for (int32_t e = 0; e < experts; ++e) {
-    memra_status st = matmul(x, a.weights[e], nullptr, &gate);
-    if (st == MEMRA_OK) st = matmul(x, a.weights[experts + e], nullptr, &up);
-    if (st == MEMRA_OK) st = gated_activation(attrs.activation, &gate, &up, &act);
-    if (st == MEMRA_OK) st = matmul(&act, a.weights[2 * experts + e], nullptr, &out);
-    if (st == MEMRA_OK)
-      st = launch("moe", "memra_moe_scatter", static_cast<unsigned>(tokens), 1, 256, 0, dev(out), dev(routes), k, h, e, dev(contrib));
+  for (int64_t slot0 = 0; slot0 < slots; slot0 += chunk) {
+    const int32_t n = static_cast<int32_t>(std::min(chunk, slots - slot0)), s0 = static_cast<int32_t>(slot0);
+    memra_tensor gv = g, uv = u, av = act;  // views of this chunk's rows
+    gv.shape[0] = uv.shape[0] = av.shape[0] = n;
+    memra_status st = moe_stacked_rows(*a.weights[0], routes, k, s0, n, *x, s0, k, g, width, 0, tile, ids, tile_rows);
+    if (st == MEMRA_OK) st = moe_stacked_rows(*a.weights[1], routes, k, s0, n, *x, s0, k, u, width, 0, tile, ids, tile_rows);
+    if (st == MEMRA_OK) st = gated_activation(attrs.activation, &gv, &uv, &av);
+    if (st == MEMRA_OK) st = moe_stacked_rows(*a.weights[2], routes, k, s0, n, act, 0, 1, o, hidden, s0, tile, ids, tile_rows);
     if (st != MEMRA_OK) return st;
   }
-  return launch("moe", "memra_moe_combine", static_cast<unsigned>(tokens), 1, 256, 0, dev(contrib), dev(routes), k, h, dev(*y));
+
+  CUdeviceptr shared_out = 0, shared_gate = 0;
+  if (attrs.shared_expert) {
+    const int64_t sw = a.weights[3]->shape[0];
+    memra_tensor sg, su, sa, sd, gl;
+    const int64_t s_shape[2] = {tokens, sw}, d_shape[2] = {tokens, hidden}, g_shape[2] = {tokens, 1};
+    for (auto [shape, t] : {std::pair{s_shape, &sg}, std::pair{s_shape, &su}, std::pair{s_shape, &sa}, std::pair{d_shape, &sd},
+                            std::pair{g_shape, &gl}})
+      if (const memra_status st = tensor_create(2, shape, t); st != MEMRA_OK) return st;
+    const memra_weight gate = moe_shared_gate_matrix(*a.weights[6]);
+    memra_status st = matmul(x, a.weights[3], nullptr, &sg);
+    if (st == MEMRA_OK) st = matmul(x, a.weights[4], nullptr, &su);
+    if (st == MEMRA_OK) st = gated_activation(attrs.activation, &sg, &su, &sa);
+    if (st == MEMRA_OK) st = matmul(&sa, a.weights[5], nullptr, &sd);
+    if (st == MEMRA_OK) st = matmul(x, &gate, nullptr, &gl);
+    if (st != MEMRA_OK) return st;
+    shared_out = dev(sd), shared_gate = dev(gl);
+  }
+  return launch("moe", "memra_moe_combine", static_cast<unsigned>(tokens), 1, 256, 0, dev(o), dev(routes), k,
+                static_cast<int32_t>(hidden), shared_out, shared_gate, dev(*y));
 }
 
 }  // namespace memra::backend::cuda

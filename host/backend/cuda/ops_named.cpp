@@ -19,7 +19,7 @@ struct CudaOp {
 };
 
 const CudaOp kCudaOps[] = {
-    {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V1), &CudaBackend::moe_ffn},
+    {ops::find_op(MEMRA_OP_MOE_FFN, MEMRA_OP_MOE_FFN_V2), &CudaBackend::moe_ffn},
 };
 
 }  // namespace

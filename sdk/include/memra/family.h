@@ -205,8 +205,24 @@ typedef struct memra_family_api {
                                const memra_backend_ops* ops, memra_model** out);
   memra_status (*model_forward)(memra_model* model, const memra_forward_batch* batch);
   void (*model_destroy)(memra_model* model);
+  /* ABI 2.11 (optional; NULL or MEMRA_ERR_NOT_FOUND: tensor_name alone names the tensor): a
+   * checkpoint tensor that is a part of canonical tensors rather than one itself, which the
+   * host assembles (memra-repack and the engine alike) by copying whole rows of it; asked
+   * before tensor_name. Writes a JSON array of parts, each {"name": canonical, "index": i,
+   * "split": [j, n]} with both keys optional:
+   *   "index": the canonical tensor stacks the checkpoint tensors that name it along a new
+   *     outermost axis in index order, this one at `index` (Hugging Face's per-expert
+   *     matrices into one [experts][rows][cols] tensor); their count is the stacked size;
+   *   "split": only the j-th of n equal row ranges of the second-to-last axis (of every
+   *     outer slice) goes to the canonical tensor (a fused gate_up [experts][2 * width][hidden]
+   *     into [experts][width][hidden] gate and up tensors).
+   * The parts of one canonical tensor must tile it exactly (indices 0..count-1 once each, one
+   * dtype and shape); anything else is refused at load naming the tensor. Matrices only
+   * (2 or 3 dims); rows are never cut. */
+  memra_status (*tensor_parts)(memra_plugin_ctx* ctx, const char* format, const char* source_name, char* buf,
+                               size_t buf_size, size_t* needed);
 } memra_family_api;
-#define MEMRA_FAMILY_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_family_api, model_destroy)
+#define MEMRA_FAMILY_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_family_api, tensor_parts)
 
 MEMRA_EXTERN_C_END
 

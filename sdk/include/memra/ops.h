@@ -18,31 +18,46 @@ MEMRA_EXTERN_C_BEGIN
 /* (ABI 2.1-2.6 had a host op decay_scan v1, which only a test family used; 2.7 moved it
  * to the SDK's example family as its own op example.decay_scan: sdk/examples/family-example.) */
 
-/* moe_ffn v1 (ABI 2.6): a mixture-of-experts MLP with softmax top-k routing (Qwen3-MoE,
- * Mixtral). inputs[0] = x [tokens][hidden] (the normed rows), inputs[1] = the router's
- * logits [tokens][num_experts] (a plain matmul of x by the router weight);
- * outputs[0] = y [tokens][hidden] (must not alias x); weights = 3 * num_experts
- * matrices in the order gate_0 .. gate_{E-1}, up_0 .., down_0 .. (gate and up
- * [expert_width][hidden], down [hidden][expert_width], any loaded scheme, each expert's
- * three of one scheme); no state; batch required. For each token row t:
+/* (ABI 2.6-2.10 had moe_ffn v1, over 3 * num_experts separate expert matrices; 2.11 replaced
+ * it with v2 over stacked experts, the one form both checkpoint kinds load into.) */
+
+/* moe_ffn v2 (ABI 2.11): a mixture-of-experts MLP with softmax top-k routing over stacked
+ * experts, optionally with a sigmoid-gated shared expert (Qwen3-MoE, Qwen3-Next, Qwen3.5-MoE,
+ * Mixtral). inputs[0] = x [tokens][hidden] (the normed rows), inputs[1] = the router's logits
+ * [tokens][num_experts] (a plain matmul of x by the router weight); outputs[0] = y
+ * [tokens][hidden] (must not alias x); batch required; no state. weights:
+ *   [0] gate_exps, [1] up_exps: [num_experts][width][hidden]; [2] down_exps:
+ *       [num_experts][hidden][width] — 3-D, any loaded scheme (the three of one scheme);
+ *       expert e's matrix is the e-th [rows][cols] slice: bytes / num_experts from
+ *       e * bytes / num_experts (llama.cpp's ffn_*_exps, read in place);
+ *   with shared_expert: [3] gate_shexp, [4] up_shexp [shared_width][hidden], [5] down_shexp
+ *       [hidden][shared_width] (one scheme), [6] gate_inp_shexp: its gate, a [1][hidden] matrix
+ *       or an F32 [hidden] vector (llama.cpp's form).
+ * For each token row t (every float operation one IEEE-rounded op, exp as
+ * kernels/moe/moe_route.cuh states it, so every backend picks the same experts and weights):
  *   - the top_k experts by logit, highest first (ties: the lower index);
  *   - p_e = exp(l_e - max) / sum over all experts of exp(l - max)  (float32, the sum in
  *     expert order), and w_i = p_i, or p_i / (p_0 + .. + p_{k-1}) when normalize_top_k;
  *   - y[t] = w_0 * o_0 + .. + w_{k-1} * o_{k-1} (float32, in that order from 0), where
- *     o_i = down_e(act(gate_e(x[t])) * up_e(x[t])) with act a MEMRA_ACTIVATION_* and
- *     each matmul treating row t exactly as the matmul op treats it in this batch.
- * A row's result depends on that row (and whether it is a prompt row) alone. */
+ *     o_i = down_e(act(gate_e(x[t])) * up_e(x[t])) with act a MEMRA_ACTIVATION_*;
+ *   - with shared_expert: y[t] += sigmoid(g) * s, s = down_sh(act(gate_sh(x[t])) * up_sh(x[t])),
+ *     g = gate_inp_shexp · x[t], sigmoid(g) = 1 / (1 + exp(-g)) (after the routed sum).
+ * Each matmul treats row t exactly as the matmul op treats it in this batch (its prompt flag),
+ * so a row's result depends on that row alone, never on which other rows chose its experts. */
 #define MEMRA_OP_MOE_FFN "moe_ffn"
-#define MEMRA_OP_MOE_FFN_V1 1u
+#define MEMRA_OP_MOE_FFN_V2 2u
 
-typedef struct memra_moe_ffn_attrs_v1 {
+typedef struct memra_moe_ffn_attrs_v2 {
   size_t struct_size;
-  int32_t num_experts;
-  int32_t top_k;
+  int32_t num_experts;     /* 1..512 */
+  int32_t top_k;           /* 1..min(num_experts, 8) */
   int32_t normalize_top_k; /* 1: the k weights are divided by their sum */
   int32_t activation;      /* MEMRA_ACTIVATION_SILU or MEMRA_ACTIVATION_GELU_TANH (memra/backend.h) */
-} memra_moe_ffn_attrs_v1;
-#define MEMRA_MOE_FFN_ATTRS_V1_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_moe_ffn_attrs_v1, activation)
+  int32_t shared_expert;   /* 1: weights[3..6] are a shared expert and its sigmoid gate */
+} memra_moe_ffn_attrs_v2;
+#define MEMRA_MOE_FFN_ATTRS_V2_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_moe_ffn_attrs_v2, shared_expert)
+#define MEMRA_MOE_FFN_MAX_EXPERTS 512
+#define MEMRA_MOE_FFN_MAX_TOP_K 8
 
 /* ---- Ops a plugin brings (ABI 2.7) -------------------------------------------------
  *
