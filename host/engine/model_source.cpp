@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "repack/checkpoint/checkpoint_family.hpp"
+#include "repack/checkpoint/checkpoint_import.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
 #include "repack/checkpoint/tensor_assembly.hpp"
@@ -51,14 +52,28 @@ Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path, c
   auto family = normalize_checkpoint(*raw, plugins);
   if (!family) return family.error();
   src->config = family->config;
+  // Weights stored already quantised (FP8 with scales, NVFP4, ...): read by the quant plugin
+  // that knows the form (repack/checkpoint/checkpoint_import.hpp), into memory of their own.
+  std::vector<StoredForm> forms;
+  for (const safetensors::TensorView& t : shared->tensors())
+    forms.push_back({t.name, safetensors::dtype_name(t.dtype), t.shape, t.data, t.nbytes});
+  auto imports = plan_imports(forms, plugins);
+  if (!imports) return imports.error();
   std::vector<StoredTensor> stored;
-  for (const safetensors::TensorView& t : shared->tensors()) {
+  std::vector<size_t> stored_from;  // stored[i] is shared->tensors()[stored_from[i]]
+  for (size_t i = 0; i < shared->tensors().size(); ++i) {
+    const safetensors::TensorView& t = shared->tensors()[i];
+    if (imports->consumed[i]) continue;
+    stored_from.push_back(i);
     StoredTensor s;
     s.name = t.name;
     s.shape = t.shape;
     s.data = static_cast<const uint8_t*>(t.data);
     s.bytes = t.nbytes;
-    switch (t.dtype) {
+    if (const auto& im = imports->imported[i]) {
+      s.shape = {static_cast<uint64_t>(im->rows()), static_cast<uint64_t>(im->cols())};
+      s.scheme = im->scheme();
+    } else switch (t.dtype) {
       case safetensors::Dtype::BF16: s.scheme = "bf16"; break;
       case safetensors::Dtype::F16: s.scheme = "f16"; break;
       case safetensors::Dtype::F32: s.scheme = "f32"; break;
@@ -69,7 +84,19 @@ Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path, c
   auto tensors = assemble_tensors(*family, stored, false);
   if (!tensors) return tensors.error();
   for (const AssembledTensor& a : *tensors) {
-    const safetensors::TensorView& t = shared->tensors()[a.sources[0]];
+    const size_t from = stored_from.at(a.sources[0]);
+    const safetensors::TensorView& t = shared->tensors()[from];
+    if (const auto& im = imports->imported[from]) {
+      if (a.sources.size() > 1)
+        return make_error(ErrorCode::unsupported, "tensor '" + a.name + "' is assembled from parts stored quantised (" + t.name +
+                                                      "), which memra cannot assemble yet");
+      auto b = im->bytes(im->rows());
+      if (!b) return b.error();
+      std::vector<uint8_t>& bytes = src->assembled.emplace_back(*b);
+      MEMRA_TRY(im->write_rows(0, im->rows(), std::span<std::byte>(reinterpret_cast<std::byte*>(bytes.data()), bytes.size())));
+      src->weights.push_back(make_weight(*src, a.name, a.scheme, MEMRA_DTYPE_BLOCKS, a.shape, bytes.data(), bytes.size()));
+      continue;
+    }
     if (a.shape.size() == 1) {
       auto v = safetensors::to_f32(t);
       if (!v) return v.error();

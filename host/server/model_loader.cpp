@@ -24,13 +24,20 @@ LoadOutcome failure(LoadFailure kind, std::string message) {
   return out;
 }
 
-// The quant scheme holding most bytes of the model's matrices (2-D weights):
-// the one that decides speed and accuracy, so the one the registry is keyed by.
-std::string dominant_quant(const engine::ModelSource& source) {
+// Bytes of the model's matrices (2-D weights) per quant scheme. A mixed checkpoint (NVFP4
+// MLPs with bf16 attention, a q4_k repack with its q6_k head) is gated per scheme.
+std::map<std::string, std::uint64_t> matrix_schemes(const engine::ModelSource& source) {
   std::map<std::string, std::uint64_t> bytes;
   for (const memra_weight& w : source.weights) {
     if (w.ndim == 2 && w.quant != nullptr) bytes[w.quant] += w.bytes;
   }
+  return bytes;
+}
+
+// The quant scheme holding most bytes of the model's matrices: the one that decides speed
+// and accuracy, the one the model is reported by.
+std::string dominant_quant(const engine::ModelSource& source) {
+  const std::map<std::string, std::uint64_t> bytes = matrix_schemes(source);
   std::string best;
   std::uint64_t most = 0;
   for (const auto& [scheme, n] : bytes) {
@@ -101,30 +108,37 @@ LoadOutcome load_served_model(const ModelSpec& spec, const HostOptions& options,
   std::vector<std::string> drafters = {""};
   if (spec_kind != "off") drafters.push_back(spec_kind);
   registry::Verdict model_verdict = registry::Verdict::generic;  // of the combo without a drafter
-  for (const std::string& drafter : drafters) {
-    const registry::ComboKey key{family_name, quant, drafter, arch};
-    const std::string combo = "(family " + family_name + ", quant " + quant + ", " +
+  // Every scheme of the model's matrices is a combo of its own: the dominant one first, then
+  // the others (a mixed checkpoint loads only when each of its schemes may).
+  std::vector<std::string> schemes = {quant};
+  for (const auto& [scheme, bytes] : matrix_schemes(**source))
+    if (scheme != quant) schemes.push_back(scheme);
+  for (const std::string& drafter : drafters) for (const std::string& scheme : schemes) {
+    const registry::ComboKey key{family_name, scheme, drafter, arch};
+    const std::string combo = "(family " + family_name + ", quant " + scheme + ", " +
                               (drafter.empty() ? "no drafter" : "drafter " + drafter) + ", arch " + arch + ")";
+    const std::string part = scheme == quant ? "" : ", which some of its matrices use,";
     const std::string instead = drafter.empty() ? "" : "; serve it without speculation (--spec off) instead";
     auto verdict = registry.check(key);
     if (!verdict) {
       return failure(LoadFailure::gate_refused, "cannot load " + what + ": the registry could not be read: " +
                                                     verdict.error().message);
     }
-    if (drafter.empty()) model_verdict = *verdict;
+    if (drafter.empty() && (scheme == quant || *verdict != registry::Verdict::supported))
+      model_verdict = scheme == quant ? *verdict : registry::Verdict::generic;
     switch (*verdict) {
       case registry::Verdict::supported:
         log.information("%s: registry verdict supported for %s", what, combo);
         break;
       case registry::Verdict::rejected:
         return failure(LoadFailure::gate_refused,
-                       "refusing " + what + ": the registry marks " + combo +
+                       "refusing " + what + ": the registry marks " + combo + part +
                            " as rejected (known not to work); it never loads" + instead +
                            ". See memra-registry combos and docs/REGISTRY.md");
       case registry::Verdict::generic:
         if (!options.allow_generic) {
           return failure(LoadFailure::gate_refused,
-                         "refusing " + what + ": " + combo + " is not verified (registry verdict generic). Pass "
+                         "refusing " + what + ": " + combo + part + " is not verified (registry verdict generic). Pass "
                          "--allow-generic to run it anyway on the generic path, unverified" + instead);
         }
         log.warning("UNVERIFIED: %s runs %s, which the registry has not verified (verdict generic); loaded because of "

@@ -13,7 +13,7 @@
 #include "repack/quant/dequant.hpp"
 #include "repack/quant/fp_convert.hpp"
 #include "repack/quant/ggml_type.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 
 #define MEMRA_TRY_STATUS(expr)                   \
   do {                                           \
@@ -23,10 +23,6 @@
 namespace memra::quant_plugin {
 namespace {
 
-memra_status report(memra_plugin_ctx* ctx, memra_status code, const std::string& message) {
-  if (ctx && ctx->host && ctx->host->error_report) return ctx->host->error_report(ctx->host->ctx, code, message.c_str());
-  return code;
-}
 
 // memra's fp8 layout v1: per row, cols/128 float32 scales then cols e4m3fn bytes;
 // value = e4m3(q) * scale of its 128-column group. Represents per-channel and
@@ -73,18 +69,13 @@ void dequantize_one_row(const Scheme& s, const uint8_t* src, int64_t cols, float
   quant::dequantize_row(s.type, src, dst, cols);
 }
 
-template <class F>
-memra_status guarded(memra_plugin_ctx* ctx, F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return report(ctx, MEMRA_ERR_INTERNAL, std::string(ctx ? ctx->name : "quant") + ": " + e.what());
-  } catch (...) {
-    return report(ctx, MEMRA_ERR_INTERNAL, std::string(ctx ? ctx->name : "quant") + ": unknown exception");
-  }
-}
 
 }  // namespace
+
+memra_status report(memra_plugin_ctx* ctx, memra_status code, const std::string& message) {
+  if (ctx && ctx->host && ctx->host->error_report) return ctx->host->error_report(ctx->host->ctx, code, message.c_str());
+  return code;
+}
 
 bool handles(const char* const* handled, const char* scheme) {
   for (const char* const* h = handled; h && *h; ++h)
@@ -93,7 +84,7 @@ bool handles(const char* const* handled, const char* scheme) {
 }
 
 memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name,
-                  const SchemeDef* schemes, size_t scheme_count) {
+                  const SchemeDef* schemes, size_t scheme_count, const memra_quant_api* api) {
   if (!host || !out || !MEMRA_STRUCT_HAS(out, memra_plugin_api, shutdown)) return MEMRA_ERR_ABI_MISMATCH;
   for (const char* const* h = handled; h && *h; ++h) {
     bool stated = false;
@@ -105,7 +96,7 @@ memra_status init(const memra_host_api* host, memra_plugin_api* out, const char*
   if (!ctx) return MEMRA_ERR_OUT_OF_MEMORY;
   out->kind = MEMRA_PLUGIN_KIND_QUANT;
   out->ctx = ctx;
-  out->quant = &kQuantApi;
+  out->quant = api ? api : &kQuantApi;
   out->shutdown = [](memra_plugin_ctx* c) { delete c; };
   return MEMRA_OK;
 }
@@ -345,6 +336,7 @@ memra_status scheme_info(memra_plugin_ctx* ctx, const char* scheme, memra_scheme
   return MEMRA_OK;
 }
 
-const memra_quant_api kQuantApi = {MEMRA_QUANT_API_STRUCT_SIZE, weight_bytes, quantize, dequantize, matmul, register_kernels, scheme_info};
+const memra_quant_api kQuantApi = {MEMRA_QUANT_API_STRUCT_SIZE, weight_bytes, quantize, dequantize, matmul, register_kernels, scheme_info,
+                                   nullptr};
 
 }  // namespace memra::quant_plugin

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <string>
 
 #include "memra/memra.h"
 
@@ -67,10 +69,27 @@ memra_status register_kernels(memra_plugin_ctx* ctx, const memra_kernel_registra
 memra_status scheme_info(memra_plugin_ctx* ctx, const char* scheme, memra_scheme_info* out);
 
 // memra_plugin_init: a context for this host, the quant table and its shutdown.
+// api: the plugin's quant table (kQuantApi, or one that replaces some of its functions:
+// a scheme of the plugin's own layout, a checkpoint importer).
 memra_status init(const memra_host_api* host, memra_plugin_api* out, const char* const* handled, const char* plugin_name,
-                  const SchemeDef* schemes, size_t scheme_count);
+                  const SchemeDef* schemes, size_t scheme_count, const memra_quant_api* api);
 
 int32_t score_cpu_and_cuda(const memra_device_info* device, const char* handled_name);
+
+// Reports an error through the host (error_report) and returns code.
+memra_status report(memra_plugin_ctx* ctx, memra_status code, const std::string& message);
+
+// Exceptions become MEMRA_ERR_INTERNAL with the plugin's name (nothing crosses the ABI).
+template <class F>
+memra_status guarded(memra_plugin_ctx* ctx, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return report(ctx, MEMRA_ERR_INTERNAL, std::string(ctx ? ctx->name : "quant") + ": " + e.what());
+  } catch (...) {
+    return report(ctx, MEMRA_ERR_INTERNAL, std::string(ctx ? ctx->name : "quant") + ": unknown exception");
+  }
+}
 
 extern const memra_quant_api kQuantApi;
 
@@ -87,5 +106,19 @@ extern const memra_quant_api kQuantApi;
   }                                                                                                   \
   MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }       \
   MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
-    return memra::quant_plugin::init(host, out, kHandles, NAME, SCHEMES, sizeof(SCHEMES) / sizeof(SCHEMES[0])); \
+    return memra::quant_plugin::init(host, out, kHandles, NAME, SCHEMES, sizeof(SCHEMES) / sizeof(SCHEMES[0]), \
+                                     &memra::quant_plugin::kQuantApi);                                 \
+  }
+
+// The same with the plugin's own quant table API (a memra_quant_api).
+#define MEMRA_DEFINE_QUANT_PLUGIN_API(NAME, DESCRIPTION, SCHEMES, API, ...)                           \
+  namespace {                                                                                         \
+  const char* const kHandles[] = {__VA_ARGS__, nullptr};                                              \
+  const memra_plugin_descriptor kDescriptor = {                                                       \
+      MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, MEMRA_ABI_MAJOR, MEMRA_ABI_MINOR, MEMRA_PLUGIN_KIND_QUANT,  \
+      NAME, "0.1.0", DESCRIPTION, kHandles, memra::quant_plugin::score_cpu_and_cuda};                  \
+  }                                                                                                   \
+  MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }       \
+  MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
+    return memra::quant_plugin::init(host, out, kHandles, NAME, SCHEMES, sizeof(SCHEMES) / sizeof(SCHEMES[0]), &(API)); \
   }

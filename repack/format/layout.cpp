@@ -3,7 +3,7 @@
 #include <cctype>
 
 #include "repack/quant/ggml_type.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 
 namespace memra::format {
 namespace {

@@ -1,5 +1,7 @@
 #include "repack/tool/precision.hpp"
 
+#include "repack/checkpoint/checkpoint_import.hpp"
+
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -45,14 +47,16 @@ Result<PrecisionPlan> plan_precision(const Source& source, const std::string& re
     const SourceTensor& t = source.tensors()[i];
     if (!names.insert(t.name).second)
       return make_error(ErrorCode::invalid_argument, "two tensors of " + source.path().string() + " map to the name '" + t.name + "'");
-    const bool convertible = Source::convertible(t.scheme);
+    // A weight a quant plugin imported converts through its exact values (its plugin's dequantiser).
+    const bool convertible = Source::convertible(t.scheme) || t.imported != nullptr;
     const auto kept = keep_as_stored.find(t.name);
     Decision d{t.scheme, "", ""};
     if (t.shape.size() == 1 && convertible) {
       d = {"f32", "1-D tensors (norms, biases)", "the engine's norm and bias ops take float32; widened exactly"};
     } else if (!target || !convertible || t.shape.size() < 2) {
-      d = {t.scheme, "everything else",
-           !target        ? "--quant keep: carried as stored"
+      d = {t.scheme, t.imported ? "checkpoint weights stored quantised" : "everything else",
+           t.imported     ? "read as published by quant plugin '" + t.imported->plugin() + "'"
+           : !target      ? "--quant keep: carried as stored"
            : !convertible ? "memra has no exact conversion from " + t.scheme + ": carried as stored"
                           : "not a matrix: carried as stored"};
     } else if (target->block_elems == 1 && is_float(req)) {

@@ -1,5 +1,7 @@
 #include "repack/tool/repack.hpp"
 
+#include "repack/checkpoint/checkpoint_import.hpp"
+
 #include "repack/format/freshness.hpp"
 
 #include <algorithm>
@@ -17,7 +19,7 @@
 #include "repack/format/sha256.hpp"
 #include "repack/format/writer.hpp"
 #include "repack/quant/fp_convert.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 #include "repack/tool/precision.hpp"
 #include "repack/tool/source.hpp"
 #include "repack/tool/validate.hpp"
@@ -106,6 +108,31 @@ Status convert_tensor(Shared& sh, const SourceTensor& st, const format::TensorEn
   return {};
 }
 
+// A weight its quant plugin reads as published, written in its scheme chunk by chunk
+// (whole rows; the plugin refuses codes its scheme cannot hold).
+Status import_tensor(Shared& sh, const SourceTensor& st, const format::TensorEntry& e, std::string* sha) {
+  auto stream = sh.writer.open_tensor(e);
+  if (!stream) return stream.error();
+  const auto rows = static_cast<int64_t>(st.shape.at(0)), cols = static_cast<int64_t>(st.shape.at(1));
+  const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkElements) / std::max<int64_t>(cols, 1));
+  std::vector<std::byte> out;
+  for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+    if (sh.stop()) return make_error(ErrorCode::io, "interrupted");
+    const int64_t n = std::min(rows_per_chunk, rows - r0);
+    const auto b = st.imported->bytes(n);
+    if (!b) return make_error(b.error().code, "tensor '" + st.source_name + "': " + b.error().message);
+    out.resize(*b);
+    if (auto w = st.imported->write_rows(r0, n, out); !w)
+      return make_error(ErrorCode::corrupt, "cannot repack " + sh.source.path().string() + ": " + w.error().message);
+    MEMRA_TRY(stream->write(out.data(), out.size()));
+    sh.advance(st.bytes * static_cast<uint64_t>(n) / static_cast<uint64_t>(rows));
+  }
+  auto h = stream->finish();
+  if (!h) return h.error();
+  *sha = std::move(*h);
+  return {};
+}
+
 void worker(Shared& sh, const std::vector<size_t>& order) {
   for (size_t k = sh.next++; k < order.size() && !sh.stop(); k = sh.next++) {
     const size_t i = order[k];
@@ -114,7 +141,9 @@ void worker(Shared& sh, const std::vector<size_t>& order) {
     format::TensorEntry& e = sh.entries[i];
     std::string sha;
     Status st_ok;
-    if (tp.copy) {
+    if (tp.copy && st.imported) {
+      st_ok = import_tensor(sh, st, e, &sha);
+    } else if (tp.copy) {
       // Copied as stored: its values are checked first (converted chunk by chunk).
       if (auto finite = check_finite(sh.source, st, [&] { return sh.stop(); }); !finite) {
         sh.fail(finite.error());
@@ -215,7 +244,7 @@ Result<RepackResult> repack_checkpoint(const RepackOptions& o) {
     e.layout = e.scheme == "fp8" ? quant::kFp8LayoutVersion : 1;
     e.source_scheme = st.scheme;
     // Carried tensors keep the layout they are stored in; converted ones take their plugin's.
-    const auto b = tp.copy ? format::tensor_bytes(e.scheme, e.layout, e.shape) : schemes->bytes(e.scheme, e.shape);
+    const auto b = tp.copy && !st.imported ? format::tensor_bytes(e.scheme, e.layout, e.shape) : schemes->bytes(e.scheme, e.shape);
     if (!b) return make_error(ErrorCode::internal, "no layout for tensor '" + e.name + "' as " + e.scheme);
     e.bytes = *b;
     entries.push_back(std::move(e));

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "repack/checkpoint/checkpoint_family.hpp"
+#include "repack/checkpoint/checkpoint_import.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/checkpoint/safetensors.hpp"
 #include "repack/checkpoint/tensor_assembly.hpp"
@@ -91,6 +92,12 @@ Status run_to_f32(const SourceTensor& t, const uint8_t* data, uint64_t first, ui
 }  // namespace
 
 Status Source::to_f32(const SourceTensor& t, uint64_t first, uint64_t count, float* dst) const {
+  if (t.imported) {  // whole rows, through the scheme's plugin
+    const uint64_t cols = t.shape.back();
+    if (first % cols || count % cols || first + count > element_count(t.shape))
+      return make_error(ErrorCode::internal, "bad element range for tensor '" + t.source_name + "'");
+    return t.imported->rows_to_f32(static_cast<int64_t>(first / cols), static_cast<int64_t>(count / cols), dst);
+  }
   const uint64_t block = format::scheme_block_elements(t.scheme);
   const uint64_t total = element_count(t.shape);
   if (block == 0 || first % block || count % block || first + count > total)
@@ -128,15 +135,40 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
     s->config_ = family->config;
     for (const std::string& shard : shared->shard_paths()) s->weight_files_.push_back(fs::absolute(shard).lexically_normal());
     std::sort(s->weight_files_.begin(), s->weight_files_.end());
-    std::vector<StoredTensor> stored;
+    // Weights stored already quantised (FP8 with scales, NVFP4, ...): read by the quant plugin
+    // that knows the form, their scale tensors with them (repack/checkpoint/checkpoint_import.hpp).
+    std::vector<StoredForm> forms;
     for (const safetensors::TensorView& t : shared->tensors())
-      stored.push_back({t.name, t.shape, lower(safetensors::dtype_name(t.dtype)), t.data, t.nbytes});
+      forms.push_back({t.name, safetensors::dtype_name(t.dtype), t.shape, t.data, t.nbytes});
+    auto imports = plan_imports(forms, plugins);
+    if (!imports) return imports.error();
+    std::vector<StoredTensor> stored;
+    std::vector<size_t> stored_from;  // stored[i] is shared->tensors()[stored_from[i]]
+    for (size_t i = 0; i < shared->tensors().size(); ++i) {
+      const safetensors::TensorView& t = shared->tensors()[i];
+      if (imports->consumed[i]) continue;
+      stored_from.push_back(i);
+      if (const auto& im = imports->imported[i]) {
+        const std::vector<uint64_t> shape = {static_cast<uint64_t>(im->rows()), static_cast<uint64_t>(im->cols())};
+        auto bytes = im->bytes(im->rows());
+        if (!bytes) return make_error(bytes.error().code, "tensor '" + t.name + "': " + bytes.error().message);
+        stored.push_back({t.name, shape, im->scheme(), t.data, *bytes});
+      } else {
+        stored.push_back({t.name, t.shape, lower(safetensors::dtype_name(t.dtype)), t.data, t.nbytes});
+      }
+    }
     // The family's names, and the tensors it assembles from parts (stacked experts, ...).
     auto assembled = assemble_tensors(*family, stored, true);
     if (!assembled) return assembled.error();
     for (const AssembledTensor& a : *assembled) {
-      const safetensors::TensorView& t = shared->tensors()[a.sources[0]];
+      const size_t from = stored_from.at(a.sources[0]);
+      const safetensors::TensorView& t = shared->tensors()[from];
       SourceTensor st;
+      for (size_t k : a.sources)
+        if (imports->imported[stored_from.at(k)] && a.sources.size() > 1)
+          return make_error(ErrorCode::unsupported, "tensor '" + a.name + "' is assembled from parts stored quantised (" +
+                                                        t.name + "), which memra cannot assemble yet");
+      st.imported = imports->imported[from];
       st.source_name = t.name;
       st.name = a.name;  // a tensor the family does not read keeps its name
       st.shape = a.shape;
@@ -198,6 +230,7 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
   }
   // Sizes the readers computed must agree with the layouts the writer uses.
   for (const SourceTensor& t : s->tensors_) {
+    if (t.imported) continue;  // its plugin checked the form
     const auto b = format::tensor_bytes(t.scheme, 1, t.shape);
     if (!b || *b != t.bytes)
       return make_error(ErrorCode::corrupt, "tensor '" + t.source_name + "' of " + s->path_.string() + " holds " +

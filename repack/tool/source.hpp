@@ -16,6 +16,10 @@
 #include "repack/checkpoint/gguf_tokenizer.hpp"
 #include "repack/checkpoint/model_config.hpp"
 
+namespace memra {
+class ImportedWeight;  // repack/checkpoint/checkpoint_import.hpp
+}
+
 namespace memra::repack {
 
 struct SourceTensor {
@@ -33,6 +37,9 @@ struct SourceTensor {
   };
   std::vector<Segment> segments;  // always at least one
   std::filesystem::path file;     // the user's file that holds it (a shard, the .gguf)
+  // A weight stored already quantised, read by its quant plugin (checkpoint_import.hpp):
+  // scheme and shape are what it becomes; data / bytes the stored codes.
+  std::shared_ptr<const ImportedWeight> imported;
 };
 
 class Source {

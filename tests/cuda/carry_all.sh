@@ -12,7 +12,7 @@ D=${2:-.device/all}
 F=${MEMRA_FIXTURES_DIR:-$(dirname "$0")/../../../shared/fixtures}
 # all_on_device.sh runs every cuda_* test carried, and the CUDA instances of every engine_* one.
 CUDA_TESTS="cuda_fatbin_test cuda_kernels_test cuda_fixture_test cuda_pipeline_test cuda_prefill_attention_test cuda_sampling_test cuda_plugin_kernel_test"
-SUITES="engine_fixture_test engine_speculative_test engine_speculative_scheduler_test engine_pipeline_test engine_pipeline_serving_test engine_recurrent_state_test engine_sliding_window_test engine_constrained_sampling_test engine_embedding_test"
+SUITES="engine_fixture_test engine_moe_gguf_test engine_speculative_test engine_speculative_scheduler_test engine_pipeline_test engine_pipeline_serving_test engine_recurrent_state_test engine_sliding_window_test engine_constrained_sampling_test engine_embedding_test"
 BINS="memra-kernel-check memra-bench memra-gen memra-host $CUDA_TESTS $SUITES"
 cmake --build "$B" -j2 --target memra_backend_cuda memra_kernel_modules $BINS memra_sdk_example memra_family_llama memra_quant_float \
   memra_quant_q8_0 memra_quant_q4_0 memra_quant_q4_k memra_quant_q5_k memra_quant_q6_k memra_quant_iq4_xs memra_quant_fp8

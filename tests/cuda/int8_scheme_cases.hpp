@@ -13,7 +13,7 @@
 
 #include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "repack/quant/dequant.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 
 namespace memra::testing {
 

@@ -88,19 +88,16 @@ std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memr
 
 // Prefill logits at every position and 24 greedy steps against the reference, the
 // model as shipped (bf16) or repacked to `quant` ("f32": the float32 path, f32 KV too).
-void check_against_transformers(const std::string& model, memra_backend_kind kind, const std::string& quant = "keep") {
-  const fs::path dir = memra::testing::fixture("models/" + model);
-  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
-  const fs::path path = quant == "keep" ? dir : memra::testing::repacked_fixture(dir, quant);
-  ASSERT_FALSE(path.empty());
-  const double bound = quant == "keep" ? memra::testing::kBf16ActivationBound : kTransformersBound;
+// The model at `path` against the reference of `dir`: prefill logits at every position and
+// the greedy steps' logits within `bound`, the greedy ids equal.
+void check_against_reference(const fs::path& dir, const fs::path& path, const std::string& what, double bound,
+                             memra_backend_kind kind, memra_dtype kv_dtype) {
   const memra::testing::TransformersReference ref = memra::testing::read_reference(dir);
   const std::vector<int32_t>& input = ref.input_ids;
   const std::vector<int32_t>& greedy = ref.greedy_ids;
   const size_t vocab = ref.vocab;
-  const std::string what = model + (quant == "keep" ? "" : " (" + quant + ")") + " on " + memra::testing::backend_name(kind);
 
-  auto engine = load(path, kind, quant == "f32" ? MEMRA_DTYPE_F32 : memra::engine::kDefaultKvDtype);
+  auto engine = load(path, kind, kv_dtype);
   ASSERT_TRUE(engine);
   const int32_t seq = engine->open_sequence();
   StepRequest req{seq, input, true, true};
@@ -127,6 +124,29 @@ void check_against_transformers(const std::string& model, memra_backend_kind kin
   std::cout << "[ " << what << " ] decode max rel diff vs transformers " << worst_step << "\n";
   EXPECT_EQ(produced, greedy) << what << ": greedy continuation differs";
   EXPECT_LE(worst_step, bound) << what << ": decode-step logits differ from transformers";
+}
+
+void check_against_transformers(const std::string& model, memra_backend_kind kind, const std::string& quant = "keep") {
+  const fs::path dir = memra::testing::fixture("models/" + model);
+  if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
+  const fs::path path = quant == "keep" ? dir : memra::testing::repacked_fixture(dir, quant);
+  ASSERT_FALSE(path.empty());
+  const double bound = quant == "keep" ? memra::testing::kBf16ActivationBound : kTransformersBound;
+  const std::string what = model + (quant == "keep" ? "" : " (" + quant + ")") + " on " + memra::testing::backend_name(kind);
+  check_against_reference(dir, path, what, bound, kind, quant == "f32" ? MEMRA_DTYPE_F32 : memra::engine::kDefaultKvDtype);
+}
+
+// A published quantised checkpoint (tests/models/llama-<form>: make_quant_checkpoints.py)
+// read as published (--quant keep) against transformers on its dequantised weights
+// (make_quant_references.py). Prompt rows take the weights rounded to bf16 and bf16
+// activations (MEMRA_PROMPT_ROUNDED_WEIGHTS), so the bound is the bf16 one.
+void check_quant_checkpoint(const std::string& form, memra_backend_kind kind) {
+  const fs::path dir = memra::testing::test_model("llama-" + form);
+  ASSERT_TRUE(memra::testing::has_reference(dir)) << dir << " has no reference.json (tests/models/make_quant_references.py)";
+  const fs::path path = memra::testing::repacked_fixture(dir, "keep");
+  ASSERT_FALSE(path.empty());
+  check_against_reference(dir, path, "llama-" + form + " on " + memra::testing::backend_name(kind), memra::testing::kBf16ActivationBound,
+                          kind, memra::engine::kDefaultKvDtype);
 }
 
 // A sequence's logits alone, beside three other sequences, chunked differently and
@@ -302,6 +322,8 @@ TEST_P(EngineFixture, Qwen3Bf16KvBatchInvariant) { check_batch_invariance("qwen3
 TEST_P(EngineFixture, LlamaFp8KvBatchInvariant) { check_batch_invariance("llama", GetParam(), MEMRA_DTYPE_F8_E4M3); }
 TEST_P(EngineFixture, Qwen3Fp8KvBatchInvariant) { check_batch_invariance("qwen3", GetParam(), MEMRA_DTYPE_F8_E4M3); }
 
+TEST_P(EngineFixture, Fp8BlockCheckpointMatchesTransformers) { check_quant_checkpoint("fp8_block", GetParam()); }
+TEST_P(EngineFixture, Nvfp4CheckpointMatchesTransformers) { check_quant_checkpoint("nvfp4", GetParam()); }
 TEST_P(EngineFixture, Qwen3MoeMatchesTransformers) { check_against_transformers("qwen3_moe", GetParam()); }
 TEST_P(EngineFixture, Qwen3MoeAsF32MatchesTransformers) { check_against_transformers("qwen3_moe", GetParam(), "f32"); }
 TEST_P(EngineFixture, Qwen3MoeBatchInvariant) { check_batch_invariance("qwen3_moe", GetParam(), MEMRA_DTYPE_F32); }

@@ -12,7 +12,7 @@
 #include "host/engine/sampler.hpp"
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/format/layout.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 #include "repack/tool/repack.hpp"
 #include "tests/repack_format/helpers.hpp"
 #include "tests/support/build_plugins.hpp"

@@ -13,7 +13,7 @@
 #include "repack/checkpoint/gguf.hpp"
 #include "repack/quant/dequant.hpp"
 #include "repack/quant/fp_convert.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 #include "tests/repack_format/helpers.hpp"
 
 namespace {

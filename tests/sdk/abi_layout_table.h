@@ -182,6 +182,26 @@
   X(memra_quant_api, matmul, 32)                               \
   X(memra_quant_api, register_kernels, 40)                     \
   X(memra_quant_api, scheme_info, 48)                          \
+  X(memra_quant_api, import_tensor, 56)                        \
+  X(memra_checkpoint_tensor, struct_size, 0)                   \
+  X(memra_checkpoint_tensor, name, 8)                          \
+  X(memra_checkpoint_tensor, dtype, 16)                        \
+  X(memra_checkpoint_tensor, ndim, 24)                         \
+  X(memra_checkpoint_tensor, shape, 32)                        \
+  X(memra_checkpoint_tensor, data, 96)                         \
+  X(memra_checkpoint_tensor, bytes, 104)                       \
+  X(memra_import_args, struct_size, 0)                         \
+  X(memra_import_args, weight, 8)                              \
+  X(memra_import_args, siblings, 16)                           \
+  X(memra_import_args, sibling_count, 24)                      \
+  X(memra_import_args, row0, 32)                               \
+  X(memra_import_args, row_count, 40)                          \
+  X(memra_import_args, dst, 48)                                \
+  X(memra_import_args, dst_bytes, 56)                          \
+  X(memra_import_args, scheme, 64)                             \
+  X(memra_import_args, rows, 96)                               \
+  X(memra_import_args, cols, 104)                              \
+  X(memra_import_args, used, 112)                              \
   /* backend.h */                                              \
   X(memra_tensor, struct_size, 0)                              \
   X(memra_tensor, dtype, 8)                                    \
@@ -325,7 +345,9 @@
   X(memra_op_requirement, 24, MEMRA_OP_REQUIREMENT_STRUCT_SIZE, 20) /* 2.1 */        \
   X(memra_family_api, 88, MEMRA_FAMILY_API_STRUCT_SIZE, 88) /* 2.11 */               \
   X(memra_matmul_args, 88, MEMRA_MATMUL_ARGS_STRUCT_SIZE, 88) /* 2.1 */                \
-  X(memra_quant_api, 56, MEMRA_QUANT_API_STRUCT_SIZE, 56) /* 2.10 */ \
+  X(memra_quant_api, 64, MEMRA_QUANT_API_STRUCT_SIZE, 64) /* 2.12 */ \
+  X(memra_checkpoint_tensor, 112, MEMRA_CHECKPOINT_TENSOR_STRUCT_SIZE, 112) /* 2.12 */ \
+  X(memra_import_args, 120, MEMRA_IMPORT_ARGS_STRUCT_SIZE, 120) /* 2.12 */ \
   X(memra_kernel_desc, 72, MEMRA_KERNEL_DESC_STRUCT_SIZE, 72) /* 2.10 */ \
   X(memra_matmul_kernels, 216, MEMRA_MATMUL_KERNELS_STRUCT_SIZE, 216) /* 2.10 */ \
   X(memra_scheme_info, 56, MEMRA_SCHEME_INFO_STRUCT_SIZE, 52) /* 2.10 */ \

@@ -239,6 +239,37 @@ TEST(ServerModels, RegistryGate) {
   EXPECT_EQ(host->log().find("UNVERIFIED"), std::string::npos) << host->log();
 }
 
+// A mixed checkpoint is gated per scheme: tests/models/llama-nvfp4 holds NVFP4 matrices read
+// as published beside its bf16 embeddings and head; each scheme's combo must allow the load.
+TEST(ServerModels, RegistryGateChecksEveryScheme) {
+  TempDir dir;
+  const auto db = dir.path() / "registry.db";
+  const std::string model = "--model=q=" + (std::filesystem::path(MEMRA_SOURCE_ROOT) / "tests/models/llama-nvfp4").string();
+  seed_verdict(db, {"llama", "bf16", "", "cpu"}, registry::Verdict::supported, "set by tests/server/process_model_test.cpp");
+  seed_verdict(db, {"llama", "nvfp4", "", "cpu"}, registry::Verdict::generic, "set by tests/server/process_model_test.cpp");
+  auto r = run_host({"--port", "0", "--registry", db.string(), model});
+  EXPECT_EQ(r.exit_code, 77) << r.err;
+  EXPECT_NE(r.err.find("(family llama, quant nvfp4, no drafter, arch cpu), which some of its matrices use, is not verified"),
+            std::string::npos)
+      << r.err;
+
+  seed_verdict(db, {"llama", "nvfp4", "", "cpu"}, registry::Verdict::rejected, "set by tests/server/process_model_test.cpp");
+  r = run_host({"--port", "0", "--registry", db.string(), model, "--allow-generic"});
+  EXPECT_EQ(r.exit_code, 77) << r.err;
+  EXPECT_NE(r.err.find("quant nvfp4"), std::string::npos) << r.err;
+
+  seed_verdict(db, {"llama", "nvfp4", "", "cpu"}, registry::Verdict::supported, "set by tests/server/process_model_test.cpp");
+  TempDir home;
+  std::string why;
+  auto host = HostProcess::start({"--registry", db.string(), model}, {{"MEMRA_HOME", home.path().string()}}, &why);
+  ASSERT_TRUE(host) << why;
+  const auto done = http(host->port(), post("/v1/completions", R"({"model":"q","prompt":"hello","max_tokens":2})"));
+  EXPECT_EQ(done.status, 200) << done.body;
+  for (const char* scheme : {"bf16", "nvfp4"})
+    EXPECT_NE(host->log().find(std::string("registry verdict supported for (family llama, quant ") + scheme), std::string::npos)
+        << host->log();
+}
+
 // --chat-template replaces a model's template (per alias or for all); a broken file or
 // an alias no model has stops the start with the reason.
 TEST(ServerModels, ChatTemplateFlag) {

@@ -19,7 +19,8 @@
 namespace memra::testing {
 
 // The .memra directory of `source` with every tensor written as `scheme` (memra-repack
-// --tensor-scheme '*=SCHEME'), or an empty path after a test failure naming why.
+// --tensor-scheme '*=SCHEME'; "keep": --quant keep), or an empty path after a test failure
+// naming why.
 inline std::filesystem::path repacked_fixture(const std::filesystem::path& source, const std::string& scheme) {
   static std::map<std::string, std::filesystem::path> done;
   static TempDir dir("memra-repacked");
@@ -29,7 +30,7 @@ inline std::filesystem::path repacked_fixture(const std::filesystem::path& sourc
   o.plugins = &build_plugins();
   o.source = source;
   o.output = dir / (std::to_string(done.size()) + "-" + scheme + ".memra");
-  o.overrides = {{"*", scheme}};
+  if (scheme != "keep") o.overrides = {{"*", scheme}};
   o.threads = 2;
   auto r = repack::repack_checkpoint(o);
   EXPECT_TRUE(r.ok()) << source << " -> " << scheme << ": " << (r.ok() ? "" : r.error().message);

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -112,12 +114,61 @@ void fill(const Layout& l, uint8_t* dst, int64_t cols, int64_t r0, int64_t r1, u
     }
 }
 
+// A matrix in a quant plugin's own scheme (one the table above does not know): random
+// values like fill's, quantised by the scheme's plugin, rows split over threads.
+Status fill_by_plugin(const plugins::QuantPlugin& q, const std::string& scheme, std::vector<uint8_t>& buf, int64_t rows,
+                      int64_t cols, uint64_t seed, unsigned threads) {
+  auto row_bytes = q.weight_bytes(scheme, 1, cols);
+  if (!row_bytes) return row_bytes.error();
+  buf.assign(static_cast<size_t>(rows) * *row_bytes, 0);
+  std::vector<std::thread> pool;
+  std::vector<std::optional<Error>> errors(threads);
+  for (unsigned k = 0; k < threads; ++k) {
+    const int64_t r0 = rows * k / threads, r1 = rows * (k + 1) / threads;
+    pool.emplace_back([&, k, r0, r1] {
+      uint64_t s = seed + k;
+      constexpr int64_t kChunk = 64;
+      std::vector<float> x;
+      for (int64_t r = r0; r < r1; r += kChunk) {
+        const int64_t n = std::min(kChunk, r1 - r);
+        x.resize(static_cast<size_t>(n * cols));
+        for (float& v : x) v = small_value(splitmix(s));
+        auto dst = std::span<std::byte>(reinterpret_cast<std::byte*>(buf.data() + r * *row_bytes), static_cast<size_t>(n) * *row_bytes);
+        if (auto st = q.quantize(scheme, x, n, cols, dst); !st) {
+          errors[k] = st.error();
+          return;
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) return *e;
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_config_json, const std::string& scheme,
                                                           const plugins::PluginHost& plugins, uint64_t seed) {
-  const Layout* l = layout(scheme);
-  if (!l) return make_error(ErrorCode::invalid_argument, "unknown weight scheme '" + scheme + "' (bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs, fp8)");
+  // Built-in layouts are filled with random codes directly; any other scheme a quant plugin
+  // serves (nvfp4, a third party's) gets random values quantised by its plugin, with the
+  // embedding-side matrices its mix keeps as stored (memra_scheme_info.keep_as_stored) in bf16.
+  std::optional<plugins::QuantPlugin> by_plugin;
+  int32_t keep_as_stored = 0;
+  if (!layout(scheme)) {
+    auto q = plugins.quant_for(scheme, plugins.device_info());
+    if (!q)
+      return make_error(ErrorCode::invalid_argument, "unknown weight scheme '" + scheme + "': no installed quant plugin serves it "
+                                                     "(bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k, iq4_xs, fp8 and the plugins' schemes)");
+    const memra_quant_api& api = q->api();
+    if (MEMRA_STRUCT_HAS(&api, memra_quant_api, scheme_info) && api.scheme_info) {
+      memra_scheme_info si{};
+      si.struct_size = MEMRA_SCHEME_INFO_STRUCT_SIZE;
+      if (api.scheme_info(q->ctx(), scheme.c_str(), &si) == MEMRA_OK) keep_as_stored = si.keep_as_stored;
+    }
+    by_plugin = std::move(*q);
+  }
   auto raw = raw_config_from_hf_json(hf_config_json);
   if (!raw) return raw.error();
   auto normalised = normalize_checkpoint(*raw, plugins);
@@ -154,9 +205,18 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
       w.dtype = MEMRA_DTYPE_F32;
       w.bytes = v.size() * 4;
       w.data = v.data();
+    } else if (by_plugin && !((name == "token_embd.weight" && (keep_as_stored & MEMRA_KEEP_TOKEN_EMBD)) ||
+                              (name == "output.weight" && (keep_as_stored & MEMRA_KEEP_HEAD)))) {
+      auto& buf = storage->emplace_back();
+      MEMRA_TRY(fill_by_plugin(*by_plugin, scheme, buf, shape[0], shape[1], seed * 1000003 + storage->size() * 131, threads));
+      w.quant = src->strings.emplace_back(scheme).c_str();
+      w.dtype = MEMRA_DTYPE_BLOCKS;
+      w.bytes = buf.size();
+      w.data = buf.data();
     } else {
-      // fp8 checkpoints keep the input embedding table in 16 bits (docs/FORMAT.md).
-      const Layout* l = name == "token_embd.weight" && scheme == "fp8" ? layout("bf16") : layout(scheme);
+      // fp8 checkpoints keep the input embedding table in 16 bits (docs/FORMAT.md), as do the
+      // plugin schemes whose mix keeps it.
+      const Layout* l = (name == "token_embd.weight" && scheme == "fp8") || by_plugin ? layout("bf16") : layout(scheme);
       const int64_t rows = shape[0], cols = shape[1];
       if (cols % l->block_elems != 0) return make_error(ErrorCode::unsupported, name + ": row length breaks the " + scheme + " block size");
       const int64_t row_bytes = cols / l->block_elems * l->block_bytes;

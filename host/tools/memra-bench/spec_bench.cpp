@@ -16,7 +16,7 @@
 #include "host/engine/generate.hpp"
 #include "host/engine/text_model.hpp"
 #include "repack/quant/fp_convert.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 
 namespace memra::bench {
 namespace {

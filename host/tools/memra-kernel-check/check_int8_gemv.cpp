@@ -1,7 +1,7 @@
 // Integer-activation decode GEMVs (kernels/matmul/gemv_int8.cuh, numeric contract v2)
 // against their CPU reference (plugins/quant-common/gemv_int8_ref.cpp), which implements the
 // same integer dots and the same f32 operations in the same order: every check here
-// is bitwise. Weights come from repack/quantize's real quantisers (q8_0, q4_k, q5_k,
+// is bitwise. Weights come from the quant plugins' real quantisers (q8_0, q4_k, q5_k,
 // q6_k, iq4_xs; q4_0's blocks are random bytes with sane f16 scales), inputs are fresh random
 // draws per run (--seed), outputs are poisoned before each launch, and a guard tail past
 // the output must stay poisoned. Then the int8-activation error against the exact
@@ -14,7 +14,7 @@
 #include "host/tools/memra-kernel-check/int8_gemv_util.hpp"
 #include "plugins/quant-common/gemv_int8_ref.hpp"
 #include "repack/quant/dequant.hpp"
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 
 namespace memra::kcheck {
 namespace {

@@ -54,8 +54,8 @@ void check_moe(Device& d, Report& r, const CheckOptions& o) {
   const std::vector<MoeShape> shapes = o.quick ? std::vector<MoeShape>{{8, 2, 256, 256, 0}, {16, 4, 256, 256, 256}}
                                                : std::vector<MoeShape>{{8, 2, 256, 256, 0},
                                                                        {16, 4, 512, 256, 256},
-                                                                       {128, 8, 256, 512, 0},
-                                                                       {512, 8, 256, 256, 512}};
+                                                                       {128, 8, 256, 256, 0},
+                                                                       {512, 8, 128, 128, 256}};
   for (const char* scheme : {"f32", "bf16", "q8_0", "q4_k", "q6_k", "iq4_xs"})
     for (const MoeShape& sh : shapes)
       for (bool normalize : {false, true}) {

@@ -39,6 +39,7 @@ typedef struct memra_matmul_args {
  * a registration for another arch than the registrar's device is refused. */
 struct memra_matmul_kernels;
 struct memra_scheme_info;
+struct memra_import_args;
 
 typedef struct memra_kernel_desc {
   size_t struct_size;
@@ -188,8 +189,12 @@ typedef struct memra_quant_api {
    * --quant target, matrices only, token_embd kept as stored, no mix): the scheme's layout,
    * the numerics of its prompt rows, which every backend follows, and memra-repack's mix. */
   memra_status (*scheme_info)(memra_plugin_ctx* ctx, const char* scheme, struct memra_scheme_info* out);
+  /* 2.12, optional (NULL: the plugin reads no checkpoint form): a weight a checkpoint stores
+   * already quantised (FP8 with scales, NVFP4, ...) read as published into one of this
+   * plugin's schemes; see memra_import_args. */
+  memra_status (*import_tensor)(memra_plugin_ctx* ctx, struct memra_import_args* args);
 } memra_quant_api;
-#define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, scheme_info)
+#define MEMRA_QUANT_API_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_quant_api, import_tensor)
 
 /* 2.10: prompt rows' numerics (memra_scheme_info.prompt; the GEMM forms above).
  *  EXACT           as the generated rows (f32 and f16 weights: f32 activations, the
@@ -223,6 +228,45 @@ typedef struct memra_scheme_info {
   int32_t keep_as_stored;   /* MEMRA_KEEP_* bits */
 } memra_scheme_info;
 #define MEMRA_SCHEME_INFO_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_scheme_info, keep_as_stored)
+
+/* 2.12: a checkpoint tensor as stored (Hugging Face safetensors). */
+typedef struct memra_checkpoint_tensor {
+  size_t struct_size;
+  const char* name;     /* as the checkpoint spells it */
+  const char* dtype;    /* safetensors' dtype name: "F8_E4M3", "U8", "F32", "BF16", ... */
+  int32_t ndim;         /* 0 (a scalar) .. 8 */
+  int64_t shape[8];     /* outermost first */
+  const void* data;     /* the stored bytes (little-endian, row-major) */
+  uint64_t bytes;
+} memra_checkpoint_tensor;
+#define MEMRA_CHECKPOINT_TENSOR_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_checkpoint_tensor, bytes)
+
+/* 2.12: memra_quant_api.import_tensor's arguments. memra-repack asks the quant plugins, in
+ * their load order, about every checkpoint tensor "<p>.weight" that is not a float tensor
+ * or has tensors "<p>.<x>" beside it (other than "<p>.bias"), passing those as siblings.
+ *  Match (dst == NULL): the plugin returns MEMRA_ERR_UNSUPPORTED when it does not read this
+ *    form; else it checks the whole form (shapes, dtypes, every scale finite) and fills
+ *    scheme (one of its own), rows and cols (the matrix it becomes) and `used` (bit i:
+ *    siblings[i] is part of this weight; memra loads no used sibling as a tensor of its
+ *    own), or refuses a broken form with MEMRA_ERR_INVALID_ARGUMENT and a message naming
+ *    the tensor (memra-repack then writes nothing).
+ *  Write (dst != NULL, after a match, with the same weight and siblings): rows
+ *    [row0, row0 + row_count) of the matrix in the scheme's layout into dst (dst_bytes =
+ *    weight_bytes(scheme, row_count, cols)); codes a scheme cannot hold (NaN) are refused
+ *    with MEMRA_ERR_INVALID_ARGUMENT. */
+typedef struct memra_import_args {
+  size_t struct_size;
+  const memra_checkpoint_tensor* weight;
+  const memra_checkpoint_tensor* siblings;
+  size_t sibling_count;          /* at most 64 */
+  int64_t row0, row_count;       /* write */
+  void* dst;
+  uint64_t dst_bytes;
+  char scheme[32];               /* match: out */
+  int64_t rows, cols;            /* match: out */
+  uint64_t used;                 /* match: out */
+} memra_import_args;
+#define MEMRA_IMPORT_ARGS_STRUCT_SIZE MEMRA_STRUCT_SIZE(memra_import_args, used)
 
 MEMRA_EXTERN_C_END
 

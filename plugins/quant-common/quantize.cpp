@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "repack/quantize/quantize.hpp"
+#include "plugins/quant-common/quantize.hpp"
 
 namespace memra::quant {
 namespace {

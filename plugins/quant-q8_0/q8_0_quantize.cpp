@@ -8,8 +8,8 @@
 // amax/127 directly.
 #include <cmath>
 
-#include "repack/quantize/quantize.hpp"
-#include "repack/quantize/quantize_internal.hpp"
+#include "plugins/quant-common/quantize.hpp"
+#include "plugins/quant-common/quantize_internal.hpp"
 
 namespace memra::quant {
 namespace {

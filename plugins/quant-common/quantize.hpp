@@ -1,4 +1,6 @@
-// CPU quantizers: float32 -> the weight layouts memra's quant plugins read.
+// CPU quantizers: float32 -> the weight layouts memra's quant plugins read. Each scheme's
+// quantiser is in its plugin's folder (plugins/quant-<s>/<s>_quantize.cpp); the dispatcher
+// (quantize.cpp) and the shared search helpers (quantize_internal.hpp) here.
 //
 //   q8_0, q4_0, q4_k, q5_k, GGUF block layouts, byte-compatible with ggml, so the exact
 //   q6_k, iq4_xs            dequantizers in repack/quant (and llama.cpp) read them.

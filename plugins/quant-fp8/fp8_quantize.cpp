@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "repack/quant/fp_convert.hpp"
-#include "repack/quantize/quantize.hpp"
-#include "repack/quantize/quantize_internal.hpp"
+#include "plugins/quant-common/quantize.hpp"
+#include "plugins/quant-common/quantize_internal.hpp"
 
 namespace memra::quant {
 

@@ -11,8 +11,8 @@
 // worse than ggml's; a block already on the grid (a at code 0 or 15) comes back exactly.
 #include <cmath>
 
-#include "repack/quantize/quantize.hpp"
-#include "repack/quantize/quantize_internal.hpp"
+#include "plugins/quant-common/quantize.hpp"
+#include "plugins/quant-common/quantize_internal.hpp"
 
 namespace memra::quant {
 namespace {
