@@ -135,24 +135,35 @@ Result<std::unique_ptr<ModelSource>> open_gguf(const std::string& path, const pl
   auto family = normalize_checkpoint(*raw, plugins);
   if (!family) return family.error();
   src->config = family->config;
+  // Canonical names, and the tensors the family assembles from parts (a fused expert tensor
+  // split, ...); a tensor named as it stands stays where the file maps it.
+  std::vector<StoredTensor> stored;
   for (const gguf::Tensor& t : shared->tensors()) {
-    auto name = family->canonical_name(t.name());
-    if (!name) return name.error();
-    if (!*name) continue;
-    const std::vector<uint64_t> shape = t.info->shape();
-    if (shape.size() == 1) {
-      auto v = shared->dequantize(t);
-      if (!v) return v.error();
-      MEMRA_TRY(add_f32_copy(*src, **name, shape, std::move(*v)));
-      continue;
-    }
     std::string scheme = quant::ggml_type_name(t.info->type);
     std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    stored.push_back({t.name(), t.info->shape(), scheme, static_cast<const uint8_t*>(t.data), t.info->nbytes});
+  }
+  auto tensors = assemble_tensors(*family, stored, false);
+  if (!tensors) return tensors.error();
+  for (const AssembledTensor& a : *tensors) {
+    if (a.shape.size() == 1) {
+      auto v = shared->dequantize(shared->tensors()[a.sources[0]]);
+      if (!v) return v.error();
+      MEMRA_TRY(add_f32_copy(*src, a.name, a.shape, std::move(*v)));
+      continue;
+    }
     memra_dtype dtype = MEMRA_DTYPE_BLOCKS;
-    if (scheme == "f32") dtype = MEMRA_DTYPE_F32;
-    else if (scheme == "f16") dtype = MEMRA_DTYPE_F16;
-    else if (scheme == "bf16") dtype = MEMRA_DTYPE_BF16;
-    src->weights.push_back(make_weight(*src, **name, scheme, dtype, shape, t.data, t.info->nbytes));
+    if (a.scheme == "f32") dtype = MEMRA_DTYPE_F32;
+    else if (a.scheme == "f16") dtype = MEMRA_DTYPE_F16;
+    else if (a.scheme == "bf16") dtype = MEMRA_DTYPE_BF16;
+    const void* data = a.segments[0].data;
+    if (a.segments.size() > 1) {  // assembled by the family: rows copied together
+      std::vector<uint8_t>& bytes = src->assembled.emplace_back();
+      bytes.reserve(a.bytes);
+      for (const TensorSegment& seg : a.segments) bytes.insert(bytes.end(), seg.data, seg.data + seg.bytes);
+      data = bytes.data();
+    }
+    src->weights.push_back(make_weight(*src, a.name, a.scheme, dtype, a.shape, data, a.bytes));
   }
   return src;
 }

@@ -159,6 +159,14 @@ std::optional<std::string> hf_expert_parts(const std::string& b, std::string_vie
   return std::nullopt;
 }
 
+std::optional<std::string> gguf_fused_expert_parts(std::string_view name) {
+  constexpr std::string_view kFused = ".ffn_gate_up_exps.weight";
+  if (name.size() <= kFused.size() || name.substr(name.size() - kFused.size()) != kFused) return std::nullopt;
+  const std::string b(name.substr(0, name.size() - kFused.size() + 1));  // "blk.L."
+  return json::array({{{"name", b + "ffn_gate_exps.weight"}, {"split", {0, 2}}}, {{"name", b + "ffn_up_exps.weight"}, {"split", {1, 2}}}})
+      .dump();
+}
+
 std::optional<std::string> hf_stacked_expert_name(const std::string& b, std::string_view rest) {
   if (rest == "experts.down_proj" || rest == "experts.down_proj.weight") return b + "ffn_down_exps.weight";
   return std::nullopt;

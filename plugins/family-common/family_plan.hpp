@@ -73,6 +73,10 @@ std::string_view strip_prefix(std::string_view name, std::initializer_list<std::
 // transformers 5's fused "experts.gate_up_proj" [E][2 * width][hidden] → its halves, gate then
 // up. nullopt for anything else.
 std::optional<std::string> hf_expert_parts(const std::string& block, std::string_view rest);
+// llama.cpp's fused "blk.L.ffn_gate_up_exps.weight" [E][2 * width][hidden] (its converter's
+// --fuse-gate-up-exps: torch.cat([gate, up], dim=1)) as its halves, gate then up; nullopt for
+// any other GGUF name.
+std::optional<std::string> gguf_fused_expert_parts(std::string_view name);
 // transformers 5's stacked "experts.down_proj" [E][hidden][width] (after "mlp."): the canonical
 // "blk.L.ffn_down_exps.weight" as it stands; nullopt for anything else.
 std::optional<std::string> hf_stacked_expert_name(const std::string& block, std::string_view rest);

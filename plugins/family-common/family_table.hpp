@@ -7,6 +7,7 @@
 //     static std::string normalize_config(const char* raw_json);
 //     static std::optional<std::string> canonical_hf_name(std::string_view hf_name);
 //     static std::optional<std::string> hf_tensor_parts(std::string_view hf_name);  // optional (tensor_parts, 2.11)
+//     static std::optional<std::string> gguf_tensor_parts(std::string_view name);   // optional (tensor_parts, 2.11)
 //     static bool gguf_names_are_canonical;  // GGUF tensor names pass through
 //     static bool plan_from_config(const char* config_json, Plan&, std::string& error);
 //     static void plan_bind_state(Plan&);   // re-points plan.info after a copy
@@ -61,8 +62,8 @@ struct FamilyTable {
     });
   }
 
-  // ABI 2.11: the parts a Hugging Face tensor is of canonical ones (stacked experts), from
-  // Traits::hf_tensor_parts when the family has one; GGUF tensors are whole.
+  // ABI 2.11: the parts a checkpoint tensor is of canonical ones (stacked experts, fused ones
+  // split), from Traits::hf_tensor_parts / gguf_tensor_parts when the family has them.
   static memra_status tensor_parts(memra_plugin_ctx* ctx, const char* format, const char* source_name, char* buf,
                                    size_t buf_size, size_t* needed) {
     return guarded(ctx, [&] {
@@ -70,6 +71,10 @@ struct FamilyTable {
       if constexpr (requires { Traits::hf_tensor_parts(std::string_view()); }) {
         if (std::strcmp(format, "hf") == 0)
           if (const std::optional<std::string> parts = Traits::hf_tensor_parts(source_name)) return write_string(*parts, buf, buf_size, needed);
+      }
+      if constexpr (requires { Traits::gguf_tensor_parts(std::string_view()); }) {
+        if (std::strcmp(format, "gguf") == 0)
+          if (const std::optional<std::string> parts = Traits::gguf_tensor_parts(source_name)) return write_string(*parts, buf, buf_size, needed);
       }
       return MEMRA_ERR_NOT_FOUND;
     });

@@ -1,5 +1,6 @@
 // family-llama plugin entry points: descriptor, init, and the family table
 // (family-common's FamilyTable over this family's pieces).
+#include "family_plan.hpp"
 #include "family_table.hpp"
 #include "llama_config.hpp"
 #include "llama_forward.hpp"
@@ -14,6 +15,7 @@ struct Llama {
   static std::string normalize_config(const char* raw) { return memra::llama::normalize_config(raw); }
   static std::optional<std::string> canonical_hf_name(std::string_view n) { return memra::llama::canonical_hf_name(n); }
   static std::optional<std::string> hf_tensor_parts(std::string_view n) { return memra::llama::hf_tensor_parts(n); }
+  static std::optional<std::string> gguf_tensor_parts(std::string_view n) { return memra::family::gguf_fused_expert_parts(n); }
   static constexpr bool gguf_names_are_canonical = true;
   static bool plan_from_config(const char* c, Plan& p, std::string& e) { return memra::llama::plan_from_config(c, p, e); }
   static void plan_bind_state(Plan& p) { memra::llama::plan_bind_state(p); }

@@ -1,5 +1,6 @@
 // family-qwen3next plugin entry points: descriptor, init (the family table and the ops
 // the family brings), through family-common's FamilyTable.
+#include "family_plan.hpp"
 #include "family_table.hpp"
 #include "memra/memra.h"
 #include "qwen3next_config.hpp"
@@ -17,6 +18,7 @@ struct Qwen3Next {
   static std::string normalize_config(const char* raw) { return q::normalize_config(raw); }
   static std::optional<std::string> canonical_hf_name(std::string_view n) { return q::canonical_hf_name(n); }
   static std::optional<std::string> hf_tensor_parts(std::string_view n) { return q::hf_tensor_parts(n); }
+  static std::optional<std::string> gguf_tensor_parts(std::string_view n) { return memra::family::gguf_fused_expert_parts(n); }
   static constexpr bool gguf_names_are_canonical = true;  // llama.cpp's names are the canonical ones
   static bool plan_from_config(const char* c, Plan& p, std::string& e) { return q::plan_from_config(c, p, e); }
   static void plan_bind_state(Plan& p) { q::plan_bind_state(p); }

@@ -202,21 +202,27 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
     if (!family) return family.error();
     s->config_ = family->config;
     s->weight_files_.push_back(s->path_);
+    std::vector<StoredTensor> stored;
     for (const gguf::Tensor& t : shared->tensors()) {
-      SourceTensor st;
-      st.source_name = t.name();
-      auto canonical = family->canonical_name(t.name());
-      if (!canonical) return canonical.error();
-      st.name = canonical->value_or(t.name());
-      st.shape = t.info->shape();
-      st.scheme = format::scheme_of_ggml_type(t.info->type);
-      st.data = t.data;
-      st.bytes = t.info->nbytes;
-      st.segments.push_back({st.data, st.bytes});
-      st.file = s->path_;
-      if (st.scheme.empty())
-        return make_error(ErrorCode::unsupported, "tensor '" + st.name + "' of " + s->path_.string() + " has ggml type " +
+      const std::string scheme = format::scheme_of_ggml_type(t.info->type);
+      if (scheme.empty())
+        return make_error(ErrorCode::unsupported, "tensor '" + t.name() + "' of " + s->path_.string() + " has ggml type " +
                                                       std::to_string(t.info->type) + ", which memra does not know");
+      stored.push_back({t.name(), t.info->shape(), scheme, static_cast<const uint8_t*>(t.data), t.info->nbytes});
+    }
+    // The family's names, and the tensors it assembles from parts (a fused expert tensor split, ...).
+    auto assembled = assemble_tensors(*family, stored, true);
+    if (!assembled) return assembled.error();
+    for (const AssembledTensor& a : *assembled) {
+      SourceTensor st;
+      st.source_name = stored[a.sources[0]].name;
+      st.name = a.name;  // a tensor the family does not read keeps its name
+      st.shape = a.shape;
+      st.scheme = a.scheme;
+      for (const TensorSegment& seg : a.segments) st.segments.push_back({seg.data, seg.bytes});
+      st.data = a.segments.size() == 1 ? a.segments[0].data : nullptr;
+      st.bytes = a.bytes;
+      st.file = s->path_;
       s->tensors_.push_back(std::move(st));
     }
     if (shared->find("tokenizer.ggml.tokens")) {

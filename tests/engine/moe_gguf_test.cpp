@@ -45,8 +45,10 @@ constexpr uint32_t kGgmlF32 = 0, kGgmlBf16 = 30;
 // The fixture as llama.cpp's converter writes it, matrices in `type` (F32 or BF16: the
 // checkpoint's bf16 bits as they are); `norm_key`: write qwen3moe.expert_weights_norm with
 // this value (-1: leave it out, as the converter does); `short_gate`: blk.0.ffn_gate_exps stacks
-// one expert fewer than the file says it has (a malformed file).
-fs::path qwen3_moe_gguf(const fs::path& dir, const fs::path& out, uint32_t type, int norm_key, bool short_gate = false) {
+// one expert fewer than the file says it has (a malformed file); `fuse`: gate and up as one
+// ffn_gate_up_exps [E][2 * width][hidden] per layer (the converter's --fuse-gate-up-exps:
+// torch.cat([gate, up], dim=1)).
+fs::path qwen3_moe_gguf(const fs::path& dir, const fs::path& out, uint32_t type, int norm_key, bool short_gate = false, bool fuse = false) {
   auto ck = memra::safetensors::Checkpoint::open(dir.string());
   EXPECT_TRUE(ck.ok());
   if (!ck.ok()) return {};
@@ -109,6 +111,21 @@ fs::path qwen3_moe_gguf(const fs::path& dir, const fs::path& out, uint32_t type,
     const bool f32 = type == kGgmlF32 || t.shape.size() == 1 || name.ends_with("ffn_gate_inp.weight");
     w.tensor(name, std::vector<uint64_t>(t.shape.rbegin(), t.shape.rend()), f32 ? kGgmlF32 : type, bytes_of(t, f32));
   }
+  if (fuse)
+    for (const std::string layer : {"0", "1"}) {
+      const auto& gate = experts["blk." + layer + ".ffn_gate_exps.weight"];
+      const auto& up = experts["blk." + layer + ".ffn_up_exps.weight"];
+      std::vector<uint8_t> data;
+      for (size_t e = 0; e < gate.size(); ++e)
+        for (const auto* t : {gate[e], up[e]}) {
+          const auto b = bytes_of(*t, type == kGgmlF32);
+          data.insert(data.end(), b.begin(), b.end());
+        }
+      const auto& s = gate[0]->shape;
+      w.tensor("blk." + layer + ".ffn_gate_up_exps.weight", {s[1], 2 * s[0], gate.size()}, type, std::move(data));
+      experts.erase("blk." + layer + ".ffn_gate_exps.weight");
+      experts.erase("blk." + layer + ".ffn_up_exps.weight");
+    }
   for (const auto& [name, per_expert] : experts) {  // torch.stack(datas, dim=0)
     std::vector<uint8_t> data;
     const size_t count = short_gate && name == "blk.0.ffn_gate_exps.weight" ? per_expert.size() - 1 : per_expert.size();
@@ -125,6 +142,26 @@ fs::path qwen3_moe_gguf(const fs::path& dir, const fs::path& out, uint32_t type,
   const std::vector<uint8_t> file = w.finish();
   std::ofstream(out, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
   return out;
+}
+
+// `from` (one safetensors file) rewritten without tensor `drop`.
+void write_safetensors_without(const fs::path& from, const fs::path& to, const std::string& drop) {
+  auto ck = memra::safetensors::Checkpoint::open(from.parent_path().string());
+  ASSERT_TRUE(ck.ok());
+  nlohmann::ordered_json header;
+  std::vector<uint8_t> data;
+  for (const auto& t : ck->tensors()) {
+    if (t.name == drop) continue;
+    header[t.name] = {{"dtype", memra::safetensors::dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.nbytes}}};
+    data.insert(data.end(), t.data, t.data + t.nbytes);
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');
+  std::ofstream out(to, std::ios::binary);
+  const uint64_t n = h.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
 std::unique_ptr<Engine> load(const fs::path& path, memra_backend_kind kind, memra_dtype kv) {
@@ -169,7 +206,8 @@ double worst_against(const std::vector<std::vector<float>>& rows, const memra::t
 using MoeGguf = memra::testing::BackendTest;
 
 // The float32 GGUF (expert_weights_norm false) against transformers, and bitwise the
-// Hugging Face checkpoint repacked to f32 (its per-expert tensors stacked by the family).
+// Hugging Face checkpoint repacked to f32 (its per-expert tensors stacked by the family) and
+// the GGUF with gate and up fused (ffn_gate_up_exps, split by the family).
 TEST_P(MoeGguf, Qwen3MoeStackedF32MatchesTransformersAndTheStackedCheckpoint) {
   const fs::path dir = memra::testing::fixture("models/qwen3_moe");
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
@@ -191,6 +229,11 @@ TEST_P(MoeGguf, Qwen3MoeStackedF32MatchesTransformersAndTheStackedCheckpoint) {
   ASSERT_FALSE(f32.empty());
   const auto want = rows_of(f32, GetParam(), MEMRA_DTYPE_F32, ref.input_ids, 8);
   EXPECT_EQ(memra::testing::rows_differing(want, got), "") << "the GGUF's stacked experts differ from the checkpoint's stacked ones";
+  // The converter's --fuse-gate-up-exps form (ffn_gate_up_exps, split by the family's parts).
+  const fs::path fused = qwen3_moe_gguf(dir, tmp.path() / "qwen3_moe-fused-F32.gguf", kGgmlF32, 0, false, true);
+  ASSERT_FALSE(fused.empty());
+  EXPECT_EQ(memra::testing::rows_differing(want, rows_of(fused, GetParam(), MEMRA_DTYPE_F32, ref.input_ids, 8)), "")
+      << "the fused gate_up experts differ from the separate ones";
 }
 
 // The BF16 GGUF as the converter writes it (matrices bf16, the router and norms f32), with
@@ -221,8 +264,8 @@ TEST_P(MoeGguf, Qwen3MoeStackedBf16AsTheConverterWritesIt) {
 }
 
 // memra-repack writes the stacked experts in every scheme as [E][rows][cols] tensors (E * rows
-// rows of cols), from either form: the GGUF's stacked tensors and the checkpoint's per-expert
-// ones give byte-identical .memra experts (the same float32 values, quantised row by row), and
+// rows of cols), from every form: the GGUF's stacked tensors, the checkpoint's per-expert ones
+// and the GGUF's fused gate_up give byte-identical .memra experts (the same float32 values, quantised row by row), and
 // the repacked GGUF loads to the GGUF's own logits (f32: bitwise).
 TEST_P(MoeGguf, Qwen3MoeStackedExpertsRepackInEveryScheme) {
   if (GetParam() != MEMRA_BACKEND_CPU) GTEST_SKIP() << "a repack property; the CPU instance runs it";
@@ -230,13 +273,15 @@ TEST_P(MoeGguf, Qwen3MoeStackedExpertsRepackInEveryScheme) {
   if (!memra::testing::has_reference(dir)) GTEST_SKIP() << "fixture " << dir << " absent (expects ../shared/fixtures)";
   memra::testing::TempDir tmp("memra-moe-gguf");
   const fs::path gguf = qwen3_moe_gguf(dir, tmp.path() / "qwen3_moe-F32.gguf", kGgmlF32, 0);
+  const fs::path fused = qwen3_moe_gguf(dir, tmp.path() / "qwen3_moe-fused-F32.gguf", kGgmlF32, 0, false, true);
   ASSERT_FALSE(gguf.empty());
+  ASSERT_FALSE(fused.empty());
   for (const std::string quant : {"f32", "bf16", "q8_0", "q4_k", "q6_k", "q4_0", "iq4_xs", "fp8"}) {
     SCOPED_TRACE(quant);
-    std::map<std::string, std::vector<uint8_t>> exps[2];
-    std::string schemes[2];
+    std::map<std::string, std::vector<uint8_t>> exps[3];
+    std::string schemes[3];
     int i = 0;
-    for (const fs::path& src : {gguf, dir}) {
+    for (const fs::path& src : {gguf, dir, fused}) {
       memra::repack::RepackOptions o;
       o.plugins = &memra::testing::build_plugins();
       o.source = src;
@@ -258,11 +303,14 @@ TEST_P(MoeGguf, Qwen3MoeStackedExpertsRepackInEveryScheme) {
       ++i;
     }
     EXPECT_EQ(exps[0].size(), 6u);  // 2 layers x gate, up, down
-    EXPECT_EQ(schemes[0], schemes[1]);
     EXPECT_NE(schemes[0], "");
-    for (const auto& [name, bytes] : exps[0]) {
-      ASSERT_TRUE(exps[1].count(name)) << name;
-      EXPECT_TRUE(bytes == exps[1][name]) << name << " (" << schemes[0] << ") differs between the GGUF's and the checkpoint's repack";
+    for (int other : {1, 2}) {
+      EXPECT_EQ(schemes[0], schemes[other]);
+      for (const auto& [name, bytes] : exps[0]) {
+        ASSERT_TRUE(exps[other].count(name)) << name;
+        EXPECT_TRUE(bytes == exps[other][name]) << name << " (" << schemes[0] << ") differs between the GGUF's and the "
+                                                << (other == 1 ? "checkpoint's" : "fused GGUF's") << " repack";
+      }
     }
     if (quant == "f32") {
       const auto prompt = memra::testing::reference_prompt(dir);
@@ -274,8 +322,9 @@ TEST_P(MoeGguf, Qwen3MoeStackedExpertsRepackInEveryScheme) {
 }
 
 // A stacked tensor whose expert count disagrees with the config is refused at load, naming it:
-// a GGUF whose blk.0.ffn_gate_exps holds 7 of its 8 experts, and a checkpoint whose config says
-// 4 experts where it stores 8 (the router, checked first, is named there).
+// a GGUF whose blk.0.ffn_gate_exps holds 7 of its 8 experts, a checkpoint whose config says 4
+// experts where it stores 8 (the router, checked first, is named there), and a checkpoint that
+// lacks one expert's matrix (the stacked tensor and the missing slice named).
 TEST_P(MoeGguf, StackedExpertsOfAnotherCountAreRefusedNamingTheTensor) {
   if (GetParam() != MEMRA_BACKEND_CPU) GTEST_SKIP() << "a load-time check; the CPU instance runs it";
   const fs::path dir = memra::testing::fixture("models/qwen3_moe");
@@ -305,6 +354,14 @@ TEST_P(MoeGguf, StackedExpertsOfAnotherCountAreRefusedNamingTheTensor) {
   const std::string four = refused(tmp.path() / "m");
   EXPECT_NE(four.find("tensor 'blk.0.ffn_gate_inp.weight' has shape [8, 256], which does not match the config's [4, 256]"), std::string::npos)
       << four;
+  // The checkpoint without one expert's gate (layer 0, expert 3): the stacked tensor lacks a slice.
+  fs::create_directories(tmp.path() / "h");
+  for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(dir / f, tmp.path() / "h" / f);
+  write_safetensors_without(dir / "model.safetensors", tmp.path() / "h" / "model.safetensors", "model.layers.0.mlp.experts.3.gate_proj.weight");
+  const std::string hole = refused(tmp.path() / "h");
+  EXPECT_NE(hole.find("tensor 'blk.0.ffn_gate_exps.weight' stacks 7 checkpoint tensors, but slice 3 is missing"), std::string::npos) << hole;
+  std::cout << "[ expert 3's gate missing ] " << hole << "\n";
   // memra-repack refuses it before writing, naming the user's tensor.
   memra::repack::RepackOptions o;
   o.plugins = &memra::testing::build_plugins();
