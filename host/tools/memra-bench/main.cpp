@@ -37,7 +37,8 @@ void usage() {
       "read) x tok/s / the device-to-device copy bandwidth measured in the same run. Medians of --repeats\n"
       "runs after a warm-up. MODEL is a checkpoint (safetensors directory, .gguf, .memra); without it a\n"
       "random-weight model of the --model shape in the --quant scheme is made in memory.\n\n"
-      "  --model SHAPE           shape of the random model: qwen3-8b (default), tiny, qwen3.5-27b,\n"
+      "  --model SHAPE           shape of the random model: qwen3-8b (default), tiny, qwen3-30b-a3b\n"
+      "                          (Qwen3-MoE: 128 experts, top-8, stacked as llama.cpp stacks them), qwen3.5-27b,\n"
       "                          qwen3.5-27b-16l (its first 16 layers, same 3:1 pattern) or\n"
       "                          qwen3.6-35b-a3b (family-qwen3next's hybrids), gemma3-12b\n"
       "                          (Gemma 3 12B's text decoder, family-gemma)\n"
@@ -202,6 +203,7 @@ int main(int argc, char** argv) {
   memra::plugins::PluginHost plugins(std::move(po));
   plugins.discover();
   const std::map<std::string, const char*> shapes = {{"qwen3-8b", memra::bench::kQwen3_8BShape},
+                                                      {"qwen3-30b-a3b", memra::bench::kQwen3_30BA3BShape},
                                                       {"tiny", memra::bench::kTinyShape},
                                                       {"qwen3.5-27b", memra::bench::kQwen35_27BShape},
                                                       {"qwen3.5-27b-16l", memra::bench::kQwen35_27B16LShape},

@@ -192,6 +192,10 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
     const std::string name = t["name"].get<std::string>();
     const std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
     const bool matrix = t["matrix"].get<bool>();
+    // A matrix's rows: a stacked [n][rows][cols] tensor (moe_ffn's experts) is n * rows rows.
+    int64_t mat_rows = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) mat_rows *= shape[i];
+    const int64_t mat_cols = shape.empty() ? 0 : shape.back();
     memra_weight w{};
     w.struct_size = MEMRA_WEIGHT_STRUCT_SIZE;
     w.name = src->strings.emplace_back(name).c_str();
@@ -208,7 +212,7 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
     } else if (by_plugin && !((name == "token_embd.weight" && (keep_as_stored & MEMRA_KEEP_TOKEN_EMBD)) ||
                               (name == "output.weight" && (keep_as_stored & MEMRA_KEEP_HEAD)))) {
       auto& buf = storage->emplace_back();
-      MEMRA_TRY(fill_by_plugin(*by_plugin, scheme, buf, shape[0], shape[1], seed * 1000003 + storage->size() * 131, threads));
+      MEMRA_TRY(fill_by_plugin(*by_plugin, scheme, buf, mat_rows, mat_cols, seed * 1000003 + storage->size() * 131, threads));
       w.quant = src->strings.emplace_back(scheme).c_str();
       w.dtype = MEMRA_DTYPE_BLOCKS;
       w.bytes = buf.size();
@@ -217,7 +221,7 @@ Result<std::unique_ptr<engine::ModelSource>> random_model(const std::string& hf_
       // fp8 checkpoints keep the input embedding table in 16 bits (docs/FORMAT.md), as do the
       // plugin schemes whose mix keeps it.
       const Layout* l = (name == "token_embd.weight" && scheme == "fp8") || by_plugin ? layout("bf16") : layout(scheme);
-      const int64_t rows = shape[0], cols = shape[1];
+      const int64_t rows = mat_rows, cols = mat_cols;
       if (cols % l->block_elems != 0) return make_error(ErrorCode::unsupported, name + ": row length breaks the " + scheme + " block size");
       const int64_t row_bytes = cols / l->block_elems * l->block_bytes;
       auto& buf = storage->emplace_back(static_cast<size_t>(rows * row_bytes));
