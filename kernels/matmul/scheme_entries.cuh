@@ -76,6 +76,34 @@ __device__ __forceinline__ void embedding_row(const uint8_t* __restrict__ table,
   }
 }
 
+// moe_ffn's routed GEMV (host/backend/cuda/ops_moe.cpp) over a stacked [E][rows][cols] tensor
+// of S, expert e's matrix at w + e * expert_bytes: out[(out_base + j) * out_stride + r] =
+// dequant(row r of expert experts[j]) . in[(in_base + j) / in_div] for j < nslots, r < rows. A
+// warp per (j, r): lane l takes units l, l + 32, .. of the row, adding each unit's kUnit
+// products in order to its sum, then the butterfly (xor 16, 8, 4, 2, 1), lane 0 writing. Only
+// the chosen experts' bytes are read, and an output depends on its slot's row and expert only.
+template <class S>
+__device__ __forceinline__ void moe_gemv(const uint8_t* __restrict__ w, int64_t expert_bytes, int64_t row_bytes, int64_t cols,
+                                         const int32_t* __restrict__ experts, int32_t nslots, int64_t rows, const float* __restrict__ in,
+                                         int32_t in_base, int32_t in_div, float* __restrict__ out, int64_t out_stride, int32_t out_base) {
+  const int lane = threadIdx.x & 31;
+  const int64_t id = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (id >= static_cast<int64_t>(nslots) * rows) return;  // whole warps leave together
+  const int32_t j = static_cast<int32_t>(id / rows);
+  const int64_t r = id - static_cast<int64_t>(j) * rows;
+  const uint8_t* row = w + static_cast<int64_t>(experts[j]) * expert_bytes + r * row_bytes;
+  const float* x = in + static_cast<int64_t>((in_base + j) / in_div) * cols;
+  const int64_t units = cols / S::kUnit;
+  float s = 0.0f;
+  for (int64_t u = lane; u < units; u += 32) {
+    float v[S::kUnit];
+    S::unit(row, u, v);
+    for (int e = 0; e < S::kUnit; ++e) s = __fadd_rn(s, __fmul_rn(v[e], x[u * S::kUnit + e]));
+  }
+  for (int off = 16; off > 0; off >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, off));
+  if (lane == 0) out[static_cast<int64_t>(out_base + j) * out_stride + r] = s;
+}
+
 }  // namespace memra::cuda::entries
 
 // memra_gemm_dequant_<name> over units S (a thread per unit of a row; 256 threads).
@@ -86,9 +114,19 @@ __device__ __forceinline__ void embedding_row(const uint8_t* __restrict__ table,
     memra::cuda::entries::dequant_planes<S>(w, row_bytes, rows, k, ld, hi, lo);                                      \
   }
 
-// memra_embedding_<name> over units S (256 threads, a block per token).
-#define MEMRA_DEFINE_EMBEDDING(name, S)                                                                   \
-  extern "C" __global__ void memra_embedding_##name(const uint8_t* table, int64_t row_bytes, int64_t dim, \
-                                                    const int32_t* ids, float scale, float* out) {        \
-    memra::cuda::entries::embedding_row<S>(table, row_bytes, dim, ids, scale, out);                       \
+// memra_embedding_<name> over units S (256 threads, a block per token), and beside it
+// memra_moe_gemv_<name>, moe_ffn's routed GEMV over stacked experts of S (a warp per output;
+// the CUDA backend finds it by the embedding entry's name and falls back to gathering rows
+// through the embedding entry where a module lacks it).
+#define MEMRA_DEFINE_EMBEDDING(name, S)                                                                                    \
+  extern "C" __global__ void memra_embedding_##name(const uint8_t* table, int64_t row_bytes, int64_t dim,                  \
+                                                    const int32_t* ids, float scale, float* out) {                         \
+    memra::cuda::entries::embedding_row<S>(table, row_bytes, dim, ids, scale, out);                                        \
+  }                                                                                                                        \
+  extern "C" __global__ void memra_moe_gemv_##name(const uint8_t* w, int64_t expert_bytes, int64_t row_bytes, int64_t cols, \
+                                                   const int32_t* experts, int32_t nslots, int64_t rows, const float* in,  \
+                                                   int32_t in_base, int32_t in_div, float* out, int64_t out_stride,        \
+                                                   int32_t out_base) {                                                     \
+    memra::cuda::entries::moe_gemv<S>(w, expert_bytes, row_bytes, cols, experts, nslots, rows, in, in_base, in_div, out,   \
+                                      out_stride, out_base);                                                               \
   }

@@ -4,7 +4,9 @@
 // experts and top-1..8, both ways of normalize; the tile ids name the chosen expert's rows of
 // the stacked tensor; a tile dot is its fixed-order sum, so a slot's output is bitwise the same
 // computed alone or among other slots; the combine is the weighted sum in selection order plus
-// the sigmoid-gated shared expert, bitwise the CPU reference's arithmetic.
+// the sigmoid-gated shared expert, bitwise the CPU reference's arithmetic; each scheme's routed
+// GEMV (memra_moe_gemv_<s>) is its stated order over the exact dequantised rows (the scheme's
+// CPU dequantiser), reads the expert each slot chose, and gives a slot the same bits alone.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -13,9 +15,16 @@
 #include <random>
 #include <vector>
 
+#include "kernels/embedding/embedding_ref.hpp"
 #include "kernels/moe/moe_route_ref.hpp"
-#include "tests/cuda/cta_emulator.hpp"  // (last but one: it defines CUDA's keywords as macros)
+#include "tests/cuda/int8_scheme_cases.hpp"
+#include "tests/cuda/cta_emulator.hpp"  // (after it only kernel files: it defines CUDA's keywords as macros)
 #include "kernels/moe/moe_ffn.cu"
+// The schemes' routed GEMVs (kernels/matmul/scheme_entries.cuh, beside their embedding gathers).
+#include "plugins/quant-float/float_entries.cuh"
+#include "plugins/quant-q4_k/q4_k_entries.cuh"
+#include "plugins/quant-q6_k/q6_k_entries.cuh"
+#include "plugins/quant-q8_0/q8_0_entries.cuh"
 
 namespace {
 
@@ -103,6 +112,88 @@ TEST(MoeEmulated, ATileDotIsItsSlotsFixedOrderSumAloneOrInAChunk) {
         for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
       EXPECT_EQ(std::bit_cast<uint32_t>(all[static_cast<size_t>(s * kRows + r)]), std::bit_cast<uint32_t>(lane[0])) << "slot " << s << " row " << r;
     }
+  }
+}
+
+using MoeGemv = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const int32_t*, int32_t, int64_t, const float*, int32_t, int32_t, float*,
+                         int64_t, int32_t);
+
+TEST(MoeEmulated, EachSchemesRoutedGemvIsItsStatedOrderOverTheExactRows) {
+  constexpr int32_t kExperts = 5, kTopK = 2, kTokens = 3;
+  constexpr int64_t kRows = 6, kCols = 512;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  struct Case {
+    const char* name;
+    MoeGemv fn;
+    memra::quant::GgmlType type;
+    int unit;  // the scheme's S::kUnit
+  };
+  using memra::quant::GgmlType;
+  const Case cases[] = {{"q8_0", memra_moe_gemv_q8_0, GgmlType::Q8_0, memra::cuda::SchemeQ8_0::kUnit},
+                        {"q4_k", memra_moe_gemv_q4_k, GgmlType::Q4_K, memra::cuda::SchemeQ4_K::kUnit},
+                        {"q6_k", memra_moe_gemv_q6_k, GgmlType::Q6_K, memra::cuda::SchemeQ6_K::kUnit},
+                        {"f32_u8", memra_moe_gemv_f32_u8, GgmlType::F32, memra_float_entries::F32U8::kUnit},
+                        {"bf16_u8", memra_moe_gemv_bf16_u8, GgmlType::BF16, memra_float_entries::BF16U8::kUnit}};
+  const std::vector<float> logits = random_logits(rng, kTokens, kExperts);
+  const std::vector<float> routes = route(logits, kTokens, kExperts, kTopK, false);
+  std::vector<float> x(static_cast<size_t>(kTokens * kCols));
+  for (float& v : x) v = n(rng);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    // The stacked [E][rows][cols] weight: E * rows rows of the scheme.
+    std::vector<uint8_t> w;
+    int64_t row_bytes = 0;
+    if (c.type == GgmlType::F32 || c.type == GgmlType::BF16) {
+      const int bytes = c.type == GgmlType::F32 ? 4 : 2;
+      row_bytes = kCols * bytes;
+      w.resize(static_cast<size_t>(kExperts * kRows * row_bytes));
+      for (int64_t i = 0; i < kExperts * kRows * kCols; ++i) {
+        const float v = n(rng);
+        if (bytes == 4) std::memcpy(w.data() + 4 * i, &v, 4);
+        else {
+          const uint16_t h = memra::quant::f32_to_bf16(v);
+          std::memcpy(w.data() + 2 * i, &h, 2);
+        }
+      }
+    } else {
+      for (const auto& ic : memra::testing::int8_scheme_cases())
+        if (std::string(ic.name) == c.name) {
+          w = memra::testing::random_int8_weights(ic, rng, kExperts * kRows, kCols);
+          row_bytes = memra::ref::int8_scheme_row_bytes(ic.scheme, kCols);
+        }
+    }
+    ASSERT_GT(row_bytes, 0);
+    // The exact rows (the CPU dequantiser, as the embedding reference gathers them).
+    std::vector<int32_t> all_rows(static_cast<size_t>(kExperts * kRows));
+    for (int32_t i = 0; i < kExperts * kRows; ++i) all_rows[static_cast<size_t>(i)] = i;
+    std::vector<float> exact(static_cast<size_t>(kExperts * kRows * kCols));
+    ASSERT_TRUE(memra::ref::embedding_rows(c.type, w.data(), kCols, all_rows.data(), kExperts * kRows, 1.0f, exact.data()));
+    constexpr int32_t kSlots = kTokens * kTopK;
+    std::vector<int32_t> experts(kSlots);
+    for (int32_t s = 0; s < kSlots; ++s)
+      experts[static_cast<size_t>(s)] = reinterpret_cast<const int32_t*>(routes.data() + (s / kTopK) * 2 * kTopK)[s % kTopK];
+    auto run = [&](int32_t slot0, int32_t nslots, std::vector<float>& out) {
+      memra::cuda_emu::launch(static_cast<unsigned>((nslots * kRows + 7) / 8), 1, 256, [&] {
+        c.fn(w.data(), kRows * row_bytes, row_bytes, kCols, experts.data() + slot0, nslots, kRows, x.data(), slot0, kTopK, out.data(), kRows,
+             slot0);
+      }, [] {});
+    };
+    std::vector<float> all(static_cast<size_t>(kSlots * kRows), NAN), one(all.size(), NAN);
+    run(0, kSlots, all);
+    for (int32_t s = 0; s < kSlots; ++s) run(s, 1, one);
+    EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * 4), 0) << "a slot's outputs depend on the other slots";
+    for (int32_t s = 0; s < kSlots; ++s)
+      for (int64_t r = 0; r < kRows; ++r) {
+        const float* row = exact.data() + (experts[static_cast<size_t>(s)] * kRows + r) * kCols;
+        const float* xr = x.data() + (s / kTopK) * kCols;
+        float lane[32] = {};
+        for (int64_t u = 0; u < kCols / c.unit; ++u)
+          for (int e = 0; e < c.unit; ++e) lane[u % 32] += row[u * c.unit + e] * xr[u * c.unit + e];
+        for (int off = 16; off > 0; off >>= 1)
+          for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
+        EXPECT_EQ(std::bit_cast<uint32_t>(all[static_cast<size_t>(s * kRows + r)]), std::bit_cast<uint32_t>(lane[0])) << "slot " << s << " row " << r;
+      }
   }
 }
 

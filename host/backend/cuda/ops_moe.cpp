@@ -2,20 +2,23 @@
 // shapes (kernels/moe/moe_ffn.cu). Per layer:
 //   - memra_moe_route: every row's top-k experts and weights (moe_route.cuh, bitwise the CPU
 //     reference's choice and weights);
-//   - the step's tokens * top_k (row, choice) slots in chunks of at most kSlotChunk, gate and up
-//     (then down over the activation) in tiles of weight rows: the chosen experts' rows of the
-//     stacked tensor gathered by the scheme's own embedding gather (exact f32 dequantisation),
-//     each slot's dot products by memra_moe_tile_dot (a fixed order per output), the activation
-//     by the backend's gated_activation;
+//   - gate and up (then down over the activation) for the step's tokens * top_k (row, choice)
+//     slots: by the scheme's routed GEMV (memra_moe_gemv_<s>, kernels/matmul/scheme_entries.cuh:
+//     a warp per output, the chosen expert's row dequantised in registers, read once per slot),
+//     or, for a scheme module without one, in chunks of at most kSlotChunk slots and tiles of
+//     weight rows: the rows gathered by the scheme's embedding gather (exact f32) and dotted by
+//     memra_moe_tile_dot (a fixed order per output); the activation by gated_activation;
 //   - memra_moe_combine: each row's weighted sum in selection order, plus the sigmoid-gated
 //     shared expert, whose MLP runs through the backend's own matmuls over every row.
 // The launches depend on the step's row count and the shapes only, never on the routing, so a
 // decode step stays one captured graph; only the k chosen experts' weights are read per slot.
-// A slot's result depends on its row and expert alone (batch invariant). Next for speed: a
-// per-scheme grouped GEMV / GEMM that reads each distinct expert once per step (needs a MoE form
-// in memra_matmul_kernels), instead of the f32 tiles.
+// A slot's result depends on its row and expert alone (batch invariant). Next for speed: slots
+// that share an expert reading it once (a grouped GEMV / tensor-core GEMM over the rows routed
+// to it, for batched decode and prefill), and the routed GEMV named in memra_matmul_kernels
+// instead of by the embedding entry's name.
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "host/backend/cuda/cuda_backend.hpp"
 #include "host/backend/moe_ffn_args.hpp"
@@ -32,6 +35,22 @@ constexpr int64_t kTileFloats = int64_t{8} << 20;  // a gathered tile: at most 3
 constexpr unsigned kWarpsPerBlock = 8;
 
 CUdeviceptr dev(const memra_tensor& t) { return reinterpret_cast<CUdeviceptr>(t.data); }
+
+// The routed GEMV beside a scheme's embedding gather ("memra_embedding_<s>" ->
+// "memra_moe_gemv_<s>", both defined by kernels/matmul/scheme_entries.cuh's
+// MEMRA_DEFINE_EMBEDDING); "" for an entry of another name.
+std::string moe_gemv_entry(const std::string& embedding) {
+  constexpr std::string_view kPrefix = "memra_embedding_";
+  if (embedding.compare(0, kPrefix.size(), kPrefix) != 0) return "";
+  return "memra_moe_gemv_" + embedding.substr(kPrefix.size());
+}
+
+// Whether every stacked matrix has the routed GEMV (then one chunk holds every slot: no tiles).
+bool all_fused(CudaBackend& b, const memra_op_args& a) {
+  for (int i = 0; i < 3; ++i)
+    if (!b.moe_has_gemv(*a.weights[i])) return false;
+  return true;
+}
 
 }  // namespace
 
@@ -53,6 +72,18 @@ memra_status CudaBackend::moe_stacked_rows(const memra_weight& stacked, const me
                                            "' on this device, which stacked experts need");
   const int64_t rows = slice.shape[0], cols = slice.shape[1];
   const int64_t row_bytes = static_cast<int64_t>(s->row_bytes);
+  if (const std::string fused = moe_gemv_entry(s->embedding); !fused.empty() && modules_->get(s->module, fused)) {
+    // The scheme's routed GEMV (kernels/matmul/scheme_entries.cuh moe_gemv): each slot's expert
+    // read once, dequantised in registers. ids[j] = the expert slot slot0 + j chose.
+    if (st = launch("moe", "memra_moe_tile_ids", static_cast<unsigned>((nslots + 255) / 256), 1, 256, 0, dev(routes), top_k, slot0, nslots,
+                    int64_t{1}, int64_t{0}, int32_t{1}, dev(ids));
+        st != MEMRA_OK)
+      return st;
+    const int64_t n = static_cast<int64_t>(nslots) * rows;
+    const int64_t expert_bytes = static_cast<int64_t>(slice.bytes);
+    return launch_in(s->module, fused, static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock), 1, 32 * kWarpsPerBlock, 0, wd,
+                     expert_bytes, row_bytes, cols, dev(ids), nslots, rows, dev(in), in_base, in_div, dev(out), out_stride, out_base);
+  }
   for (int64_t row0 = 0; row0 < rows; row0 += tile_rows) {
     const int32_t nrows = static_cast<int32_t>(std::min(tile_rows, rows - row0));
     const int64_t n = static_cast<int64_t>(nslots) * nrows;
@@ -71,6 +102,14 @@ memra_status CudaBackend::moe_stacked_rows(const memra_weight& stacked, const me
   return MEMRA_OK;
 }
 
+bool CudaBackend::moe_has_gemv(const memra_weight& stacked) {
+  const memra_weight slice = moe_expert_slice(stacked, 0);
+  auto s = scheme(&slice);
+  if (!s || !s->dev) return false;
+  const std::string fused = moe_gemv_entry(s->embedding);
+  return !fused.empty() && static_cast<bool>(modules_->get(s->module, fused));
+}
+
 memra_status CudaBackend::moe_ffn(const memra_op_args& a) {
   if (std::string e = moe_ffn_args_error(a); !e.empty()) return fail(MEMRA_ERR_INVALID_ARGUMENT, e);
   const auto& attrs = *static_cast<const memra_moe_ffn_attrs_v2*>(a.attrs);
@@ -81,13 +120,14 @@ memra_status CudaBackend::moe_ffn(const memra_op_args& a) {
   const int32_t tokens = a.batch->num_tokens;
   const int64_t hidden = tensor_last_dim(x), width = a.weights[0]->shape[1];
   const int64_t slots = static_cast<int64_t>(tokens) * k;
-  const int64_t chunk = std::min<int64_t>(slots, kSlotChunk);
+  const bool fused = all_fused(*this, a);  // no tiles: one chunk of every slot
+  const int64_t chunk = fused ? slots : std::min<int64_t>(slots, kSlotChunk);
   const int64_t widest = std::max(hidden, width);
-  const int64_t tile_rows = std::max<int64_t>(1, std::min(widest, kTileFloats / (chunk * widest)));
+  const int64_t tile_rows = fused ? 1 : std::max<int64_t>(1, std::min(widest, kTileFloats / (chunk * widest)));
 
   memra_tensor routes, o, g, u, act, tile, ids;
   const int64_t route_shape[2] = {tokens, 2 * static_cast<int64_t>(k)}, o_shape[2] = {slots, hidden}, w_shape[2] = {chunk, width},
-                tile_shape[2] = {chunk * tile_rows, widest}, ids_shape[1] = {chunk * tile_rows};
+                tile_shape[2] = {fused ? 1 : chunk * tile_rows, widest}, ids_shape[1] = {chunk * tile_rows};
   for (auto [shape, ndim, t] : {std::tuple{route_shape, 2, &routes}, std::tuple{o_shape, 2, &o}, std::tuple{w_shape, 2, &g},
                                 std::tuple{w_shape, 2, &u}, std::tuple{w_shape, 2, &act}, std::tuple{tile_shape, 2, &tile},
                                 std::tuple{ids_shape, 1, &ids}})
