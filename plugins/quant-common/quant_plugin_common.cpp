@@ -1,5 +1,6 @@
 #include "quant_plugin_common.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <exception>
@@ -8,6 +9,7 @@
 
 #include "plugins/quant-common/gemv_int8_launch.hpp"
 #include "plugins/quant-common/gemv_int8_ref.hpp"
+#include "kernels/matmul/gemv_mats.hpp"
 #include "kernels/matmul/gemv_mma_layout.hpp"
 #include "kernels/matmul/matmul_ref.hpp"
 #include "repack/quant/dequant.hpp"
@@ -19,6 +21,13 @@
   do {                                           \
     if (const memra_status st_ = (expr); st_ != MEMRA_OK) return st_; \
   } while (0)
+
+// The SDK's memra_gemv_mats (kernels built against the SDK alone) is the backend's GemvMats.
+static_assert(sizeof(memra_gemv_mats) == sizeof(memra::ref::GemvMats) && MEMRA_GEMV_MATS_MAX == memra::ref::GemvMats::kMax);
+static_assert(offsetof(memra_gemv_mats, y) == offsetof(memra::ref::GemvMats, y) &&
+              offsetof(memra_gemv_mats, bias) == offsetof(memra::ref::GemvMats, bias) &&
+              offsetof(memra_gemv_mats, rows) == offsetof(memra::ref::GemvMats, rows) &&
+              offsetof(memra_gemv_mats, group_end) == offsetof(memra::ref::GemvMats, group_end));
 
 namespace memra::quant_plugin {
 namespace {

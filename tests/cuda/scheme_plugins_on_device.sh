@@ -5,7 +5,7 @@
 # bitwise and bounded against their CPU references), the carried CUDA suites, then a
 # same-machine A/B of memra-bench for the schemes given (old: <rev>'s backend with its
 # built-in kernels; new: this tree's, kernels registered by the plugins).
-# Usage: bash .device/ab/scheme_plugins_on_device.sh .device/ab <rounds> <schemes...> [-- memra-bench args]
+# Usage: [NEW_ONLY="nvfp4"] bash .device/ab/scheme_plugins_on_device.sh .device/ab <rounds> <schemes...> [-- memra-bench args]
 #   e.g. ... .device/ab 1 bf16 q4_k fp8 -- --prompt-tokens 512 --gen-tokens 64
 set -u
 D=$(readlink -f "${1:?carried folder}")
@@ -36,6 +36,15 @@ if [ -z "${SKIP_CHECKS:-}" ]; then
     grep -E "^\[  FAILED|Failure" "$OUT/$t.log" | head -5 | tee -a "$R"
   done
 fi
+# Plugin schemes the old tree lacks (NEW_ONLY="nvfp4 ..."): their kernels through the backend
+# against their plugin's CPU matmul, then their memra-bench figures (new tree only).
+for q in ${NEW_ONLY:-}; do
+  timeout 300 "$D/new/bin/memra-kernel-check" --plugin-dir "$D/new/lib/memra/plugins" --filter "matmul $q" > "$OUT/kernel-check-$q.log" 2>&1
+  say "memra-kernel-check --plugin-dir (matmul $q) rc=$? $(tail -1 "$OUT/kernel-check-$q.log")"
+  grep -E "^FAIL" "$OUT/kernel-check-$q.log" | head -10 | tee -a "$R"
+  say "== memra-bench --quant $q $* (new only)"
+  timeout 240 "$D/new/bin/memra-bench" --quant "$q" "$@" 2>&1 | grep -E "^(pp|tg|model|copy)" | tee -a "$R"
+done
 for q in "${SCHEMES[@]}"; do
   say "== A/B --quant $q $*"
   bash "$D/ab_bench_on_device.sh" "$D" "$ROUNDS" --quant "$q" "$@" 2>&1 | grep -E "new / old|old [0-9a-f]+, new" | tee -a "$R"

@@ -148,6 +148,11 @@
   X(memra_gemv_launch, rows_per_block, 8)                      \
   X(memra_gemv_launch, blocks_per_sm, 12)                      \
   X(memra_gemv_launch, threads, 16)                            \
+  X(memra_gemv_mats, w, 0)                                     \
+  X(memra_gemv_mats, y, 24)                                    \
+  X(memra_gemv_mats, bias, 48)                                 \
+  X(memra_gemv_mats, rows, 72)                                 \
+  X(memra_gemv_mats, group_end, 96)                            \
   X(memra_matmul_kernels, struct_size, 0)                      \
   X(memra_matmul_kernels, module, 8)                           \
   X(memra_matmul_kernels, block_elems, 16)                     \

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -72,7 +75,19 @@ class SdkExample : public ::testing::Test {
     if (fconfigure.exit_code != 0) return;
     memra::testing::CommandResult fbuild = run(sh_quote(cmake_) + " --build " + sh_quote(family_build_.string()));
     log_ += "$ cmake --build (family)\n" + fbuild.out;
-    built_ = fbuild.exit_code == 0;
+    if (fbuild.exit_code != 0) return;
+    // 4. The full-speed scheme example (device kernels on int8x32 rows) the same way.
+    int8_build_ = tmp_->path() / "int8-build";
+    memra::testing::CommandResult iconfigure = run(sh_quote(cmake_) + " -S " +
+                              sh_quote((fs::path(MEMRA_SOURCE_ROOT) / "sdk/examples/quant-int8-example").string()) +
+                              " -B " + sh_quote(int8_build_.string()) + " -DCMAKE_BUILD_TYPE=Release" +
+                              " -DCMAKE_C_COMPILER=" + sh_quote(MEMRA_C_COMPILER) +
+                              " -DCMAKE_PREFIX_PATH=" + sh_quote(prefix_.string()));
+    log_ += "$ cmake -S quant-int8-example\n" + iconfigure.out;
+    if (iconfigure.exit_code != 0) return;
+    memra::testing::CommandResult ibuild = run(sh_quote(cmake_) + " --build " + sh_quote(int8_build_.string()));
+    log_ += "$ cmake --build (int8)\n" + ibuild.out;
+    built_ = ibuild.exit_code == 0;
   }
   static void TearDownTestSuite() {
     delete tmp_;
@@ -85,7 +100,7 @@ class SdkExample : public ::testing::Test {
 
   static inline std::string cmake_;
   static inline TempDir* tmp_ = nullptr;
-  static inline fs::path prefix_, build_, family_build_;
+  static inline fs::path prefix_, build_, family_build_, int8_build_;
   static inline std::string log_;
   static inline bool built_ = false;
 };
@@ -245,6 +260,72 @@ TEST_F(SdkExample, TheExampleFamilyBringsItsOwnOpBuiltAgainstTheSdkAlone) {
     EXPECT_GT(e.state_bytes, 0u);
   }
   EXPECT_GE(cases, 2);
+}
+
+// The full-speed scheme example (sdk/examples/quant-int8-example): built against the SDK
+// alone, loaded by the plugin host; its CPU matmul (the arithmetic its INT8 GEMV runs on the
+// backend's int8x32 rows) against the float64 product of its exactly dequantised weights
+// and the unquantised x, within the int8 activation rounding (|y - ref| <= 2e-2 of
+// sum |w||x|); each token's row is the same bits whatever else shares the call; its scheme
+// info states the prompt-row numerics; its fatbin is built where nvcc exists.
+TEST_F(SdkExample, TheInt8ExampleMatchesTheDequantisedProduct) {
+  plugins::PluginHostOptions o;
+  o.plugin_dirs = {int8_build_};
+  o.use_env_path = false;
+  o.use_install_dir = false;
+  plugins::PluginHost host(std::move(o));
+  ASSERT_EQ(host.discover(), 1u);
+  auto q = host.quant_for("example_q8x", host.device_info());
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  const int64_t rows = 8, cols = 512, m = 3;
+  std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(m * cols));
+  uint64_t s = 7;
+  auto next = [&s] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+  };
+  for (float& v : w) v = 0.05f * next();
+  for (float& v : x) v = next();
+  auto bytes = q->weight_bytes("example_q8x", rows, cols);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, static_cast<uint64_t>(rows * (cols + cols / 16)));
+  std::vector<std::byte> packed(*bytes);
+  ASSERT_TRUE(q->quantize("example_q8x", w, rows, cols, packed).ok());
+  std::vector<float> deq(w.size());
+  ASSERT_TRUE(q->dequantize("example_q8x", packed, rows, cols, deq).ok());
+  for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(deq[i], w[i], 0.05 / 127 * 0.51 + 1e-6) << i;
+  auto matmul = [&](const float* xs, int64_t mm, float* y) {
+    memra_matmul_args a{};
+    a.struct_size = MEMRA_MATMUL_ARGS_STRUCT_SIZE;
+    a.scheme = "example_q8x";
+    a.backend = MEMRA_BACKEND_CPU;
+    a.weight = packed.data();
+    a.rows = rows, a.cols = cols, a.m = mm;
+    a.x = xs, a.y = y;
+    return q->matmul(a);
+  };
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  ASSERT_TRUE(matmul(x.data(), m, y.data()).ok());
+  for (int64_t t = 0; t < m; ++t) {
+    std::vector<float> alone(static_cast<size_t>(rows));
+    ASSERT_TRUE(matmul(x.data() + t * cols, 1, alone.data()).ok());
+    for (int64_t r = 0; r < rows; ++r) {
+      double ref = 0, mag = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        ref += static_cast<double>(deq[r * cols + c]) * x[t * cols + c];
+        mag += std::fabs(static_cast<double>(deq[r * cols + c]) * x[t * cols + c]);
+      }
+      EXPECT_LE(std::fabs(y[t * rows + r] - ref), 2e-2 * mag) << "token " << t << ", row " << r;
+      EXPECT_EQ(std::memcmp(&alone[r], &y[t * rows + r], 4), 0) << "token " << t << ", row " << r << " depends on the batch";
+    }
+  }
+  memra_scheme_info si{};
+  si.struct_size = MEMRA_SCHEME_INFO_STRUCT_SIZE;
+  ASSERT_EQ(q->api().scheme_info(q->ctx(), "example_q8x", &si), MEMRA_OK);
+  EXPECT_EQ(si.prompt, MEMRA_PROMPT_ROUNDED_WEIGHTS);
+  EXPECT_EQ(si.block_elems, 256);
+  const bool nvcc = !on_path("nvcc").empty() || fs::exists("/usr/local/cuda/bin/nvcc");
+  if (nvcc) EXPECT_TRUE(fs::exists(int8_build_ / "example_q8x.fatbin")) << log_;
 }
 
 }  // namespace

@@ -103,6 +103,20 @@ typedef struct memra_kernel_desc {
 #define MEMRA_GEMV_MMA16 1
 #define MEMRA_GEMV_INT8 2
 
+/* 2.12: memra_gemv_mats as a C type, for kernels built against the SDK alone (the MMA16 and
+ * INT8 forms' first argument, passed by value): matrix k's weight rows w[k], output y[k]
+ * ([m][rows[k]] float32), bias[k] (0: none; else rows[k] float32), and the groups (of the
+ * form's rows per group) it takes, [group_end[k - 1], group_end[k]) (group_end[-1] = 0);
+ * unused matrices repeat the last group_end. Device pointers as uint64_t. */
+#define MEMRA_GEMV_MATS_MAX 3
+typedef struct memra_gemv_mats {
+  uint64_t w[MEMRA_GEMV_MATS_MAX];
+  uint64_t y[MEMRA_GEMV_MATS_MAX];
+  uint64_t bias[MEMRA_GEMV_MATS_MAX];
+  int64_t rows[MEMRA_GEMV_MATS_MAX];
+  int64_t group_end[MEMRA_GEMV_MATS_MAX];
+} memra_gemv_mats;
+
 /* 2.10: how prompt rows (memra_forward_batch.prompt_tokens) are multiplied: the backend's
  * tensor-core GEMM over weight rows the scheme's dequantiser writes as bf16 planes.
  *  NONE          no GEMM: every row on the GEMV.
