@@ -52,41 +52,15 @@ Result<std::unique_ptr<ModelSource>> open_safetensors(const std::string& path, c
   auto family = normalize_checkpoint(*raw, plugins);
   if (!family) return family.error();
   src->config = family->config;
-  // Weights stored already quantised (FP8 with scales, NVFP4, ...): read by the quant plugin
-  // that knows the form (repack/checkpoint/checkpoint_import.hpp), into memory of their own.
-  std::vector<StoredForm> forms;
-  for (const safetensors::TensorView& t : shared->tensors())
-    forms.push_back({t.name, safetensors::dtype_name(t.dtype), t.shape, t.data, t.nbytes});
-  auto imports = plan_imports(forms, plugins);
-  if (!imports) return imports.error();
-  std::vector<StoredTensor> stored;
-  std::vector<size_t> stored_from;  // stored[i] is shared->tensors()[stored_from[i]]
-  for (size_t i = 0; i < shared->tensors().size(); ++i) {
-    const safetensors::TensorView& t = shared->tensors()[i];
-    if (imports->consumed[i]) continue;
-    stored_from.push_back(i);
-    StoredTensor s;
-    s.name = t.name;
-    s.shape = t.shape;
-    s.data = static_cast<const uint8_t*>(t.data);
-    s.bytes = t.nbytes;
-    if (const auto& im = imports->imported[i]) {
-      s.shape = {static_cast<uint64_t>(im->rows()), static_cast<uint64_t>(im->cols())};
-      s.scheme = im->scheme();
-    } else switch (t.dtype) {
-      case safetensors::Dtype::BF16: s.scheme = "bf16"; break;
-      case safetensors::Dtype::F16: s.scheme = "f16"; break;
-      case safetensors::Dtype::F32: s.scheme = "f32"; break;
-      default: s.scheme = "?"; break;
-    }
-    stored.push_back(std::move(s));
-  }
-  auto tensors = assemble_tensors(*family, stored, false);
+  // Weights stored already quantised (FP8 with scales, NVFP4, ...) as their quant plugin reads
+  // them (repack/checkpoint/checkpoint_import.hpp), written into memory of their own below.
+  auto stored = safetensors_tensors(*shared, plugins);
+  if (!stored) return stored.error();
+  auto tensors = assemble_tensors(*family, stored->stored, false);
   if (!tensors) return tensors.error();
   for (const AssembledTensor& a : *tensors) {
-    const size_t from = stored_from.at(a.sources[0]);
-    const safetensors::TensorView& t = shared->tensors()[from];
-    if (const auto& im = imports->imported[from]) {
+    const safetensors::TensorView& t = shared->tensors()[stored->from.at(a.sources[0])];
+    if (const auto& im = stored->imported(a.sources[0])) {
       if (a.sources.size() > 1)
         return make_error(ErrorCode::unsupported, "tensor '" + a.name + "' is assembled from parts stored quantised (" + t.name +
                                                       "), which memra cannot assemble yet");

@@ -96,21 +96,8 @@ extern const memra_quant_api kQuantApi;
 }  // namespace memra::quant_plugin
 
 // Defines the two exported entry points of a built-in quant plugin; SCHEMES: an array of
-// SchemeDef, one per handled name.
-#define MEMRA_DEFINE_QUANT_PLUGIN(NAME, DESCRIPTION, SCHEMES, ...)                                    \
-  namespace {                                                                                         \
-  const char* const kHandles[] = {__VA_ARGS__, nullptr};                                              \
-  const memra_plugin_descriptor kDescriptor = {                                                       \
-      MEMRA_PLUGIN_DESCRIPTOR_STRUCT_SIZE, MEMRA_ABI_MAJOR, MEMRA_ABI_MINOR, MEMRA_PLUGIN_KIND_QUANT,  \
-      NAME, "0.1.0", DESCRIPTION, kHandles, memra::quant_plugin::score_cpu_and_cuda};                  \
-  }                                                                                                   \
-  MEMRA_EXPORT const memra_plugin_descriptor* memra_plugin_query(void) { return &kDescriptor; }       \
-  MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
-    return memra::quant_plugin::init(host, out, kHandles, NAME, SCHEMES, sizeof(SCHEMES) / sizeof(SCHEMES[0]), \
-                                     &memra::quant_plugin::kQuantApi);                                 \
-  }
-
-// The same with the plugin's own quant table API (a memra_quant_api).
+// SchemeDef, one per handled name; API: its quant table (kQuantApi, or one replacing some of
+// its functions: a layout of the plugin's own, a checkpoint importer).
 #define MEMRA_DEFINE_QUANT_PLUGIN_API(NAME, DESCRIPTION, SCHEMES, API, ...)                           \
   namespace {                                                                                         \
   const char* const kHandles[] = {__VA_ARGS__, nullptr};                                              \
@@ -122,3 +109,7 @@ extern const memra_quant_api kQuantApi;
   MEMRA_EXPORT memra_status memra_plugin_init(const memra_host_api* host, memra_plugin_api* out) {    \
     return memra::quant_plugin::init(host, out, kHandles, NAME, SCHEMES, sizeof(SCHEMES) / sizeof(SCHEMES[0]), &(API)); \
   }
+
+// The built-in quant table (kQuantApi).
+#define MEMRA_DEFINE_QUANT_PLUGIN(NAME, DESCRIPTION, SCHEMES, ...) \
+  MEMRA_DEFINE_QUANT_PLUGIN_API(NAME, DESCRIPTION, SCHEMES, memra::quant_plugin::kQuantApi, __VA_ARGS__)

@@ -24,10 +24,11 @@ constexpr int64_t kGroup = 128;
 enum class Form { block, channel, tensor };
 
 struct Fp8Form {
+  const char* scheme = "fp8";
   Form form = Form::tensor;
   const memra_checkpoint_tensor* scale = nullptr;
   int64_t rows = 0, cols = 0;
-  uint64_t used = 0;
+  uint64_t used = 0, row_bytes = 0;
 };
 
 memra_status refuse(memra_plugin_ctx* ctx, const std::string& why) {
@@ -46,6 +47,7 @@ memra_status match(memra_plugin_ctx* ctx, const memra_import_args& a, Fp8Form* f
   if (w.ndim != 2 || w.shape[0] <= 0 || w.shape[1] <= 0 || w.bytes != static_cast<uint64_t>(w.shape[0] * w.shape[1]))
     return refuse(ctx, who + ": an fp8 weight must be a 2-D matrix of one byte per element");
   f->rows = w.shape[0], f->cols = w.shape[1];
+  f->row_bytes = static_cast<uint64_t>(f->cols / kGroup * 4 + f->cols);
   if (f->cols % kGroup != 0)
     return refuse(ctx, who + ": rows of " + std::to_string(f->cols) + " columns break memra's fp8 group of 128");
   const memra_checkpoint_tensor& s = inv ? *inv : *per;
@@ -81,38 +83,28 @@ memra_status match(memra_plugin_ctx* ctx, const memra_import_args& a, Fp8Form* f
 }  // namespace
 
 memra_status fp8_import_tensor(memra_plugin_ctx* ctx, memra_import_args* a) {
-  return guarded(ctx, [&]() -> memra_status {
-    if (!a || !MEMRA_STRUCT_HAS(a, memra_import_args, used) || !a->weight || a->sibling_count > 64)
-      return report(ctx, MEMRA_ERR_ABI_MISMATCH, std::string(ctx->name) + ": import_tensor: bad arguments");
-    Fp8Form f;
-    if (const memra_status st = match(ctx, *a, &f); st != MEMRA_OK) return st;
-    if (!a->dst) {
-      std::snprintf(a->scheme, sizeof(a->scheme), "%s", "fp8");
-      a->rows = f.rows, a->cols = f.cols, a->used = f.used;
-      return MEMRA_OK;
-    }
-    const int64_t groups = f.cols / kGroup, row_bytes = groups * 4 + f.cols;
-    if (a->row0 < 0 || a->row_count <= 0 || a->row0 + a->row_count > f.rows ||
-        a->dst_bytes < static_cast<uint64_t>(row_bytes * a->row_count))
-      return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": import_tensor: bad row range or destination");
-    const auto* codes = static_cast<const uint8_t*>(a->weight->data);
-    auto* out = static_cast<uint8_t*>(a->dst);
-    for (int64_t r = a->row0; r < a->row0 + a->row_count; ++r, out += row_bytes) {
-      for (int64_t g = 0; g < groups; ++g) {
-        const float s = f.form == Form::block     ? import::float_at(*f.scale, (r / kGroup) * groups + g)
-                        : f.form == Form::channel ? import::float_at(*f.scale, r)
-                                                  : import::float_at(*f.scale, 0);
-        std::memcpy(out + 4 * g, &s, 4);
-      }
-      const uint8_t* q = codes + r * f.cols;
-      for (int64_t c = 0; c < f.cols; ++c)
-        if ((q[c] & 0x7f) == 0x7f)
-          return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": " + a->weight->name + " holds a NaN code at row " +
-                                                            std::to_string(r) + ", column " + std::to_string(c));
-      std::memcpy(out + groups * 4, q, static_cast<size_t>(f.cols));
-    }
-    return MEMRA_OK;
-  });
+  return import::run_import<Fp8Form>(
+      ctx, a, [&](const memra_import_args& args, Fp8Form* f) { return match(ctx, args, f); },
+      [&](const Fp8Form& f, uint8_t* out) {
+        const int64_t groups = f.cols / kGroup;
+        const auto* codes = static_cast<const uint8_t*>(a->weight->data);
+        for (int64_t r = a->row0; r < a->row0 + a->row_count; ++r, out += f.row_bytes) {
+          for (int64_t g = 0; g < groups; ++g) {
+            const float s = f.form == Form::block     ? import::float_at(*f.scale, (r / kGroup) * groups + g)
+                            : f.form == Form::channel ? import::float_at(*f.scale, r)
+                                                      : import::float_at(*f.scale, 0);
+            std::memcpy(out + 4 * g, &s, 4);
+          }
+          const uint8_t* q = codes + r * f.cols;
+          for (int64_t c = 0; c < f.cols; ++c)
+            if ((q[c] & 0x7f) == 0x7f)
+              return report(ctx, MEMRA_ERR_INVALID_ARGUMENT, std::string(ctx->name) + ": " + a->weight->name +
+                                                                " holds a NaN code at row " + std::to_string(r) + ", column " +
+                                                                std::to_string(c));
+          std::memcpy(out + groups * 4, q, static_cast<size_t>(f.cols));
+        }
+        return MEMRA_OK;
+      });
 }
 
 }  // namespace memra::quant_plugin

@@ -85,9 +85,10 @@ memra_status matmul(memra_plugin_ctx* ctx, const memra_matmul_args* a) {
 
 // ModelOpt's NVFP4 linear weight, checked whole at match; written block by block.
 struct Form {
+  const char* scheme = "nvfp4";
   const memra_checkpoint_tensor *scale = nullptr, *global = nullptr;
   int64_t rows = 0, cols = 0;
-  uint64_t used = 0;
+  uint64_t used = 0, row_bytes = 0;
 };
 
 memra_status match(memra_plugin_ctx* ctx, const memra_import_args& a, Form* f) {
@@ -101,6 +102,7 @@ memra_status match(memra_plugin_ctx* ctx, const memra_import_args& a, Form* f) {
   if (w.ndim != 2 || w.shape[0] <= 0 || w.shape[1] <= 0 || w.bytes != static_cast<uint64_t>(w.shape[0] * w.shape[1]))
     return bad(ctx, MEMRA_ERR_INVALID_ARGUMENT, who + ": NVFP4 codes must be a 2-D uint8 matrix [N][K/2]");
   f->rows = w.shape[0], f->cols = 2 * w.shape[1];
+  f->row_bytes = n4::row_bytes(f->cols);
   if (f->cols % n4::kBlockElems != 0)
     return bad(ctx, MEMRA_ERR_INVALID_ARGUMENT, who + ": rows of " + std::to_string(f->cols) +
                                                     " elements break memra's nvfp4 block of 256 (repack with --quant keep is not possible; "
@@ -124,32 +126,21 @@ memra_status match(memra_plugin_ctx* ctx, const memra_import_args& a, Form* f) {
 }
 
 memra_status import_tensor(memra_plugin_ctx* ctx, memra_import_args* a) {
-  return q::guarded(ctx, [&]() -> memra_status {
-    if (!a || !MEMRA_STRUCT_HAS(a, memra_import_args, used) || !a->weight || a->sibling_count > 64)
-      return bad(ctx, MEMRA_ERR_ABI_MISMATCH, "import_tensor: bad arguments");
-    Form f;
-    if (const memra_status st = match(ctx, *a, &f); st != MEMRA_OK) return st;
-    if (!a->dst) {
-      std::snprintf(a->scheme, sizeof(a->scheme), "%s", "nvfp4");
-      a->rows = f.rows, a->cols = f.cols, a->used = f.used;
-      return MEMRA_OK;
-    }
-    const uint64_t rb = n4::row_bytes(f.cols);
-    if (a->row0 < 0 || a->row_count <= 0 || a->row0 + a->row_count > f.rows || a->dst_bytes < rb * static_cast<uint64_t>(a->row_count))
-      return bad(ctx, MEMRA_ERR_INVALID_ARGUMENT, "import_tensor: bad row range or destination");
-    const float g = q::import::float_at(*f.global, 0);
-    const auto* codes = static_cast<const uint8_t*>(a->weight->data);
-    const auto* scales = static_cast<const uint8_t*>(f.scale->data);
-    const int64_t blocks = f.cols / n4::kBlockElems, subs = n4::kBlockElems / n4::kSubBlock;
-    auto* out = static_cast<uint8_t*>(a->dst);
-    for (int64_t r = a->row0; r < a->row0 + a->row_count; ++r)
-      for (int64_t b = 0; b < blocks; ++b, out += n4::kBlockBytes) {
-        std::memcpy(out, &g, 4);
-        std::memcpy(out + n4::kScalesAt, scales + r * (f.cols / n4::kSubBlock) + b * subs, static_cast<size_t>(subs));
-        std::memcpy(out + n4::kCodesAt, codes + r * (f.cols / 2) + b * (n4::kBlockElems / 2), n4::kBlockElems / 2);
-      }
-    return MEMRA_OK;
-  });
+  return q::import::run_import<Form>(
+      ctx, a, [&](const memra_import_args& args, Form* f) { return match(ctx, args, f); },
+      [&](const Form& f, uint8_t* out) {
+        const float g = q::import::float_at(*f.global, 0);
+        const auto* codes = static_cast<const uint8_t*>(a->weight->data);
+        const auto* scales = static_cast<const uint8_t*>(f.scale->data);
+        const int64_t blocks = f.cols / n4::kBlockElems, subs = n4::kBlockElems / n4::kSubBlock;
+        for (int64_t r = a->row0; r < a->row0 + a->row_count; ++r)
+          for (int64_t b = 0; b < blocks; ++b, out += n4::kBlockBytes) {
+            std::memcpy(out, &g, 4);
+            std::memcpy(out + n4::kScalesAt, scales + r * (f.cols / n4::kSubBlock) + b * subs, static_cast<size_t>(subs));
+            std::memcpy(out + n4::kCodesAt, codes + r * (f.cols / 2) + b * (n4::kBlockElems / 2), n4::kBlockElems / 2);
+          }
+        return MEMRA_OK;
+      });
 }
 
 const memra_quant_api kNvfp4Api = {MEMRA_QUANT_API_STRUCT_SIZE, weight_bytes,   quantize,     dequantize, matmul,

@@ -1,6 +1,7 @@
 #include "repack/checkpoint/checkpoint_import.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 
@@ -122,6 +123,31 @@ Result<ImportPlan> plan_imports(const std::vector<StoredForm>& tensors, const pl
     }
   }
   return plan;
+}
+
+Result<SafetensorsTensors> safetensors_tensors(const safetensors::Checkpoint& checkpoint, const plugins::PluginHost& plugins) {
+  SafetensorsTensors out;
+  const auto& views = checkpoint.tensors();
+  std::vector<StoredForm> forms;
+  for (const safetensors::TensorView& t : views) forms.push_back({t.name, safetensors::dtype_name(t.dtype), t.shape, t.data, t.nbytes});
+  auto imports = plan_imports(forms, plugins);
+  if (!imports) return imports.error();
+  out.imports = std::move(*imports);
+  for (size_t i = 0; i < views.size(); ++i) {
+    const safetensors::TensorView& t = views[i];
+    if (out.imports.consumed[i]) continue;
+    out.from.push_back(i);
+    if (const auto& im = out.imports.imported[i]) {
+      auto bytes = im->bytes(im->rows());
+      if (!bytes) return make_error(bytes.error().code, "tensor '" + t.name + "': " + bytes.error().message);
+      out.stored.push_back({t.name, {static_cast<uint64_t>(im->rows()), static_cast<uint64_t>(im->cols())}, im->scheme(), t.data, *bytes});
+    } else {
+      std::string scheme = safetensors::dtype_name(t.dtype);
+      for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out.stored.push_back({t.name, t.shape, std::move(scheme), t.data, t.nbytes});
+    }
+  }
+  return out;
 }
 
 }  // namespace memra

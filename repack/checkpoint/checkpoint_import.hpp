@@ -18,6 +18,8 @@
 
 #include "core/common/result.hpp"
 #include "core/plugin_host/plugin_host.hpp"
+#include "repack/checkpoint/safetensors.hpp"
+#include "repack/checkpoint/tensor_assembly.hpp"
 
 namespace memra {
 
@@ -61,5 +63,19 @@ struct ImportPlan {
 };
 
 Result<ImportPlan> plan_imports(const std::vector<StoredForm>& tensors, const plugins::PluginHost& plugins);
+
+// A safetensors checkpoint's tensors for the family's assembly (assemble_tensors): the scales
+// a quant plugin reads with their weight left out, each imported weight as the matrix it
+// becomes (its scheme, [rows, cols], its bytes in that scheme), every other tensor as stored
+// (scheme: its dtype in lower case). memra-repack and the engine opening a checkpoint
+// directly both start here.
+struct SafetensorsTensors {
+  ImportPlan imports;               // per checkpoint tensor
+  std::vector<StoredTensor> stored;
+  std::vector<size_t> from;         // stored[i] is checkpoint.tensors()[from[i]]
+  // The plugin reading stored[i] (null for a tensor as stored).
+  const std::shared_ptr<const ImportedWeight>& imported(size_t i) const { return imports.imported.at(from.at(i)); }
+};
+Result<SafetensorsTensors> safetensors_tensors(const safetensors::Checkpoint& checkpoint, const plugins::PluginHost& plugins);
 
 }  // namespace memra

@@ -135,40 +135,22 @@ Result<std::unique_ptr<Source>> Source::open(const fs::path& path_in, const plug
     s->config_ = family->config;
     for (const std::string& shard : shared->shard_paths()) s->weight_files_.push_back(fs::absolute(shard).lexically_normal());
     std::sort(s->weight_files_.begin(), s->weight_files_.end());
-    // Weights stored already quantised (FP8 with scales, NVFP4, ...): read by the quant plugin
-    // that knows the form, their scale tensors with them (repack/checkpoint/checkpoint_import.hpp).
-    std::vector<StoredForm> forms;
-    for (const safetensors::TensorView& t : shared->tensors())
-      forms.push_back({t.name, safetensors::dtype_name(t.dtype), t.shape, t.data, t.nbytes});
-    auto imports = plan_imports(forms, plugins);
-    if (!imports) return imports.error();
-    std::vector<StoredTensor> stored;
-    std::vector<size_t> stored_from;  // stored[i] is shared->tensors()[stored_from[i]]
-    for (size_t i = 0; i < shared->tensors().size(); ++i) {
-      const safetensors::TensorView& t = shared->tensors()[i];
-      if (imports->consumed[i]) continue;
-      stored_from.push_back(i);
-      if (const auto& im = imports->imported[i]) {
-        const std::vector<uint64_t> shape = {static_cast<uint64_t>(im->rows()), static_cast<uint64_t>(im->cols())};
-        auto bytes = im->bytes(im->rows());
-        if (!bytes) return make_error(bytes.error().code, "tensor '" + t.name + "': " + bytes.error().message);
-        stored.push_back({t.name, shape, im->scheme(), t.data, *bytes});
-      } else {
-        stored.push_back({t.name, t.shape, lower(safetensors::dtype_name(t.dtype)), t.data, t.nbytes});
-      }
-    }
+    // Weights stored already quantised (FP8 with scales, NVFP4, ...) as their quant plugin reads
+    // them, their scale tensors with them (repack/checkpoint/checkpoint_import.hpp).
+    auto tensors = safetensors_tensors(*shared, plugins);
+    if (!tensors) return tensors.error();
+    const std::vector<StoredTensor>& stored = tensors->stored;
     // The family's names, and the tensors it assembles from parts (stacked experts, ...).
     auto assembled = assemble_tensors(*family, stored, true);
     if (!assembled) return assembled.error();
     for (const AssembledTensor& a : *assembled) {
-      const size_t from = stored_from.at(a.sources[0]);
-      const safetensors::TensorView& t = shared->tensors()[from];
+      const safetensors::TensorView& t = shared->tensors()[tensors->from.at(a.sources[0])];
       SourceTensor st;
       for (size_t k : a.sources)
-        if (imports->imported[stored_from.at(k)] && a.sources.size() > 1)
+        if (tensors->imported(k) && a.sources.size() > 1)
           return make_error(ErrorCode::unsupported, "tensor '" + a.name + "' is assembled from parts stored quantised (" +
                                                         t.name + "), which memra cannot assemble yet");
-      st.imported = imports->imported[from];
+      st.imported = tensors->imported(a.sources[0]);
       st.source_name = t.name;
       st.name = a.name;  // a tensor the family does not read keeps its name
       st.shape = a.shape;

@@ -23,6 +23,9 @@ make_quant_references.py (torch + transformers, on the GPU machine) computes the
 import json, os, shutil, struct, sys
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_numpy_reference import bf16 as bf16_to_f32, read_safetensors  # noqa: E402
+
 LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
 
@@ -50,23 +53,6 @@ def to_e4m3(x):
     dlo, dhi = np.abs(a - POS[lo]), np.abs(POS[hi] - a)
     code = np.where(dlo < dhi, lo, np.where(dhi < dlo, hi, np.where(lo % 2 == 0, lo, hi)))
     return (code | np.where((x < 0) & (code != 0), 0x80, 0)).astype(np.uint8)
-
-
-def bf16_to_f32(raw):
-    return (raw.astype(np.uint32) << 16).view(np.float32)
-
-
-def read_safetensors(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    hdr = json.loads(b[8:8 + n])
-    out = {}
-    for k, v in hdr.items():
-        if k == "__metadata__": continue
-        s, e = v["data_offsets"]
-        raw = np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.uint8)
-        out[k] = (v["dtype"], v["shape"], raw)
-    return out
 
 
 def write_safetensors(path, tensors):
@@ -131,7 +117,7 @@ def main(src, out_root):
             leaf = name.rsplit(".", 2)
             if name.endswith(".weight") and len(leaf) == 3 and leaf[1] in LINEAR:
                 assert dtype == "BF16"
-                w = bf16_to_f32(raw.view(np.uint16)).reshape(shape)
+                w = bf16_to_f32(raw).reshape(shape)
                 prefix = name[: -len("weight")]
                 for k, v in fn(w).items(): tensors[prefix + k] = v
             else:

@@ -17,7 +17,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_numpy_reference as npref  # noqa: E402
-from make_quant_checkpoints import E4M3, read_safetensors  # noqa: E402
+from make_quant_checkpoints import E4M3  # noqa: E402
+from llama_numpy_reference import read_safetensors  # noqa: E402
 
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
 PROMPT = [51, 501, 410, 84, 72, 343, 340, 320, 86, 77, 353, 78, 87, 996, 84, 558, 82, 522, 570, 620, 220, 290, 89, 88]

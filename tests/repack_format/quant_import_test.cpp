@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "repack/checkpoint/safetensors.hpp"
 #include "repack/format/reader.hpp"
@@ -82,19 +83,29 @@ std::vector<const format::Tensor*> imported(const format::MemraModel& m, const s
   return out;
 }
 
-TEST(QuantImport, Fp8BlockCheckpointIsReadAsPublished) {
-  const fs::path src = memra::testing::test_model("llama-fp8_block");
+// tests/models/<model> repacked with --quant keep into tmp, opened, beside its checkpoint.
+void repack_keep(const std::string& model, const TempDir& tmp, std::optional<format::MemraModel>& m,
+                 std::optional<safetensors::Checkpoint>& ckpt) {
+  const fs::path src = memra::testing::test_model(model);
   ASSERT_TRUE(fs::exists(src / "model.safetensors")) << src;
-  TempDir tmp;
   auto r = repack_dir(src, tmp / "m.memra");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  auto m = format::MemraModel::open(tmp / "m.memra");
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  auto ckpt = safetensors::Checkpoint::open(src.string());
-  ASSERT_TRUE(ckpt.ok());
+  auto opened = format::MemraModel::open(tmp / "m.memra");
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  m.emplace(std::move(*opened));
+  auto c = safetensors::Checkpoint::open(src.string());
+  ASSERT_TRUE(c.ok());
+  ckpt.emplace(std::move(*c));
+}
+
+TEST(QuantImport, Fp8BlockCheckpointIsReadAsPublished) {
+  TempDir tmp;
+  std::optional<format::MemraModel> m;
+  std::optional<safetensors::Checkpoint> ckpt;
+  ASSERT_NO_FATAL_FAILURE(repack_keep("llama-fp8_block", tmp, m, ckpt));
   const auto weights = imported(*m, "fp8");
   ASSERT_EQ(weights.size(), 14u) << "2 layers x 7 linear weights";
-  for (const format::MemraModel* mm = &*m; const format::Tensor* t : weights) {
+  for (const format::Tensor* t : weights) {
     const std::string& name = t->entry->source_name;
     const auto& q = stored(*ckpt, name);
     const auto& s = stored(*ckpt, name.substr(0, name.size() - 6) + "weight_scale_inv");
@@ -108,22 +119,16 @@ TEST(QuantImport, Fp8BlockCheckpointIsReadAsPublished) {
         differ += std::memcmp(&want, &got[static_cast<size_t>(i * cols + j)], 4) != 0;
       }
     EXPECT_EQ(differ, 0u) << name << ": values that are not q * weight_scale_inv of their block";
-    (void)mm;
   }
   for (const format::Tensor& t : m->tensors())
     EXPECT_EQ(t.entry->name.find("scale"), std::string::npos) << t.entry->name << " is a scale, not a tensor of the model";
 }
 
 TEST(QuantImport, Nvfp4CheckpointIsReadAsPublished) {
-  const fs::path src = memra::testing::test_model("llama-nvfp4");
-  ASSERT_TRUE(fs::exists(src / "model.safetensors")) << src;
   TempDir tmp;
-  auto r = repack_dir(src, tmp / "m.memra");
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  auto m = format::MemraModel::open(tmp / "m.memra");
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  auto ckpt = safetensors::Checkpoint::open(src.string());
-  ASSERT_TRUE(ckpt.ok());
+  std::optional<format::MemraModel> m;
+  std::optional<safetensors::Checkpoint> ckpt;
+  ASSERT_NO_FATAL_FAILURE(repack_keep("llama-nvfp4", tmp, m, ckpt));
   const auto weights = imported(*m, "nvfp4");
   ASSERT_EQ(weights.size(), 14u);
   for (const format::Tensor* t : weights) {
