@@ -77,31 +77,53 @@ __device__ __forceinline__ void embedding_row(const uint8_t* __restrict__ table,
 }
 
 // moe_ffn's routed GEMV (host/backend/cuda/ops_moe.cpp) over a stacked [E][rows][cols] tensor
-// of S, expert e's matrix at w + e * expert_bytes: out[(out_base + j) * out_stride + r] =
-// dequant(row r of expert experts[j]) . in[(in_base + j) / in_div] for j < nslots, r < rows. A
-// warp per (j, r): lane l takes units l, l + 32, .. of the row, adding each unit's kUnit
-// products in order to its sum, then the butterfly (xor 16, 8, 4, 2, 1), lane 0 writing. Only
-// the chosen experts' bytes are read, and an output depends on its slot's row and expert only.
+// of S, expert e's matrix at w + e * expert_bytes, the step's slots grouped by expert
+// (kernels/moe/moe_ffn.cu memra_moe_plan: group g < *n_active is expert active[g] with the slots
+// order[start[g] .. start[g + 1])): out[s * out_stride + r] = dequant(row r of s's expert) .
+// in[s / in_div]. A warp per (group, row) reads the row once for up to 8 of its slots at a time:
+// each slot's sum is lane l's units l, l + 32, .. (each unit's kUnit products in order), then
+// the butterfly (xor 16, 8, 4, 2, 1), lane 0 writing; so an output has the same bits whichever
+// other slots share its expert, and each distinct expert of the step is read once.
 template <class S>
 __device__ __forceinline__ void moe_gemv(const uint8_t* __restrict__ w, int64_t expert_bytes, int64_t row_bytes, int64_t cols,
-                                         const int32_t* __restrict__ experts, int32_t nslots, int64_t rows, const float* __restrict__ in,
-                                         int32_t in_base, int32_t in_div, float* __restrict__ out, int64_t out_stride, int32_t out_base) {
+                                         const int32_t* __restrict__ n_active, const int32_t* __restrict__ active,
+                                         const int32_t* __restrict__ start, const int32_t* __restrict__ order, int32_t groups,
+                                         int64_t rows, const float* __restrict__ in, int32_t in_div, float* __restrict__ out,
+                                         int64_t out_stride) {
+  constexpr int kSlots = 8;
   const int lane = threadIdx.x & 31;
   const int64_t id = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (id >= static_cast<int64_t>(nslots) * rows) return;  // whole warps leave together
-  const int32_t j = static_cast<int32_t>(id / rows);
-  const int64_t r = id - static_cast<int64_t>(j) * rows;
-  const uint8_t* row = w + static_cast<int64_t>(experts[j]) * expert_bytes + r * row_bytes;
-  const float* x = in + static_cast<int64_t>((in_base + j) / in_div) * cols;
+  if (id >= static_cast<int64_t>(groups) * rows) return;  // whole warps leave together
+  const int32_t g = static_cast<int32_t>(id / rows);
+  if (g >= *n_active) return;
+  const int64_t r = id - static_cast<int64_t>(g) * rows;
+  const uint8_t* row = w + static_cast<int64_t>(active[g]) * expert_bytes + r * row_bytes;
   const int64_t units = cols / S::kUnit;
-  float s = 0.0f;
-  for (int64_t u = lane; u < units; u += 32) {
-    float v[S::kUnit];
-    S::unit(row, u, v);
-    for (int e = 0; e < S::kUnit; ++e) s = __fadd_rn(s, __fmul_rn(v[e], x[u * S::kUnit + e]));
+  for (int32_t b = start[g], end = start[g + 1]; b < end; b += kSlots) {
+    const int n = end - b < kSlots ? end - b : kSlots;
+    const float* x[kSlots];
+    float s[kSlots];
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) {
+      x[j] = in + static_cast<int64_t>(order[b + (j < n ? j : 0)] / in_div) * cols;
+      s[j] = 0.0f;
+    }
+    for (int64_t u = lane; u < units; u += 32) {
+      float v[S::kUnit];
+      S::unit(row, u, v);
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j)
+        if (j < n)
+          for (int e = 0; e < S::kUnit; ++e) s[j] = __fadd_rn(s[j], __fmul_rn(v[e], x[j][u * S::kUnit + e]));
+    }
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) {
+      if (j >= n) break;
+      float t = s[j];
+      for (int off = 16; off > 0; off >>= 1) t = __fadd_rn(t, __shfl_xor_sync(0xffffffffu, t, off));
+      if (lane == 0) out[static_cast<int64_t>(order[b + j]) * out_stride + r] = t;
+    }
   }
-  for (int off = 16; off > 0; off >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, off));
-  if (lane == 0) out[static_cast<int64_t>(out_base + j) * out_stride + r] = s;
 }
 
 }  // namespace memra::cuda::entries
@@ -115,7 +137,7 @@ __device__ __forceinline__ void moe_gemv(const uint8_t* __restrict__ w, int64_t 
   }
 
 // memra_embedding_<name> over units S (256 threads, a block per token), and beside it
-// memra_moe_gemv_<name>, moe_ffn's routed GEMV over stacked experts of S (a warp per output;
+// memra_moe_gemv_<name>, moe_ffn's routed GEMV over stacked experts of S (a warp per expert row;
 // the CUDA backend finds it by the embedding entry's name and falls back to gathering rows
 // through the embedding entry where a module lacks it).
 #define MEMRA_DEFINE_EMBEDDING(name, S)                                                                                    \
@@ -123,10 +145,10 @@ __device__ __forceinline__ void moe_gemv(const uint8_t* __restrict__ w, int64_t 
                                                     const int32_t* ids, float scale, float* out) {                         \
     memra::cuda::entries::embedding_row<S>(table, row_bytes, dim, ids, scale, out);                                        \
   }                                                                                                                        \
-  extern "C" __global__ void memra_moe_gemv_##name(const uint8_t* w, int64_t expert_bytes, int64_t row_bytes, int64_t cols, \
-                                                   const int32_t* experts, int32_t nslots, int64_t rows, const float* in,  \
-                                                   int32_t in_base, int32_t in_div, float* out, int64_t out_stride,        \
-                                                   int32_t out_base) {                                                     \
-    memra::cuda::entries::moe_gemv<S>(w, expert_bytes, row_bytes, cols, experts, nslots, rows, in, in_base, in_div, out,   \
-                                      out_stride, out_base);                                                               \
+  extern "C" __global__ void memra_moe_gemv_##name(const uint8_t* w, int64_t expert_bytes, int64_t row_bytes, int64_t cols,    \
+                                                   const int32_t* n_active, const int32_t* active, const int32_t* start,    \
+                                                   const int32_t* order, int32_t groups, int64_t rows, const float* in,     \
+                                                   int32_t in_div, float* out, int64_t out_stride) {                        \
+    memra::cuda::entries::moe_gemv<S>(w, expert_bytes, row_bytes, cols, n_active, active, start, order, groups, rows, in,    \
+                                      in_div, out, out_stride);                                                             \
   }

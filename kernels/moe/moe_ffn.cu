@@ -110,3 +110,37 @@ extern "C" __global__ void memra_moe_combine(const float* o, const float* routes
     y[static_cast<int64_t>(t) * hidden + h] = acc;
   }
 }
+
+// The step's (row, choice) slots grouped by expert for the schemes' routed GEMVs
+// (kernels/matmul/scheme_entries.cuh moe_gemv): *n_active groups, group g expert active[g]
+// (ascending) with the slots order[start[g] .. start[g + 1]). One block (up to 1024 threads;
+// experts <= 512). The order of slots within a group is not fixed (atomics), and need not be:
+// each slot's output is computed on its own, in the same order, wherever it sits.
+extern "C" __global__ void memra_moe_plan(const float* routes, int32_t top_k, int32_t slots, int32_t experts, int32_t* n_active,
+                                          int32_t* active, int32_t* start, int32_t* order) {
+  __shared__ int count[512];
+  __shared__ int base[512];
+  for (int32_t e = threadIdx.x; e < experts; e += blockDim.x) count[e] = 0;
+  __syncthreads();
+  for (int32_t s = threadIdx.x; s < slots; s += blockDim.x)
+    atomicAdd(&count[reinterpret_cast<const int32_t*>(routes + static_cast<int64_t>(s / top_k) * 2 * top_k)[s % top_k]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t n = 0, at = 0;
+    for (int32_t e = 0; e < experts; ++e) {
+      base[e] = at;
+      if (count[e] == 0) continue;
+      active[n] = e;
+      start[n] = at;
+      at += count[e];
+      ++n;
+    }
+    start[n] = at;
+    *n_active = n;
+  }
+  __syncthreads();
+  for (int32_t s = threadIdx.x; s < slots; s += blockDim.x) {
+    const int32_t e = reinterpret_cast<const int32_t*>(routes + static_cast<int64_t>(s / top_k) * 2 * top_k)[s % top_k];
+    order[atomicAdd(&base[e], 1)] = s;
+  }
+}

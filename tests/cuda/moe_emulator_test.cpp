@@ -4,15 +4,17 @@
 // experts and top-1..8, both ways of normalize; the tile ids name the chosen expert's rows of
 // the stacked tensor; a tile dot is its fixed-order sum, so a slot's output is bitwise the same
 // computed alone or among other slots; the combine is the weighted sum in selection order plus
-// the sigmoid-gated shared expert, bitwise the CPU reference's arithmetic; each scheme's routed
-// GEMV (memra_moe_gemv_<s>) is its stated order over the exact dequantised rows (the scheme's
-// CPU dequantiser), reads the expert each slot chose, and gives a slot the same bits alone.
+// the sigmoid-gated shared expert, bitwise the CPU reference's arithmetic; the plan groups every
+// slot under the expert it chose; each scheme's routed GEMV (memra_moe_gemv_<s>) is its stated
+// order over the exact dequantised rows (the scheme's CPU dequantiser) and gives a slot the same
+// bits alone as among the other slots of its expert.
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "kernels/embedding/embedding_ref.hpp"
@@ -115,11 +117,63 @@ TEST(MoeEmulated, ATileDotIsItsSlotsFixedOrderSumAloneOrInAChunk) {
   }
 }
 
-using MoeGemv = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const int32_t*, int32_t, int64_t, const float*, int32_t, int32_t, float*,
-                         int64_t, int32_t);
+using MoeGemv = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const int32_t*, const int32_t*, const int32_t*, const int32_t*,
+                         int32_t, int64_t, const float*, int32_t, float*, int64_t);
+
+// The plan (n_active, active[groups], start[groups + 1], order[slots]) as memra_moe_plan makes it.
+struct Plan {
+  std::vector<int32_t> words;
+  int32_t groups = 0;
+  const int32_t* n_active() const { return words.data(); }
+  const int32_t* active() const { return words.data() + 1; }
+  const int32_t* start() const { return words.data() + 1 + groups; }
+  const int32_t* order() const { return words.data() + 2 + 2 * groups; }
+};
+
+Plan plan_of(const std::vector<float>& routes, int32_t top_k, int32_t slots, int32_t experts) {
+  Plan p;
+  p.groups = std::min(experts, slots);
+  p.words.assign(static_cast<size_t>(2 + 2 * p.groups + slots), -7);
+  int32_t* w = p.words.data();
+  memra::cuda_emu::launch(1, 1, 1024, [&] {
+    memra_moe_plan(routes.data(), top_k, slots, experts, w, w + 1, w + 1 + p.groups, w + 2 + 2 * p.groups);
+  }, [] {});
+  return p;
+}
+
+// The plan groups each slot under the expert it chose, every slot once, experts ascending.
+TEST(MoeEmulated, ThePlanGroupsEverySlotUnderItsExpert) {
+  std::mt19937 rng(23);
+  for (int32_t experts : {3, 8, 128, 512})
+    for (int32_t tokens : {1, 4, 64}) {
+      const int32_t top_k = std::min(experts, 8);
+      const std::vector<float> logits = random_logits(rng, tokens, experts);
+      const std::vector<float> routes = route(logits, tokens, experts, top_k, true);
+      const int32_t slots = tokens * top_k;
+      const Plan p = plan_of(routes, top_k, slots, experts);
+      SCOPED_TRACE(testing::Message() << experts << " experts, " << tokens << " tokens");
+      std::vector<int32_t> seen(static_cast<size_t>(slots), 0);
+      std::set<int32_t> used;
+      for (int32_t s = 0; s < slots; ++s) used.insert(reinterpret_cast<const int32_t*>(routes.data() + (s / top_k) * 2 * top_k)[s % top_k]);
+      ASSERT_EQ(*p.n_active(), static_cast<int32_t>(used.size()));
+      ASSERT_EQ(p.start()[0], 0);
+      ASSERT_EQ(p.start()[*p.n_active()], slots);
+      for (int32_t g = 0; g < *p.n_active(); ++g) {
+        if (g > 0) EXPECT_LT(p.active()[g - 1], p.active()[g]);
+        for (int32_t i = p.start()[g]; i < p.start()[g + 1]; ++i) {
+          const int32_t s = p.order()[i];
+          ASSERT_GE(s, 0);
+          ASSERT_LT(s, slots);
+          ++seen[static_cast<size_t>(s)];
+          EXPECT_EQ(reinterpret_cast<const int32_t*>(routes.data() + (s / top_k) * 2 * top_k)[s % top_k], p.active()[g]) << "slot " << s;
+        }
+      }
+      for (int32_t s = 0; s < slots; ++s) EXPECT_EQ(seen[static_cast<size_t>(s)], 1) << "slot " << s;
+    }
+}
 
 TEST(MoeEmulated, EachSchemesRoutedGemvIsItsStatedOrderOverTheExactRows) {
-  constexpr int32_t kExperts = 5, kTopK = 2, kTokens = 3;
+  constexpr int32_t kExperts = 5, kTopK = 3, kTokens = 7;  // 21 slots over 5 experts: groups of several slots
   constexpr int64_t kRows = 6, kCols = 512;
   std::mt19937 rng(17);
   std::normal_distribution<float> n(0.0f, 1.0f);
@@ -137,6 +191,9 @@ TEST(MoeEmulated, EachSchemesRoutedGemvIsItsStatedOrderOverTheExactRows) {
                         {"bf16_u8", memra_moe_gemv_bf16_u8, GgmlType::BF16, memra_float_entries::BF16U8::kUnit}};
   const std::vector<float> logits = random_logits(rng, kTokens, kExperts);
   const std::vector<float> routes = route(logits, kTokens, kExperts, kTopK, false);
+  constexpr int32_t kSlots = kTokens * kTopK;
+  const Plan plan = plan_of(routes, kTopK, kSlots, kExperts);
+  ASSERT_LT(*plan.n_active(), kSlots);  // some expert serves several slots
   std::vector<float> x(static_cast<size_t>(kTokens * kCols));
   for (float& v : x) v = n(rng);
   for (const Case& c : cases) {
@@ -150,8 +207,9 @@ TEST(MoeEmulated, EachSchemesRoutedGemvIsItsStatedOrderOverTheExactRows) {
       w.resize(static_cast<size_t>(kExperts * kRows * row_bytes));
       for (int64_t i = 0; i < kExperts * kRows * kCols; ++i) {
         const float v = n(rng);
-        if (bytes == 4) std::memcpy(w.data() + 4 * i, &v, 4);
-        else {
+        if (bytes == 4) {
+          std::memcpy(w.data() + 4 * i, &v, 4);
+        } else {
           const uint16_t h = memra::quant::f32_to_bf16(v);
           std::memcpy(w.data() + 2 * i, &h, 2);
         }
@@ -169,31 +227,35 @@ TEST(MoeEmulated, EachSchemesRoutedGemvIsItsStatedOrderOverTheExactRows) {
     for (int32_t i = 0; i < kExperts * kRows; ++i) all_rows[static_cast<size_t>(i)] = i;
     std::vector<float> exact(static_cast<size_t>(kExperts * kRows * kCols));
     ASSERT_TRUE(memra::ref::embedding_rows(c.type, w.data(), kCols, all_rows.data(), kExperts * kRows, 1.0f, exact.data()));
-    constexpr int32_t kSlots = kTokens * kTopK;
-    std::vector<int32_t> experts(kSlots);
-    for (int32_t s = 0; s < kSlots; ++s)
-      experts[static_cast<size_t>(s)] = reinterpret_cast<const int32_t*>(routes.data() + (s / kTopK) * 2 * kTopK)[s % kTopK];
-    auto run = [&](int32_t slot0, int32_t nslots, std::vector<float>& out) {
-      memra::cuda_emu::launch(static_cast<unsigned>((nslots * kRows + 7) / 8), 1, 256, [&] {
-        c.fn(w.data(), kRows * row_bytes, row_bytes, kCols, experts.data() + slot0, nslots, kRows, x.data(), slot0, kTopK, out.data(), kRows,
-             slot0);
+    auto run = [&](const Plan& p, std::vector<float>& out) {
+      memra::cuda_emu::launch(static_cast<unsigned>((p.groups * kRows + 7) / 8), 1, 256, [&] {
+        c.fn(w.data(), kRows * row_bytes, row_bytes, kCols, p.n_active(), p.active(), p.start(), p.order(), p.groups, kRows, x.data(), kTopK,
+             out.data(), kRows);
       }, [] {});
     };
     std::vector<float> all(static_cast<size_t>(kSlots * kRows), NAN), one(all.size(), NAN);
-    run(0, kSlots, all);
-    for (int32_t s = 0; s < kSlots; ++s) run(s, 1, one);
-    EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * 4), 0) << "a slot's outputs depend on the other slots";
-    for (int32_t s = 0; s < kSlots; ++s)
+    run(plan, all);
+    for (int32_t s = 0; s < kSlots; ++s) {  // each slot alone: a plan of one group of one slot
+      const int32_t e = reinterpret_cast<const int32_t*>(routes.data() + (s / kTopK) * 2 * kTopK)[s % kTopK];
+      Plan alone;
+      alone.groups = 1;
+      alone.words = {1, e, 0, 1, s};
+      run(alone, one);
+    }
+    EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * 4), 0) << "a slot's outputs depend on the other slots of its expert";
+    for (int32_t s = 0; s < kSlots; ++s) {
+      const int32_t e = reinterpret_cast<const int32_t*>(routes.data() + (s / kTopK) * 2 * kTopK)[s % kTopK];
       for (int64_t r = 0; r < kRows; ++r) {
-        const float* row = exact.data() + (experts[static_cast<size_t>(s)] * kRows + r) * kCols;
+        const float* row = exact.data() + (e * kRows + r) * kCols;
         const float* xr = x.data() + (s / kTopK) * kCols;
         float lane[32] = {};
         for (int64_t u = 0; u < kCols / c.unit; ++u)
-          for (int e = 0; e < c.unit; ++e) lane[u % 32] += row[u * c.unit + e] * xr[u * c.unit + e];
+          for (int k = 0; k < c.unit; ++k) lane[u % 32] += row[u * c.unit + k] * xr[u * c.unit + k];
         for (int off = 16; off > 0; off >>= 1)
           for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
         EXPECT_EQ(std::bit_cast<uint32_t>(all[static_cast<size_t>(s * kRows + r)]), std::bit_cast<uint32_t>(lane[0])) << "slot " << s << " row " << r;
       }
+    }
   }
 }
 

@@ -166,6 +166,8 @@ class CudaBackend {
   memra_status register_plugin_ops(std::span<const ops::PluginOp> ops, std::vector<std::string>* refused);
   memra_status moe_ffn(const memra_op_args& args);  // ops_moe.cpp
   bool moe_has_gemv(const memra_weight& stacked);  // the scheme's module has memra_moe_gemv_<s>
+  memra_status moe_grouped_rows(const memra_weight& stacked, const memra_tensor& plan, int32_t groups, const memra_tensor& in,
+                                int32_t in_div, memra_tensor& out, int64_t out_stride);
   memra_status moe_stacked_rows(const memra_weight& stacked, const memra_tensor& routes, int32_t top_k, int32_t slot0, int32_t nslots,
                                 const memra_tensor& in, int32_t in_base, int32_t in_div, memra_tensor& out, int64_t out_stride,
                                 int32_t out_base, const memra_tensor& tile, const memra_tensor& ids, int64_t tile_rows);

@@ -3,19 +3,20 @@
 //   - memra_moe_route: every row's top-k experts and weights (moe_route.cuh, bitwise the CPU
 //     reference's choice and weights);
 //   - gate and up (then down over the activation) for the step's tokens * top_k (row, choice)
-//     slots: by the scheme's routed GEMV (memra_moe_gemv_<s>, kernels/matmul/scheme_entries.cuh:
-//     a warp per output, the chosen expert's row dequantised in registers, read once per slot),
+//     slots: memra_moe_plan groups the slots by expert, and the scheme's routed GEMV
+//     (memra_moe_gemv_<s>, kernels/matmul/scheme_entries.cuh) takes a warp per row of each
+//     expert the step uses, dequantised in registers once for all the slots that chose it,
 //     or, for a scheme module without one, in chunks of at most kSlotChunk slots and tiles of
 //     weight rows: the rows gathered by the scheme's embedding gather (exact f32) and dotted by
 //     memra_moe_tile_dot (a fixed order per output); the activation by gated_activation;
 //   - memra_moe_combine: each row's weighted sum in selection order, plus the sigmoid-gated
 //     shared expert, whose MLP runs through the backend's own matmuls over every row.
 // The launches depend on the step's row count and the shapes only, never on the routing, so a
-// decode step stays one captured graph; only the k chosen experts' weights are read per slot.
-// A slot's result depends on its row and expert alone (batch invariant). Next for speed: slots
-// that share an expert reading it once (a grouped GEMV / tensor-core GEMM over the rows routed
-// to it, for batched decode and prefill), and the routed GEMV named in memra_matmul_kernels
-// instead of by the embedding entry's name.
+// decode step stays one captured graph (the grid covers min(experts, slots) groups; groups the
+// routing leaves empty exit at once); each distinct routed expert is read once per step. A
+// slot's result depends on its row and expert alone (batch invariant). Next for speed: a
+// tensor-core GEMM for the groups of prompt steps, and the routed GEMV named in
+// memra_matmul_kernels instead of found by the embedding entry's name.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -72,18 +73,6 @@ memra_status CudaBackend::moe_stacked_rows(const memra_weight& stacked, const me
                                            "' on this device, which stacked experts need");
   const int64_t rows = slice.shape[0], cols = slice.shape[1];
   const int64_t row_bytes = static_cast<int64_t>(s->row_bytes);
-  if (const std::string fused = moe_gemv_entry(s->embedding); !fused.empty() && modules_->get(s->module, fused)) {
-    // The scheme's routed GEMV (kernels/matmul/scheme_entries.cuh moe_gemv): each slot's expert
-    // read once, dequantised in registers. ids[j] = the expert slot slot0 + j chose.
-    if (st = launch("moe", "memra_moe_tile_ids", static_cast<unsigned>((nslots + 255) / 256), 1, 256, 0, dev(routes), top_k, slot0, nslots,
-                    int64_t{1}, int64_t{0}, int32_t{1}, dev(ids));
-        st != MEMRA_OK)
-      return st;
-    const int64_t n = static_cast<int64_t>(nslots) * rows;
-    const int64_t expert_bytes = static_cast<int64_t>(slice.bytes);
-    return launch_in(s->module, fused, static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock), 1, 32 * kWarpsPerBlock, 0, wd,
-                     expert_bytes, row_bytes, cols, dev(ids), nslots, rows, dev(in), in_base, in_div, dev(out), out_stride, out_base);
-  }
   for (int64_t row0 = 0; row0 < rows; row0 += tile_rows) {
     const int32_t nrows = static_cast<int32_t>(std::min(tile_rows, rows - row0));
     const int64_t n = static_cast<int64_t>(nslots) * nrows;
@@ -100,6 +89,27 @@ memra_status CudaBackend::moe_stacked_rows(const memra_weight& stacked, const me
       return st;
   }
   return MEMRA_OK;
+}
+
+// One stacked matrix through the scheme's routed GEMV, every slot at once, grouped by expert
+// (plan: n_active, active[groups], start[groups + 1], order[slots]): out[s * out_stride + r] =
+// row r of s's expert . in[s / in_div].
+memra_status CudaBackend::moe_grouped_rows(const memra_weight& stacked, const memra_tensor& plan, int32_t groups, const memra_tensor& in,
+                                           int32_t in_div, memra_tensor& out, int64_t out_stride) {
+  memra_status st = MEMRA_OK;
+  const CUdeviceptr wd = resolve(&stacked, &st);
+  if (st != MEMRA_OK) return st;
+  const memra_weight slice = moe_expert_slice(stacked, 0);
+  auto s = scheme(&slice);
+  if (!s) return fail(s.error());
+  const int64_t rows = slice.shape[0], cols = slice.shape[1];
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(plan.data);
+  const CUdeviceptr n_active = p, active = p + 4, start = active + 4 * static_cast<CUdeviceptr>(groups),
+                    order = start + 4 * static_cast<CUdeviceptr>(groups + 1);
+  const int64_t n = static_cast<int64_t>(groups) * rows;
+  return launch_in(s->module, moe_gemv_entry(s->embedding), static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock), 1,
+                   32 * kWarpsPerBlock, 0, wd, static_cast<int64_t>(slice.bytes), static_cast<int64_t>(s->row_bytes), cols, n_active, active,
+                   start, order, groups, rows, dev(in), in_div, dev(out), out_stride);
 }
 
 bool CudaBackend::moe_has_gemv(const memra_weight& stacked) {
@@ -120,14 +130,16 @@ memra_status CudaBackend::moe_ffn(const memra_op_args& a) {
   const int32_t tokens = a.batch->num_tokens;
   const int64_t hidden = tensor_last_dim(x), width = a.weights[0]->shape[1];
   const int64_t slots = static_cast<int64_t>(tokens) * k;
-  const bool fused = all_fused(*this, a);  // no tiles: one chunk of every slot
+  const bool fused = all_fused(*this, a);  // the schemes' routed GEMVs: every slot at once, no tiles
   const int64_t chunk = fused ? slots : std::min<int64_t>(slots, kSlotChunk);
   const int64_t widest = std::max(hidden, width);
   const int64_t tile_rows = fused ? 1 : std::max<int64_t>(1, std::min(widest, kTileFloats / (chunk * widest)));
+  const int32_t groups = static_cast<int32_t>(std::min<int64_t>(experts, slots));  // the most experts a step can use
 
   memra_tensor routes, o, g, u, act, tile, ids;
   const int64_t route_shape[2] = {tokens, 2 * static_cast<int64_t>(k)}, o_shape[2] = {slots, hidden}, w_shape[2] = {chunk, width},
-                tile_shape[2] = {fused ? 1 : chunk * tile_rows, widest}, ids_shape[1] = {chunk * tile_rows};
+                tile_shape[2] = {fused ? 1 : chunk * tile_rows, widest},
+                ids_shape[1] = {fused ? 2 + 2 * static_cast<int64_t>(groups) + slots : chunk * tile_rows};
   for (auto [shape, ndim, t] : {std::tuple{route_shape, 2, &routes}, std::tuple{o_shape, 2, &o}, std::tuple{w_shape, 2, &g},
                                 std::tuple{w_shape, 2, &u}, std::tuple{w_shape, 2, &act}, std::tuple{tile_shape, 2, &tile},
                                 std::tuple{ids_shape, 1, &ids}})
@@ -137,15 +149,28 @@ memra_status CudaBackend::moe_ffn(const memra_op_args& a) {
                                      experts, k, attrs.normalize_top_k, dev(routes));
       st != MEMRA_OK)
     return st;
-  for (int64_t slot0 = 0; slot0 < slots; slot0 += chunk) {
-    const int32_t n = static_cast<int32_t>(std::min(chunk, slots - slot0)), s0 = static_cast<int32_t>(slot0);
-    memra_tensor gv = g, uv = u, av = act;  // views of this chunk's rows
-    gv.shape[0] = uv.shape[0] = av.shape[0] = n;
-    memra_status st = moe_stacked_rows(*a.weights[0], routes, k, s0, n, *x, s0, k, g, width, 0, tile, ids, tile_rows);
-    if (st == MEMRA_OK) st = moe_stacked_rows(*a.weights[1], routes, k, s0, n, *x, s0, k, u, width, 0, tile, ids, tile_rows);
-    if (st == MEMRA_OK) st = gated_activation(attrs.activation, &gv, &uv, &av);
-    if (st == MEMRA_OK) st = moe_stacked_rows(*a.weights[2], routes, k, s0, n, act, 0, 1, o, hidden, s0, tile, ids, tile_rows);
+  if (fused) {
+    // The slots grouped by expert (ids holds the plan), then gate, up, the activation and down:
+    // each distinct expert of the step read once per matrix.
+    const CUdeviceptr p = dev(ids);
+    memra_status st = launch("moe", "memra_moe_plan", 1, 1, 1024, 0, dev(routes), k, static_cast<int32_t>(slots), experts, p, p + 4,
+                             p + 4 + 4 * static_cast<CUdeviceptr>(groups), p + 4 + 4 * static_cast<CUdeviceptr>(2 * groups + 1));
+    if (st == MEMRA_OK) st = moe_grouped_rows(*a.weights[0], ids, groups, *x, k, g, width);
+    if (st == MEMRA_OK) st = moe_grouped_rows(*a.weights[1], ids, groups, *x, k, u, width);
+    if (st == MEMRA_OK) st = gated_activation(attrs.activation, &g, &u, &act);
+    if (st == MEMRA_OK) st = moe_grouped_rows(*a.weights[2], ids, groups, act, 1, o, hidden);
     if (st != MEMRA_OK) return st;
+  } else {
+    for (int64_t slot0 = 0; slot0 < slots; slot0 += chunk) {
+      const int32_t n = static_cast<int32_t>(std::min(chunk, slots - slot0)), s0 = static_cast<int32_t>(slot0);
+      memra_tensor gv = g, uv = u, av = act;  // views of this chunk's rows
+      gv.shape[0] = uv.shape[0] = av.shape[0] = n;
+      memra_status st = moe_stacked_rows(*a.weights[0], routes, k, s0, n, *x, s0, k, g, width, 0, tile, ids, tile_rows);
+      if (st == MEMRA_OK) st = moe_stacked_rows(*a.weights[1], routes, k, s0, n, *x, s0, k, u, width, 0, tile, ids, tile_rows);
+      if (st == MEMRA_OK) st = gated_activation(attrs.activation, &gv, &uv, &av);
+      if (st == MEMRA_OK) st = moe_stacked_rows(*a.weights[2], routes, k, s0, n, act, 0, 1, o, hidden, s0, tile, ids, tile_rows);
+      if (st != MEMRA_OK) return st;
+    }
   }
 
   CUdeviceptr shared_out = 0, shared_gate = 0;
