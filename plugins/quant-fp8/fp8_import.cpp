@@ -15,11 +15,12 @@
 
 #include "import_helpers.hpp"
 #include "quant_plugin_common.hpp"
+#include "quantize.hpp"
 
 namespace memra::quant_plugin {
 
 namespace {
-constexpr int64_t kGroup = 128;
+constexpr int64_t kGroup = quant::kFp8Group;  // the fp8 layout's group (quantize.hpp)
 
 enum class Form { block, channel, tensor };
 
